@@ -1,0 +1,3 @@
+from gbdesk.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,22 @@
+"""Exception types shared by the core, the CLI and the GUI."""
+
+from __future__ import annotations
+
+
+class GbdeskError(Exception):
+    """Base class of every error gbdesk reports to a person."""
+
+
+class UserError(GbdeskError):
+    """Bad input from the user (missing file, unknown probe, malformed CSV…).
+
+    The CLI prints the message on one line and exits with status 2.
+    """
+
+
+class EngineError(GbdeskError):
+    """The model engine failed (worker crashed, ran out of memory, refused a request)."""
+
+
+class EngineCrashed(EngineError):
+    """The worker process died; whatever it was doing is lost, the run is resumable."""
