@@ -1,0 +1,243 @@
+"""The llama.cpp worker process.
+
+Started by `LlamaCppBackend` as `python -m gbdesk _worker` (or `gbdesk _worker` in a
+frozen build). It speaks JSON lines: requests on stdin, events on a private copy of
+stdout; the real fd 1 is pointed at stderr so that nothing llama.cpp prints can
+corrupt the protocol. A segfault or out-of-memory kill here ends only this
+process; the caller sees the pipe close and reports it.
+
+Protocol (one JSON object per line):
+  → {"op": "load", "model_path": …, "n_ctx": …, "n_threads": …, "n_batch": …,
+     "prompt_mode": "auto"|"chat"|"completion"}
+  ← {"event": "ready", "info": {...}}   or   {"event": "error", "message": …}
+  → {"op": "generate", "id": n, "request": {...GenerationRequest...}, "stream": bool}
+  ← {"event": "token", "id": n, "text": …}*  then  {"event": "result", "id": n, "result": {...}}
+  → {"op": "shutdown"}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any, TextIO
+
+
+def _open_protocol_stream() -> TextIO:
+    proto_fd = os.dup(1)
+    os.dup2(2, 1)  # anything printed to fd 1 from now on lands on stderr
+    sys.stdout = sys.stderr
+    return os.fdopen(proto_fd, "w", encoding="utf-8", buffering=1)
+
+
+class LlamaGenerator:
+    """Generation on a loaded `llama_cpp.Llama`, mirroring `create_chat_completion`.
+
+    The loop drives `Llama.generate` directly so that token counts, finish reasons
+    and streaming are exact, and resets the context before every request so that an
+    attempt's text depends only on its prompt, seed and settings — never on what was
+    generated before it (which is what makes resume and re-runs reproducible).
+    """
+
+    def __init__(self, llm: Any, prompt_mode: str):
+        import llama_cpp
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        self.llm = llm
+        self.llama_cpp = llama_cpp
+        template = llm.metadata.get("tokenizer.chat_template")
+        if prompt_mode == "auto":
+            prompt_mode = "chat" if template else "completion"
+        if prompt_mode == "chat" and not template:
+            raise ValueError("this model has no chat template; use completion mode")
+        self.prompt_mode = prompt_mode
+        self.formatter = None
+        eos_id = llm.token_eos()
+        self.eos_text = llm._model.token_get_text(eos_id) if eos_id != -1 else ""
+        if prompt_mode == "chat":
+            bos_id = llm.token_bos()
+            bos_text = llm._model.token_get_text(bos_id) if bos_id != -1 else ""
+            self.formatter = Jinja2ChatFormatter(
+                template=template,
+                eos_token=self.eos_text,
+                bos_token=bos_text,
+                stop_token_ids=[eos_id],
+            )
+
+    def prompt_tokens(self, messages: list[dict[str, str]]) -> tuple[list[int], list[str]]:
+        from gbdesk.engine.base import COMPLETION_STOP, completion_frame
+
+        if self.formatter is not None:
+            formatted = self.formatter(messages=messages)
+            tokens = self.llm.tokenize(
+                formatted.prompt.encode("utf-8"),
+                add_bos=not formatted.added_special,
+                special=True,
+            )
+            stops = [formatted.stop] if isinstance(formatted.stop, str) else list(formatted.stop)
+            return tokens, [s for s in stops if s]
+        prompt = completion_frame(messages)
+        return self.llm.tokenize(prompt.encode("utf-8"), special=True), list(COMPLETION_STOP)
+
+    def generate(self, request: dict[str, Any], emit=None) -> dict[str, Any]:
+        llm = self.llm
+        tokens, stops = self.prompt_tokens(request["messages"])
+        n_ctx = llm.n_ctx()
+        if len(tokens) >= n_ctx:
+            raise ValueError(
+                f"the prompt has {len(tokens)} tokens but the context holds {n_ctx}; "
+                "raise n_ctx or shorten the prompt"
+            )
+        max_tokens = int(request["max_tokens"])
+        max_tokens = min(max_tokens, n_ctx - len(tokens))
+        grammar = None
+        if request.get("json_schema"):
+            from llama_cpp.llama_grammar import LlamaGrammar
+
+            grammar = LlamaGrammar.from_json_schema(
+                json.dumps(request["json_schema"]), verbose=False
+            )
+        stop_bytes = [s.encode("utf-8") for s in stops]
+        llm.reset()
+        llm.set_seed(int(request["seed"]))
+        started = time.perf_counter()
+        completion: list[int] = []
+        finish_reason = "length"
+        text_bytes = b""
+        streamed = 0  # characters already emitted
+        if max_tokens > 0:
+            for token in llm.generate(
+                tokens,
+                top_k=int(request.get("top_k", 0)),
+                top_p=float(request["top_p"]),
+                min_p=float(request.get("min_p", 0.0)),
+                temp=float(request["temperature"]),
+                repeat_penalty=1.0,
+                grammar=grammar,
+            ):
+                if self.llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
+                    finish_reason = "stop"
+                    break
+                completion.append(token)
+                text_bytes = llm.detokenize(completion, prev_tokens=tokens)
+                hit = next((s for s in stop_bytes if s in text_bytes), None)
+                if hit is not None:
+                    text_bytes = text_bytes[: text_bytes.index(hit)]
+                    finish_reason = "stop"
+                    break
+                if emit is not None:
+                    streamed = self._emit_delta(text_bytes, streamed, stop_bytes, emit)
+                if len(completion) >= max_tokens:
+                    break
+        latency = time.perf_counter() - started
+        text = text_bytes.decode("utf-8", errors="ignore")
+        if emit is not None and len(text) > streamed:
+            emit(text[streamed:])
+        return {
+            "text": text,
+            "tokens_in": len(tokens),
+            "tokens_out": len(completion),
+            "latency_s": latency,
+            "finish_reason": finish_reason,
+            "prompt_mode": self.prompt_mode,
+        }
+
+    @staticmethod
+    def _emit_delta(text_bytes: bytes, streamed: int, stop_bytes: list[bytes], emit) -> int:
+        """Send the newly completed characters, holding back a possible stop prefix."""
+        try:
+            text = text_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            return streamed  # a multi-byte character is still incomplete
+        hold = 0
+        for stop in stop_bytes:
+            stop_text = stop.decode("utf-8", errors="ignore")
+            for k in range(min(len(stop_text), len(text)), 0, -1):
+                if text.endswith(stop_text[:k]):
+                    hold = max(hold, k)
+                    break
+        safe = len(text) - hold
+        if safe > streamed:
+            emit(text[streamed:safe])
+            return safe
+        return streamed
+
+
+def _load(message: dict[str, Any]) -> tuple[Any, LlamaGenerator, dict[str, Any]]:
+    import llama_cpp
+    import llama_cpp._logger
+
+    started = time.perf_counter()
+    llm = llama_cpp.Llama(
+        model_path=message["model_path"],
+        n_ctx=int(message["n_ctx"]),
+        n_threads=int(message["n_threads"]),
+        n_threads_batch=int(message["n_threads"]),
+        n_batch=int(message.get("n_batch", 512)),
+        seed=int(message.get("seed", 0)),
+        # verbose while loading: llama-cpp-python otherwise silences stderr during the
+        # load, and with it the reason a bad file fails (read by the backend on error).
+        verbose=True,
+    )
+    llm.verbose = False
+    llama_cpp._logger.set_verbose(False)
+    generator = LlamaGenerator(llm, message.get("prompt_mode", "auto"))
+    info = {
+        "prompt_mode": generator.prompt_mode,
+        "load_time_s": time.perf_counter() - started,
+        "llama_cpp_python": llama_cpp.__version__,
+        "n_ctx": llm.n_ctx(),
+        "n_threads": int(message["n_threads"]),
+        "chat_template": llm.metadata.get("tokenizer.chat_template"),
+        "model_name": llm.metadata.get("general.name"),
+    }
+    with contextlib.suppress(Exception):
+        info["llama_cpp_system"] = llama_cpp.llama_print_system_info().decode(errors="replace")
+    return llm, generator, info
+
+
+def main() -> int:
+    out = _open_protocol_stream()
+
+    def send(obj: dict[str, Any]) -> None:
+        out.write(json.dumps(obj) + "\n")
+
+    generator = None
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        op = message.get("op")
+        try:
+            if op == "load":
+                _, generator, info = _load(message)
+                send({"event": "ready", "info": info})
+            elif op == "generate":
+                if generator is None:
+                    raise RuntimeError("no model loaded")
+                request_id = message["id"]
+                emit = None
+                if message.get("stream"):
+
+                    def emit(text: str, request_id=request_id) -> None:
+                        send({"event": "token", "id": request_id, "text": text})
+
+                result = generator.generate(message["request"], emit)
+                send({"event": "result", "id": request_id, "result": result})
+            elif op == "shutdown":
+                return 0
+            else:
+                raise ValueError(f"unknown op {op!r}")
+        except Exception as exc:  # reported to the caller; the worker stays usable
+            traceback.print_exc(file=sys.stderr)
+            send({"event": "error", "id": message.get("id"), "message": str(exc) or repr(exc)})
+            if op == "load":
+                return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
