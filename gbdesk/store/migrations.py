@@ -1,0 +1,143 @@
+"""Schema migrations, keyed by the version they produce (`PRAGMA user_version`).
+
+Add a function for version N+1 and append it to `MIGRATIONS`; never edit a released
+step. Each step runs in one transaction with the version bump.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+
+def _v1(conn: sqlite3.Connection) -> None:
+    statements = [
+        """
+        CREATE TABLE models (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL DEFAULT 'gguf',
+            name TEXT NOT NULL,
+            path TEXT NOT NULL,
+            file_name TEXT,
+            sha256 TEXT,
+            size_bytes INTEGER,
+            mtime REAL,
+            architecture TEXT,
+            parameters INTEGER,
+            quantization TEXT,
+            context_length INTEGER,
+            has_chat_template INTEGER,
+            chat_template TEXT,
+            metadata_json TEXT,
+            added_at TEXT NOT NULL,
+            UNIQUE (kind, path, sha256)
+        )
+        """,
+        """
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            probe TEXT NOT NULL,
+            probe_version TEXT NOT NULL,
+            model_id INTEGER REFERENCES models(id),
+            source TEXT NOT NULL DEFAULT 'generated',
+            params_json TEXT NOT NULL,
+            generation_json TEXT NOT NULL,
+            engine_json TEXT,
+            app_version TEXT NOT NULL,
+            llama_cpp_version TEXT,
+            status TEXT NOT NULL,
+            error TEXT,
+            owner TEXT,
+            heartbeat_at TEXT,
+            created_at TEXT NOT NULL,
+            started_at TEXT,
+            finished_at TEXT,
+            attempts_total INTEGER NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE run_items (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            item TEXT NOT NULL,
+            prompt TEXT NOT NULL,
+            metadata_json TEXT NOT NULL,
+            PRIMARY KEY (run_id, item)
+        )
+        """,
+        """
+        CREATE TABLE attempts (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            prompt TEXT NOT NULL,
+            response TEXT NOT NULL,
+            seed INTEGER,
+            tokens_in INTEGER,
+            tokens_out INTEGER,
+            latency_s REAL,
+            finish_reason TEXT,
+            prompt_mode TEXT,
+            created_at TEXT NOT NULL,
+            UNIQUE (run_id, item, attempt)
+        )
+        """,
+        """
+        CREATE TABLE labels (
+            id INTEGER PRIMARY KEY,
+            attempt_id INTEGER NOT NULL REFERENCES attempts(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL CHECK (kind IN ('auto', 'human')),
+            source TEXT NOT NULL,
+            label TEXT NOT NULL,
+            data_json TEXT,
+            evidence_json TEXT,
+            created_at TEXT NOT NULL
+        )
+        """,
+        "CREATE UNIQUE INDEX labels_auto_once ON labels(attempt_id, source) WHERE kind = 'auto'",
+        "CREATE INDEX labels_by_attempt ON labels(attempt_id, kind, id)",
+        """
+        CREATE TABLE metrics (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            label_mode TEXT NOT NULL,
+            name TEXT NOT NULL,
+            value REAL,
+            ci_lo REAL,
+            ci_hi REAL,
+            mark TEXT,
+            n INTEGER,
+            fingerprint TEXT NOT NULL,
+            computed_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, label_mode, name)
+        )
+        """,
+    ]
+    for statement in statements:
+        conn.execute(statement)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
+LATEST_VERSION = len(MIGRATIONS)
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the database to `LATEST_VERSION`; return the version it had before."""
+    before = conn.execute("PRAGMA user_version").fetchone()[0]
+    if before > LATEST_VERSION:
+        from gbdesk.errors import UserError
+
+        raise UserError(
+            f"this database has schema version {before}, newer than this gbdesk understands "
+            f"({LATEST_VERSION}); update gbdesk"
+        )
+    for version in range(before + 1, LATEST_VERSION + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            MIGRATIONS[version - 1](conn)
+            conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return before
