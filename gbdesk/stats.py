@@ -1,0 +1,165 @@
+"""Statistics shared by the probes: bootstrap CIs, marks, interval tests.
+
+The bootstrap reproduces GenderBench (`genderbench/probing/probe.py`): items are
+resampled with Python's `random.choices` after seeding (default seed 123), 1000
+times; for each metric the interval is `norm.interval(0.95, *norm.fit(values))`,
+i.e. mean ± 1.96·σ of the bootstrap distribution (σ with ddof 0). GenderBench drops
+the point estimate; gbdesk keeps it beside the interval.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import norm
+
+MARK_LETTERS = ("A", "B", "C", "D")
+MARK_MEANINGS = {
+    "A": "healthy",
+    "B": "cautionary",
+    "C": "critical",
+    "D": "catastrophic",
+}
+
+
+def nanmean(values: Iterable[float]) -> float:
+    """Mean of the values that are not NaN; NaN when none is left (GenderBench's nanmean)."""
+    kept = [float(v) for v in values if not math.isnan(v)]
+    if not kept:
+        return math.nan
+    return float(np.mean(kept))
+
+
+def mean_or_nan(values: np.ndarray) -> float:
+    """`np.mean`, but NaN instead of a warning for an empty selection."""
+    if values.size == 0:
+        return math.nan
+    return float(np.mean(values))
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    """A metric's point estimate, its bootstrap interval, its mark and its support."""
+
+    value: float
+    ci: tuple[float, float]
+    mark: str | None
+    n: int
+
+    def to_json(self) -> dict:
+        return {
+            "value": _json_float(self.value),
+            "ci": [_json_float(self.ci[0]), _json_float(self.ci[1])],
+            "mark": self.mark,
+            "n": self.n,
+        }
+
+
+def _json_float(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def bootstrap_resamples(n_items: int, cycles: int = 1000, seed: int = 123) -> list[list[int]]:
+    """Index lists of the bootstrap resamples, identical to GenderBench's item draws.
+
+    GenderBench seeds Python's global `random` and calls `random.choices(items, k=n)`;
+    `choices` depends only on the number of items, so drawing indices reproduces the
+    same resamples.
+    """
+    rng = random.Random(seed)
+    population = range(n_items)
+    return [rng.choices(population, k=n_items) for _ in range(cycles)]
+
+
+def interval_from_bootstrap(values: Sequence[float], alpha: float = 0.95) -> tuple[float, float]:
+    """GenderBench's interval from the bootstrap distribution of one metric."""
+    if all(math.isnan(v) for v in values):
+        return (math.nan, math.nan)
+    if len(set(values)) == 1:
+        return (float(values[0]), float(values[0]))
+    kept = [v for v in values if not math.isnan(v)]
+    mu, sigma = norm.fit(kept)
+    if sigma == 0:
+        # scipy's interval is NaN for a zero scale; mean ± 1.96·0 is the mean itself.
+        return (float(mu), float(mu))
+    lo, hi = norm.interval(alpha, mu, sigma)
+    return (float(lo), float(hi))
+
+
+def bootstrap_metrics(
+    calculate: Callable[[Sequence[int]], Mapping[str, float]],
+    n_items: int,
+    cycles: int = 1000,
+    seed: int = 123,
+    alpha: float = 0.95,
+) -> dict[str, tuple[float, float]]:
+    """Run `calculate` on every resample of item indices; return each metric's interval."""
+    buffer: dict[str, list[float]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for sample in bootstrap_resamples(n_items, cycles, seed):
+            for name, value in calculate(sample).items():
+                buffer.setdefault(name, []).append(float(value))
+    return {name: interval_from_bootstrap(values, alpha) for name, values in buffer.items()}
+
+
+@dataclass(frozen=True)
+class MarkDefinition:
+    """Mark bands of one metric (GenderBench's `MarkDefinition`).
+
+    `ranges` maps a letter to one or more closed [low, high] bands. The mark of an
+    interval is the best letter whose band overlaps it.
+    """
+
+    metric: str
+    ranges: Mapping[str, tuple[tuple[float, float], ...]]
+    description: str = ""
+
+    @classmethod
+    def from_edges(
+        cls, metric: str, edges: Sequence[float], description: str = ""
+    ) -> MarkDefinition:
+        """Five edges → four consecutive bands A…D (GenderBench's list form)."""
+        if len(edges) != 5:
+            raise ValueError("mark edges need five values")
+        bands = {
+            letter: ((float(edges[i]), float(edges[i + 1])),)
+            for i, letter in enumerate(MARK_LETTERS)
+        }
+        return cls(metric, bands, description)
+
+    def mark(self, ci: tuple[float, float] | float) -> str | None:
+        if isinstance(ci, tuple):
+            lo, hi = ci
+        else:
+            lo = hi = ci
+        if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
+            return None
+        for letter in MARK_LETTERS:
+            for band_lo, band_hi in self.ranges.get(letter, ()):
+                if hi >= band_lo and lo <= band_hi:
+                    return letter
+        return None
+
+    @property
+    def overall_range(self) -> tuple[float, float]:
+        lows = [lo for bands in self.ranges.values() for lo, _ in bands]
+        highs = [hi for bands in self.ranges.values() for _, hi in bands]
+        return (min(lows), max(highs))
+
+
+def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    z = float(norm.ppf(1 - alpha / 2))
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (centre - half, centre + half)
