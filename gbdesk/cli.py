@@ -1,0 +1,522 @@
+"""The `gbdesk` command: no arguments opens the desktop app; subcommands run headless.
+
+Contract: `--json` prints exactly one JSON value on stdout; progress goes to stderr.
+User errors (missing file, not a GGUF, unknown probe, bad CSV …) exit with status 2
+and one line on stderr; engine failures exit with 1; Ctrl-C exits with 130 and
+leaves the run resumable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from gbdesk import __version__
+from gbdesk.errors import EngineError, UserError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UserError(f"{message} (see: {self.prog} --help)")
+
+
+def _db_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="PATH", help="database file (default: per-user data folder)")
+
+
+def _json_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON value on stdout")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="gbdesk",
+        description="Audit a local language model for gender and intersectional bias. "
+        "Without arguments, opens the desktop app.",
+    )
+    parser.add_argument("--version", action="version", version=f"gbdesk {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+
+    p = sub.add_parser("probes", help="list the probes")
+    _json_arg(p)
+
+    p = sub.add_parser("card", help="show a probe's card (what it measures, data, limits)")
+    p.add_argument("probe")
+    _json_arg(p)
+
+    p = sub.add_parser("items", help="list a probe's items and prompts")
+    p.add_argument("--probe", required=True)
+    p.add_argument("--template", help="template text or preset name")
+    p.add_argument("--limit", type=_positive_int, help="keep the first N items")
+    p.add_argument("--sample", type=_positive_int, help="a seeded random sample of K items")
+    _json_arg(p)
+
+    p = sub.add_parser("models", help="list the bundled default model and registered GGUF files")
+    p.add_argument("--add", metavar="PATH", action="append", help="register a GGUF file")
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser("run", help="run a probe on a model")
+    p.add_argument("--probe", required=True)
+    p.add_argument("--model", default="default", help="GGUF path or 'default' (bundled SmolLM2)")
+    p.add_argument("--attempts", type=_positive_int, help="samples per prompt")
+    p.add_argument("--limit", type=_positive_int, help="keep the first N items")
+    p.add_argument("--sample", type=_positive_int, help="a seeded random sample of K items")
+    p.add_argument(
+        "--seed", type=int, default=0, help="run seed (per-attempt seeds derive from it)"
+    )
+    p.add_argument("--temperature", type=float)
+    p.add_argument("--top-p", type=float, dest="top_p")
+    p.add_argument("--max-tokens", type=_positive_int, dest="max_tokens")
+    p.add_argument("--template", help="template text or preset name")
+    p.add_argument(
+        "--prompt-mode",
+        choices=("auto", "chat", "completion"),
+        default="auto",
+        help="chat template or completion frame (auto: chat if the GGUF has one)",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser("runs", help="list the runs in the database")
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser("resume", help="continue an interrupted or cancelled run")
+    p.add_argument("run_id", type=int)
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser("metrics", help="metrics of a run with 95%% CIs and marks")
+    p.add_argument("run_id", type=int)
+    p.add_argument(
+        "--labels",
+        choices=("auto", "reviewed"),
+        default="auto",
+        help="automatic labels, or reviewed ones (human where present)",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser("export", help="export runs as CSV files and/or a PDF report")
+    p.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")
+    p.add_argument("--csv", metavar="DIR", help="write attempts.csv and metrics.csv here")
+    p.add_argument("--pdf", metavar="FILE", help="write the PDF report here")
+    p.add_argument(
+        "--labels",
+        choices=("auto", "reviewed"),
+        default="reviewed",
+        help="labels the PDF's metrics use (default: reviewed, i.e. human where present)",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser("import", help="analyse generations made elsewhere")
+    p.add_argument("--probe", required=True)
+    p.add_argument("--file", required=True, help="CSV or JSONL with prompt and response columns")
+    p.add_argument("--model-name", help="name of the model that wrote the responses")
+    p.add_argument("--template", help="template the prompts were made with (text or preset)")
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser("review", help="record a reviewer's label for an attempt")
+    p.add_argument("attempt_id", type=int)
+    p.add_argument("label")
+    p.add_argument("--reviewer", required=True)
+    _db_arg(p)
+    _json_arg(p)
+    return parser
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _open_store(path: str | None):
+    from gbdesk.paths import default_db_path
+    from gbdesk.store import Store
+
+    return Store(path or default_db_path())
+
+
+def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(payload, ensure_ascii=False, default=_json_default))
+    else:
+        print(text)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    return f"{x:.{digits}f}"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None or math.isinf(seconds):
+        return "?"
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+class _ProgressPrinter:
+    """Progress on stderr: one rewritten line on a terminal, a line every few seconds else."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, p) -> None:
+        if p.status == "loading":
+            print(f"[run {p.run_id}] loading the model…", file=sys.stderr, flush=True)
+            return
+        line = (
+            f"[run {p.run_id}] {p.done}/{p.total} ({100 * p.fraction:.1f}%) "
+            f"· {p.tokens_per_s:.0f} tok/s · ETA {_duration(p.eta_s)}"
+        )
+        if p.last:
+            line += f" · {p.last['item']}#{p.last['attempt']} → {p.last['label']}"
+        if p.status not in ("running",):
+            line += f" · {p.status}"
+        now = time.monotonic()
+        if self.tty:
+            end = "\n" if p.status != "running" else ""
+            print(
+                "\r" + line[: os.get_terminal_size().columns - 1].ljust(40),
+                end=end,
+                file=sys.stderr,
+                flush=True,
+            )
+        elif p.status != "running" or now - self.last > 5 or p.done == p.total:
+            print(line, file=sys.stderr, flush=True)
+            self.last = now
+
+
+def _metrics_payload(store, run_id: int, labels: str) -> dict[str, Any]:
+    from gbdesk.results import compute_metrics
+
+    run = store.get_run(run_id)
+    metrics = compute_metrics(store, run_id, labels)
+    return {
+        "run_id": run_id,
+        "probe": run["probe"],
+        "labels": labels,
+        "metrics": {name: m.to_json() for name, m in metrics.items()},
+    }
+
+
+def _metrics_table(payload: dict[str, Any]) -> str:
+    rows = [f"{'metric':<28} {'value':>8}  {'95% CI':<19} mark  {'n':>5}"]
+    for name, m in payload["metrics"].items():
+        lo, hi = m["ci"]
+        ci = f"[{_fmt(lo)}, {_fmt(hi)}]"
+        rows.append(
+            f"{name:<28} {_fmt(m['value']):>8}  {ci:<19} {m['mark'] or '—':<4}  {m['n']:>5}"
+        )
+    return "\n".join(rows)
+
+
+def _run_summary(store, run_id: int) -> dict[str, Any]:
+    run = store.get_run(run_id)
+    return {
+        "run_id": run_id,
+        "status": run["status"],
+        "attempts": run["attempts_done"],
+        "attempts_total": run["attempts_total"],
+    }
+
+
+def _tiny_notice(store, run_id: int) -> str:
+    from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
+
+    run = store.get_run(run_id)
+    if run["model_id"]:
+        model = store.get_model(run["model_id"])
+        if model["kind"] == "gguf" and is_default_model(model["path"]):
+            return "\n\nNote: " + TINY_MODEL_NOTICE
+    return ""
+
+
+# -- commands ---------------------------------------------------------------------------------
+def cmd_probes(args) -> int:
+    from gbdesk.probes import get_probe, probe_names
+
+    probes = [get_probe(n).describe() for n in probe_names()]
+    text = "\n".join(
+        f"{p['name']:<15} {p['items']:>5} items  {p['title']}  (licence: {p['card']['licence']})"
+        for p in probes
+    )
+    _emit(args, {"probes": probes}, text)
+    return 0
+
+
+def cmd_card(args) -> int:
+    from gbdesk.probes import get_probe
+
+    probe = get_probe(args.probe)
+    _emit(args, {"probe": probe.name, "card": probe.card.to_json()}, probe.card.to_text(probe.name))
+    return 0
+
+
+def cmd_items(args) -> int:
+    from gbdesk.probes import get_probe
+
+    probe = get_probe(args.probe)
+    params = probe.resolve_params(template=args.template, limit=args.limit, sample=args.sample)
+    items = probe.items(params)
+    payload = {
+        "probe": probe.name,
+        "template": params["template"],
+        "items": [{"item": i.key, "prompt": i.prompt, **i.metadata} for i in items],
+    }
+    _emit(args, payload, "\n".join(f"{i.key}\t{i.prompt}" for i in items))
+    return 0
+
+
+def cmd_models(args) -> int:
+    from gbdesk.models import list_models
+
+    with _open_store(args.db) as store:
+        for path in args.add or []:
+            from gbdesk.runs import resolve_model
+
+            resolve_model(store, path)
+        models = list_models(store)
+    lines = [
+        f"{m['name']}\n    {m['path']}\n    {m.get('architecture') or '?'} · "
+        f"{m.get('parameters_label') or '?'} params · {m.get('quantization') or '?'} · "
+        f"ctx {m.get('context_length') or '?'} · chat template: "
+        f"{'yes' if m.get('has_chat_template') else 'no (completion mode)'} · "
+        f"{m.get('size_label') or ''} · needs ≈{m.get('memory_label') or '?'}"
+        + (f"\n    ! {m['error']}" if m.get("error") else "")
+        for m in models
+    ]
+    _emit(args, {"models": models}, "\n".join(lines))
+    return 0
+
+
+def cmd_run(args) -> int:
+    from gbdesk.engine.llama_backend import LlamaCppBackend
+    from gbdesk.probes import get_probe
+    from gbdesk.runs import plan_run, resolve_model
+
+    get_probe(args.probe)  # fail fast on a typo, before loading anything
+    with _open_store(args.db) as store:
+        model = resolve_model(store, args.model)
+        # Load before planning, so a file llama.cpp rejects leaves no empty run behind.
+        backend = LlamaCppBackend(model["path"], prompt_mode=args.prompt_mode)
+        try:
+            run_id = plan_run(
+                store,
+                args.probe,
+                model,
+                attempts=args.attempts,
+                seed=args.seed,
+                temperature=args.temperature,
+                top_p=args.top_p,
+                max_tokens=args.max_tokens,
+                prompt_mode=args.prompt_mode,
+                template=args.template,
+                limit=args.limit,
+                sample=args.sample,
+            )
+        except BaseException:
+            backend.close()
+            raise
+        print(f"[run {run_id}] {args.probe} on {model['name']} → {store.path}", file=sys.stderr)
+        return _execute(args, store, run_id, lambda _model, _generation: backend)
+
+
+def _execute(args, store, run_id: int, backend_factory=None) -> int:
+    from gbdesk.runs import execute_run, llama_backend_factory
+
+    try:
+        execute_run(
+            store,
+            run_id,
+            on_progress=_ProgressPrinter(),
+            backend_factory=backend_factory or llama_backend_factory,
+        )
+    except KeyboardInterrupt:
+        print(
+            f"\ninterrupted; run {run_id} is saved — continue it with: gbdesk resume {run_id}",
+            file=sys.stderr,
+        )
+        return 130
+    summary = _run_summary(store, run_id)
+    if args.json:
+        _emit(args, summary, "")
+        return 0
+    payload = _metrics_payload(store, run_id, "auto")
+    print(
+        f"run {run_id}: {summary['status']}, {summary['attempts']}/{summary['attempts_total']} "
+        f"attempts\n\n{_metrics_table(payload)}{_tiny_notice(store, run_id)}\n\n"
+        f"Export: gbdesk export {run_id} --csv DIR  (database: {store.path})"
+    )
+    return 0
+
+
+def cmd_runs(args) -> int:
+    with _open_store(args.db) as store:
+        runs = store.list_runs()
+    payload = [
+        {
+            "run_id": r["id"],
+            "probe": r["probe"],
+            "model": r["model_name"],
+            "status": r["status"],
+            "attempts_done": r["attempts_done"],
+            "attempts_total": r["attempts_total"],
+            "created_at": r["created_at"],
+            "source": r["source"],
+        }
+        for r in runs
+    ]
+    text = (
+        "\n".join(
+            f"{r['run_id']:>4}  {r['probe']:<14} {r['status']:<11} "
+            f"{r['attempts_done']:>5}/{r['attempts_total']:<5} {r['model']}"
+            for r in payload
+        )
+        or "no runs yet — start one with: gbdesk run --probe inventories"
+    )
+    _emit(args, payload, text)
+    return 0
+
+
+def cmd_resume(args) -> int:
+    with _open_store(args.db) as store:
+        run = store.get_run(args.run_id)
+        if run["status"] == "done":
+            print(f"run {args.run_id} is already complete", file=sys.stderr)
+        return _execute(args, store, args.run_id)
+
+
+def cmd_metrics(args) -> int:
+    with _open_store(args.db) as store:
+        payload = _metrics_payload(store, args.run_id, args.labels)
+        notice = _tiny_notice(store, args.run_id)
+    text = (
+        f"run {args.run_id} ({payload['probe']}, {args.labels} labels)\n"
+        + _metrics_table(payload)
+        + notice
+    )
+    _emit(args, payload, text)
+    return 0
+
+
+def cmd_export(args) -> int:
+    if not args.csv and not args.pdf:
+        raise UserError("say where to export: --csv DIR and/or --pdf FILE")
+    written: list[str] = []
+    with _open_store(args.db) as store:
+        for run_id in args.run_ids:
+            store.get_run(run_id)  # a clear error for an unknown run
+        if args.csv:
+            from gbdesk.report.csv_export import export_run_csv
+
+            written += [str(p) for p in export_run_csv(store, args.run_ids, args.csv)]
+        if args.pdf:
+            from gbdesk.report.pdf import export_pdf
+
+            written.append(str(export_pdf(store, args.run_ids, args.pdf, label_mode=args.labels)))
+    _emit(args, {"files": written}, "\n".join(written))
+    return 0
+
+
+def cmd_import(args) -> int:
+    from gbdesk.importer import import_generations
+
+    with _open_store(args.db) as store:
+        result = import_generations(
+            store, args.probe, args.file, model_name=args.model_name, template=args.template
+        )
+    _emit(args, result, f"imported {result['attempts']} attempts as run {result['run_id']}")
+    return 0
+
+
+def cmd_review(args) -> int:
+    from gbdesk.probes import get_probe
+
+    with _open_store(args.db) as store:
+        attempt = store.get_attempt(args.attempt_id)
+        probe = get_probe(store.get_run(attempt["run_id"])["probe"])
+        if args.label not in probe.label_values():
+            raise UserError(f"label must be one of {', '.join(probe.label_values())}")
+        label_id = store.add_human_label(args.attempt_id, args.reviewer, args.label)
+    _emit(
+        args,
+        {"label_id": label_id, "attempt_id": args.attempt_id, "label": args.label},
+        f"attempt {args.attempt_id}: {args.label} (by {args.reviewer})",
+    )
+    return 0
+
+
+COMMANDS = {
+    "probes": cmd_probes,
+    "card": cmd_card,
+    "items": cmd_items,
+    "models": cmd_models,
+    "run": cmd_run,
+    "runs": cmd_runs,
+    "resume": cmd_resume,
+    "metrics": cmd_metrics,
+    "export": cmd_export,
+    "import": cmd_import,
+    "review": cmd_review,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["_worker"]:
+        from gbdesk.engine.llama_worker import main as worker_main
+
+        return worker_main()
+    try:
+        if not argv:
+            from gbdesk.ui.app import main as gui_main
+
+            return gui_main()
+        args = build_parser().parse_args(argv)
+        if args.command is None:
+            build_parser().print_help()
+            return 0
+        return COMMANDS[args.command](args)
+    except UserError as exc:
+        print(f"gbdesk: error: {exc}", file=sys.stderr)
+        return 2
+    except EngineError as exc:
+        print(f"gbdesk: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

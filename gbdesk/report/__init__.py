@@ -1,0 +1,1 @@
+"""Exports: CSV (no Qt) and the PDF report."""

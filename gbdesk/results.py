@@ -1,0 +1,149 @@
+"""Metrics of stored runs, from automatic or reviewed labels (no Qt).
+
+`label_mode="auto"` uses only the detector's labels; `"reviewed"` uses a reviewer's
+label where one exists and the detector's elsewhere. Results are cached in the
+store and recomputed when an attempt or a label changes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from gbdesk.probes import ItemResult, get_probe
+from gbdesk.stats import MetricValue
+from gbdesk.store import Store
+
+LABEL_MODES = ("auto", "reviewed")
+
+
+def ensure_auto_labels(store: Store, run_id: int) -> int:
+    """Label any stored attempt that has no automatic label yet; return how many."""
+    probe = get_probe(store.get_run(run_id)["probe"])
+    labelled = store.labels(run_id, "auto")
+    missing = [a for a in store.attempts(run_id) if a["id"] not in labelled]
+    for attempt in missing:
+        store.set_auto_label(attempt["id"], **probe.label(attempt["response"]))
+    return len(missing)
+
+
+def effective_labels(store: Store, run_id: int, label_mode: str) -> dict[int, dict[str, Any]]:
+    """attempt id → the label row the metrics use in this mode."""
+    if label_mode not in LABEL_MODES:
+        raise ValueError(f"label mode must be one of {LABEL_MODES}")
+    labels = store.labels(run_id, "auto")
+    if label_mode == "reviewed":
+        labels.update(store.labels(run_id, "human"))
+    return labels
+
+
+def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[ItemResult]:
+    """Items (in run order) with the effective labels of their stored attempts."""
+    labels = effective_labels(store, run_id, label_mode)
+    by_item: dict[str, list[str]] = {}
+    for attempt in store.attempts(run_id):
+        label = labels.get(attempt["id"])
+        by_item.setdefault(attempt["item"], []).append(label["label"] if label else "undetected")
+    return [
+        ItemResult(row["item"], row["metadata"], by_item.get(row["item"], []))
+        for row in store.run_items(run_id)
+    ]
+
+
+def compute_metrics(
+    store: Store, run_id: int, label_mode: str = "auto", use_cache: bool = True
+) -> dict[str, MetricValue]:
+    ensure_auto_labels(store, run_id)
+    fingerprint = store.labels_fingerprint(run_id)
+    if use_cache:
+        cached = store.cached_metrics(run_id, label_mode, fingerprint)
+        if cached is not None:
+            return {
+                name: MetricValue(
+                    value=_nan(row["value"]),
+                    ci=(_nan(row["ci_lo"]), _nan(row["ci_hi"])),
+                    mark=row["mark"],
+                    n=row["n"],
+                )
+                for name, row in cached.items()
+            }
+    probe = get_probe(store.get_run(run_id)["probe"])
+    metrics = probe.metrics(item_results(store, run_id, label_mode))
+    store.save_metrics(
+        run_id,
+        label_mode,
+        fingerprint,
+        [
+            {
+                "name": name,
+                "value": _none(m.value),
+                "ci_lo": _none(m.ci[0]),
+                "ci_hi": _none(m.ci[1]),
+                "mark": m.mark,
+                "n": m.n,
+            }
+            for name, m in metrics.items()
+        ],
+    )
+    return metrics
+
+
+def _nan(x: float | None) -> float:
+    return math.nan if x is None else float(x)
+
+
+def _none(x: float) -> float | None:
+    return None if x is None or math.isnan(x) else float(x)
+
+
+@dataclass
+class ReviewStats:
+    """How the detector fares against the reviewers' labels."""
+
+    attempts: int
+    reviewed: int
+    corrected: int
+    per_label: dict[str, dict[str, float]]  # label → precision, recall, support
+    accuracy: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "attempts": self.attempts,
+            "reviewed": self.reviewed,
+            "corrected": self.corrected,
+            "accuracy": _none(self.accuracy),
+            "per_label": {
+                k: {m: _none(v) if isinstance(v, float) else v for m, v in d.items()}
+                for k, d in self.per_label.items()
+            },
+        }
+
+
+def review_stats(store: Store, run_id: int) -> ReviewStats:
+    """Reviewed/corrected counts and the detector's precision and recall per label,
+    taking the latest human label of each reviewed attempt as the truth."""
+    probe = get_probe(store.get_run(run_id)["probe"])
+    ensure_auto_labels(store, run_id)
+    auto = store.labels(run_id, "auto")
+    human = store.labels(run_id, "human")
+    pairs = [(auto[a]["label"], h["label"]) for a, h in human.items() if a in auto]
+    per_label: dict[str, dict[str, float]] = {}
+    predicted = Counter(p for p, _ in pairs)
+    actual = Counter(t for _, t in pairs)
+    hits = Counter(p for p, t in pairs if p == t)
+    for value in probe.label_values():
+        per_label[value] = {
+            "precision": hits[value] / predicted[value] if predicted[value] else math.nan,
+            "recall": hits[value] / actual[value] if actual[value] else math.nan,
+            "support": actual[value],
+        }
+    correct = sum(hits.values())
+    return ReviewStats(
+        attempts=store.count_attempts(run_id),
+        reviewed=len(pairs),
+        corrected=len(pairs) - correct,
+        per_label=per_label,
+        accuracy=correct / len(pairs) if pairs else math.nan,
+    )

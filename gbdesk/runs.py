@@ -1,0 +1,403 @@
+"""Planning and executing runs (no Qt).
+
+A run is a probe × model × parameters. `plan_run` stores the run and its items;
+`execute_run` generates the attempts that are not stored yet, writing each one (with
+its automatic label) the moment it completes, reporting progress to a callback and
+honouring pause and cancel between attempts. Running it again after a crash, a
+cancel or a kill continues where the store left off: the UNIQUE (run, item,
+attempt) key makes every write idempotent and per-attempt seeds make the texts
+independent of the order and the session they are generated in.
+
+Attempts are generated attempt-major (every item once, then every item again …) so
+that a half-finished run already covers every item.
+"""
+
+from __future__ import annotations
+
+import platform
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from gbdesk import __version__
+from gbdesk.engine.base import (
+    DEFAULT_MIN_P,
+    DEFAULT_TOP_K,
+    Backend,
+    GenerationRequest,
+    attempt_seed,
+)
+from gbdesk.errors import EngineCrashed, EngineError, UserError
+from gbdesk.probes import get_probe
+from gbdesk.store import Store
+
+RUN_STATUSES = ("created", "running", "paused", "cancelled", "interrupted", "failed", "done")
+
+
+# -- models ---------------------------------------------------------------------------------
+def resolve_model(store: Store, spec: str | None) -> dict[str, Any]:
+    """Register the GGUF named by `spec` ("default" or a path) and return its row.
+
+    The sha256 is computed once per file version (path, size, mtime) and cached.
+    """
+    from gbdesk.engine.default_model import (
+        DEFAULT_MODEL_LABEL,
+        default_model_path,
+        is_default_model,
+    )
+    from gbdesk.engine.gguf_meta import read_gguf, sha256_file
+
+    path = default_model_path() if spec in (None, "", "default") else Path(spec).expanduser()
+    info = read_gguf(path)  # UserError for missing, foreign or truncated files
+    stat = Path(info.path).stat()
+    cached = store.model_by_path(info.path, stat.st_size, stat.st_mtime)
+    if cached and cached.get("sha256"):
+        return cached
+    record = {
+        "kind": "gguf",
+        "name": DEFAULT_MODEL_LABEL
+        if is_default_model(info.path)
+        else (info.name or info.file_name),
+        "path": info.path,
+        "file_name": info.file_name,
+        "sha256": sha256_file(info.path),
+        "size_bytes": stat.st_size,
+        "mtime": stat.st_mtime,
+        "architecture": info.architecture,
+        "parameters": info.parameters,
+        "quantization": info.quantization,
+        "context_length": info.context_length,
+        "has_chat_template": int(info.has_chat_template),
+        "chat_template": info.chat_template,
+        "metadata_json": _json({k: v for k, v in info.to_json().items() if k != "chat_template"}),
+    }
+    model_id = store.register_model(record)
+    return store.get_model(model_id)
+
+
+def _json(obj: Any) -> str:
+    import json
+
+    return json.dumps(obj, sort_keys=True, default=str)
+
+
+def verify_model_file(model: dict[str, Any]) -> None:
+    """Refuse to resume on a model file that changed since the run was planned."""
+    from gbdesk.engine.gguf_meta import sha256_file
+
+    path = Path(model["path"])
+    if not path.is_file():
+        raise UserError(f"the run's model file is missing: {path}")
+    stat = path.stat()
+    if stat.st_size == model["size_bytes"] and stat.st_mtime == model["mtime"]:
+        return
+    if sha256_file(path) != model["sha256"]:
+        raise UserError(
+            f"the model file {path} changed since this run started (sha256 differs); "
+            "start a new run instead of resuming"
+        )
+
+
+# -- planning -------------------------------------------------------------------------------
+def plan_run(
+    store: Store,
+    probe_name: str,
+    model: dict[str, Any] | None,
+    *,
+    attempts: int | None = None,
+    seed: int = 0,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    max_tokens: int | None = None,
+    prompt_mode: str = "auto",
+    source: str = "generated",
+    **probe_params: Any,
+) -> int:
+    """Store a new run with its items; return its id. Nothing is generated yet."""
+    probe = get_probe(probe_name)
+    params = probe.resolve_params(**probe_params)
+    items = probe.items(params)
+    attempts = probe.default_attempts if attempts is None else attempts
+    if attempts < 1:
+        raise UserError("--attempts must be at least 1")
+    defaults = probe.default_generation
+    generation = {
+        "attempts": attempts,
+        "seed": seed,
+        "temperature": defaults["temperature"] if temperature is None else temperature,
+        "top_p": defaults["top_p"] if top_p is None else top_p,
+        "max_tokens": defaults["max_tokens"] if max_tokens is None else max_tokens,
+        "top_k": DEFAULT_TOP_K,
+        "min_p": DEFAULT_MIN_P,
+        "prompt_mode": prompt_mode,
+    }
+    if generation["temperature"] < 0:
+        raise UserError("--temperature must be ≥ 0")
+    if not 0 < generation["top_p"] <= 1:
+        raise UserError("--top-p must be in (0, 1]")
+    if generation["max_tokens"] < 1:
+        raise UserError("--max-tokens must be at least 1")
+    if prompt_mode not in ("auto", "chat", "completion"):
+        raise UserError("--prompt-mode must be auto, chat or completion")
+    return store.create_run(
+        probe=probe.name,
+        probe_version=probe.version,
+        model_id=model["id"] if model else None,
+        params=params,
+        generation=generation,
+        items=[(i.key, i.prompt, i.metadata) for i in items],
+        attempts_per_item=attempts,
+        app_version=__version__,
+        llama_cpp_version=None,
+        source=source,
+    )
+
+
+# -- execution ------------------------------------------------------------------------------
+@dataclass
+class Progress:
+    run_id: int
+    status: str
+    done: int
+    total: int
+    session_done: int = 0
+    tokens_per_s: float = 0.0
+    eta_s: float | None = None
+    elapsed_s: float = 0.0
+    last: dict[str, Any] | None = None
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 1.0
+
+
+class RunControl:
+    """Pause, resume and cancel a run from another thread (checked between attempts).
+
+    `cancel(now=True)` also stops the model worker, so a long generation does not have
+    to finish first; the attempt in flight is simply not stored.
+    """
+
+    def __init__(self) -> None:
+        self._running = threading.Event()
+        self._running.set()
+        self._cancelled = threading.Event()
+        self._backend: Any = None
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def cancel(self, now: bool = False) -> None:
+        self._cancelled.set()
+        self._running.set()
+        if now and self._backend is not None and hasattr(self._backend, "abort"):
+            self._backend.abort()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def wait_while_paused(self, on_pause: Callable[[], None] | None = None) -> None:
+        if not self._running.is_set() and on_pause is not None:
+            on_pause()
+        self._running.wait()
+
+
+class BackendFactory(Protocol):
+    def __call__(self, model: dict[str, Any], generation: dict[str, Any]) -> Backend: ...
+
+
+def llama_backend_factory(model: dict[str, Any], generation: dict[str, Any]) -> Backend:
+    from gbdesk.engine.llama_backend import LlamaCppBackend
+
+    return LlamaCppBackend(model["path"], prompt_mode=generation.get("prompt_mode", "auto"))
+
+
+@dataclass
+class RunOutcome:
+    run_id: int
+    status: str
+    attempts_done: int
+    attempts_total: int
+    generated: int = 0
+    error: str | None = None
+    engine: dict[str, Any] = field(default_factory=dict)
+
+
+def pending_attempts(store: Store, run_id: int) -> list[tuple[dict[str, Any], int]]:
+    """(item row, attempt index) pairs not yet stored, in attempt-major order."""
+    run = store.get_run(run_id)
+    items = store.run_items(run_id)
+    done = store.attempt_keys(run_id)
+    return [
+        (item, a)
+        for a in range(run["generation"]["attempts"])
+        for item in items
+        if (item["item"], a) not in done
+    ]
+
+
+def execute_run(
+    store: Store,
+    run_id: int,
+    *,
+    backend_factory: BackendFactory = llama_backend_factory,
+    control: RunControl | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_token: Callable[[str], None] | None = None,
+    on_backend: Callable[[Backend], None] | None = None,
+) -> RunOutcome:
+    """Generate the run's missing attempts. Safe to call again at any time."""
+    control = control or RunControl()
+    run = store.get_run(run_id)
+    if run["source"] != "generated":
+        raise UserError(f"run {run_id} was imported; there is nothing to generate")
+    probe = get_probe(run["probe"])
+    generation = run["generation"]
+    total = run["attempts_total"]
+    todo = pending_attempts(store, run_id)
+
+    already = total - len(todo)
+
+    def report(status: str, session_done: int = 0, **extra: Any) -> None:
+        if on_progress is not None:
+            on_progress(
+                Progress(run_id, status, already + session_done, total, session_done, **extra)
+            )
+
+    if not todo:
+        store.set_run_status(run_id, "done")
+        report("done")
+        return RunOutcome(run_id, "done", total, total)
+
+    model = store.get_model(run["model_id"])
+    verify_model_file(model)
+    report("loading")
+    backend = backend_factory(model, generation)
+    control._backend = backend
+    if on_backend is not None:
+        on_backend(backend)
+    engine = {
+        "backend": backend.info.backend,
+        "model_name": backend.info.model_name,
+        "prompt_mode": backend.info.prompt_mode,
+        "versions": backend.info.versions,
+        "settings": backend.info.settings,
+        "load_time_s": backend.info.load_time_s,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+    }
+    store.claim_run(run_id, engine=engine)
+
+    started = time.monotonic()
+    session_done = 0
+    tokens_out = 0
+    gen_time = 0.0
+    last_beat = started
+    status = "running"
+    error: str | None = None
+    try:
+        for item, attempt in todo:
+            if control.paused:
+                store.set_run_status(run_id, "paused")
+                report("paused", session_done=session_done)
+                control.wait_while_paused()
+                if not control.cancelled:
+                    store.set_run_status(run_id, "running")
+                    report("running", session_done=session_done)
+            if control.cancelled:
+                status = "cancelled"
+                break
+            seed = attempt_seed(generation["seed"], item["item"], attempt)
+            request = GenerationRequest(
+                messages=[{"role": "user", "content": item["prompt"]}],
+                seed=seed,
+                temperature=generation["temperature"],
+                top_p=generation["top_p"],
+                max_tokens=generation["max_tokens"],
+                top_k=generation.get("top_k", DEFAULT_TOP_K),
+                min_p=generation.get("min_p", DEFAULT_MIN_P),
+            )
+            result = backend.generate(request, on_token)
+            label = probe.label(result.text)
+            store.add_attempt(
+                run_id,
+                item["item"],
+                attempt,
+                item["prompt"],
+                result.text,
+                seed=seed,
+                tokens_in=result.tokens_in,
+                tokens_out=result.tokens_out,
+                latency_s=result.latency_s,
+                finish_reason=result.finish_reason,
+                prompt_mode=result.prompt_mode,
+                auto_label=label,
+            )
+            session_done += 1
+            tokens_out += result.tokens_out
+            gen_time += result.latency_s
+            now_ = time.monotonic()
+            if now_ - last_beat > 10:
+                store.heartbeat(run_id)
+                last_beat = now_
+            elapsed = now_ - started
+            remaining = len(todo) - session_done
+            report(
+                "running",
+                session_done=session_done,
+                tokens_per_s=tokens_out / gen_time if gen_time > 0 else 0.0,
+                eta_s=elapsed / session_done * remaining,
+                elapsed_s=elapsed,
+                last={
+                    "item": item["item"],
+                    "attempt": attempt,
+                    "prompt": item["prompt"],
+                    "response": result.text,
+                    "label": label["label"],
+                    "tokens_out": result.tokens_out,
+                },
+            )
+        else:
+            status = "done"
+    except EngineCrashed as exc:
+        if control.cancelled:
+            status = "cancelled"
+        else:
+            status, error = "interrupted", str(exc)
+    except EngineError as exc:
+        status, error = "failed", str(exc)
+    except BaseException as exc:  # KeyboardInterrupt, bugs: leave the run resumable
+        store.set_run_status(run_id, "interrupted", error=f"{type(exc).__name__}: {exc}")
+        backend.close()
+        raise
+    store.set_run_status(run_id, status, error=error)
+    backend.close()
+    done = store.count_attempts(run_id)
+    elapsed = time.monotonic() - started
+    report(
+        status,
+        session_done=done - already,
+        elapsed_s=elapsed,
+        tokens_per_s=tokens_out / gen_time if gen_time > 0 else 0.0,
+        eta_s=0.0,
+    )
+    outcome = RunOutcome(run_id, status, done, total, session_done, error, engine)
+    if error is not None:
+        if status == "interrupted":
+            raise EngineCrashed(
+                f"{error}. Run {run_id} is saved ({done}/{total} attempts); "
+                f"continue it with: gbdesk resume {run_id}"
+            )
+        raise EngineError(f"{error}. Run {run_id} is saved ({done}/{total} attempts).")
+    return outcome
