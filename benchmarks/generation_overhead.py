@@ -1,0 +1,150 @@
+"""gbdesk's generation overhead against a plain llama-cpp-python loop.
+
+The same prompts (the first N inventories items), per-attempt seeds, sampling
+settings and max_tokens go through
+
+  plain   `Llama.create_chat_completion` in this process, one call after another;
+  gbdesk  `gbdesk run` (the CLI's main(), in this process): model in a worker
+          process, every attempt labelled and committed to SQLite.
+
+Rounds alternate plain / gbdesk to spread machine noise; medians are reported.
+Two figures per side:
+  steady  generated tokens / time spent generating (plain: the loop; gbdesk: the
+          run loop from the first request to the last commit, model loaded);
+  e2e     generated tokens / wall time including model load (and for gbdesk the
+          worker start and the database).
+Target: gbdesk ≥ 0.95× the plain loop.
+
+    python benchmarks/generation_overhead.py [--prompts 16] [--max-tokens 128] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from llama_cpp import Llama
+
+from gbdesk.engine.base import DEFAULT_MIN_P, DEFAULT_TOP_K, attempt_seed
+from gbdesk.engine.default_model import default_model_path
+from gbdesk.engine.llama_backend import DEFAULT_N_CTX, default_threads
+from gbdesk.probes import get_probe
+from gbdesk.runs import Progress, execute_run, plan_run, resolve_model
+from gbdesk.store import Store
+
+SEED = 0
+
+
+def workload(n: int) -> list[tuple[str, str, int]]:
+    probe = get_probe("inventories")
+    items = probe.items(probe.resolve_params(limit=n))
+    return [(i.key, i.prompt, attempt_seed(SEED, i.key, 0)) for i in items]
+
+
+def plain_loop(prompts, max_tokens: int) -> tuple[float, float, int, list[str]]:
+    started = time.perf_counter()
+    llm = Llama(
+        model_path=str(default_model_path()),
+        n_ctx=DEFAULT_N_CTX,
+        n_threads=default_threads(),
+        n_threads_batch=default_threads(),
+        chat_format="chat_template.default",
+        verbose=False,
+    )
+    loop_start = time.perf_counter()
+    tokens, texts = 0, []
+    for _, prompt, seed in prompts:
+        out = llm.create_chat_completion(
+            [{"role": "user", "content": prompt}],
+            temperature=1.0,
+            top_p=1.0,
+            top_k=DEFAULT_TOP_K,
+            min_p=DEFAULT_MIN_P,
+            max_tokens=max_tokens,
+            seed=seed,
+        )
+        tokens += out["usage"]["completion_tokens"]
+        texts.append(out["choices"][0]["message"]["content"])
+    end = time.perf_counter()
+    del llm
+    return tokens / (end - loop_start), tokens / (end - started), tokens, texts
+
+
+def gbdesk_run(prompts, max_tokens: int, db: Path) -> tuple[float, float, int, list[str]]:
+    started = time.perf_counter()
+    marks: dict[str, float] = {}
+
+    def on_progress(p: Progress) -> None:
+        if p.status == "running" and "first" not in marks:
+            marks["first"] = time.perf_counter()
+        marks["last"] = time.perf_counter()
+
+    with Store(db) as store:
+        model = resolve_model(store, "default")
+        run_id = plan_run(
+            store,
+            "inventories",
+            model,
+            attempts=1,
+            limit=len(prompts),
+            max_tokens=max_tokens,
+            seed=SEED,
+        )
+        execute_run(store, run_id, on_progress=on_progress)
+        end = time.perf_counter()
+        rows = store.attempts(run_id)
+    tokens = sum(r["tokens_out"] for r in rows)
+    # steady: from the moment the model was loaded (first request) to the last commit;
+    # the first attempt's own generation time is added back.
+    first_latency = rows[0]["latency_s"] if rows else 0.0
+    steady = tokens / (marks["last"] - marks["first"] + first_latency)
+    return steady, tokens / (end - started), tokens, [r["response"] for r in rows]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=int, default=16)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    prompts = workload(args.prompts)
+    print(
+        f"{len(prompts)} prompts × max_tokens {args.max_tokens}, temperature 1.0, top_p 1.0, "
+        f"{default_threads()} threads, n_ctx {DEFAULT_N_CTX}, model {default_model_path().name}"
+    )
+    plain_runs, gbdesk_runs = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            plain_runs.append(plain_loop(prompts, args.max_tokens))
+            gbdesk_runs.append(gbdesk_run(prompts, args.max_tokens, Path(tmp) / f"b{r}.sqlite"))
+            print(
+                f"  round {r + 1}: plain {plain_runs[-1][0]:.1f} tok/s steady, "
+                f"gbdesk {gbdesk_runs[-1][0]:.1f} tok/s steady"
+            )
+    p_steady = statistics.median(x[0] for x in plain_runs)
+    g_steady = statistics.median(x[0] for x in gbdesk_runs)
+    p_e2e = statistics.median(x[1] for x in plain_runs)
+    g_e2e = statistics.median(x[1] for x in gbdesk_runs)
+    print()
+    print(f"{'':<10}{'plain llama-cpp-python':>24}{'gbdesk run':>14}{'ratio':>9}")
+    print(f"{'steady':<10}{p_steady:>20.1f} t/s{g_steady:>10.1f} t/s{g_steady / p_steady:>8.3f}×")
+    print(f"{'e2e':<10}{p_e2e:>20.1f} t/s{g_e2e:>10.1f} t/s{g_e2e / p_e2e:>8.3f}×")
+    plain_texts, gbdesk_texts = plain_runs[0][3], gbdesk_runs[0][3]
+    same = sum(a == b for a, b in zip(plain_texts, gbdesk_texts, strict=False))
+    print(
+        f"\nidentical texts: {same}/{len(prompts)} (the plain loop reuses the previous call's "
+        "KV prefix, which perturbs logits; gbdesk resets per attempt so a text depends only "
+        "on prompt, seed and settings)"
+    )
+    print(
+        "target: gbdesk ≥ 0.95× (steady): " + ("met" if g_steady / p_steady >= 0.95 else "NOT met")
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
