@@ -33,13 +33,25 @@ def _open_protocol_stream() -> TextIO:
     return os.fdopen(proto_fd, "w", encoding="utf-8", buffering=1)
 
 
+PROMPT_CHUNK = 32
+
+
 class LlamaGenerator:
     """Generation on a loaded `llama_cpp.Llama`, mirroring `create_chat_completion`.
 
     The loop drives `Llama.generate` directly so that token counts, finish reasons
-    and streaming are exact, and resets the context before every request so that an
-    attempt's text depends only on its prompt, seed and settings — never on what was
-    generated before it (which is what makes resume and re-runs reproducible).
+    and streaming are exact.
+
+    Reproducibility: llama-cpp-python reuses the KV cache of the previous call for a
+    shared prompt prefix, so the same prompt and seed can give different texts
+    depending on what ran before (the re-evaluated suffix is a batch of another size,
+    and CPU kernels round differently per batch shape). gbdesk instead evaluates every
+    prompt in fixed chunks of `PROMPT_CHUNK` tokens at fixed positions and reuses only
+    whole chunks the previous prompt shares; the chunk holding the last prompt token
+    is always evaluated. Every decode call is then the same as in a fresh evaluation,
+    so an attempt's text depends only on its prompt, seed and settings — never on what
+    was generated before it — while prompts sharing a template prefix still skip most
+    of the prompt work.
     """
 
     def __init__(self, llm: Any, prompt_mode: str):
@@ -101,7 +113,7 @@ class LlamaGenerator:
                 json.dumps(request["json_schema"]), verbose=False
             )
         stop_bytes = [s.encode("utf-8") for s in stops]
-        llm.reset()
+        self._eval_prompt(tokens)
         llm.set_seed(int(request["seed"]))
         started = time.perf_counter()
         completion: list[int] = []
@@ -144,6 +156,21 @@ class LlamaGenerator:
             "finish_reason": finish_reason,
             "prompt_mode": self.prompt_mode,
         }
+
+    def _eval_prompt(self, tokens: list[int]) -> None:
+        """Evaluate the prompt in fixed chunks, reusing whole cached chunks."""
+        import numpy as np
+
+        llm = self.llm
+        cached = np.asarray(llm.input_ids[: min(llm.n_tokens, len(tokens))])
+        differs = np.nonzero(cached != np.asarray(tokens[: len(cached)]))[0]
+        common = int(differs[0]) if len(differs) else len(cached)
+        last_chunk = (len(tokens) - 1) // PROMPT_CHUNK * PROMPT_CHUNK
+        reuse = min(common // PROMPT_CHUNK * PROMPT_CHUNK, last_chunk)
+        llm.n_tokens = reuse  # eval() drops the KV cells from here on
+        for start in range(reuse, len(tokens), PROMPT_CHUNK):
+            llm.eval(tokens[start : start + PROMPT_CHUNK])
+        self.reused_tokens = reuse
 
     @staticmethod
     def _emit_delta(text_bytes: bytes, streamed: int, stop_bytes: list[bytes], emit) -> int:
