@@ -1,0 +1,77 @@
+"""Test doubles: a backend that replays recorded texts instead of running a model."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from gbdesk.engine.base import EngineInfo, GenerationRequest, GenerationResult
+from gbdesk.errors import EngineCrashed
+
+FIXTURE = Path(__file__).parent / "fixtures" / "recorded_inventories.jsonl"
+
+
+def recorded_texts() -> list[str]:
+    return [json.loads(line)["response"] for line in FIXTURE.read_text().splitlines()]
+
+
+class FakeBackend:
+    """Deterministic: the text depends only on (prompt, seed), like the real engine."""
+
+    def __init__(
+        self, texts: list[str] | None = None, crash_after: int | None = None, on_generate=None
+    ):
+        self.texts = texts or recorded_texts()
+        self.crash_after = crash_after
+        self.on_generate = on_generate
+        self.calls: list[GenerationRequest] = []
+        self.closed = False
+        self.info = EngineInfo(
+            backend="fake",
+            model_name="fake model",
+            prompt_mode="chat",
+            versions={"llama_cpp_python": "test"},
+        )
+
+    def generate(self, request: GenerationRequest, on_token=None) -> GenerationResult:
+        if self.crash_after is not None and len(self.calls) >= self.crash_after:
+            raise EngineCrashed("the model worker stopped unexpectedly while generating: SIGSEGV")
+        self.calls.append(request)
+        if self.on_generate:
+            self.on_generate(self, request)
+        key = f"{request.messages[-1]['content']}|{request.seed}".encode()
+        text = self.texts[int(hashlib.sha256(key).hexdigest(), 16) % len(self.texts)]
+        if on_token:
+            for word in text.split(" "):
+                on_token(word + " ")
+        return GenerationResult(
+            text=text,
+            tokens_in=20,
+            tokens_out=len(text.split()),
+            latency_s=0.001,
+            finish_reason="stop",
+            prompt_mode="chat",
+        )
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def fake_model(store, tmp_path: Path) -> dict:
+    """A model row whose file exists, so `verify_model_file` accepts it."""
+    path = tmp_path / "fake.gguf"
+    path.write_bytes(b"GGUF fake weights")
+    stat = path.stat()
+    model_id = store.register_model(
+        {
+            "kind": "gguf",
+            "name": "fake model",
+            "path": str(path),
+            "file_name": path.name,
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "size_bytes": stat.st_size,
+            "mtime": stat.st_mtime,
+        }
+    )
+    return store.get_model(model_id)

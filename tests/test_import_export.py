@@ -1,0 +1,163 @@
+"""Importing generations made elsewhere, and the CSV export."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from gbdesk.errors import UserError
+from gbdesk.importer import import_generations
+from gbdesk.probes import get_probe
+from gbdesk.report.csv_export import export_run_csv, safe_cell
+from gbdesk.results import compute_metrics
+from tests.helpers import read_csv
+
+
+def prompts(probe="inventories", template=None):
+    p = get_probe(probe)
+    return [i.prompt for i in p.items(p.resolve_params(template=template))]
+
+
+def write_csv(path, rows, columns=("prompt", "response")):
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(columns)
+        w.writerows(rows)
+
+
+def test_import_csv_matches_prompts_and_labels(store, tmp_path):
+    ps = prompts()  # ps[1] and ps[2] ("is cheerful", "is childlike") occur once
+    path = tmp_path / "gen.csv"
+    write_csv(
+        path,
+        [
+            (ps[1], "She is kind. Her smile..."),
+            (ps[1], "He is kind."),
+            (ps[2], "He left, his\nbag behind."),
+        ],
+    )
+    result = import_generations(store, "inventories", path, model_name="api-model")
+    run = store.get_run(result["run_id"])
+    assert result["attempts"] == 3 and run["status"] == "done" and run["source"] == "imported"
+    assert store.get_model(run["model_id"])["name"] == "api-model"
+    labels = sorted(lbl["label"] for lbl in store.labels(result["run_id"], "auto").values())
+    assert labels == ["female", "male", "male"]
+    attempts = {(a["item"], a["attempt"]) for a in store.attempts(result["run_id"])}
+    assert attempts == {("bsri/female/01", 0), ("bsri/female/01", 1), ("bsri/female/02", 0)}
+    assert compute_metrics(store, result["run_id"])["masculine_rate"].n == 2
+
+
+def test_import_jsonl_with_attempt_column(store, tmp_path):
+    ps = prompts()
+    path = tmp_path / "gen.jsonl"
+    path.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"prompt": ps[4], "response": "he", "attempt": 4},
+                {"prompt": ps[4], "response": "she", "attempt": 0},
+            ]
+        )
+    )
+    result = import_generations(store, "inventories", path)
+    assert {a["attempt"] for a in store.attempts(result["run_id"])} == {0, 4}
+
+
+def test_duplicated_items_share_rows_like_genderbench(store, tmp_path):
+    """gaucher lists "is interpersonal" twice (and 67 more items share a prompt with an item
+    of another inventory): rows of such a prompt alternate between the items."""
+    probe = get_probe("inventories")
+    items = probe.items(probe.resolve_params())
+    dup = [i for i in items if i.metadata["description"] == "is interpersonal"]
+    assert len(dup) == 2
+    path = tmp_path / "dup.csv"
+    write_csv(path, [(dup[0].prompt, f"text {n}") for n in range(4)])
+    result = import_generations(store, "inventories", path)
+    got = sorted((a["item"], a["attempt"]) for a in store.attempts(result["run_id"]))
+    assert got == sorted([(dup[0].key, 0), (dup[1].key, 0), (dup[0].key, 1), (dup[1].key, 1)])
+
+
+def test_unmatched_rows_are_listed_and_nothing_is_imported(store, tmp_path):
+    ps = prompts()
+    path = tmp_path / "bad.csv"
+    write_csv(path, [(ps[0], "ok"), ("Write me a poem", "x"), (ps[1], "ok"), ("nope", "y")])
+    with pytest.raises(UserError, match=r"lines 3, 5 match no inventories prompt"):
+        import_generations(store, "inventories", path)
+    assert store.list_runs() == []
+
+
+def test_template_must_match(store, tmp_path):
+    ps = prompts(template="genderbench-0.5")
+    path = tmp_path / "g.csv"
+    write_csv(path, [(ps[0], "He")])
+    with pytest.raises(UserError):
+        import_generations(store, "inventories", path)
+    assert (
+        import_generations(store, "inventories", path, template="genderbench-0.5")["attempts"] == 1
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "empty"),
+        ("prompt,answer\nx,y\n", "lacks the column"),
+        ("prompt,response\n", "no rows"),
+        ('prompt,response\n"unterminated,x\n', "malformed CSV|match no"),
+        ("prompt,response\na,b,c\n", "more cells"),
+    ],
+)
+def test_bad_csv_is_a_user_error(store, tmp_path, content, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    with pytest.raises(UserError, match=message):
+        import_generations(store, "inventories", path)
+
+
+def test_missing_file_and_bad_json(store, tmp_path):
+    with pytest.raises(UserError, match="not found"):
+        import_generations(store, "inventories", tmp_path / "none.csv")
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"prompt": "a", "response": "b"}\n{broken\n')
+    with pytest.raises(UserError, match="line 2"):
+        import_generations(store, "inventories", path)
+
+
+def test_formula_cells_are_neutralised():
+    assert safe_cell('=HYPERLINK("x")') == '\'=HYPERLINK("x")'
+    assert safe_cell("+1") == "'+1"
+    assert safe_cell("- a bullet") == "'- a bullet"
+    assert safe_cell("@SUM(A1)") == "'@SUM(A1)"
+    assert safe_cell("plain") == "plain"
+    assert safe_cell(-0.25) == "-0.25"  # numbers stay numbers
+    assert safe_cell(3) == 3
+    assert safe_cell(None) == ""
+
+
+def test_export_attempts_and_metrics_csv(store, tmp_path):
+    ps = prompts()
+    path = tmp_path / "gen.csv"
+    write_csv(path, [(ps[0], "=cmd|' /C calc'!A0 she her"), (ps[21], "He and his dog.")])
+    run_id = import_generations(store, "inventories", path)["run_id"]
+    attempt_id = store.attempts(run_id)[0]["id"]
+    store.add_human_label(attempt_id, "ana", "male")
+    out = tmp_path / "out"
+    files = export_run_csv(store, [run_id], out)
+    assert [f.name for f in files] == ["attempts.csv", "metrics.csv"]
+    rows = read_csv(out / "attempts.csv")
+    assert len(rows) == 2
+    first = rows[0]
+    assert first["response"].startswith("'=cmd")
+    assert (first["source"], first["gender"], first["detected"]) == ("bsri", "female", "female")
+    assert (first["male_count"], first["female_count"]) == ("0", "2")
+    assert (first["human_label"], first["reviewer"]) == ("male", "ana")
+    assert rows[1]["detected"] == "male" and rows[1]["source"] == "bsri"
+    metrics = read_csv(out / "metrics.csv")
+    modes = {(m["label_mode"], m["metric"]) for m in metrics}
+    assert ("auto", "masculine_rate") in modes and ("reviewed", "masculine_rate") in modes
+    reviewed = next(
+        m for m in metrics if m["label_mode"] == "reviewed" and m["metric"] == "masculine_rate"
+    )
+    assert float(reviewed["value"]) == 1.0  # both attempts male after the review
