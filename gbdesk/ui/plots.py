@@ -1,0 +1,123 @@
+"""pyqtgraph plots: point estimates with their 95 % intervals, over mark bands."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFont
+
+from gbdesk.stats import MarkDefinition
+from gbdesk.ui.theme import MARK_COLORS, MARK_FILLS
+
+pg.setConfigOptions(background="w", foreground="#374151", antialias=True)
+
+
+@dataclass
+class PlotRow:
+    label: str
+    value: float
+    lo: float
+    hi: float
+    color: str
+    data: Any = None  # returned to the click handler
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and not math.isnan(x)
+
+
+class CIPlot(pg.PlotWidget):
+    """Horizontal intervals, one row per entry; mark bands behind them if given."""
+
+    def __init__(
+        self,
+        title: str,
+        rows: list[PlotRow],
+        marks: MarkDefinition | None = None,
+        x_range: tuple[float, float] | None = None,
+        on_click: Callable[[Any], None] | None = None,
+    ):
+        super().__init__()
+        self.rows = rows
+        self.on_click = on_click
+        item = self.getPlotItem()
+        item.setTitle(title, size="10pt")
+        item.setMenuEnabled(False)
+        item.hideButtons()
+        self.setMouseEnabled(x=False, y=False)
+        n = max(1, len(rows))
+        self.setMinimumHeight(90 + 26 * n)
+        self.setMaximumHeight(110 + 30 * n)
+        if marks is not None:
+            for letter, bands in marks.ranges.items():
+                for lo, hi in bands:
+                    region = pg.LinearRegionItem(
+                        values=(lo, hi),
+                        movable=False,
+                        brush=pg.mkBrush(QColor(MARK_FILLS[letter])),
+                        pen=pg.mkPen(None),
+                    )
+                    region.setZValue(-10)
+                    item.addItem(region)
+                    text = pg.TextItem(letter, color=MARK_COLORS[letter], anchor=(0.5, 0))
+                    text.setFont(QFont("", 8, QFont.Weight.Bold))
+                    text.setPos((lo + hi) / 2, n - 0.35)
+                    item.addItem(text)
+            x_range = x_range or marks.overall_range
+        ys = list(range(len(rows)))[::-1]
+        ok = [(y, r) for y, r in zip(ys, rows, strict=True) if _finite(r.value)]
+        for y, r in ok:
+            if _finite(r.lo) and _finite(r.hi):
+                bar = pg.ErrorBarItem(
+                    x=np.array([r.value]),
+                    y=np.array([float(y)]),
+                    left=np.array([r.value - r.lo]),
+                    right=np.array([r.hi - r.value]),
+                    beam=0.18,
+                    pen=pg.mkPen(r.color, width=2),
+                )
+                item.addItem(bar)
+        self.scatter = pg.ScatterPlotItem(
+            x=[r.value for _, r in ok],
+            y=[y for y, _ in ok],
+            size=11,
+            brush=[pg.mkBrush(r.color) for _, r in ok],
+            pen=pg.mkPen("w", width=1),
+            data=[r.data for _, r in ok],
+            hoverable=True,
+            hoverSize=14,
+            tip=lambda x, y, data: f"{x:.3f}",
+        )
+        self.scatter.sigClicked.connect(self._clicked)
+        item.addItem(self.scatter)
+        left = item.getAxis("left")
+        left.setTicks([[(y, r.label) for y, r in zip(ys, rows, strict=True)]])
+        left.setWidth(150)
+        item.setYRange(-0.6, n - 0.1 + (0.5 if marks is not None else 0), padding=0)
+        if x_range is not None:
+            lo, hi = x_range
+            values = [v for r in rows for v in (r.lo, r.hi, r.value) if _finite(v)]
+            if values:
+                lo, hi = min(lo, min(values)), max(hi, max(values))
+            pad = (hi - lo) * 0.03 or 0.05
+            item.setXRange(lo - pad, hi + pad, padding=0)
+        if marks is None:
+            item.showGrid(x=True, y=False, alpha=0.2)
+        if on_click is not None:
+            self.setCursor(Qt.CursorShape.PointingHandCursor)
+            self.setToolTip("Click a point to review the attempts behind it")
+
+    def _clicked(self, _scatter, points, _event=None) -> None:
+        if self.on_click is not None and len(points):
+            self.on_click(points[0].data())
+
+    def click_row(self, index: int) -> None:
+        """Programmatic click (tests, keyboard users)."""
+        if self.on_click is not None:
+            self.on_click(self.rows[index].data)

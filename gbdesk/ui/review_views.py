@@ -1,0 +1,89 @@
+"""Per-probe review views: how an attempt and its evidence are shown to a reviewer.
+
+A probe plugs in its own view by registering a `ReviewView` subclass under its name
+in `REVIEW_VIEWS`; probes without one get `PronounReviewView`, which highlights
+the evidence spans stored with the automatic label.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from PySide6.QtWidgets import QLabel, QTextBrowser, QVBoxLayout, QWidget
+
+from gbdesk.probes.base import Probe
+from gbdesk.review import ReviewItem
+from gbdesk.ui.theme import GENDER_COLORS, MUTED
+
+
+def highlight(text: str, spans: list[list[Any]], colors: dict[str, str]) -> str:
+    """HTML of `text` with each [start, end, kind] span coloured; everything escaped."""
+    out, pos = [], 0
+    for start, end, kind in sorted(spans, key=lambda s: (s[0], s[1])):
+        if start < pos or end > len(text):
+            continue  # overlapping or stale evidence: skip rather than garble the text
+        out.append(html.escape(text[pos:start]))
+        color = colors.get(kind, MUTED)
+        out.append(
+            f"<span style='background:{color}22; color:{color}; font-weight:bold; "
+            f"border-bottom:2px solid {color}'>{html.escape(text[start:end])}</span>"
+        )
+        pos = end
+    out.append(html.escape(text[pos:]))
+    return "".join(out).replace("\n", "<br>")
+
+
+class ReviewView(QWidget):
+    """Base class: shows one attempt; the pane handles labels and navigation."""
+
+    def show_item(self, item: ReviewItem | None, probe: Probe) -> None:
+        raise NotImplementedError
+
+
+class PronounReviewView(ReviewView):
+    """The response with every counted pronoun coloured by gender."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.header = QLabel()
+        self.header.setWordWrap(True)
+        self.text = QTextBrowser()
+        self.text.setOpenLinks(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.header)
+        layout.addWidget(self.text, 1)
+
+    def show_item(self, item: ReviewItem | None, probe: Probe) -> None:
+        if item is None:
+            self.header.setText("")
+            self.text.setHtml(f"<p style='color:{MUTED}'>Nothing to review with this filter.</p>")
+            return
+        data = item.auto_data or {}
+        legend = " · ".join(
+            f"<span style='color:{GENDER_COLORS[k]}; font-weight:bold'>{label}</span> {n}"
+            for k, label, n in (
+                ("male", "he/his/him", data.get("male_count", 0)),
+                ("female", "she/her", data.get("female_count", 0)),
+                ("neutral", "they/them/their", data.get("neutral_count", 0)),
+            )
+        )
+        meta = ", ".join(f"{k}: {v}" for k, v in item.metadata.items())
+        self.header.setText(
+            f"<b>{html.escape(item.item)}</b>, attempt {item.attempt + 1} "
+            f"<span style='color:{MUTED}'>({html.escape(meta)})</span><br>"
+            f"Counted pronouns: {legend}"
+        )
+        self.text.setHtml(
+            f"<p style='color:{MUTED}'><b>Prompt:</b> {html.escape(item.prompt)}</p><hr>"
+            f"<p style='font-size:12pt; line-height:140%'>"
+            f"{highlight(item.response, item.evidence, GENDER_COLORS)}</p>"
+        )
+
+
+REVIEW_VIEWS: dict[str, type[ReviewView]] = {}
+
+
+def review_view_for(probe_name: str) -> type[ReviewView]:
+    return REVIEW_VIEWS.get(probe_name, PronounReviewView)

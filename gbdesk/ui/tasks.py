@@ -1,0 +1,152 @@
+"""Background work for the GUI: short tasks on a thread pool, and the run thread.
+
+The UI thread never waits on the database or the model: tasks open their own
+store connection on a pool thread and report back through queued signals; runs
+execute in a `RunThread` whose model lives in the worker process.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal
+
+from gbdesk.errors import EngineCrashed, GbdeskError
+from gbdesk.runs import RunControl, execute_run, llama_backend_factory
+from gbdesk.store import Store
+
+
+class _Signals(QObject):
+    done = Signal(object)
+    failed = Signal(str)
+
+
+class _Task(QRunnable):
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]):
+        super().__init__()
+        self.fn, self.args = fn, args
+        self.signals = _Signals()
+        self.setAutoDelete(False)
+
+    def run(self) -> None:
+        try:
+            result = self.fn(*self.args)
+        except GbdeskError as exc:
+            self.signals.failed.emit(str(exc))
+        except Exception as exc:  # a bug: show it rather than lose it
+            traceback.print_exc()
+            self.signals.failed.emit(f"{type(exc).__name__}: {exc}")
+        else:
+            self.signals.done.emit(result)
+
+
+class TaskRunner(QObject):
+    """Run callables off the UI thread; callbacks arrive on the UI thread."""
+
+    failed = Signal(str)
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(2)
+        self._pending: set[_Task] = set()
+        self._latest: dict[str, int] = {}
+        self._closed = False
+
+    def submit(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        on_done: Callable[[Any], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
+        key: str | None = None,
+    ) -> None:
+        """Run `fn(*args)` on the pool. With a `key`, only the newest request of that key
+        delivers its result: an older one finishing later (tasks run two at a time) is
+        dropped instead of overwriting fresher data."""
+        if self._closed:
+            return
+        task = _Task(fn, args)
+        self._pending.add(task)
+        ticket = None
+        if key is not None:
+            ticket = self._latest[key] = self._latest.get(key, 0) + 1
+
+        def current() -> bool:
+            return not self._closed and (key is None or self._latest.get(key) == ticket)
+
+        def finish(result: Any) -> None:
+            self._pending.discard(task)
+            if on_done is not None and current():
+                on_done(result)
+
+        def fail(message: str) -> None:
+            self._pending.discard(task)
+            if current():
+                (on_error or self.failed.emit)(message)
+
+        task.signals.done.connect(finish)
+        task.signals.failed.connect(fail)
+        self.pool.start(task)
+
+    def with_store(
+        self, db_path: str, fn: Callable[..., Any], *args: Any, **callbacks: Any
+    ) -> None:
+        """`fn(store, *args)` on a pool thread with its own connection."""
+
+        def job(*a: Any) -> Any:
+            with Store(db_path) as store:
+                return fn(store, *a)
+
+        self.submit(job, *args, **callbacks)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._pending)
+
+    def wait(self, msecs: int = 30000) -> bool:
+        return self.pool.waitForDone(msecs)
+
+    def shutdown(self, msecs: int = 30000) -> None:
+        """Stop delivering results (the widgets are going away) and let tasks finish."""
+        self._closed = True
+        self.pool.waitForDone(msecs)
+
+
+class RunThread(QThread):
+    """Executes one run; pause/cancel go through `control`."""
+
+    progress = Signal(object)  # gbdesk.runs.Progress
+    token = Signal(str)
+    completed = Signal(object)  # gbdesk.runs.RunOutcome
+    failed = Signal(str, bool)  # message, resumable
+
+    def __init__(self, db_path: str, run_id: int, backend_factory=None, parent=None):
+        super().__init__(parent)
+        self.db_path = db_path
+        self.run_id = run_id
+        self.backend_factory = backend_factory or llama_backend_factory
+        self.control = RunControl()
+
+    def run(self) -> None:
+        try:
+            with Store(self.db_path) as store:
+                outcome = execute_run(
+                    store,
+                    self.run_id,
+                    backend_factory=self.backend_factory,
+                    control=self.control,
+                    on_progress=self.progress.emit,
+                    on_token=self.token.emit,
+                )
+        except EngineCrashed as exc:
+            self.failed.emit(str(exc), True)
+        except GbdeskError as exc:
+            self.failed.emit(str(exc), True)
+        except Exception as exc:
+            traceback.print_exc()
+            self.failed.emit(f"{type(exc).__name__}: {exc}", True)
+        else:
+            self.completed.emit(outcome)

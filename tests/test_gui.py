@@ -1,0 +1,275 @@
+"""The desktop app, driven offscreen with pytest-qt."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+
+import pypdf
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from gbdesk.engine.default_model import default_model_path
+from gbdesk.results import compute_metrics
+from gbdesk.runs import execute_run, plan_run, resolve_model
+from gbdesk.store import Store
+from tests.fakes import FakeBackend
+
+pytestmark = pytest.mark.gui
+
+TIMEOUT = 60_000
+
+
+@pytest.fixture
+def settings(tmp_path):
+    s = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    s.setValue("reviewer", "ana")
+    return s
+
+
+@pytest.fixture
+def filled_db(tmp_path):
+    """A database with one complete fake inventories run (recorded texts, no model)."""
+    path = str(tmp_path / "gui.sqlite")
+    with Store(path) as store:
+        model = resolve_model(store, "default")
+        run_id = plan_run(store, "inventories", model, attempts=2, limit=30)
+        execute_run(store, run_id, backend_factory=lambda m, g: FakeBackend())
+    return path
+
+
+def make_window(qtbot, db_path, settings, backend_factory=None):
+    from gbdesk.ui.main_window import MainWindow
+
+    window = MainWindow(db_path, settings, backend_factory)
+    qtbot.addWidget(window)
+    window.show()
+    wait_for(qtbot, lambda: not window.ctx.tasks.busy, timeout=TIMEOUT)
+    return window
+
+
+def wait_for(qtbot, condition, timeout=TIMEOUT):
+    qtbot.waitUntil(lambda: bool(condition()), timeout=timeout)
+
+
+def settle(qtbot, window):
+    wait_for(qtbot, lambda: not window.ctx.tasks.busy, timeout=TIMEOUT)
+
+
+def test_models_pane_lists_default_and_adds_files(qtbot, tmp_path, settings):
+    window = make_window(qtbot, str(tmp_path / "m.sqlite"), settings)
+    pane = window.models
+    wait_for(
+        qtbot,
+        lambda: pane.table.rowCount() >= 1 and pane.models and pane.models[0].get("sha256"),
+        timeout=TIMEOUT,
+    )
+    first = pane.models[0]
+    assert first["default"] and first["architecture"] == "llama"
+    assert first["quantization"] == "Q4_1" and first["has_chat_template"]
+    assert pane.table.item(0, 3).text() == "Q4_1"
+    assert "fits" in pane.details.text()
+    # a truncated file gives an inline error, not a crash
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(default_model_path().read_bytes()[:5_000_000])
+    pane.add_files([str(broken)])
+    wait_for(qtbot, lambda: pane.banner.kind == "error", timeout=TIMEOUT)
+    assert "truncated" in pane.banner.text()
+    # a valid copy is hashed off the UI thread and listed
+    copy = tmp_path / "copy.gguf"
+    shutil.copy(default_model_path(), copy)
+    pane.add_files([str(copy)])
+    wait_for(
+        qtbot,
+        lambda: any(m["path"] == str(copy) and m.get("sha256") for m in pane.models),
+        timeout=TIMEOUT,
+    )
+    assert settings.value("model_path") == str(copy)
+
+
+@pytest.mark.model
+def test_short_run_reaches_100_percent_on_the_default_model(qtbot, tmp_path, settings):
+    window = make_window(qtbot, str(tmp_path / "r.sqlite"), settings)
+    pane = window.runs
+    window.show_pane("Runs")
+    wait_for(qtbot, lambda: pane.model_combo.count() > 0, timeout=TIMEOUT)
+    pane.preset_combo.setCurrentText("Quick look (20 items, 1 attempt)")
+    pane.limit.setValue(2)
+    pane.max_tokens.setValue(16)
+    qtbot.mouseClick(pane.start_button, Qt.MouseButton.LeftButton)
+    wait_for(qtbot, lambda: window.ctx.running, timeout=TIMEOUT)
+    wait_for(qtbot, lambda: not window.ctx.running, timeout=300_000)
+    assert pane.progress.maximum() == 2 and pane.progress.value() == 2
+    assert "complete" in pane.banner.text()
+    settle(qtbot, window)
+    assert pane.runs[0]["status"] == "done"
+    assert pane.history.item(0, 3).text() == "done"
+
+
+def test_pause_and_cancel_from_the_runs_pane(qtbot, tmp_path, settings):
+    def slow_generate(backend, request):
+        time.sleep(0.05)
+
+    window = make_window(
+        qtbot,
+        str(tmp_path / "p.sqlite"),
+        settings,
+        lambda m, g: FakeBackend(on_generate=slow_generate),
+    )
+    pane = window.runs
+    wait_for(qtbot, lambda: pane.model_combo.count() > 0, timeout=TIMEOUT)
+    pane.limit.setValue(20)
+    pane.attempts.setValue(2)
+    pane.start()
+    wait_for(qtbot, lambda: pane.progress.value() >= 2, timeout=TIMEOUT)
+    pane.toggle_pause()
+    wait_for(qtbot, lambda: "paused" in pane.progress_label.text(), timeout=TIMEOUT)
+    done = pane.progress.value()
+    qtbot.wait(300)
+    assert pane.progress.value() == done  # nothing generated while paused
+    pane.toggle_pause()
+    wait_for(qtbot, lambda: pane.progress.value() > done, timeout=TIMEOUT)
+    pane.cancel()
+    wait_for(qtbot, lambda: not window.ctx.running, timeout=TIMEOUT)
+    settle(qtbot, window)
+    assert pane.runs[0]["status"] == "cancelled"
+
+
+def test_worker_crash_shows_a_message_and_the_run_resumes(qtbot, tmp_path, settings):
+    db = str(tmp_path / "c.sqlite")
+    window = make_window(qtbot, db, settings, lambda m, g: FakeBackend(crash_after=3))
+    pane = window.runs
+    wait_for(qtbot, lambda: pane.model_combo.count() > 0, timeout=TIMEOUT)
+    pane.limit.setValue(5)
+    pane.attempts.setValue(1)
+    pane.start()
+    wait_for(qtbot, lambda: pane.banner.kind == "error", timeout=TIMEOUT)
+    assert "stopped unexpectedly" in pane.banner.text()
+    assert window.isVisible()
+    settle(qtbot, window)
+    wait_for(qtbot, lambda: pane.runs and pane.runs[0]["status"] == "interrupted", timeout=TIMEOUT)
+    pane.history.selectRow(0)
+    assert pane.resume_button.isEnabled()
+    window.ctx.backend_factory = lambda m, g: FakeBackend()
+    pane.resume_selected()
+    wait_for(
+        qtbot, lambda: not window.ctx.running and "complete" in pane.banner.text(), timeout=TIMEOUT
+    )
+    with Store(db) as store:
+        assert store.count_attempts(1) == 5
+
+
+def test_keyboard_review_stores_a_human_label_and_switches_metrics(qtbot, filled_db, settings):
+    window = make_window(qtbot, filled_db, settings)
+    review = window.review
+    window.show_pane("Review")
+    wait_for(qtbot, lambda: len(review.items) == 60, timeout=TIMEOUT)
+    first = review.current()
+    assert first is not None and not first.reviewed
+    target = "female" if first.auto_label != "female" else "male"
+    qtbot.keyClick(review.queue, target[0].upper())
+    wait_for(qtbot, lambda: not window.ctx.tasks.busy, timeout=TIMEOUT)
+    with Store(filled_db) as store:
+        human = store.labels(1, "human")
+        assert human[first.attempt_id]["label"] == target
+        assert human[first.attempt_id]["source"] == "human:ana"
+        assert store.labels(1, "auto")[first.attempt_id]["label"] == first.auto_label
+    assert review.queue.currentRow() == 1  # moved on to the next attempt
+    assert "1</b> of 60 attempts reviewed" in review.stats.text()
+    # Enter confirms the detector's label
+    second = review.current()
+    qtbot.keyClick(review.queue, Qt.Key.Key_Return)
+    settle(qtbot, window)
+    with Store(filled_db) as store:
+        assert store.labels(1, "human")[second.attempt_id]["label"] == second.auto_label
+    # arrows move back
+    qtbot.keyClick(review.queue, Qt.Key.Key_Up)
+    assert review.current().attempt_id == second.attempt_id
+
+    results = window.results
+    window.show_pane("Results")
+    results.mode_combo.setCurrentIndex(results.mode_combo.findData("reviewed"))
+    wait_for(qtbot, lambda: "reviewed labels" in results.caption.text(), timeout=TIMEOUT)
+    with Store(filled_db) as store:
+        auto = compute_metrics(store, 1, "auto")
+        reviewed = compute_metrics(store, 1, "reviewed")
+    assert auto != reviewed
+    cell = results.table.item(0, 1).text()
+    assert f"{reviewed['masculine_rate'].value:.3f}" in cell
+
+
+def test_clicking_a_plot_point_opens_the_filtered_review(qtbot, filled_db, settings):
+    window = make_window(qtbot, filled_db, settings)
+    results = window.results
+    window.show_pane("Results")
+    wait_for(qtbot, lambda: len(results.plots) >= 4, timeout=TIMEOUT)
+    by_source = next(p for p in results.plots if "by inventory" in p.getPlotItem().titleLabel.text)
+    index = next(i for i, r in enumerate(by_source.rows) if r.data["filter"] == {"source": "bsri"})
+    by_source.click_row(index)
+    assert window.current_pane() == "Review"
+    wait_for(qtbot, lambda: window.review.items and not window.ctx.tasks.busy, timeout=TIMEOUT)
+    assert all(i.metadata["source"] == "bsri" for i in window.review.items)
+    assert window.review.filter_chip.isVisible()
+
+
+def test_pdf_export_from_the_reports_pane(qtbot, filled_db, settings, tmp_path):
+    window = make_window(qtbot, filled_db, settings)
+    reports = window.reports
+    window.show_pane("Reports")
+    wait_for(qtbot, lambda: reports.checked_runs() == [1], timeout=TIMEOUT)
+    out = tmp_path / "report.pdf"
+    reports.export_pdf(str(out))
+    wait_for(qtbot, lambda: reports.banner.kind in ("ok", "error"), timeout=TIMEOUT)
+    assert reports.banner.kind == "ok", reports.banner.text()
+    reader = pypdf.PdfReader(str(out))
+    assert len(reader.pages) >= 4
+    text = re.sub(r"\s+", " ", " ".join(p.extract_text() for p in reader.pages))
+    assert "SmolLM2-135M-Instruct" in text
+    with Store(filled_db) as store:
+        value = compute_metrics(store, 1, "reviewed")["masculine_rate"].value
+    assert f"{value:.3f}" in text
+    assert "SHA-256" in text and "Limitations" in text
+    reports.export_csv(str(tmp_path / "csv"))
+    wait_for(qtbot, lambda: (tmp_path / "csv" / "metrics.csv").exists(), timeout=TIMEOUT)
+
+
+def test_preferences_persist(qtbot, tmp_path, settings):
+    window = make_window(qtbot, str(tmp_path / "s.sqlite"), settings)
+    window.resize(1111, 777)
+    window.show_pane("Reports")
+    window.review.reviewer.setText("ben")
+    window.review.reviewer.editingFinished.emit()
+    window.close()
+    assert settings.value("pane") == "Reports"
+    assert settings.value("reviewer") == "ben"
+    saved = settings.value("geometry")
+    assert saved is not None and len(saved) > 0
+    again = make_window(qtbot, str(tmp_path / "s.sqlite"), settings)
+    assert again.current_pane() == "Reports"
+    assert again.restoreGeometry(saved)  # offscreen screens clamp the size, so no px check
+    assert again.review.reviewer.text() == "ben"
+
+
+def test_empty_database_shows_empty_states(qtbot, tmp_path, settings):
+    window = make_window(qtbot, str(tmp_path / "empty.sqlite"), settings)
+    assert "No runs yet" in window.runs.history.item(0, 2).text()
+    assert "No generations yet" in window.review.queue.item(0).text()
+    assert "No results yet" in window.results.caption.text()
+
+
+def test_signal_emission_keeps_reference_counts(qtbot):
+    """PySide6 6.12.0 loses a reference to True on every emit (and crashes the process
+    after a few thousand); pyproject excludes it, this catches such a build."""
+    import sys
+
+    from PySide6.QtCore import QObject, Signal
+
+    class Emitter(QObject):
+        ping = Signal(str)
+
+    emitter = Emitter()
+    before = sys.getrefcount(True)
+    for _ in range(500):
+        emitter.ping.emit("x")
+    assert sys.getrefcount(True) - before > -50
