@@ -60,23 +60,32 @@ class ReportData:
         return seen
 
     def verdict(self) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
-        """Columns (probe, metric) of every marked metric, and one row per model with the
-        run id and the metric (value, interval, mark) under each column."""
+        """Columns (probe, metric) of every marked metric, and rows of (run id, metric) per
+        cell. A model's runs of different probes share a row; a second run of the same
+        probe (another template or seed) opens another row for that model."""
         columns: list[tuple[str, str]] = []
         for s in self.runs:
             for name in s.probe.mark_definitions:
                 if name in s.metrics and (s.probe.name, name) not in columns:
                     columns.append((s.probe.name, name))
-        rows = []
-        for model in self.models:
-            cells = {}
-            for s in self.runs:
-                if s.model_label != model:
-                    continue
-                for probe, metric in columns:
-                    if probe == s.probe.name and metric in s.metrics:
-                        cells[(probe, metric)] = (s.run_id, s.metrics[metric])
-            rows.append({"model": model, "cells": cells})
+        rows: list[dict[str, Any]] = []
+        for s in self.runs:
+            row = next(
+                (
+                    r
+                    for r in rows
+                    if r["model"] == s.model_label and s.probe.name not in r["probes"]
+                ),
+                None,
+            )
+            if row is None:
+                row = {"model": s.model_label, "cells": {}, "probes": set(), "runs": []}
+                rows.append(row)
+            row["probes"].add(s.probe.name)
+            row["runs"].append(s.run_id)
+            for probe, metric in columns:
+                if probe == s.probe.name and metric in s.metrics:
+                    row["cells"][(probe, metric)] = (s.run_id, s.metrics[metric])
         return columns, rows
 
     def summary(self) -> list[str]:

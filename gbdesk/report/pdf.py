@@ -202,7 +202,11 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
                 cells.append(_mark_cell(m.mark, f"{fmt(m.value, 2)} (run {run_id})"))
             else:
                 cells.append("<td class='muted'>—</td>")
-        body.append(f"<tr><td><b>{e(row['model'])}</b></td>{''.join(cells)}</tr>")
+        runs = ", ".join(str(r) for r in row["runs"])
+        body.append(
+            f"<tr><td><b>{e(row['model'])}</b><br><span class='muted'>run "
+            f"{e(runs)}</span></td>{''.join(cells)}</tr>"
+        )
     doc.add(
         f"<h2>Verdict</h2><table width='100%'><tr><th>Model</th>{head}</tr>{''.join(body)}</table>"
     )

@@ -66,6 +66,7 @@ class ResultsPane(QWidget):
         self.banner = Banner()
 
         self.run_list = QListWidget()
+        self.run_list.setWordWrap(True)
         self.run_list.itemChanged.connect(self._selection_changed)
         self.mode_combo = QComboBox()
         for key, text in MODES.items():

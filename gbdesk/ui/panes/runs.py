@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QSplitter,
     QTableWidget,
@@ -113,7 +114,7 @@ class RunsPane(QWidget):
         left = QSplitter(Qt.Orientation.Vertical)
         left.addWidget(self.probe_list)
         left.addWidget(self.card)
-        left.setSizes([160, 400])
+        left.setSizes([110, 600])
 
         # parameters
         self.model_combo = QComboBox()
@@ -188,12 +189,17 @@ class RunsPane(QWidget):
         middle = QWidget()
         mid_layout = QVBoxLayout(middle)
         mid_layout.setContentsMargins(0, 0, 0, 0)
-        mid_layout.addWidget(params_box)
+        params_scroll = QScrollArea()
+        params_scroll.setWidgetResizable(True)
+        params_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        params_scroll.setWidget(params_box)
+        params_scroll.setMinimumHeight(240)
+        mid_layout.addWidget(params_scroll, 3)
         mid_layout.addLayout(controls)
         mid_layout.addWidget(self.progress)
         mid_layout.addWidget(self.progress_label)
         mid_layout.addWidget(self.live_caption)
-        mid_layout.addWidget(self.live, 1)
+        mid_layout.addWidget(self.live, 2)
 
         # history
         self.history = QTableWidget(0, len(HISTORY_COLUMNS))
@@ -224,7 +230,7 @@ class RunsPane(QWidget):
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(middle)
         right.addWidget(history_box)
-        right.setSizes([600, 220])
+        right.setSizes([640, 200])
 
         splitter = QSplitter()
         splitter.addWidget(left)
@@ -362,7 +368,10 @@ class RunsPane(QWidget):
                     else "Tick “Load anyway” in Models to use it."
                 )
             if is_default_model(m["path"]):
-                warning = (warning + " " if warning else "") + TINY_MODEL_NOTICE
+                warning = (warning + " " if warning else "") + (
+                    "Tiny demonstration model: its texts support no conclusion about real models."
+                )
+                self.model_warning.setToolTip(TINY_MODEL_NOTICE)
         self.model_warning.setText(warning.strip())
         self.model_warning.setVisible(bool(warning))
         self._estimate_timer.start()
@@ -528,7 +537,7 @@ class RunsPane(QWidget):
             self.live.clear()
         if p.status == "paused":
             self.banner.info(f"Run {p.run_id} is paused. Press Resume (Ctrl+P) to continue.")
-        if p.session_done and p.session_done % 10 == 0:
+        if p.session_done == 1 or (p.session_done and p.session_done % 10 == 0):
             self.ctx.runs_changed.emit()
 
     def _on_token(self, text: str) -> None:

