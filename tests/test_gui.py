@@ -273,3 +273,26 @@ def test_signal_emission_keeps_reference_counts(qtbot):
     for _ in range(500):
         emitter.ping.emit("x")
     assert sys.getrefcount(True) - before > -50
+
+
+def test_dropping_a_gguf_file_on_the_window_adds_it(qtbot, tmp_path, settings):
+    from PySide6.QtCore import QMimeData, QPointF, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    window = make_window(qtbot, str(tmp_path / "d.sqlite"), settings)
+    copy = tmp_path / "dropped.gguf"
+    shutil.copy(default_model_path(), copy)
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(copy))])
+    event = QDropEvent(
+        QPointF(10, 10),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    window.dropEvent(event)
+    assert window.current_pane() == "Models"
+    wait_for(
+        qtbot, lambda: any(m["path"] == str(copy) and m.get("sha256") for m in window.models.models)
+    )
