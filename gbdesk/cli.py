@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 
 from gbdesk import __version__
 from gbdesk.errors import EngineError, UserError
+from gbdesk.format import duration, fmt
 
 
 class _Parser(argparse.ArgumentParser):
@@ -168,23 +169,6 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"cannot serialise {type(obj).__name__}")
 
 
-def _fmt(x: float | None, digits: int = 3) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    return f"{x:.{digits}f}"
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None or math.isinf(seconds):
-        return "?"
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    if seconds >= 60:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds}s"
-
-
 class _ProgressPrinter:
     """Progress on stderr: one rewritten line on a terminal, a line every few seconds else."""
 
@@ -198,7 +182,7 @@ class _ProgressPrinter:
             return
         line = (
             f"[run {p.run_id}] {p.done}/{p.total} ({100 * p.fraction:.1f}%) "
-            f"· {p.tokens_per_s:.0f} tok/s · ETA {_duration(p.eta_s)}"
+            f"· {p.tokens_per_s:.0f} tok/s · ETA {duration(p.eta_s, compact=True)}"
         )
         if p.last:
             line += f" · {p.last['item']}#{p.last['attempt']} → {p.last['label']}"
@@ -235,10 +219,8 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     rows = [f"{'metric':<28} {'value':>8}  {'95% CI':<19} mark  {'n':>5}"]
     for name, m in payload["metrics"].items():
         lo, hi = m["ci"]
-        ci = f"[{_fmt(lo)}, {_fmt(hi)}]"
-        rows.append(
-            f"{name:<28} {_fmt(m['value']):>8}  {ci:<19} {m['mark'] or '—':<4}  {m['n']:>5}"
-        )
+        ci = f"[{fmt(lo)}, {fmt(hi)}]"
+        rows.append(f"{name:<28} {fmt(m['value']):>8}  {ci:<19} {m['mark'] or '—':<4}  {m['n']:>5}")
     return "\n".join(rows)
 
 

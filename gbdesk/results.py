@@ -147,3 +147,13 @@ def review_stats(store: Store, run_id: int) -> ReviewStats:
         per_label=per_label,
         accuracy=correct / len(pairs) if pairs else math.nan,
     )
+
+
+def runs_with_generations(store: Store, with_models: bool = False) -> list[dict[str, Any]]:
+    """Runs that have at least one stored attempt (what review, results and reports list);
+    with `with_models`, each carries its model row under "model"."""
+    runs = [r for r in store.list_runs() if r["attempts_done"] > 0]
+    if with_models:
+        for r in runs:
+            r["model"] = store.get_model(r["model_id"]) if r["model_id"] else {}
+    return runs

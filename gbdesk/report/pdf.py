@@ -30,13 +30,10 @@ from PySide6.QtGui import (
 )
 
 from gbdesk.errors import UserError
+from gbdesk.format import MARK_COLORS, MARK_FILLS, RUN_COLORS, fmt
 from gbdesk.report.content import ReportData, RunSection, build_report, chat_template, configuration
 from gbdesk.stats import MARK_MEANINGS, MarkDefinition
 from gbdesk.store import Store
-
-MARK_COLORS = {"A": "#2e7d32", "B": "#b7950b", "C": "#e67e22", "D": "#c0392b"}
-MARK_FILLS = {"A": "#dff0d8", "B": "#fcf3cf", "C": "#fde3cc", "D": "#f6d5d1"}
-RUN_COLORS = ["#1f5fbf", "#c2410c", "#15803d", "#7e22ce", "#0e7490", "#a16207"]
 
 CSS = """
 body { font-family: 'DejaVu Sans', sans-serif; font-size: 9pt; color: #111827; }
@@ -68,12 +65,6 @@ def ensure_gui_app() -> QGuiApplication:
 
 def e(text: Any) -> str:
     return html.escape(str(text), quote=True)
-
-
-def fmt(x: float | None, digits: int = 3) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    return f"{x:.{digits}f}"
 
 
 # -- charts -------------------------------------------------------------------------------

@@ -22,12 +22,9 @@ from PySide6.QtWidgets import (
 
 from gbdesk.report.csv_export import export_run_csv
 from gbdesk.report.pdf import export_pdf
+from gbdesk.results import runs_with_generations
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.widgets import Banner, pane_header
-
-
-def _runs(store) -> list[dict[str, Any]]:
-    return [r for r in store.list_runs() if r["attempts_done"] > 0]
 
 
 class ReportsPane(QWidget):
@@ -86,7 +83,7 @@ class ReportsPane(QWidget):
     def refresh(self) -> None:
         self.ctx.tasks.with_store(
             self.ctx.db_path,
-            _runs,
+            runs_with_generations,
             on_done=self._show,
             on_error=self.banner.error,
             key="reports.runs",

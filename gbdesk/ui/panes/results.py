@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.probes import get_probe
-from gbdesk.results import compute_metrics, review_stats
+from gbdesk.results import compute_metrics, review_stats, runs_with_generations
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.plots import CIPlot, PlotRow
 from gbdesk.ui.theme import MARK_FILLS, MARK_TEXT, RUN_COLORS, fmt, fmt_ci
@@ -35,13 +35,6 @@ MODES = {
     "auto": "Automatic labels (the detector's)",
     "reviewed": "Reviewed labels (a reviewer's where present, the detector's elsewhere)",
 }
-
-
-def _runs(store) -> list[dict[str, Any]]:
-    runs = [r for r in store.list_runs() if r["attempts_done"] > 0]
-    for r in runs:
-        r["model"] = store.get_model(r["model_id"]) if r["model_id"] else {}
-    return runs
 
 
 def _compute(store, run_ids: list[int], mode: str) -> dict[int, dict[str, Any]]:
@@ -139,7 +132,7 @@ class ResultsPane(QWidget):
     def refresh_runs(self) -> None:
         self.ctx.tasks.with_store(
             self.ctx.db_path,
-            _runs,
+            lambda store: runs_with_generations(store, with_models=True),
             on_done=self._show_runs,
             on_error=self.banner.error,
             key="results.runs",

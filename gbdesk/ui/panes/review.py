@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.probes import get_probe
-from gbdesk.results import review_stats
+from gbdesk.results import review_stats, runs_with_generations
 from gbdesk.review import FILTERS, ReviewItem, review_queue
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.review_views import ReviewView, review_view_for
@@ -34,10 +34,6 @@ from gbdesk.ui.widgets import Banner, pane_header
 def _load(store, run_id: int, filter_name: str, item_filter: dict | None, hard_first: bool):
     queue = review_queue(store, run_id, filter_name, item_filter, hard_first)
     return queue, review_stats(store, run_id)
-
-
-def _runs(store) -> list[dict[str, Any]]:
-    return [r for r in store.list_runs() if r["attempts_done"] > 0]
 
 
 class ReviewPane(QWidget):
@@ -152,7 +148,7 @@ class ReviewPane(QWidget):
     def refresh_runs(self) -> None:
         self.ctx.tasks.with_store(
             self.ctx.db_path,
-            _runs,
+            runs_with_generations,
             on_done=self._show_runs,
             on_error=self.banner.error,
             key="review.runs",
