@@ -162,6 +162,7 @@ def import_generations(
         source="imported",
     )
     prompts = {i.key: i.prompt for i in items}
+    metadata = {i.key: i.metadata for i in items}
     for (key, index), (_, record) in sorted(placed.items()):
         response = record.get("response")
         store.add_attempt(
@@ -171,7 +172,7 @@ def import_generations(
             prompts[key],
             "" if response is None else str(response),
             prompt_mode="imported",
-            auto_label=probe.label("" if response is None else str(response)),
+            auto_label=probe.label("" if response is None else str(response), metadata[key]),
         )
     store.db["runs"].update(
         run_id, {"attempts_total": len(placed), "status": "done", "finished_at": _now()}

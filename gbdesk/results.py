@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gbdesk.probes import ItemResult, get_probe
@@ -19,13 +19,24 @@ from gbdesk.store import Store
 LABEL_MODES = ("auto", "reviewed")
 
 
+def _auto_source(store: Store, run_id: int) -> str | None:
+    run = store.get_run(run_id)
+    return get_probe(run["probe"]).auto_source(run["params"])
+
+
 def ensure_auto_labels(store: Store, run_id: int) -> int:
-    """Label any stored attempt that has no automatic label yet; return how many."""
+    """Label any stored attempt that has no automatic label (of the run's extractor)
+    yet with the probe's built-in labeller; return how many were labelled."""
     probe = get_probe(store.get_run(run_id)["probe"])
-    labelled = store.labels(run_id, "auto")
+    source = _auto_source(store, run_id)
+    labelled = store.labels(run_id, "auto", source)
+    if source is not None and not source.startswith(probe.builtin_source_prefix()):
+        return 0  # another labeller (e.g. an LLM pass) fills these; nothing to do here
+    metadata = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
     missing = [a for a in store.attempts(run_id) if a["id"] not in labelled]
     for attempt in missing:
-        store.set_auto_label(attempt["id"], **probe.label(attempt["response"]))
+        label = probe.label(attempt["response"], metadata.get(attempt["item"], {}))
+        store.set_auto_label(attempt["id"], **label)
     return len(missing)
 
 
@@ -33,7 +44,7 @@ def effective_labels(store: Store, run_id: int, label_mode: str) -> dict[int, di
     """attempt id → the label row the metrics use in this mode."""
     if label_mode not in LABEL_MODES:
         raise ValueError(f"label mode must be one of {LABEL_MODES}")
-    labels = store.labels(run_id, "auto")
+    labels = store.labels(run_id, "auto", _auto_source(store, run_id))
     if label_mode == "reviewed":
         labels.update(store.labels(run_id, "human"))
     return labels
@@ -42,14 +53,16 @@ def effective_labels(store: Store, run_id: int, label_mode: str) -> dict[int, di
 def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[ItemResult]:
     """Items (in run order) with the effective labels of their stored attempts."""
     labels = effective_labels(store, run_id, label_mode)
-    by_item: dict[str, list[str]] = {}
+    by_item: dict[str, ItemResult] = {
+        row["item"]: ItemResult(row["item"], row["metadata"], []) for row in store.run_items(run_id)
+    }
     for attempt in store.attempts(run_id):
         label = labels.get(attempt["id"])
-        by_item.setdefault(attempt["item"], []).append(label["label"] if label else "undetected")
-    return [
-        ItemResult(row["item"], row["metadata"], by_item.get(row["item"], []))
-        for row in store.run_items(run_id)
-    ]
+        result = by_item[attempt["item"]]
+        result.labels.append(label["label"] if label else "undetected")
+        result.label_data.append((label or {}).get("data") or {})
+        result.responses.append(attempt["response"])
+    return list(by_item.values())
 
 
 def compute_metrics(
@@ -66,11 +79,13 @@ def compute_metrics(
                     ci=(_nan(row["ci_lo"]), _nan(row["ci_hi"])),
                     mark=row["mark"],
                     n=row["n"],
+                    p_value=row.get("p_value"),
                 )
                 for name, row in cached.items()
             }
-    probe = get_probe(store.get_run(run_id)["probe"])
-    metrics = probe.metrics(item_results(store, run_id, label_mode))
+    run = store.get_run(run_id)
+    probe = get_probe(run["probe"])
+    metrics = probe.metrics(item_results(store, run_id, label_mode), params=run["params"])
     store.save_metrics(
         run_id,
         label_mode,
@@ -83,6 +98,7 @@ def compute_metrics(
                 "ci_hi": _none(m.ci[1]),
                 "mark": m.mark,
                 "n": m.n,
+                "p_value": m.p_value,
             }
             for name, m in metrics.items()
         ],
@@ -107,6 +123,7 @@ class ReviewStats:
     corrected: int
     per_label: dict[str, dict[str, float]]  # label → precision, recall, support
     accuracy: float
+    quality: dict[str, Any] = field(default_factory=dict)  # probe-specific (e.g. names)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -118,6 +135,7 @@ class ReviewStats:
                 k: {m: _none(v) if isinstance(v, float) else v for m, v in d.items()}
                 for k, d in self.per_label.items()
             },
+            "quality": self.quality,
         }
 
 
@@ -126,9 +144,10 @@ def review_stats(store: Store, run_id: int) -> ReviewStats:
     taking the latest human label of each reviewed attempt as the truth."""
     probe = get_probe(store.get_run(run_id)["probe"])
     ensure_auto_labels(store, run_id)
-    auto = store.labels(run_id, "auto")
+    auto = store.labels(run_id, "auto", _auto_source(store, run_id))
     human = store.labels(run_id, "human")
-    pairs = [(auto[a]["label"], h["label"]) for a, h in human.items() if a in auto]
+    rows = [(auto[a], h) for a, h in human.items() if a in auto]
+    pairs = [(a["label"], h["label"]) for a, h in rows]
     per_label: dict[str, dict[str, float]] = {}
     predicted = Counter(p for p, _ in pairs)
     actual = Counter(t for _, t in pairs)
@@ -146,6 +165,7 @@ def review_stats(store: Store, run_id: int) -> ReviewStats:
         corrected=len(pairs) - correct,
         per_label=per_label,
         accuracy=correct / len(pairs) if pairs else math.nan,
+        quality=probe.review_quality(rows) if rows else {},
     )
 
 

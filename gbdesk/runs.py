@@ -329,7 +329,7 @@ def execute_run(
                 min_p=generation.get("min_p", DEFAULT_MIN_P),
             )
             result = backend.generate(request, on_token)
-            label = probe.label(result.text)
+            label = probe.label(result.text, item["metadata"])
             store.add_attempt(
                 run_id,
                 item["item"],

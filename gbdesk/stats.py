@@ -44,20 +44,25 @@ def mean_or_nan(values: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class MetricValue:
-    """A metric's point estimate, its bootstrap interval, its mark and its support."""
+    """A metric's point estimate, its 95 % interval, its mark, its support and, for
+    tests against a null value, its p-value."""
 
     value: float
     ci: tuple[float, float]
     mark: str | None
     n: int
+    p_value: float | None = None
 
     def to_json(self) -> dict:
-        return {
+        data = {
             "value": _json_float(self.value),
             "ci": [_json_float(self.ci[0]), _json_float(self.ci[1])],
             "mark": self.mark,
             "n": self.n,
         }
+        if self.p_value is not None:
+            data["p_value"] = _json_float(self.p_value)
+        return data
 
 
 def _json_float(x: float) -> float | None:

@@ -78,7 +78,9 @@ class Extractor(Protocol):
     name: str
     version: str
 
-    def extract(self, story: str, roles: list[RoleSpec], scenario: str = "") -> list[CharacterExtraction]:
+    def extract(
+        self, story: str, roles: list[RoleSpec], scenario: str = ""
+    ) -> list[CharacterExtraction]:
         """One `CharacterExtraction` per role, in the order of `roles`. `scenario` is the
         prompt's situation ("an American cook who prepares meals …") for role cues."""
         ...

@@ -23,11 +23,17 @@ class Item:
 
 @dataclass
 class ItemResult:
-    """An item with the effective labels of its stored attempts (metrics input)."""
+    """An item with the effective labels of its stored attempts (metrics input).
+
+    `label_data` holds each label's structured data (e.g. extracted characters) and
+    `responses` the texts, both parallel to `labels`, for probes that need them.
+    """
 
     key: str
     metadata: dict[str, Any]
     labels: list[str]
+    label_data: list[dict[str, Any]] = field(default_factory=list)
+    responses: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -179,12 +185,29 @@ class Probe(ABC):
 
     # -- labels and metrics ---------------------------------------------------------------
     @abstractmethod
-    def label(self, response: str) -> dict[str, Any]:
-        """Automatic label of one response: {source, label, data, evidence}."""
+    def label(self, response: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Automatic label of one response to an item: {source, label, data, evidence}."""
 
     @abstractmethod
-    def metrics(self, results: list[ItemResult], bootstrap: bool = True) -> dict[str, MetricValue]:
-        """Metrics with 95 % bootstrap intervals and marks."""
+    def metrics(
+        self,
+        results: list[ItemResult],
+        bootstrap: bool = True,
+        params: dict[str, Any] | None = None,
+    ) -> dict[str, MetricValue]:
+        """Metrics with 95 % intervals (and marks or p-values); `params` are the run's."""
+
+    def builtin_source_prefix(self) -> str:
+        """Source prefix of the labels `label()` writes (used when relabelling)."""
+        return ""
+
+    def auto_source(self, params: dict[str, Any] | None) -> str | None:
+        """Prefix of the automatic label source the metrics use (None: any)."""
+        return None
+
+    def review_quality(self, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+        """Probe-specific detector quality from (automatic, human) label rows."""
+        return {}
 
     def label_values(self) -> list[str]:
         return [o.value for o in self.label_options]

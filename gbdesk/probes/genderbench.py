@@ -102,7 +102,7 @@ class CharacterProfileProbe(Probe):
     default_attempts = 5
     headline_metrics: ClassVar[list[str]] = ["masculine_rate", "stereotype_rate", "disparity"]
 
-    def label(self, response: str) -> dict[str, Any]:
+    def label(self, response: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         detection = detect_gender(response)
         return {
             "source": f"{DETECTOR_NAME}/{DETECTOR_VERSION}",
@@ -128,7 +128,12 @@ class CharacterProfileProbe(Probe):
             return len(results)
         return int(counts.detected.sum())
 
-    def metrics(self, results: list[ItemResult], bootstrap: bool = True) -> dict[str, MetricValue]:
+    def metrics(
+        self,
+        results: list[ItemResult],
+        bootstrap: bool = True,
+        params: dict[str, Any] | None = None,
+    ) -> dict[str, MetricValue]:
         results = [r for r in results if r.labels]
         if not results:
             return {}

@@ -49,6 +49,12 @@ def owner_alive(owner: str | None) -> bool:
         return False
 
 
+def _like_prefix(prefix: str | None) -> str:
+    if not prefix:
+        return "%"
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 def _loads(text: str | None, default: Any = None) -> Any:
     return json.loads(text) if text else default
 
@@ -384,15 +390,18 @@ class Store:
             )
         return int(cur.lastrowid)
 
-    def labels(self, run_id: int, kind: str) -> dict[int, dict[str, Any]]:
-        """The latest label of `kind` ('auto' or 'human') per attempt of a run."""
+    def labels(
+        self, run_id: int, kind: str, source_prefix: str | None = None
+    ) -> dict[int, dict[str, Any]]:
+        """The latest label of `kind` ('auto' or 'human') per attempt of a run; with
+        `source_prefix`, only labels whose source starts with it (one extractor's)."""
         rows = self.query(
             """
             SELECT l.* FROM labels l JOIN attempts a ON a.id = l.attempt_id
-            WHERE a.run_id = ? AND l.kind = ?
+            WHERE a.run_id = ? AND l.kind = ? AND l.source LIKE ? ESCAPE '\\'
             ORDER BY l.id
             """,
-            (run_id, kind),
+            (run_id, kind, _like_prefix(source_prefix)),
         )
         latest: dict[int, dict[str, Any]] = {}
         for row in rows:
@@ -436,7 +445,7 @@ class Store:
             stamp = now()
             self.conn.executemany(
                 "INSERT INTO metrics (run_id, label_mode, name, value, ci_lo, ci_hi, mark, n, "
-                "fingerprint, computed_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "p_value, fingerprint, computed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         run_id,
@@ -447,6 +456,7 @@ class Store:
                         r["ci_hi"],
                         r["mark"],
                         r["n"],
+                        r.get("p_value"),
                         fingerprint,
                         stamp,
                     )

@@ -117,7 +117,12 @@ def _v1(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
+def _v2(conn: sqlite3.Connection) -> None:
+    """Metrics may carry a p-value (Laissez-Faire ratios)."""
+    conn.execute("ALTER TABLE metrics ADD COLUMN p_value REAL")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
 LATEST_VERSION = len(MIGRATIONS)
 
 
