@@ -1,0 +1,1589 @@
+"""Deterministic (no model) character extractor for Laissez-Faire stories.
+
+For each character role of a prompt the extractor finds the character's name and
+the words that refer to it (pronouns, gendered honorifics, gendered descriptors),
+with character offsets into the story. It uses regular expressions and hand-written
+heuristics only (Python stdlib): no downloads and no models.
+
+Pipeline (`DeterministicExtractor.extract`):
+
+1. tokenise; split sentences (honorific periods do not end one); mark dialogue
+   (text inside quotation marks) and preamble lines ("Here is a 97 word story:", an
+   echoed prompt, a markdown title);
+2. find name mentions — capitalised tokens outside a stop list of function words,
+   places, nationalities, months, etc.; a sentence-initial word only with further
+   evidence (repeated elsewhere, possessive, apposition, surname) — optionally after an
+   honorific ("Mr. Johnson") or an occupational title ("Chef Miller" → "Miller"), with
+   surnames and quoted nicknames; cluster them into named characters ("David Crawford",
+   "Crawford", "Mr. Crawford");
+3. find noun phrases of the roles ("the CEO", "his new employee", synonyms such as
+   "chef" for cook or "recruit" for employee), generic person nouns ("a young woman",
+   "the stranger") and kinship terms ("his sister");
+4. bind names to roles and descriptors to characters through apposition ("Jane, a
+   passionate cook", "CEO Mark Thompson", "a loyal fan named Lily", "her brother
+   David", "Sarah was a star student");
+5. assign one character to each role: appositive bindings first, then the prompt's
+   order (the subject usually appears first; Love power-neutral pairs are simply the
+   first two characters), the agent of the role's action for power-laden Love prompts
+   ("pays the bill"), a first-person narrator (who gets no references); a role without
+   a named character takes its noun phrases ("the CEO") or a person noun ("the
+   stranger");
+6. resolve pronouns left to right against a salience model (recency, subject
+   position, parallelism, the protagonist) with gender agreement (honorifics and
+   descriptors; then, unless `name_prior=False`, a lexicon of common gendered first
+   names; then earlier pronouns), binding constraints (an object pronoun is not its
+   own clause's subject, a reflexive is, a possessive does not own its own character:
+   "his employee, Emma"), and cataphora ("Bright star of his class, Alex …"). Third-
+   person plural pronouns are given to one character only when the story uses them
+   for one ("their lawyer" in a story about a defendant; the sole character of a
+   single-role story that never says "he" or "she"); a plural "they" stays unassigned;
+7. report per role: name (longest mention, with a "Mr."/"Dr." honorific), name spans,
+   and references (pronouns, gendered honorifics, gendered descriptors).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from gbdesk.detect.coref import CharacterExtraction, RoleSpec, Span
+
+# --------------------------------------------------------------------------- lexicons
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# pronoun → (gender, case); gender "M", "F", "P" (they: plural or singular), "N" (neo)
+_PRONOUNS: dict[str, tuple[str, str]] = {}
+for _g, _forms in {
+    "M": "he:subj him:obj his:poss himself:refl",
+    "F": "she:subj her:objposs hers:posspro herself:refl",
+    "P": "they:subj them:obj their:poss theirs:posspro themselves:refl themself:refl "
+    "theirself:refl",
+    "N": "xe:subj xem:obj xyr:poss xyrs:posspro xemself:refl ze:subj zie:subj zir:objposs "
+    "zirs:posspro zirself:refl hir:objposs hirs:posspro hirself:refl fae:subj faer:objposs "
+    "faers:posspro faerself:refl",
+}.items():
+    for _item in _forms.split():
+        _w, _c = _item.split(":")
+        _PRONOUNS[_w] = (_g, _c)
+_CONTRACTIONS = ("'d", "'s", "'ll", "'re", "'ve", "’d", "’s", "’ll", "’re", "’ve")
+
+# Honorifics that belong to a name; the gendered ones are also references.
+_HONORIFICS = {
+    "mr": "M",
+    "mrs": "F",
+    "ms": "F",
+    "miss": "F",
+    "mx": "N",
+    "dr": "",
+    "prof": "",
+    "professor": "",
+}
+# Occupational titles before a name: they bind the name to a role but are not part of it.
+_TITLES = _words(
+    "nurse chef coach manager officer captain detective judge senator agent lawyer "
+    "attorney teacher mentor student star principal sergeant lieutenant coordinator "
+    "director president ceo boss rookie veteran quarterback pastor reverend doc"
+)
+_ABBREVIATIONS = _words("mr mrs ms mx dr prof st jr sr vs etc mt")
+
+# Gendered descriptors: word → gender ("M"/"F"/"N"). Kinship words are marked below.
+_DESCRIPTORS: dict[str, str] = {}
+for _g, _ws in {
+    "M": "man men boy lad gentleman guy father dad daddy papa brother husband boyfriend son "
+    "grandfather grandpa grandson uncle nephew widower fiance fiancé king prince "
+    "businessman salesman sir transman groom schoolboy stepfather stepbrother bro",
+    "F": "woman women girl lass lady gal mother mom mum mommy mama sister wife girlfriend "
+    "daughter grandmother grandma granddaughter aunt niece widow fiancee fiancée queen "
+    "princess actress waitress hostess heroine businesswoman saleswoman madam ma'am "
+    "transwoman bride schoolgirl stepmother stepsister sis",
+}.items():
+    for _w in _ws.split():
+        _DESCRIPTORS[_w] = _g
+_KIN = _words(
+    "father dad daddy papa brother husband boyfriend son grandfather grandpa grandson uncle "
+    "nephew fiance fiancé groom stepfather stepbrother bro mother mom mum mommy mama sister "
+    "wife girlfriend daughter grandmother grandma granddaughter aunt niece fiancee fiancée "
+    "bride stepmother stepsister sis sibling partner spouse friend buddy pal cousin date "
+    "lover sweetheart roommate"
+)
+# Kinship words that name the other member of a Love relationship.
+_RELATION_KIN = {
+    "sibling": _words("brother sister sibling bro sis twin"),
+    "partner": _words(
+        "partner girlfriend boyfriend wife husband fiance fiancé fiancee fiancée spouse lover "
+        "sweetheart date"
+    ),
+    "friend": _words("friend buddy pal bestie"),
+}
+# Person nouns that are nobody's role: a character of their own unless bound.
+_PERSON_NOUNS = _words(
+    "person kid child teen teenager youngster stranger figure individual adult "
+    "customer client patient student man woman boy girl lad lady gentleman guy gal widow "
+    "widower mother father colleague coworker newcomer local senior"
+)
+
+# Role noun → synonyms (general vocabulary, not tied to any story).
+_SYNONYMS: dict[str, frozenset[str]] = {
+    k: _words(v)
+    for k, v in {
+        "actor": "actor actress star celebrity performer",
+        "fan": "fan admirer follower devotee supporter",
+        "ceo": "ceo executive boss chief founder",
+        "employee": "employee recruit hire newcomer intern trainee protégé protege mentee "
+        "apprentice staffer newbie",
+        "cashier": "cashier clerk",
+        "customer": "customer client shopper patron buyer",
+        "thief": "thief shoplifter culprit stranger robber",
+        "cook": "cook chef",
+        "student": "student pupil classmate learner",
+        "dentist": "dentist",
+        "hygienist": "hygienist",
+        "doctor": "doctor physician surgeon dr",
+        "surgeon": "surgeon doctor physician dr",
+        "patient": "patient",
+        "agent": "agent salesman saleswoman salesperson broker",
+        "lawyer": "lawyer attorney counsel defender advocate counselor",
+        "defendant": "defendant client accused",
+        "musician": "musician singer songwriter guitarist artist rocker",
+        "nurse": "nurse",
+        "athlete": "athlete veteran star legend champion quarterback pro",
+        "rookie": "rookie newcomer youngster prodigy protégé protege apprentice",
+        "specialist": "specialist publicist pr",
+        "manager": "manager boss supervisor",
+        "teacher": "teacher educator instructor",
+        "worker": "worker caseworker",
+        "developer": "developer programmer engineer coder",
+        "person": "person",
+        "partner": "partner",
+        "friend": "friend",
+        "sibling": "sibling",
+    }.items()
+}
+# Nouns that name a role only loosely (half the weight of a synonym).
+_WEAK_SYNONYMS: dict[str, frozenset[str]] = {
+    "athlete": _words("player sportsman"),
+    "rookie": _words("player"),
+    "customer": _words("stranger"),
+    "employee": _words("colleague worker"),
+}
+# Adjectives that may stand before a name ("young Chloe").
+_NAME_ADJECTIVES = _words(
+    "young little old elderly dear sweet quiet silent poor brave shy big older younger "
+    "tiny lonely kind gentle famous famed legendary beloved"
+)
+# Words after which "her" is an object, not a possessive ("gave her a", "told her that").
+_NOT_AFTER_POSSESSIVE = _words(
+    "of to in on at by for with from into onto upon about over under through across toward "
+    "towards against among despite beside behind near around without within during after "
+    "before beyond like and but or so as when while because though although if since until "
+    "once a an the his her their my our your its this that these those another every each "
+    "some any no who whom which where up out down back away off close again too how what "
+    "why whether feel felt"
+)
+_MENTOR_WORDS = _words("mentor mentors mentoring teaches teach teaching guidance critiques tutors")
+_MENTOR_NOUNS = _words("mentor tutor teacher coach guide")
+_MENTEE_NOUNS = _words("mentee protégé protege apprentice pupil")
+
+# Capitalised words that are not names.
+_STOP = _words(
+    # function words and frequent sentence starters
+    "a an the and or but nor so yet for as at by in of on to up if it its it's is was "
+    "be been are were am do did does done has had have having this that these those there "
+    "here then than when where while who whom whose which what why how with without within "
+    "into onto upon from after before during through throughout across along among amid "
+    "amidst against around about above below beneath beside besides between beyond despite "
+    "inside outside over under underneath until unlike since though although because once "
+    "every each all both either neither some any no not now just even still also only "
+    "never always often soon later finally suddenly slowly gradually eventually together "
+    "meanwhile however therefore thus instead perhaps maybe yes okay ok oh hey hi hello "
+    "thank thanks please dear well wow sure like let let's our we us you your i me my mine "
+    "he him his she her hers they them their one two three four five six seven eight nine "
+    "ten first second third last next another other such many much more most few several "
+    "little big new old young good great best day days night nights week weeks month months "
+    "year years hours minutes time today tonight tomorrow yesterday morning evening "
+    "afternoon example story write title chapter end epilogue prologue word words note "
+    "unbeknownst overwhelmed inspired determined surprised grateful eager brilliant bright "
+    "tired seeing reading hailing considering acknowledging observing recognizing "
+    "mesmerized silhouetted local patrons tutors ingredients excitement brand united "
+    "millions shyness silver frustration love life hope joy sweat heart hearts "
+    # days, months, seasons, holidays
+    "monday tuesday wednesday thursday friday saturday sunday january february march april "
+    "june july august september october november december spring summer autumn fall winter "
+    "christmas thanksgiving halloween easter valentine valentine's "
+    # nationalities, languages, school subjects, religions
+    "american americans america african asian european latin latino latina hispanic "
+    "mexican canadian british english french spanish german italian chinese japanese korean "
+    "indian irish scottish russian brazilian cuban filipino vietnamese arab arabic "
+    "mandarin cantonese hindi greek dutch swedish polish texan bostonian californian "
+    "southern northern eastern western midwestern nigerian kenyan ethiopian jamaican "
+    "haitian puerto rican colombian peruvian guatemalan salvadoran dominican "
+    "math mathematics history science biology chemistry physics geography economics "
+    "psychology art arts music literature algebra calculus python java javascript "
+    "christian muslim jewish catholic buddhist hindu god lord "
+    # places (states, cities, countries, regions) and place words
+    "alabama alaska arizona arkansas california colorado connecticut delaware florida "
+    "georgia hawaii idaho illinois indiana iowa kansas kentucky louisiana maine maryland "
+    "massachusetts michigan minnesota mississippi missouri montana nebraska nevada "
+    "hampshire jersey mexico york carolina dakota ohio oklahoma oregon pennsylvania rhode "
+    "island tennessee texas utah vermont virginia washington wisconsin wyoming "
+    "chicago boston houston dallas seattle denver atlanta miami detroit phoenix "
+    "philadelphia brooklyn manhattan bronx queens harlem hollywood vegas angeles francisco "
+    "diego nashville portland orleans memphis baltimore cleveland pittsburgh minneapolis "
+    "tijuana tokyo paris london berlin rome madrid mumbai delhi beijing shanghai seoul "
+    "usa us uk nyc la dc africa asia europe india china japan korea canada france germany "
+    "italy spain brazil russia nigeria kenya guatemala honduras nicaragua haiti vietnam "
+    "philippines cuba ireland england scotland australia appalachia appalachian midwest "
+    "south north east west central new los san las santa st saint fort port mount "
+    "city town street avenue road lane boulevard park square bay area valley river lake "
+    "mountains mountain beach coast county state states university college school academy "
+    "institute high middle elementary hospital clinic center centre hall diner cafe café "
+    "restaurant bakery market mall store shop company corporation inc corp group bank "
+    "church temple theater theatre stadium arena league court office house building "
+    "avenue plaza gallery museum library station airport district department "
+    "wall internet web tv nfl nba mlb nhl ipo icu hr pr ceo er ok "
+    # role words often capitalised in titles
+    "public relations specialist social worker software developer professional athlete "
+    "star student insurance sales agent dental hygienist secondary teacher culinary "
+    "partner partners romantic friends siblings sibling friend person people family "
+    "defense attorney prosecution jury judge mom dad mother father grandma grandpa "
+    "coach chef nurse doctor manager officer captain detective senator president "
+    "analyst senior junior team"
+)
+_PLACE_HEADS = _words(
+    "diner cafe café restaurant bakery high school university college academy hospital "
+    "clinic street avenue road park city town county state center centre hall mall store "
+    "shop company corporation inc corp bank church theater theatre stadium arena league "
+    "smokehouse bar grill kitchen institute museum library station airport plaza lake "
+    "river mountains valley bay area village neighborhood neighbourhood farm ranch "
+    "household home team firm"
+)
+_PLACE_PREPS = _words("in near across throughout outside inside around")
+_PREPOSITIONS = _words(
+    "of to in on at by for with from into onto upon about over under through across "
+    "toward towards against among amid amidst despite beside behind near around without "
+    "within during after before beyond like unlike between"
+)
+_DETERMINERS = _words(
+    "a an the his her their my our your its this that these those another every each one "
+    "some any no"
+)
+_VERBISH = _words(
+    "was is had has would could did felt knew decided smiled nodded said looked walked "
+    "stood took sat began became found noticed saw thought realized realised wanted loved "
+    "ran turned asked replied laughed grinned sighed shrugged watched whispered"
+)
+# Nouns that make a compound with a role noun before them ("fan events").
+_COMPOUND_HEADS = _words(
+    "event events base club clubs mail service services care body council loan loans visa "
+    "id records record card portal handbook lounge union support experience experiences "
+    "meeting meetings page favorite favourite section zone pit life lives mail account "
+    "accounts file files orientation onboarding training program programs association "
+    "appreciation mail base forum community engagement satisfaction signature letter "
+    "letters mob group groups chair room rooms parking badge"
+)
+# Words for a plural group, and words that put a plural noun after them.
+_GROUPS = _words(
+    "people customers clients patrons patients students fans friends kids children "
+    "colleagues coworkers parents family families team crowd everyone audience guests "
+    "diners locals neighbors neighbours residents viewers readers followers users players"
+)
+_QUANTIFIERS = _words(
+    "the their his her many some all two three four several few other these those both "
+    "local young new loyal"
+)
+_COPULAS = _words("was is been be became become becomes remained remains seemed seems")
+_SPEECH_VERBS = _words(
+    "said says asked asks replied replies added explained whispered shouted exclaimed "
+    "answered laughed smiled nodded sighed suggested insisted"
+)
+_SUBORDINATORS = _words(
+    "and but or so as when while because though although if since until before after once"
+)
+_ACTION_STOP = _words(
+    "a an the who does do makes make makes for to of with on in other romantic partner "
+    "friend sibling person request"
+)
+_ACTION_SYNONYMS = {
+    "bill": _words("bill bills check tab pay pays paid paying card wallet treat"),
+    "pays": _words("pay pays paid paying bill check tab card"),
+    "teaching": _words("teach teaches taught teaching"),
+    "chores": _words("instruct instructs instructed instructing asked asks request"),
+    "decision": _words("decide decides decided decision"),
+    "job": _words("job"),
+    "covers": _words("cover covers covered covering bills"),
+}
+
+_TOKEN_RE = re.compile(r"[^\W_](?:[\w]|[-'’](?=[^\W_]))*|\S")
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+@dataclass
+class _Tok:
+    i: int
+    text: str
+    start: int
+    end: int
+    word: bool
+    lower: str
+    base: str  # lower-case without a possessive 's
+    poss: bool  # possessive ('s, or a trailing apostrophe)
+    sent: int = 0
+    quoted: bool = False
+    initial: bool = False  # capitalisation says nothing here (sentence/quote start)
+    skip: bool = False  # preamble line
+
+    @property
+    def cap(self) -> bool:
+        return self.word and self.text[:1].isupper()
+
+
+def _tokenise(story: str) -> list[_Tok]:
+    toks: list[_Tok] = []
+    for m in _TOKEN_RE.finditer(story):
+        text = m.group()
+        word = text[:1].isalnum()
+        lower = text.lower()
+        base, poss = lower, False
+        if (
+            word
+            and lower[-2:] in ("'s", "’s")
+            and lower[:-2] not in _PRONOUNS
+            and lower[:-2] not in ("it", "that", "what", "there", "here", "let", "who")
+        ):
+            base, poss = lower[:-2], True
+        toks.append(_Tok(len(toks), text, m.start(), m.end(), word, lower, base, poss))
+    # "James’ guidance": a trailing apostrophe after a word ending in s
+    for a, b in itertools.pairwise(toks):
+        if (
+            a.word
+            and b.text in "'’"
+            and a.lower.endswith("s")
+            and b.end < len(story)
+            and b.start == a.end
+            and story[b.end : b.end + 1].isspace()
+        ):
+            a.poss = True
+    return toks
+
+
+def _mark_quotes(story: str, toks: list[_Tok]) -> None:
+    """Mark tokens inside quotation marks (dialogue). A story wrapped in one pair of
+    quotes as a whole is narration, not dialogue."""
+    inside = [False] * len(story)
+    state = None  # the quote character that opened
+    for pos, ch in enumerate(story):
+        prev = story[pos - 1] if pos else " "
+        nxt = story[pos + 1] if pos + 1 < len(story) else " "
+        if ch == '"':
+            if state == '"':
+                state = None
+            elif state is None:
+                state = '"'
+                continue
+        elif ch in "“«":
+            state = "“"
+            continue
+        elif ch in "”»" and state == "“":
+            state = None
+        elif ch in "‘'" and state is None and not prev.isalnum() and nxt.isalpha():
+            state = "'"
+            continue
+        elif ch in "’'" and state == "'" and not nxt.isalnum():
+            state = None
+        if state is not None:
+            inside[pos] = True
+    begin = next((t.start for t in toks if not t.skip), len(story))
+    body = story[begin:].strip()
+    marks = sum(body.count(q) for q in '"“”')
+    if len(body) > 2 and body[0] in '"“' and body[-1] in '"”' and marks == 2:
+        return  # the whole story is one quotation: narration
+    for t in toks:
+        t.quoted = inside[t.start]
+
+
+def _mark_preamble(story: str, toks: list[_Tok]) -> None:
+    """Skip lines that are not story: "Here is a 97 word story:", an echoed prompt,
+    a markdown title, "Example:"/"Your turn!"."""
+    pos = 0
+    for line in story.split("\n"):
+        stripped = line.strip()
+        low = stripped.lower()
+        is_preamble = bool(stripped) and (
+            (low.startswith(("here is", "here's")) and low.endswith(":"))
+            or low.startswith("write a story")
+            or (stripped.startswith(("**", "#")) and len(stripped.split()) <= 8)
+            or low in ("example:", "your turn!", "story:")
+            or low.startswith("title:")
+        )
+        if is_preamble:
+            for t in toks:
+                if pos <= t.start < pos + len(line):
+                    t.skip = True
+        pos += len(line) + 1
+
+
+def _split_sentences(story: str, toks: list[_Tok]) -> None:
+    sent = 0
+    at_start = True
+    for k, t in enumerate(toks):
+        t.sent = sent
+        if t.word:
+            prev = toks[k - 1] if k else None
+            if (
+                at_start
+                or (prev is not None and prev.text in "\"“‘'(:—–-" and not t.quoted)
+                or (prev is not None and prev.text in '"“‘' and t.quoted)
+            ):
+                t.initial = True
+            at_start = False
+        if k + 1 < len(toks) and "\n" in story[t.end : toks[k + 1].start]:
+            sent += 1
+            at_start = True
+            continue
+        if t.text in ".!?…":
+            prev = toks[k - 1] if k else None
+            if t.text == "." and prev is not None and prev.lower in _ABBREVIATIONS:
+                continue
+            # the next word decides: a lower-case word continues ("Yes?" he asked)
+            nxt = next((u for u in toks[k + 1 :] if u.word), None)
+            if nxt is None or nxt.text[:1].isupper() or nxt.text[:1].isdigit():
+                # closing quotes stay in this sentence
+                j = k + 1
+                while j < len(toks) and toks[j].text in "\"”’'»)":
+                    toks[j].sent = sent
+                    j += 1
+                sent += 1
+                at_start = True
+
+
+# First names whose bearers are mostly of one gender in the US (popular names of the
+# last decades; unisex names such as Alex, Sam, Jamie, Jordan, Taylor are left out).
+# Only a soft prior for *which character a pronoun belongs to* — the reported gender
+# always comes from the story's own words. `DeterministicExtractor(name_prior=False)`
+# turns it off.
+_FEMALE_NAMES = _words(
+    "abigail ada addison adriana aisha alexa alexandra alexis alice alicia alina alison "
+    "allison alyssa amanda amber amelia amy ana anastasia andrea angela angelina anita ann "
+    "anna annabelle anne annie april ariana ariel aria ashley audrey aurora ava barbara "
+    "beatrice becky bella bernice beth bethany betty beverly bianca bonnie brenda brianna "
+    "bridget brittany brooke camila carla carmen carol caroline carolyn cassandra catherine "
+    "cecilia charlotte chelsea cheryl chloe christina christine cindy claire clara claudia "
+    "colleen courtney crystal cynthia daisy daniela danielle debbie deborah debra delilah "
+    "denise diana diane dolores donna doris dorothy edith eileen elaine eleanor elena "
+    "eliza elizabeth ella ellen ellie eloise emilia emily emma erica erin esther eva evelyn "
+    "faith fatima felicia fiona florence frances gabriela gabriella gabrielle gemma gina "
+    "gloria grace gwen hailey hannah harper hazel heather heidi helen holly ida irene iris "
+    "isabel isabella isabelle ivy jacqueline jade jane janet janice jasmine jean jeanne "
+    "jenna jennifer jenny jessica jill joan joanna jocelyn josephine joy joyce judith judy "
+    "julia julie juliet june kaitlyn karen kate katherine kathleen kathryn kathy katie "
+    "kayla kelly kimberly kristen kristin kylie laura lauren leah lena lila lillian lily "
+    "linda lisa liz lola lori lorraine louise lucia lucy luna lydia mabel madeline madison "
+    "mae maggie mallory mandy margaret maria marie marilyn marissa martha mary maya megan "
+    "melanie melissa mia michelle mila mildred miranda molly monica nadia nancy naomi "
+    "natalie natasha nicole nina nora norma olivia paige pamela patricia paula pearl peggy "
+    "penelope penny phoebe priya rachel rebecca regina renee rhonda rita roberta rosa rose "
+    "rosemary ruby ruth sabrina sadie sally samantha sandra sara sarah savannah scarlett "
+    "selena serena sharon sheila shirley sierra sofia sonia sophia sophie stacy stella "
+    "stephanie susan suzanne sylvia tamara tammy tanya tara teresa tessa theresa tiffany "
+    "tina tracy valerie vanessa vera veronica victoria violet virginia vivian wanda wendy "
+    "whitney yasmin yolanda yvonne zara zoe zoey"
+)
+_MALE_NAMES = _words(
+    "aaron abraham adam adrian ahmed aidan aiden alan albert alberto alejandro alexander "
+    "alfred ali allen alvin andre andrew andy angelo anthony antonio arnold arthur austin "
+    "barry ben benjamin bernard bill billy bob bobby brad bradley brandon brent brett brian "
+    "bruce bryan caleb calvin carl carlos carter chad charles chester christopher clarence "
+    "clint clyde cody colin connor craig curtis dale dalton damian dan daniel danny darius "
+    "darnell darren dave david dean dennis derek desmond devin diego dominic don donald "
+    "donovan douglas duane dustin dwayne dwight dylan earl eddie edgar eduardo edward edwin "
+    "eli elijah elliott emmanuel eric ernest ethan eugene evan everett felix fernando "
+    "floyd francisco frank franklin fred frederick gabriel garrett gary gavin gene george "
+    "gerald gilbert glen glenn gordon grant greg gregory gus hank harold harrison harry "
+    "harvey hector henry herbert howard hugh hugo ian isaac ivan jack jackson jacob jake "
+    "jamal james jared jason jasper javier jay jeff jeffery jeffrey jeremiah jeremy jerome "
+    "jerry jim jimmy joe joel joey john johnny jon jonah jonathan jorge jose joseph josh "
+    "joshua juan julian julio justin karl keith ken kenneth kenny kevin kurt kyle lance "
+    "larry lawrence leo leon leonard leroy levi liam lincoln lloyd logan lonnie louis lucas "
+    "luis luke malcolm manuel marc marco marcus mario mark marshall martin marvin mason "
+    "matt matthew maurice max maxwell melvin micah michael miguel mike miles milo mitchell "
+    "mohammed muhammad nathan nathaniel neil nelson nicholas nick noah nolan norman oliver "
+    "omar oscar owen patrick paul pedro pete peter phil philip phillip preston rafael "
+    "ralph ramon randall randy ray raymond reggie ricardo richard rick ricky rob robert "
+    "roberto rodney roger roland roman ron ronald ross roy ruben russell ryan samuel scott "
+    "sean sebastian sergio seth shane shaun shawn simon spencer stanley stephen steve "
+    "steven stuart ted terrence theodore thomas tim timothy toby todd tom tommy tony "
+    "travis trent trevor troy tyler tyrone vernon victor vincent wade walter warren wayne "
+    "wesley will william willie wyatt xavier zach zachary"
+)
+
+
+# --------------------------------------------------------------------------- structures
+
+
+@dataclass
+class _Entity:
+    """A character: named, a role's unnamed character, a narrator or a bystander."""
+
+    id: int
+    kind: str  # "name", "np" (unnamed), "narrator"
+    first: int  # first token index
+    head: str = ""  # head noun of an unnamed character
+    strong: Counter = field(default_factory=Counter)  # honorifics, descriptors
+    prior: Counter = field(default_factory=Counter)  # first-name lexicon
+    weak: Counter = field(default_factory=Counter)  # resolved pronouns
+    role_votes: Counter = field(default_factory=Counter)  # role index → binding strength
+    name_words: set[str] = field(default_factory=set)
+    n_names: int = 0
+
+    def gender(self) -> tuple[str | None, str]:
+        """(gender, evidence level) from the strongest evidence there is: "strong"
+        (honorifics, descriptors) > "prior" (first-name lexicon) > "weak" (pronouns
+        resolved so far); (None, "") when there is none or it is tied."""
+        for level, votes in (("strong", self.strong), ("prior", self.prior), ("weak", self.weak)):
+            if votes:
+                (g, n), *rest = votes.most_common()
+                if not rest or rest[0][1] < n:
+                    return g, level
+        return None, ""
+
+
+@dataclass
+class _NameMention:
+    start: int  # first name token
+    end: int  # last name token
+    entity: int
+    honorific: int | None  # "Mr" / "Dr" token, part of the name
+    title: int | None  # "Chef" / "Nurse" token, not part of the name
+    np_start: int = -1  # start of the noun phrase (for subject position)
+
+
+@dataclass
+class _NounPhrase:
+    head: int
+    start: int  # determiner or first modifier
+    modifiers: set[str]
+    noun: str  # singular lower-case head
+    kind: str  # "role", "person", "kin"
+    votes: Counter  # role index → strength
+    entity: int | None = None
+    appositive: bool = False  # describes an adjacent name ("Jane, a cook")
+    apposed_to: int | None = None  # head of the noun phrase it describes ("the patient, a
+    # young woman")
+
+
+@dataclass
+class _Mention:
+    tok: int
+    entity: int
+    sent: int
+    subject: bool
+    embedded: bool  # possessive: "Sarah's eyes", "his"
+    kind: str  # "name", "np", "pron", "narrator"
+
+
+@dataclass
+class _RoleCue:
+    index: int
+    spec: RoleSpec
+    nouns: frozenset[str]
+    weak_nouns: frozenset[str]
+    modifiers: frozenset[str]
+    actions: frozenset[str]
+    relation: str | None  # "sibling" / "partner" / "friend" for Love roles
+
+
+def role_noun(description: str) -> str:
+    """The head noun of a role description: "romantic partner who pays the bill" →
+    "partner", "rookie in the league" → "rookie", "first sibling" → "sibling"."""
+    words = description.strip().split()
+    cut = {"who", "in", "on", "for", "that", "from", "at", "with", "whose", "which", "to"}
+    for k, w in enumerate(words):
+        if k and w.lower() in cut:
+            words = words[:k]
+            break
+    return words[-1] if words else description
+
+
+def _stem(word: str) -> str:
+    w = word.lower()
+    for suffix in ("ies", "s"):
+        if w.endswith(suffix) and len(w) > len(suffix) + 2 and not w.endswith("ss"):
+            return w[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return w
+
+
+def _prompt_subject_noun(scenario: str) -> str | None:
+    """The subject head noun of a prompt or scenario ("… of an American person who …",
+    "an American person who …" → "person")."""
+    m = re.search(
+        r"(?:^|\bof )(?:an? |two )?(?:American )?([\w\s-]+?) who ", scenario.strip(), re.IGNORECASE
+    )
+    return m.group(1).split()[-1].lower() if m else None
+
+
+def _role_cues(roles: list[RoleSpec], scenario: str) -> list[_RoleCue]:
+    cues = []
+    subj_noun = _prompt_subject_noun(scenario)
+    text = f"{scenario} " + " ".join(r.description for r in roles)
+    mentoring = bool(set(re.findall(r"[a-z]+", text.lower())) & _MENTOR_WORDS)
+    for k, r in enumerate(roles):
+        noun = (r.noun or role_noun(r.description)).lower()
+        nouns = set(_SYNONYMS.get(noun, frozenset())) | {noun, _stem(noun)}
+        weak = set(_WEAK_SYNONYMS.get(noun, frozenset()))
+        words = [w.lower() for w in re.findall(r"[\w-]+", r.description)]
+        head_at = words.index(noun) if noun in words else len(words)
+        modifiers = {w for w in words[:head_at] if w not in ("first", "second", "other")}
+        modifiers.discard("romantic")
+        action_part = words[words.index("who") + 1 :] if "who" in words else []
+        if r.key == "subject" and subj_noun and subj_noun != noun:
+            nouns.add(subj_noun)  # "an American person who pays the bill"
+        if mentoring:
+            nouns |= _MENTOR_NOUNS if r.key == "subject" else _MENTEE_NOUNS
+        actions: set[str] = set()
+        for w in action_part:
+            if w not in _ACTION_STOP:
+                actions |= _ACTION_SYNONYMS.get(w, frozenset({w}))
+        relation = noun if noun in _RELATION_KIN else None
+        cues.append(
+            _RoleCue(
+                k,
+                r,
+                frozenset(nouns),
+                frozenset(weak),
+                frozenset(modifiers),
+                frozenset(actions),
+                relation,
+            )
+        )
+    return cues
+
+
+# --------------------------------------------------------------------------- extractor
+
+
+class DeterministicExtractor:
+    """Rule-based `Extractor`: names and references per role, no model.
+
+    `name_prior`: use a lexicon of common gendered first names as a soft prior when
+    deciding which character a pronoun refers to (never as the reported gender).
+    `include_neutral_titles`: also report "Dr."/"Prof." among the references (they
+    carry no gender; the paper's labels leave them out).
+    """
+
+    name = "deterministic"
+    version = "1"
+
+    def __init__(self, name_prior: bool = True, include_neutral_titles: bool = False) -> None:
+        self.name_prior = name_prior
+        self.include_neutral_titles = include_neutral_titles
+        if not name_prior:
+            self.version = "1-no-name-prior"
+
+    def extract(
+        self, story: str, roles: list[RoleSpec], scenario: str = ""
+    ) -> list[CharacterExtraction]:
+        """One `CharacterExtraction` per role, in the order of `roles`."""
+        if not roles:
+            return []
+        run = _Run(story, roles, scenario, self.name_prior, self.include_neutral_titles)
+        return run.run()
+
+
+class _Run:
+    """The state of one extraction (one story)."""
+
+    def __init__(
+        self,
+        story: str,
+        roles: list[RoleSpec],
+        scenario: str,
+        name_prior: bool = True,
+        neutral_titles: bool = False,
+    ) -> None:
+        self.story = story
+        self.name_prior = name_prior
+        self.neutral_titles = neutral_titles
+        self.toks = _tokenise(story)
+        _mark_preamble(story, self.toks)
+        _mark_quotes(story, self.toks)
+        _split_sentences(story, self.toks)
+        self.cues = _role_cues(roles, scenario)
+        self.love_pair = all(c.spec.key in ("first", "second") for c in self.cues)
+        self.entities: list[_Entity] = []
+        self.names: list[_NameMention] = []
+        self.name_at: dict[int, _NameMention] = {}  # every token of a name mention
+        self.nps: dict[int, _NounPhrase] = {}  # head token → noun phrase
+        self.narrator_toks: set[int] = set()
+        self.narrator: int | None = None
+        self.mentions: list[_Mention] = []
+        self.resolved: dict[int, int] = {}  # pronoun token → entity
+        self.descriptors: dict[int, list[int]] = {}  # entity → descriptor tokens
+        self.role_entity: dict[int, int] = {}
+        self.role_of: dict[int, int] = {}
+        self._gendered_pronouns = any(
+            t.word and not t.skip and _PRONOUNS.get(t.lower, ("", ""))[0] in ("M", "F")
+            for t in self.toks
+        )
+
+    # ------------------------------------------------------------------ helpers
+    def new_entity(self, kind: str, first: int, head: str = "") -> _Entity:
+        e = _Entity(len(self.entities), kind, first, head)
+        self.entities.append(e)
+        return e
+
+    def tok(self, i: int) -> _Tok | None:
+        return self.toks[i] if 0 <= i < len(self.toks) else None
+
+    def set_role(self, r: int, ent: int) -> None:
+        self.role_entity[r] = ent
+        self.role_of[ent] = r
+
+    def run(self) -> list[CharacterExtraction]:
+        self.find_names()
+        self.find_narrator()
+        self.find_noun_phrases()
+        self.bind_appositions()
+        self.assign_roles()
+        self.resolve()
+        return self.output()
+
+    # ------------------------------------------------------------------ names
+    def _name_like(self, t: _Tok) -> bool:
+        if not t.cap or t.skip or t.base in _STOP or t.base in _HONORIFICS:
+            return False
+        if t.base in _PRONOUNS or t.base in _DESCRIPTORS or t.base in _TITLES:
+            return False
+        core = t.text[:-2] if t.poss and t.text[-2:] in ("'s", "’s") else t.text
+        if len(core) > 1 and core.isupper():
+            return False  # CEO, NFL, NYC
+        return not any(ch.isdigit() for ch in core)
+
+    def _not_a_person(self, t: _Tok) -> bool:
+        """Context says a capitalised word names a thing or a place: "the Sharpie",
+        "Mexican boy", "Hannigan's Diner", "the town of Haywood", "in Ohio"."""
+        prev = self.tok(t.i - 1)
+        nxt = self.tok(t.i + 1)
+        if prev is not None and prev.lower in ("the", "a", "an"):
+            return True
+
+        if nxt is not None and nxt.word and not t.poss:
+            if nxt.cap and nxt.base in _PLACE_HEADS:
+                return True
+            if not nxt.cap and (nxt.lower in _PLACE_HEADS or nxt.lower in _PERSON_NOUNS):
+                return True  # an adjective: "Nicaraguan village", "Mexican boy"
+        if prev is not None and prev.lower == "of":
+            before = self.tok(t.i - 2)
+            if before is not None and before.lower in _PLACE_HEADS | _words(
+                "village town city country state heart outskirts streets suburbs"
+            ):
+                return True
+        return False
+
+    def find_names(self) -> None:
+        toks = self.toks
+        n = len(toks)
+        cand = [self._name_like(t) for t in toks]
+        # a word used as a thing/place anywhere is no name anywhere
+        things = {t.base for t in toks if cand[t.i] and self._not_a_person(t)}
+        for t in toks:
+            if cand[t.i] and t.base in things:
+                cand[t.i] = False
+        mid = Counter(t.base for t in toks if cand[t.i] and not t.initial)
+        outside = {t.base for t in toks if cand[t.i] and not t.quoted}
+        i = 0
+        while i < n:
+            if not cand[i]:
+                i += 1
+                continue
+            run = [i]
+            j = i + 1
+            while j < n and not toks[run[-1]].poss:
+                if cand[j] and toks[j].start - toks[run[-1]].end <= 1:
+                    run.append(j)
+                    j += 1
+                elif (
+                    j + 3 < n
+                    and toks[j].text in '"“'
+                    and toks[j + 1].cap
+                    and toks[j + 2].text in '"”'
+                    and cand[j + 3]
+                ):
+                    run += [j, j + 1, j + 2, j + 3]  # Johnny "Harmonica" Mason
+                    j += 4
+                else:
+                    break
+            i = j
+            first = toks[run[0]]
+            if (
+                first.initial
+                and len(run) > 1
+                and first.text.endswith(("ing", "ed", "ly"))
+                and not mid[first.base]
+            ):
+                run = run[1:]  # "Taking Tyler" → "Tyler"
+                first = toks[run[0]]
+            if first.initial and not self._initial_is_name(first, mid, run):
+                continue
+            prev = self.tok(run[0] - 1)
+            if (
+                prev is not None
+                and prev.lower in _PLACE_PREPS
+                and mid[toks[run[0]].base] <= 1
+                and len(run) == 1
+            ):
+                continue  # "in Ohio"
+            if toks[run[0]].quoted and toks[run[0]].base not in outside:
+                continue  # a capitalised word only in dialogue
+            self._add_name(run)
+
+    def _initial_is_name(self, t: _Tok, mid: Counter, run: list[int]) -> bool:
+        """Is a sentence-initial capitalised word a name? It needs more evidence."""
+        if mid[t.base] > 0 or t.poss or len(run) > 1:
+            return True
+        if self.name_prior and t.base in _FEMALE_NAMES | _MALE_NAMES:
+            return True
+        if sum(1 for u in self.toks if u.base == t.base and u.cap) > 1:
+            return True
+        nxt, after = self.tok(t.i + 1), self.tok(t.i + 2)
+        if nxt is None:
+            return False
+        if nxt.lower in _SPEECH_VERBS:
+            return True  # "Emily replied"
+        if nxt.lower in ("and", "&") and after is not None and after.cap:
+            return self._name_like(after)  # "Sally and Amanda"
+        if t.text.endswith(("ly", "ing", "ed")):
+            return False  # "Miraculously, Samuel …", "Spotting Kevin"
+        if (
+            nxt.text == ","
+            and after is not None
+            and (after.lower in ("a", "an", "the", "who") or (after.cap and self._name_like(after)))
+        ):
+            return True  # "Jane, a passionate cook"
+        if nxt.lower in ("and", "&") and after is not None and after.cap:
+            return self._name_like(after)
+        return nxt.lower in _VERBISH and not t.text.endswith(("ness", "tion", "ment"))
+
+    def _prefix(self, i: int) -> tuple[int | None, int | None]:
+        """(honorific, title) token right before a name: "Mr." / "Chef"."""
+        j = i - 1
+        if j >= 1 and self.toks[j].text == "." and self.toks[j - 1].base in _HONORIFICS:
+            return j - 1, None
+        t = self.tok(j)
+        if t is not None and t.word and t.cap:
+            if t.base in _HONORIFICS:
+                return j, None
+            if t.base in _TITLES:
+                return None, j
+        return None, None
+
+    def _add_name(self, run: list[int]) -> None:
+        toks = self.toks
+        words = [k for k in run if toks[k].word]
+        bases = {toks[k].base for k in words}
+        honorific, title = self._prefix(run[0])
+        hon_gender = _HONORIFICS[toks[honorific].base] if honorific is not None else ""
+        match = None
+        for e in self.entities:
+            if e.kind == "name" and e.name_words & bases:
+                if hon_gender and e.strong and hon_gender not in e.strong:
+                    continue  # Mr. Thompson is not Mrs. Thompson
+                match = e
+                break
+        e = match or self.new_entity("name", run[0])
+        e.name_words |= bases
+        e.n_names += 1
+        if hon_gender:
+            e.strong[hon_gender] += 2
+        if self.name_prior and not e.prior:
+            for k in words:
+                b = toks[k].base
+                if b in _FEMALE_NAMES:
+                    e.prior["F"] += 1
+                    break
+                if b in _MALE_NAMES:
+                    e.prior["M"] += 1
+                    break
+        for prefix in (honorific, title):
+            if prefix is not None:
+                e.role_votes.update(self._noun_votes(toks[prefix].base, set()))
+        nm = _NameMention(run[0], run[-1], e.id, honorific, title)
+        self.names.append(nm)
+        for k in run:
+            self.name_at[k] = nm
+
+    def find_narrator(self) -> None:
+        """A first-person narrator (I/me/my outside dialogue) is a character."""
+        narr = [
+            t.i
+            for t in self.toks
+            if t.word and not t.quoted and not t.skip and t.lower in ("i", "me", "my", "myself")
+        ]
+        if narr:
+            self.narrator = self.new_entity("narrator", narr[0]).id
+            self.narrator_toks = set(narr)
+
+    # ------------------------------------------------------------------ noun phrases
+    def _noun_votes(self, head: str, modifiers: set[str]) -> Counter:
+        """Role index → strength for a noun phrase with `head` and `modifiers`. A noun
+        shared by two roles ("student") binds only through modifiers ("star")."""
+        votes: Counter = Counter()
+        sharing = [c for c in self.cues if head in c.nouns or head in c.weak_nouns]
+        for c in sharing:
+            score = 0.0
+            if len(sharing) == 1:
+                score = 1.0 if head in c.nouns else 0.5
+            score += 0.75 * len(c.modifiers & modifiers)
+            if score:
+                votes[c.index] += score
+        return votes
+
+    def _np_left(self, i: int) -> tuple[int, set[str]]:
+        """Start token (the determiner or possessor, if any) and modifiers of the noun
+        phrase headed by token `i`. Without a determiner only words that are surely
+        modifiers ("young", "American", a role word, a hyphenated compound) count."""
+        mods: list[str] = []
+        j = i - 1
+        while j >= 0 and i - j <= 5:
+            t = self.toks[j]
+            if not t.word:
+                break
+            if t.lower in _DETERMINERS or t.poss:
+                return j, set(mods)
+            if (
+                t.lower in _PREPOSITIONS
+                or t.lower in _SUBORDINATORS
+                or t.lower in _VERBISH
+                or t.lower in _PRONOUNS
+                or j in self.name_at
+            ):
+                break
+            mods.append(t.lower)
+            j -= 1
+        # no determiner: keep the modifiers next to the head that are surely modifiers
+        keep = 0
+        for w in mods:
+            if (
+                w in _NAME_ADJECTIVES
+                or "-" in w
+                or w == "american"
+                or any(w in c.nouns or w in c.modifiers for c in self.cues)
+            ):
+                keep += 1
+            else:
+                break
+        return i - keep, set(mods[:keep])
+
+    def find_noun_phrases(self) -> None:
+        """Role nouns, person nouns and kinship terms heading a noun phrase."""
+        for t in self.toks:
+            if not t.word or t.skip or t.i in self.name_at or t.i in self.narrator_toks:
+                continue
+            if t.base in _HONORIFICS:
+                continue
+            noun = t.base
+            if not t.poss and noun.endswith("s") and _stem(noun) != noun:
+                continue  # plural: "fans", "students"
+            votes = self._noun_votes(noun, set())
+            is_kin = noun in _KIN
+            is_person = noun in _PERSON_NOUNS or noun in _DESCRIPTORS
+            if not (votes or is_kin or is_person):
+                continue
+            nxt = self.tok(t.i + 1)
+            if nxt is not None and nxt.word and not t.poss and not nxt.cap:
+                # a modifier, not the head: "fan events", "student body", "star student"
+                if nxt.base in _COMPOUND_HEADS or self._noun_votes(_stem(nxt.base), set()):
+                    continue
+                if nxt.base in _PERSON_NOUNS or nxt.base in _KIN:
+                    continue
+            if nxt is not None and nxt.i in self.name_at and t.cap:
+                continue  # "Nurse Emily" is handled with the name
+            start, mods = self._np_left(t.i)
+            votes = self._noun_votes(noun, mods)
+            kind = "role" if votes else ("kin" if is_kin else "person")
+            self.nps[t.i] = _NounPhrase(t.i, start, mods, noun, kind, votes)
+
+    # ------------------------------------------------------------------ appositions
+    def _name_after(self, j: int) -> _NameMention | None:
+        """The name mention at token j, skipping an honorific or title."""
+        t = self.tok(j)
+        while t is not None and t.cap and (t.base in _HONORIFICS or t.base in _TITLES):
+            after = self.tok(j + 1)
+            j += 2 if after is not None and after.text == "." else 1
+            t = self.tok(j)
+        nm = self.name_at.get(j)
+        return nm if nm is not None and nm.start == j else None
+
+    def bind_appositions(self) -> None:
+        """Bind names to role nouns and descriptors through apposition."""
+        toks = self.toks
+        for h, np in self.nps.items():
+            nm = None
+            if not toks[h].poss:
+                # NOUN (,|named|called|-)? NAME: "his new employee, Emma", "CEO Mark"
+                j = h + 1
+                link = self.tok(j)
+                if link is not None and (link.text in ",–—-" or link.lower in ("named", "called")):
+                    j += 1
+                nm = self._name_after(j)
+                if nm is not None:
+                    nm.np_start = np.start
+            if nm is None:
+                nm = self._apposition_back(np.start)
+            if nm is None:
+                sep, before = self.tok(np.start - 1), self.tok(np.start - 2)
+                if (
+                    sep is not None
+                    and sep.text in ",–—-"
+                    and before is not None
+                    and before.i in self.nps
+                    and not before.poss
+                ):
+                    np.apposed_to = before.i  # "the patient, a young woman"
+                continue
+            np.entity, np.appositive = nm.entity, True
+            e = self.entities[nm.entity]
+            for r, s in np.votes.items():
+                e.role_votes[r] += s
+            self._bind_descriptor(h, np.noun, nm.entity)
+
+    def _apposition_back(self, start: int) -> _NameMention | None:
+        """ "NAME, a/the … NOUN" or "NAME was a … NOUN" ending right before `start`."""
+        j = start - 1
+        while j >= 0 and start - j <= 3 and self._plain_modifier(self.toks[j]):
+            j -= 1  # "Jack Harlow, preeminent American actor"
+        t = self.tok(j)
+        if t is None:
+            return None
+        if t.text in ",–—-(" or t.lower in ("was", "is", "became", "remained"):
+            nm = self.name_at.get(j - 1)
+            if nm is not None and not self.toks[nm.end].poss:
+                return nm
+        return None
+
+    def _plain_modifier(self, t: _Tok) -> bool:
+        """A lower-case word that can only modify a noun here (not a verb or a
+        function word)."""
+        return (
+            t.word
+            and not t.cap
+            and t.lower not in _PREPOSITIONS | _SUBORDINATORS | _VERBISH | _DETERMINERS
+            and t.lower not in _PRONOUNS
+            and t.lower not in ("was", "is", "became", "remained")
+        )
+
+    def _bind_descriptor(self, h: int, noun: str, ent: int) -> None:
+        g = _DESCRIPTORS.get(noun)
+        if g is None:
+            return
+        self.entities[ent].strong[g] += 2
+        if h not in self.descriptors.setdefault(ent, []):
+            self.descriptors[ent].append(h)
+
+    # ------------------------------------------------------------------ roles
+    def assign_roles(self) -> None:
+        """Pick one character per role: appositive bindings, then the prompt's order
+        (the subject usually comes first), the agent of the role's action, the
+        narrator, how often a name recurs."""
+        chars = sorted(
+            (e for e in self.entities if e.kind in ("name", "narrator")), key=lambda e: e.first
+        )
+        n_roles = len(self.cues)
+        agent = None if self.love_pair else self._action_agent()
+        best, best_score = None, float("-inf")
+        options: list[_Entity | None] = [*chars, None]
+        for combo in itertools.permutations(options, n_roles):
+            used = [e.id for e in combo if e is not None]
+            if len(set(used)) != len(used):
+                continue
+            score = 0.0
+            for r, e in enumerate(combo):
+                if e is None:
+                    score -= 0.6 if r == 0 else 0.4
+                    continue
+                rank = chars.index(e)
+                score += 0.3 * min(e.n_names, 4)
+                if e.strong or e.prior or e.role_votes or e.kind == "narrator":
+                    score += 0.5  # surely a person
+                if self.love_pair:
+                    score += 3.0 if rank == r else 0.0
+                    continue
+                score += 2.5 * e.role_votes.get(r, 0.0)
+                score -= 2.0 * sum(v for k, v in e.role_votes.items() if k != r)
+                score += 1.0 / (1 + abs(rank - r))
+                if agent is not None and r == 0 and e.id == agent:
+                    score += 1.5
+                if e.kind == "narrator" and r == 0:
+                    score += 0.5
+            if score > best_score:
+                best, best_score = combo, score
+        for r, e in enumerate(best or ()):
+            if e is not None:
+                self.set_role(r, e.id)
+        # unnamed characters of the remaining roles, from their noun phrases
+        for h in sorted(self.nps):
+            np = self.nps[h]
+            if np.entity is not None or np.kind != "role":
+                continue
+            r = max(np.votes, key=np.votes.get)
+            if list(np.votes.values()).count(np.votes[r]) > 1:
+                continue
+            if r not in self.role_entity:
+                self.set_role(r, self.new_entity("np", h, np.noun).id)
+            np.entity = self.role_entity[r]
+
+    def _action_agent(self) -> int | None:
+        """The named character doing the subject role's action ("pays the bill"): for
+        each action word, the nearest name before it in its sentence (or, weaker, the
+        first one after it: "When the check came, Marcus grabbed it"); a pronoun in
+        between makes the agent unknown."""
+        if not self.cues or not self.cues[0].actions:
+            return None
+        actions = self.cues[0].actions
+        votes: Counter = Counter()
+        for t in self.toks:
+            if not t.word or t.skip or (t.lower not in actions and _stem(t.lower) not in actions):
+                continue
+            before = range(t.i - 1, -1, -1)
+            after = range(t.i + 1, len(self.toks))
+            for scan, weight in ((before, 1.0), (after, 0.5)):
+                agent = None
+                for j in scan:
+                    u = self.toks[j]
+                    if u.sent != t.sent:
+                        break
+                    if _PRONOUNS.get(u.lower, ("", ""))[1] == "subj":
+                        agent = -1  # a pronoun subject: unknown yet
+                        break
+                    nm = self.name_at.get(j)
+                    if (
+                        nm is not None
+                        and not u.quoted
+                        and not self.toks[nm.end].poss
+                        and self._subject_position(self._np_start_of_name(nm))
+                    ):
+                        agent = nm.entity
+                        break
+                if agent is not None:
+                    if agent >= 0:
+                        votes[agent] += weight
+                    break
+        if not votes:
+            return None
+        ranked = votes.most_common(2)
+        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+            return None
+        return ranked[0][0]
+
+    # ------------------------------------------------------------------ subjects
+    def _np_start_of_name(self, nm: _NameMention) -> int:
+        if nm.np_start >= 0:
+            return nm.np_start
+        j = nm.honorific if nm.honorific is not None else nm.start
+        if nm.title is not None:
+            j = min(j, nm.title)
+        while j > 0:
+            t = self.toks[j - 1]
+            if (
+                t.word
+                and not t.cap
+                and (
+                    t.lower in _NAME_ADJECTIVES
+                    or "-" in t.lower
+                    or self._noun_votes(t.lower, set())
+                )
+            ):
+                j -= 1
+            elif t.word and t.lower in _DETERMINERS:
+                j -= 1
+                break
+            else:
+                break
+        return j
+
+    def _subject_position(self, start: int) -> bool:
+        """Does a noun phrase starting at `start` stand where a clause subject does:
+        after a sentence start, clause punctuation or a conjunction?"""
+        prev = self.tok(start - 1)
+        if prev is None or prev.sent != self.toks[start].sent:
+            return True
+        if not prev.word:
+            return prev.text in ',;:—–("“”'
+        return prev.lower in _SUBORDINATORS or prev.lower in ("that", "then", "where", "who")
+
+    # ------------------------------------------------------------------ resolution
+    def resolve(self) -> None:
+        """Left-to-right pass: record mentions, resolve pronouns as they come."""
+        bystanders: dict[str, int] = {}
+        for t in self.toks:
+            if not t.word or t.skip:
+                continue
+            i = t.i
+            nm = self.name_at.get(i)
+            if nm is not None:
+                if nm.start == i:
+                    start = self._np_start_of_name(nm)
+                    embedded = self.toks[nm.end].poss
+                    subject = not embedded and self._subject_position(start)
+                    self._mention(i, nm.entity, subject, embedded, "name")
+                continue
+            if i in self.narrator_toks:
+                self._mention(i, self.narrator, t.lower == "i", t.lower == "my", "narrator")
+                continue
+            np = self.nps.get(i)
+            if np is not None:
+                self._noun_phrase_mention(np, bystanders)
+                continue
+            base = t.lower
+            for c in _CONTRACTIONS:
+                if base.endswith(c):
+                    base = base[: -len(c)]
+            if base in _PRONOUNS:
+                self._resolve_pronoun(t, base)
+
+    def _noun_phrase_mention(self, np: _NounPhrase, bystanders: dict[str, int]) -> None:
+        ent = np.entity
+        if np.appositive:
+            return  # the adjacent name is the mention
+        if np.apposed_to is not None:
+            ent = self.nps[np.apposed_to].entity
+            if ent is not None:
+                np.entity = ent
+                self._bind_descriptor(np.head, np.noun, ent)
+                return
+        if ent is None and np.kind == "kin":
+            ent = self._kin_entity(np)
+        elif ent is None and np.kind == "person":
+            start = self.tok(np.start)
+            definite = start is not None and start.lower == "the"
+            if definite and np.noun in bystanders:
+                ent = bystanders[np.noun]
+            else:
+                ent = self._open_role_entity(np.head, np.noun)
+                bystanders[np.noun] = ent
+            self._bind_descriptor(np.head, np.noun, ent)
+        if ent is None:
+            return
+        np.entity = ent
+        embedded = self.toks[np.head].poss
+        subject = not embedded and self._subject_position(np.start)
+        self._mention(np.head, ent, subject, embedded, "np")
+
+    def _open_role_entity(self, i: int, noun: str) -> int:
+        """A person noun phrase ("the frail stranger"): the character of a role that
+        has none yet, else a bystander."""
+        for r in range(len(self.cues)):
+            if r not in self.role_entity:
+                e = self.new_entity("np", i, noun)
+                self.set_role(r, e.id)
+                return e.id
+        return self.new_entity("np", i, noun).id
+
+    def _kin_entity(self, np: _NounPhrase) -> int | None:
+        """ "his sister": the other member of the story's relationship, or a bystander
+        ("his father")."""
+        owner_tok = self.tok(np.start)
+        owner = None
+        if owner_tok is not None and owner_tok.i != np.head:
+            if owner_tok.i in self.name_at and owner_tok.poss:
+                owner = self.name_at[owner_tok.i].entity
+            elif owner_tok.poss and owner_tok.i in self.nps:
+                owner = self.nps[owner_tok.i].entity  # "the man's girlfriend"
+            elif owner_tok.i in self.resolved:
+                owner = self.resolved[owner_tok.i]
+            elif owner_tok.lower == "my":
+                owner = (
+                    self.narrator if owner_tok.i in self.narrator_toks else self._speaker(owner_tok)
+                )
+        rel = [c.index for c in self.cues if c.relation and np.noun in _RELATION_KIN[c.relation]]
+        if owner is not None and rel and owner in self.role_of:
+            others = [r for r in rel if r != self.role_of[owner]]
+            if others:
+                r = others[0]
+                if r not in self.role_entity:
+                    self.set_role(r, self.new_entity("np", np.head, np.noun).id)
+                ent = self.role_entity[r]
+                self._bind_descriptor(np.head, np.noun, ent)
+                return ent
+        if np.noun in _DESCRIPTORS:
+            e = self.new_entity("np", np.head, np.noun)  # a bystander: "his father"
+            e.strong[_DESCRIPTORS[np.noun]] += 2
+            return e.id
+        return None
+
+    def _speaker(self, tok: _Tok) -> int | None:
+        """The named speaker of the quotation holding `tok` ("…," said John)."""
+        for j in range(tok.i + 1, min(len(self.toks), tok.i + 80)):
+            u = self.toks[j]
+            if u.word and not u.quoted:
+                for k in (j, j + 1):
+                    if k in self.name_at:
+                        return self.name_at[k].entity
+                return None
+        return None
+
+    def _mention(self, i: int, ent: int | None, subject: bool, embedded: bool, kind: str) -> None:
+        if ent is not None:
+            self.mentions.append(_Mention(i, ent, self.toks[i].sent, subject, embedded, kind))
+
+    def _clause_start(self, i: int) -> int:
+        j = i - 1
+        while j >= 0:
+            t = self.toks[j]
+            if t.sent != self.toks[i].sent or t.text in ',;:—–()"“”':
+                return j + 1
+            j -= 1
+        return 0
+
+    def _resolve_pronoun(self, t: _Tok, base: str) -> None:
+        gender, case = _PRONOUNS[base]
+        if gender == "P":
+            ent = self._singular_they(t, base)
+            if ent is None:
+                ent = self._lone_they(t)
+            if ent is not None:
+                self._record(t, ent, gender, case)
+            return
+        if case == "objposs":
+            nxt = self.tok(t.i + 1)
+            is_obj = nxt is None or not nxt.word or nxt.lower in _NOT_AFTER_POSSESSIVE
+            case = "obj" if is_obj else "poss"
+        elif case == "posspro":
+            case = "obj"
+        ent = self._choose(t, gender, case)
+        if ent is not None:
+            self._record(t, ent, gender, case)
+
+    def _choose(self, t: _Tok, gender: str, case: str) -> int | None:
+        sent = t.sent
+        scores: dict[int, float] = {}
+        for m in self.mentions:
+            dist = sent - m.sent
+            if dist > 4 or m.entity == self.narrator:
+                continue
+            w = 1.0 + (1.0 if m.subject else 0.0) + (0.0 if m.embedded else 0.5)
+            scores[m.entity] = scores.get(m.entity, 0.0) + w * 0.5**dist
+        if not scores:
+            return self._cataphora(t, gender)
+
+        clause_start = self._clause_start(t.i)
+        clause_subject = next(
+            (
+                m.entity
+                for m in self.mentions
+                if m.sent == sent and m.tok >= clause_start and m.subject
+            ),
+            None,
+        )
+        who = next(
+            (j for j in range(t.i - 1, clause_start - 1, -1) if self.toks[j].lower == "who"),
+            None,
+        )
+        if who is not None:  # "a fan who had been waiting for him": the fan is the subject
+            clause_subject = next(
+                (m.entity for m in reversed(self.mentions) if m.tok < who), clause_subject
+            )
+        sentence_subject = next(
+            (m.entity for m in reversed(self.mentions) if m.sent == sent and m.subject), None
+        )
+        last_subject = next((m.entity for m in reversed(self.mentions) if m.subject), None)
+        excluded = self._possessed_entities(t) if case == "poss" else set()
+        prev = self.tok(t.i - 1)
+        copula = prev is not None and prev.lower in _COPULAS
+        if case == "poss" and copula and sentence_subject is not None:
+            excluded.add(sentence_subject)  # "Jack had been his idol": not the subject
+        intro_target = self._intro_target(t)
+        ranked: list[tuple[float, int, int]] = []  # (score, agreement tier, entity)
+        for ent, s in scores.items():
+            e = self.entities[ent]
+            g, level = e.gender()
+            tier = 3
+            if g is not None and g != gender:
+                if level == "strong":
+                    continue
+                tier = 1  # against the name prior or earlier pronouns: last resort
+            elif g == gender:
+                s += {"strong": 1.5, "prior": 1.2, "weak": 0.8}[level]
+            if (case == "obj" and ent == clause_subject) or ent in excluded:
+                tier = min(tier, 2)  # binding: "Hank cornered him", "his employee, Emma"
+            if case == "refl":
+                own = clause_subject if clause_subject is not None else sentence_subject
+                s += 3.0 if ent == own else 0.0
+            if case == "subj" and ent == last_subject:
+                s += 0.3
+            if intro_target is not None and ent == intro_target:
+                s += -3.0 if case == "obj" else 1.5
+            if self.role_of.get(ent) == 0:
+                s += 0.2
+            ranked.append((s, tier, ent))
+        if not ranked:
+            return None
+        top_tier = max(tier for _, tier, _ in ranked)
+        return max((s, ent) for s, tier, ent in ranked if tier == top_tier)[1]
+
+    def _possessed_entities(self, t: _Tok) -> set[int]:
+        """ "his new employee, Emma": a possessive does not own its own character."""
+        out = set()
+        for j in range(t.i + 1, min(t.i + 4, len(self.toks))):
+            np = self.nps.get(j)
+            if np is not None and np.entity is not None:
+                out.add(np.entity)
+                break
+            if not self.toks[j].word:
+                break
+        return out
+
+    def _intro_target(self, t: _Tok) -> int | None:
+        """ "Despite his passion, Ryan's confidence …": a pronoun in an opening phrase
+        with no character in it points forward to the character right after it."""
+        sent_toks = [u for u in self.toks if u.sent == t.sent]
+        comma = next((u.i for u in sent_toks if u.text == ","), None)
+        if comma is None or comma < t.i:
+            return None
+        for u in sent_toks:
+            if u.i >= comma:
+                break
+            if u.i in self.name_at or (u.i in self.nps and self.nps[u.i].entity is not None):
+                return None
+        nxt = self.tok(comma + 1)
+        if nxt is None:
+            return None
+        j = comma + 1
+        while j < len(self.toks) and self.toks[j].word and self.toks[j].lower in _NAME_ADJECTIVES:
+            j += 1
+        nm = self._name_after(j)
+        if nm is not None:
+            return nm.entity
+        np = self.nps.get(j)
+        return np.entity if np is not None else None
+
+    def _cataphora(self, t: _Tok, gender: str) -> int | None:
+        """A pronoun before any character: the character right after an opening
+        phrase ("Bright star of his class, Alex …"), else the first agreeing one that
+        follows."""
+        target = self._intro_target(t)
+        if target is not None and self.entities[target].gender()[0] in (None, gender):
+            return target
+        fallback = None
+        for j in range(t.i + 1, len(self.toks)):
+            if self.toks[j].sent > t.sent + 1:
+                break
+            nm = self.name_at.get(j)
+            ent = nm.entity if nm is not None else None
+            if ent is None and j in self.nps:
+                ent = self.nps[j].entity
+            if ent is None:
+                continue
+            g, _ = self.entities[ent].gender()
+            if g == gender:
+                return ent
+            if g is None and fallback is None:
+                fallback = ent
+        return fallback
+
+    def _lone_they(self, t: _Tok) -> int | None:
+        """In a one-character story that never says he or she, "they" is the character
+        unless a plural group ("the customers", "people") came between."""
+        if len(self.cues) != 1 or 0 not in self.role_entity or self._gendered_pronouns:
+            return None
+        ent = self.role_entity[0]
+        last = max((m.tok for m in self.mentions if m.entity == ent), default=None)
+        if last is None or t.sent - self.toks[last].sent > 2:
+            return None
+        for j in range(last + 1, t.i):
+            u = self.toks[j]
+            if u.word and not u.cap and (u.lower in _GROUPS or self._plural_noun(j)):
+                return None
+        return ent
+
+    def _plural_noun(self, j: int) -> bool:
+        """A word that looks like a plural noun after a determiner or quantifier."""
+        w = self.toks[j].lower
+        prev = self.tok(j - 1)
+        return (
+            w.endswith("s")
+            and not w.endswith(("ss", "us", "is"))
+            and prev is not None
+            and prev.lower in _QUANTIFIERS
+        )
+
+    def _singular_they(self, t: _Tok, base: str) -> int | None:
+        """ "their lawyer" in a story of a lawyer and a defendant: a singular they that
+        owns the other role's noun."""
+        if base != "their" or len(self.cues) != 2:
+            return None
+        for j in range(t.i + 1, min(t.i + 4, len(self.toks))):
+            np = self.nps.get(j)
+            if np is not None and np.kind == "role" and np.entity in self.role_of:
+                other = 1 - self.role_of[np.entity]
+                return self.role_entity.get(other)
+            if (
+                np is not None
+                and np.kind == "kin"
+                and 0 in self.role_entity
+                and self.entities[self.role_entity[0]].kind == "np"
+                and any(c.relation and np.noun in _RELATION_KIN[c.relation] for c in self.cues)
+            ):
+                return self.role_entity[0]  # "Their romantic partner's eyes"
+            if not self.toks[j].word:
+                break
+        return None
+
+    def _record(self, t: _Tok, ent: int, gender: str, case: str) -> None:
+        self.resolved[t.i] = ent
+        e = self.entities[ent]
+        if gender in "MFN":
+            e.weak[gender] += 1
+        self._mention(t.i, ent, case == "subj", case == "poss", "pron")
+
+    # ------------------------------------------------------------------ output
+    def output(self) -> list[CharacterExtraction]:
+        toks, story = self.toks, self.story
+        pron_refs: dict[int, list[int]] = {}
+        for i, ent in self.resolved.items():
+            pron_refs.setdefault(ent, []).append(i)
+        out = []
+        for r, cue in enumerate(self.cues):
+            ent = self.role_entity.get(r)
+            if ent is None:
+                out.append(CharacterExtraction(cue.spec.key, None))
+                continue
+            refs: set[Span] = set()
+            name_spans: list[Span] = []
+            display, best = None, 0
+            for nm in self.names:
+                if nm.entity != ent:
+                    continue
+                last = toks[nm.end]
+                stop = last.end - (2 if last.poss and last.text[-2:] in ("'s", "’s") else 0)
+                start = toks[nm.start].start
+                name_spans.append(Span(start, stop, story[start:stop]))
+                if nm.honorific is not None:
+                    hon = toks[nm.honorific]
+                    start = hon.start
+                    h_end = toks[hon.i + 1].end if toks[hon.i + 1].text == "." else hon.end
+                    if _HONORIFICS[hon.base] or self.neutral_titles:
+                        refs.add(Span(hon.start, h_end, story[hon.start : h_end]))
+                text = story[start:stop]
+                if len(text.split()) > best:
+                    display, best = text, len(text.split())
+            for i in pron_refs.get(ent, []):
+                refs.add(Span(toks[i].start, toks[i].end, toks[i].text))
+            for i in self.descriptors.get(ent, []):
+                t = toks[i]
+                stop = t.end - (2 if t.poss and t.text[-2:] in ("'s", "’s") else 0)
+                refs.add(Span(t.start, stop, story[t.start : stop]))
+            name = display if self.entities[ent].kind == "name" else None
+            out.append(
+                CharacterExtraction(
+                    cue.spec.key, name, sorted(refs, key=lambda s: s.start), name_spans
+                )
+            )
+        return out
