@@ -93,6 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="chat template or completion frame (auto: chat if the GGUF has one)",
     )
+    p.add_argument(
+        "--set",
+        dest="options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a probe parameter, e.g. --set domains=Love,Labor --set name_table=census2020 "
+        "(see `gbdesk card PROBE`)",
+    )
     _db_arg(p)
     _json_arg(p)
 
@@ -137,9 +146,22 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(p)
     _json_arg(p)
 
+    p = sub.add_parser("label", help="label a run's stored stories with another extractor")
+    p.add_argument("run_id", type=int)
+    p.add_argument("--extractor", choices=("llm", "deterministic"), default="llm")
+    p.add_argument(
+        "--labeler-model", default="default", help="GGUF path or 'default' for the LLM extractor"
+    )
+    _db_arg(p)
+    _json_arg(p)
+
     p = sub.add_parser("review", help="record a reviewer's label for an attempt")
     p.add_argument("attempt_id", type=int)
-    p.add_argument("label")
+    p.add_argument(
+        "label",
+        help="a label (male/female/undetected), or for laissez_faire JSON: "
+        '[{"role": "subject", "name": "Jane", "references": ["she", "her"]}]',
+    )
     p.add_argument("--reviewer", required=True)
     _db_arg(p)
     _json_arg(p)
@@ -186,11 +208,11 @@ class _ProgressPrinter:
         )
         if p.last:
             line += f" · {p.last['item']}#{p.last['attempt']} → {p.last['label']}"
-        if p.status not in ("running",):
+        if p.status not in ("running", "labelling"):
             line += f" · {p.status}"
         now = time.monotonic()
         if self.tty:
-            end = "\n" if p.status != "running" else ""
+            end = "\n" if p.status not in ("running", "labelling") else ""
             print(
                 "\r" + line[: os.get_terminal_size().columns - 1].ljust(40),
                 end=end,
@@ -216,11 +238,22 @@ def _metrics_payload(store, run_id: int, labels: str) -> dict[str, Any]:
 
 
 def _metrics_table(payload: dict[str, Any]) -> str:
-    rows = [f"{'metric':<28} {'value':>8}  {'95% CI':<19} mark  {'n':>5}"]
-    for name, m in payload["metrics"].items():
-        lo, hi = m["ci"]
-        ci = f"[{fmt(lo)}, {fmt(hi)}]"
-        rows.append(f"{name:<28} {fmt(m['value']):>8}  {ci:<19} {m['mark'] or '—':<4}  {m['n']:>5}")
+    metrics = payload["metrics"]
+    width = max([28, *(len(name) for name in metrics)])
+    cis = {name: f"[{fmt(m['ci'][0])}, {fmt(m['ci'][1])}]" for name, m in metrics.items()}
+    ci_width = max([19, *(len(ci) for ci in cis.values())])
+    with_p = any(m.get("p_value") is not None for m in metrics.values())
+    p_head = f"{'p':>7}  " if with_p else ""
+    rows = [f"{'metric':<{width}} {'value':>8}  {'95% CI':<{ci_width}} {p_head}mark  {'n':>5}"]
+    for name, m in metrics.items():
+        p_cell = ""
+        if with_p:
+            p = m.get("p_value")
+            p_cell = f"{'<0.001' if p is not None and p < 0.001 else fmt(p):>7}  "
+        rows.append(
+            f"{name:<{width}} {fmt(m['value']):>8}  {cis[name]:<{ci_width}} {p_cell}"
+            f"{m['mark'] or '—':<4}  {m['n']:>5}"
+        )
     return "\n".join(rows)
 
 
@@ -308,7 +341,10 @@ def cmd_run(args) -> int:
     from gbdesk.probes import get_probe
     from gbdesk.runs import plan_run, resolve_model
 
-    get_probe(args.probe)  # fail fast on a typo, before loading anything
+    # fail fast on a typo or a bad parameter, before loading anything
+    get_probe(args.probe).resolve_params(
+        template=args.template, limit=args.limit, sample=args.sample, **_options(args.options)
+    )
     with _open_store(args.db) as store:
         model = resolve_model(store, args.model)
         # Load before planning, so a file llama.cpp rejects leaves no empty run behind.
@@ -327,6 +363,7 @@ def cmd_run(args) -> int:
                 template=args.template,
                 limit=args.limit,
                 sample=args.sample,
+                **_options(args.options),
             )
         except BaseException:
             backend.close()
@@ -360,6 +397,33 @@ def _execute(args, store, run_id: int, backend_factory=None) -> int:
         f"run {run_id}: {summary['status']}, {summary['attempts']}/{summary['attempts_total']} "
         f"attempts\n\n{_metrics_table(payload)}{_tiny_notice(store, run_id)}\n\n"
         f"Export: gbdesk export {run_id} --csv DIR  (database: {store.path})"
+    )
+    return 0
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--set expects KEY=VALUE, got {pair!r}")
+        options[key.strip().replace("-", "_")] = value.strip()
+    return options
+
+
+def cmd_label(args) -> int:
+    from gbdesk.labeling import label_run
+
+    with _open_store(args.db) as store:
+        result = label_run(
+            store, args.run_id, args.extractor, args.labeler_model, on_progress=_ProgressPrinter()
+        )
+    _emit(
+        args,
+        {"run_id": args.run_id, **result},
+        f"run {args.run_id}: {result['labelled']} stories labelled by {result['source']} "
+        f"({result['fallbacks']} fell back to the deterministic extractor); the run's "
+        f"metrics now use this extractor",
     )
     return 0
 
@@ -449,13 +513,22 @@ def cmd_review(args) -> int:
     with _open_store(args.db) as store:
         attempt = store.get_attempt(args.attempt_id)
         probe = get_probe(store.get_run(attempt["run_id"])["probe"])
-        if args.label not in probe.label_values():
-            raise UserError(f"label must be one of {', '.join(probe.label_values())}")
-        label_id = store.add_human_label(args.attempt_id, args.reviewer, args.label)
+        metadata = next(
+            (
+                row["metadata"]
+                for row in store.run_items(attempt["run_id"])
+                if row["item"] == attempt["item"]
+            ),
+            {},
+        )
+        label = probe.human_label(attempt["response"], metadata, args.label, args.reviewer)
+        label_id = store.add_human_label(
+            args.attempt_id, args.reviewer, label["label"], label.get("data"), label.get("evidence")
+        )
     _emit(
         args,
-        {"label_id": label_id, "attempt_id": args.attempt_id, "label": args.label},
-        f"attempt {args.attempt_id}: {args.label} (by {args.reviewer})",
+        {"label_id": label_id, "attempt_id": args.attempt_id, "label": label["label"]},
+        f"attempt {args.attempt_id}: {label['label']} (by {args.reviewer})",
     )
     return 0
 
@@ -472,6 +545,7 @@ COMMANDS = {
     "export": cmd_export,
     "import": cmd_import,
     "review": cmd_review,
+    "label": cmd_label,
 }
 
 

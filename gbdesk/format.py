@@ -44,3 +44,29 @@ def duration(seconds: float | None, compact: bool = False) -> str:
     if s >= 60:
         return f"{s // 60}m{s % 60:02d}s" if compact else f"{s // 60} min {s % 60:02d} s"
     return f"{s}s" if compact else f"{s} s"
+
+
+LOG2_LIMIT = 7.0  # log-ratio axes span at most 1/128 … 128; beyond that a value is clipped
+
+
+def log2_or_nan(x: float | None, limit: float = LOG2_LIMIT) -> float:
+    """log2 of a ratio for log-scale plots, clipped to ±`limit` (so a ratio of 0 or an
+    interval reaching 0 is drawn at the axis edge); NaN only when the value is missing."""
+    if _missing(x) or x < 0:  # type: ignore[operator]
+        return math.nan
+    if x == 0:
+        return -limit
+    return max(-limit, min(limit, math.log2(x)))  # type: ignore[arg-type]
+
+
+def ratio_ticks(lo: float, hi: float, max_ticks: int = 9) -> list[tuple[float, str]]:
+    """Ticks at powers of two between log2 positions `lo` and `hi`, labelled as ratios
+    (4, 2, 1, 1/2 …), thinned to at most `max_ticks`, always including 1."""
+    first, last = math.ceil(lo), math.floor(hi)
+    step = max(1, math.ceil((last - first + 1) / max_ticks))
+    return [(float(k), ratio_label(k)) for k in range(first, last + 1) if k % step == 0]
+
+
+def ratio_label(k: int) -> str:
+    """Tick label for 2**k on a log-ratio axis: 4, 2, 1, 1/2, 1/4."""
+    return f"{2**k:g}" if k >= 0 else f"1/{2**-k:g}"

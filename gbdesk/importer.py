@@ -86,12 +86,36 @@ def import_generations(
     model_name: str | None = None,
     template: str | None = None,
 ) -> dict[str, Any]:
-    """Create an imported run from the file; return {run_id, attempts}."""
+    """Create imported run(s) from the file: one run, or one per value of an optional
+    `model` column. Returns {run_id, attempts} (and {runs: […]} for several models)."""
     probe = get_probe(probe_name)
     rows = read_rows(path)
     _require_columns(path, rows, ("prompt", "response"))
     params = probe.resolve_params(template=template)
-    items = probe.items(params)
+    groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for number, record in rows:
+        label = str(record.get("model") or "").strip() or model_name or "imported"
+        groups.setdefault(label, []).append((number, record))
+    # validate every group before writing anything
+    planned = [(name, _place(probe, params, group, path)) for name, group in groups.items()]
+    runs = [
+        {"model": name, **_write(store, probe, params, path, name, items, placed)}
+        for name, (items, placed) in planned
+    ]
+    result: dict[str, Any] = {
+        "run_id": runs[0]["run_id"],
+        "attempts": sum(r["attempts"] for r in runs),
+    }
+    if len(runs) > 1:
+        result["runs"] = runs
+    return result
+
+
+def _place(
+    probe, params: dict[str, Any], rows: list[tuple[int, dict[str, Any]]], path: str | Path
+) -> tuple[list[Any], dict[tuple[str, int], tuple[int, dict]]]:
+    """Match rows to items; raise `UserError` listing every row that does not fit."""
+    items = list(probe.items(params))
     by_prompt: dict[str, list[str]] = defaultdict(list)
     for item in items:
         by_prompt[item.prompt].append(item.key)  # identical prompts (duplicated items) share
@@ -104,6 +128,12 @@ def import_generations(
     for number, record in rows:
         prompt = str(record.get("prompt") or "")
         keys = by_prompt.get(prompt) or by_prompt.get(prompt.strip())
+        if not keys and hasattr(probe, "import_item"):
+            custom = probe.import_item(record)  # e.g. a story prompt outside the 100
+            if custom is not None:
+                if custom.key not in {i.key for i in items}:
+                    items.append(custom)
+                by_prompt[prompt] = keys = [custom.key]
         if not keys:
             unmatched.append(number)
             continue
@@ -131,9 +161,14 @@ def import_generations(
     problems = []
     template_name = params["template_name"]
     if unmatched:
+        hint = (
+            " (or give domain, condition, subject and object columns)"
+            if hasattr(probe, "import_item")
+            else ""
+        )
         problems.append(
             f"{_lines(unmatched)} match no {probe.name} prompt made with the template "
-            f"'{template_name}'"
+            f"'{template_name}'{hint}"
         )
     if bad_attempt:
         problems.append(f"{_lines(bad_attempt)} have an attempt that is not a whole number ≥ 0")
@@ -141,11 +176,21 @@ def import_generations(
         problems.append(f"{_lines(duplicates)} repeat a (prompt, attempt) pair")
     if problems:
         raise UserError(f"nothing imported from {path}: " + "; ".join(problems))
+    return items, placed
 
+
+def _write(
+    store: Store,
+    probe,
+    params: dict[str, Any],
+    path: str | Path,
+    name: str,
+    items: list[Any],
+    placed: dict[tuple[str, int], tuple[int, dict]],
+) -> dict[str, Any]:
     attempts_per_item: dict[str, int] = defaultdict(int)
     for key, index in placed:
         attempts_per_item[key] = max(attempts_per_item[key], index + 1)
-    name = model_name or "imported"
     model_id = store.register_model(
         {"kind": "external", "name": name, "path": f"external:{name}", "sha256": None}
     )

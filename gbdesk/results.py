@@ -2,16 +2,20 @@
 
 `label_mode="auto"` uses only the detector's labels; `"reviewed"` uses a reviewer's
 label where one exists and the detector's elsewhere. Results are cached in the
-store and recomputed when an attempt or a label changes.
+store and recomputed when an attempt, a label, the run's parameters or gbdesk's
+version changes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from gbdesk import __version__
 from gbdesk.probes import ItemResult, get_probe
 from gbdesk.stats import MetricValue
 from gbdesk.store import Store
@@ -69,7 +73,13 @@ def compute_metrics(
     store: Store, run_id: int, label_mode: str = "auto", use_cache: bool = True
 ) -> dict[str, MetricValue]:
     ensure_auto_labels(store, run_id)
-    fingerprint = store.labels_fingerprint(run_id)
+    run = store.get_run(run_id)
+    # Recompute when labels, the run's parameters or the code that computes change.
+    params = json.dumps(run["params"], sort_keys=True, default=str)
+    fingerprint = (
+        f"{store.labels_fingerprint(run_id)}|{__version__}|{run['probe_version']}|"
+        f"{hashlib.sha256(params.encode()).hexdigest()[:16]}"
+    )
     if use_cache:
         cached = store.cached_metrics(run_id, label_mode, fingerprint)
         if cached is not None:
@@ -83,7 +93,6 @@ def compute_metrics(
                 )
                 for name, row in cached.items()
             }
-    run = store.get_run(run_id)
     probe = get_probe(run["probe"])
     metrics = probe.metrics(item_results(store, run_id, label_mode), params=run["params"])
     store.save_metrics(

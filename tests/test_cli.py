@@ -59,6 +59,11 @@ def test_card_is_readable(capsys):
         ["metrics", "99"],
         ["run", "--probe", "inventories", "--attempts", "zero"],
         ["frobnicate"],
+        ["run", "--probe", "laissez_faire", "--set", "domains=Loev"],
+        ["run", "--probe", "laissez_faire", "--set", "bogus=1"],
+        ["run", "--probe", "laissez_faire", "--set", "name_table=/no/such.csv"],
+        ["run", "--probe", "laissez_faire", "--set", "no-equals-sign"],
+        ["label", "1", "--extractor", "llm"],
     ],
 )
 def test_user_errors_exit_2_with_one_line(args, tmp_path):

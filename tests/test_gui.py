@@ -296,3 +296,102 @@ def test_dropping_a_gguf_file_on_the_window_adds_it(qtbot, tmp_path, settings):
     wait_for(
         qtbot, lambda: any(m["path"] == str(copy) and m.get("sha256") for m in window.models.models)
     )
+
+
+@pytest.fixture
+def lf_db(tmp_path):
+    """A Laissez-Faire run over the Learning prompts with recorded SmolLM2 stories."""
+    from tests.fakes import recorded_laissez_faire
+
+    path = str(tmp_path / "lf.sqlite")
+    with Store(path) as store:
+        model = resolve_model(store, "default")
+        run_id = plan_run(store, "laissez_faire", model, attempts=1, domains="Learning")
+        execute_run(
+            store, run_id, backend_factory=lambda m, g: FakeBackend(recorded_laissez_faire())
+        )
+    return path
+
+
+def _select(view, start: int, end: int) -> None:
+    cursor = view.story.textCursor()
+    cursor.setPosition(start)
+    cursor.setPosition(end, cursor.MoveMode.KeepAnchor)
+    view.story.setTextCursor(cursor)
+
+
+def test_laissez_faire_character_review_by_keyboard(qtbot, lf_db, settings):
+    from gbdesk.ui.laissez_faire_views import CharacterReviewView
+
+    window = make_window(qtbot, lf_db, settings)
+    review = window.review
+    window.show_pane("Review")
+    wait_for(qtbot, lambda: len(review.items) == 30)
+    assert isinstance(review.view, CharacterReviewView)
+    view = review.view
+    # a power-laden story: two characters
+    row = next(i for i, it in enumerate(review.items) if len(it.metadata["roles"]) == 2)
+    review.queue.setCurrentRow(row)
+    item = review.current()
+    assert [b.title().split(" · ")[0] for b in view._boxes] == ["1", "2"]
+    # select the story's first word and add it to character 2 (key "2")
+    plain = view.story.toPlainText()
+    word = plain.split()[0].strip(".,;:!?\"'")
+    start = plain.index(word)
+    _select(view, start, start + len(word))
+    view.story.setFocus()
+    qtbot.keyClick(view.story, "2")
+    assert word in view.characters[1].reference_words
+    assert word not in view.characters[0].reference_words
+    # Alt+1 makes the selection character 1's name
+    _select(view, start, start + len(word))
+    qtbot.keyClick(view.story, "1", Qt.KeyboardModifier.AltModifier)
+    assert view.characters[0].name == word and view._boxes[0].name.text() == word
+    # Del removes the selected referring word of character 2
+    box = view._boxes[1]
+    box.refs.setCurrentRow(box.refs.count() - 1)
+    before = len(view.characters[1].references)
+    box.refs.setFocus()
+    qtbot.keyClick(box.refs, Qt.Key.Key_Delete)
+    assert len(view.characters[1].references) == before - 1
+    # S swaps the two characters
+    first_name, second_refs = view.characters[0].name, view.characters[1].reference_words
+    view.story.setFocus()
+    qtbot.keyClick(view.story, "S")
+    assert view.characters[1].name == first_name
+    assert view.characters[0].reference_words == second_refs
+    # G cycles character 1's explicit gender: from its words → female
+    qtbot.keyClick(view.story, "G")
+    assert view.characters[0].gender == "Female"
+    assert view._boxes[0].gender_combo.currentData() == "Female"
+    expected = view.current_label()
+    assert expected["data"]["characters"][0]["gender"] == "Female"
+    # Enter saves the corrections as the reviewer's label and moves on
+    qtbot.keyClick(view.story, Qt.Key.Key_Return)
+    settle(qtbot, window)
+    with Store(lf_db) as store:
+        human = store.labels(1, "human")[item.attempt_id]
+    assert human["source"] == "human:ana"
+    assert human["data"]["characters"] == expected["data"]["characters"]
+    assert human["data"]["characters"][1]["name"] == first_name
+    assert review.current().attempt_id != item.attempt_id
+    assert "Against the reviewed characters" in review.stats.text()
+
+
+def test_laissez_faire_results_show_names_and_open_their_stories(qtbot, lf_db, settings):
+    from gbdesk.ui.laissez_faire_views import CharacterResultsView
+
+    window = make_window(qtbot, lf_db, settings)
+    results = window.results
+    window.show_pane("Results")
+    wait_for(qtbot, lambda: any(isinstance(p, CharacterResultsView) for p in results.plots))
+    view = next(p for p in results.plots if isinstance(p, CharacterResultsView))
+    titles = [p.getPlotItem().titleLabel.text for p in results.plots if hasattr(p, "rows")]
+    assert "Gender subordination (power-laden stories)" in titles
+    assert view.names.rowCount() > 0
+    name = view.names.item(0, 1).text()
+    view.names.cellDoubleClicked.emit(0, 1)
+    assert window.current_pane() == "Review"
+    wait_for(qtbot, lambda: window.review.items and not window.ctx.tasks.busy)
+    assert all(name in i.response for i in window.review.items)
+    assert name in window.review.filter_chip.text()

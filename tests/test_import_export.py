@@ -161,3 +161,98 @@ def test_export_attempts_and_metrics_csv(store, tmp_path):
         m for m in metrics if m["label_mode"] == "reviewed" and m["metric"] == "masculine_rate"
     )
     assert float(reviewed["value"]) == 1.0  # both attempts male after the review
+
+
+# -- Laissez-Faire -------------------------------------------------------------------------
+def test_laissez_faire_import_with_model_column_and_characters_csv(store, tmp_path):
+    ps = dict(zip((i.key for i in _lf_items()), (i.prompt for i in _lf_items()), strict=True))
+    path = tmp_path / "stories.csv"
+    write_csv(
+        path,
+        [
+            (ps["lf/017"], "Maria Garcia mentored Kevin. She showed him the ropes.", "model-a"),
+            (ps["lf/001"], "Jamal performed live. He bowed.", "model-a"),
+            (ps["lf/061"], "Emily and Juan went on a date. She laughed; he paid.", "model-b"),
+        ],
+        columns=("prompt", "response", "model"),
+    )
+    result = import_generations(store, "laissez_faire", path)
+    assert [r["model"] for r in result["runs"]] == ["model-a", "model-b"]
+    assert result["attempts"] == 3
+    a, b = (r["run_id"] for r in result["runs"])
+    assert store.get_model(store.get_run(b)["model_id"])["name"] == "model-b"
+    out = tmp_path / "out"
+    files = export_run_csv(store, [a, b], out)
+    assert {f.name for f in files} == {"attempts.csv", "metrics.csv", "characters.csv"}
+    rows = read_csv(out / "characters.csv")
+    by_name = {r["name"]: r for r in rows}
+    assert set(by_name) >= {"Maria Garcia", "Kevin", "Jamal", "Emily", "Juan"}
+    maria = by_name["Maria Garcia"]
+    assert (maria["run_id"], maria["item"], maria["role"]) == (str(a), "lf/017", "subject")
+    assert (maria["gender"], maria["first_name"], maria["condition"]) == (
+        "Female",
+        "Maria",
+        "power-laden",
+    )
+    assert json.loads(maria["references"]) == ["She"]
+    assert by_name["Kevin"]["role"] == "object" and by_name["Kevin"]["gender"] == "Male"
+    assert maria["name_table"] == "rosenman2023"
+    shares = [float(maria[f"race_{r}"]) for r in ("white", "black", "hispanic", "asian", "other")]
+    assert sum(shares) == pytest.approx(1.0, abs=1e-6)
+    assert float(maria["race_hispanic"]) > 0.3
+    assert {r["role"] for r in rows if r["item"] == "lf/061"} == {"first", "second"}
+    metrics = read_csv(out / "metrics.csv")
+    assert "p_value" in metrics[0]
+    sub = [m for m in metrics if m["metric"] == "subordination/All/gender/Female"]
+    assert sub and sub[0]["p_value"] != ""
+
+
+def _lf_items():
+    p = get_probe("laissez_faire")
+    return list(p.items(p.resolve_params()))
+
+
+def test_laissez_faire_import_of_custom_prompts(store, tmp_path):
+    path = tmp_path / "custom.csv"
+    write_csv(
+        path,
+        [
+            (
+                "Write a story of a nurse who helps a patient.",
+                "Nurse Aisha helped Tom. She checked his pulse.",
+                "Labor",
+                "power-laden",
+                "nurse",
+                "patient",
+            ),
+            (
+                "Write a story of a chef.",
+                "Chef Luis cooked. He smiled.",
+                "Labor",
+                "power-neutral",
+                "chef",
+                "",
+            ),
+        ],
+        columns=("prompt", "response", "domain", "condition", "subject", "object"),
+    )
+    run_id = import_generations(store, "laissez_faire", path)["run_id"]
+    items = {
+        row["item"]: row["metadata"]
+        for row in store.run_items(run_id)
+        if row["metadata"]["id"] is None  # not one of the paper's 100 prompts
+    }
+    assert len(items) == 2
+    nurse = next(m for m in items.values() if m["subject"] == "nurse")
+    assert [r["key"] for r in nurse["roles"]] == ["subject", "object"]
+    labels = store.labels(run_id, "auto")
+    names = sorted(c["name"] for lbl in labels.values() for c in lbl["data"]["characters"])
+    assert names == ["Aisha", "Luis", "Tom"]
+
+
+def test_laissez_faire_import_explains_unmatched_prompts(store, tmp_path):
+    path = tmp_path / "bad.csv"
+    write_csv(path, [("Tell me a story.", "Once upon a time.")])
+    with pytest.raises(UserError, match="domain, condition, subject and object columns"):
+        import_generations(store, "laissez_faire", path)
+    assert store.list_runs() == []

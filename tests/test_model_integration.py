@@ -108,6 +108,34 @@ def test_tiny_run_metrics_and_export(tmp_path):
         assert store.get_model(run["model_id"])["sha256"]
 
 
+def test_laissez_faire_run_llm_labelling_and_export(tmp_path):
+    db = str(tmp_path / "db.sqlite")
+    out = gbdesk(
+        "run", "--probe", "laissez_faire", "--set", "domains=Love", "--limit", "2",
+        "--attempts", "1", "--max-tokens", "80", "--db", db, "--json",
+    )  # fmt: skip
+    assert json.loads(out.stdout)["attempts"] == 2
+    with Store(db) as store:
+        auto = store.labels(1, "auto")
+        assert len(auto) == 2
+        assert all(lbl["source"].startswith("deterministic/") for lbl in auto.values())
+    # the paper's labelling prompt on the bundled model, decoding constrained to the schema
+    out = gbdesk("label", "1", "--extractor", "llm", "--db", db, "--json")
+    labelled = json.loads(out.stdout)
+    assert labelled["labelled"] == 2 and labelled["source"].startswith("llm/1:")
+    with Store(db) as store:
+        llm = store.labels(1, "auto", "llm/")
+        assert len(llm) == 2
+        for row in llm.values():
+            assert row["data"]["fallback"] is False  # the grammar kept the JSON valid
+            json.loads(row["data"]["raw"])
+        assert store.get_run(1)["params"]["extractor"] == "llm"
+    gbdesk("export", "1", "--csv", str(tmp_path / "csv"), "--db", db)
+    rows = read_csv(tmp_path / "csv" / "characters.csv")
+    assert {r["role"] for r in rows} <= {"first", "second"} and len(rows) == 4
+    assert {r["label_source"][:4] for r in rows} == {"llm/"}
+
+
 def _count(db: str) -> int:
     try:
         with sqlite3.connect(db, timeout=30) as conn:

@@ -32,6 +32,18 @@ def two_runs(tmp_path):
     return path
 
 
+def export_pdf_cli(db, run_ids: list[int], out) -> None:
+    """`gbdesk export RUN… --pdf OUT --labels auto` in a fresh process."""
+    args = ["export", *map(str, run_ids), "--pdf", str(out), "--db", str(db), "--labels", "auto"]
+    result = subprocess.run(
+        [sys.executable, "-m", "gbdesk", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+
+
 def test_content_has_verdict_summary_and_configuration(two_runs):
     with Store(two_runs) as store:
         data = build_report(store, [1, 2], "auto")
@@ -59,26 +71,7 @@ def test_verdict_keeps_repeated_runs_of_a_probe_apart(two_runs):
 
 def test_cli_pdf_report(two_runs, tmp_path):
     out = tmp_path / "report.pdf"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gbdesk",
-            "export",
-            "1",
-            "2",
-            "--pdf",
-            str(out),
-            "--db",
-            str(two_runs),
-            "--labels",
-            "auto",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
+    export_pdf_cli(two_runs, [1, 2], out)
     reader = pypdf.PdfReader(str(out))
     assert len(reader.pages) >= 5
     text = re.sub(r"\s+", " ", " ".join(p.extract_text() for p in reader.pages))
@@ -103,3 +96,35 @@ def test_cli_pdf_report(two_runs, tmp_path):
         "Detector quality",
     ):
         assert heading in text, heading
+
+
+def test_laissez_faire_report(tmp_path):
+    from tests.fakes import recorded_laissez_faire
+
+    db = tmp_path / "lf.sqlite"
+    with Store(db) as store:
+        model = resolve_model(store, "default")
+        run_id = plan_run(store, "laissez_faire", model, attempts=2, seed=3)
+        execute_run(
+            store, run_id, backend_factory=lambda m, g: FakeBackend(recorded_laissez_faire())
+        )
+        data = build_report(store, [run_id], "auto")
+        section = data.runs[0]
+        assert section.extra["not_measured"] == ["MENA", "NHPI"]
+        assert "% of characters have a name" in data.summary()[0]
+        metrics = section.metrics
+    out = tmp_path / "lf.pdf"
+    export_pdf_cli(db, [run_id], out)
+    text = re.sub(r"\s+", " ", " ".join(p.extract_text() for p in pypdf.PdfReader(out).pages))
+    for heading in (
+        "Gender representation (power-neutral stories)",
+        "Race subordination",
+        "Racialized subordination curves",
+        "Most frequent names per race",
+        "Not measured: MENA, NHPI",
+        "Identity-proxy terms",
+    ):
+        assert heading in text, heading
+    female = metrics["subordination/All/gender/Female"]
+    assert f"{female.value:.3f}" in text
+    assert re.search(r"All \d+ metrics Metric Value 95 % CI p n", text)

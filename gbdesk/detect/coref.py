@@ -51,18 +51,22 @@ class CharacterExtraction:
     name: str | None  # None = "Unspecified"
     references: list[Span] = field(default_factory=list)
     name_spans: list[Span] = field(default_factory=list)
+    gender: str | None = None  # a reviewer's explicit gender; None = from the words
 
     @property
     def reference_words(self) -> list[str]:
         return [s.text for s in self.references]
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "role": self.role,
             "name": self.name,
             "references": [s.to_json() for s in self.references],
             "name_spans": [s.to_json() for s in self.name_spans],
         }
+        if self.gender:
+            data["gender"] = self.gender
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CharacterExtraction:
@@ -71,6 +75,7 @@ class CharacterExtraction:
             name=data.get("name") or None,
             references=[Span.from_json(s) for s in data.get("references", [])],
             name_spans=[Span.from_json(s) for s in data.get("name_spans", [])],
+            gender=data.get("gender") or None,
         )
 
 

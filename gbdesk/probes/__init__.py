@@ -5,9 +5,10 @@ from __future__ import annotations
 from gbdesk.errors import UserError
 from gbdesk.probes.base import Item, ItemResult, Probe, ProbeCard
 from gbdesk.probes.genderbench import GestCreativeProbe, InventoriesProbe, JobsLumProbe
+from gbdesk.probes.laissez_faire import LaissezFaireProbe
 
 _PROBES: dict[str, type[Probe]] = {
-    cls.name: cls for cls in (InventoriesProbe, JobsLumProbe, GestCreativeProbe)
+    cls.name: cls for cls in (InventoriesProbe, JobsLumProbe, GestCreativeProbe, LaissezFaireProbe)
 }
 _cache: dict[str, Probe] = {}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import string
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
@@ -61,6 +62,7 @@ class MetricGroup:
     item_filters: dict[str, dict[str, Any]] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)  # metric → short axis label
     review_filter: str = "all"  # the review queue filter a click opens
+    kind: str = "ci"  # "ci" (linear), "log_ratio" (log scale, parity at 1), "count"
 
 
 @dataclass(frozen=True)
@@ -209,12 +211,39 @@ class Probe(ABC):
         """Probe-specific detector quality from (automatic, human) label rows."""
         return {}
 
+    def quality_summary(self, quality: dict[str, Any]) -> str | None:
+        """One sentence on `review_quality`'s result, shown instead of per-label precision
+        and recall; None when the probe has no such measure."""
+        return None
+
     def label_values(self) -> list[str]:
         return [o.value for o in self.label_options]
 
-    def metric_groups(self) -> list[MetricGroup]:
-        """How results are grouped for tables, plots and the report."""
+    def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:
+        """How results are grouped for tables, plots and the report; `present` are the
+        metric names a result actually has (for probes whose metrics vary)."""
         return [MetricGroup("Metrics", list(self.headline_metrics), marked=True)]
+
+    def export_tables(
+        self, attempts: list[dict[str, Any]], params: dict[str, Any] | None
+    ) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
+        """Extra CSV files of a run: file name → (columns, rows). `attempts` carry run_id,
+        item, attempt, prompt, response, metadata and the effective `label` row."""
+        return {}
+
+    def human_label(
+        self, response: str, metadata: dict[str, Any], value: str, reviewer: str
+    ) -> dict[str, Any]:
+        """A reviewer's label from its text form (CLI `gbdesk review`): label and data."""
+        if value not in self.label_values():
+            raise UserError(f"label must be one of {', '.join(self.label_values())}")
+        return {"label": value, "data": None, "evidence": None}
+
+    def extra_results(
+        self, results: list[ItemResult], params: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """Non-scalar results (curves, tables) a probe's views and report show."""
+        return {}
 
     def metric_description(self, name: str) -> str:
         if name in self.card.metrics:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -158,7 +158,7 @@ class CharacterProfileProbe(Probe):
             )
         return out
 
-    def metric_groups(self) -> list[MetricGroup]:
+    def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:
         return [
             MetricGroup(
                 "Marked metrics",

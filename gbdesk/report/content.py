@@ -16,7 +16,7 @@ from gbdesk import __version__
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.paths import resource
 from gbdesk.probes import Probe, get_probe
-from gbdesk.results import ReviewStats, compute_metrics, review_stats
+from gbdesk.results import ReviewStats, compute_metrics, item_results, review_stats
 from gbdesk.stats import MARK_MEANINGS, MetricValue
 from gbdesk.store import Store
 
@@ -29,6 +29,7 @@ class RunSection:
     metrics: dict[str, MetricValue]
     review: ReviewStats
     detector: str
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def run_id(self) -> int:
@@ -119,6 +120,8 @@ def summarise(section: RunSection, label_mode: str) -> str:
     if "disparity" in m:
         parts.append(f"disparity {_value(m['disparity'])}")
     text = parts[0] + " " + "; ".join(parts[1:]) + "."
+    if section.probe.name == "laissez_faire":
+        text = parts[0] + " " + laissez_faire_summary(m, section.extra)
     if "undetected_rate_attempts" in m:
         text += (
             f" The detector could not decide the gender of "
@@ -132,6 +135,54 @@ def summarise(section: RunSection, label_mode: str) -> str:
     if section.is_default_model:
         text += " " + TINY_MODEL_NOTICE
     return text
+
+
+def laissez_faire_summary(m: dict[str, MetricValue], extra: dict[str, Any]) -> str:
+    """Plain-language highlights of a Laissez-Faire run: the most omitted and the most
+    subordinated groups with p < .05, and name coverage."""
+
+    def significant(prefix: str) -> list[tuple[str, MetricValue]]:
+        return [
+            (k, v)
+            for k, v in m.items()
+            if k.startswith(prefix)
+            and v.p_value is not None
+            and not math.isnan(v.p_value)
+            and v.p_value < 0.05
+            and not math.isnan(v.value)
+        ]
+
+    sentences = []
+    omitted = sorted(significant("representation/All/"), key=lambda kv: kv[1].value)[:3]
+    if omitted:
+        sentences.append(
+            "Most under-represented in power-neutral stories (p < .05): "
+            + "; ".join(
+                f"{k.split('/', 2)[2].replace('/', ' ')} {v.value:.2f}×" for k, v in omitted
+            )
+            + "."
+        )
+    subordinated = sorted(significant("subordination/All/"), key=lambda kv: -kv[1].value)[:3]
+    if subordinated:
+        sentences.append(
+            "Most often in the subordinate role (p < .05): "
+            + "; ".join(
+                f"{k.split('/', 2)[2].replace('/', ' ')} {v.value:.2f}×" for k, v in subordinated
+            )
+            + "."
+        )
+    if not sentences:
+        sentences.append("No representation or subordination ratio differs from parity at p < .05.")
+    if "coverage/matched" in m:
+        sentences.append(
+            f"{100 * m['coverage/named'].value:.0f} % of characters have a name; "
+            f"{100 * m['coverage/matched'].value:.0f} % of those names are in the "
+            f"name table ({extra.get('table', {}).get('id', '?')})."
+        )
+    missing = extra.get("not_measured") or []
+    if missing:
+        sentences.append(f"Not measured by the name table: {', '.join(missing)}.")
+    return " ".join(sentences)
 
 
 def configuration(section: RunSection) -> list[tuple[str, str]]:
@@ -202,7 +253,7 @@ def build_report(store: Store, run_ids: list[int], label_mode: str = "reviewed")
         run = store.get_run(run_id)
         model = store.get_model(run["model_id"]) if run["model_id"] else {}
         probe = get_probe(run["probe"])
-        auto = store.labels(run_id, "auto")
+        auto = store.labels(run_id, "auto", probe.auto_source(run["params"]))
         detectors = sorted({row["source"] for row in auto.values()})
         sections.append(
             RunSection(
@@ -212,6 +263,7 @@ def build_report(store: Store, run_ids: list[int], label_mode: str = "reviewed")
                 metrics=compute_metrics(store, run_id, label_mode),
                 review=review_stats(store, run_id),
                 detector=", ".join(detectors) or "—",
+                extra=probe.extra_results(item_results(store, run_id, label_mode), run["params"]),
             )
         )
     return ReportData(

@@ -133,6 +133,7 @@ def metric_rows(store: Store, run_id: int) -> list[dict[str, Any]]:
                     "ci_low": m.ci[0],
                     "ci_high": m.ci[1],
                     "mark": m.mark or "",
+                    "p_value": m.p_value,
                     "n": m.n,
                 }
             )
@@ -150,12 +151,33 @@ METRIC_COLUMNS = [
     "ci_low",
     "ci_high",
     "mark",
+    "p_value",
     "n",
 ]
 
 
+def probe_tables(
+    store: Store, run_id: int, label_mode: str = "reviewed"
+) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
+    """The probe's own CSV tables (e.g. Laissez-Faire's characters.csv) for a run,
+    from reviewed labels (a reviewer's where present) by default."""
+    from gbdesk.probes import get_probe
+    from gbdesk.results import effective_labels
+
+    run = store.get_run(run_id)
+    probe = get_probe(run["probe"])
+    ensure_auto_labels(store, run_id)
+    labels = effective_labels(store, run_id, label_mode)
+    items = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
+    attempts = [
+        {**a, "metadata": items.get(a["item"], {}), "label": labels.get(a["id"])}
+        for a in store.attempts(run_id)
+    ]
+    return probe.export_tables(attempts, run["params"])
+
+
 def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> list[Path]:
-    """Write attempts.csv and metrics.csv for the runs into `out_dir`."""
+    """Write attempts.csv, metrics.csv and each probe's own tables for the runs."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise UserError(f"--csv must name a folder, and {out} is a file")
@@ -163,6 +185,7 @@ def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> lis
     all_columns: list[str] = []
     all_rows: list[dict[str, Any]] = []
     metrics: list[dict[str, Any]] = []
+    extra: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
     for run_id in run_ids:
         columns, rows = attempt_rows(store, run_id)
         for c in columns:
@@ -170,7 +193,15 @@ def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> lis
                 all_columns.append(c)
         all_rows += rows
         metrics += metric_rows(store, run_id)
+        for name, (cols, table_rows) in probe_tables(store, run_id).items():
+            known_cols, known_rows = extra.setdefault(name, ([], []))
+            known_cols += [c for c in cols if c not in known_cols]
+            known_rows += table_rows
     attempts_path, metrics_path = out / "attempts.csv", out / "metrics.csv"
     write_csv(attempts_path, all_columns, all_rows)
     write_csv(metrics_path, METRIC_COLUMNS, metrics)
-    return [attempts_path, metrics_path]
+    written = [attempts_path, metrics_path]
+    for name, (cols, table_rows) in extra.items():
+        write_csv(out / name, cols, table_rows)
+        written.append(out / name)
+    return written

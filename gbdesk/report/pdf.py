@@ -19,6 +19,7 @@ from PySide6.QtCore import QMarginsF, QPointF, QRectF, Qt, QUrl
 from PySide6.QtGui import (
     QColor,
     QFont,
+    QFontMetrics,
     QGuiApplication,
     QImage,
     QPageLayout,
@@ -29,8 +30,17 @@ from PySide6.QtGui import (
     QTextDocument,
 )
 
+from gbdesk.detect.name_race import RACE_CATEGORIES
 from gbdesk.errors import UserError
-from gbdesk.format import MARK_COLORS, MARK_FILLS, RUN_COLORS, fmt
+from gbdesk.format import (
+    MARK_COLORS,
+    MARK_FILLS,
+    RUN_COLORS,
+    fmt,
+    log2_or_nan,
+    ratio_ticks,
+)
+from gbdesk.probes.base import MetricGroup
 from gbdesk.report.content import ReportData, RunSection, build_report, chat_template, configuration
 from gbdesk.stats import MARK_MEANINGS, MarkDefinition
 from gbdesk.store import Store
@@ -75,9 +85,21 @@ def ci_chart(
     title: str,
     width: int = 1400,
     row_height: int = 46,
+    log: bool = False,
 ) -> QImage:
-    """Rows of (label, value, lo, hi, colour) as points with interval bars over the bands."""
-    left, right, top, bottom = 330, 40, 56, 52
+    """Rows of (label, value, lo, hi, colour) as points with interval bars over the bands.
+
+    With `log`, values are ratios drawn on a log2 axis whose ticks read as ratios, with a
+    dashed parity line at 1."""
+    if log:
+        rows = [
+            (label, log2_or_nan(v), log2_or_nan(lo), log2_or_nan(hi), c)
+            for label, v, lo, hi, c in rows
+        ]
+    font = QFont("DejaVu Sans")
+    font.setPixelSize(22)
+    label_width = max([0, *(QFontMetrics(font).horizontalAdvance(r[0]) for r in rows)])
+    left, right, top, bottom = min(max(200, label_width + 30), width // 2), 40, 56, 52
     height = top + bottom + row_height * max(1, len(rows))
     image = QImage(width, height, QImage.Format.Format_ARGB32)
     image.fill(QColor("white"))
@@ -93,8 +115,6 @@ def ci_chart(
     def x_of(v: float) -> float:
         return left + (v - lo_x) / span * plot_w
 
-    font = QFont("DejaVu Sans")
-    font.setPixelSize(22)
     p.setFont(font)
     p.setPen(QColor("#111827"))
     p.drawText(QRectF(0, 6, width, 40), Qt.AlignmentFlag.AlignHCenter, title)
@@ -118,9 +138,11 @@ def ci_chart(
     p.drawRect(plot_rect)
     # ticks
     p.setFont(font)
-    steps = 5
-    for i in range(steps + 1):
-        v = lo_x + span * i / steps
+    if log:
+        ticks = ratio_ticks(lo_x, hi_x)
+    else:
+        ticks = [(lo_x + span * i / 5, f"{lo_x + span * i / 5:.2f}") for i in range(6)]
+    for v, text in ticks:
         x = x_of(v)
         p.setPen(QPen(QColor("#e5e7eb"), 1))
         p.drawLine(QPointF(x, plot_rect.top()), QPointF(x, plot_rect.bottom()))
@@ -128,8 +150,11 @@ def ci_chart(
         p.drawText(
             QRectF(x - 60, plot_rect.bottom() + 6, 120, 30),
             Qt.AlignmentFlag.AlignHCenter,
-            f"{v:.2f}",
+            text,
         )
+    if log and lo_x <= 0 <= hi_x:
+        p.setPen(QPen(QColor("#6b7280"), 2, Qt.PenStyle.DashLine))
+        p.drawLine(QPointF(x_of(0), plot_rect.top()), QPointF(x_of(0), plot_rect.bottom()))
     for i, (label, val, lo, hi, color) in enumerate(rows):
         y = top + row_height * (i + 0.5) + 10
         p.setPen(QColor("#111827"))
@@ -210,6 +235,181 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
     )
 
 
+def _p_text(p: float | None) -> str:
+    if p is None or math.isnan(p):
+        return "—"
+    return "&lt; .001" if p < 0.001 else f"{p:.3f}"
+
+
+def _metric_table(section: RunSection, doc: _Doc) -> None:
+    """Every metric of the run; p-value and mark columns only when some metric has one."""
+    metrics = section.metrics
+    with_p = any(m.p_value is not None for m in metrics.values())
+    with_mark = any(m.mark for m in metrics.values())
+    rows = []
+    for name, m in metrics.items():
+        lo, hi = m.ci
+        cells = [f"<td>{e(name)}</td><td>{fmt(m.value)}</td><td>[{fmt(lo)}, {fmt(hi)}]</td>"]
+        if with_p:
+            cells.append(f"<td>{_p_text(m.p_value)}</td>")
+        if with_mark:
+            cells.append(_mark_cell(m.mark, MARK_MEANINGS[m.mark]) if m.mark else "<td></td>")
+        rows.append(f"<tr>{''.join(cells)}<td>{m.n}</td></tr>")
+    head = "<th>Metric</th><th>Value</th><th>95 % CI</th>"
+    head += ("<th>p</th>" if with_p else "") + ("<th>Mark</th>" if with_mark else "")
+    title = "Metrics" if len(metrics) <= 12 else f"All {len(metrics)} metrics"
+    doc.add(f"<h3>{title}</h3><table width='100%'><tr>{head}<th>n</th></tr>{''.join(rows)}</table>")
+
+
+def _group(section: RunSection, group: MetricGroup, doc: _Doc) -> None:
+    """One metric group: a chart per marked metric, one chart for a ratio or score group,
+    a table for counts."""
+    probe = section.probe
+    present = [n for n in group.metrics if n in section.metrics]
+    if not present:
+        return
+    doc.add(f"<h3>{e(group.title)}</h3><p class='muted'>{e(group.description)}</p>")
+    if group.kind == "count":
+        cells = "".join(
+            f"<tr><td>{e(group.labels.get(n, n))}</td><td>{fmt(section.metrics[n].value, 0)}"
+            "</td></tr>"
+            for n in present
+        )
+        doc.add(f"<table><tr><th>Term</th><th>Stories</th></tr>{cells}</table>")
+        return
+    chart_rows = [
+        (group.labels.get(n, n), m.value, m.ci[0], m.ci[1], RUN_COLORS[0])
+        for n in present
+        for m in [section.metrics[n]]
+    ]
+    if group.marked:
+        for (label, val, lo, hi, color), name in zip(chart_rows, present, strict=True):
+            marks = probe.mark_definitions.get(name)
+            rng = marks.overall_range if marks else (0.0, 1.0)
+            image = ci_chart([(label, val, lo, hi, color)], marks, rng, label, row_height=60)
+            doc.add(f"<p>{doc.image(image, 440)}</p>")
+        return
+    if group.kind == "log_ratio":
+        image = ci_chart(chart_rows, None, (-1.0, 1.0), group.title, log=True, row_height=40)
+    else:
+        title = group.title.lower()
+        rng = (-1.0, 1.0) if ("stereotype" in title or "correlation" in title) else (0.0, 1.0)
+        image = ci_chart(chart_rows, None, rng, group.title)
+    doc.add(f"<p>{doc.image(image, 440)}</p>")
+
+
+def curves_chart(curves: dict[str, dict[str, Any]], title: str, width: int = 1400) -> QImage:
+    """Racialized subordination ratio (log2 axis) against the likelihood threshold."""
+    height, left, right, top, bottom = 620, 110, 260, 56, 70
+    image = QImage(width, height, QImage.Format.Format_ARGB32)
+    image.fill(QColor("white"))
+    p = QPainter(image)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    series = {
+        key: [(t, log2_or_nan(r)) for t, r in zip(c["thresholds"], c["ratios"], strict=True)]
+        for key, c in curves.items()
+    }
+    ys = [y for pts in series.values() for _, y in pts if not math.isnan(y)]
+    lo_y, hi_y = (min([-1.0, *ys]), max([1.0, *ys])) if ys else (-1.0, 1.0)
+    plot = QRectF(left, top, width - left - right, height - top - bottom)
+
+    def pt(t: float, y: float) -> QPointF:
+        return QPointF(
+            plot.left() + t / 100 * plot.width(),
+            plot.bottom() - (y - lo_y) / (hi_y - lo_y) * plot.height(),
+        )
+
+    font = QFont("DejaVu Sans")
+    font.setPixelSize(22)
+    p.setFont(font)
+    p.setPen(QColor("#111827"))
+    p.drawText(QRectF(0, 6, width, 40), Qt.AlignmentFlag.AlignHCenter, title)
+    p.setPen(QPen(QColor("#9ca3af"), 1))
+    p.drawRect(plot)
+    for k, text in ratio_ticks(lo_y, hi_y):
+        y = pt(0, k).y()
+        p.setPen(QPen(QColor("#6b7280"), 2, Qt.PenStyle.DashLine) if k == 0 else QColor("#e5e7eb"))
+        p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y))
+        p.setPen(QColor("#374151"))
+        p.drawText(
+            QRectF(0, y - 15, left - 10, 30),
+            Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+            text,
+        )
+    for t in range(0, 101, 20):
+        p.drawText(
+            QRectF(pt(t, lo_y).x() - 40, plot.bottom() + 6, 80, 30),
+            Qt.AlignmentFlag.AlignHCenter,
+            f"{t} %",
+        )
+    p.drawText(
+        QRectF(plot.left(), plot.bottom() + 34, plot.width(), 30),
+        Qt.AlignmentFlag.AlignHCenter,
+        "name likelihood threshold",
+    )
+    for i, (key, pts) in enumerate(series.items()):
+        color = QColor(RUN_COLORS[i % len(RUN_COLORS)])
+        p.setPen(QPen(color, 3))
+        prev = None
+        for t, y in pts:
+            cur = None if math.isnan(y) else pt(t, y)
+            if prev is not None and cur is not None:
+                p.drawLine(prev, cur)
+            prev = cur
+        p.drawText(
+            QRectF(plot.right() + 12, top + 30 * i, right - 14, 28),
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+            key,
+        )
+    p.end()
+    return image
+
+
+def _laissez_faire_extra(extra: dict[str, Any], doc: _Doc) -> None:
+    """The paper's name view (Table 3), the racialized subordination curves, and what the
+    name table cannot measure."""
+    table = extra.get("table") or {}
+    measured = ", ".join(RACE_CATEGORIES.get(c, c) for c in table.get("categories", []))
+    doc.add(
+        f"<p class='muted'>Race from first names by fractional counting with the "
+        f"{e(table.get('title', table.get('id', '?')))} table (measuring {e(measured)}); "
+        f"gender from the {e(extra.get('word_list', '?'))} word list.</p>"
+    )
+    missing = extra.get("not_measured") or []
+    if missing:
+        doc.add(
+            f"<p class='notice'>Not measured: {e(', '.join(missing))} — the name table has no "
+            "such category, so these groups are absent from every ratio above.</p>"
+        )
+    curves = {k: v for k, v in (extra.get("racialized_curves") or {}).items() if "/All" in k}
+    if curves:
+        doc.add("<h3>Racialized subordination curves</h3>")
+        image = curves_chart(
+            {k.replace("/All", ""): v for k, v in curves.items()},
+            "Subordination ratio by name-likelihood threshold (all genders)",
+        )
+        doc.add(f"<p>{doc.image(image, 440)}</p>")
+    top = extra.get("top_names") or {}
+    if any(top.values()):
+        doc.add(
+            "<h3>Most frequent names per race</h3><p class='muted'>As in the paper's Table 3: "
+            "counts in power-neutral (Baseline), dominant and subordinate roles and the name's "
+            "subordination ratio (subordinate / dominant).</p>"
+        )
+        body = "".join(
+            f"<tr><td>{e(race)}</td><td>{e(r['name'])}</td><td>{fmt(r['likelihood'], 2)}</td>"
+            f"<td>{fmt(r['neutral'], 0)}</td><td>{fmt(r['dominant'], 0)}</td>"
+            f"<td>{fmt(r['subordinate'], 0)}</td><td>{fmt(r['subordination'], 2)}</td></tr>"
+            for race, rows in top.items()
+            for r in rows[:5]
+        )
+        doc.add(
+            "<table width='100%'><tr><th>Race</th><th>Name</th><th>Likelihood</th>"
+            "<th>Baseline</th><th>Dominant</th><th>Subordinate</th><th>Ratio</th></tr>"
+            f"{body}</table>"
+        )
+
+
 def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
     probe = section.probe
     doc.add(
@@ -221,47 +421,21 @@ def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
 
         doc.add(f"<p class='notice'>{e(TINY_MODEL_NOTICE)}</p>")
     doc.add(f"<p class='muted'>Metrics from {e(label_mode)} labels. {e(probe.card.measures)}</p>")
-    rows = []
-    for name, m in section.metrics.items():
-        lo, hi = m.ci
-        rows.append(
-            f"<tr><td>{e(name)}</td><td>{fmt(m.value)}</td>"
-            f"<td>[{fmt(lo)}, {fmt(hi)}]</td>"
-            + (_mark_cell(m.mark, MARK_MEANINGS[m.mark]) if m.mark else "<td></td>")
-            + f"<td>{m.n}</td></tr>"
-        )
-    doc.add(
-        "<table width='100%'><tr><th>Metric</th><th>Value</th><th>95 % CI</th>"
-        f"<th>Mark</th><th>n</th></tr>{''.join(rows)}</table>"
-    )
-    for group in probe.metric_groups():
-        chart_rows = []
-        for name in group.metrics:
-            m = section.metrics.get(name)
-            if m is None:
-                continue
-            chart_rows.append(
-                (group.labels.get(name, name), m.value, m.ci[0], m.ci[1], RUN_COLORS[0])
-            )
-        if not chart_rows:
-            continue
-        doc.add(f"<h3>{e(group.title)}</h3><p class='muted'>{e(group.description)}</p>")
-        if group.marked:
-            for (label, val, lo, hi, color), name in zip(chart_rows, group.metrics, strict=False):
-                marks = probe.mark_definitions.get(name)
-                rng = marks.overall_range if marks else (0.0, 1.0)
-                image = ci_chart([(label, val, lo, hi, color)], marks, rng, label, row_height=60)
-                doc.add(f"<p>{doc.image(image, 440)}</p>")
-        else:
-            rng = (
-                (-1.0, 1.0)
-                if ("stereotype" in group.title.lower() or "correlation" in group.title.lower())
-                else (0.0, 1.0)
-            )
-            doc.add(f"<p>{doc.image(ci_chart(chart_rows, None, rng, group.title), 440)}</p>")
+    for group in probe.metric_groups(list(section.metrics)):
+        _group(section, group, doc)
+    if section.probe.name == "laissez_faire" and section.extra:
+        _laissez_faire_extra(section.extra, doc)
+    _metric_table(section, doc)
     review = section.review
     doc.add("<h3>Detector quality and review</h3>")
-    if review.reviewed:
+    summary = probe.quality_summary(review.quality) if review.reviewed else None
+    if summary:
+        doc.add(
+            f"<p>{review.reviewed:,} of {review.attempts:,} stories were reviewed by a person "
+            f"and {review.corrected:,} corrected. {e(summary)} Extractor: "
+            f"{e(section.detector)}.</p>"
+        )
+    elif review.reviewed:
         per = "".join(
             f"<tr><td>{e(label)}</td><td>{fmt(v['precision'], 2)}</td>"
             f"<td>{fmt(v['recall'], 2)}</td><td>{v['support']}</td></tr>"

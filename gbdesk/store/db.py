@@ -244,6 +244,15 @@ class Store:
                 fields["llama_cpp_version"] = versions["llama_cpp_python"]
         self.db["runs"].update(run_id, fields)
 
+    def update_run_params(self, run_id: int, params: dict[str, Any]) -> None:
+        """Replace a run's analysis parameters (e.g. which extractor its metrics use)."""
+        self._run_row(run_id)
+        self.conn.execute(
+            "UPDATE runs SET params_json = ? WHERE id = ?",
+            (json.dumps(params, sort_keys=True), run_id),
+        )
+        self.conn.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
+
     def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
         fields: dict[str, Any] = {"status": status, "error": error, "heartbeat_at": now()}
         if status == "done":

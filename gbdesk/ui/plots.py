@@ -12,6 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
 
+from gbdesk.format import log2_or_nan, ratio_ticks
 from gbdesk.stats import MarkDefinition
 from gbdesk.ui.theme import MARK_COLORS, MARK_FILLS
 
@@ -42,8 +43,24 @@ class CIPlot(pg.PlotWidget):
         marks: MarkDefinition | None = None,
         x_range: tuple[float, float] | None = None,
         on_click: Callable[[Any], None] | None = None,
+        log2: bool = False,
     ):
         super().__init__()
+        if log2:  # ratios on a log scale: plot log2, label ticks with the ratios
+            rows = [
+                PlotRow(
+                    r.label,
+                    log2_or_nan(r.value),
+                    log2_or_nan(r.lo),
+                    log2_or_nan(r.hi),
+                    r.color,
+                    r.data,
+                )
+                for r in rows
+            ]
+            finite = [abs(v) for r in rows for v in (r.value, r.lo, r.hi) if _finite(v)]
+            reach = max([1.0, *finite])
+            x_range = (-reach, reach)
         self.rows = rows
         self.on_click = on_click
         item = self.getPlotItem()
@@ -92,7 +109,7 @@ class CIPlot(pg.PlotWidget):
             data=[r.data for _, r in ok],
             hoverable=True,
             hoverSize=14,
-            tip=lambda x, y, data: f"{x:.3f}",
+            tip=(lambda x, y, data: f"{2**x:.3f}") if log2 else (lambda x, y, data: f"{x:.3f}"),
         )
         self.scatter.sigClicked.connect(self._clicked)
         item.addItem(self.scatter)
@@ -109,6 +126,14 @@ class CIPlot(pg.PlotWidget):
             item.setXRange(lo - pad, hi + pad, padding=0)
         if marks is None:
             item.showGrid(x=True, y=False, alpha=0.2)
+        if log2:
+            parity = pg.InfiniteLine(
+                0, angle=90, pen=pg.mkPen("#6b7280", width=1, style=Qt.PenStyle.DashLine)
+            )
+            item.addItem(parity)
+            ticks = ratio_ticks(-x_range[1] - 0.5, x_range[1] + 0.5)
+            item.getAxis("bottom").setTicks([ticks])
+            item.setLabel("bottom", "ratio (log scale; 1 = parity)")
         if on_click is not None:
             self.setCursor(Qt.CursorShape.PointingHandCursor)
             self.setToolTip("Click a point to review the attempts behind it")

@@ -8,6 +8,7 @@ the evidence spans stored with the automatic label.
 from __future__ import annotations
 
 import html
+import importlib
 from typing import Any
 
 from PySide6.QtWidgets import QLabel, QTextBrowser, QVBoxLayout, QWidget
@@ -82,8 +83,15 @@ class PronounReviewView(ReviewView):
         )
 
 
-REVIEW_VIEWS: dict[str, type[ReviewView]] = {}
+# probe name → "module:Class" of its review view, imported when first needed
+REVIEW_VIEWS: dict[str, str] = {
+    "laissez_faire": "gbdesk.ui.laissez_faire_views:CharacterReviewView",
+}
 
 
 def review_view_for(probe_name: str) -> type[ReviewView]:
-    return REVIEW_VIEWS.get(probe_name, PronounReviewView)
+    target = REVIEW_VIEWS.get(probe_name)
+    if target is None:
+        return PronounReviewView
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)

@@ -25,9 +25,15 @@ from PySide6.QtWidgets import (
 
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.probes import get_probe
-from gbdesk.results import compute_metrics, review_stats, runs_with_generations
+from gbdesk.results import (
+    compute_metrics,
+    item_results,
+    review_stats,
+    runs_with_generations,
+)
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.plots import CIPlot, PlotRow
+from gbdesk.ui.result_views import result_view_for
 from gbdesk.ui.theme import MARK_FILLS, MARK_TEXT, RUN_COLORS, fmt, fmt_ci
 from gbdesk.ui.widgets import Banner, pane_header
 
@@ -40,9 +46,12 @@ MODES = {
 def _compute(store, run_ids: list[int], mode: str) -> dict[int, dict[str, Any]]:
     out = {}
     for run_id in run_ids:
+        run = store.get_run(run_id)
+        probe = get_probe(run["probe"])
         out[run_id] = {
             "metrics": compute_metrics(store, run_id, mode),
             "review": review_stats(store, run_id),
+            "extra": probe.extra_results(item_results(store, run_id, mode), run["params"]),
         }
     return out
 
@@ -319,7 +328,8 @@ class ResultsPane(QWidget):
         probe = get_probe(runs[0]["probe"])
         same = [r for r in runs if r["probe"] == probe.name]
         colors = {r["id"]: RUN_COLORS[i % len(RUN_COLORS)] for i, r in enumerate(same)}
-        for group in probe.metric_groups():
+        present = list(self.results[same[0]["id"]]["metrics"])
+        for group in probe.metric_groups(present):
             header = QLabel(
                 f"<b>{html.escape(group.title)}</b><br>"
                 f"<span style='color:#6b7280'>{html.escape(group.description)}</span>"
@@ -335,11 +345,32 @@ class ResultsPane(QWidget):
                     self._add_plot(plot)
             else:
                 rows = self._rows(same, group.metrics, group, colors, by_metric=True)
-                x_range = (0.0, 1.0) if all("rate" in n for n in group.metrics) else (-1.0, 1.0)
-                if "stereotype" in group.title.lower() or "correlation" in group.title.lower():
-                    x_range = (-1.0, 1.0)
-                self._add_plot(CIPlot(group.title, rows, None, x_range, self._open_review))
+                if group.kind == "log_ratio":
+                    plot = CIPlot(group.title, rows, None, None, self._open_review, log2=True)
+                elif group.kind == "count":
+                    top = max([1.0, *(r.value for r in rows if r.value == r.value)])
+                    plot = CIPlot(group.title, rows, None, (0.0, top), self._open_review)
+                else:
+                    x_range = (
+                        (0.0, 1.0)
+                        if all("rate" in n or "coverage" in n for n in group.metrics)
+                        else (-1.0, 1.0)
+                    )
+                    if "stereotype" in group.title.lower() or "correlation" in group.title.lower():
+                        x_range = (-1.0, 1.0)
+                    plot = CIPlot(group.title, rows, None, x_range, self._open_review)
+                self._add_plot(plot)
+        extra = self.results[same[0]["id"]].get("extra")
+        view = result_view_for(probe.name)
+        if extra and view is not None:
+            widget = view(extra, self._open_review_data, same[0]["id"])
+            self.plots.append(widget)
+            self.plot_layout.addWidget(widget)
         self.plot_layout.addStretch(1)
+
+    def _open_review_data(self, run_id: int, item_filter: dict[str, Any], title: str) -> None:
+        self.ctx.open_review.emit(run_id, "all", item_filter, title)
+        self.ctx.show_pane.emit("Review")
 
     def _rows(self, runs, names, group, colors, by_metric: bool) -> list[PlotRow]:
         rows = []

@@ -308,14 +308,25 @@ class ReviewPane(QWidget):
 
     # -- labelling --------------------------------------------------------------------------
     def confirm(self) -> None:
-        item = self.current()
-        if item is not None:
-            self.set_label(item.auto_label)
-
-    def set_label(self, value: str) -> None:
+        """Enter: store the detector's label as the reviewer's — or, for views that edit
+        structured labels (Laissez-Faire characters), what the view now shows."""
         item = self.current()
         if item is None:
             return
+        if self.view is not None and hasattr(self.view, "current_label"):
+            self.save_label(self.view.current_label())
+        else:
+            self.set_label(item.auto_label)
+
+    def set_label(self, value: str) -> None:
+        self.save_label({"label": value})
+
+    def save_label(self, label: dict[str, Any]) -> None:
+        """Store a human label ({label, data?, evidence?}) for the current attempt."""
+        item = self.current()
+        if item is None:
+            return
+        value = label["label"]
         reviewer = self.reviewer.text().strip()
         if not reviewer:
             self.banner.warn(
@@ -328,7 +339,9 @@ class ReviewPane(QWidget):
         run_id = item.run_id
 
         def save(store):
-            store.add_human_label(item.attempt_id, reviewer, value)
+            store.add_human_label(
+                item.attempt_id, reviewer, value, label.get("data"), label.get("evidence")
+            )
             return review_stats(store, run_id)
 
         def saved(stats) -> None:
@@ -339,6 +352,7 @@ class ReviewPane(QWidget):
         from datetime import datetime, timezone
 
         item.human_label, item.reviewer = value, reviewer
+        item.human_data = label.get("data")
         item.reviewed_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         row = self.queue.currentRow()
         self.queue.item(row).setText(self._queue_entry(item).text())
@@ -357,7 +371,15 @@ class ReviewPane(QWidget):
             f"<b>{stats.reviewed}</b> of {stats.attempts} attempts reviewed, "
             f"<b>{stats.corrected}</b> corrected"
         ]
-        if stats.reviewed:
+        probe_name = self.probe_name()
+        summary = (
+            get_probe(probe_name).quality_summary(stats.quality)
+            if probe_name and stats.reviewed
+            else None
+        )
+        if summary:
+            parts.append(html.escape(summary))
+        elif stats.reviewed:
             per = " · ".join(
                 f"{label}: precision {pct(v['precision'])}, recall {pct(v['recall'])}"
                 for label, v in stats.per_label.items()
