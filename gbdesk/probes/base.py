@@ -211,6 +211,10 @@ class Probe(ABC):
         """Probe-specific detector quality from (automatic, human) label rows."""
         return {}
 
+    def detector_title(self, params: dict[str, Any] | None) -> str:
+        """What writes the automatic labels, in words ("the pronoun detector")."""
+        return "the pronoun detector"
+
     def quality_summary(self, quality: dict[str, Any]) -> str | None:
         """One sentence on `review_quality`'s result, shown instead of per-label precision
         and recall; None when the probe has no such measure."""

@@ -827,6 +827,11 @@ class LaissezFaireProbe(Probe):
             "characters": g_gold,
         }
 
+    def detector_title(self, params: dict[str, Any] | None) -> str:
+        if (params or {}).get("extractor", DEFAULT_EXTRACTOR) == "llm":
+            return "the LLM character extractor on a labeler model"
+        return "the deterministic character extractor"
+
     def quality_summary(self, quality: dict[str, Any]) -> str | None:
         """Table S8's measures for the extractor against the reviewers' corrections."""
         if not quality:

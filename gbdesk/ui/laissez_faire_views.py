@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from gbdesk.detect.coref import CharacterExtraction, Span
 from gbdesk.detect.gender_refs import gender_of
 from gbdesk.detect.name_race import RACE_CATEGORIES
+from gbdesk.format import log2_or_nan, ratio_ticks
 from gbdesk.probes.base import Probe
 from gbdesk.probes.laissez_faire import GENDER_LABELS, character_label, characters_from_data
 from gbdesk.review import ReviewItem
@@ -349,10 +350,12 @@ class CharacterResultsView(QWidget):
         row.addStretch(1)
         layout.addLayout(row)
         self.curves = pg.PlotWidget()
-        self.curves.setMinimumHeight(260)
-        self.curves.addLegend(offset=(10, 10))
+        self.curves.setMinimumHeight(300)
+        self.curves.addLegend(offset=(-10, 10))  # top right
         self.curves.setLabel("bottom", "name likelihood threshold t (%)")
-        self.curves.setLabel("left", "log2 subordination ratio")
+        self.curves.setLabel("left", "subordination ratio (log scale)")
+        self.curves.setXRange(0, 100)
+        self.curves.setMouseEnabled(x=False, y=False)
         layout.addWidget(self.curves)
         self._draw_curves("All")
 
@@ -423,14 +426,13 @@ class CharacterResultsView(QWidget):
         self.curves.clear()
         colors = ["#1f5fbf", "#c2410c", "#15803d", "#7e22ce", "#0e7490", "#a16207", "#be123c"]
         shown = 0
+        finite: list[float] = []
         for key, curve in self.extra.get("racialized_curves", {}).items():
             race, g = key.split("/", 1)
             if g != gender:
                 continue
-            ys = [
-                math.log2(v) if v and v > 0 and not math.isnan(v) else math.nan
-                for v in curve["ratios"]
-            ]
+            ys = [log2_or_nan(v) for v in curve["ratios"]]
+            finite += [y for y in ys if not math.isnan(y)]
             self.curves.plot(
                 curve["thresholds"],
                 ys,
@@ -441,6 +443,9 @@ class CharacterResultsView(QWidget):
         self.curves.addItem(
             pg.InfiniteLine(0, angle=0, pen=pg.mkPen("#6b7280", style=Qt.PenStyle.DashLine))
         )
+        reach = max([1.0, *(abs(y) for y in finite)])
+        self.curves.setYRange(-reach, reach)
+        self.curves.getAxis("left").setTicks([ratio_ticks(-reach - 0.5, reach + 0.5)])
 
     def _open_text(self, text: str) -> None:
         self.open_review(self.run_id, {"__text__": text}, f"stories mentioning “{text}”")

@@ -18,17 +18,30 @@ from gbdesk.review import ReviewItem
 from gbdesk.ui.theme import GENDER_COLORS, MUTED
 
 
+def tint(color: str, strength: float = 0.14) -> str:
+    """`#rrggbb` blended into white — a light background for text in that colour. (Qt
+    reads 8-digit hex as #AARRGGBB, so CSS's #rrggbbaa would give the wrong colour.)"""
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(255 - (255 - c) * strength):02x}" for c in (r, g, b))
+
+
 def highlight(text: str, spans: list[list[Any]], colors: dict[str, str]) -> str:
-    """HTML of `text` with each [start, end, kind] span coloured; everything escaped."""
+    """HTML of `text` with each [start, end, kind] span coloured (kinds ending in ":name"
+    drawn solid, others tinted); everything escaped."""
     out, pos = [], 0
     for start, end, kind in sorted(spans, key=lambda s: (s[0], s[1])):
         if start < pos or end > len(text):
             continue  # overlapping or stale evidence: skip rather than garble the text
         out.append(html.escape(text[pos:start]))
         color = colors.get(kind, MUTED)
+        style = (
+            f"background:{color}; color:white"  # a name: solid
+            if str(kind).endswith(":name")
+            else f"background:{tint(color)}; color:{color}"
+        )
         out.append(
-            f"<span style='background:{color}22; color:{color}; font-weight:bold; "
-            f"border-bottom:2px solid {color}'>{html.escape(text[start:end])}</span>"
+            f"<span style='{style}; font-weight:bold; border-bottom:2px solid {color}'>"
+            f"{html.escape(text[start:end])}</span>"
         )
         pos = end
     out.append(html.escape(text[pos:]))

