@@ -40,6 +40,36 @@ def test_fresh_database_is_migrated_and_in_wal_mode(tmp_path):
         assert store.migrated_from == LATEST_VERSION  # nothing to do the second time
 
 
+def test_a_migration_applied_meanwhile_by_another_connection_is_skipped(tmp_path):
+    """Two threads opening the same new file: the one that read version 0 first must not
+    re-apply what the other committed in between ("table models already exists")."""
+    from gbdesk.store.migrations import migrate
+
+    path = tmp_path / "race.sqlite"
+
+    class Late:
+        """A connection whose first version read happens before the other one migrates."""
+
+        def __init__(self, conn):
+            self.conn, self.first = conn, True
+
+        def execute(self, sql, *args):
+            cursor = self.conn.execute(sql, *args)
+            if self.first and "user_version" in sql:
+                self.first = False
+                before = cursor.fetchone()
+                Store(path).close()  # the other thread wins the race
+                return type("Row", (), {"fetchone": lambda self: before})()
+            return cursor
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert migrate(Late(conn)) == 0
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
+    conn.close()
+    with Store(path) as store:
+        assert store.migrated_from == LATEST_VERSION
+
+
 def test_newer_schema_is_refused(tmp_path):
     path = tmp_path / "future.sqlite"
     conn = sqlite3.connect(path)

@@ -139,6 +139,11 @@ def migrate(conn: sqlite3.Connection) -> int:
     for version in range(before + 1, LATEST_VERSION + 1):
         conn.execute("BEGIN IMMEDIATE")
         try:
+            # Re-read under the write lock: another connection (a second thread or
+            # process opening the same new file) may have applied it meanwhile.
+            if conn.execute("PRAGMA user_version").fetchone()[0] >= version:
+                conn.execute("COMMIT")
+                continue
             MIGRATIONS[version - 1](conn)
             conn.execute(f"PRAGMA user_version = {version}")
             conn.execute("COMMIT")
