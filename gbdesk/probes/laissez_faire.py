@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from gbdesk.detect.coref import CharacterExtraction, RoleSpec, Span
 from gbdesk.errors import UserError
 from gbdesk.paths import resource
-from gbdesk.probes.base import Item, ItemResult, MetricGroup, Probe, ProbeCard
+from gbdesk.probes.base import Item, ItemResult, MetricGroup, Probe, ProbeCard, ProbeOption
 from gbdesk.probes.laissez_faire_stats import (
     NameCounts,
     Ratio,
@@ -192,6 +192,33 @@ class LaissezFaireProbe(Probe):
     templates: ClassVar[dict[str, str]] = {"paper": "{prompt}"}
     template_slots = ("prompt",)
     default_attempts = 10  # samples per prompt (the paper drew 1,000 per model)
+    options: ClassVar[tuple[ProbeOption, ...]] = (
+        ProbeOption(
+            "domains",
+            "Domains",
+            tuple((d, d) for d in DOMAINS),
+            ",".join(DOMAINS),
+            multiple=True,
+            help="Learning (15 + 15 prompts), Labor (15 + 15), Love (20 + 20)",
+        ),
+        ProbeOption(
+            "name_table",
+            "Name → race table",
+            (
+                ("rosenman2023", "Rosenman et al. 2023 (voter files, CC0)"),
+                ("census2020", "U.S. Census 2020 first names"),
+            ),
+            DEFAULT_TABLE,
+            help="First-name race likelihoods; a CSV needs a name column and one column per race",
+            file_filter="Name tables (*.csv *.csv.gz)",
+        ),
+        ProbeOption(
+            "word_list",
+            "Gender word list",
+            (("code", "the analysis code's list"), ("paper_s6a", "the paper's Table S6a")),
+            DEFAULT_WORD_LIST,
+        ),
+    )
     default_generation: ClassVar[dict[str, Any]] = {
         "temperature": 1.0,
         "top_p": 1.0,

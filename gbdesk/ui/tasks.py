@@ -115,38 +115,78 @@ class TaskRunner(QObject):
         self.pool.waitForDone(msecs)
 
 
-class RunThread(QThread):
-    """Executes one run; pause/cancel go through `control`."""
+class _StoreJobThread(QThread):
+    """A long job on its own store connection; errors arrive as `failed(message, resumable)`."""
 
     progress = Signal(object)  # gbdesk.runs.Progress
-    token = Signal(str)
-    completed = Signal(object)  # gbdesk.runs.RunOutcome
+    completed = Signal(object)
     failed = Signal(str, bool)  # message, resumable
 
-    def __init__(self, db_path: str, run_id: int, backend_factory=None, parent=None):
+    def __init__(self, db_path: str, run_id: int, parent=None):
         super().__init__(parent)
         self.db_path = db_path
         self.run_id = run_id
-        self.backend_factory = backend_factory or llama_backend_factory
         self.control = RunControl()
+
+    def work(self, store: Store) -> Any:
+        raise NotImplementedError
 
     def run(self) -> None:
         try:
             with Store(self.db_path) as store:
-                outcome = execute_run(
-                    store,
-                    self.run_id,
-                    backend_factory=self.backend_factory,
-                    control=self.control,
-                    on_progress=self.progress.emit,
-                    on_token=self.token.emit,
-                )
-        except EngineCrashed as exc:
+                result = self.work(store)
+        except (EngineCrashed, GbdeskError) as exc:
             self.failed.emit(str(exc), True)
-        except GbdeskError as exc:
-            self.failed.emit(str(exc), True)
-        except Exception as exc:
+        except Exception as exc:  # a bug: show it rather than lose it
             traceback.print_exc()
             self.failed.emit(f"{type(exc).__name__}: {exc}", True)
         else:
-            self.completed.emit(outcome)
+            self.completed.emit(result)
+
+
+class RunThread(_StoreJobThread):
+    """Executes one run; pause/cancel go through `control`; `completed` carries the
+    `gbdesk.runs.RunOutcome`."""
+
+    token = Signal(str)
+
+    def __init__(self, db_path: str, run_id: int, backend_factory=None, parent=None):
+        super().__init__(db_path, run_id, parent)
+        self.backend_factory = backend_factory or llama_backend_factory
+
+    def work(self, store: Store) -> Any:
+        return execute_run(
+            store,
+            self.run_id,
+            backend_factory=self.backend_factory,
+            control=self.control,
+            on_progress=self.progress.emit,
+            on_token=self.token.emit,
+        )
+
+
+class LabelThread(_StoreJobThread):
+    """Labels a Laissez-Faire run's stored stories with the LLM extractor on a labeler model
+    (`gbdesk.labeling.label_run`); `completed` carries label_run's summary dict."""
+
+    def __init__(
+        self, db_path: str, run_id: int, labeler_path: str, backend_factory=None, parent=None
+    ):
+        super().__init__(db_path, run_id, parent)
+        self.labeler_path = labeler_path
+        self.backend_factory = backend_factory
+
+    def work(self, store: Store) -> Any:
+        from gbdesk.labeling import label_run
+
+        result = label_run(
+            store,
+            self.run_id,
+            "llm",
+            self.labeler_path,
+            backend_factory=self.backend_factory,
+            on_progress=self.progress.emit,
+            control=self.control,
+        )
+        result["run_id"] = self.run_id
+        return result

