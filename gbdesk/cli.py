@@ -204,7 +204,8 @@ class _ProgressPrinter:
             return
         line = (
             f"[run {p.run_id}] {p.done}/{p.total} ({100 * p.fraction:.1f}%) "
-            f"· {p.tokens_per_s:.0f} tok/s · ETA {duration(p.eta_s, compact=True)}"
+            f"· {p.tokens_per_s:.0f} {'sent/s' if p.rate_unit == 'sentences/s' else 'tok/s'} "
+            f"· ETA {duration(p.eta_s, compact=True)}"
         )
         if p.last:
             line += f" · {p.last['item']}#{p.last['attempt']} → {p.last['label']}"

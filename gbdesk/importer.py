@@ -89,7 +89,11 @@ def import_generations(
     """Create imported run(s) from the file: one run, or one per value of an optional
     `model` column. Returns {run_id, attempts} (and {runs: […]} for several models)."""
     probe = get_probe(probe_name)
+    if probe_name == "globalbias_profiles":
+        return import_profiles(store, probe, path, model_name=model_name)
     rows = read_rows(path)
+    if probe.kind == "scoring":
+        return import_apx_table(store, probe, path, rows, model_name=model_name)
     _require_columns(path, rows, ("prompt", "response"))
     params = probe.resolve_params(template=template)
     groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
@@ -223,6 +227,236 @@ def _write(
         run_id, {"attempts_total": len(placed), "status": "done", "finished_at": _now()}
     )
     return {"run_id": run_id, "attempts": len(placed)}
+
+
+def import_apx_table(
+    store: Store,
+    probe,
+    path: str | Path,
+    rows: list[tuple[int, dict[str, Any]]],
+    *,
+    model_name: str | None = None,
+) -> dict[str, Any]:
+    """An APX table computed elsewhere (columns group, descriptor, template 1–3, apx;
+    optional axis, model) as an imported GlobalBias run per model. Group labels are kept
+    exactly as given; descriptors are matched to the shipped list (for their axis)."""
+    import math
+
+    from gbdesk.probes.globalbias import load_descriptors
+
+    _require_columns(path, rows, ("group", "descriptor", "template", "apx"))
+    shipped = {d["descriptor"]: d for d in load_descriptors()}
+    folded = {k.casefold(): v for k, v in shipped.items()}
+    bad_template, bad_apx, empty = [], [], []
+    by_model: dict[str, dict[tuple[int, str], list[dict[str, Any]]]] = {}
+    unmatched: set[str] = set()
+    for number, record in rows:
+        group = str(record.get("group") or "")
+        descriptor = str(record.get("descriptor") or "").strip()
+        if not group.strip() or not descriptor:
+            empty.append(number)
+            continue
+        try:
+            template = int(str(record.get("template")).strip())
+            if template not in (1, 2, 3):
+                raise ValueError
+        except ValueError:
+            bad_template.append(number)
+            continue
+        try:
+            apx = float(str(record.get("apx")).strip())
+            if not math.isfinite(apx):
+                raise ValueError
+        except ValueError:
+            bad_apx.append(number)
+            continue
+        known = shipped.get(descriptor) or folded.get(descriptor.casefold())
+        if known is None:
+            unmatched.add(descriptor)
+        axis = str(record.get("axis") or "").strip() or (known or {}).get("axis", "")
+        model = str(record.get("model") or "").strip() or model_name or "imported"
+        by_model.setdefault(model, {}).setdefault((template, group), []).append(
+            {
+                "group": group,
+                "descriptor": known["descriptor"] if known else descriptor,
+                "template": template,
+                "apx": apx,
+                "axis": axis,
+            }
+        )
+    problems = []
+    if empty:
+        problems.append(f"{_lines(empty)} lack a group or a descriptor")
+    if bad_template:
+        problems.append(f"{_lines(bad_template)} have a template that is not 1, 2 or 3")
+    if bad_apx:
+        problems.append(f"{_lines(bad_apx)} have an apx that is not a number")
+    if problems:
+        raise UserError(f"nothing imported from {path}: " + "; ".join(problems))
+    runs = []
+    for model, blocks in by_model.items():
+        items = [
+            (
+                f"import/t{t}/{g}",
+                f"{g} · template {t} ({len(b)} descriptors)",
+                {"template": t, "group": g},
+            )
+            for (t, g), b in blocks.items()
+        ]
+        model_id = store.register_model(
+            {"kind": "external", "name": model, "path": f"external:{model}", "sha256": None}
+        )
+        params = probe.resolve_params()
+        params["imported_from"] = str(Path(path).resolve())
+        params["unmatched_descriptors"] = sorted(unmatched)
+        run_id = store.create_run(
+            probe=probe.name,
+            probe_version=probe.version,
+            model_id=model_id,
+            params=params,
+            generation={"attempts": 1, "imported": True},
+            items=items,
+            attempts_per_item=0,
+            app_version=__version__,
+            llama_cpp_version=None,
+            source="imported",
+        )
+        for (key, prompt, meta), b in zip(items, blocks.values(), strict=True):
+            seen = {r["descriptor"] for r in b}
+            if len(seen) != len(b):
+                raise UserError(
+                    f"nothing imported from {path}: group {meta['group']!r}, template "
+                    f"{meta['template']} repeats a descriptor"
+                )
+            store.add_attempt(
+                run_id,
+                key,
+                0,
+                prompt,
+                f"{len(b)} imported APX values",
+                prompt_mode="imported",
+                auto_label=probe.label("", meta),
+                scores=b,
+            )
+        store.db["runs"].update(
+            run_id, {"attempts_total": len(items), "status": "done", "finished_at": _now()}
+        )
+        runs.append(
+            {
+                "model": model,
+                "run_id": run_id,
+                "attempts": len(items),
+                "rows": sum(len(b) for b in blocks.values()),
+            }
+        )
+    result: dict[str, Any] = {
+        "run_id": runs[0]["run_id"],
+        "attempts": sum(r["attempts"] for r in runs),
+        "rows": sum(r["rows"] for r in runs),
+        "unmatched_descriptors": len(unmatched),
+    }
+    if len(runs) > 1:
+        result["runs"] = runs
+    return result
+
+
+def import_profiles(
+    store: Store, probe, path: str | Path, *, model_name: str | None = None
+) -> dict[str, Any]:
+    """Character profiles generated elsewhere, in the released GlobalBias files' layout
+    (one row per profile: flattened fields, `name`, `run_id`, `Ethnicity`, `Gender`,
+    `Group`; list fields as Python tuple literals). One item per name, one attempt per run,
+    in file order; the response is the profile as JSON."""
+    import json
+    import math
+
+    from gbdesk.probes.globalbias_profiles_stats import (
+        LIST_FIELDS,
+        PHYSICAL_COLUMNS,
+        SCALAR_FIELDS,
+        read_profiles_csv,
+    )
+
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"file not found: {p}")
+    df = read_profiles_csv(p)
+    if df.empty:
+        raise UserError(f"{p} has no profiles")
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and math.isnan(v):
+            return None
+        return v.item() if hasattr(v, "item") else v
+
+    runs = {r: i for i, r in enumerate(dict.fromkeys(str(x) for x in df["run_id"]))}
+    items: dict[tuple[str, str, int], dict[str, Any]] = {}
+    attempts: list[tuple[tuple[str, str, int], int, dict[str, Any]]] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for record in df.to_dict("records"):
+        name, group, run = str(record["name"]), str(record["Group"]), str(record["run_id"])
+        k = seen.get((name, group, run), 0)
+        seen[(name, group, run)] = k + 1
+        key = (name, group, k)
+        items.setdefault(
+            key,
+            {
+                "name": name,
+                "ethnicity": clean(record["Ethnicity"]),
+                "gender": clean(record["Gender"]),
+                "group": group,
+            },
+        )
+        profile: dict[str, Any] = {"name": name}
+        for f in SCALAR_FIELDS:
+            if f != "name" and f in record:
+                profile[f] = clean(record[f])
+        for f in LIST_FIELDS:
+            profile[f] = list(record.get(f) or ())
+        profile["physical_characteristics"] = {
+            c.split(".", 1)[1]: clean(record.get(c)) for c in PHYSICAL_COLUMNS
+        }
+        attempts.append((key, runs[run], profile))
+    keys = {key: f"p{i:04d}-{key[0]}" for i, key in enumerate(items)}
+    model = model_name or "imported"
+    model_id = store.register_model(
+        {"kind": "external", "name": model, "path": f"external:{model}", "sha256": None}
+    )
+    params = probe.resolve_params()
+    params["imported_from"] = str(p.resolve())
+    run_id = store.create_run(
+        probe=probe.name,
+        probe_version=probe.version,
+        model_id=model_id,
+        params=params,
+        generation={"attempts": len(runs), "imported": True},
+        items=[
+            (keys[key], f"profile of {meta['name']}", {"people": [meta]})
+            for key, meta in items.items()
+        ],
+        attempts_per_item=0,
+        app_version=__version__,
+        llama_cpp_version=None,
+        source="imported",
+    )
+    stored = 0
+    for key, attempt, profile in attempts:
+        text = json.dumps([profile], ensure_ascii=False)
+        meta = {"people": [items[key]]}
+        if store.add_attempt(
+            run_id,
+            keys[key],
+            attempt,
+            f"profile of {items[key]['name']}",
+            text,
+            prompt_mode="imported",
+            auto_label=probe.label(text, meta),
+        ):
+            stored += 1
+    store.db["runs"].update(
+        run_id, {"attempts_total": stored, "status": "done", "finished_at": _now()}
+    )
+    return {"run_id": run_id, "attempts": stored}
 
 
 def _now() -> str:

@@ -66,6 +66,9 @@ def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[It
         result.labels.append(label["label"] if label else "undetected")
         result.label_data.append((label or {}).get("data") or {})
         result.responses.append(attempt["response"])
+    if get_probe(store.get_run(run_id)["probe"]).kind == "scoring":
+        for score in store.scores(run_id):
+            by_item[score["item"]].scores.append(score)
     return list(by_item.values())
 
 

@@ -14,6 +14,7 @@ that a half-finished run already covers every item.
 
 from __future__ import annotations
 
+import math
 import platform
 import threading
 import time
@@ -28,6 +29,7 @@ from gbdesk.engine.base import (
     DEFAULT_TOP_K,
     Backend,
     GenerationRequest,
+    GenerationResult,
     attempt_seed,
 )
 from gbdesk.errors import EngineCrashed, EngineError, UserError
@@ -168,6 +170,7 @@ class Progress:
     eta_s: float | None = None
     elapsed_s: float = 0.0
     last: dict[str, Any] | None = None
+    rate_unit: str = "tokens/s"  # "sentences/s" for perplexity probes
 
     @property
     def fraction(self) -> float:
@@ -247,6 +250,30 @@ def pending_attempts(store: Store, run_id: int) -> list[tuple[dict[str, Any], in
     ]
 
 
+def _score_item(
+    backend: Backend, probe: Any, item: dict[str, Any]
+) -> tuple[GenerationResult, list[dict[str, Any]]]:
+    """Score one block of sentences; the result summarises it as an attempt."""
+    sentences = probe.sentences(item["metadata"])
+    started = time.perf_counter()
+    results = backend.score([s["text"] for s in sentences])
+    latency = time.perf_counter() - started
+    scores = [
+        {**s, "n_tokens": r.n_tokens, "logprob_sum": r.logprob_sum, "ppl": r.ppl}
+        for s, r in zip(sentences, results, strict=True)
+    ]
+    mean_ppl = sum(s["ppl"] for s in scores) / len(scores) if scores else math.nan
+    summary = GenerationResult(
+        text=f"{len(scores)} sentences scored, mean perplexity {mean_ppl:.2f}",
+        tokens_in=sum(r.n_tokens for r in results),
+        tokens_out=0,
+        latency_s=latency,
+        finish_reason="scored",
+        prompt_mode="score",
+    )
+    return summary, scores
+
+
 def execute_run(
     store: Store,
     run_id: int,
@@ -318,6 +345,48 @@ def execute_run(
             if control.cancelled:
                 status = "cancelled"
                 break
+            if probe.kind == "scoring":
+                result, scores = _score_item(backend, probe, item)
+                label = probe.label(result.text, item["metadata"])
+                store.add_attempt(
+                    run_id,
+                    item["item"],
+                    attempt,
+                    item["prompt"],
+                    result.text,
+                    tokens_in=result.tokens_in,
+                    tokens_out=0,
+                    latency_s=result.latency_s,
+                    finish_reason=result.finish_reason,
+                    prompt_mode=result.prompt_mode,
+                    auto_label=label,
+                    scores=scores,
+                )
+                session_done += 1
+                tokens_out += len(scores)  # the rate of a scoring run counts sentences
+                gen_time += result.latency_s
+                now_ = time.monotonic()
+                if now_ - last_beat > 10:
+                    store.heartbeat(run_id)
+                    last_beat = now_
+                elapsed = now_ - started
+                report(
+                    "running",
+                    session_done=session_done,
+                    tokens_per_s=tokens_out / gen_time if gen_time > 0 else 0.0,
+                    eta_s=elapsed / session_done * (len(todo) - session_done),
+                    elapsed_s=elapsed,
+                    rate_unit="sentences/s",
+                    last={
+                        "item": item["item"],
+                        "attempt": attempt,
+                        "prompt": item["prompt"],
+                        "response": result.text,
+                        "label": label["label"],
+                        "tokens_out": 0,
+                    },
+                )
+                continue
             seed = attempt_seed(generation["seed"], item["item"], attempt)
             request = GenerationRequest(
                 messages=[{"role": "user", "content": item["prompt"]}],
@@ -327,6 +396,7 @@ def execute_run(
                 max_tokens=generation["max_tokens"],
                 top_k=generation.get("top_k", DEFAULT_TOP_K),
                 min_p=generation.get("min_p", DEFAULT_MIN_P),
+                json_schema=probe.request_schema(item["metadata"]),
             )
             result = backend.generate(request, on_token)
             label = probe.label(result.text, item["metadata"])
@@ -391,6 +461,7 @@ def execute_run(
         elapsed_s=elapsed,
         tokens_per_s=tokens_out / gen_time if gen_time > 0 else 0.0,
         eta_s=0.0,
+        rate_unit="sentences/s" if probe.kind == "scoring" else "tokens/s",
     )
     outcome = RunOutcome(run_id, status, done, total, session_done, error, engine)
     if error is not None:
@@ -411,6 +482,7 @@ class Estimate:
     tokens_per_generation: float | None
     seconds: float | None
     basis: str
+    unit: str = "generations"  # "sentences" for perplexity probes (tokens_per_s: sentences/s)
 
 
 def measured_speed(store: Store, model_sha256: str | None) -> tuple[float, float, int] | None:
@@ -421,13 +493,30 @@ def measured_speed(store: Store, model_sha256: str | None) -> tuple[float, float
     row = store.conn.execute(
         "SELECT SUM(a.tokens_out), SUM(a.latency_s), COUNT(*), AVG(a.tokens_out) "
         "FROM attempts a JOIN runs r ON r.id = a.run_id JOIN models m ON m.id = r.model_id "
-        "WHERE m.sha256 = ? AND a.latency_s > 0",
+        "WHERE m.sha256 = ? AND a.latency_s > 0 AND COALESCE(a.prompt_mode, '') != 'score'",
         (model_sha256,),
     ).fetchone()
     tokens, seconds, count, mean_tokens = row
     if not count or not seconds:
         return None
     return tokens / seconds, mean_tokens, count
+
+
+def measured_scoring_speed(store: Store, model_sha256: str | None) -> tuple[float, int] | None:
+    """(sentences/s, sentences measured) over this model's stored scoring blocks."""
+    if not model_sha256:
+        return None
+    row = store.conn.execute(
+        "SELECT SUM(n), SUM(latency), SUM(n) FROM (SELECT a.latency_s AS latency, "
+        "(SELECT COUNT(*) FROM scores s WHERE s.attempt_id = a.id) AS n "
+        "FROM attempts a JOIN runs r ON r.id = a.run_id JOIN models m ON m.id = r.model_id "
+        "WHERE m.sha256 = ? AND a.prompt_mode = 'score' AND a.latency_s > 0)",
+        (model_sha256,),
+    ).fetchone()
+    sentences, seconds, _ = row
+    if not sentences or not seconds:
+        return None
+    return sentences / seconds, int(sentences)
 
 
 def estimate_run(
@@ -444,7 +533,29 @@ def estimate_run(
 ) -> Estimate:
     """Generations a run would make and how long they should take on this machine."""
     probe = get_probe(probe_name)
-    n_items = len(probe.items(probe.resolve_params(limit=limit, sample=sample, **probe_params)))
+    items = probe.items(probe.resolve_params(limit=limit, sample=sample, **probe_params))
+    if probe.kind == "scoring":
+        sentences = sum(len(probe.sentences(i.metadata)) for i in items)
+        measured = measured_scoring_speed(store, model_sha256)
+        if measured is None:
+            return Estimate(
+                sentences,
+                None,
+                None,
+                None,
+                "scoring speed not measured yet — score a small sample first (limit a few items)",
+                unit="sentences",
+            )
+        rate, count = measured
+        return Estimate(
+            sentences,
+            rate,
+            None,
+            sentences / rate,
+            f"measured on {count:,} sentences this model scored here",
+            unit="sentences",
+        )
+    n_items = len(items)
     generations = n_items * attempts
     speed = measured_speed(store, model_sha256)
     if speed is not None:

@@ -5,10 +5,19 @@ from __future__ import annotations
 from gbdesk.errors import UserError
 from gbdesk.probes.base import Item, ItemResult, Probe, ProbeCard
 from gbdesk.probes.genderbench import GestCreativeProbe, InventoriesProbe, JobsLumProbe
+from gbdesk.probes.globalbias import GlobalBiasApxProbe, GlobalBiasProfilesProbe
 from gbdesk.probes.laissez_faire import LaissezFaireProbe
 
 _PROBES: dict[str, type[Probe]] = {
-    cls.name: cls for cls in (InventoriesProbe, JobsLumProbe, GestCreativeProbe, LaissezFaireProbe)
+    cls.name: cls
+    for cls in (
+        InventoriesProbe,
+        JobsLumProbe,
+        GestCreativeProbe,
+        LaissezFaireProbe,
+        GlobalBiasApxProbe,
+        GlobalBiasProfilesProbe,
+    )
 }
 _cache: dict[str, Probe] = {}
 

@@ -35,6 +35,7 @@ class ItemResult:
     labels: list[str]
     label_data: list[dict[str, Any]] = field(default_factory=list)
     responses: list[str] = field(default_factory=list)
+    scores: list[dict[str, Any]] = field(default_factory=list)  # perplexity probes
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,7 @@ class Probe(ABC):
 
     name: ClassVar[str]
     version: ClassVar[str]
+    kind: ClassVar[str] = "generation"  # or "scoring": sentences scored, nothing generated
     card: ClassVar[ProbeCard]
     templates: ClassVar[dict[str, str]]
     template_slots: ClassVar[tuple[str, ...]]
@@ -217,6 +219,10 @@ class Probe(ABC):
     ) -> dict[str, MetricValue]:
         """Metrics with 95 % intervals (and marks or p-values); `params` are the run's."""
 
+    def request_schema(self, metadata: dict[str, Any]) -> dict[str, Any] | None:
+        """A JSON schema the answer is constrained to (grammar decoding), or None."""
+        return None
+
     def builtin_source_prefix(self) -> str:
         """Source prefix of the labels `label()` writes (used when relabelling)."""
         return ""
@@ -281,7 +287,7 @@ class Probe(ABC):
             "name": self.name,
             "version": self.version,
             "title": self.card.title,
-            "kind": "generation",
+            "kind": self.kind,
             "templates": dict(self.templates),
             "default_attempts": self.default_attempts,
             "generation": dict(self.default_generation),

@@ -170,9 +170,13 @@ def probe_tables(
     labels = effective_labels(store, run_id, label_mode)
     items = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
     attempts = [
-        {**a, "metadata": items.get(a["item"], {}), "label": labels.get(a["id"])}
+        {**a, "metadata": items.get(a["item"], {}), "label": labels.get(a["id"]), "scores": []}
         for a in store.attempts(run_id)
     ]
+    if probe.kind == "scoring":
+        by_item = {a["item"]: a for a in attempts}
+        for score in store.scores(run_id):
+            by_item[score["item"]]["scores"].append(score)
     return probe.export_tables(attempts, run["params"])
 
 

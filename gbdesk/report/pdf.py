@@ -410,6 +410,38 @@ def _laissez_faire_extra(extra: dict[str, Any], doc: _Doc) -> None:
         )
 
 
+def _globalbias_extra(extra: dict[str, Any], doc: _Doc, limit: int = 60) -> None:
+    """The flagged group × descriptor pairs and the flags per group."""
+    rows = extra.get("associations") or []
+    flagged = [r for r in rows if r.get("flagged")]
+    doc.add(
+        f"<h3>Flagged associations</h3><p class='muted'>{len(flagged):,} of {len(rows):,} "
+        "group × descriptor pairs have a bias score below the descriptor's mean − 2.326 SD "
+        "over the groups (1 % one-tailed; lower = more associated; the age axis is not "
+        f"tested). The {min(limit, len(flagged))} strongest are listed; associations.csv "
+        "holds them all.</p>"
+    )
+    if flagged:
+        body = "".join(
+            f"<tr><td>{e(r['group'])}</td><td>{e(r['descriptor'])}</td><td>{e(r.get('set', ''))}"
+            f"</td><td>{fmt(r['bias_score'], 3)}</td><td>{fmt(r['mean'], 3)}</td>"
+            f"<td>{fmt(r['threshold'], 3)}</td></tr>"
+            for r in sorted(flagged, key=lambda r: r["bias_score"] - r["threshold"])[:limit]
+        )
+        doc.add(
+            "<table width='100%'><tr><th>Group</th><th>Descriptor</th><th>Set</th>"
+            "<th>Bias score</th><th>Descriptor mean</th><th>Threshold</th></tr>"
+            f"{body}</table>"
+        )
+        per_group: dict[str, int] = {}
+        for r in flagged:
+            per_group[r["group"]] = per_group.get(r["group"], 0) + 1
+        listed = ", ".join(
+            f"{e(g)} {n}" for g, n in sorted(per_group.items(), key=lambda kv: -kv[1])
+        )
+        doc.add(f"<p><b>Flags per group:</b> {listed}.</p>")
+
+
 def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
     probe = section.probe
     doc.add(
@@ -425,7 +457,11 @@ def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
         _group(section, group, doc)
     if section.probe.name == "laissez_faire" and section.extra:
         _laissez_faire_extra(section.extra, doc)
+    if section.probe.name == "globalbias_apx" and section.extra:
+        _globalbias_extra(section.extra, doc)
     _metric_table(section, doc)
+    if probe.kind == "scoring":
+        return  # perplexities have no detector to review
     review = section.review
     doc.add("<h3>Detector quality and review</h3>")
     summary = probe.quality_summary(review.quality) if review.reviewed else None

@@ -300,8 +300,10 @@ class Store:
         finish_reason: str | None = None,
         prompt_mode: str | None = None,
         auto_label: dict[str, Any] | None = None,
+        scores: Sequence[dict[str, Any]] | None = None,
     ) -> int | None:
-        """Store one attempt (and its automatic label) atomically.
+        """Store one attempt (with its automatic label and, for perplexity probes, the
+        scores of its sentences) atomically.
 
         Returns the new id, or None when (run, item, attempt) was already stored —
         inserting twice is harmless, which makes resuming idempotent.
@@ -332,7 +334,42 @@ class Store:
             attempt_id = int(cur.lastrowid)
             if auto_label is not None:
                 self._put_auto_label(attempt_id, **auto_label)
+            if scores:
+                self.conn.executemany(
+                    "INSERT INTO scores (attempt_id, run_id, idx, grp, descriptor, axis, "
+                    "template, name, text, n_tokens, logprob_sum, ppl, apx) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    [
+                        (
+                            attempt_id,
+                            run_id,
+                            i,
+                            s["group"],
+                            s["descriptor"],
+                            s.get("axis"),
+                            s["template"],
+                            s.get("name"),
+                            s.get("text"),
+                            s.get("n_tokens"),
+                            s.get("logprob_sum"),
+                            s.get("ppl"),
+                            s.get("apx"),
+                        )
+                        for i, s in enumerate(scores)
+                    ],
+                )
         return attempt_id
+
+    def scores(self, run_id: int) -> list[dict[str, Any]]:
+        """Every stored score of a run, in run order (perplexity probes)."""
+        return self.query(
+            'SELECT s.grp AS "group", s.descriptor, s.axis, s.template, s.name, s.text, '
+            "s.n_tokens, s.logprob_sum, s.ppl, s.apx, a.item FROM scores s "
+            "JOIN attempts a ON a.id = s.attempt_id "
+            "JOIN run_items i ON i.run_id = a.run_id AND i.item = a.item "
+            "WHERE s.run_id = ? ORDER BY i.idx, a.attempt, s.idx",
+            (run_id,),
+        )
 
     def attempts(self, run_id: int) -> list[dict[str, Any]]:
         return self.query(

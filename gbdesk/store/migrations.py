@@ -122,7 +122,33 @@ def _v2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE metrics ADD COLUMN p_value REAL")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
+def _v3(conn: sqlite3.Connection) -> None:
+    """Scores of perplexity probes: one row per scored sentence, written with the attempt
+    that scored its block (imported APX tables store `apx` without a sentence)."""
+    conn.execute(
+        """
+        CREATE TABLE scores (
+            attempt_id INTEGER NOT NULL REFERENCES attempts(id) ON DELETE CASCADE,
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            grp TEXT NOT NULL,
+            descriptor TEXT NOT NULL,
+            axis TEXT,
+            template INTEGER NOT NULL,
+            name TEXT,
+            text TEXT,
+            n_tokens INTEGER,
+            logprob_sum REAL,
+            ppl REAL,
+            apx REAL,
+            PRIMARY KEY (attempt_id, idx)
+        )
+        """
+    )
+    conn.execute("CREATE INDEX scores_run ON scores (run_id)")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
 LATEST_VERSION = len(MIGRATIONS)
 
 

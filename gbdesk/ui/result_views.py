@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import importlib
 
-RESULT_VIEWS = {"laissez_faire": "gbdesk.ui.laissez_faire_views:CharacterResultsView"}
+RESULT_VIEWS = {
+    "laissez_faire": "gbdesk.ui.laissez_faire_views:CharacterResultsView",
+    "globalbias_apx": "gbdesk.ui.globalbias_views:AssociationsView",
+}
 
 
 def result_view_for(probe_name: str):

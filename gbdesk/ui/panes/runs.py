@@ -507,8 +507,13 @@ class RunsPane(QWidget):
             )
 
         def show(est) -> None:
-            text = f"<b>{est.generations:,}</b> generations"
-            if est.seconds is not None:
+            text = f"<b>{est.generations:,}</b> {est.unit}"
+            if est.seconds is not None and est.unit == "sentences":
+                text += (
+                    f" ≈ <b>{duration(est.seconds)}</b> at {est.tokens_per_s:.0f} sentences/s "
+                    f"({est.basis})."
+                )
+            elif est.seconds is not None:
                 text += (
                     f" ≈ <b>{duration(est.seconds)}</b> at {est.tokens_per_s:.0f} tokens/s "
                     f"and ~{est.tokens_per_generation:.0f} tokens each ({est.basis})."
@@ -684,7 +689,7 @@ class RunsPane(QWidget):
             return
         parts = [f"Run {p.run_id}: {p.done:,} / {p.total:,} generations"]
         if p.tokens_per_s:
-            parts.append(f"{p.tokens_per_s:.0f} tokens/s")
+            parts.append(f"{p.tokens_per_s:.0f} {p.rate_unit}")
         if p.status == "running" and p.eta_s is not None:
             parts.append(f"about {duration(p.eta_s)} left")
         if p.status != "running":

@@ -1,0 +1,187 @@
+"""GlobalBias result views: the searchable association table and the flag heat map."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gbdesk.ui.theme import MUTED
+
+COLUMNS = [
+    ("group", "Group"),
+    ("descriptor", "Descriptor"),
+    ("set", "Set"),
+    ("bias_score", "Bias score"),
+    ("mean", "Descriptor mean"),
+    ("threshold", "Threshold"),
+    ("flagged", "Flagged"),
+]
+FLAG_FILL = QColor("#fde2e1")
+
+
+class AssociationModel(QAbstractTableModel):
+    """Rows of the association table (tens of thousands: a model, not a widget table)."""
+
+    def __init__(self, rows: list[dict[str, Any]], parent=None):
+        super().__init__(parent)
+        self.rows = rows
+
+    def rowCount(self, parent: QModelIndex | None = None) -> int:
+        return 0 if parent is not None and parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: QModelIndex | None = None) -> int:
+        return len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section][1]
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        row = self.rows[index.row()]
+        key = COLUMNS[index.column()][0]
+        value = row.get(key)
+        if role == Qt.ItemDataRole.DisplayRole:
+            if key == "flagged":
+                return "yes" if value else ("not tested" if not row.get("tested") else "")
+            if isinstance(value, float):
+                return "—" if math.isnan(value) else f"{value:.3f}"
+            return "" if value is None else str(value)
+        if role == Qt.ItemDataRole.UserRole:  # sort key
+            return value if not isinstance(value, bool) else int(value)
+        if role == Qt.ItemDataRole.BackgroundRole and row.get("flagged"):
+            return FLAG_FILL
+        return None
+
+
+class _Filter(QSortFilterProxyModel):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.text = ""
+        self.flagged_only = True
+        self.setSortRole(Qt.ItemDataRole.UserRole)
+
+    def filterAcceptsRow(self, source_row, source_parent) -> bool:
+        row = self.sourceModel().rows[source_row]
+        if self.flagged_only and not row.get("flagged"):
+            return False
+        if not self.text:
+            return True
+        hay = f"{row.get('group', '')} {row.get('descriptor', '')} {row.get('set', '')}".casefold()
+        return all(word in hay for word in self.text.casefold().split())
+
+
+class AssociationsView(QWidget):
+    """Per-descriptor group associations (search, flagged highlighted) and a heat map of
+    flagged pairs per group × descriptor set."""
+
+    def __init__(
+        self,
+        extra: dict[str, Any],
+        open_review: Callable[[int, dict, str], None],
+        run_id: int,
+        parent: QWidget | None = None,
+    ):
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        rows = extra.get("associations", [])
+        n_flag = sum(1 for r in rows if r.get("flagged"))
+        layout.addWidget(
+            QLabel(
+                f"<b>Group associations</b> — {n_flag:,} flagged of {len(rows):,} group × "
+                "descriptor pairs (1 % one-tailed: bias score below the descriptor's mean − "
+                "2.326 SD; lower = more associated; age axis not tested)"
+            )
+        )
+        controls = QHBoxLayout()
+        self.search = QLineEdit(placeholderText="Search groups, descriptors, sets…")
+        self.search.setClearButtonEnabled(True)
+        self.flagged_only = QCheckBox("&Flagged only")
+        self.flagged_only.setChecked(True)
+        controls.addWidget(self.search, 1)
+        controls.addWidget(self.flagged_only)
+        layout.addLayout(controls)
+        self.model = AssociationModel(rows, self)
+        self.proxy = _Filter(self)
+        self.proxy.setSourceModel(self.model)
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(3, Qt.SortOrder.AscendingOrder)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setMinimumHeight(260)
+        layout.addWidget(self.table)
+        self.count = QLabel()
+        self.count.setStyleSheet(f"color:{MUTED}")
+        layout.addWidget(self.count)
+        self.search.textChanged.connect(self._refilter)
+        self.flagged_only.toggled.connect(self._refilter)
+        self._refilter()
+
+        heat = extra.get("heatmap") or {}
+        if heat.get("groups") and heat.get("sets"):
+            layout.addWidget(
+                QLabel("<b>Flagged pairs per group × descriptor set</b> (darker = more flags)")
+            )
+            layout.addWidget(self._heatmap(heat))
+
+    def _refilter(self) -> None:
+        self.proxy.text = self.search.text()
+        self.proxy.flagged_only = self.flagged_only.isChecked()
+        self.proxy.invalidate()
+        self.count.setText(f"{self.proxy.rowCount():,} rows shown")
+
+    @staticmethod
+    def _heatmap(heat: dict[str, Any]) -> pg.PlotWidget:
+        counts = np.asarray(heat["counts"], dtype=float)  # groups × sets
+        plot = pg.PlotWidget()
+        plot.setMinimumHeight(max(360, 16 * len(heat["groups"])))
+        image = pg.ImageItem(counts.T)  # x = set index, y = group index
+        top = max(1.0, float(counts.max()))
+        image.setLookupTable(
+            pg.ColorMap([0.0, 1.0], [(255, 255, 255), (153, 27, 27)]).getLookupTable(nPts=64)
+        )
+        image.setLevels((0, top))
+        plot.addItem(image)
+        plot.getAxis("left").setTicks(
+            [[(i + 0.5, _short(g)) for i, g in enumerate(heat["groups"])]]
+        )
+        plot.getAxis("bottom").setTicks([[(i + 0.5, s) for i, s in enumerate(heat["sets"])]])
+        plot.invertY(True)
+        plot.setMouseEnabled(x=False, y=False)
+        for gi in range(counts.shape[0]):
+            for si in range(counts.shape[1]):
+                if counts[gi, si]:
+                    label = pg.TextItem(f"{counts[gi, si]:.0f}", color="#111827", anchor=(0.5, 0.5))
+                    label.setPos(si + 0.5, gi + 0.5)
+                    plot.addItem(label)
+        return plot
+
+
+def _short(group: str) -> str:
+    """('ENGLISH', 'F') → ENGLISH F; other labels unchanged."""
+    text = group.strip()
+    if text.startswith("(") and text.endswith(")"):
+        text = " ".join(p.strip(" '\"") for p in text[1:-1].split(","))
+    return text
