@@ -444,3 +444,66 @@ def test_laissez_faire_options_run_and_llm_extraction_from_the_runs_pane(qtbot, 
     with Store(db) as store:
         assert len(store.labels(1, "auto", "llm/")) == 30
         assert store.get_run(1)["params"]["extractor"] == "llm"
+
+
+def test_globalbias_results_and_profile_review(qtbot, tmp_path, settings):
+    """An imported APX table and the released profiles: the association view filters,
+    the profile view shows ablation and top words, Review shows parsed fields."""
+    from gbdesk.importer import import_generations
+    from gbdesk.paths import resource
+    from gbdesk.ui.globalbias_views import (
+        AssociationsView,
+        ProfileResultsView,
+        ProfileReviewView,
+    )
+
+    path = str(tmp_path / "gb.sqlite")
+    apx = tmp_path / "apx.csv"
+    rows = ["group,descriptor,template,apx"]
+    for t in (1, 2, 3):
+        for g in range(8):
+            rows.append(f"G{g},a stutterer,{t},{10 if g == 0 else 20}")
+            rows.append(f"G{g},Deaf,{t},{20 + g}")
+    apx.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with Store(path) as store:
+        apx_run = import_generations(store, "globalbias_apx", apx)["run_id"]
+        profile_run = import_generations(
+            store, "globalbias_profiles", resource("globalbias/10a_llama3_full.csv")
+        )["run_id"]
+    window = make_window(qtbot, path, settings)
+    results = window.results
+    window.show_pane("Results")
+
+    def pick(run_id):
+        for row in range(results.run_list.count()):
+            item = results.run_list.item(row)
+            item.setCheckState(
+                Qt.CheckState.Checked
+                if item.data(Qt.ItemDataRole.UserRole) == run_id
+                else Qt.CheckState.Unchecked
+            )
+
+    wait_for(qtbot, lambda: results.run_list.count() == 2)
+    pick(apx_run)
+    wait_for(qtbot, lambda: any(isinstance(p, AssociationsView) for p in results.plots))
+    view = next(p for p in results.plots if isinstance(p, AssociationsView))
+    assert view.proxy.rowCount() == 1  # flagged only: G0 × a stutterer
+    view.flagged_only.setChecked(False)
+    assert view.proxy.rowCount() == 16
+    view.search.setText("deaf g7")
+    assert view.proxy.rowCount() == 1
+
+    pick(profile_run)
+    wait_for(
+        qtbot,
+        lambda: any(isinstance(p, ProfileResultsView) for p in results.plots),
+        timeout=120_000,
+    )
+    prof = next(p for p in results.plots if isinstance(p, ProfileResultsView))
+    assert prof.words.rowCount() > 0
+    window.ctx.open_review.emit(profile_run, "all", {}, "profiles")
+    window.show_pane("Review")
+    wait_for(qtbot, lambda: window.review.items and not window.ctx.tasks.busy)
+    assert isinstance(window.review.view, ProfileReviewView)
+    text = window.review.view.text.toPlainText()
+    assert "Parsed fields" in text and "Raw answer" in text and "occupation" in text

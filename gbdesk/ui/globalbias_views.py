@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Callable
 from typing import Any
@@ -13,15 +14,22 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
+    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QTableView,
+    QTableWidget,
+    QTableWidgetItem,
+    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
 
+from gbdesk.probes.base import Probe
+from gbdesk.review import ReviewItem
+from gbdesk.ui.review_views import ReviewView
 from gbdesk.ui.theme import MUTED
 
 COLUMNS = [
@@ -185,3 +193,141 @@ def _short(group: str) -> str:
     if text.startswith("(") and text.endswith(")"):
         text = " ".join(p.strip(" '\"") for p in text[1:-1].split(","))
     return text
+
+
+# -- character profiles ---------------------------------------------------------------------
+class ProfileReviewView(ReviewView):
+    """A profile answer: its raw text, and each parsed profile's fields beside its name's
+    group (parse failures stated, never hidden)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.header = QLabel()
+        self.header.setWordWrap(True)
+        self.text = QTextBrowser()
+        self.text.setOpenLinks(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.header)
+        layout.addWidget(self.text, 1)
+
+    def show_item(self, item: ReviewItem | None, probe: Probe) -> None:
+        if item is None:
+            self.header.setText("")
+            self.text.setHtml(f"<p style='color:{MUTED}'>Nothing to review with this filter.</p>")
+            return
+        data = item.auto_data or {}
+        people = item.metadata.get("people") or []
+        who = ", ".join(f"{p['name']} {_short(p['group'])}" for p in people)
+        error = data.get("error")
+        self.header.setText(
+            f"<b>{html.escape(who)}</b>, run {item.attempt + 1} — "
+            f"{len(data.get('profiles') or [])} of {len(people)} profile(s) parsed"
+            + (f" <span style='color:#b91c1c'>({html.escape(error)})</span>" if error else "")
+        )
+        blocks = []
+        for profile in data.get("profiles") or []:
+            rows = "".join(
+                f"<tr><td style='color:{MUTED}; padding-right:12px'>{html.escape(k)}</td>"
+                f"<td>{html.escape(_field(v))}</td></tr>"
+                for k, v in profile.items()
+                if k != "position"
+            )
+            blocks.append(f"<table>{rows}</table>")
+        self.text.setHtml(
+            "<h4>Parsed fields</h4>"
+            + ("<hr>".join(blocks) or f"<p style='color:{MUTED}'>No profile could be parsed.</p>")
+            + "<h4>Raw answer</h4>"
+            f"<pre style='white-space:pre-wrap'>{html.escape(item.response)}</pre>"
+        )
+
+
+def _field(value: Any) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_field(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(_field(v) for v in value)
+    return "" if value is None else str(value)
+
+
+class ProfileResultsView(QWidget):
+    """SVM accuracy against chance, the drop-one-feature ablation and the Jensen–Shannon
+    top words per field."""
+
+    def __init__(
+        self,
+        extra: dict[str, Any],
+        open_review: Callable[[int, dict, str], None],
+        run_id: int,
+        parent: QWidget | None = None,
+    ):
+        super().__init__(parent)
+        self.extra = extra
+        layout = QVBoxLayout(self)
+        rows = extra.get("ablation") or []
+        if rows:
+            layout.addWidget(
+                QLabel(
+                    "<b>Drop-one-feature ablation</b> — change in accuracy (percentage points) "
+                    "when a field is left out; negative = the field gives the group away"
+                )
+            )
+            targets = list(dict.fromkeys(r["target"] for r in rows))
+            features = list(dict.fromkeys(r["feature"] for r in rows))
+            plot = pg.PlotWidget()
+            plot.setMinimumHeight(300)
+            plot.addLegend(offset=(-10, 10))
+            width = 0.8 / max(1, len(targets))
+            colors = ["#1f5fbf", "#c2410c", "#15803d"]
+            for ti, target in enumerate(targets):
+                values = {r["feature"]: r["delta"] for r in rows if r["target"] == target}
+                xs = [i + (ti - (len(targets) - 1) / 2) * width for i in range(len(features))]
+                ys = [100 * (values.get(f) or 0.0) for f in features]
+                plot.addItem(
+                    pg.BarGraphItem(x=xs, height=ys, width=width, brush=colors[ti % 3], name=target)
+                )
+                plot.plot([], [], pen=pg.mkPen(colors[ti % 3], width=6), name=target)
+            plot.getAxis("bottom").setTicks(
+                [[(i, f.replace("physical_characteristics.", "")) for i, f in enumerate(features)]]
+            )
+            plot.setLabel("left", "Δ accuracy (points)")
+            plot.setMouseEnabled(x=False, y=False)
+            layout.addWidget(plot)
+        top = extra.get("top_words") or {}
+        if top:
+            layout.addWidget(
+                QLabel(
+                    "<b>Top differentiating words</b> (Jensen–Shannon divergence of a group's "
+                    "words against all other groups; in-group and out-group shares show the "
+                    "direction)"
+                )
+            )
+            self.field = QComboBox()
+            self.field.addItems(list(top))
+            layout.addWidget(self.field)
+            self.words = QTableWidget()
+            self.words.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+            self.words.verticalHeader().setVisible(False)
+            self.words.setMinimumHeight(240)
+            layout.addWidget(self.words)
+            self.field.currentTextChanged.connect(self._show_words)
+            self._show_words(self.field.currentText())
+
+    def _show_words(self, field: str) -> None:
+        rows = (self.extra.get("top_words") or {}).get(field) or []
+        headers = ["Group", "Word", "Contribution", "Group JSD", "In group", "Elsewhere"]
+        self.words.setColumnCount(len(headers))
+        self.words.setHorizontalHeaderLabels(headers)
+        self.words.setRowCount(len(rows))
+        for i, r in enumerate(rows):
+            values = [
+                _short(str(r.get("group", ""))),
+                str(r.get("word", "")),
+                f"{r.get('contribution', math.nan):.3f}",
+                f"{r.get('jsd', math.nan):.3f}",
+                f"{100 * r.get('share_in', math.nan):.1f} %",
+                f"{100 * r.get('share_out', math.nan):.1f} %",
+            ]
+            for j, v in enumerate(values):
+                self.words.setItem(i, j, QTableWidgetItem(v))
+        self.words.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)

@@ -7,6 +7,7 @@ import importlib
 RESULT_VIEWS = {
     "laissez_faire": "gbdesk.ui.laissez_faire_views:CharacterResultsView",
     "globalbias_apx": "gbdesk.ui.globalbias_views:AssociationsView",
+    "globalbias_profiles": "gbdesk.ui.globalbias_views:ProfileResultsView",
 }
 
 

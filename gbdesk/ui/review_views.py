@@ -99,6 +99,7 @@ class PronounReviewView(ReviewView):
 # probe name → "module:Class" of its review view, imported when first needed
 REVIEW_VIEWS: dict[str, str] = {
     "laissez_faire": "gbdesk.ui.laissez_faire_views:CharacterReviewView",
+    "globalbias_profiles": "gbdesk.ui.globalbias_views:ProfileReviewView",
 }
 
 
