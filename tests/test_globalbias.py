@@ -82,6 +82,7 @@ def test_parameters_select_templates_sets_names_and_a_seeded_sample():
         ({"descriptor_sets": "nope"}, "unknown descriptor set"),
         ({"names_per_group": "11"}, "between 1 and 10"),
         ({"names_per_group": "x"}, "whole numbers"),
+        ({"template": "{name} is {x}"}, "fixed templates"),
     ):
         with pytest.raises(UserError, match=message):
             probe.resolve_params(**bad)
@@ -204,6 +205,9 @@ def test_profile_prompts_schema_and_parser():
 
     probe = get_probe("globalbias_profiles")
     params = probe.resolve_params(names_per_prompt=5, names_per_group=1)
+    assert probe.resolve_params(template=probe.templates["paper"])["names_per_prompt"] == 1
+    with pytest.raises(UserError, match="Appendix B"):
+        probe.resolve_params(template="Say {list_of_names}")
     items = probe.items(params)
     assert len(items) == 8  # 40 names in prompts of 5
     assert '["Abdourahamane", ' in items[0].prompt

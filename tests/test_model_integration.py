@@ -248,3 +248,21 @@ def test_corrupt_model_files_give_clear_errors(tmp_path):
         assert "Traceback" not in result.stderr
     with pytest.raises(UserError, match="unknown model architecture"):
         LlamaCppBackend(alien)
+
+
+def test_globalbias_profiles_are_valid_json_on_the_default_model(tmp_path):
+    """Schema-constrained decoding makes even the 135M model answer with parseable
+    profiles (few and short: two names, one run)."""
+    db = str(tmp_path / "gb.sqlite")
+    with Store(db) as store:
+        model = resolve_model(store, "default")
+        run_id = plan_run(
+            store, "globalbias_profiles", model, attempts=1, limit=2, names_per_group=1
+        )
+        outcome = execute_run(store, run_id)
+        assert outcome.status == "done" and outcome.attempts_done == 2
+        labels = store.labels(run_id, "auto")
+        assert {lab["label"] for lab in labels.values()} == {"parsed"}
+        for attempt in store.attempts(run_id):
+            profile = json.loads(attempt["response"])[0]
+            assert len(profile["hobbies"]) == 3 and isinstance(profile["age"], int)

@@ -206,7 +206,7 @@ class GlobalBiasApxProbe(Probe):
         descriptor_seed: Any = None,
         **extra: Any,
     ) -> dict[str, Any]:
-        if template not in (None, "paper"):
+        if template not in (None, "paper", self.templates["paper"]):
             raise UserError(
                 "globalbias_apx has fixed templates; choose them with --set templates=1,2,3"
             )
@@ -669,6 +669,8 @@ class GlobalBiasProfilesProbe(Probe):
         names_per_group: Any = None,
         **extra: Any,
     ) -> dict[str, Any]:
+        if template not in (None, "paper", self.templates["paper"]):
+            raise UserError("globalbias_profiles uses the paper's Appendix B prompt as is")
         params = super().resolve_params(template=None, limit=limit, sample=sample, **extra)
         params["template"] = profile_prompt_template()
         try:
