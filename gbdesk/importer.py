@@ -91,6 +91,8 @@ def import_generations(
     probe = get_probe(probe_name)
     if probe_name == "globalbias_profiles":
         return import_profiles(store, probe, path, model_name=model_name)
+    if probe_name == "intersectional_sdeg":
+        return import_role_answers(store, probe, path, model_name=model_name)
     rows = read_rows(path)
     if probe.kind == "scoring":
         return import_apx_table(store, probe, path, rows, model_name=model_name)
@@ -457,6 +459,91 @@ def import_profiles(
         run_id, {"attempts_total": stored, "status": "done", "finished_at": _now()}
     )
     return {"run_id": run_id, "attempts": stored}
+
+
+def import_role_answers(
+    store: Store, probe, path: str | Path, *, model_name: str | None = None
+) -> dict[str, Any]:
+    """Answers produced elsewhere (columns group, role, category, answer; optional model):
+    one attempt per (group, role) with its answers mapped to the category's options.
+    `group` is one of the 106 (as `White;old` or its id), `category` a name or 1–16, `role`
+    the role's text or id."""
+    from gbdesk.probes.intersectional import load_categories, load_groups, map_answer
+
+    rows = read_rows(path)
+    _require_columns(path, rows, ("group", "role", "category", "answer"))
+    groups = {g["group"].casefold(): g for g in load_groups()}
+    groups.update({g["group_id"]: g for g in load_groups()})
+    cats = {c["category"].casefold(): c for c in load_categories()}
+    cats.update({str(c["id"]): c for c in load_categories()})
+    bad_group, bad_cat = [], []
+    by_model: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for number, record in rows:
+        g = groups.get(str(record.get("group") or "").strip().casefold())
+        c = cats.get(str(record.get("category") or "").strip().casefold())
+        if g is None:
+            bad_group.append(number)
+            continue
+        if c is None:
+            bad_cat.append(number)
+            continue
+        model = str(record.get("model") or "").strip() or model_name or "imported"
+        role = str(record.get("role") or "")
+        answer = "" if record.get("answer") is None else str(record["answer"])
+        by_model.setdefault(model, {}).setdefault(g["group_id"], {}).setdefault(role, {})[
+            str(c["id"])
+        ] = {"raw": answer, "option": map_answer(answer, c["options"])}
+    problems = []
+    if bad_group:
+        problems.append(f"{_lines(bad_group)} name no group of the 106 (e.g. White;old)")
+    if bad_cat:
+        problems.append(f"{_lines(bad_cat)} name no category (a name or 1–16)")
+    if problems:
+        raise UserError(f"nothing imported from {path}: " + "; ".join(problems))
+    params = probe.resolve_params()
+    by_id = {g["group_id"]: g for g in load_groups()}
+    runs = []
+    for model, per_group in by_model.items():
+        items = [probe._item(by_id[gid], params["template"]) for gid in per_group]
+        model_id = store.register_model(
+            {"kind": "external", "name": model, "path": f"external:{model}", "sha256": None}
+        )
+        run_id = store.create_run(
+            probe=probe.name,
+            probe_version=probe.version,
+            model_id=model_id,
+            params={**params, "imported_from": str(Path(path).resolve())},
+            generation={"attempts": max(len(r) for r in per_group.values()), "imported": True},
+            items=[(i.key, i.prompt, i.metadata) for i in items],
+            attempts_per_item=0,
+            app_version=__version__,
+            llama_cpp_version=None,
+            source="imported",
+        )
+        count = 0
+        for item, roles in zip(items, per_group.values(), strict=True):
+            for index, (role, answers) in enumerate(roles.items()):
+                store.add_attempt(
+                    run_id,
+                    item.key,
+                    index,
+                    item.prompt,
+                    role,
+                    prompt_mode="imported",
+                    auto_label=probe._answers_label(answers),
+                )
+                count += 1
+        store.db["runs"].update(
+            run_id, {"attempts_total": count, "status": "done", "finished_at": _now()}
+        )
+        runs.append({"model": model, "run_id": run_id, "attempts": count})
+    result: dict[str, Any] = {
+        "run_id": runs[0]["run_id"],
+        "attempts": sum(r["attempts"] for r in runs),
+    }
+    if len(runs) > 1:
+        result["runs"] = runs
+    return result
 
 
 def _now() -> str:

@@ -250,6 +250,26 @@ def pending_attempts(store: Store, run_id: int) -> list[tuple[dict[str, Any], in
     ]
 
 
+def _asker(backend: Backend, generation: dict[str, Any], on_token: Callable[[str], None] | None):
+    """`ask(messages, seed, **overrides)` for chain probes: one generation with the run's
+    settings (a probe may override temperature, max_tokens and json_schema per step)."""
+
+    def ask(messages: list[dict[str, str]], seed: int, **overrides: Any) -> GenerationResult:
+        request = GenerationRequest(
+            messages=messages,
+            seed=seed,
+            temperature=overrides.get("temperature", generation["temperature"]),
+            top_p=generation["top_p"],
+            max_tokens=overrides.get("max_tokens", generation["max_tokens"]),
+            top_k=generation.get("top_k", DEFAULT_TOP_K),
+            min_p=generation.get("min_p", DEFAULT_MIN_P),
+            json_schema=overrides.get("json_schema"),
+        )
+        return backend.generate(request, on_token if overrides.get("stream", True) else None)
+
+    return ask
+
+
 def _score_item(
     backend: Backend, probe: Any, item: dict[str, Any]
 ) -> tuple[GenerationResult, list[dict[str, Any]]]:
@@ -326,6 +346,7 @@ def execute_run(
     }
     store.claim_run(run_id, engine=engine)
 
+    rate_unit = "sentences/s" if probe.kind == "scoring" else "tokens/s"
     started = time.monotonic()
     session_done = 0
     tokens_out = 0
@@ -345,61 +366,33 @@ def execute_run(
             if control.cancelled:
                 status = "cancelled"
                 break
+            seed: int | None = attempt_seed(generation["seed"], item["item"], attempt)
+            scores = None
             if probe.kind == "scoring":
+                seed = None
                 result, scores = _score_item(backend, probe, item)
                 label = probe.label(result.text, item["metadata"])
-                store.add_attempt(
-                    run_id,
-                    item["item"],
-                    attempt,
-                    item["prompt"],
-                    result.text,
-                    tokens_in=result.tokens_in,
-                    tokens_out=0,
-                    latency_s=result.latency_s,
-                    finish_reason=result.finish_reason,
-                    prompt_mode=result.prompt_mode,
-                    auto_label=label,
-                    scores=scores,
+            elif probe.kind == "chain":  # several model calls per attempt (roles → answers)
+                result, label = probe.run_attempt(
+                    _asker(backend, generation, on_token),
+                    item["metadata"],
+                    seed,
+                    generation,
+                    prompt=item["prompt"],
                 )
-                session_done += 1
-                tokens_out += len(scores)  # the rate of a scoring run counts sentences
-                gen_time += result.latency_s
-                now_ = time.monotonic()
-                if now_ - last_beat > 10:
-                    store.heartbeat(run_id)
-                    last_beat = now_
-                elapsed = now_ - started
-                report(
-                    "running",
-                    session_done=session_done,
-                    tokens_per_s=tokens_out / gen_time if gen_time > 0 else 0.0,
-                    eta_s=elapsed / session_done * (len(todo) - session_done),
-                    elapsed_s=elapsed,
-                    rate_unit="sentences/s",
-                    last={
-                        "item": item["item"],
-                        "attempt": attempt,
-                        "prompt": item["prompt"],
-                        "response": result.text,
-                        "label": label["label"],
-                        "tokens_out": 0,
-                    },
+            else:
+                request = GenerationRequest(
+                    messages=[{"role": "user", "content": item["prompt"]}],
+                    seed=seed,
+                    temperature=generation["temperature"],
+                    top_p=generation["top_p"],
+                    max_tokens=generation["max_tokens"],
+                    top_k=generation.get("top_k", DEFAULT_TOP_K),
+                    min_p=generation.get("min_p", DEFAULT_MIN_P),
+                    json_schema=probe.request_schema(item["metadata"]),
                 )
-                continue
-            seed = attempt_seed(generation["seed"], item["item"], attempt)
-            request = GenerationRequest(
-                messages=[{"role": "user", "content": item["prompt"]}],
-                seed=seed,
-                temperature=generation["temperature"],
-                top_p=generation["top_p"],
-                max_tokens=generation["max_tokens"],
-                top_k=generation.get("top_k", DEFAULT_TOP_K),
-                min_p=generation.get("min_p", DEFAULT_MIN_P),
-                json_schema=probe.request_schema(item["metadata"]),
-            )
-            result = backend.generate(request, on_token)
-            label = probe.label(result.text, item["metadata"])
+                result = backend.generate(request, on_token)
+                label = probe.label(result.text, item["metadata"])
             store.add_attempt(
                 run_id,
                 item["item"],
@@ -413,9 +406,11 @@ def execute_run(
                 finish_reason=result.finish_reason,
                 prompt_mode=result.prompt_mode,
                 auto_label=label,
+                scores=scores,
             )
             session_done += 1
-            tokens_out += result.tokens_out
+            # the rate of a scoring run counts sentences, of the others tokens
+            tokens_out += len(scores) if scores is not None else result.tokens_out
             gen_time += result.latency_s
             now_ = time.monotonic()
             if now_ - last_beat > 10:
@@ -429,6 +424,7 @@ def execute_run(
                 tokens_per_s=tokens_out / gen_time if gen_time > 0 else 0.0,
                 eta_s=elapsed / session_done * remaining,
                 elapsed_s=elapsed,
+                rate_unit=rate_unit,
                 last={
                     "item": item["item"],
                     "attempt": attempt,
@@ -461,7 +457,7 @@ def execute_run(
         elapsed_s=elapsed,
         tokens_per_s=tokens_out / gen_time if gen_time > 0 else 0.0,
         eta_s=0.0,
-        rate_unit="sentences/s" if probe.kind == "scoring" else "tokens/s",
+        rate_unit=rate_unit,
     )
     outcome = RunOutcome(run_id, status, done, total, session_done, error, engine)
     if error is not None:

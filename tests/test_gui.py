@@ -507,3 +507,43 @@ def test_globalbias_results_and_profile_review(qtbot, tmp_path, settings):
     assert isinstance(window.review.view, ProfileReviewView)
     text = window.review.view.text.toPlainText()
     assert "Parsed fields" in text and "Raw answer" in text and "occupation" in text
+
+
+def test_intersectional_review_by_keyboard_and_heat_map(qtbot, tmp_path, settings):
+    from gbdesk.importer import import_generations
+    from gbdesk.ui.intersectional_views import RoleAnswersView, SDegResultsView
+
+    path = str(tmp_path / "sdeg.sqlite")
+    answers = tmp_path / "answers.csv"
+    lines = ["group,role,category,answer"]
+    for r in range(4):
+        lines += [f"White;old,role {r},Religiosity,Very important", f"White;old,role {r},8,Yes"]
+        lines += [f"Black;young,role {r},Religiosity,{'Very important' if r % 2 else 'hm'}"]
+    answers.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with Store(path) as store:
+        run_id = import_generations(store, "intersectional_sdeg", answers)["run_id"]
+    window = make_window(qtbot, path, settings)
+    window.ctx.open_review.emit(run_id, "all", {}, "roles")
+    window.show_pane("Review")
+    review = window.review
+    wait_for(qtbot, lambda: review.items and not window.ctx.tasks.busy)
+    view = review.view
+    assert isinstance(view, RoleAnswersView)
+    assert view.table.rowCount() == 16
+    view.setFocus()
+    qtbot.keyClick(view, Qt.Key.Key_Down, Qt.KeyboardModifier.AltModifier)  # category 2
+    assert view.table.currentRow() == 1
+    qtbot.keyClick(view, Qt.Key.Key_4)  # "Always"
+    label = view.current_label()
+    assert label["data"]["answers"]["2"]["option"] == "Always"
+    review.save_label(label)
+    settle(qtbot, window)
+    with Store(path) as store:
+        human = store.labels(run_id, "human")
+    assert any(h["data"]["answers"]["2"]["option"] == "Always" for h in human.values())
+
+    window.show_pane("Results")
+    results = window.results
+    wait_for(qtbot, lambda: any(isinstance(p, SDegResultsView) for p in results.plots))
+    titles = [p.getPlotItem().titleLabel.text for p in results.plots if hasattr(p, "rows")]
+    assert any(t.startswith("Groups ranked by stereotype degree") for t in titles)

@@ -266,3 +266,16 @@ def test_globalbias_profiles_are_valid_json_on_the_default_model(tmp_path):
         for attempt in store.attempts(run_id):
             profile = json.loads(attempt["response"])[0]
             assert len(profile["hobbies"]) == 3 and isinstance(profile["age"], int)
+
+
+def test_intersectional_role_and_answers_on_the_default_model(tmp_path):
+    """One role and its 16 constrained answers: every answer maps to an option."""
+    db = str(tmp_path / "sdeg.sqlite")
+    with Store(db) as store:
+        model = resolve_model(store, "default")
+        run_id = plan_run(store, "intersectional_sdeg", model, attempts=1, limit=1, max_tokens=60)
+        outcome = execute_run(store, run_id)
+        assert outcome.status == "done" and outcome.attempts_done == 1
+        (label,) = store.labels(run_id, "auto").values()
+        answers = label["data"]["answers"]
+        assert len(answers) == 16 and all(a["option"] for a in answers.values())

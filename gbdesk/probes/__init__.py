@@ -6,6 +6,7 @@ from gbdesk.errors import UserError
 from gbdesk.probes.base import Item, ItemResult, Probe, ProbeCard
 from gbdesk.probes.genderbench import GestCreativeProbe, InventoriesProbe, JobsLumProbe
 from gbdesk.probes.globalbias import GlobalBiasApxProbe, GlobalBiasProfilesProbe
+from gbdesk.probes.intersectional import IntersectionalProbe
 from gbdesk.probes.laissez_faire import LaissezFaireProbe
 
 _PROBES: dict[str, type[Probe]] = {
@@ -17,6 +18,7 @@ _PROBES: dict[str, type[Probe]] = {
         LaissezFaireProbe,
         GlobalBiasApxProbe,
         GlobalBiasProfilesProbe,
+        IntersectionalProbe,
     )
 }
 _cache: dict[str, Probe] = {}

@@ -8,6 +8,7 @@ RESULT_VIEWS = {
     "laissez_faire": "gbdesk.ui.laissez_faire_views:CharacterResultsView",
     "globalbias_apx": "gbdesk.ui.globalbias_views:AssociationsView",
     "globalbias_profiles": "gbdesk.ui.globalbias_views:ProfileResultsView",
+    "intersectional_sdeg": "gbdesk.ui.intersectional_views:SDegResultsView",
 }
 
 

@@ -100,6 +100,7 @@ class PronounReviewView(ReviewView):
 REVIEW_VIEWS: dict[str, str] = {
     "laissez_faire": "gbdesk.ui.laissez_faire_views:CharacterReviewView",
     "globalbias_profiles": "gbdesk.ui.globalbias_views:ProfileReviewView",
+    "intersectional_sdeg": "gbdesk.ui.intersectional_views:RoleAnswersView",
 }
 
 
