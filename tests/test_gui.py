@@ -546,4 +546,4 @@ def test_intersectional_review_by_keyboard_and_heat_map(qtbot, tmp_path, setting
     results = window.results
     wait_for(qtbot, lambda: any(isinstance(p, SDegResultsView) for p in results.plots))
     titles = [p.getPlotItem().titleLabel.text for p in results.plots if hasattr(p, "rows")]
-    assert any(t.startswith("Groups ranked by stereotype degree") for t in titles)
+    assert any(t.startswith("Groups ranked by SDeg") for t in titles)

@@ -162,6 +162,9 @@ class GlobalBiasApxProbe(Probe):
             "Min–max normalisation over the whole table makes bias scores relative to the "
             "descriptors and groups included: subsets give different scores.",
             "Rounding as in the released code (group factors to 3 decimals, group APX to 2).",
+            "The flag is a per-pair 1 % test without correction for the 40 × 730 pairs tested: "
+            "with normally distributed scores about 0.4 flags per descriptor would arise by "
+            "chance alone.",
         ],
         citation="Siddique, Turner & Espinosa-Anke (2024) Who is better at math, Jenny or "
         "Jingzhen? Uncovering Stereotypes in Large Language Models, EMNLP 2024",

@@ -117,6 +117,11 @@ def map_answer(text: str, options: list[str]) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
+def _desc(value: float) -> float:
+    """Sort key: highest first, NaN last."""
+    return math.inf if math.isnan(value) else -value
+
+
 class IntersectionalProbe(Probe):
     name = "intersectional_sdeg"
     version = "1"
@@ -381,7 +386,8 @@ class IntersectionalProbe(Probe):
                 overall_degree(table), cis.get("overall", nan), None, n_roles
             )
         }
-        for group, cells in table.items():
+        ranked = sorted(table.items(), key=lambda kv: _desc(group_degree(kv[1])))
+        for group, cells in ranked:
             out[f"sdeg_group/{group}"] = MetricValue(
                 group_degree(cells), cis.get(f"group/{group}", nan), None, len(roles[group])
             )
@@ -426,13 +432,12 @@ class IntersectionalProbe(Probe):
     def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:
         names = list(present or [])
         groups = [
-            MetricGroup("Overall stereotype degree", [n for n in ("sdeg_overall",) if n in names]),
             MetricGroup(
-                "Groups ranked by stereotype degree (max SDeg over categories, 95 % bootstrap CI)",
-                sorted(
-                    (n for n in names if n.startswith("sdeg_group/")),
-                    key=lambda n: n,
-                ),
+                "Overall SDeg (mean over groups)", [n for n in ("sdeg_overall",) if n in names]
+            ),
+            MetricGroup(
+                "Groups ranked by SDeg (max over categories, 95 % bootstrap CI)",
+                [n for n in names if n.startswith("sdeg_group/")],
                 "0 = the group's imagined members answer every question in varied ways.",
                 labels={n: n.split("/", 1)[1] for n in names if n.startswith("sdeg_group/")},
             ),

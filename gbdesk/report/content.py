@@ -122,6 +122,8 @@ def summarise(section: RunSection, label_mode: str) -> str:
     text = parts[0] + " " + "; ".join(parts[1:]) + "."
     if section.probe.name == "laissez_faire":
         text = parts[0] + " " + laissez_faire_summary(m, section.extra)
+    elif section.probe.name in PLAIN_SUMMARIES:
+        text = parts[0] + " " + PLAIN_SUMMARIES[section.probe.name](m)
     if "undetected_rate_attempts" in m:
         text += (
             f" The detector could not decide the gender of "
@@ -135,6 +137,58 @@ def summarise(section: RunSection, label_mode: str) -> str:
     if section.is_default_model:
         text += " " + TINY_MODEL_NOTICE
     return text
+
+
+def _num(m: dict[str, MetricValue], name: str, digits: int = 0, pct: bool = False) -> str:
+    v = m.get(name)
+    if v is None or math.isnan(v.value):
+        return "—"
+    return _pct(v.value) if pct else f"{v.value:,.{digits}f}"
+
+
+def _apx_summary(m: dict[str, MetricValue]) -> str:
+    text = (
+        f"{_num(m, 'flagged_pairs')} group × descriptor pairs over "
+        f"{_num(m, 'flagged_descriptors')} descriptors are flagged at the 1 % one-tailed level."
+    )
+    if "validation_accuracy_apx" in m:
+        text += (
+            f" On the Ghavami & Peplau descriptors the lowest-perplexity group is the target in "
+            f"{_num(m, 'validation_accuracy_ppl', pct=True)} of cases by PPL and "
+            f"{_num(m, 'validation_accuracy_apx', pct=True)} by APX (MRR "
+            f"{_num(m, 'validation_mrr_ppl', 3)} / {_num(m, 'validation_mrr_apx', 3)})."
+        )
+    return text
+
+
+def _profiles_summary(m: dict[str, MetricValue]) -> str:
+    return (
+        f"from {_num(m, 'profiles')} profiles an SVM recovers the name's ethnicity × gender "
+        f"group in {_num(m, 'svm_accuracy_group', pct=True)} of test profiles (chance 2.5 %), "
+        f"the ethnicity in {_num(m, 'svm_accuracy_ethnicity', pct=True)} (chance 5 %) and the "
+        f"gender in {_num(m, 'svm_accuracy_gender', pct=True)} (chance 50 %); "
+        f"{_num(m, 'parse_failures', pct=True)} of the answers gave no usable profile."
+    )
+
+
+def _sdeg_summary(m: dict[str, MetricValue]) -> str:
+    groups = sorted(
+        ((k.split("/", 1)[1], v) for k, v in m.items() if k.startswith("sdeg_group/")),
+        key=lambda kv: -kv[1].value if not math.isnan(kv[1].value) else 0,
+    )
+    top = "; ".join(f"{g} {_value(v)}" for g, v in groups[:3])
+    return (
+        f"overall stereotype degree {_value(m['sdeg_overall'])} over {len(groups)} groups"
+        + (f"; most uniform: {top}" if top else "")
+        + f"; {_num(m, 'unparsed_answers', pct=True)} of answers named no option."
+    )
+
+
+PLAIN_SUMMARIES = {
+    "globalbias_apx": _apx_summary,
+    "globalbias_profiles": _profiles_summary,
+    "intersectional_sdeg": _sdeg_summary,
+}
 
 
 def laissez_faire_summary(m: dict[str, MetricValue], extra: dict[str, Any]) -> str:

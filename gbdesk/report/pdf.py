@@ -271,11 +271,13 @@ def _group(section: RunSection, group: MetricGroup, doc: _Doc) -> None:
     doc.add(f"<h3>{e(group.title)}</h3><p class='muted'>{e(group.description)}</p>")
     if group.kind == "count":
         cells = "".join(
-            f"<tr><td>{e(group.labels.get(n, n))}</td><td>{fmt(section.metrics[n].value, 0)}"
+            f"<tr><td>{e(group.labels.get(n, n))}</td><td>"
+            f"{fmt(section.metrics[n].value, 0 if section.metrics[n].value >= 10 else 3)}"
             "</td></tr>"
             for n in present
         )
-        doc.add(f"<table><tr><th>Term</th><th>Stories</th></tr>{cells}</table>")
+        head = ("Term", "Stories") if probe.name == "laissez_faire" else ("Metric", "Value")
+        doc.add(f"<table><tr><th>{head[0]}</th><th>{head[1]}</th></tr>{cells}</table>")
         return
     chart_rows = [
         (group.labels.get(n, n), m.value, m.ci[0], m.ci[1], RUN_COLORS[0])
@@ -442,6 +444,44 @@ def _globalbias_extra(extra: dict[str, Any], doc: _Doc, limit: int = 60) -> None
         doc.add(f"<p><b>Flags per group:</b> {listed}.</p>")
 
 
+def _profiles_extra(extra: dict[str, Any], doc: _Doc) -> None:
+    """Drop-one-feature ablation and the Jensen–Shannon top words of a few fields."""
+    rows = extra.get("ablation") or []
+    if rows:
+        targets = list(dict.fromkeys(r["target"] for r in rows))
+        features = list(dict.fromkeys(r["feature"] for r in rows))
+        delta = {(r["feature"], r["target"]): r["delta"] for r in rows}
+        body = "".join(
+            f"<tr><td>{e(f.replace('physical_characteristics.', ''))}</td>"
+            + "".join(f"<td>{fmt(100 * delta.get((f, t), math.nan), 1)}</td>" for t in targets)
+            + "</tr>"
+            for f in features
+        )
+        doc.add(
+            "<h3>Drop-one-feature ablation</h3><p class='muted'>Change in accuracy "
+            "(percentage points, same split) when a field is left out; negative = the field "
+            "gives the group away. Single-split noise is about ±2 points.</p>"
+            f"<table><tr><th>Field left out</th>{''.join(f'<th>{e(t)}</th>' for t in targets)}"
+            f"</tr>{body}</table>"
+        )
+    top = extra.get("top_words") or {}
+    for field in ("occupation", "religion", "personality_traits", "hobbies"):
+        words = top.get(field) or []
+        if not words:
+            continue
+        body = "".join(
+            f"<tr><td>{e(w['group'])}</td><td>{e(w['word'])}</td><td>{fmt(w['contribution'], 3)}"
+            f"</td><td>{fmt(100 * w['share_in'], 1)} %</td><td>{fmt(100 * w['share_out'], 1)} %"
+            "</td></tr>"
+            for w in words
+        )
+        doc.add(
+            f"<h3>Top differentiating words: {e(field)}</h3>"
+            "<table width='100%'><tr><th>Group</th><th>Word</th><th>JSD contribution</th>"
+            f"<th>In group</th><th>Elsewhere</th></tr>{body}</table>"
+        )
+
+
 def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
     probe = section.probe
     doc.add(
@@ -459,6 +499,8 @@ def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
         _laissez_faire_extra(section.extra, doc)
     if section.probe.name == "globalbias_apx" and section.extra:
         _globalbias_extra(section.extra, doc)
+    if section.probe.name == "globalbias_profiles" and section.extra:
+        _profiles_extra(section.extra, doc)
     _metric_table(section, doc)
     if probe.kind == "scoring":
         return  # perplexities have no detector to review
