@@ -69,14 +69,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sample", type=_positive_int, help="a seeded random sample of K items")
     _json_arg(p)
 
-    p = sub.add_parser("models", help="list the bundled default model and registered GGUF files")
+    p = sub.add_parser(
+        "models", help="list the bundled default model, registered GGUF files and endpoints"
+    )
     p.add_argument("--add", metavar="PATH", action="append", help="register a GGUF file")
     _db_arg(p)
     _json_arg(p)
 
     p = sub.add_parser("run", help="run a probe on a model")
     p.add_argument("--probe", required=True)
-    p.add_argument("--model", default="default", help="GGUF path or 'default' (bundled SmolLM2)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--model", help="GGUF path or 'default' (bundled SmolLM2; the default)")
+    which.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="an OpenAI-compatible server instead of a GGUF file, e.g. http://host:8000/v1 "
+        "(llama-server, vLLM, Ollama, llama-cpp-python's server)",
+    )
+    p.add_argument(
+        "--endpoint-model", dest="endpoint_model", metavar="NAME", help="model name at --endpoint"
+    )
+    p.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        help="requests in flight at once (--endpoint only; default 1)",
+    )
+    p.add_argument(
+        "--api-key-env",
+        dest="api_key_env",
+        metavar="VAR",
+        help="environment variable holding the endpoint's API key (default: GBDESK_API_KEY, "
+        "then the OS keyring); the key is never stored",
+    )
     p.add_argument("--attempts", type=_positive_int, help="samples per prompt")
     p.add_argument("--limit", type=_positive_int, help="keep the first N items")
     p.add_argument("--sample", type=_positive_int, help="a seeded random sample of K items")
@@ -316,6 +340,7 @@ def cmd_items(args) -> int:
 
 
 def cmd_models(args) -> int:
+    from gbdesk.engine.http_backend import with_endpoints
     from gbdesk.models import list_models
 
     with _open_store(args.db) as store:
@@ -323,18 +348,27 @@ def cmd_models(args) -> int:
             from gbdesk.runs import resolve_model
 
             resolve_model(store, path)
-        models = list_models(store)
-    lines = [
+        models = with_endpoints(list_models(store), store)
+    _emit(args, {"models": models}, "\n".join(_model_line(m) for m in models))
+    return 0
+
+
+def _model_line(m: dict[str, Any]) -> str:
+    if m.get("endpoint"):
+        key = f"${m['api_key_env']}, " if m.get("api_key_env") else ""
+        return (
+            f"{m['name']}\n    {m['url']}\n    OpenAI-compatible endpoint · model "
+            f"{m['endpoint_model']} · {m['concurrency']} concurrent request(s) · API key from "
+            f"{key}$GBDESK_API_KEY or the keyring (never stored)"
+        )
+    return (
         f"{m['name']}\n    {m['path']}\n    {m.get('architecture') or '?'} · "
         f"{m.get('parameters_label') or '?'} params · {m.get('quantization') or '?'} · "
         f"ctx {m.get('context_length') or '?'} · chat template: "
         f"{'yes' if m.get('has_chat_template') else 'no (completion mode)'} · "
         f"{m.get('size_label') or ''} · needs ≈{m.get('memory_label') or '?'}"
         + (f"\n    ! {m['error']}" if m.get("error") else "")
-        for m in models
-    ]
-    _emit(args, {"models": models}, "\n".join(lines))
-    return 0
+    )
 
 
 def cmd_run(args) -> int:
@@ -346,10 +380,46 @@ def cmd_run(args) -> int:
     get_probe(args.probe).resolve_params(
         template=args.template, limit=args.limit, sample=args.sample, **_options(args.options)
     )
+    endpoint_only = {
+        "--endpoint-model": args.endpoint_model,
+        "--concurrency": args.concurrency,
+        "--api-key-env": args.api_key_env,
+    }
+    if not args.endpoint:
+        given = [flag for flag, value in endpoint_only.items() if value is not None]
+        if given:
+            raise UserError(
+                f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} --endpoint URL"
+            )
+    elif not args.endpoint_model:
+        raise UserError(
+            "--endpoint needs --endpoint-model NAME (the model name the server serves; "
+            "its /v1/models lists them)"
+        )
     with _open_store(args.db) as store:
-        model = resolve_model(store, args.model)
-        # Load before planning, so a file llama.cpp rejects leaves no empty run behind.
-        backend = LlamaCppBackend(model["path"], prompt_mode=args.prompt_mode)
+        if args.endpoint:
+            from gbdesk.engine.http_backend import HttpBackend, register_endpoint
+
+            # Probe the endpoint before planning: a wrong address, path, model name or key
+            # fails here in one line and leaves no empty run behind.
+            backend = HttpBackend(
+                args.endpoint,
+                args.endpoint_model,
+                api_key_env=args.api_key_env,
+                concurrency=args.concurrency or 1,
+                prompt_mode=args.prompt_mode,
+            )
+            model = register_endpoint(
+                store,
+                backend.base_url,
+                backend.model,
+                api_key_env=backend.api_key_env,
+                concurrency=backend.concurrency,
+            )
+        else:
+            model = resolve_model(store, args.model)
+            # Load before planning, so a file llama.cpp rejects leaves no empty run behind.
+            backend = LlamaCppBackend(model["path"], prompt_mode=args.prompt_mode)
         try:
             run_id = plan_run(
                 store,
@@ -369,7 +439,10 @@ def cmd_run(args) -> int:
         except BaseException:
             backend.close()
             raise
-        print(f"[run {run_id}] {args.probe} on {model['name']} → {store.path}", file=sys.stderr)
+        via = f" ({backend.concurrency} concurrent requests)" if args.endpoint else ""
+        print(
+            f"[run {run_id}] {args.probe} on {model['name']}{via} → {store.path}", file=sys.stderr
+        )
         return _execute(args, store, run_id, lambda _model, _generation: backend)
 
 

@@ -65,10 +65,10 @@ def label_run(
 
     model = resolve_model(store, labeler_model)
     if backend_factory is None:
-        from gbdesk.engine.llama_backend import LlamaCppBackend
+        from gbdesk.runs import llama_backend_factory
 
         def backend_factory(m):
-            return LlamaCppBackend(m["path"])
+            return llama_backend_factory(m, {})  # a GGUF file, or an endpoint
 
     backend = backend_factory(model)
     control._backend = backend

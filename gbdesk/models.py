@@ -73,4 +73,8 @@ def list_models(store: Store | None = None) -> list[dict[str, Any]]:
             entry["sha256"] = cached["sha256"] if cached else None
             entry["model_id"] = cached["id"] if cached else None
         out.append(entry)
+    if store is not None:
+        from gbdesk.engine.http_backend import with_endpoints
+
+        out = with_endpoints(out, store)
     return out

@@ -43,8 +43,14 @@ RUN_STATUSES = ("created", "running", "paused", "cancelled", "interrupted", "fai
 def resolve_model(store: Store, spec: str | None) -> dict[str, Any]:
     """Register the GGUF named by `spec` ("default" or a path) and return its row.
 
-    The sha256 is computed once per file version (path, size, mtime) and cached.
+    The sha256 is computed once per file version (path, size, mtime) and cached. An
+    ``http(s)://BASE-URL#MODEL`` spec names an OpenAI-compatible endpoint model instead
+    (`gbdesk.engine.http_backend`; nothing is contacted here).
     """
+    if spec and spec.strip().lower().startswith(("http://", "https://")):
+        from gbdesk.engine.http_backend import resolve_endpoint
+
+        return resolve_endpoint(store, spec)
     from gbdesk.engine.default_model import (
         DEFAULT_MODEL_LABEL,
         default_model_path,
@@ -221,9 +227,19 @@ class BackendFactory(Protocol):
 
 
 def llama_backend_factory(model: dict[str, Any], generation: dict[str, Any]) -> Backend:
+    """The default factory: llama.cpp for GGUF files, `HttpBackend` for endpoint models."""
+    if model.get("kind") == "endpoint":
+        return http_backend_factory(model, generation)
     from gbdesk.engine.llama_backend import LlamaCppBackend
 
     return LlamaCppBackend(model["path"], prompt_mode=generation.get("prompt_mode", "auto"))
+
+
+def http_backend_factory(model: dict[str, Any], generation: dict[str, Any]) -> Backend:
+    """An OpenAI-compatible endpoint (model row of kind "endpoint"); probes it first."""
+    from gbdesk.engine.http_backend import HttpBackend
+
+    return HttpBackend.from_model_row(model, prompt_mode=generation.get("prompt_mode", "auto"))
 
 
 @dataclass
@@ -294,6 +310,142 @@ def _score_item(
     return summary, scores
 
 
+def _concurrency(backend: Backend) -> int:
+    """How many requests the backend takes at once (1 unless it says otherwise)."""
+    try:
+        return max(1, int(getattr(backend, "concurrency", 1) or 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+def _generate_concurrently(
+    store: Store,
+    run_id: int,
+    probe: Any,
+    generation: dict[str, Any],
+    todo: list[tuple[dict[str, Any], int]],
+    backend: Backend,
+    control: RunControl,
+    workers: int,
+    report: Callable[..., None],
+    started: float,
+    tally: dict[str, float],
+) -> str:
+    """The run loop for generation probes on a backend with `concurrency` > 1.
+
+    Up to `workers` requests are in flight on a thread pool, submitted in attempt-major
+    order with the same per-attempt seeds as the sequential loop. Each result is stored
+    (with its label) by this, the calling thread, as soon as it completes — the store's
+    connection is used by one thread only. Pause and cancel stop new submissions; the
+    requests in flight are waited for and stored (`cancel(now=True)` aborts them
+    instead). After an engine error nothing new is submitted, what is in flight is
+    stored, and the error is raised. Returns "done" or "cancelled"; `tally` counts
+    attempts stored, tokens generated and seconds spent generating (wall clock, paused
+    time excluded).
+    """
+    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+    pending = iter(todo)
+    in_flight: dict[Future[GenerationResult], tuple[dict[str, Any], int, int]] = {}
+    error: BaseException | None = None
+    exhausted = False
+    processed = 0
+    last_beat = active_since = time.monotonic()
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gbdesk-gen")
+    try:
+        while True:
+            if control.paused and not control.cancelled and error is None and not in_flight:
+                tally["time"] += time.monotonic() - active_since
+                store.set_run_status(run_id, "paused")
+                report("paused", session_done=int(tally["done"]))
+                control.wait_while_paused()
+                active_since = time.monotonic()
+                if not control.cancelled:
+                    store.set_run_status(run_id, "running")
+                    report("running", session_done=int(tally["done"]))
+                continue
+            while (
+                not exhausted
+                and not control.paused
+                and not control.cancelled
+                and error is None
+                and len(in_flight) < workers
+            ):
+                nxt = next(pending, None)
+                if nxt is None:
+                    exhausted = True
+                    break
+                item, attempt = nxt
+                seed = attempt_seed(generation["seed"], item["item"], attempt)
+                request = GenerationRequest(
+                    messages=[{"role": "user", "content": item["prompt"]}],
+                    seed=seed,
+                    temperature=generation["temperature"],
+                    top_p=generation["top_p"],
+                    max_tokens=generation["max_tokens"],
+                    top_k=generation.get("top_k", DEFAULT_TOP_K),
+                    min_p=generation.get("min_p", DEFAULT_MIN_P),
+                    json_schema=probe.request_schema(item["metadata"]),
+                )
+                in_flight[pool.submit(backend.generate, request, None)] = (item, attempt, seed)
+            if not in_flight:
+                break
+            finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+            for future in finished:
+                item, attempt, seed = in_flight.pop(future)
+                try:
+                    result = future.result()
+                except BaseException as exc:
+                    error = error or exc
+                    continue
+                label = probe.label(result.text, item["metadata"])
+                store.add_attempt(
+                    run_id,
+                    item["item"],
+                    attempt,
+                    item["prompt"],
+                    result.text,
+                    seed=seed,
+                    tokens_in=result.tokens_in,
+                    tokens_out=result.tokens_out,
+                    latency_s=result.latency_s,
+                    finish_reason=result.finish_reason,
+                    prompt_mode=result.prompt_mode,
+                    auto_label=label,
+                )
+                processed += 1
+                tally["done"] += 1
+                tally["tokens"] += result.tokens_out
+                now_ = time.monotonic()
+                if now_ - last_beat > 10:
+                    store.heartbeat(run_id)
+                    last_beat = now_
+                busy = tally["time"] + (now_ - active_since)
+                elapsed = now_ - started
+                report(
+                    "running",
+                    session_done=int(tally["done"]),
+                    tokens_per_s=tally["tokens"] / busy if busy > 0 else 0.0,
+                    eta_s=elapsed / tally["done"] * (len(todo) - processed),
+                    elapsed_s=elapsed,
+                    rate_unit="tokens/s",
+                    last={
+                        "item": item["item"],
+                        "attempt": attempt,
+                        "prompt": item["prompt"],
+                        "response": result.text,
+                        "label": label["label"],
+                        "tokens_out": result.tokens_out,
+                    },
+                )
+    finally:  # nothing is in flight here unless an exception (Ctrl-C) is propagating
+        tally["time"] += time.monotonic() - active_since
+        pool.shutdown(wait=False, cancel_futures=True)
+    if error is not None:
+        raise error
+    return "done" if exhausted and processed == len(todo) else "cancelled"
+
+
 def execute_run(
     store: Store,
     run_id: int,
@@ -328,7 +480,8 @@ def execute_run(
         return RunOutcome(run_id, "done", total, total)
 
     model = store.get_model(run["model_id"])
-    verify_model_file(model)
+    if model.get("kind") != "endpoint":  # an endpoint has no file to check
+        verify_model_file(model)
     report("loading")
     backend = backend_factory(model, generation)
     control._backend = backend
@@ -354,8 +507,15 @@ def execute_run(
     last_beat = started
     status = "running"
     error: str | None = None
+    workers = _concurrency(backend) if probe.kind == "generation" else 1
+    tally = {"done": 0, "tokens": 0, "time": 0.0}  # the concurrent loop's counts
     try:
-        for item, attempt in todo:
+        if workers > 1:  # an endpoint that takes several requests at once
+            status = _generate_concurrently(
+                store, run_id, probe, generation, todo, backend, control, workers,
+                report, started, tally,
+            )  # fmt: skip
+        for item, attempt in todo if workers == 1 else []:
             if control.paused:
                 store.set_run_status(run_id, "paused")
                 report("paused", session_done=session_done)
@@ -435,7 +595,7 @@ def execute_run(
                 },
             )
         else:
-            status = "done"
+            status = "done" if workers == 1 else status
     except EngineCrashed as exc:
         if control.cancelled:
             status = "cancelled"
@@ -447,6 +607,8 @@ def execute_run(
         store.set_run_status(run_id, "interrupted", error=f"{type(exc).__name__}: {exc}")
         backend.close()
         raise
+    if workers > 1:
+        session_done, tokens_out, gen_time = int(tally["done"]), int(tally["tokens"]), tally["time"]
     store.set_run_status(run_id, status, error=error)
     backend.close()
     done = store.count_attempts(run_id)

@@ -547,3 +547,83 @@ def test_intersectional_review_by_keyboard_and_heat_map(qtbot, tmp_path, setting
     wait_for(qtbot, lambda: any(isinstance(p, SDegResultsView) for p in results.plots))
     titles = [p.getPlotItem().titleLabel.text for p in results.plots if hasattr(p, "rows")]
     assert any(t.startswith("Groups ranked by SDeg") for t in titles)
+
+
+def test_models_pane_adds_and_tests_an_http_endpoint(qtbot, tmp_path, settings, monkeypatch):
+    """Add endpoint… dialog → a stored model row; Test connection runs off the UI thread
+    against a small local OpenAI-compatible stub (the real server is in test_http_backend)."""
+    import http.server
+    import json
+    import threading
+
+    seen: list[str] = []
+
+    class Stub(http.server.BaseHTTPRequestHandler):
+        def _send(self, payload):
+            body = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            seen.append(self.headers.get("Authorization", ""))
+            self._send({"object": "list", "data": [{"id": "stub-model", "owned_by": "test"}]})
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self._send(
+                {
+                    "model": "stub-model",
+                    "choices": [{"message": {"content": "Hello there."}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": 3},
+                }
+            )
+
+        def log_message(self, *args):
+            pass
+
+    stub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Stub)
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    monkeypatch.setenv("GUI_TEST_KEY", "sk-gui-secret")
+    db = str(tmp_path / "e.sqlite")
+    try:
+        window = make_window(qtbot, db, settings)
+        pane = window.models
+        qtbot.mouseClick(pane.endpoint_button, Qt.MouseButton.LeftButton)
+        dialog = pane.endpoint_dialog
+        assert dialog is not None and dialog.isVisible()
+        dialog.url.setText("ftp://nowhere")
+        dialog.accept()  # refused inline, the dialog stays open
+        assert dialog.isVisible() and "http://" in dialog.error.text()
+        dialog.url.setText(f"http://127.0.0.1:{stub.server_port}")
+        dialog.model.setText("stub-model")
+        dialog.key_env.setText("GUI_TEST_KEY")
+        dialog.concurrency.setValue(3)
+        dialog.accept()
+        wait_for(qtbot, lambda: any(m.get("endpoint") for m in pane.models))
+        entry = next(m for m in pane.models if m.get("endpoint"))
+        assert entry["url"] == f"http://127.0.0.1:{stub.server_port}/v1"
+        assert (entry["endpoint_model"], entry["concurrency"]) == ("stub-model", 3)
+        row = pane.models.index(entry)
+        assert pane.table.item(row, 1).text() == "endpoint"
+        # adding tests the connection at once, off the UI thread
+        wait_for(qtbot, lambda: "Connected to" in pane.test_result.text())
+        assert "stub-model" in pane.test_result.text() and " ms" in pane.test_result.text()
+        assert seen and seen[0] == "Bearer sk-gui-secret"
+        pane.table.selectRow(row)
+        assert pane.test_button.text() == "&Test connection" and pane.test_button.isEnabled()
+        assert "OpenAI-compatible endpoint" in pane.details.text()
+        with Store(db) as store:
+            (stored,) = [m for m in store.list_models() if m["kind"] == "endpoint"]
+            assert stored["path"] == entry["url"] and stored["sha256"] is None
+            assert "sk-gui-secret" not in json.dumps(stored)
+            assert resolve_model(store, entry["path"])["id"] == stored["id"]
+        # a dead endpoint: the pane says so in one line
+        stub.shutdown()
+        stub.server_close()
+        qtbot.mouseClick(pane.test_button, Qt.MouseButton.LeftButton)
+        wait_for(qtbot, lambda: "cannot reach the endpoint" in pane.test_result.text())
+    finally:
+        stub.shutdown()

@@ -1,4 +1,5 @@
-"""Models pane: the bundled default and added GGUF files, their metadata and memory needs."""
+"""Models pane: the bundled default and added GGUF files, their metadata and memory needs,
+and OpenAI-compatible HTTP endpoints (added with a dialog, tested off the UI thread)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,16 @@ from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
+    QDialog,
+    QDialogButtonBox,
     QFileDialog,
+    QFormLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QPushButton,
+    QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -24,6 +30,15 @@ from PySide6.QtWidgets import (
 
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE
 from gbdesk.engine.gguf_meta import format_bytes
+from gbdesk.engine.http_backend import (
+    MAX_CONCURRENCY,
+    check_connection,
+    normalize_base_url,
+    register_endpoint,
+    with_endpoints,
+)
+from gbdesk.engine.secrets import DEFAULT_ENV_VAR, check_env_var_name
+from gbdesk.errors import UserError
 from gbdesk.models import list_models
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.widgets import Banner, pane_header
@@ -39,6 +54,11 @@ COLUMNS = [
     "Memory needed",
     "SHA-256",
 ]
+
+
+def _catalogue(store) -> list[dict[str, Any]]:
+    """GGUF files, then the stored endpoints."""
+    return with_endpoints(list_models(store), store)
 
 
 def _register(store, path: str) -> dict[str, Any]:
@@ -66,6 +86,68 @@ def _test_load(path: str) -> dict[str, Any]:
             "text": result.text,
             "prompt_mode": backend.info.prompt_mode,
         }
+
+
+class EndpointDialog(QDialog):
+    """URL, model name, API-key variable and concurrency of an OpenAI-compatible server."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Add an OpenAI-compatible endpoint")
+        self.url = QLineEdit()
+        self.url.setPlaceholderText("http://127.0.0.1:8000/v1")
+        self.model = QLineEdit()
+        self.model.setPlaceholderText("the model name the server serves (see its /v1/models)")
+        self.key_env = QLineEdit()
+        self.key_env.setPlaceholderText(f"optional, e.g. {DEFAULT_ENV_VAR}")
+        self.key_env.setToolTip(
+            "The NAME of an environment variable holding the API key — not the key. Without "
+            f"one, ${DEFAULT_ENV_VAR} and then the OS keyring (service 'gbdesk', user = the "
+            "URL) are tried. The key is never stored."
+        )
+        self.concurrency = QSpinBox()
+        self.concurrency.setRange(1, MAX_CONCURRENCY)
+        self.concurrency.setValue(4)
+        self.concurrency.setToolTip(
+            "Requests in flight at once. A llama.cpp server handles as many as its --parallel "
+            "slots; vLLM batches many."
+        )
+        self.error = QLabel()
+        self.error.setStyleSheet("color:#c0392b")
+        self.error.setWordWrap(True)
+        form = QFormLayout(self)
+        form.addRow("Base &URL", self.url)
+        form.addRow("&Model name", self.model)
+        form.addRow("API key &env var", self.key_env)
+        form.addRow("&Concurrent requests", self.concurrency)
+        form.addRow(self.error)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def values(self) -> dict[str, Any]:
+        """The entered endpoint (`UserError` for an unusable URL, name or variable)."""
+        url = normalize_base_url(self.url.text())
+        model = self.model.text().strip()
+        if not model:
+            raise UserError("name the model the server serves")
+        return {
+            "url": url,
+            "model": model,
+            "api_key_env": check_env_var_name(self.key_env.text()),
+            "concurrency": self.concurrency.value(),
+        }
+
+    def accept(self) -> None:
+        try:
+            self.values()
+        except UserError as exc:
+            self.error.setText(str(exc))
+            return
+        super().accept()
 
 
 class ModelsPane(QWidget):
@@ -98,8 +180,21 @@ class ModelsPane(QWidget):
         self.test_button.clicked.connect(self._test_selected)
         self.use_button = QPushButton("&Use for new runs")
         self.use_button.clicked.connect(self._use_selected)
+        self.endpoint_button = QPushButton("Add &endpoint…")
+        self.endpoint_button.setToolTip(
+            "An OpenAI-compatible server (llama-server, vLLM, Ollama, llama-cpp-python) "
+            "on this or another machine"
+        )
+        self.endpoint_button.clicked.connect(self._choose_endpoint)
+        self.endpoint_dialog: EndpointDialog | None = None
         buttons = QHBoxLayout()
-        for b in (self.add_button, self.rescan_button, self.test_button, self.use_button):
+        for b in (
+            self.add_button,
+            self.endpoint_button,
+            self.rescan_button,
+            self.test_button,
+            self.use_button,
+        ):
             buttons.addWidget(b)
         buttons.addStretch(1)
 
@@ -120,7 +215,8 @@ class ModelsPane(QWidget):
                 "Models",
                 "The bundled default model and every GGUF file you add (button, or drag files "
                 "onto this window). Files in the models/ folder are found automatically. Metadata "
-                "is read from the file header; nothing is loaded until you test or run.",
+                "is read from the file header; nothing is loaded until you test or run. "
+                "Endpoints are OpenAI-compatible servers that run the model elsewhere.",
             )
         )
         layout.addWidget(self.banner)
@@ -144,7 +240,7 @@ class ModelsPane(QWidget):
         self.banner.clear()
         self.ctx.tasks.with_store(
             self.ctx.db_path,
-            list_models,
+            _catalogue,
             on_done=self._show,
             on_error=self.banner.error,
             key="models.list",
@@ -163,12 +259,14 @@ class ModelsPane(QWidget):
             if m["path"] == chosen:
                 self.table.selectRow(row)
         for m in models:
-            if not m.get("error") and not m.get("sha256"):
+            if not m.get("error") and not m.get("sha256") and not m.get("endpoint"):
                 self._hash(m["path"])
         self.ctx.models_changed.emit()
 
     def _fill_row(self, row: int, m: dict[str, Any]) -> None:
-        if m.get("error"):
+        if m.get("endpoint"):
+            values = [m["name"], "endpoint", "—", "—", "—", "server's", "—", "remote", m["url"]]
+        elif m.get("error"):
             values = [m["name"], "unreadable", "", "", "", "", "", "", m["error"]]
         else:
             values = [
@@ -238,6 +336,20 @@ class ModelsPane(QWidget):
             self.details.setText("<i>No model selected.</i>")
             self.load_anyway.setVisible(False)
             return
+        self.test_button.setText("&Test connection" if m.get("endpoint") else "&Test load")
+        if m.get("endpoint"):
+            key = f"${m['api_key_env']}, then " if m.get("api_key_env") else ""
+            self.details.setText(
+                f"<b>{html.escape(m['name'])}</b> — OpenAI-compatible endpoint "
+                f"{html.escape(m['url'])}, model <code>{html.escape(m['endpoint_model'])}</code>, "
+                f"{m['concurrency']} concurrent request(s).<br>API key: {html.escape(key)}"
+                f"${DEFAULT_ENV_VAR}, then the OS keyring — looked up when a run starts, never "
+                "stored. Seeds are sent with every request; only some servers honour them."
+            )
+            self.load_anyway.setVisible(False)
+            self.test_button.setEnabled(True)
+            self.use_button.setEnabled(True)
+            return
         if m.get("error"):
             self.details.setText(
                 f"<b>{html.escape(m['path'])}</b><br>"
@@ -290,6 +402,9 @@ class ModelsPane(QWidget):
         m = self.selected()
         if not m:
             return
+        if m.get("endpoint"):
+            self.test_endpoint(m)
+            return
         self.test_button.setEnabled(False)
         self.test_result.setText(f"Loading {html.escape(m['file_name'])} in a worker process…")
 
@@ -307,6 +422,77 @@ class ModelsPane(QWidget):
             self.test_result.setText(f"<span style='color:#c0392b'>{html.escape(message)}</span>")
 
         self.ctx.tasks.submit(_test_load, m["path"], on_done=done, on_error=failed)
+
+    # -- endpoints ---------------------------------------------------------------------
+    def _choose_endpoint(self) -> None:
+        dialog = EndpointDialog(self)
+        self.endpoint_dialog = dialog
+
+        def accepted() -> None:
+            v = dialog.values()
+            self.add_endpoint(v["url"], v["model"], v["api_key_env"], v["concurrency"])
+
+        dialog.accepted.connect(accepted)
+        dialog.open()
+
+    def add_endpoint(
+        self, url: str, model: str, api_key_env: str | None = None, concurrency: int = 1
+    ) -> None:
+        """Store an endpoint (a model row of kind "endpoint"), then test its connection."""
+
+        def register(store) -> dict[str, Any]:
+            row = register_endpoint(
+                store, url, model, api_key_env=api_key_env, concurrency=concurrency
+            )
+            return next(e for e in with_endpoints([], store) if e["model_id"] == row["id"])
+
+        def added(entry: dict[str, Any]) -> None:
+            self.ctx.message.emit(f"Added endpoint {entry['name']}")
+            self.ctx.settings.setValue("model_path", entry["path"])
+            self.refresh()
+            self.test_endpoint(entry)
+
+        self.ctx.tasks.with_store(
+            self.ctx.db_path, register, on_done=added, on_error=self.banner.error
+        )
+
+    def test_endpoint(self, m: dict[str, Any]) -> None:
+        """Probe the endpoint and time a short generation, off the UI thread."""
+        self.test_button.setEnabled(False)
+        self.test_result.setText(f"Connecting to {html.escape(m['url'])}…")
+
+        def done(r: dict[str, Any]) -> None:
+            self.test_button.setEnabled(True)
+            self.ctx.settings.setValue(f"speed/{m['path']}", r["tokens_per_s"])
+            listed = ", ".join(r["server_models"][:8]) or "none listed"
+            models_ms = (
+                f"{1000 * r['models_latency_s']:.0f} ms"
+                if r["models_latency_s"] is not None
+                else "no /models"
+            )
+            self.test_result.setText(
+                f"Connected to {html.escape(r['endpoint'])}: model list in "
+                f"{html.escape(models_ms)}, a one-token request in "
+                f"{1000 * r['latency_s']:.0f} ms. The server lists: {html.escape(listed)} "
+                f"(runs record <code>{html.escape(r['server_model'])}</code>). Generated "
+                f"{r['tokens']} tokens in {r['generation_s']:.2f} s "
+                f"({r['tokens_per_s']:.0f} tokens/s): <i>{html.escape(r['text'][:160])}</i>"
+                f"<br>JSON-schema decoding: {html.escape(r['json_format'])}; API key: "
+                f"{html.escape(r['api_key'])}."
+            )
+
+        def failed(message: str) -> None:
+            self.test_button.setEnabled(True)
+            self.test_result.setText(f"<span style='color:#c0392b'>{html.escape(message)}</span>")
+
+        self.ctx.tasks.submit(
+            check_connection,
+            m["url"],
+            m["endpoint_model"],
+            m.get("api_key_env"),
+            on_done=done,
+            on_error=failed,
+        )
 
     def _choose_file(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(
