@@ -446,7 +446,12 @@ class RunsPane(QWidget):
         self.model_combo.blockSignals(True)
         self.model_combo.clear()
         for m in self.models:
-            self.model_combo.addItem(f"{m['name']} · {m.get('quantization') or '?'}", m["path"])
+            detail = (
+                f"endpoint {m.get('url', '')}"
+                if m.get("endpoint")
+                else (m.get("quantization") or "?")
+            )
+            self.model_combo.addItem(f"{m['name']} · {detail}", m["path"])
         index = max(0, self.model_combo.findData(wanted)) if wanted else 0
         self.model_combo.setCurrentIndex(index)
         self.model_combo.blockSignals(False)
@@ -597,7 +602,12 @@ class RunsPane(QWidget):
         self.current_run = run_id
         self.live.clear()
         self.live_caption.clear()
-        self.banner.info(f"Run {run_id}: loading the model in a worker process…")
+        m = self.selected_model() or {}
+        self.banner.info(
+            f"Run {run_id}: connecting to the endpoint…"
+            if m.get("endpoint")
+            else f"Run {run_id}: loading the model in a worker process…"
+        )
         thread = RunThread(self.ctx.db_path, run_id, self.ctx.backend_factory, self)
         thread.progress.connect(self._on_progress)
         thread.token.connect(self._on_token)
