@@ -63,7 +63,8 @@ class MetricGroup:
     item_filters: dict[str, dict[str, Any]] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)  # metric → short axis label
     review_filter: str = "all"  # the review queue filter a click opens
-    kind: str = "ci"  # "ci" (linear), "log_ratio" (log scale, parity at 1), "count"
+    kind: str = "ci"  # "ci" (linear), "unit" (linear on 0–1), "log_ratio" (log scale,
+    # parity at 1), "count"
 
 
 @dataclass(frozen=True)

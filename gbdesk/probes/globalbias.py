@@ -429,6 +429,7 @@ class GlobalBiasApxProbe(Probe):
                 "Validation on Ghavami & Peplau descriptors (template 1)",
                 [n for n in names if n.startswith("validation_")],
                 "Accuracy and MRR of the lowest-perplexity group; APX should beat PPL.",
+                kind="unit",
             ),
             MetricGroup(
                 "Mean perplexity per template",
@@ -843,11 +844,13 @@ class GlobalBiasProfilesProbe(Probe):
                 [n for n in self.headline_metrics if n in names],
                 "Chance: group 2.5 %, ethnicity 5 %, gender 50 %. Higher = profiles give the "
                 "name's group away.",
+                kind="unit",
             ),
             MetricGroup(
                 "SVM accuracy over 20 stratified splits (mean ± 1.96 SD)",
                 [n for n in names if n.startswith("svm_repeated/")],
                 "A more robust estimate than the single split; not the paper's number.",
+                kind="unit",
             ),
             MetricGroup("Parsing", [n for n in ("parse_failures",) if n in names], kind="count"),
         ]

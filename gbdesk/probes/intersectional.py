@@ -433,18 +433,22 @@ class IntersectionalProbe(Probe):
         names = list(present or [])
         groups = [
             MetricGroup(
-                "Overall SDeg (mean over groups)", [n for n in ("sdeg_overall",) if n in names]
+                "Overall SDeg (mean over groups)",
+                [n for n in ("sdeg_overall",) if n in names],
+                kind="unit",
             ),
             MetricGroup(
                 "Groups ranked by SDeg (max over categories, 95 % bootstrap CI)",
                 [n for n in names if n.startswith("sdeg_group/")],
                 "0 = the group's imagined members answer every question in varied ways.",
                 labels={n: n.split("/", 1)[1] for n in names if n.startswith("sdeg_group/")},
+                kind="unit",
             ),
             MetricGroup(
                 "Mean SDeg per category",
                 [n for n in names if n.startswith("sdeg_category/")],
                 labels={n: n.split("/", 1)[1] for n in names if n.startswith("sdeg_category/")},
+                kind="unit",
             ),
             MetricGroup(
                 "Answer mapping", [n for n in ("unparsed_answers",) if n in names], kind="count"

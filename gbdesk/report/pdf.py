@@ -296,6 +296,8 @@ def _group(section: RunSection, group: MetricGroup, doc: _Doc) -> None:
     else:
         title = group.title.lower()
         rng = (-1.0, 1.0) if ("stereotype" in title or "correlation" in title) else (0.0, 1.0)
+        if group.kind == "unit":
+            rng = (0.0, 1.0)
         image = ci_chart(chart_rows, None, rng, group.title)
     doc.add(f"<p>{doc.image(image, 440)}</p>")
 

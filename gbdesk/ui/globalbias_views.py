@@ -112,7 +112,7 @@ class AssociationsView(QWidget):
         rows = extra.get("associations", [])
         n_flag = sum(1 for r in rows if r.get("flagged"))
         layout.addWidget(
-            QLabel(
+            _note(
                 f"<b>Group associations</b> — {n_flag:,} flagged of {len(rows):,} group × "
                 "descriptor pairs (1 % one-tailed: bias score below the descriptor's mean − "
                 "2.326 SD; lower = more associated; age axis not tested)"
@@ -150,7 +150,7 @@ class AssociationsView(QWidget):
         heat = extra.get("heatmap") or {}
         if heat.get("groups") and heat.get("sets"):
             layout.addWidget(
-                QLabel("<b>Flagged pairs per group × descriptor set</b> (darker = more flags)")
+                _note("<b>Flagged pairs per group × descriptor set</b> (darker = more flags)")
             )
             layout.addWidget(self._heatmap(heat))
 
@@ -185,6 +185,13 @@ class AssociationsView(QWidget):
                     label.setPos(si + 0.5, gi + 0.5)
                     plot.addItem(label)
         return plot
+
+
+def _note(text: str) -> QLabel:
+    """A wrapping label (long captions must not widen the results pane)."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    return label
 
 
 def _short(group: str) -> str:
@@ -267,7 +274,7 @@ class ProfileResultsView(QWidget):
         rows = extra.get("ablation") or []
         if rows:
             layout.addWidget(
-                QLabel(
+                _note(
                     "<b>Drop-one-feature ablation</b> — change in accuracy (percentage points) "
                     "when a field is left out; negative = the field gives the group away"
                 )
@@ -296,7 +303,7 @@ class ProfileResultsView(QWidget):
         top = extra.get("top_words") or {}
         if top:
             layout.addWidget(
-                QLabel(
+                _note(
                     "<b>Top differentiating words</b> (Jensen–Shannon divergence of a group's "
                     "words against all other groups; in-group and out-group shares show the "
                     "direction)"

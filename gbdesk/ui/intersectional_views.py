@@ -155,12 +155,12 @@ class SDegResultsView(QWidget):
         layout = QVBoxLayout(self)
         groups, cats = extra.get("groups") or [], extra.get("categories") or []
         values = np.asarray(extra.get("sdeg") or [], dtype=float)
-        layout.addWidget(
-            QLabel(
-                "<b>SDeg per group × category</b> (groups ranked by their degree; darker = "
-                "more uniform answers; blank = no parsed answer)"
-            )
+        caption = QLabel(
+            "<b>SDeg per group × category</b> (groups ranked by their degree; darker = "
+            "more uniform answers; blank = no parsed answer)"
         )
+        caption.setWordWrap(True)
+        layout.addWidget(caption)
         plot = pg.PlotWidget()
         plot.setMinimumHeight(max(360, 16 * len(groups)))
         if values.size:

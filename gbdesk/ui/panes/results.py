@@ -364,6 +364,8 @@ class ResultsPane(QWidget):
                     )
                     if "stereotype" in group.title.lower() or "correlation" in group.title.lower():
                         x_range = (-1.0, 1.0)
+                    if group.kind == "unit":
+                        x_range = (0.0, 1.0)
                     plot = CIPlot(group.title, rows, None, x_range, self._open_review)
                 self._add_plot(plot)
         extra = self.results[same[0]["id"]].get("extra")
