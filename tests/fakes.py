@@ -6,7 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from gbdesk.engine.base import EngineInfo, GenerationRequest, GenerationResult
+from gbdesk.engine.base import EngineInfo, GenerationRequest, GenerationResult, ScoreResult
 from gbdesk.errors import EngineCrashed
 
 FIXTURE = Path(__file__).parent / "fixtures" / "recorded_inventories.jsonl"
@@ -32,6 +32,7 @@ class FakeBackend:
         self.crash_after = crash_after
         self.on_generate = on_generate
         self.calls: list[GenerationRequest] = []
+        self.score_calls: list[list[str]] = []
         self.closed = False
         self.info = EngineInfo(
             backend="fake",
@@ -59,6 +60,24 @@ class FakeBackend:
             finish_reason="stop",
             prompt_mode="chat",
         )
+
+    def score(self, texts: list[str]) -> list[ScoreResult]:
+        """Deterministic fake log-likelihoods: a stable hash of each text.
+
+        n_tokens = words + 1; logprob_sum = -(1 + u) * n_tokens with u in [0, 4) from
+        SHA-256 of the text, so PPL = exp(1 + u) varies between texts (e to e^5).
+        """
+        done = len(self.calls) + len(self.score_calls)  # crash_after counts both kinds
+        if self.crash_after is not None and done >= self.crash_after:
+            raise EngineCrashed("the model worker stopped unexpectedly while scoring: SIGSEGV")
+        self.score_calls.append(list(texts))
+        results = []
+        for text in texts:
+            n_tokens = len(text.split()) + 1
+            digest = hashlib.sha256(text.encode("utf-8")).digest()
+            u = int.from_bytes(digest[:8], "big") / 2**64 * 4.0
+            results.append(ScoreResult(n_tokens=n_tokens, logprob_sum=-(1.0 + u) * n_tokens))
+        return results
 
     def close(self) -> None:
         self.closed = True

@@ -1,13 +1,15 @@
 """The engine interface shared by every backend.
 
-A backend turns a `GenerationRequest` into a `GenerationResult`. The llama.cpp
-backend runs the model in a worker process (`llama_backend`); later backends
-(HTTP endpoints) implement the same protocol.
+A backend turns a `GenerationRequest` into a `GenerationResult`, and scores texts
+(log-likelihood, perplexity) into `ScoreResult`s. The llama.cpp backend runs the model
+in a worker process (`llama_backend`); later backends (HTTP endpoints) implement the
+same protocol.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
@@ -94,6 +96,35 @@ TokenCallback = Callable[[str], None]
 
 
 @dataclass
+class ScoreResult:
+    """The log-likelihood of one text under the model.
+
+    ``logprob_sum`` is the sum of natural-log probabilities of the `n_tokens` scored
+    tokens: every token of ``[BOS] + tokenize(text)`` after BOS (see
+    `gbdesk.engine.scoring` for models without BOS).
+    """
+
+    n_tokens: int
+    logprob_sum: float
+
+    @property
+    def ppl(self) -> float:
+        """Perplexity ``exp(-logprob_sum / n_tokens)``; NaN when nothing was scored."""
+        if self.n_tokens <= 0:
+            return math.nan
+        return math.exp(-self.logprob_sum / self.n_tokens)
+
+    def to_json(self) -> list[Any]:
+        """``[n_tokens, logprob_sum]``, the worker protocol's compact form."""
+        return [self.n_tokens, self.logprob_sum]
+
+    @classmethod
+    def from_json(cls, value: list[Any] | tuple[Any, ...]) -> ScoreResult:
+        n_tokens, logprob_sum = value
+        return cls(n_tokens=int(n_tokens), logprob_sum=float(logprob_sum))
+
+
+@dataclass
 class EngineInfo:
     """What a loaded backend reports about itself (stored with each run)."""
 
@@ -111,5 +142,7 @@ class Backend(Protocol):
     def generate(
         self, request: GenerationRequest, on_token: TokenCallback | None = None
     ) -> GenerationResult: ...
+
+    def score(self, texts: list[str]) -> list[ScoreResult]: ...
 
     def close(self) -> None: ...

@@ -1,9 +1,9 @@
 """The llama.cpp backend: a client for the worker process in `llama_worker`.
 
 The model lives in a child process. If llama.cpp segfaults or the OS kills the
-worker for want of memory, only the child dies: `generate` raises `EngineCrashed`
-with the signal and the worker's last log lines, and the caller's run stays
-resumable.
+worker for want of memory, only the child dies: `generate` and `score` raise
+`EngineCrashed` with the signal and the worker's last log lines, and the caller's run
+stays resumable.
 """
 
 from __future__ import annotations
@@ -24,10 +24,24 @@ from typing import Any
 
 import psutil
 
-from gbdesk.engine.base import EngineInfo, GenerationRequest, GenerationResult, TokenCallback
+from gbdesk.engine.base import (
+    EngineInfo,
+    GenerationRequest,
+    GenerationResult,
+    ScoreResult,
+    TokenCallback,
+)
 from gbdesk.errors import EngineCrashed, EngineError, UserError
 
 DEFAULT_N_CTX = 4096
+# Tokens per llama_decode call when scoring (the scoring context's KV size); see
+# gbdesk.engine.scoring.
+DEFAULT_SCORE_BATCH = 512
+# Texts per `score` call that callers should send: one GlobalBias name × template (730
+# sentences sharing "My name is X, I" or "X"), ~7 s on the bundled model with 2 cores.
+# Speed hardly depends on it from ~64 up (benchmarks/scoring.py --sweep): a decode group
+# holds at most 256 texts anyway; the chunk is the unit of progress and resumption.
+SCORE_CHUNK = 730
 
 
 def default_threads() -> int:
@@ -53,7 +67,12 @@ def _signal_name(returncode: int | None) -> str:
 
 
 class LlamaCppBackend:
-    """Runs a GGUF model in a worker process and generates through it."""
+    """Runs a GGUF model in a worker process and generates and scores through it.
+
+    Scoring (`score`) uses a second llama.cpp context on the same model, created on the
+    first `score` call, or while loading when ``scoring=True`` (then its settings are in
+    ``info.settings["scoring"]`` from the start; otherwise after the first call).
+    """
 
     backend_name = "llama.cpp"
 
@@ -66,6 +85,8 @@ class LlamaCppBackend:
         n_batch: int = 512,
         prompt_mode: str = "auto",
         load_timeout_s: float = 900.0,
+        scoring: bool = False,
+        score_batch: int = DEFAULT_SCORE_BATCH,
     ):
         self.model_path = str(model_path)
         self.n_threads = n_threads or default_threads()
@@ -97,6 +118,8 @@ class LlamaCppBackend:
                 "n_threads": self.n_threads,
                 "n_batch": n_batch,
                 "prompt_mode": prompt_mode,
+                "scoring": scoring,
+                "score_batch": score_batch,
             }
         )
         message = self._receive(timeout=load_timeout_s, during="loading the model")
@@ -118,6 +141,8 @@ class LlamaCppBackend:
             },
             load_time_s=float(raw.get("load_time_s", 0.0)),
         )
+        if raw.get("scoring"):
+            self.info.settings["scoring"] = raw["scoring"]
 
     # -- plumbing -------------------------------------------------------------------
     def _read_loop(self) -> None:
@@ -216,6 +241,37 @@ class LlamaCppBackend:
             elif event == "error":
                 raise EngineError(f"llama.cpp refused the request: {message.get('message')}")
 
+    def score(self, texts: list[str]) -> list[ScoreResult]:
+        """Log-likelihood of each text (see `ScoreResult`), in order.
+
+        One request scores the whole list; send chunks of about `SCORE_CHUNK` texts
+        (texts sharing prefixes together) so that progress can be saved between them.
+        The numbers of a text do not depend on which chunk it is in.
+        """
+        texts = list(texts)
+        if not all(isinstance(t, str) for t in texts):
+            raise TypeError("score() takes a list of strings")
+        if not texts:
+            return []
+        self._next_id += 1
+        request_id = self._next_id
+        self._send({"op": "score", "id": request_id, "texts": texts})
+        while True:
+            message = self._receive(timeout=None, during="scoring")
+            event = message.get("event")
+            if event == "result":
+                r = message["result"]
+                if "settings" in r and "scoring" not in self.info.settings:
+                    self.info.settings["scoring"] = r["settings"]
+                scores = [ScoreResult.from_json(v) for v in r["scores"]]
+                if len(scores) != len(texts):
+                    raise EngineError(
+                        f"the model worker returned {len(scores)} scores for {len(texts)} texts"
+                    )
+                return scores
+            elif event == "error":
+                raise EngineError(f"llama.cpp refused the request: {message.get('message')}")
+
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -225,7 +281,7 @@ class LlamaCppBackend:
         return self._aborted
 
     def abort(self) -> None:
-        """Kill the worker at once (from any thread); a pending `generate` raises."""
+        """Kill the worker at once (from any thread); a pending `generate`/`score` raises."""
         self._aborted = True
         if self.proc.poll() is None:
             self.proc.kill()

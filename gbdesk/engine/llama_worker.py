@@ -8,11 +8,22 @@ process; the caller sees the pipe close and reports it.
 
 Protocol (one JSON object per line):
   → {"op": "load", "model_path": …, "n_ctx": …, "n_threads": …, "n_batch": …,
-     "prompt_mode": "auto"|"chat"|"completion"}
+     "prompt_mode": "auto"|"chat"|"completion", "scoring": bool, "score_batch": n}
   ← {"event": "ready", "info": {...}}   or   {"event": "error", "message": …}
   → {"op": "generate", "id": n, "request": {...GenerationRequest...}, "stream": bool}
   ← {"event": "token", "id": n, "text": …}*  then  {"event": "result", "id": n, "result": {...}}
+  → {"op": "score", "id": n, "texts": [str, ...]}
+  ← {"event": "result", "id": n,
+     "result": {"scores": [[n_tokens, logprob_sum], ...], "settings": {...}}}
   → {"op": "shutdown"}
+
+Scoring (`gbdesk.engine.scoring.BatchScorer`) runs in a second llama.cpp context on the
+same loaded model (weights shared; its own small KV cache, flash attention, at most
+`score_batch` tokens per decode call, the load's n_threads). The context is created on
+the first "score" request, or at load when "scoring" is true, in which case the load
+info carries its settings under "scoring". "settings" in a score result are the same
+settings: the numbers depend on them. Both load keys are optional (defaults: false,
+512). Generation never touches the scoring context, and vice versa.
 """
 
 from __future__ import annotations
@@ -193,6 +204,35 @@ class LlamaGenerator:
         return streamed
 
 
+class Scorer:
+    """The worker's lazily created `BatchScorer` for the loaded model."""
+
+    def __init__(self, llm: Any, n_threads: int, n_batch: int):
+        self.llm = llm
+        self.n_threads = n_threads
+        self.n_batch = n_batch
+        self._scorer: Any = None
+
+    def get(self) -> Any:
+        if self._scorer is None:
+            from gbdesk.engine.scoring import BatchScorer
+
+            self._scorer = BatchScorer(self.llm, n_threads=self.n_threads, n_batch=self.n_batch)
+        return self._scorer
+
+    def score(self, texts: list[str]) -> dict[str, Any]:
+        if not isinstance(texts, list):
+            raise ValueError("'texts' must be a list of strings")
+        scorer = self.get()
+        scores = scorer.score(texts)
+        return {"scores": [[n, lp] for n, lp in scores], "settings": scorer.settings()}
+
+    def close(self) -> None:
+        if self._scorer is not None:
+            self._scorer.close()
+            self._scorer = None
+
+
 def _load(message: dict[str, Any]) -> tuple[Any, LlamaGenerator, dict[str, Any]]:
     import llama_cpp
     import llama_cpp._logger
@@ -233,6 +273,7 @@ def main() -> int:
         out.write(json.dumps(obj) + "\n")
 
     generator = None
+    scorer: Scorer | None = None
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -240,7 +281,13 @@ def main() -> int:
         op = message.get("op")
         try:
             if op == "load":
-                _, generator, info = _load(message)
+                from gbdesk.engine.scoring import DEFAULT_N_BATCH
+
+                llm, generator, info = _load(message)
+                score_batch = int(message.get("score_batch", DEFAULT_N_BATCH))
+                scorer = Scorer(llm, int(message["n_threads"]), score_batch)
+                if message.get("scoring"):
+                    info["scoring"] = scorer.get().settings()
                 send({"event": "ready", "info": info})
             elif op == "generate":
                 if generator is None:
@@ -254,7 +301,14 @@ def main() -> int:
 
                 result = generator.generate(message["request"], emit)
                 send({"event": "result", "id": request_id, "result": result})
+            elif op == "score":
+                if scorer is None:
+                    raise RuntimeError("no model loaded")
+                result = scorer.score(message.get("texts"))
+                send({"event": "result", "id": message["id"], "result": result})
             elif op == "shutdown":
+                if scorer is not None:
+                    scorer.close()
                 return 0
             else:
                 raise ValueError(f"unknown op {op!r}")

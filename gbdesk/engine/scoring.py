@@ -31,43 +31,61 @@ decoded nodes whose children are all leaves, in depth-first order, so every node
 form a contiguous range. Texts are packed greedily, in input order, into groups of at
 most `n_batch` decoded tokens and `n_seq_max` texts; a group is one ``llama_decode``
 call (llama.cpp splits it into ubatches of `n_ubatch`), after which the KV cache is
-cleared. Log-softmax runs in numpy on a zero-copy view of llama.cpp's logits buffer
-(row max in float32, sum of exponentials accumulated in float64).
+cleared. A single text longer than `n_batch` forms a group of its own, decoded in
+slices of `n_batch` (the context grows to hold it, up to the model's training context).
+Log-softmax runs in numpy, in float64, on a zero-copy view of llama.cpp's float32 logits
+buffer (64 rows at a time); the target tokens' logits are picked by fancy indexing: no
+Python loop over the vocabulary. On GlobalBias sentences in their natural order a
+sentence costs 2.0 decoded tokens instead of the 10.2 of one-at-a-time evaluation; the
+same batches without prefix sharing decode 10.0 tokens per sentence and score 22
+sentences/s instead of 95 (CPU time, 730 sentences of one name).
 
 Settings, and why (measured on SmolLM2-135M-Instruct Q4_1, 2 cores, AVX-512)
 --------------------------------------------------------------------------
-This quantized model is numerically touchy: a 1-ulp difference in an attention
-weight changes the int8 rounding of later activations (Q8_1, for the Q4_1 matmuls), and
-after 30 layers a sentence's logprob_sum moves by up to ~0.4 nats. So "the same
-numbers as one-at-a-time scoring" only holds if every token gets *bit-identical*
-arithmetic whatever else shares its batch. llama.cpp's CPU attention paths differ:
+This quantized model is numerically touchy: a 1-ulp difference in one attention weight
+of the first layer grows, over 30 layers, into logit differences of up to ~0.8 and
+logprob_sum differences of up to ~0.4 nats per sentence (most likely through the int8
+rounding of activations for the quantized matmuls). So scores equal one-at-a-time
+scoring only if every token gets *bit-identical* arithmetic whatever shares its batch,
+and llama.cpp's CPU attention kernels differ in that:
 
 * flash attention off (llama-cpp-python's default): the softmax sums exponentials in
-  8/16-lane SIMD groups over the KV cells, so the result depends on *which cells* a
-  sentence occupies. Shared-prefix batches then differ from one-at-a-time scoring by up
-  to 0.38 nats per sentence (median 0, 90th percentile 0.08).
+  8/16-lane SIMD groups over the KV cells, so a token's result depends on *which cells*
+  its sentence occupies. Shared-prefix batches then differ from one-at-a-time scoring by
+  up to 0.38 nats per sentence (median 0, 90th percentile 0.08).
 * flash attention on, ubatch >= 64 tokens: the tiled kernel (64-cell KV tiles) is also
   layout dependent: differences up to 1.45 nats.
 * flash attention on, ubatch < 64 tokens: the one-chunk kernel walks the unmasked cells
-  one by one in cell order: the result depends only on the sentence's own tokens. With
-  an f16 KV cache it accumulates V in f16; with an **f32 KV cache** everything is f32.
+  one by one in cell order, so the result depends only on the sentence's own tokens.
+  (llama.cpp casts an f32 KV cache to f16 for flash attention: the KV type changes
+  nothing here but memory.)
 
-gbdesk therefore scores with **flash attention on, f32 K and V cache, n_ubatch 32** (half
-the 64-row tile, with room to spare), n_threads = the worker's thread count (2 here):
-batched scores equal one-at-a-time scores computed with the same settings to 7e-8
-nats per sentence (only the float64 log-softmax rounding differs), for any batch
-composition, n_batch or thread count. Speed is the same as with the default attention
-(all three variants run at ~70 sentences/s here; n_ubatch 16 is ~25 % slower, 32-63 are
-equal). Against llama-cpp-python's *default* arithmetic (flash attention off, f16 KV
-cache) one-at-a-time, the scores differ by a median of 0.15 and at most ~1.2 nats per
-sentence (PPL up to ~10 %): that is the rounding noise of this quantized model between
-two valid kernels, not an error of the batching; the f32 path rounds less (f16 K/V and
-f16 attention weights in the default path). Compare scores only between runs made with
-the same settings (they are reported in `BatchScorer.settings()`).
+gbdesk therefore scores with **flash attention on, f16 KV cache, n_ubatch 48** (below the
+64-row tile, ggml's compile-time GGML_FA_TILE_Q; tests/test_scoring.py fails should a
+llama.cpp update change the kernel choice) and n_threads = the worker's thread count (2
+here). The logits are then bit-identical to one-at-a-time evaluation with the same
+settings (`Llama(flash_attn=True)`), for any batch composition, n_batch (16 to 1024
+tried), n_ubatch below 64 or thread count (1 to 3): scores agree to 3e-14 nats per
+sentence (float64 summation order), so a text's score does not depend on its chunk.
+Speed does not suffer: in one run flash attention off/on scored 64/71 sentences/s. By
+CPU time on one GlobalBias name (2,190 sentences), n_ubatch 48 scores 111 sentences/s,
+32 and 63 101-104, 16 is ~25 % slower.
 
-n_batch (tokens per decode group, also the KV size): 512 by default; 256 loses some
-prefix sharing, 1024 gains little and the one-chunk kernel's per-query scan of the KV
-mask grows with the cells in use (see benchmarks/scoring.py).
+Accuracy. Against llama-cpp-python's *default* arithmetic (flash attention off)
+one-at-a-time, scores differ by a median of 0.15-0.3 and at most 1.2-1.6 nats per
+sentence (PPL up to ~16 %). Neither is clearly more accurate: against an exact float64
+forward pass (the GGUF's dequantized weights in numpy) on 360 GlobalBias sentences, every
+llama.cpp variant is off by a median of ~0.35 nats per sentence (default 0.347, flash
+attention 0.365, f32 KV cache without flash attention 0.352; max 1.2-1.6): llama.cpp's
+reduced precision (int8 activations in the quantized matmuls, f16 K/V, float32), and the
+mean log-PPL of a name × template (40
+sentences) by at most 0.060 (default) and 0.084 (flash attention) nats per token. Compare
+scores only between runs made with the same settings (`BatchScorer.settings()`, stored
+in the engine info).
+
+n_batch (tokens per decode group, also the KV size): 512. With n_seq_max 256 (llama.cpp's
+maximum) a group holds ~250 GlobalBias sentences (~500 tokens), so 1024 changes nothing;
+256 decodes 3 % more tokens (prefixes re-evaluated per group) at the same speed.
 """
 
 from __future__ import annotations
@@ -78,7 +96,7 @@ from typing import Any
 import numpy as np
 
 DEFAULT_N_BATCH = 512
-DEFAULT_N_UBATCH = 32  # below ggml's 64-row flash-attention tile: the exact one-chunk kernel
+DEFAULT_N_UBATCH = 48  # below ggml's 64-row flash-attention tile: the exact one-chunk kernel
 DEFAULT_N_SEQ_MAX = 256  # llama_max_parallel_sequences() in llama.cpp
 DEFAULT_MAX_LOGITS_BYTES = 128 << 20  # caps outputs per decode for large vocabularies
 _LSE_BLOCK = 64  # logits rows per numpy log-sum-exp step (bounds the temporary)
@@ -102,7 +120,10 @@ class BatchScorer:
     """Scores texts on a `llama_cpp.Llama`'s model, in a scoring context of its own.
 
     The context shares the model's weights (only the KV cache and compute buffers are
-    new). Call `close()` before the `Llama` is freed.
+    new). Call `close()` before the `Llama` is freed. `n_batch` is the decoded tokens per
+    ``llama_decode`` call (lowered so that its logits fit in `max_logits_bytes`);
+    `flash_attn`, `n_ubatch` < 64 and the default f16 KV cache give batch-invariant
+    scores (module docstring); `kv_f32` only matters without flash attention.
     """
 
     def __init__(
@@ -114,7 +135,7 @@ class BatchScorer:
         n_ubatch: int = DEFAULT_N_UBATCH,
         n_seq_max: int = DEFAULT_N_SEQ_MAX,
         flash_attn: bool = True,
-        kv_f32: bool = True,
+        kv_f32: bool = False,
         max_logits_bytes: int = DEFAULT_MAX_LOGITS_BYTES,
     ):
         import llama_cpp
@@ -128,34 +149,18 @@ class BatchScorer:
         max_outputs = max(1, max_logits_bytes // (4 * self.n_vocab))
         self.n_batch = max(1, min(int(n_batch), max_outputs))
         self.n_ubatch = max(1, min(int(n_ubatch), self.n_batch))
-        self.n_seq_max = max(1, min(int(n_seq_max), llama_cpp.llama_max_parallel_sequences()))
+        # a sequence id per decoded leaf: never more than the tokens of a decode call
+        self.n_seq_max = max(
+            1, min(int(n_seq_max), self.n_batch, llama_cpp.llama_max_parallel_sequences())
+        )
         self.n_threads = int(n_threads)
         self.flash_attn = bool(flash_attn)
         self.kv_f32 = bool(kv_f32)
 
-        params = llama_cpp.llama_context_default_params()
-        params.n_ctx = self.n_batch  # one decode group at a time lives in the KV cache
-        params.n_batch = self.n_batch
-        params.n_ubatch = self.n_ubatch
-        params.n_seq_max = self.n_seq_max
-        params.n_outputs_max = self.n_batch
-        params.n_outputs_max_per_seq = 0  # a sequence has one output per decoded token
-        params.n_threads = self.n_threads
-        params.n_threads_batch = self.n_threads
-        params.kv_unified = True  # required for tokens that belong to several sequences
-        params.flash_attn_type = (
-            llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
-            if self.flash_attn
-            else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        )
-        if self.kv_f32:
-            params.type_k = llama_cpp.GGML_TYPE_F32
-            params.type_v = llama_cpp.GGML_TYPE_F32
-        params.no_perf = True
-        self.ctx = llama_cpp.llama_init_from_model(llm._model.model, params)
-        if not self.ctx:
-            raise RuntimeError("llama.cpp could not create the scoring context")
-        self._memory = llama_cpp.llama_get_memory(self.ctx)
+        self.n_ctx_train = int(llama_cpp.llama_model_n_ctx_train(llm._model.model))
+        self.ctx: Any = None
+        self._batch: Any = None
+        self._open_context(self.n_batch)
         self._batch = llama_cpp.llama_batch_init(self.n_batch, 0, self.n_seq_max)
         n = self.n_batch
         self._b_token = np.ctypeslib.as_array(self._batch.token, shape=(n,))
@@ -168,6 +173,38 @@ class BatchScorer:
         self._seq_range = np.arange(self.n_seq_max, dtype=np.int32)
         self.decode_calls = 0
         self.decoded_tokens = 0
+
+    def _open_context(self, n_ctx: int) -> None:
+        """(Re)create the scoring context with room for `n_ctx` decoded tokens."""
+        lib = self._lib
+        if self.ctx is not None:
+            lib.llama_free(self.ctx)
+            self.ctx = None
+        params = lib.llama_context_default_params()
+        params.n_ctx = n_ctx  # one decode group at a time lives in the KV cache
+        params.n_batch = self.n_batch
+        params.n_ubatch = self.n_ubatch
+        params.n_seq_max = self.n_seq_max
+        params.n_outputs_max = self.n_batch
+        params.n_outputs_max_per_seq = 0  # a sequence has one output per decoded token
+        params.n_threads = self.n_threads
+        params.n_threads_batch = self.n_threads
+        params.kv_unified = True  # required for tokens that belong to several sequences
+        params.flash_attn_type = (
+            lib.LLAMA_FLASH_ATTN_TYPE_ENABLED
+            if self.flash_attn
+            else lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        )
+        if self.kv_f32:
+            params.type_k = lib.GGML_TYPE_F32
+            params.type_v = lib.GGML_TYPE_F32
+        params.no_perf = True
+        self.ctx = lib.llama_init_from_model(self.llm._model.model, params)
+        if not self.ctx:
+            self.ctx = None
+            raise RuntimeError("llama.cpp could not create the scoring context")
+        self.n_ctx = int(lib.llama_n_ctx(self.ctx))
+        self._memory = lib.llama_get_memory(self.ctx)
 
     # -- public ---------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:
@@ -194,37 +231,37 @@ class BatchScorer:
 
     def score(self, texts: list[str]) -> list[tuple[int, float]]:
         """``(n_tokens, logprob_sum)`` for every text, in order."""
-        if self.ctx is None:
+        if self.ctx is None or self._batch is None:
             raise RuntimeError("the scorer is closed")
         token_lists = [self.tokens(t) for t in texts]
         results: list[tuple[int, float]] = [(max(0, len(t) - 1), 0.0) for t in token_lists]
-        group: list[int] = []
-        roots: dict[int, _Node] = {}
-        counter = [0]
-        decoded = 0
+        for tokens in token_lists:
+            if len(tokens) - 1 > self.n_ctx_train > 0:
+                raise ValueError(
+                    f"a text has {len(tokens)} tokens, more than the model's training "
+                    f"context ({self.n_ctx_train})"
+                )
+        group = _Group()
         for index, tokens in enumerate(token_lists):
             if len(tokens) < 2:
                 continue  # nothing to score
-            if len(tokens) - 1 > self.n_batch:
-                raise ValueError(
-                    f"a text has {len(tokens)} tokens; the scorer evaluates at most "
-                    f"{self.n_batch + 1} per text (raise n_batch)"
-                )
-            cost = self._added_decoded(roots, tokens)
-            if group and (decoded + cost > self.n_batch or len(group) >= self.n_seq_max):
+            cost = group.added_decoded(tokens)
+            if group.texts and (
+                group.decoded + cost > self.n_batch or len(group.texts) >= self.n_seq_max
+            ):
                 self._score_group(group, token_lists, results)
-                group, roots, counter, decoded = [], {}, [0], 0
-                cost = self._added_decoded(roots, tokens)
-            self._insert(roots, tokens, counter)
-            decoded += cost
-            group.append(index)
-        if group:
+                group = _Group()
+                cost = group.added_decoded(tokens)
+            group.add(index, tokens, cost)  # a text longer than n_batch: a group of its own
+        if group.texts:
             self._score_group(group, token_lists, results)
         return results
 
     def close(self) -> None:
-        if self.ctx is not None:
+        if self._batch is not None:
             self._lib.llama_batch_free(self._batch)
+            self._batch = None
+        if self.ctx is not None:
             self._lib.llama_free(self.ctx)
             self.ctx = None
 
@@ -234,40 +271,11 @@ class BatchScorer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- the trie -----------------------------------------------------------------------
-    @staticmethod
-    def _added_decoded(roots: dict[int, _Node], tokens: list[int]) -> int:
-        """How many more tokens the group decodes once `tokens` is in its trie."""
-        level, last, matched = roots, None, 0
-        for token in tokens:
-            node = level.get(token)
-            if node is None:
-                break
-            last, level, matched = node, node.children, matched + 1
-        if matched == len(tokens):
-            return 0
-        # the new nodes except the final one get children, as may the last shared node
-        return (1 if last is not None and not last.children else 0) + len(tokens) - matched - 1
-
-    @staticmethod
-    def _insert(roots: dict[int, _Node], tokens: list[int], counter: list[int]) -> _Node:
-        level, parent, node = roots, None, None
-        for depth, token in enumerate(tokens):
-            node = level.get(token)
-            if node is None:
-                node = _Node(token, depth, parent, counter[0])
-                counter[0] += 1
-                level[token] = node
-            parent, level = node, node.children
-        assert node is not None
-        return node
-
+    # -- decoding -----------------------------------------------------------------------
     def _score_group(
-        self, group: list[int], token_lists: list[list[int]], results: list[tuple[int, float]]
+        self, group: _Group, token_lists: list[list[int]], results: list[tuple[int, float]]
     ) -> None:
-        roots: dict[int, _Node] = {}
-        counter = [0]
-        ends = [self._insert(roots, token_lists[i], counter) for i in group]
+        roots = group.roots
         # depth-first order of the decoded nodes (those with children); every node's
         # sequence ids are the contiguous range of decoded "leaves" in its subtree
         order: list[_Node] = []
@@ -291,64 +299,120 @@ class BatchScorer:
             seq_hi.append(n_seqs)
             stack.append((node, True))
             stack.extend((c, False) for c in reversed(node.children.values()))
-        assert n_seqs <= self.n_seq_max and len(order) <= self.n_batch
-
         n = len(order)
+        assert n_seqs <= self.n_seq_max
+        if n > self.n_ctx:  # one text longer than n_batch: make room for it
+            self._open_context(-(-n // 256) * 256)
+
+        nodes = group.nodes
+        child_idx = [node.index for node in nodes if node.parent is not None]
+        p_rows = np.fromiter(
+            (nodes[i].parent.row for i in child_idx),  # type: ignore[union-attr]
+            dtype=np.int64,
+            count=len(child_idx),
+        )
+        c_tok = np.fromiter(
+            (nodes[i].token for i in child_idx), dtype=np.int64, count=len(child_idx)
+        )
+        edge_lp = np.empty(len(child_idx), dtype=np.float64)
         tokens = np.fromiter((node.token for node in order), dtype=np.int32, count=n)
-        self._b_token[:n] = tokens
-        self._b_pos[:n] = np.fromiter((node.depth for node in order), dtype=np.int32, count=n)
+        positions = np.fromiter((node.depth for node in order), dtype=np.int32, count=n)
         counts = np.asarray(seq_hi, dtype=np.int32) - np.asarray(seq_lo, dtype=np.int32)
-        self._b_n_seq[:n] = counts
-        self._b_logits[:n] = 1
-        seq_range = self._seq_range
-        for row in range(n):
-            lo = seq_lo[row]
-            ctypes.memmove(self._b_seq_ptrs[row], seq_range[lo:].ctypes.data, 4 * int(counts[row]))
-        self._batch.n_tokens = n
 
         lib = self._lib
         lib.llama_memory_clear(self._memory, False)
         try:
-            rc = lib.llama_decode(self.ctx, self._batch)
-            if rc != 0:
-                raise RuntimeError(f"llama_decode failed with status {rc}")
-            self.decode_calls += 1
-            self.decoded_tokens += n
-            logits = np.ctypeslib.as_array(lib.llama_get_logits(self.ctx), shape=(n, self.n_vocab))
-            lse = np.empty(n, dtype=np.float64)
-            for a in range(0, n, _LSE_BLOCK):
-                rows = logits[a : a + _LSE_BLOCK]
-                peak = rows.max(axis=1)
-                total = np.exp(rows - peak[:, None]).sum(axis=1, dtype=np.float64)
-                lse[a : a + _LSE_BLOCK] = np.log(total) + peak
-            # the log-probability of every trie edge, then running sums along the paths
-            nodes: list[_Node] = [None] * counter[0]  # type: ignore[list-item]
-            for node in _walk(roots):
-                nodes[node.index] = node
-            parents = [node.parent for node in nodes]
-            has_parent = np.fromiter((p is not None for p in parents), dtype=bool)
-            child_idx = np.nonzero(has_parent)[0]
-            p_rows = np.fromiter(
-                (parents[i].row for i in child_idx),  # type: ignore[union-attr]
-                dtype=np.int64,
-                count=len(child_idx),
-            )
-            c_tok = np.fromiter(
-                (nodes[i].token for i in child_idx), dtype=np.int64, count=len(child_idx)
-            )
-            edge_lp = logits[p_rows, c_tok].astype(np.float64) - lse[p_rows]
+            # DFS order puts every node after its ancestors, so slices of n_batch tokens
+            # (only a text longer than n_batch needs more than one) decode in order
+            for a in range(0, n, self.n_batch):
+                b = min(n, a + self.n_batch)
+                logits = self._decode(a, b, tokens, positions, counts, seq_lo)
+                lse = _log_sum_exp(logits)
+                sel = np.nonzero((p_rows >= a) & (p_rows < b))[0]
+                rows = p_rows[sel] - a
+                edge_lp[sel] = logits[rows, c_tok[sel]].astype(np.float64) - lse[rows]
         finally:
             lib.llama_memory_clear(self._memory, False)
+        # running sums along the paths; a parent is always created before its children
         cum = [0.0] * len(nodes)
-        for i, lp in zip(child_idx.tolist(), edge_lp.tolist(), strict=True):
-            cum[i] = cum[parents[i].index] + lp  # type: ignore[union-attr]  # parents first
-        for i, end in zip(group, ends, strict=True):
+        for i, lp in zip(child_idx, edge_lp.tolist(), strict=True):
+            cum[i] = cum[nodes[i].parent.index] + lp  # type: ignore[union-attr]
+        for i, end in zip(group.texts, group.ends, strict=True):
             results[i] = (len(token_lists[i]) - 1, cum[end.index])
 
+    def _decode(
+        self,
+        a: int,
+        b: int,
+        tokens: np.ndarray,
+        positions: np.ndarray,
+        counts: np.ndarray,
+        seq_lo: list[int],
+    ) -> np.ndarray:
+        """Decode rows [a, b) of a group, all with logits; a zero-copy view of them."""
+        m = b - a
+        self._b_token[:m] = tokens[a:b]
+        self._b_pos[:m] = positions[a:b]
+        self._b_n_seq[:m] = counts[a:b]
+        self._b_logits[:m] = 1
+        seq_range = self._seq_range
+        for k in range(m):
+            lo = seq_lo[a + k]
+            ctypes.memmove(self._b_seq_ptrs[k], seq_range[lo:].ctypes.data, 4 * int(counts[a + k]))
+        self._batch.n_tokens = m
+        rc = self._lib.llama_decode(self.ctx, self._batch)
+        if rc != 0:
+            raise RuntimeError(f"llama_decode failed with status {rc}")
+        self.decode_calls += 1
+        self.decoded_tokens += m
+        return np.ctypeslib.as_array(self._lib.llama_get_logits(self.ctx), shape=(m, self.n_vocab))
 
-def _walk(roots: dict[int, _Node]):
-    stack = list(roots.values())
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.children.values())
+
+def _log_sum_exp(logits: np.ndarray) -> np.ndarray:
+    """Row-wise log(sum(exp(row))) in float64, max-shifted; `_LSE_BLOCK` rows at a time."""
+    out = np.empty(len(logits), dtype=np.float64)
+    for a in range(0, len(logits), _LSE_BLOCK):
+        rows = logits[a : a + _LSE_BLOCK].astype(np.float64)
+        peak = rows.max(axis=1)
+        rows -= peak[:, None]
+        np.exp(rows, out=rows)
+        out[a : a + _LSE_BLOCK] = np.log(rows.sum(axis=1)) + peak
+    return out
+
+
+class _Group:
+    """The texts of one decode group and their token trie."""
+
+    def __init__(self) -> None:
+        self.roots: dict[int, _Node] = {}
+        self.nodes: list[_Node] = []  # in creation order: parents before children
+        self.texts: list[int] = []  # indices into the caller's list
+        self.ends: list[_Node] = []  # each text's last node
+        self.decoded = 0  # nodes with children: the tokens the group decodes
+
+    def added_decoded(self, tokens: list[int]) -> int:
+        """How many more tokens the group decodes once `tokens` is in its trie."""
+        level, last, matched = self.roots, None, 0
+        for token in tokens:
+            node = level.get(token)
+            if node is None:
+                break
+            last, level, matched = node, node.children, matched + 1
+        if matched == len(tokens):
+            return 0
+        # the new nodes except the final one get children, as may the last shared node
+        return (1 if last is not None and not last.children else 0) + len(tokens) - matched - 1
+
+    def add(self, index: int, tokens: list[int], cost: int) -> None:
+        level, parent, node = self.roots, None, None
+        for depth, token in enumerate(tokens):
+            node = level.get(token)
+            if node is None:
+                node = _Node(token, depth, parent, len(self.nodes))
+                self.nodes.append(node)
+                level[token] = node
+            parent, level = node, node.children
+        assert node is not None
+        self.texts.append(index)
+        self.ends.append(node)
+        self.decoded += cost
