@@ -185,6 +185,40 @@ def _place(
     return items, placed
 
 
+def _imported_run(
+    store: Store,
+    probe,
+    model: str,
+    params: dict[str, Any],
+    path: str | Path,
+    items: list[tuple[str, str, dict[str, Any]]],
+    attempts: int,
+) -> int:
+    """A new run of the probe for stories/scores made elsewhere by `model` (an external
+    model row); attempts are added by the caller, then `_finish_import`."""
+    model_id = store.register_model(
+        {"kind": "external", "name": model, "path": f"external:{model}", "sha256": None}
+    )
+    return store.create_run(
+        probe=probe.name,
+        probe_version=probe.version,
+        model_id=model_id,
+        params={**params, "imported_from": str(Path(path).resolve())},
+        generation={"attempts": attempts, "imported": True},
+        items=items,
+        attempts_per_item=0,
+        app_version=__version__,
+        llama_cpp_version=None,
+        source="imported",
+    )
+
+
+def _finish_import(store: Store, run_id: int, count: int) -> None:
+    store.db["runs"].update(
+        run_id, {"attempts_total": count, "status": "done", "finished_at": _now()}
+    )
+
+
 def _write(
     store: Store,
     probe,
@@ -197,20 +231,14 @@ def _write(
     attempts_per_item: dict[str, int] = defaultdict(int)
     for key, index in placed:
         attempts_per_item[key] = max(attempts_per_item[key], index + 1)
-    model_id = store.register_model(
-        {"kind": "external", "name": name, "path": f"external:{name}", "sha256": None}
-    )
-    run_id = store.create_run(
-        probe=probe.name,
-        probe_version=probe.version,
-        model_id=model_id,
-        params={**params, "imported_from": str(Path(path).resolve())},
-        generation={"attempts": max(attempts_per_item.values()), "imported": True},
-        items=[(i.key, i.prompt, i.metadata) for i in items],
-        attempts_per_item=0,
-        app_version=__version__,
-        llama_cpp_version=None,
-        source="imported",
+    run_id = _imported_run(
+        store,
+        probe,
+        name,
+        params,
+        path,
+        [(i.key, i.prompt, i.metadata) for i in items],
+        max(attempts_per_item.values()),
     )
     prompts = {i.key: i.prompt for i in items}
     metadata = {i.key: i.metadata for i in items}
@@ -225,9 +253,7 @@ def _write(
             prompt_mode="imported",
             auto_label=probe.label("" if response is None else str(response), metadata[key]),
         )
-    store.db["runs"].update(
-        run_id, {"attempts_total": len(placed), "status": "done", "finished_at": _now()}
-    )
+    _finish_import(store, run_id, len(placed))
     return {"run_id": run_id, "attempts": len(placed)}
 
 
@@ -305,24 +331,9 @@ def import_apx_table(
             )
             for (t, g), b in blocks.items()
         ]
-        model_id = store.register_model(
-            {"kind": "external", "name": model, "path": f"external:{model}", "sha256": None}
-        )
         params = probe.resolve_params()
-        params["imported_from"] = str(Path(path).resolve())
         params["unmatched_descriptors"] = sorted(unmatched)
-        run_id = store.create_run(
-            probe=probe.name,
-            probe_version=probe.version,
-            model_id=model_id,
-            params=params,
-            generation={"attempts": 1, "imported": True},
-            items=items,
-            attempts_per_item=0,
-            app_version=__version__,
-            llama_cpp_version=None,
-            source="imported",
-        )
+        run_id = _imported_run(store, probe, model, params, path, items, 1)
         for (key, prompt, meta), b in zip(items, blocks.values(), strict=True):
             seen = {r["descriptor"] for r in b}
             if len(seen) != len(b):
@@ -340,9 +351,7 @@ def import_apx_table(
                 auto_label=probe.label("", meta),
                 scores=b,
             )
-        store.db["runs"].update(
-            run_id, {"attempts_total": len(items), "status": "done", "finished_at": _now()}
-        )
+        _finish_import(store, run_id, len(items))
         runs.append(
             {
                 "model": model,
@@ -421,25 +430,17 @@ def import_profiles(
         attempts.append((key, runs[run], profile))
     keys = {key: f"p{i:04d}-{key[0]}" for i, key in enumerate(items)}
     model = model_name or "imported"
-    model_id = store.register_model(
-        {"kind": "external", "name": model, "path": f"external:{model}", "sha256": None}
-    )
-    params = probe.resolve_params()
-    params["imported_from"] = str(p.resolve())
-    run_id = store.create_run(
-        probe=probe.name,
-        probe_version=probe.version,
-        model_id=model_id,
-        params=params,
-        generation={"attempts": len(runs), "imported": True},
-        items=[
+    run_id = _imported_run(
+        store,
+        probe,
+        model,
+        probe.resolve_params(),
+        p,
+        [
             (keys[key], f"profile of {meta['name']}", {"people": [meta]})
             for key, meta in items.items()
         ],
-        attempts_per_item=0,
-        app_version=__version__,
-        llama_cpp_version=None,
-        source="imported",
+        len(runs),
     )
     stored = 0
     for key, attempt, profile in attempts:
@@ -455,9 +456,7 @@ def import_profiles(
             auto_label=probe.label(text, meta),
         ):
             stored += 1
-    store.db["runs"].update(
-        run_id, {"attempts_total": stored, "status": "done", "finished_at": _now()}
-    )
+    _finish_import(store, run_id, stored)
     return {"run_id": run_id, "attempts": stored}
 
 
@@ -505,20 +504,14 @@ def import_role_answers(
     runs = []
     for model, per_group in by_model.items():
         items = [probe._item(by_id[gid], params["template"]) for gid in per_group]
-        model_id = store.register_model(
-            {"kind": "external", "name": model, "path": f"external:{model}", "sha256": None}
-        )
-        run_id = store.create_run(
-            probe=probe.name,
-            probe_version=probe.version,
-            model_id=model_id,
-            params={**params, "imported_from": str(Path(path).resolve())},
-            generation={"attempts": max(len(r) for r in per_group.values()), "imported": True},
-            items=[(i.key, i.prompt, i.metadata) for i in items],
-            attempts_per_item=0,
-            app_version=__version__,
-            llama_cpp_version=None,
-            source="imported",
+        run_id = _imported_run(
+            store,
+            probe,
+            model,
+            params,
+            path,
+            [(i.key, i.prompt, i.metadata) for i in items],
+            max(len(r) for r in per_group.values()),
         )
         count = 0
         for item, roles in zip(items, per_group.values(), strict=True):
@@ -533,9 +526,7 @@ def import_role_answers(
                     auto_label=probe._answers_label(answers),
                 )
                 count += 1
-        store.db["runs"].update(
-            run_id, {"attempts_total": count, "status": "done", "finished_at": _now()}
-        )
+        _finish_import(store, run_id, count)
         runs.append({"model": model, "run_id": run_id, "attempts": count})
     result: dict[str, Any] = {
         "run_id": runs[0]["run_id"],

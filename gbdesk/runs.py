@@ -266,22 +266,65 @@ def pending_attempts(store: Store, run_id: int) -> list[tuple[dict[str, Any], in
     ]
 
 
+def _request(
+    generation: dict[str, Any], messages: list[dict[str, str]], seed: int, **overrides: Any
+) -> GenerationRequest:
+    """A request with the run's generation settings (temperature, max_tokens and
+    json_schema may be overridden)."""
+    return GenerationRequest(
+        messages=messages,
+        seed=seed,
+        temperature=overrides.get("temperature", generation["temperature"]),
+        top_p=generation["top_p"],
+        max_tokens=overrides.get("max_tokens", generation["max_tokens"]),
+        top_k=generation.get("top_k", DEFAULT_TOP_K),
+        min_p=generation.get("min_p", DEFAULT_MIN_P),
+        json_schema=overrides.get("json_schema"),
+    )
+
+
+def _item_request(
+    generation: dict[str, Any], probe: Any, item: dict[str, Any], seed: int
+) -> GenerationRequest:
+    messages = [{"role": "user", "content": item["prompt"]}]
+    return _request(generation, messages, seed, json_schema=probe.request_schema(item["metadata"]))
+
+
+def _store_attempt(
+    store: Store,
+    run_id: int,
+    item: dict[str, Any],
+    attempt: int,
+    result: GenerationResult,
+    seed: int | None,
+    label: dict[str, Any],
+    scores: list[dict[str, Any]] | None = None,
+) -> None:
+    store.add_attempt(
+        run_id,
+        item["item"],
+        attempt,
+        item["prompt"],
+        result.text,
+        seed=seed,
+        tokens_in=result.tokens_in,
+        tokens_out=result.tokens_out,
+        latency_s=result.latency_s,
+        finish_reason=result.finish_reason,
+        prompt_mode=result.prompt_mode,
+        auto_label=label,
+        scores=scores,
+    )
+
+
 def _asker(backend: Backend, generation: dict[str, Any], on_token: Callable[[str], None] | None):
     """`ask(messages, seed, **overrides)` for chain probes: one generation with the run's
     settings (a probe may override temperature, max_tokens and json_schema per step)."""
 
     def ask(messages: list[dict[str, str]], seed: int, **overrides: Any) -> GenerationResult:
-        request = GenerationRequest(
-            messages=messages,
-            seed=seed,
-            temperature=overrides.get("temperature", generation["temperature"]),
-            top_p=generation["top_p"],
-            max_tokens=overrides.get("max_tokens", generation["max_tokens"]),
-            top_k=generation.get("top_k", DEFAULT_TOP_K),
-            min_p=generation.get("min_p", DEFAULT_MIN_P),
-            json_schema=overrides.get("json_schema"),
-        )
-        return backend.generate(request, on_token if overrides.get("stream", True) else None)
+        stream = overrides.pop("stream", True)
+        request = _request(generation, messages, seed, **overrides)
+        return backend.generate(request, on_token if stream else None)
 
     return ask
 
@@ -377,16 +420,7 @@ def _generate_concurrently(
                     break
                 item, attempt = nxt
                 seed = attempt_seed(generation["seed"], item["item"], attempt)
-                request = GenerationRequest(
-                    messages=[{"role": "user", "content": item["prompt"]}],
-                    seed=seed,
-                    temperature=generation["temperature"],
-                    top_p=generation["top_p"],
-                    max_tokens=generation["max_tokens"],
-                    top_k=generation.get("top_k", DEFAULT_TOP_K),
-                    min_p=generation.get("min_p", DEFAULT_MIN_P),
-                    json_schema=probe.request_schema(item["metadata"]),
-                )
+                request = _item_request(generation, probe, item, seed)
                 in_flight[pool.submit(backend.generate, request, None)] = (item, attempt, seed)
             if not in_flight:
                 break
@@ -399,20 +433,7 @@ def _generate_concurrently(
                     error = error or exc
                     continue
                 label = probe.label(result.text, item["metadata"])
-                store.add_attempt(
-                    run_id,
-                    item["item"],
-                    attempt,
-                    item["prompt"],
-                    result.text,
-                    seed=seed,
-                    tokens_in=result.tokens_in,
-                    tokens_out=result.tokens_out,
-                    latency_s=result.latency_s,
-                    finish_reason=result.finish_reason,
-                    prompt_mode=result.prompt_mode,
-                    auto_label=label,
-                )
+                _store_attempt(store, run_id, item, attempt, result, seed, label)
                 processed += 1
                 tally["done"] += 1
                 tally["tokens"] += result.tokens_out
@@ -541,33 +562,9 @@ def execute_run(
                     prompt=item["prompt"],
                 )
             else:
-                request = GenerationRequest(
-                    messages=[{"role": "user", "content": item["prompt"]}],
-                    seed=seed,
-                    temperature=generation["temperature"],
-                    top_p=generation["top_p"],
-                    max_tokens=generation["max_tokens"],
-                    top_k=generation.get("top_k", DEFAULT_TOP_K),
-                    min_p=generation.get("min_p", DEFAULT_MIN_P),
-                    json_schema=probe.request_schema(item["metadata"]),
-                )
-                result = backend.generate(request, on_token)
+                result = backend.generate(_item_request(generation, probe, item, seed), on_token)
                 label = probe.label(result.text, item["metadata"])
-            store.add_attempt(
-                run_id,
-                item["item"],
-                attempt,
-                item["prompt"],
-                result.text,
-                seed=seed,
-                tokens_in=result.tokens_in,
-                tokens_out=result.tokens_out,
-                latency_s=result.latency_s,
-                finish_reason=result.finish_reason,
-                prompt_mode=result.prompt_mode,
-                auto_label=label,
-                scores=scores,
-            )
+            _store_attempt(store, run_id, item, attempt, result, seed, label, scores)
             session_done += 1
             # the rate of a scoring run counts sentences, of the others tokens
             tokens_out += len(scores) if scores is not None else result.tokens_out

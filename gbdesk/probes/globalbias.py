@@ -290,12 +290,7 @@ class GlobalBiasApxProbe(Probe):
                             },
                         )
                     )
-        if params.get("sample"):
-            k = min(params["sample"], len(items))
-            items = random.Random(params.get("sample_seed", self.sample_seed)).sample(items, k)
-        if params.get("limit"):
-            items = items[: params["limit"]]
-        return items
+        return self.sample_and_limit(items, params)
 
     def sentences(self, metadata: dict[str, Any]) -> list[dict[str, Any]]:
         """The sentences of an item's block, with what the store keeps beside each score."""
@@ -720,12 +715,7 @@ class GlobalBiasProfilesProbe(Probe):
                     metadata={"people": people},
                 )
             )
-        if params.get("sample"):
-            n = min(params["sample"], len(items))
-            items = random.Random(params.get("sample_seed", self.sample_seed)).sample(items, n)
-        if params.get("limit"):
-            items = items[: params["limit"]]
-        return items
+        return self.sample_and_limit(items, params)
 
     def request_schema(self, metadata: dict[str, Any]) -> dict[str, Any] | None:
         n = len(metadata.get("people") or []) or 1

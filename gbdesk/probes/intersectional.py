@@ -19,7 +19,6 @@ import csv
 import functools
 import json
 import math
-import random
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -239,12 +238,7 @@ class IntersectionalProbe(Probe):
             for g in load_groups()
             if any(g.get(a) for a in chosen)
         ]
-        if params.get("sample"):
-            k = min(params["sample"], len(items))
-            items = random.Random(params.get("sample_seed", self.sample_seed)).sample(items, k)
-        if params.get("limit"):
-            items = items[: params["limit"]]
-        return items
+        return self.sample_and_limit(items, params)
 
     @staticmethod
     def _item(group: dict[str, str], template: str, answer_temperature: float = 0.0) -> Item:

@@ -343,16 +343,7 @@ class LaissezFaireProbe(Probe):
         all_items = [
             i for i in self.all_items(params["template"]) if i.metadata["domain"] in domains
         ]
-        if params.get("sample"):
-            import random
-
-            k = min(params["sample"], len(all_items))
-            all_items = random.Random(params.get("sample_seed", self.sample_seed)).sample(
-                all_items, k
-            )
-        if params.get("limit"):
-            all_items = all_items[: params["limit"]]
-        return all_items
+        return self.sample_and_limit(all_items, params)
 
     @staticmethod
     def _item(prompt: dict[str, Any], template: str) -> Item:

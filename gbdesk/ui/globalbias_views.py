@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,14 +21,12 @@ from PySide6.QtWidgets import (
     QTableView,
     QTableWidget,
     QTableWidgetItem,
-    QTextBrowser,
-    QVBoxLayout,
-    QWidget,
 )
 
 from gbdesk.probes.base import Probe
 from gbdesk.review import ReviewItem
-from gbdesk.ui.review_views import ReviewView
+from gbdesk.ui.result_views import ResultView
+from gbdesk.ui.review_views import TextReviewView
 from gbdesk.ui.theme import MUTED
 
 COLUMNS = [
@@ -96,19 +93,13 @@ class _Filter(QSortFilterProxyModel):
         return all(word in hay for word in self.text.casefold().split())
 
 
-class AssociationsView(QWidget):
+class AssociationsView(ResultView):
     """Per-descriptor group associations (search, flagged highlighted) and a heat map of
     flagged pairs per group × descriptor set."""
 
-    def __init__(
-        self,
-        extra: dict[str, Any],
-        open_review: Callable[[int, dict, str], None],
-        run_id: int,
-        parent: QWidget | None = None,
-    ):
-        super().__init__(parent)
-        layout = QVBoxLayout(self)
+    def __init__(self, extra: dict[str, Any], open_review, run_id: int, parent=None):
+        super().__init__(extra, open_review, run_id, parent)
+        layout = self.box
         rows = extra.get("associations", [])
         n_flag = sum(1 for r in rows if r.get("flagged"))
         layout.addWidget(
@@ -203,20 +194,9 @@ def _short(group: str) -> str:
 
 
 # -- character profiles ---------------------------------------------------------------------
-class ProfileReviewView(ReviewView):
+class ProfileReviewView(TextReviewView):
     """A profile answer: its raw text, and each parsed profile's fields beside its name's
     group (parse failures stated, never hidden)."""
-
-    def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.header = QLabel()
-        self.header.setWordWrap(True)
-        self.text = QTextBrowser()
-        self.text.setOpenLinks(False)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.header)
-        layout.addWidget(self.text, 1)
 
     def show_item(self, item: ReviewItem | None, probe: Probe) -> None:
         if item is None:
@@ -257,20 +237,13 @@ def _field(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-class ProfileResultsView(QWidget):
+class ProfileResultsView(ResultView):
     """SVM accuracy against chance, the drop-one-feature ablation and the Jensen–Shannon
     top words per field."""
 
-    def __init__(
-        self,
-        extra: dict[str, Any],
-        open_review: Callable[[int, dict, str], None],
-        run_id: int,
-        parent: QWidget | None = None,
-    ):
-        super().__init__(parent)
-        self.extra = extra
-        layout = QVBoxLayout(self)
+    def __init__(self, extra: dict[str, Any], open_review, run_id: int, parent=None):
+        super().__init__(extra, open_review, run_id, parent)
+        layout = self.box
         rows = extra.get("ablation") or []
         if rows:
             layout.addWidget(

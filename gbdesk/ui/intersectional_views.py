@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,6 +25,7 @@ from PySide6.QtWidgets import (
 from gbdesk.probes.base import Probe
 from gbdesk.probes.intersectional import load_categories
 from gbdesk.review import ReviewItem
+from gbdesk.ui.result_views import ResultView
 from gbdesk.ui.review_views import ReviewView
 from gbdesk.ui.theme import MUTED
 
@@ -141,18 +141,12 @@ class RoleAnswersView(ReviewView):
         return {"label": value, "data": {"answers": self.answers}, "evidence": None}
 
 
-class SDegResultsView(QWidget):
+class SDegResultsView(ResultView):
     """Heat map of SDeg per group (rows, ranked) × category (columns)."""
 
-    def __init__(
-        self,
-        extra: dict[str, Any],
-        open_review: Callable[[int, dict, str], None],
-        run_id: int,
-        parent: QWidget | None = None,
-    ):
-        super().__init__(parent)
-        layout = QVBoxLayout(self)
+    def __init__(self, extra: dict[str, Any], open_review, run_id: int, parent=None):
+        super().__init__(extra, open_review, run_id, parent)
+        layout = self.box
         groups, cats = extra.get("groups") or [], extra.get("categories") or []
         values = np.asarray(extra.get("sdeg") or [], dtype=float)
         caption = QLabel(

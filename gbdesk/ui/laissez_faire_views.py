@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable
 from typing import Any
 
 import pyqtgraph as pg
@@ -34,6 +33,7 @@ from gbdesk.format import log2_or_nan, ratio_ticks
 from gbdesk.probes.base import Probe
 from gbdesk.probes.laissez_faire import GENDER_LABELS, character_label, characters_from_data
 from gbdesk.review import ReviewItem
+from gbdesk.ui.result_views import ResultView
 from gbdesk.ui.review_views import ReviewView, highlight
 from gbdesk.ui.theme import MUTED
 
@@ -303,22 +303,13 @@ def _auto_characters(item: ReviewItem) -> list[dict[str, Any]]:
 
 
 # -- results --------------------------------------------------------------------------------
-class CharacterResultsView(QWidget):
+class CharacterResultsView(ResultView):
     """Racialized subordination curves, the most common names per race (the paper's Table 3
     view) and the identity-proxy terms with their stories one click away."""
 
-    def __init__(
-        self,
-        extra: dict[str, Any],
-        open_review: Callable[[int, dict, str], None],
-        run_id: int,
-        parent: QWidget | None = None,
-    ):
-        super().__init__(parent)
-        self.extra = extra
-        self.open_review = open_review
-        self.run_id = run_id
-        layout = QVBoxLayout(self)
+    def __init__(self, extra: dict[str, Any], open_review, run_id: int, parent=None):
+        super().__init__(extra, open_review, run_id, parent)
+        layout = self.box
         table = extra.get("table", {})
         missing = ", ".join(extra.get("not_measured", []))
         measured = ", ".join(RACE_CATEGORIES.get(c, c) for c in table.get("categories", []))

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 RESULT_VIEWS = {
     "laissez_faire": "gbdesk.ui.laissez_faire_views:CharacterResultsView",
@@ -10,6 +14,24 @@ RESULT_VIEWS = {
     "globalbias_profiles": "gbdesk.ui.globalbias_views:ProfileResultsView",
     "intersectional_sdeg": "gbdesk.ui.intersectional_views:SDegResultsView",
 }
+
+
+class ResultView(QWidget):
+    """Base of a probe's extra-results widget: `extra` is the probe's `extra_results`,
+    `open_review(run_id, item_filter, title)` opens the Review pane on some items."""
+
+    def __init__(
+        self,
+        extra: dict[str, Any],
+        open_review: Callable[[int, dict, str], None],
+        run_id: int,
+        parent: QWidget | None = None,
+    ):
+        super().__init__(parent)
+        self.extra = extra
+        self.open_review = open_review
+        self.run_id = run_id
+        self.box = QVBoxLayout(self)
 
 
 def result_view_for(probe_name: str):

@@ -55,8 +55,8 @@ class ReviewView(QWidget):
         raise NotImplementedError
 
 
-class PronounReviewView(ReviewView):
-    """The response with every counted pronoun coloured by gender."""
+class TextReviewView(ReviewView):
+    """A header line over a rich-text browser (subclasses fill both)."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -68,6 +68,10 @@ class PronounReviewView(ReviewView):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.header)
         layout.addWidget(self.text, 1)
+
+
+class PronounReviewView(TextReviewView):
+    """The response with every counted pronoun coloured by gender."""
 
     def show_item(self, item: ReviewItem | None, probe: Probe) -> None:
         if item is None:
