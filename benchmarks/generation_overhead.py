@@ -18,6 +18,15 @@ Two figures per side:
 Target: gbdesk ≥ 0.95× the plain loop.
 
     python benchmarks/generation_overhead.py [--prompts 16] [--max-tokens 128] [--rounds 2]
+
+--batched N compares instead the plain loop with `gbdesk run` generating N attempts
+at a time (`LlamaCppBackend(batch_size=N)`, one llama.cpp sequence per attempt):
+aggregate tokens/s of both (gbdesk steady = tokens / time inside `generate_batch`),
+their ratio (target gbdesk ≥ 1.5×), and how many batched texts are identical to
+single-sequence decoding of the same request (a batch of one), to gbdesk's sequential
+`generate` and to the plain loop.
+
+    python benchmarks/generation_overhead.py --batched 8 [--prompts 16] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -31,9 +40,9 @@ from pathlib import Path
 
 from llama_cpp import Llama
 
-from gbdesk.engine.base import DEFAULT_MIN_P, DEFAULT_TOP_K, attempt_seed
+from gbdesk.engine.base import DEFAULT_MIN_P, DEFAULT_TOP_K, GenerationRequest, attempt_seed
 from gbdesk.engine.default_model import default_model_path
-from gbdesk.engine.llama_backend import DEFAULT_N_CTX, default_threads
+from gbdesk.engine.llama_backend import DEFAULT_N_CTX, LlamaCppBackend, default_threads
 from gbdesk.probes import get_probe
 from gbdesk.runs import Progress, execute_run, plan_run, resolve_model
 from gbdesk.store import Store
@@ -76,11 +85,20 @@ def plain_loop(prompts, max_tokens: int) -> tuple[float, float, int, list[str]]:
     return tokens / (end - loop_start), tokens / (end - started), tokens, texts
 
 
-def gbdesk_run(prompts, max_tokens: int, db: Path) -> tuple[float, float, int, list[str]]:
+def gbdesk_run(
+    prompts, max_tokens: int, db: Path, batch_size: int = 1
+) -> tuple[float, float, int, list[str]]:
     started = time.perf_counter()
     marks: dict[str, float] = {}
+    final: list[Progress] = []
+
+    def factory(model, generation):
+        return LlamaCppBackend(
+            model["path"], prompt_mode=generation.get("prompt_mode", "auto"), batch_size=batch_size
+        )
 
     def on_progress(p: Progress) -> None:
+        final[:] = [p]
         if p.status == "running" and "first" not in marks:
             marks["first"] = time.perf_counter()
         marks["last"] = time.perf_counter()
@@ -96,7 +114,7 @@ def gbdesk_run(prompts, max_tokens: int, db: Path) -> tuple[float, float, int, l
             max_tokens=max_tokens,
             seed=SEED,
         )
-        execute_run(store, run_id, on_progress=on_progress)
+        execute_run(store, run_id, on_progress=on_progress, backend_factory=factory)
         end = time.perf_counter()
         rows = store.attempts(run_id)
     tokens = sum(r["tokens_out"] for r in rows)
@@ -104,7 +122,73 @@ def gbdesk_run(prompts, max_tokens: int, db: Path) -> tuple[float, float, int, l
     # the first attempt's own generation time is added back.
     first_latency = rows[0]["latency_s"] if rows else 0.0
     steady = tokens / (marks["last"] - marks["first"] + first_latency)
+    if batch_size > 1:  # results arrive a chunk at a time: the run's own generation rate
+        steady = final[0].tokens_per_s
     return steady, tokens / (end - started), tokens, [r["response"] for r in rows]
+
+
+def single_sequence_texts(prompts, max_tokens: int) -> tuple[list[str], list[str]]:
+    """Each request alone: a batch of one, and gbdesk's sequential `generate`."""
+    with LlamaCppBackend(default_model_path()) as backend:
+        requests = [
+            GenerationRequest(
+                messages=[{"role": "user", "content": prompt}],
+                seed=seed,
+                temperature=1.0,
+                top_p=1.0,
+                top_k=DEFAULT_TOP_K,
+                min_p=DEFAULT_MIN_P,
+                max_tokens=max_tokens,
+            )
+            for _, prompt, seed in prompts
+        ]
+        alone = [backend.generate_batch([r])[0].text for r in requests]
+        sequential = [backend.generate(r).text for r in requests]
+    return alone, sequential
+
+
+def batched_main(prompts, args) -> int:
+    n = args.batched
+    plain_runs, batched_runs = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            db = Path(tmp) / f"b{r}.sqlite"
+            if r % 2 == 0:
+                plain_runs.append(plain_loop(prompts, args.max_tokens))
+                batched_runs.append(gbdesk_run(prompts, args.max_tokens, db, batch_size=n))
+            else:
+                batched_runs.append(gbdesk_run(prompts, args.max_tokens, db, batch_size=n))
+                plain_runs.append(plain_loop(prompts, args.max_tokens))
+            print(
+                f"  round {r + 1}: plain {plain_runs[-1][0]:.1f} tok/s, gbdesk batched ×{n} "
+                f"{batched_runs[-1][0]:.1f} tok/s, ratio "
+                f"{batched_runs[-1][0] / plain_runs[-1][0]:.2f}×"
+            )
+    p_steady = statistics.median(x[0] for x in plain_runs)
+    g_steady = statistics.median(x[0] for x in batched_runs)
+    p_e2e = statistics.median(x[1] for x in plain_runs)
+    g_e2e = statistics.median(x[1] for x in batched_runs)
+    paired = statistics.median(g[0] / p[0] for g, p in zip(batched_runs, plain_runs, strict=True))
+    print()
+    print(f"{'median':<10}{'plain llama-cpp-python':>24}{f'gbdesk ×{n}':>14}{'ratio':>9}")
+    print(f"{'steady':<10}{p_steady:>20.1f} t/s{g_steady:>10.1f} t/s{g_steady / p_steady:>8.2f}×")
+    print(f"{'e2e':<10}{p_e2e:>20.1f} t/s{g_e2e:>10.1f} t/s{g_e2e / p_e2e:>8.2f}×")
+    print(f"median of the per-round steady ratios: {paired:.2f}×")
+    texts = batched_runs[0][3]
+    rounds_same = all(b[3] == texts for b in batched_runs)
+    alone, sequential = single_sequence_texts(prompts, args.max_tokens)
+    k = len(prompts)
+    print(
+        f"\nidentical batched texts: {sum(a == b for a, b in zip(texts, alone, strict=True))}/{k} "
+        f"to single-sequence decoding (a batch of one); "
+        f"{sum(a == b for a, b in zip(texts, sequential, strict=True))}/{k} to gbdesk's "
+        f"sequential generate; "
+        f"{sum(a == b for a, b in zip(texts, plain_runs[0][3], strict=True))}/{k} to the "
+        f"plain loop; same in every round: {rounds_same}"
+    )
+    verdict = "met" if paired >= 1.5 else "NOT met"
+    print(f"target gbdesk batched ≥ 1.5× (median per-round steady ratio): {verdict}")
+    return 0
 
 
 def main() -> int:
@@ -112,12 +196,15 @@ def main() -> int:
     parser.add_argument("--prompts", type=int, default=16)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--batched", type=int, default=0, metavar="N")
     args = parser.parse_args()
     prompts = workload(args.prompts)
     print(
         f"{len(prompts)} prompts × max_tokens {args.max_tokens}, temperature 1.0, top_p 1.0, "
         f"{default_threads()} threads, n_ctx {DEFAULT_N_CTX}, model {default_model_path().name}"
     )
+    if args.batched > 1:
+        return batched_main(prompts, args)
     plain_runs, gbdesk_runs = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):

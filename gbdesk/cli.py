@@ -118,6 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="chat template or completion frame (auto: chat if the GGUF has one)",
     )
     p.add_argument(
+        "--batch",
+        type=_positive_int,
+        default=1,
+        dest="batch_size",
+        help="local models: decode N attempts at once (faster; texts differ from --batch 1 "
+        "and the setting is kept with the run)",
+    )
+    p.add_argument(
         "--set",
         dest="options",
         action="append",
@@ -419,7 +427,9 @@ def cmd_run(args) -> int:
         else:
             model = resolve_model(store, args.model)
             # Load before planning, so a file llama.cpp rejects leaves no empty run behind.
-            backend = LlamaCppBackend(model["path"], prompt_mode=args.prompt_mode)
+            backend = LlamaCppBackend(
+                model["path"], prompt_mode=args.prompt_mode, batch_size=args.batch_size
+            )
         try:
             run_id = plan_run(
                 store,
@@ -431,6 +441,7 @@ def cmd_run(args) -> int:
                 top_p=args.top_p,
                 max_tokens=args.max_tokens,
                 prompt_mode=args.prompt_mode,
+                batch_size=args.batch_size,
                 template=args.template,
                 limit=args.limit,
                 sample=args.sample,

@@ -122,6 +122,7 @@ def plan_run(
     max_tokens: int | None = None,
     prompt_mode: str = "auto",
     source: str = "generated",
+    batch_size: int = 1,
     **probe_params: Any,
 ) -> int:
     """Store a new run with its items; return its id. Nothing is generated yet."""
@@ -141,7 +142,12 @@ def plan_run(
         "top_k": DEFAULT_TOP_K,
         "min_p": DEFAULT_MIN_P,
         "prompt_mode": prompt_mode,
+        # local batched decoding: recorded so a resume decodes the same way (batched texts
+        # differ from one-at-a-time ones — a different attention kernel)
+        "batch_size": batch_size,
     }
+    if batch_size < 1:
+        raise UserError("--batch must be at least 1")
     if generation["temperature"] < 0:
         raise UserError("--temperature must be ≥ 0")
     if not 0 < generation["top_p"] <= 1:
@@ -232,7 +238,11 @@ def llama_backend_factory(model: dict[str, Any], generation: dict[str, Any]) -> 
         return http_backend_factory(model, generation)
     from gbdesk.engine.llama_backend import LlamaCppBackend
 
-    return LlamaCppBackend(model["path"], prompt_mode=generation.get("prompt_mode", "auto"))
+    return LlamaCppBackend(
+        model["path"],
+        prompt_mode=generation.get("prompt_mode", "auto"),
+        batch_size=int(generation.get("batch_size", 1)),
+    )
 
 
 def http_backend_factory(model: dict[str, Any], generation: dict[str, Any]) -> Backend:
@@ -467,6 +477,86 @@ def _generate_concurrently(
     return "done" if exhausted and processed == len(todo) else "cancelled"
 
 
+def _batch_size(backend: Backend) -> int:
+    """How many attempts the backend generates per `generate_batch` call (1: off)."""
+    try:
+        return max(1, int(getattr(backend, "batch_size", 1) or 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+def _generate_batched(
+    store: Store,
+    run_id: int,
+    probe: Any,
+    generation: dict[str, Any],
+    todo: list[tuple[dict[str, Any], int]],
+    backend: Backend,
+    control: RunControl,
+    batch_size: int,
+    report: Callable[..., None],
+    started: float,
+    tally: dict[str, float],
+) -> str:
+    """The run loop for generation probes on a backend with `batch_size` > 1.
+
+    The pending attempts, in attempt-major order with the same per-attempt seeds as the
+    sequential loop, go to `backend.generate_batch` in chunks of `batch_size`; each
+    result is labelled and stored as in the sequential loop. Pause and cancel take effect
+    between chunks. Returns "done" or "cancelled"; `tally` counts attempts stored, tokens
+    generated and seconds spent generating (wall clock per chunk).
+    """
+    processed = 0
+    last_beat = time.monotonic()
+    for start in range(0, len(todo), batch_size):
+        if control.paused:
+            store.set_run_status(run_id, "paused")
+            report("paused", session_done=int(tally["done"]))
+            control.wait_while_paused()
+            if not control.cancelled:
+                store.set_run_status(run_id, "running")
+                report("running", session_done=int(tally["done"]))
+        if control.cancelled:
+            return "cancelled"
+        chunk = todo[start : start + batch_size]
+        seeds = [attempt_seed(generation["seed"], item["item"], a) for item, a in chunk]
+        requests = [
+            _item_request(generation, probe, item, seed)
+            for (item, _), seed in zip(chunk, seeds, strict=True)
+        ]
+        chunk_started = time.monotonic()
+        results = backend.generate_batch(requests)
+        tally["time"] += time.monotonic() - chunk_started
+        for (item, attempt), seed, result in zip(chunk, seeds, results, strict=True):
+            label = probe.label(result.text, item["metadata"])
+            _store_attempt(store, run_id, item, attempt, result, seed, label)
+            processed += 1
+            tally["done"] += 1
+            tally["tokens"] += result.tokens_out
+            now_ = time.monotonic()
+            if now_ - last_beat > 10:
+                store.heartbeat(run_id)
+                last_beat = now_
+            elapsed = now_ - started
+            report(
+                "running",
+                session_done=int(tally["done"]),
+                tokens_per_s=tally["tokens"] / tally["time"] if tally["time"] > 0 else 0.0,
+                eta_s=elapsed / tally["done"] * (len(todo) - processed),
+                elapsed_s=elapsed,
+                rate_unit="tokens/s",
+                last={
+                    "item": item["item"],
+                    "attempt": attempt,
+                    "prompt": item["prompt"],
+                    "response": result.text,
+                    "label": label["label"],
+                    "tokens_out": result.tokens_out,
+                },
+            )
+    return "done"
+
+
 def execute_run(
     store: Store,
     run_id: int,
@@ -529,9 +619,16 @@ def execute_run(
     status = "running"
     error: str | None = None
     workers = _concurrency(backend) if probe.kind == "generation" else 1
+    batched = _batch_size(backend) if probe.kind == "generation" else 1
     tally = {"done": 0, "tokens": 0, "time": 0.0}  # the concurrent loop's counts
     try:
-        if workers > 1:  # an endpoint that takes several requests at once
+        if batched > 1:  # llama.cpp: several sequences per decode call
+            workers = 0  # neither the concurrent nor the sequential loop
+            status = _generate_batched(
+                store, run_id, probe, generation, todo, backend, control, batched,
+                report, started, tally,
+            )  # fmt: skip
+        elif workers > 1:  # an endpoint that takes several requests at once
             status = _generate_concurrently(
                 store, run_id, probe, generation, todo, backend, control, workers,
                 report, started, tally,
@@ -604,7 +701,7 @@ def execute_run(
         store.set_run_status(run_id, "interrupted", error=f"{type(exc).__name__}: {exc}")
         backend.close()
         raise
-    if workers > 1:
+    if workers != 1:
         session_done, tokens_out, gen_time = int(tally["done"]), int(tally["tokens"]), tally["time"]
     store.set_run_status(run_id, status, error=error)
     backend.close()

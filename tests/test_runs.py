@@ -157,3 +157,22 @@ def test_metrics_from_a_fake_run(store, planned):
     )
     cached = compute_metrics(store, planned)
     assert cached["masculine_rate"] == metrics["masculine_rate"]
+
+
+def test_batch_size_is_kept_with_the_run_and_reaches_the_backend(store, tmp_path, monkeypatch):
+    import gbdesk.engine.llama_backend as llama_backend
+    from gbdesk.errors import UserError
+    from gbdesk.runs import llama_backend_factory
+
+    model = fake_model(store, tmp_path)
+    run_id = plan_run(store, "inventories", model, limit=2, batch_size=4)
+    generation = store.get_run(run_id)["generation"]
+    assert generation["batch_size"] == 4
+    seen = {}
+    monkeypatch.setattr(
+        llama_backend, "LlamaCppBackend", lambda path, **kw: seen.update(kw) or "backend"
+    )
+    assert llama_backend_factory({"kind": "gguf", "path": "x.gguf"}, generation) == "backend"
+    assert seen["batch_size"] == 4
+    with pytest.raises(UserError, match="--batch"):
+        plan_run(store, "inventories", model, limit=2, batch_size=0)

@@ -87,9 +87,12 @@ class LlamaCppBackend:
         load_timeout_s: float = 900.0,
         scoring: bool = False,
         score_batch: int = DEFAULT_SCORE_BATCH,
+        batch_size: int = 1,
     ):
         self.model_path = str(model_path)
         self.n_threads = n_threads or default_threads()
+        # attempts a run loop sends per `generate_batch` call (1: one `generate` at a time)
+        self.batch_size = max(1, int(batch_size))
         self._aborted = False
         self._next_id = 0
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -137,6 +140,7 @@ class LlamaCppBackend:
                 "n_ctx": raw.get("n_ctx"),
                 "n_threads": raw.get("n_threads"),
                 "n_batch": n_batch,
+                "batch_size": self.batch_size,
                 "system_info": raw.get("llama_cpp_system", ""),
             },
             load_time_s=float(raw.get("load_time_s", 0.0)),
@@ -238,6 +242,46 @@ class LlamaCppBackend:
                     finish_reason=r["finish_reason"],
                     prompt_mode=r["prompt_mode"],
                 )
+            elif event == "error":
+                raise EngineError(f"llama.cpp refused the request: {message.get('message')}")
+
+    def generate_batch(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        """Generate several requests together (one llama.cpp sequence each); results in order.
+
+        A request's text depends only on the request and its seed, not on what else is in
+        the batch, but is not the text `generate` gives for it: the batched context
+        computes with other settings (gbdesk.engine.batch_generation). Requests with a
+        json_schema are generated one after another, as by `generate`. No streaming.
+        """
+        requests = list(requests)
+        if not requests:
+            return []
+        self._next_id += 1
+        request_id = self._next_id
+        self._send(
+            {"op": "generate_batch", "id": request_id, "requests": [r.to_json() for r in requests]}
+        )
+        while True:
+            message = self._receive(timeout=None, during="generating")
+            event = message.get("event")
+            if event == "result":
+                rows = message["result"]["results"]
+                if len(rows) != len(requests):
+                    raise EngineError(
+                        f"the model worker returned {len(rows)} results for "
+                        f"{len(requests)} requests"
+                    )
+                return [
+                    GenerationResult(
+                        text=r["text"],
+                        tokens_in=r["tokens_in"],
+                        tokens_out=r["tokens_out"],
+                        latency_s=r["latency_s"],
+                        finish_reason=r["finish_reason"],
+                        prompt_mode=r["prompt_mode"],
+                    )
+                    for r in rows
+                ]
             elif event == "error":
                 raise EngineError(f"llama.cpp refused the request: {message.get('message')}")
 

@@ -12,6 +12,8 @@ Protocol (one JSON object per line):
   ← {"event": "ready", "info": {...}}   or   {"event": "error", "message": …}
   → {"op": "generate", "id": n, "request": {...GenerationRequest...}, "stream": bool}
   ← {"event": "token", "id": n, "text": …}*  then  {"event": "result", "id": n, "result": {...}}
+  → {"op": "generate_batch", "id": n, "requests": [{...GenerationRequest...}, ...]}
+  ← {"event": "result", "id": n, "result": {"results": [{...as for generate...}, ...]}}
   → {"op": "score", "id": n, "texts": [str, ...]}
   ← {"event": "result", "id": n,
      "result": {"scores": [[n_tokens, logprob_sum], ...], "settings": {...}}}
@@ -24,6 +26,11 @@ the first "score" request, or at load when "scoring" is true, in which case the 
 info carries its settings under "scoring". "settings" in a score result are the same
 settings: the numbers depend on them. Both load keys are optional (defaults: false,
 512). Generation never touches the scoring context, and vice versa.
+
+"generate_batch" (`gbdesk.engine.batch_generation.BatchGenerator`) decodes its requests
+together, one sequence each, in a third context created on first use; results come in
+request order. Its texts depend only on each request (and seed), not on the batch, but
+differ from "generate"'s (other arithmetic settings; see that module).
 """
 
 from __future__ import annotations
@@ -274,6 +281,8 @@ def main() -> int:
 
     generator = None
     scorer: Scorer | None = None
+    batcher: Any = None
+    n_threads = 1
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -284,6 +293,7 @@ def main() -> int:
                 from gbdesk.engine.scoring import DEFAULT_N_BATCH
 
                 llm, generator, info = _load(message)
+                n_threads = int(message["n_threads"])
                 score_batch = int(message.get("score_batch", DEFAULT_N_BATCH))
                 scorer = Scorer(llm, int(message["n_threads"]), score_batch)
                 if message.get("scoring"):
@@ -301,6 +311,18 @@ def main() -> int:
 
                 result = generator.generate(message["request"], emit)
                 send({"event": "result", "id": request_id, "result": result})
+            elif op == "generate_batch":
+                if generator is None:
+                    raise RuntimeError("no model loaded")
+                requests = message.get("requests")
+                if not isinstance(requests, list):
+                    raise ValueError("'requests' must be a list of requests")
+                if batcher is None:
+                    from gbdesk.engine.batch_generation import BatchGenerator
+
+                    batcher = BatchGenerator(generator, n_threads=n_threads)
+                results = batcher.generate(requests)
+                send({"event": "result", "id": message["id"], "result": {"results": results}})
             elif op == "score":
                 if scorer is None:
                     raise RuntimeError("no model loaded")
@@ -309,6 +331,8 @@ def main() -> int:
             elif op == "shutdown":
                 if scorer is not None:
                     scorer.close()
+                if batcher is not None:
+                    batcher.close()
                 return 0
             else:
                 raise ValueError(f"unknown op {op!r}")
