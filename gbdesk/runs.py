@@ -737,16 +737,20 @@ class Estimate:
     unit: str = "generations"  # "sentences" for perplexity probes (tokens_per_s: sentences/s)
 
 
-def measured_speed(store: Store, model_sha256: str | None) -> tuple[float, float, int] | None:
-    """(tokens/s, tokens per generation, attempts measured) over this model's stored attempts,
-    or None when it never generated here."""
-    if not model_sha256:
+def measured_speed(
+    store: Store, model_sha256: str | None, model_id: int | None = None
+) -> tuple[float, float, int] | None:
+    """(tokens/s, tokens per generation, attempts measured) over this model's stored attempts
+    (a GGUF by its sha256, an endpoint by its model row), or None when it never generated
+    here. Rates are per request: with concurrent requests the caller divides time by them."""
+    if not model_sha256 and model_id is None:
         return None
+    key, value = ("m.sha256", model_sha256) if model_sha256 else ("m.id", model_id)
     row = store.conn.execute(
         "SELECT SUM(a.tokens_out), SUM(a.latency_s), COUNT(*), AVG(a.tokens_out) "
         "FROM attempts a JOIN runs r ON r.id = a.run_id JOIN models m ON m.id = r.model_id "
-        "WHERE m.sha256 = ? AND a.latency_s > 0 AND COALESCE(a.prompt_mode, '') != 'score'",
-        (model_sha256,),
+        f"WHERE {key} = ? AND a.latency_s > 0 AND COALESCE(a.prompt_mode, '') != 'score'",
+        (value,),
     ).fetchone()
     tokens, seconds, count, mean_tokens = row
     if not count or not seconds:
@@ -781,6 +785,8 @@ def estimate_run(
     limit: int | None = None,
     sample: int | None = None,
     fallback_tokens_per_s: float | None = None,
+    model_id: int | None = None,
+    concurrency: int = 1,
     **probe_params: Any,
 ) -> Estimate:
     """Generations a run would make and how long they should take on this machine."""
@@ -809,7 +815,7 @@ def estimate_run(
         )
     n_items = len(items)
     generations = n_items * attempts
-    speed = measured_speed(store, model_sha256)
+    speed = measured_speed(store, model_sha256, model_id)
     if speed is not None:
         tps, mean_tokens, count = speed
         per_generation = min(float(mean_tokens), float(max_tokens))
@@ -821,4 +827,7 @@ def estimate_run(
         return Estimate(
             generations, None, None, None, "speed not measured yet — test-load the model in Models"
         )
-    return Estimate(generations, tps, per_generation, generations * per_generation / tps, basis)
+    seconds = generations * per_generation / tps / max(1, concurrency)
+    if concurrency > 1:
+        basis += f"; {concurrency} requests at a time"
+    return Estimate(generations, tps, per_generation, seconds, basis)

@@ -176,3 +176,36 @@ def test_batch_size_is_kept_with_the_run_and_reaches_the_backend(store, tmp_path
     assert seen["batch_size"] == 4
     with pytest.raises(UserError, match="--batch"):
         plan_run(store, "inventories", model, limit=2, batch_size=0)
+
+
+def test_estimates_use_the_chosen_engines_measured_speed(store, tmp_path):
+    from gbdesk.runs import estimate_run
+
+    model = fake_model(store, tmp_path)
+    endpoint_id = store.register_model(
+        {"kind": "endpoint", "name": "remote", "path": "http://127.0.0.1:9/v1", "sha256": None}
+    )
+    endpoint = store.get_model(endpoint_id)
+    run_id = plan_run(store, "inventories", endpoint, limit=2, attempts=1)
+    for item in store.run_items(run_id):
+        store.add_attempt(run_id, item["item"], 0, "p", "r", tokens_out=50, latency_s=1.0)
+    est = estimate_run(
+        store, "inventories", None, attempts=1, max_tokens=300, limit=10, model_id=endpoint_id
+    )
+    assert est.tokens_per_s == 50 and est.seconds == pytest.approx(10 * 50 / 50)
+    faster = estimate_run(
+        store,
+        "inventories",
+        None,
+        attempts=1,
+        max_tokens=300,
+        limit=10,
+        model_id=endpoint_id,
+        concurrency=4,
+    )
+    assert faster.seconds == pytest.approx(est.seconds / 4) and "4 requests" in faster.basis
+    # the GGUF model has no history of its own: nothing measured
+    assert (
+        estimate_run(store, "inventories", model["sha256"], attempts=1, max_tokens=300).seconds
+        is None
+    )

@@ -508,6 +508,8 @@ class RunsPane(QWidget):
                 limit=params["limit"],
                 sample=params["sample"],
                 fallback_tokens_per_s=float(speed) if speed else None,
+                model_id=m.get("model_id") if m and m.get("endpoint") else None,
+                concurrency=int(m.get("concurrency") or 1) if m and m.get("endpoint") else 1,
                 **_filled(params["options"]),
             )
 
