@@ -363,12 +363,17 @@ def _score_item(
     return summary, scores
 
 
-def _concurrency(backend: Backend) -> int:
-    """How many requests the backend takes at once (1 unless it says otherwise)."""
+def _backend_int(backend: Backend, name: str) -> int:
+    """A backend's optional positive setting (`concurrency`: requests at once;
+    `batch_size`: attempts per `generate_batch` call); 1 when absent or invalid."""
     try:
-        return max(1, int(getattr(backend, "concurrency", 1) or 1))
+        return max(1, int(getattr(backend, name, 1) or 1))
     except (TypeError, ValueError):
         return 1
+
+
+def _concurrency(backend: Backend) -> int:
+    return _backend_int(backend, "concurrency")
 
 
 def _generate_concurrently(
@@ -478,11 +483,7 @@ def _generate_concurrently(
 
 
 def _batch_size(backend: Backend) -> int:
-    """How many attempts the backend generates per `generate_batch` call (1: off)."""
-    try:
-        return max(1, int(getattr(backend, "batch_size", 1) or 1))
-    except (TypeError, ValueError):
-        return 1
+    return _backend_int(backend, "batch_size")
 
 
 def _generate_batched(
