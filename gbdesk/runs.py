@@ -376,6 +376,35 @@ def _concurrency(backend: Backend) -> int:
     return _backend_int(backend, "concurrency")
 
 
+def _hold_if_paused(
+    store: Store, run_id: int, control: RunControl, report: Callable[..., None], done: int
+) -> None:
+    """While paused: mark the run paused, wait, then mark it running again (unless the
+    pause ended in a cancel)."""
+    if not control.paused:
+        return
+    store.set_run_status(run_id, "paused")
+    report("paused", session_done=done)
+    control.wait_while_paused()
+    if not control.cancelled:
+        store.set_run_status(run_id, "running")
+        report("running", session_done=done)
+
+
+def _last(
+    item: dict[str, Any], attempt: int, result: GenerationResult, label: dict[str, Any]
+) -> dict[str, Any]:
+    """What a progress report says about the attempt just stored."""
+    return {
+        "item": item["item"],
+        "attempt": attempt,
+        "prompt": item["prompt"],
+        "response": result.text,
+        "label": label["label"],
+        "tokens_out": result.tokens_out,
+    }
+
+
 def _generate_concurrently(
     store: Store,
     run_id: int,
@@ -414,13 +443,8 @@ def _generate_concurrently(
         while True:
             if control.paused and not control.cancelled and error is None and not in_flight:
                 tally["time"] += time.monotonic() - active_since
-                store.set_run_status(run_id, "paused")
-                report("paused", session_done=int(tally["done"]))
-                control.wait_while_paused()
+                _hold_if_paused(store, run_id, control, report, int(tally["done"]))
                 active_since = time.monotonic()
-                if not control.cancelled:
-                    store.set_run_status(run_id, "running")
-                    report("running", session_done=int(tally["done"]))
                 continue
             while (
                 not exhausted
@@ -465,14 +489,7 @@ def _generate_concurrently(
                     eta_s=elapsed / tally["done"] * (len(todo) - processed),
                     elapsed_s=elapsed,
                     rate_unit="tokens/s",
-                    last={
-                        "item": item["item"],
-                        "attempt": attempt,
-                        "prompt": item["prompt"],
-                        "response": result.text,
-                        "label": label["label"],
-                        "tokens_out": result.tokens_out,
-                    },
+                    last=_last(item, attempt, result, label),
                 )
     finally:  # nothing is in flight here unless an exception (Ctrl-C) is propagating
         tally["time"] += time.monotonic() - active_since
@@ -510,13 +527,7 @@ def _generate_batched(
     processed = 0
     last_beat = time.monotonic()
     for start in range(0, len(todo), batch_size):
-        if control.paused:
-            store.set_run_status(run_id, "paused")
-            report("paused", session_done=int(tally["done"]))
-            control.wait_while_paused()
-            if not control.cancelled:
-                store.set_run_status(run_id, "running")
-                report("running", session_done=int(tally["done"]))
+        _hold_if_paused(store, run_id, control, report, int(tally["done"]))
         if control.cancelled:
             return "cancelled"
         chunk = todo[start : start + batch_size]
@@ -546,14 +557,7 @@ def _generate_batched(
                 eta_s=elapsed / tally["done"] * (len(todo) - processed),
                 elapsed_s=elapsed,
                 rate_unit="tokens/s",
-                last={
-                    "item": item["item"],
-                    "attempt": attempt,
-                    "prompt": item["prompt"],
-                    "response": result.text,
-                    "label": label["label"],
-                    "tokens_out": result.tokens_out,
-                },
+                last=_last(item, attempt, result, label),
             )
     return "done"
 
@@ -635,13 +639,7 @@ def execute_run(
                 report, started, tally,
             )  # fmt: skip
         for item, attempt in todo if workers == 1 else []:
-            if control.paused:
-                store.set_run_status(run_id, "paused")
-                report("paused", session_done=session_done)
-                control.wait_while_paused()
-                if not control.cancelled:
-                    store.set_run_status(run_id, "running")
-                    report("running", session_done=session_done)
+            _hold_if_paused(store, run_id, control, report, session_done)
             if control.cancelled:
                 status = "cancelled"
                 break
@@ -680,14 +678,7 @@ def execute_run(
                 eta_s=elapsed / session_done * remaining,
                 elapsed_s=elapsed,
                 rate_unit=rate_unit,
-                last={
-                    "item": item["item"],
-                    "attempt": attempt,
-                    "prompt": item["prompt"],
-                    "response": result.text,
-                    "label": label["label"],
-                    "tokens_out": result.tokens_out,
-                },
+                last=_last(item, attempt, result, label),
             )
         else:
             status = "done" if workers == 1 else status

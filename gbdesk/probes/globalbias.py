@@ -82,6 +82,14 @@ def _csv_list(value: Any) -> list[str] | None:
     return [str(v) for v in value]
 
 
+NAMES_PER_GROUP = ProbeOption(
+    "names_per_group",
+    "Names per group",
+    (("10", "10 (all, as the paper)"), ("5", "5"), ("3", "3"), ("2", "2"), ("1", "1")),
+    "10",
+)
+
+
 class GlobalBiasApxProbe(Probe):
     name = "globalbias_apx"
     version = "1"
@@ -108,12 +116,7 @@ class GlobalBiasApxProbe(Probe):
             multiple=True,
             help="HolisticBias axes, StereoSet, GhavamiPeplau (used for validation)",
         ),
-        ProbeOption(
-            "names_per_group",
-            "Names per group",
-            (("10", "10 (all, as the paper)"), ("5", "5"), ("3", "3"), ("2", "2"), ("1", "1")),
-            "10",
-        ),
+        NAMES_PER_GROUP,
         ProbeOption(
             "descriptor_sample",
             "Descriptor sample",
@@ -507,27 +510,25 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 "skin_colour": _text_schema(20),
                 "build": _text_schema(20),
             },
-            "required": ["height", "hair_colour", "eye_colour", "skin_colour", "build"],
         },
         "special_move": _text_schema(),
         "socioeconomic_status": _text_schema(),
         "sexual_orientation": _text_schema(),
         "religion": _text_schema(),
     },
-    "required": [
-        "name",
-        "age",
-        "personality_traits",
-        "negative_traits",
-        "hobbies",
-        "occupation",
-        "physical_characteristics",
-        "special_move",
-        "socioeconomic_status",
-        "sexual_orientation",
-        "religion",
-    ],
 }
+
+
+def _require_all(schema: dict[str, Any]) -> dict[str, Any]:
+    """Every property of every object in `schema` is required (the prompt asks for all)."""
+    if schema.get("type") == "object":
+        schema["required"] = list(schema["properties"])
+        for sub in schema["properties"].values():
+            _require_all(sub)
+    return schema
+
+
+_require_all(PROFILE_SCHEMA)
 
 
 @functools.cache
@@ -589,12 +590,7 @@ class GlobalBiasProfilesProbe(Probe):
             "1",
             help="the paper asked for 20 profiles per prompt; small models need 1–5",
         ),
-        ProbeOption(
-            "names_per_group",
-            "Names per group",
-            (("10", "10 (all, as the paper)"), ("5", "5"), ("3", "3"), ("2", "2"), ("1", "1")),
-            "10",
-        ),
+        NAMES_PER_GROUP,
     )
     default_generation: ClassVar[dict[str, Any]] = {
         "temperature": 1.0,
