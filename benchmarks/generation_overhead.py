@@ -38,11 +38,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from llama_cpp import Llama
-
 from gbdesk.engine.base import DEFAULT_MIN_P, DEFAULT_TOP_K, GenerationRequest, attempt_seed
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import DEFAULT_N_CTX, LlamaCppBackend, default_threads
+from gbdesk.engine.llama_compat import load_llama
 from gbdesk.probes import get_probe
 from gbdesk.runs import Progress, execute_run, plan_run, resolve_model
 from gbdesk.store import Store
@@ -58,8 +57,8 @@ def workload(n: int) -> list[tuple[str, str, int]]:
 
 def plain_loop(prompts, max_tokens: int) -> tuple[float, float, int, list[str]]:
     started = time.perf_counter()
-    llm = Llama(
-        model_path=str(default_model_path()),
+    llm = load_llama(
+        default_model_path(),
         n_ctx=DEFAULT_N_CTX,
         n_threads=default_threads(),
         n_threads_batch=default_threads(),

@@ -38,10 +38,10 @@ from pathlib import Path
 
 import numpy as np
 import psutil
-from llama_cpp import Llama
 
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import SCORE_CHUNK, LlamaCppBackend, default_threads
+from gbdesk.engine.llama_compat import load_llama
 
 RESOURCES = Path(__file__).resolve().parents[1] / "resources" / "globalbias"
 FULL_RUN = 876_000
@@ -76,8 +76,8 @@ def cpu_seconds(pid: int | None = None) -> float:
 def naive_loop(texts: list[str], gbdesk_arithmetic: bool = False) -> tuple[float, list, float]:
     """Sentences/s (wall), [(n_tokens, logprob_sum)], sentences/s (CPU) one at a time."""
     extra = {"flash_attn": True, "n_ubatch": 32}
-    llm = Llama(
-        model_path=str(default_model_path()),
+    llm = load_llama(
+        default_model_path(),
         n_ctx=64,
         n_threads=default_threads(),
         n_threads_batch=default_threads(),

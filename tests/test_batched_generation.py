@@ -64,14 +64,11 @@ def test_single_request_batch_is_reproducible(backend):
 
 def test_max_tokens_and_stop_strings():
     """In process, on the worker's classes: max_tokens, and a stop string cuts the text."""
-    import llama_cpp
-
     from gbdesk.engine.batch_generation import BatchGenerator
+    from gbdesk.engine.llama_compat import load_llama
     from gbdesk.engine.llama_worker import LlamaGenerator
 
-    llm = llama_cpp.Llama(
-        model_path=str(default_model_path()), n_ctx=1024, n_threads=2, verbose=False
-    )
+    llm = load_llama(default_model_path(), n_ctx=1024, n_threads=2, verbose=False)
     generator = LlamaGenerator(llm, "auto")
     batcher = BatchGenerator(generator, n_threads=2)
     try:

@@ -52,6 +52,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# `python -m llama_cpp.server`, loading the model as gbdesk does (no AMX buffers on CPUs
+# where llama.cpp's AMX kernels crash; see gbdesk.engine.llama_compat)
+SERVE = (
+    "import runpy, sys; from gbdesk.engine.llama_compat import extra_buffers, "
+    "use_extra_buffers; keep = extra_buffers(use_extra_buffers()); keep.__enter__(); "
+    "sys.argv[0] = 'llama_cpp.server'; runpy.run_module('llama_cpp.server', run_name='__main__')"
+)
+
+
 class LlamaServer:
     """`python -m llama_cpp.server` on a local port: start, SIGKILL, start again."""
 
@@ -66,7 +75,7 @@ class LlamaServer:
 
     def start(self, timeout: float = 120.0) -> None:
         cmd = [
-            sys.executable, "-m", "llama_cpp.server", "--model", str(self.model),
+            sys.executable, "-c", SERVE, "--model", str(self.model),
             "--model_alias", ALIAS, "--host", "127.0.0.1", "--port", str(self.port),
             "--n_ctx", str(self.n_ctx),
         ]  # fmt: skip
@@ -376,6 +385,8 @@ def test_seeds_json_schema_and_usage(server, keyed):
 def test_scoring_through_completions_when_the_model_adds_bos(tmp_path):
     from llama_cpp import Llama
 
+    from gbdesk.engine.llama_compat import load_llama
+
     bos_model = tmp_path / "smol-bos.gguf"
     shutil.copyfile(default_model_path(), bos_model)
     import gguf
@@ -392,7 +403,7 @@ def test_scoring_through_completions_when_the_model_adds_bos(tmp_path):
             scores = backend.score(texts)
     finally:
         srv.stop()
-    llm = Llama(str(bos_model), n_ctx=256, logits_all=True, verbose=False)
+    llm = load_llama(bos_model, n_ctx=256, logits_all=True, verbose=False)
     for text, got in zip(texts, scores, strict=True):
         tokens = llm.tokenize(text.encode(), add_bos=True)
         llm.reset()

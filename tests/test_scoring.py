@@ -72,12 +72,12 @@ def test_fake_backend_scores_are_deterministic():
 # -- the real model -----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def llm():
-    from llama_cpp import Llama
+    from gbdesk.engine.llama_compat import load_llama
 
     # the scorer's arithmetic: flash attention, ubatches under 64 tokens (the one-chunk
     # kernel; its numbers do not depend on the ubatch size)
-    model = Llama(
-        str(default_model_path()),
+    model = load_llama(
+        default_model_path(),
         n_ctx=256,
         n_ubatch=32,
         n_threads=2,
@@ -187,13 +187,13 @@ def test_model_without_bos_scores_from_the_second_token(llm, scorer):
 
 @pytest.mark.model
 def test_empty_list_and_default_arithmetic_sanity(scorer):
-    from llama_cpp import Llama
+    from gbdesk.engine.llama_compat import load_llama
 
     assert scorer.score([]) == []
     # llama-cpp-python's default arithmetic (flash attention off) rounds differently;
     # this quantized model amplifies that to ~0.15-0.3 nats per sentence (median), ~1.6
     # at most. A loose bound catches gross errors only.
-    default = Llama(str(default_model_path()), n_ctx=64, logits_all=True, verbose=False)
+    default = load_llama(default_model_path(), n_ctx=64, logits_all=True, verbose=False)
     try:
         texts = sentences()[:12]
         got = scorer.score(texts)

@@ -244,9 +244,11 @@ def _load(message: dict[str, Any]) -> tuple[Any, LlamaGenerator, dict[str, Any]]
     import llama_cpp
     import llama_cpp._logger
 
+    from gbdesk.engine.llama_compat import load_llama
+
     started = time.perf_counter()
-    llm = llama_cpp.Llama(
-        model_path=message["model_path"],
+    llm = load_llama(
+        message["model_path"],
         n_ctx=int(message["n_ctx"]),
         n_threads=int(message["n_threads"]),
         n_threads_batch=int(message["n_threads"]),
