@@ -313,7 +313,7 @@ def _tiny_notice(store, run_id: int) -> str:
 
 # -- commands ---------------------------------------------------------------------------------
 def cmd_probes(args) -> int:
-    from gbdesk.probes import get_probe, probe_names
+    from gbdesk.studies import get_probe, probe_names
 
     probes = [get_probe(n).describe() for n in probe_names()]
     text = "\n".join(
@@ -325,7 +325,7 @@ def cmd_probes(args) -> int:
 
 
 def cmd_card(args) -> int:
-    from gbdesk.probes import get_probe
+    from gbdesk.studies import get_probe
 
     probe = get_probe(args.probe)
     _emit(args, {"probe": probe.name, "card": probe.card.to_json()}, probe.card.to_text(probe.name))
@@ -333,7 +333,7 @@ def cmd_card(args) -> int:
 
 
 def cmd_items(args) -> int:
-    from gbdesk.probes import get_probe
+    from gbdesk.studies import get_probe
 
     probe = get_probe(args.probe)
     params = probe.resolve_params(template=args.template, limit=args.limit, sample=args.sample)
@@ -381,8 +381,8 @@ def _model_line(m: dict[str, Any]) -> str:
 
 def cmd_run(args) -> int:
     from gbdesk.engine.llama_backend import LlamaCppBackend
-    from gbdesk.probes import get_probe
     from gbdesk.runs import plan_run, resolve_model
+    from gbdesk.studies import get_probe
 
     # fail fast on a typo or a bad parameter, before loading anything
     get_probe(args.probe).resolve_params(
@@ -593,7 +593,7 @@ def cmd_import(args) -> int:
 
 
 def cmd_review(args) -> int:
-    from gbdesk.probes import get_probe
+    from gbdesk.studies import get_probe
 
     with _open_store(args.db) as store:
         attempt = store.get_attempt(args.attempt_id)

@@ -15,8 +15,8 @@ from typing import Any
 
 from gbdesk import __version__
 from gbdesk.errors import UserError
-from gbdesk.probes import get_probe
 from gbdesk.store import Store
+from gbdesk.studies import get_probe
 
 MAX_LISTED = 12
 
@@ -270,7 +270,7 @@ def import_apx_table(
     exactly as given; descriptors are matched to the shipped list (for their axis)."""
     import math
 
-    from gbdesk.probes.globalbias import load_descriptors
+    from gbdesk.studies.globalbias.probes import load_descriptors
 
     _require_columns(path, rows, ("group", "descriptor", "template", "apx"))
     shipped = {d["descriptor"]: d for d in load_descriptors()}
@@ -381,7 +381,7 @@ def import_profiles(
     import json
     import math
 
-    from gbdesk.probes.globalbias_profiles_stats import (
+    from gbdesk.studies.globalbias.profiles_stats import (
         LIST_FIELDS,
         PHYSICAL_COLUMNS,
         SCALAR_FIELDS,
@@ -467,7 +467,7 @@ def import_role_answers(
     one attempt per (group, role) with its answers mapped to the category's options.
     `group` is one of the 106 (as `White;old` or its id), `category` a name or 1–16, `role`
     the role's text or id."""
-    from gbdesk.probes.intersectional import load_categories, load_groups, map_answer
+    from gbdesk.studies.intersectional.probe import load_categories, load_groups, map_answer
 
     rows = read_rows(path)
     _require_columns(path, rows, ("group", "role", "category", "answer"))

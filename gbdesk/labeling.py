@@ -40,7 +40,7 @@ def label_run(
 ) -> dict[str, Any]:
     """Label every stored attempt of a Laissez-Faire run with `extractor` and make it the
     run's extractor. Returns {source, labelled, skipped, fallbacks, status}."""
-    from gbdesk.probes.laissez_faire import _scenario, character_label, roles_of
+    from gbdesk.studies.laissez_faire.probe import _scenario, character_label, roles_of
 
     run = _require_extraction_run(store, run_id)
     control = control or RunControl()
@@ -61,7 +61,7 @@ def label_run(
     if extractor != "llm":
         raise UserError("--extractor must be llm or deterministic")
 
-    from gbdesk.detect.llm_extractor import LLMExtractor
+    from gbdesk.studies.laissez_faire.extract.llm import LLMExtractor
 
     model = resolve_model(store, labeler_model)
     if backend_factory is None:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gbdesk import __version__
-from gbdesk.probes import ItemResult, get_probe
 from gbdesk.stats import MetricValue
 from gbdesk.store import Store
+from gbdesk.studies import ItemResult, get_probe
 
 LABEL_MODES = ("auto", "reviewed")
 

@@ -33,8 +33,8 @@ from gbdesk.engine.base import (
     attempt_seed,
 )
 from gbdesk.errors import EngineCrashed, EngineError, UserError
-from gbdesk.probes import get_probe
 from gbdesk.store import Store
+from gbdesk.studies import get_probe
 
 RUN_STATUSES = ("created", "running", "paused", "cancelled", "interrupted", "failed", "done")
 

@@ -39,9 +39,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gbdesk.detect.coref import CharacterExtraction, Extractor, RoleSpec
-from gbdesk.detect.deterministic_extractor import DeterministicExtractor, role_noun
-from gbdesk.detect.gender_refs import UNSPECIFIED, gender_of
+from gbdesk.studies.laissez_faire.extract.deterministic import DeterministicExtractor, role_noun
+from gbdesk.studies.laissez_faire.extract.gender_words import UNSPECIFIED, gender_of
+from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, Extractor, RoleSpec
 
 
 #: Extractors the command line knows by name; any "module:Callable" that builds an
@@ -49,9 +49,9 @@ from gbdesk.detect.gender_refs import UNSPECIFIED, gender_of
 #: backend) are evaluated from Python: `evaluate(load_gold(path), extractor)`.
 def _llm_on_default_model() -> Extractor:
     """The Table S7 prompt on the bundled SmolLM2 (JSON-schema constrained decoding)."""
-    from gbdesk.detect.llm_extractor import LLMExtractor
     from gbdesk.engine.default_model import default_model_path
     from gbdesk.engine.llama_backend import LlamaCppBackend
+    from gbdesk.studies.laissez_faire.extract.llm import LLMExtractor
 
     path = default_model_path()
     return LLMExtractor(LlamaCppBackend(path), path.name)

@@ -7,8 +7,8 @@ import pytest
 from gbdesk.engine.base import GenerationRequest, attempt_seed
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import LlamaCppBackend
-from gbdesk.probes import get_probe
 from gbdesk.runs import _item_request, execute_run, plan_run, resolve_model
+from gbdesk.studies import get_probe
 
 pytestmark = pytest.mark.model
 

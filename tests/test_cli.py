@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from gbdesk.cli import main
-from gbdesk.probes import get_probe
+from gbdesk.studies import get_probe
 from tests.helpers import read_csv
 
 

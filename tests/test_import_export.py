@@ -9,9 +9,9 @@ import pytest
 
 from gbdesk.errors import UserError
 from gbdesk.importer import import_generations
-from gbdesk.probes import get_probe
 from gbdesk.report.csv_export import export_run_csv, safe_cell
 from gbdesk.results import compute_metrics
+from gbdesk.studies import get_probe
 from tests.helpers import read_csv
 
 

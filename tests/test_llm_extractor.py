@@ -7,20 +7,20 @@ import re
 
 import pytest
 
-from gbdesk.detect.coref import RoleSpec
-from gbdesk.detect.llm_extractor import (
-    LLMExtractor,
-    filter_and_locate,
-    labelling_prompt,
-    output_schema,
-    scenario_of,
-)
 from gbdesk.engine.base import EngineInfo, GenerationResult
 from gbdesk.errors import UserError
 from gbdesk.labeling import label_run
 from gbdesk.results import compute_metrics
 from gbdesk.runs import execute_run, plan_run, resolve_model
 from gbdesk.store import Store
+from gbdesk.studies.laissez_faire.extract.llm import (
+    LLMExtractor,
+    filter_and_locate,
+    labelling_prompt,
+    output_schema,
+    scenario_of,
+)
+from gbdesk.studies.laissez_faire.extract.types import RoleSpec
 from tests.fakes import FakeBackend, recorded_laissez_faire
 
 SUBJECT = RoleSpec("subject", "star student", "student")

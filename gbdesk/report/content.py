@@ -15,10 +15,10 @@ from typing import Any
 from gbdesk import __version__
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.paths import resource
-from gbdesk.probes import Probe, get_probe
 from gbdesk.results import ReviewStats, compute_metrics, item_results, review_stats
 from gbdesk.stats import MARK_MEANINGS, MetricValue
 from gbdesk.store import Store
+from gbdesk.studies import Probe, get_probe
 
 
 @dataclass

@@ -161,8 +161,8 @@ def probe_tables(
 ) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
     """The probe's own CSV tables (e.g. Laissez-Faire's characters.csv) for a run,
     from reviewed labels (a reviewer's where present) by default."""
-    from gbdesk.probes import get_probe
     from gbdesk.results import effective_labels
+    from gbdesk.studies import get_probe
 
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])

@@ -30,7 +30,6 @@ from PySide6.QtGui import (
     QTextDocument,
 )
 
-from gbdesk.detect.name_race import RACE_CATEGORIES
 from gbdesk.errors import UserError
 from gbdesk.format import (
     MARK_COLORS,
@@ -40,10 +39,11 @@ from gbdesk.format import (
     log2_or_nan,
     ratio_ticks,
 )
-from gbdesk.probes.base import MetricGroup
 from gbdesk.report.content import ReportData, RunSection, build_report, chat_template, configuration
 from gbdesk.stats import MARK_MEANINGS, MarkDefinition
 from gbdesk.store import Store
+from gbdesk.studies.base import MetricGroup
+from gbdesk.studies.laissez_faire.name_race import RACE_CATEGORIES
 
 CSS = """
 body { font-family: 'DejaVu Sans', sans-serif; font-size: 9pt; color: #111827; }

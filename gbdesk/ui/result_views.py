@@ -9,10 +9,10 @@ from typing import Any
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 RESULT_VIEWS = {
-    "laissez_faire": "gbdesk.ui.laissez_faire_views:CharacterResultsView",
-    "globalbias_apx": "gbdesk.ui.globalbias_views:AssociationsView",
-    "globalbias_profiles": "gbdesk.ui.globalbias_views:ProfileResultsView",
-    "intersectional_sdeg": "gbdesk.ui.intersectional_views:SDegResultsView",
+    "laissez_faire": "gbdesk.studies.laissez_faire._qt.views:CharacterResultsView",
+    "globalbias_apx": "gbdesk.studies.globalbias._qt.views:AssociationsView",
+    "globalbias_profiles": "gbdesk.studies.globalbias._qt.views:ProfileResultsView",
+    "intersectional_sdeg": "gbdesk.studies.intersectional._qt.views:SDegResultsView",
 }
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from PySide6.QtWidgets import QLabel, QTextBrowser, QVBoxLayout, QWidget
 
-from gbdesk.probes.base import Probe
 from gbdesk.review import ReviewItem
+from gbdesk.studies.base import Probe
 from gbdesk.ui.theme import GENDER_COLORS, MUTED
 
 
@@ -102,9 +102,9 @@ class PronounReviewView(TextReviewView):
 
 # probe name → "module:Class" of its review view, imported when first needed
 REVIEW_VIEWS: dict[str, str] = {
-    "laissez_faire": "gbdesk.ui.laissez_faire_views:CharacterReviewView",
-    "globalbias_profiles": "gbdesk.ui.globalbias_views:ProfileReviewView",
-    "intersectional_sdeg": "gbdesk.ui.intersectional_views:RoleAnswersView",
+    "laissez_faire": "gbdesk.studies.laissez_faire._qt.views:CharacterReviewView",
+    "globalbias_profiles": "gbdesk.studies.globalbias._qt.views:ProfileReviewView",
+    "intersectional_sdeg": "gbdesk.studies.intersectional._qt.views:RoleAnswersView",
 }
 
 

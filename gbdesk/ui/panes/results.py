@@ -24,13 +24,13 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
-from gbdesk.probes import get_probe
 from gbdesk.results import (
     compute_metrics,
     item_results,
     review_stats,
     runs_with_generations,
 )
+from gbdesk.studies import get_probe
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.plots import CIPlot, PlotRow
 from gbdesk.ui.result_views import result_view_for

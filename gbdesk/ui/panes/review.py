@@ -22,9 +22,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk.probes import get_probe
 from gbdesk.results import review_stats, runs_with_generations
 from gbdesk.review import FILTERS, ReviewItem, review_queue
+from gbdesk.studies import get_probe
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.review_views import ReviewView, review_view_for
 from gbdesk.ui.theme import GENDER_COLORS, MUTED

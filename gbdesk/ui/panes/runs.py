@@ -37,8 +37,8 @@ from PySide6.QtWidgets import (
 
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.models import list_models
-from gbdesk.probes import get_probe, probe_names
 from gbdesk.runs import estimate_run, plan_run, resolve_model
+from gbdesk.studies import get_probe, probe_names
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.tasks import LabelThread, RunThread
 from gbdesk.ui.theme import duration

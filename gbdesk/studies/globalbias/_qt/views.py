@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
     QTableWidgetItem,
 )
 
-from gbdesk.probes.base import Probe
 from gbdesk.review import ReviewItem
+from gbdesk.studies.base import Probe
 from gbdesk.ui.result_views import ResultView
 from gbdesk.ui.review_views import TextReviewView
 from gbdesk.ui.theme import MUTED

@@ -16,8 +16,8 @@ import json
 import re
 from typing import Any
 
-from gbdesk.detect.coref import CharacterExtraction, RoleSpec, Span
 from gbdesk.engine.base import Backend, GenerationRequest
+from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
 
 EXTRACTOR_NAME = "llm"
 EXTRACTOR_VERSION = "1"
@@ -155,7 +155,7 @@ class LLMExtractor:
             if not isinstance(answer, dict):
                 raise ValueError("not an object")
         except ValueError:
-            from gbdesk.detect.deterministic_extractor import DeterministicExtractor
+            from gbdesk.studies.laissez_faire.extract.deterministic import DeterministicExtractor
 
             self.last_fallback = True
             return DeterministicExtractor().extract(story, roles, scenario)

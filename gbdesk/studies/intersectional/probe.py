@@ -27,16 +27,16 @@ from typing import Any, ClassVar
 from gbdesk.engine.base import GenerationResult
 from gbdesk.errors import UserError
 from gbdesk.paths import resource
-from gbdesk.probes.base import Item, ItemResult, MetricGroup, Probe, ProbeCard, ProbeOption
-from gbdesk.probes.intersectional_stats import (
+from gbdesk.stats import MetricValue
+from gbdesk.studies.base import Item, ItemResult, MetricGroup, Probe, ProbeCard, ProbeOption
+from gbdesk.studies.intersectional.stats import (
     bootstrap as bootstrap_intervals,
 )
-from gbdesk.probes.intersectional_stats import (
+from gbdesk.studies.intersectional.stats import (
     group_degree,
     group_table,
     overall_degree,
 )
-from gbdesk.stats import MetricValue
 
 ATTRIBUTES = ("race", "age", "religion", "gender", "political", "disability")
 ROLE_PROMPT = (

@@ -48,7 +48,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from gbdesk.detect.coref import CharacterExtraction, RoleSpec, Span
+from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
 
 # --------------------------------------------------------------------------- lexicons
 

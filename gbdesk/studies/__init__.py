@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from gbdesk.errors import UserError
-from gbdesk.probes.base import Item, ItemResult, Probe, ProbeCard
-from gbdesk.probes.genderbench import GestCreativeProbe, InventoriesProbe, JobsLumProbe
-from gbdesk.probes.globalbias import GlobalBiasApxProbe, GlobalBiasProfilesProbe
-from gbdesk.probes.intersectional import IntersectionalProbe
-from gbdesk.probes.laissez_faire import LaissezFaireProbe
+from gbdesk.studies.base import Item, ItemResult, Probe, ProbeCard
+from gbdesk.studies.genderbench.probes import GestCreativeProbe, InventoriesProbe, JobsLumProbe
+from gbdesk.studies.globalbias.probes import GlobalBiasApxProbe, GlobalBiasProfilesProbe
+from gbdesk.studies.intersectional.probe import IntersectionalProbe
+from gbdesk.studies.laissez_faire.probe import LaissezFaireProbe
 
 _PROBES: dict[str, type[Probe]] = {
     cls.name: cls

@@ -19,10 +19,10 @@ import numpy as np
 from scipy.optimize import lsq_linear
 from scipy.stats import pearsonr
 
-from gbdesk.detect.pronouns import DETECTOR_NAME, DETECTOR_VERSION, detect_gender
 from gbdesk.paths import resource
-from gbdesk.probes.base import Item, ItemResult, LabelOption, MetricGroup, Probe, ProbeCard
 from gbdesk.stats import MarkDefinition, MetricValue, bootstrap_metrics, nanmean
+from gbdesk.studies.base import Item, ItemResult, LabelOption, MetricGroup, Probe, ProbeCard
+from gbdesk.studies.genderbench.pronouns import DETECTOR_NAME, DETECTOR_VERSION, detect_gender
 
 GENDER_LABELS = [
     LabelOption("male", "Male", "M", "#2f6fb0"),

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar
 
-from gbdesk.detect.coref import CharacterExtraction, RoleSpec, Span
 from gbdesk.errors import UserError
 from gbdesk.paths import resource
-from gbdesk.probes.base import Item, ItemResult, MetricGroup, Probe, ProbeCard, ProbeOption
-from gbdesk.probes.laissez_faire_stats import (
+from gbdesk.stats import MetricValue
+from gbdesk.studies.base import Item, ItemResult, MetricGroup, Probe, ProbeCard, ProbeOption
+from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
+from gbdesk.studies.laissez_faire.stats import (
     NameCounts,
     Ratio,
     name_subordination,
@@ -39,7 +40,6 @@ from gbdesk.probes.laissez_faire_stats import (
     subordination_ratio,
     wilson_bounds,
 )
-from gbdesk.stats import MetricValue
 
 DOMAINS = ("Learning", "Labor", "Love")
 GENDERS = ("Female", "Male", "Non-binary")
@@ -318,7 +318,7 @@ class LaissezFaireProbe(Probe):
             raise UserError(
                 f"unknown domain(s) {', '.join(unknown)}; choose from {', '.join(DOMAINS)}"
             )
-        from gbdesk.detect.gender_refs import WORD_LISTS
+        from gbdesk.studies.laissez_faire.extract.gender_words import WORD_LISTS
 
         word_list = word_list or DEFAULT_WORD_LIST
         if word_list not in WORD_LISTS:
@@ -376,7 +376,7 @@ class LaissezFaireProbe(Probe):
         return "llm/" if extractor == "llm" else "deterministic/"
 
     def label(self, response: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-        from gbdesk.detect.deterministic_extractor import DeterministicExtractor
+        from gbdesk.studies.laissez_faire.extract.deterministic import DeterministicExtractor
 
         extractor = DeterministicExtractor()
         metadata = metadata or {}
@@ -385,7 +385,7 @@ class LaissezFaireProbe(Probe):
 
     # -- metrics ----------------------------------------------------------------------------
     def table(self, params: dict[str, Any] | None):
-        from gbdesk.detect.name_race import load_table
+        from gbdesk.studies.laissez_faire.name_race import load_table
 
         return load_table((params or {}).get("name_table") or DEFAULT_TABLE)
 
@@ -556,7 +556,7 @@ class LaissezFaireProbe(Probe):
     def romantic_pairs(
         self, results: list[ItemResult], params: dict[str, Any] | None
     ) -> Counter[str]:
-        from gbdesk.detect.gender_refs import pair_label
+        from gbdesk.studies.laissez_faire.extract.gender_words import pair_label
 
         word_list = (params or {}).get("word_list", DEFAULT_WORD_LIST)
         pairs: Counter[str] = Counter()
@@ -636,7 +636,7 @@ class LaissezFaireProbe(Probe):
                     "group": group,
                     "stories": [responses[i] for i in stories_with_term(texts, term)],
                 }
-        from gbdesk.detect.name_race import NOT_MEASURED
+        from gbdesk.studies.laissez_faire.name_race import NOT_MEASURED
 
         return {
             "table": {"id": table.id, "title": table.title, "categories": table.categories},
@@ -1032,7 +1032,7 @@ def _word_spans(text: str, word: str) -> list[tuple[int, int]]:
 
 def character_gender(ch: CharacterExtraction, word_list: str = DEFAULT_WORD_LIST) -> str:
     """A reviewer's explicit gender if given, otherwise the gender of the referring words."""
-    from gbdesk.detect.gender_refs import gender_of
+    from gbdesk.studies.laissez_faire.extract.gender_words import gender_of
 
     return ch.gender or gender_of(ch.reference_words, word_list)
 

@@ -22,9 +22,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk.probes.base import Probe
-from gbdesk.probes.intersectional import load_categories
 from gbdesk.review import ReviewItem
+from gbdesk.studies.base import Probe
+from gbdesk.studies.intersectional.probe import load_categories
 from gbdesk.ui.result_views import ResultView
 from gbdesk.ui.review_views import ReviewView
 from gbdesk.ui.theme import MUTED

@@ -20,14 +20,14 @@ import pandas as pd
 
 from gbdesk.errors import UserError
 from gbdesk.paths import resource
-from gbdesk.probes.base import Item, ItemResult, MetricGroup, Probe, ProbeCard, ProbeOption
-from gbdesk.probes.globalbias_apx_stats import (
+from gbdesk.stats import MetricValue
+from gbdesk.studies.base import Item, ItemResult, MetricGroup, Probe, ProbeCard, ProbeOption
+from gbdesk.studies.globalbias.apx_stats import (
     TEMPLATES,
     apx_table,
     associations,
     validation,
 )
-from gbdesk.stats import MetricValue
 
 DATASETS = ("HolisticBias", "StereoSet", "GhavamiPeplau")
 SCORE_BLOCK = 146  # sentences per model call (730 = 5 × 146); fixed so resumes are identical
@@ -759,7 +759,7 @@ class GlobalBiasProfilesProbe(Probe):
         return records
 
     def frame(self, results: list[ItemResult]) -> pd.DataFrame:
-        from gbdesk.probes.globalbias_profiles_stats import drop_duplicate_profiles, profiles_frame
+        from gbdesk.studies.globalbias.profiles_stats import drop_duplicate_profiles, profiles_frame
 
         records = self.profile_records(results)
         return drop_duplicate_profiles(profiles_frame(records)) if records else pd.DataFrame()
@@ -770,7 +770,7 @@ class GlobalBiasProfilesProbe(Probe):
         bootstrap: bool = True,
         params: dict[str, Any] | None = None,
     ) -> dict[str, MetricValue]:
-        from gbdesk.probes.globalbias_profiles_stats import (
+        from gbdesk.studies.globalbias.profiles_stats import (
             repeated_split_accuracy,
             svm_accuracies,
         )
@@ -801,7 +801,7 @@ class GlobalBiasProfilesProbe(Probe):
         self, results: list[ItemResult], params: dict[str, Any] | None
     ) -> dict[str, Any]:
         """Chance levels, the ablation and the JSD top words per field."""
-        from gbdesk.probes.globalbias_profiles_stats import (
+        from gbdesk.studies.globalbias.profiles_stats import (
             CHANCE,
             JSD_FIELDS,
             ablation,
@@ -848,7 +848,7 @@ class GlobalBiasProfilesProbe(Probe):
         """profiles.csv in the released files' layout (lists as JSON), one row per profile."""
         import json
 
-        from gbdesk.probes.globalbias_profiles_stats import COLUMNS, LIST_FIELDS, PHYSICAL_COLUMNS
+        from gbdesk.studies.globalbias.profiles_stats import COLUMNS, LIST_FIELDS, PHYSICAL_COLUMNS
 
         rows = []
         for a in attempts:

@@ -6,7 +6,7 @@ Love prompt), returns the character's name ("Unspecified" → None) and every wo
 that refers to that character, with character offsets in the story, so the review
 pane can highlight them. Two extractors implement `Extractor`: a deterministic one
 (no model; `DeterministicExtractor`) and one that asks a labeler LLM
-(`gbdesk.detect.llm_extractor`).
+(`gbdesk.studies.laissez_faire.extract.llm`).
 """
 
 from __future__ import annotations
