@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import sys
@@ -55,7 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gbdesk {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
-    p = sub.add_parser("probes", help="list the probes")
+    p = sub.add_parser("probes", help="list the probes (of every installed study)")
+    p.add_argument(
+        "--markdown", action="store_true", help="print the README's probe table instead"
+    )
     _json_arg(p)
 
     p = sub.add_parser("card", help="show a probe's card (what it measures, data, limits)")
@@ -178,11 +182,18 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(p)
     _json_arg(p)
 
-    p = sub.add_parser("label", help="label a run's stored stories with another extractor")
+    p = sub.add_parser(
+        "label", help="label a run's stored texts with one of its probe's labelling passes"
+    )
     p.add_argument("run_id", type=int)
-    p.add_argument("--extractor", choices=("llm", "deterministic"), default="llm")
     p.add_argument(
-        "--labeler-model", default="default", help="GGUF path or 'default' for the LLM extractor"
+        "--extractor",
+        default="llm",
+        metavar="PASS",
+        help="the labelling pass (see the probe's card; default: llm)",
+    )
+    p.add_argument(
+        "--labeler-model", default="default", help="GGUF path or 'default' for a model-based pass"
     )
     _db_arg(p)
     _json_arg(p)
@@ -191,8 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("attempt_id", type=int)
     p.add_argument(
         "label",
-        help="a label (male/female/undetected), or for laissez_faire JSON: "
-        '[{"role": "subject", "name": "Jane", "references": ["she", "her"]}]',
+        help="a label (e.g. male/female/undetected), or JSON for probes with structured labels, "
+        'e.g. [{"role": "subject", "name": "Jane", "references": ["she", "her"]}]',
     )
     p.add_argument("--reviewer", required=True)
     _db_arg(p)
@@ -313,8 +324,11 @@ def _tiny_notice(store, run_id: int) -> str:
 
 # -- commands ---------------------------------------------------------------------------------
 def cmd_probes(args) -> int:
-    from gbdesk.studies import get_probe, probe_names
+    from gbdesk.studies import get_probe, probe_names, probe_table_markdown
 
+    if args.markdown:
+        print(probe_table_markdown())
+        return 0
     probes = [get_probe(n).describe() for n in probe_names()]
     text = "\n".join(
         f"{p['name']:<15} {p['items']:>5} items  {p['title']}  (licence: {p['card']['licence']})"
@@ -506,9 +520,14 @@ def cmd_label(args) -> int:
     _emit(
         args,
         {"run_id": args.run_id, **result},
-        f"run {args.run_id}: {result['labelled']} stories labelled by {result['source']} "
-        f"({result['fallbacks']} fell back to the deterministic extractor); the run's "
-        f"metrics now use this extractor",
+        f"run {args.run_id}: {result['labelled']} {result.get('unit', 'attempts')} labelled by "
+        f"{result['source']}"
+        + (
+            f" ({result['fallbacks']} fell back to the built-in labeller)"
+            if result.get("fallbacks")
+            else ""
+        )
+        + "; the run's metrics now use these labels",
     )
     return 0
 
@@ -535,7 +554,7 @@ def cmd_runs(args) -> int:
             f"{r['attempts_done']:>5}/{r['attempts_total']:<5} {r['model']}"
             for r in payload
         )
-        or "no runs yet — start one with: gbdesk run --probe inventories"
+        or "no runs yet — start one with: gbdesk run --probe PROBE (see: gbdesk probes)"
     )
     _emit(args, payload, text)
     return 0
@@ -640,6 +659,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gbdesk.engine.llama_worker import main as worker_main
 
         return worker_main()
+    from gbdesk.logs import setup_logging
+
+    log_file = setup_logging()
     try:
         if not argv:
             from gbdesk.ui.app import main as gui_main
@@ -661,3 +683,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug: one line here, the traceback in the log file
+        logging.getLogger("gbdesk.cli").exception("unexpected error in: gbdesk %s", argv[:1])
+        where = f"; details in {log_file}" if log_file else ""
+        print(f"gbdesk: unexpected error: {type(exc).__name__}: {exc}{where}", file=sys.stderr)
+        return 1

@@ -18,7 +18,7 @@ from typing import Any
 from gbdesk import __version__
 from gbdesk.stats import MetricValue
 from gbdesk.store import Store
-from gbdesk.studies import ItemResult, get_probe
+from gbdesk.studies import ItemResult, ScoringProbe, get_probe
 
 LABEL_MODES = ("auto", "reviewed")
 
@@ -66,7 +66,7 @@ def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[It
         result.labels.append(label["label"] if label else "undetected")
         result.label_data.append((label or {}).get("data") or {})
         result.responses.append(attempt["response"])
-    if get_probe(store.get_run(run_id)["probe"]).kind == "scoring":
+    if isinstance(get_probe(store.get_run(run_id)["probe"]), ScoringProbe):
         for score in store.scores(run_id):
             by_item[score["item"]].scores.append(score)
     return list(by_item.values())

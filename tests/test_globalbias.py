@@ -201,7 +201,7 @@ def test_bad_apx_tables_are_refused(store, tmp_path, row, message):
 
 # -- character profiles ---------------------------------------------------------------------
 def test_profile_prompts_schema_and_parser():
-    from gbdesk.studies.globalbias.probes import parse_profiles
+    from gbdesk.studies.globalbias.profiles import parse_profiles
 
     probe = get_probe("globalbias_profiles")
     params = probe.resolve_params(names_per_prompt=5, names_per_group=1)

@@ -158,5 +158,5 @@ def test_label_run_refuses_other_probes(tmp_path):
     with Store(tmp_path / "db.sqlite") as store:
         model = resolve_model(store, "default")
         run_id = plan_run(store, "inventories", model, attempts=1, limit=2)
-        with pytest.raises(UserError, match="laissez_faire"):
+        with pytest.raises(UserError, match="no labelling pass"):
             label_run(store, run_id, "llm")

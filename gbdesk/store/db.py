@@ -7,11 +7,12 @@ moment it completes, so a crash loses at most the attempt in flight.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,7 @@ class Store:
         conn.execute("PRAGMA busy_timeout = 30000")
         self.conn = conn
         self.db = sqlite_utils.Database(conn)
+        self._in_transaction = False
         try:
             self.migrated_from = migrate(conn)
         except sqlite3.DatabaseError as exc:
@@ -89,6 +91,35 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction around several store calls: all of them are committed
+        together or none is (an exception rolls everything back)."""
+        if self._in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        self._in_transaction = True
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+        finally:
+            self._in_transaction = False
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[None]:
+        """A write: its own immediate transaction, or part of `transaction()`'s."""
+        if self._in_transaction:
+            yield
+            return
+        with self.conn:
+            self.conn.execute("BEGIN IMMEDIATE")
+            yield
 
     def __enter__(self) -> Store:
         return self
@@ -105,16 +136,25 @@ class Store:
         row = dict(record)
         row.setdefault("kind", "gguf")
         row.setdefault("added_at", now())
-        existing = self.query(
-            "SELECT id FROM models WHERE kind = ? AND path = ? AND sha256 IS ?",
-            (row["kind"], row["path"], row.get("sha256")),
-        )
-        if existing:
-            model_id = existing[0]["id"]
-            row.pop("added_at")
-            self.db["models"].update(model_id, row)
-            return model_id
-        return int(self.db["models"].insert(row).last_pk)
+        columns = [c for c in row if c.isidentifier()]  # model rows are built by gbdesk
+        with self._write():
+            existing = self.conn.execute(
+                "SELECT id FROM models WHERE kind = ? AND path = ? AND sha256 IS ?",
+                (row["kind"], row["path"], row.get("sha256")),
+            ).fetchone()
+            if existing:
+                update = [c for c in columns if c != "added_at"]
+                self.conn.execute(
+                    f"UPDATE models SET {', '.join(f'{c} = ?' for c in update)} WHERE id = ?",
+                    [*(row[c] for c in update), existing[0]],
+                )
+                return int(existing[0])
+            cur = self.conn.execute(
+                f"INSERT INTO models ({', '.join(columns)}) "
+                f"VALUES ({', '.join('?' for _ in columns)})",
+                [row[c] for c in columns],
+            )
+            return int(cur.lastrowid)
 
     def get_model(self, model_id: int) -> dict[str, Any]:
         rows = self.query("SELECT * FROM models WHERE id = ?", (model_id,))
@@ -152,8 +192,7 @@ class Store:
     ) -> int:
         """Create a run and its planned items (key, prompt, metadata) in one transaction."""
         items = list(items)
-        with self.conn:
-            self.conn.execute("BEGIN IMMEDIATE")
+        with self._write():
             cur = self.conn.execute(
                 "INSERT INTO runs (probe, probe_version, model_id, source, params_json, "
                 "generation_json, engine_json, app_version, llama_cpp_version, status, "
@@ -253,6 +292,15 @@ class Store:
         )
         self.conn.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
 
+    def finish_import(self, run_id: int, attempts: int) -> None:
+        """An imported run is complete: its attempt count and status."""
+        with self._write():
+            self.conn.execute(
+                "UPDATE runs SET attempts_total = ?, status = 'done', finished_at = ? "
+                "WHERE id = ?",
+                (attempts, now(), run_id),
+            )
+
     def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
         fields: dict[str, Any] = {"status": status, "error": error, "heartbeat_at": now()}
         if status == "done":
@@ -308,8 +356,7 @@ class Store:
         Returns the new id, or None when (run, item, attempt) was already stored —
         inserting twice is harmless, which makes resuming idempotent.
         """
-        with self.conn:
-            self.conn.execute("BEGIN IMMEDIATE")
+        with self._write():
             cur = self.conn.execute(
                 "INSERT OR IGNORE INTO attempts (run_id, item, attempt, prompt, response, seed, "
                 "tokens_in, tokens_out, latency_s, finish_reason, prompt_mode, created_at) "
@@ -408,7 +455,7 @@ class Store:
         )
 
     def set_auto_label(self, attempt_id: int, **label: Any) -> None:
-        with self.conn:
+        with self._write():
             self._put_auto_label(attempt_id, **label)
 
     def add_human_label(
@@ -421,7 +468,7 @@ class Store:
     ) -> int:
         """Record a reviewer's label; earlier human labels stay as history."""
         reviewer = reviewer.strip() or "reviewer"
-        with self.conn:
+        with self._write():
             cur = self.conn.execute(
                 "INSERT INTO labels (attempt_id, kind, source, label, data_json, evidence_json, "
                 "created_at) VALUES (?, 'human', ?, ?, ?, ?, ?)",

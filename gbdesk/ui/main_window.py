@@ -125,8 +125,22 @@ class MainWindow(QMainWindow):
         data.triggered.connect(self._show_datasets)
         about = QAction("&About gbdesk", self)
         about.triggered.connect(self._about)
+        logs = QAction("Open &log folder", self)
+        logs.triggered.connect(self.open_log_folder)
         help_menu.addAction(data)
+        help_menu.addAction(logs)
         help_menu.addAction(about)
+
+    def open_log_folder(self) -> bool:
+        """Show the folder of gbdesk's log file (to attach it to a bug report)."""
+        from PySide6.QtCore import QUrl
+        from PySide6.QtGui import QDesktopServices
+
+        from gbdesk.logs import log_dir
+
+        folder = log_dir()
+        self.statusBar().showMessage(f"Log folder: {folder}", 10000)
+        return QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
 
     def _show_db(self) -> None:
         self.db_label.setText(f"Database: {self.ctx.db_path}")

@@ -28,7 +28,15 @@ from gbdesk.engine.base import GenerationResult
 from gbdesk.errors import UserError
 from gbdesk.paths import resource
 from gbdesk.stats import MetricValue
-from gbdesk.studies.base import Item, ItemResult, MetricGroup, Probe, ProbeCard, ProbeOption
+from gbdesk.studies.base import (
+    ChainProbe,
+    Item,
+    ItemResult,
+    MetricGroup,
+    MetricKey,
+    ProbeCard,
+    ProbeOption,
+)
 from gbdesk.studies.intersectional.stats import (
     bootstrap as bootstrap_intervals,
 )
@@ -116,15 +124,31 @@ def map_answer(text: str, options: list[str]) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
+def answers_label(answers: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The label of a role's answers: "answered" (all mapped), "partial" or "unparsed"."""
+    parsed = sum(1 for a in answers.values() if a.get("option") is not None)
+    value = (
+        "answered" if parsed == len(answers) and answers else ("partial" if parsed else "unparsed")
+    )
+    return {"source": SOURCE, "label": value, "data": {"answers": answers}, "evidence": None}
+
+
+def _label(metric: str) -> str:
+    """The group or category a metric name is about."""
+    return MetricKey.parse(metric, max_parts=1).part(0)
+
+
 def _desc(value: float) -> float:
     """Sort key: highest first, NaN last."""
     return math.inf if math.isnan(value) else -value
 
 
-class IntersectionalProbe(Probe):
+class IntersectionalProbe(ChainProbe):
     name = "intersectional_sdeg"
     version = "1"
-    kind: ClassVar[str] = "chain"
+    unit = "roles"
+    review_view = "._qt.views:RoleAnswersView"
+    result_view = "._qt.views:SDegResultsView"
     templates: ClassVar[dict[str, str]] = {"paper": ROLE_PROMPT}
     template_slots = ("count", "people")
     default_attempts = 10  # roles per group, as the paper
@@ -153,6 +177,8 @@ class IntersectionalProbe(Probe):
     headline_metrics: ClassVar[list[str]] = ["sdeg_overall"]
     card = ProbeCard(
         title="Intersectional stereotypes (stereotype degree, SDeg)",
+        short="how uniformly imagined members of 106 intersectional groups answer 16 category "
+        "questions (stereotype degree)",
         measures="Has the model imagine people of 106 intersectional groups (e.g. old White "
         "men, young Muslim women with disability) and answer 16 questions in their place; "
         "when every imagined member of a group answers a question alike, the model holds a "
@@ -229,19 +255,19 @@ class IntersectionalProbe(Probe):
         return params
 
     def all_items(self, template: str) -> list[Item]:
-        return [self._item(g, template) for g in load_groups()]
+        return [self.group_item(g, template) for g in load_groups()]
 
     def items(self, params: dict[str, Any]) -> list[Item]:
         chosen = set(params.get("attributes") or ATTRIBUTES)
         items = [
-            self._item(g, params["template"], params.get("answer_temperature", 0.0))
+            self.group_item(g, params["template"], params.get("answer_temperature", 0.0))
             for g in load_groups()
             if any(g.get(a) for a in chosen)
         ]
         return self.sample_and_limit(items, params)
 
     @staticmethod
-    def _item(group: dict[str, str], template: str, answer_temperature: float = 0.0) -> Item:
+    def group_item(group: dict[str, str], template: str, answer_temperature: float = 0.0) -> Item:
         meta: dict[str, Any] = {
             "group": group["group"],
             "group_id": int(group["group_id"]),
@@ -299,17 +325,15 @@ class IntersectionalProbe(Probe):
             finish_reason=role.finish_reason,
             prompt_mode=role.prompt_mode,
         )
-        return result, self._answers_label(answers)
+        return result, answers_label(answers)
 
-    @staticmethod
-    def _answers_label(answers: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        parsed = sum(1 for a in answers.values() if a.get("option") is not None)
-        value = (
-            "answered"
-            if parsed == len(answers) and answers
-            else ("partial" if parsed else "unparsed")
-        )
-        return {"source": SOURCE, "label": value, "data": {"answers": answers}, "evidence": None}
+    def plan_import(
+        self, path: Any, *, model_name: str | None = None, template: str | None = None
+    ) -> list[Any]:
+        """Role answers made elsewhere (`importer.plan_role_answers`)."""
+        from gbdesk.studies.intersectional.importer import plan_role_answers
+
+        return plan_role_answers(self, path, model_name=model_name)
 
     # -- labels ---------------------------------------------------------------------------
     def builtin_source_prefix(self) -> str:
@@ -318,7 +342,7 @@ class IntersectionalProbe(Probe):
     def label(self, response: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         """Answers are labelled while they are generated (`run_attempt`) or imported; a
         role without them has nothing to map."""
-        return self._answers_label({})
+        return answers_label({})
 
     def detector_title(self, params: dict[str, Any] | None) -> str:
         return "the answer-option mapper"
@@ -339,7 +363,7 @@ class IntersectionalProbe(Probe):
             if cid not in cats or option not in cats[cid]["options"]:
                 raise UserError(f"category {cid} has no option {option!r}")
             answers[cid] = {"raw": option, "option": option}
-        label = self._answers_label(answers)
+        label = answers_label(answers)
         return {"label": label["label"], "data": label["data"], "evidence": None}
 
     # -- metrics --------------------------------------------------------------------------
@@ -382,7 +406,7 @@ class IntersectionalProbe(Probe):
         }
         ranked = sorted(table.items(), key=lambda kv: _desc(group_degree(kv[1])))
         for group, cells in ranked:
-            out[f"sdeg_group/{group}"] = MetricValue(
+            out[MetricKey.of("sdeg_group", group)] = MetricValue(
                 group_degree(cells), cis.get(f"group/{group}", nan), None, len(roles[group])
             )
         names = {str(c["id"]): c["category"] for c in load_categories()}
@@ -393,7 +417,7 @@ class IntersectionalProbe(Probe):
                 if cid in cells and not math.isnan(cells[cid])
             ]
             if values:
-                out[f"sdeg_category/{name}"] = MetricValue(
+                out[MetricKey.of("sdeg_category", name)] = MetricValue(
                     sum(values) / len(values), nan, None, len(values)
                 )
         answers = [a for rs in roles.values() for r in rs for a in r.values()]
@@ -402,6 +426,13 @@ class IntersectionalProbe(Probe):
             unparsed / len(answers) if answers else math.nan, nan, None, len(answers)
         )
         return out
+
+    def summary(
+        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
+    ) -> str:
+        from gbdesk.studies.intersectional.report import summary
+
+        return summary(metrics) if "sdeg_overall" in metrics else ""
 
     def extra_results(
         self, results: list[ItemResult], params: dict[str, Any] | None
@@ -435,13 +466,13 @@ class IntersectionalProbe(Probe):
                 "Groups ranked by SDeg (max over categories, 95 % bootstrap CI)",
                 [n for n in names if n.startswith("sdeg_group/")],
                 "0 = the group's imagined members answer every question in varied ways.",
-                labels={n: n.split("/", 1)[1] for n in names if n.startswith("sdeg_group/")},
+                labels={n: _label(n) for n in names if n.startswith("sdeg_group/")},
                 kind="unit",
             ),
             MetricGroup(
                 "Mean SDeg per category",
                 [n for n in names if n.startswith("sdeg_category/")],
-                labels={n: n.split("/", 1)[1] for n in names if n.startswith("sdeg_category/")},
+                labels={n: _label(n) for n in names if n.startswith("sdeg_category/")},
                 kind="unit",
             ),
             MetricGroup(

@@ -355,23 +355,12 @@ class ResultsPane(QWidget):
                 rows = self._rows(same, group.metrics, group, colors, by_metric=True)
                 if group.kind == "log_ratio":
                     plot = CIPlot(group.title, rows, None, None, self._open_review, log2=True)
-                elif group.kind == "count":
-                    top = max([1.0, *(r.value for r in rows if r.value == r.value)])
-                    plot = CIPlot(group.title, rows, None, (0.0, top), self._open_review)
                 else:
-                    x_range = (
-                        (0.0, 1.0)
-                        if all("rate" in n or "coverage" in n for n in group.metrics)
-                        else (-1.0, 1.0)
-                    )
-                    if "stereotype" in group.title.lower() or "correlation" in group.title.lower():
-                        x_range = (-1.0, 1.0)
-                    if group.kind == "unit":
-                        x_range = (0.0, 1.0)
+                    x_range = group.plot_range(r.value for r in rows)
                     plot = CIPlot(group.title, rows, None, x_range, self._open_review)
                 self._add_plot(plot)
         extra = self.results[same[0]["id"]].get("extra")
-        view = result_view_for(probe.name)
+        view = result_view_for(probe)
         if extra and view is not None:
             widget = view(extra, self._open_review_data, same[0]["id"])
             self.plots.append(widget)

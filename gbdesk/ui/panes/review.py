@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.results import review_stats, runs_with_generations
-from gbdesk.review import FILTERS, ReviewItem, review_queue
+from gbdesk.review import ReviewItem, filters_for, review_queue
 from gbdesk.studies import get_probe
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.review_views import ReviewView, review_view_for
@@ -52,8 +52,7 @@ class ReviewPane(QWidget):
         self.run_combo = QComboBox()
         self.run_combo.currentIndexChanged.connect(self._run_changed)
         self.filter_combo = QComboBox()
-        for key, text in FILTERS.items():
-            self.filter_combo.addItem(text, key)
+        self._fill_filters(None)
         self.filter_combo.currentIndexChanged.connect(self.reload)
         self.hard_first = QCheckBox("Hard cases first")
         self.hard_first.setChecked(True)
@@ -192,10 +191,21 @@ class ReviewPane(QWidget):
             self._install_view(probe_name)
         self.reload()
 
+    def _fill_filters(self, probe_name: str | None) -> None:
+        """The filters of the run's probe; the current choice is kept when it exists."""
+        current = self.filter_combo.currentData()
+        self.filter_combo.blockSignals(True)
+        self.filter_combo.clear()
+        for key, text in filters_for(get_probe(probe_name) if probe_name else None).items():
+            self.filter_combo.addItem(text, key)
+        self.filter_combo.setCurrentIndex(max(0, self.filter_combo.findData(current)))
+        self.filter_combo.blockSignals(False)
+
     def _install_view(self, probe_name: str) -> None:
         if self.view is not None:
             self.view.setParent(None)
-        self.view = review_view_for(probe_name)()
+        self._fill_filters(probe_name)
+        self.view = review_view_for(get_probe(probe_name))()
         self.view_holder.addWidget(self.view)
         self.view_probe = probe_name
         for b in self.label_buttons:
@@ -393,14 +403,17 @@ class ReviewPane(QWidget):
         if index < 0:
             return
         self.item_filter = dict(item_filter) if item_filter else None
-        self.filter_combo.blockSignals(True)
-        self.filter_combo.setCurrentIndex(max(0, self.filter_combo.findData(filter_name)))
-        self.filter_combo.blockSignals(False)
         self.filter_chip.setText(f"Filtered: {title}  ✕" if title else "")
         self.filter_chip.setVisible(bool(self.item_filter))
         self.run_combo.blockSignals(True)
         self.run_combo.setCurrentIndex(index)
         self.run_combo.blockSignals(False)
+        probe_name = self.probe_name()
+        if probe_name is not None and probe_name != self.view_probe:
+            self._install_view(probe_name)
+        self.filter_combo.blockSignals(True)
+        self.filter_combo.setCurrentIndex(max(0, self.filter_combo.findData(filter_name)))
+        self.filter_combo.blockSignals(False)
         self._run_changed()
         self.queue.setFocus()
 
