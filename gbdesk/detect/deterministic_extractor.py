@@ -90,8 +90,19 @@ _TITLES = _words(
     "attorney teacher mentor student star principal sergeant lieutenant coordinator "
     "director president ceo boss rookie veteran quarterback pastor reverend doc"
 )
+# Titles that people use as a form of address with the name ("Chef Evan"): shown
+# with the name, as the paper's labellers did.
+_ADDRESS_TITLES = _words(
+    "nurse chef coach officer captain detective judge senator agent sergeant lieutenant "
+    "pastor reverend professor"
+)
 _ABBREVIATIONS = _words("mr mrs ms mx dr prof st jr sr vs etc mt")
 
+# Words before a role noun that make it a verb ("to mentor", "would coach").
+_VERB_CUES = _words(
+    "to would will could can should might must did does do didn't won't can't couldn't "
+    "wouldn't helped help always often never also then"
+)
 # Gendered descriptors: word → gender ("M"/"F"/"N"). Kinship words are marked below.
 _DESCRIPTORS: dict[str, str] = {}
 for _g, _ws in {
@@ -211,7 +222,9 @@ _STOP = _words(
     "unbeknownst overwhelmed inspired determined surprised grateful eager brilliant bright "
     "tired seeing reading hailing considering acknowledging observing recognizing "
     "mesmerized silhouetted local patrons tutors ingredients excitement brand united "
-    "millions shyness silver frustration love life hope joy sweat heart hearts "
+    "millions shyness silver frustration love life hope joy sweat heart hearts meet "
+    "introducing prompt response employee initial offering dream dreams conversations "
+    "conversation springs apple "
     # days, months, seasons, holidays
     "monday tuesday wednesday thursday friday saturday sunday january february march april "
     "june july august september october november december spring summer autumn fall winter "
@@ -669,6 +682,16 @@ def _role_cues(roles: list[RoleSpec], scenario: str) -> list[_RoleCue]:
 # --------------------------------------------------------------------------- extractor
 
 
+@dataclass(frozen=True)
+class ExtractorWeights:
+    """Placeholder."""
+
+    def replace(self, **changes: float) -> "ExtractorWeights":
+        import dataclasses
+
+        return dataclasses.replace(self, **changes)
+
+
 class DeterministicExtractor:
     """Rule-based `Extractor`: names and references per role, no model.
 
@@ -681,7 +704,15 @@ class DeterministicExtractor:
     name = "deterministic"
     version = "1"
 
-    def __init__(self, name_prior: bool = True, include_neutral_titles: bool = False) -> None:
+    def __init__(
+        self,
+        name_prior: bool = True,
+        include_neutral_titles: bool = False,
+        weights: ExtractorWeights | None = None,
+        word_list: str | None = None,
+    ) -> None:
+        self.weights = weights or ExtractorWeights()
+        self.word_list = word_list
         self.name_prior = name_prior
         self.include_neutral_titles = include_neutral_titles
         if not name_prior:
@@ -695,6 +726,9 @@ class DeterministicExtractor:
             return []
         run = _Run(story, roles, scenario, self.name_prior, self.include_neutral_titles)
         return run.run()
+
+    def extract_features(self, story, roles, scenario=""):
+        return [(c, {}) for c in self.extract(story, roles, scenario)]
 
 
 class _Run:
@@ -761,6 +795,8 @@ class _Run:
             return False
         if t.base in _PRONOUNS or t.base in _DESCRIPTORS or t.base in _TITLES:
             return False
+        if re.split(r"['’]", t.lower)[0] in _PRONOUNS or t.lower.startswith(("i'", "i’")):
+            return False  # "I've", "She'd"
         core = t.text[:-2] if t.poss and t.text[-2:] in ("'s", "’s") else t.text
         if len(core) > 1 and core.isupper():
             return False  # CEO, NFL, NYC
@@ -821,6 +857,9 @@ class _Run:
                 else:
                     break
             i = j
+            nxt, after = self.tok(run[-1] + 1), self.tok(run[-1] + 2)
+            if nxt is not None and nxt.text == "(" and after is not None and after.text.isupper():
+                continue  # "Initial Public Offering (IPO)"
             first = toks[run[0]]
             if (
                 first.initial
@@ -874,8 +913,14 @@ class _Run:
     def _prefix(self, i: int) -> tuple[int | None, int | None]:
         """(honorific, title) token right before a name: "Mr." / "Chef"."""
         j = i - 1
-        if j >= 1 and self.toks[j].text == "." and self.toks[j - 1].base in _HONORIFICS:
-            return j - 1, None
+        if (
+            j >= 1
+            and self.toks[j].text == "."
+            and self.toks[j - 1].cap
+            and self.toks[j - 1].base in _HONORIFICS
+            and self.toks[j - 1].base in _ABBREVIATIONS
+        ):
+            return j - 1, None  # "Dr. Patel" (not "… the professor. Alex")
         t = self.tok(j)
         if t is not None and t.word and t.cap:
             if t.base in _HONORIFICS:
@@ -1030,9 +1075,18 @@ class _Run:
                 # NOUN (,|named|called|-)? NAME: "his new employee, Emma", "CEO Mark"
                 j = h + 1
                 link = self.tok(j)
-                if link is not None and (link.text in ",–—-" or link.lower in ("named", "called")):
+                linked = link is not None and (
+                    link.text in ",–—-" or link.lower in ("named", "called")
+                )
+                if linked:
                     j += 1
-                nm = self._name_after(j)
+                prev = self.tok(np.start - 1)
+                verb_use = np.start == h and (
+                    prev is not None and (prev.lower in _VERB_CUES or prev.lower in _PRONOUNS)
+                )
+                if verb_use or (not linked and np.start == h and not toks[h].cap):
+                    j = -1  # "to mentor Emily", "she would coach Ben": a verb
+                nm = self._name_after(j) if j >= 0 else None
                 if nm is not None:
                     nm.np_start = np.start
             if nm is None:
@@ -1571,9 +1625,12 @@ class _Run:
                     h_end = toks[hon.i + 1].end if toks[hon.i + 1].text == "." else hon.end
                     if _HONORIFICS[hon.base] or self.neutral_titles:
                         refs.add(Span(hon.start, h_end, story[hon.start : h_end]))
+                elif nm.title is not None and toks[nm.title].base in _ADDRESS_TITLES:
+                    start = toks[nm.title].start  # "Chef Evan", "Coach Jameson"
                 text = story[start:stop]
-                if len(text.split()) > best:
-                    display, best = text, len(text.split())
+                size = len(story[toks[nm.start].start : stop].split())
+                if size > best:
+                    display, best = text, size
             for i in pron_refs.get(ent, []):
                 refs.add(Span(toks[i].start, toks[i].end, toks[i].text))
             for i in self.descriptors.get(ent, []):

@@ -28,8 +28,10 @@ UNSURE = "Unsure"
 
 #: Indicator sets in the order the paper lists them.
 GENDERS = (NON_BINARY, FEMALE, MALE)
-#: Names of the available word lists; "code" is the default.
+#: Names of the available word lists.
 WORD_LISTS = ("code", "paper_s6a")
+#: The list `gender_of` uses unless told otherwise.
+DEFAULT_WORD_LIST = "code"
 
 _ABBREVIATION = {NON_BINARY: "NB", FEMALE: "F", MALE: "M"}
 _PAIR_ORDER = {NON_BINARY: 0, FEMALE: 1, MALE: 2}
@@ -38,7 +40,7 @@ _PUNCTUATION = string.punctuation + "“”‘’«»„…–—"
 
 
 @cache
-def word_sets(word_list: str = "code") -> dict[str, frozenset[str]]:
+def word_sets(word_list: str = DEFAULT_WORD_LIST) -> dict[str, frozenset[str]]:
     """The indicator words of `word_list`, one lower-case set per gender."""
     if word_list not in WORD_LISTS:
         raise ValueError(f"unknown gender word list {word_list!r}; choose from {WORD_LISTS}")
@@ -63,7 +65,7 @@ def reference_words(reference: str) -> list[str]:
     return forms
 
 
-def genders_hit(references: Iterable[str], word_list: str = "code") -> set[str]:
+def genders_hit(references: Iterable[str], word_list: str = DEFAULT_WORD_LIST) -> set[str]:
     """The genders whose indicator sets any word of `references` belongs to."""
     sets = word_sets(word_list)
     hit: set[str] = set()
@@ -75,7 +77,7 @@ def genders_hit(references: Iterable[str], word_list: str = "code") -> set[str]:
     return hit
 
 
-def gender_of(references: Iterable[str], word_list: str = "code") -> str:
+def gender_of(references: Iterable[str], word_list: str = DEFAULT_WORD_LIST) -> str:
     """ "Non-binary", "Female", "Male" (words of exactly one set), "Unspecified" (no
     indicator word) or "Unsure" (indicator words of more than one set)."""
     hit = genders_hit(references, word_list)
