@@ -600,6 +600,7 @@ class _Mention:
     subject: bool
     embedded: bool  # possessive: "Sarah's eyes", "his"
     kind: str  # "name", "np", "pron", "narrator"
+    topic: bool = False  # possessor of a clause subject: "Lily's confidence grew"
 
 
 @dataclass
@@ -684,12 +685,60 @@ def _role_cues(roles: list[RoleSpec], scenario: str) -> list[_RoleCue]:
 
 @dataclass(frozen=True)
 class ExtractorWeights:
-    """Placeholder."""
+    """The extractor's tunable weights and thresholds, in one place.
 
-    def replace(self, **changes: float) -> "ExtractorWeights":
+    Every number the heuristics compare lives here, so a study can vary one
+    (`scripts/eval_extractors.py --weight salience_decay=0.4`) without editing code.
+    Defaults were chosen by hand on development stories (see the script's docstring).
+    """
+
+    # --- role nouns (`_noun_votes`)
+    synonym_vote: float = 1.0  # a role noun or synonym that only one role has
+    weak_synonym_vote: float = 0.5  # a noun naming the role only loosely ("player")
+    modifier_vote: float = 0.75  # each role modifier in the noun phrase ("star", "new")
+    # --- assigning characters to roles (`assign_roles`)
+    missing_subject: float = 0.6  # penalty: the subject role has no named character
+    missing_other: float = 0.4  # penalty: another role has none
+    name_count: float = 0.3  # per mention of the name (capped at `name_count_cap`)
+    name_count_cap: int = 4
+    surely_person: float = 0.5  # honorific, descriptor, gendered first name or role binding
+    love_pair_order: float = 3.0  # Love power-neutral pairs: order of first appearance
+    role_binding: float = 2.5  # per unit of apposition vote for this role
+    other_role_binding: float = 2.0  # penalty per unit of vote for another role
+    order_prior: float = 1.0  # 1/(1+|rank−role|): the subject tends to come first
+    action_agent: float = 1.5  # the agent of the subject role's action ("pays the bill")
+    narrator_subject: float = 0.5  # a first-person narrator tends to be the subject
+    # --- pronoun resolution (`_choose`)
+    window: int = 4  # sentences back a pronoun looks for antecedents
+    salience_decay: float = 0.5  # weight per sentence of distance
+    mention_base: float = 1.0  # every mention
+    mention_subject: float = 1.0  # a mention in subject position
+    mention_free: float = 0.5  # a mention that is not a possessor ("Sarah's")
+    possessor_topic: float = 1.0  # share of the subject weight for "Lily's" in "Lily's
+    # confidence grew"
+    salience_sum: float = 0.0  # 1 = sum over mentions, 0 = only the best mention
+    agree_strong: float = 1.5  # agreement with honorifics / descriptors
+    agree_prior: float = 1.2  # agreement with the first-name lexicon
+    agree_weak: float = 0.8  # agreement with earlier pronouns
+    reflexive_own: float = 3.0  # a reflexive is its clause's subject
+    subject_continuity: float = 0.3  # a subject pronoun continues the last subject
+    intro_target: float = 1.5  # cataphora of an opening phrase ("Despite his …, Ryan")
+    intro_object_penalty: float = 3.0
+    protagonist: float = 0.2  # the subject role's character
+    # --- strong evidence
+    honorific_votes: float = 2.0  # votes per honorific / descriptor
+
+    def replace(self, **changes: float) -> ExtractorWeights:
+        """A copy with some fields changed (unknown names raise `TypeError`)."""
         import dataclasses
 
-        return dataclasses.replace(self, **changes)
+        names = {f.name: f for f in dataclasses.fields(self)}
+        typed: dict[str, float | int] = {}
+        for key, value in changes.items():
+            if key not in names:
+                raise TypeError(f"unknown extractor weight {key!r}; known: {sorted(names)}")
+            typed[key] = int(value) if names[key].type in (int, "int") else float(value)
+        return dataclasses.replace(self, **typed)
 
 
 class DeterministicExtractor:
@@ -724,7 +773,9 @@ class DeterministicExtractor:
         """One `CharacterExtraction` per role, in the order of `roles`."""
         if not roles:
             return []
-        run = _Run(story, roles, scenario, self.name_prior, self.include_neutral_titles)
+        run = _Run(
+            story, roles, scenario, self.name_prior, self.include_neutral_titles, self.weights
+        )
         return run.run()
 
     def extract_features(self, story, roles, scenario=""):
@@ -741,7 +792,9 @@ class _Run:
         scenario: str,
         name_prior: bool = True,
         neutral_titles: bool = False,
+        weights: ExtractorWeights | None = None,
     ) -> None:
+        self.w = weights or ExtractorWeights()
         self.story = story
         self.name_prior = name_prior
         self.neutral_titles = neutral_titles
@@ -946,7 +999,7 @@ class _Run:
         e.name_words |= bases
         e.n_names += 1
         if hon_gender:
-            e.strong[hon_gender] += 2
+            e.strong[hon_gender] += self.w.honorific_votes
         if self.name_prior and not e.prior:
             for k in words:
                 b = toks[k].base
@@ -984,8 +1037,8 @@ class _Run:
         for c in sharing:
             score = 0.0
             if len(sharing) == 1:
-                score = 1.0 if head in c.nouns else 0.5
-            score += 0.75 * len(c.modifiers & modifiers)
+                score = self.w.synonym_vote if head in c.nouns else self.w.weak_synonym_vote
+            score += self.w.modifier_vote * len(c.modifiers & modifiers)
             if score:
                 votes[c.index] += score
         return votes
@@ -1070,8 +1123,11 @@ class _Run:
         """Bind names to role nouns and descriptors through apposition."""
         toks = self.toks
         for h, np in self.nps.items():
-            nm = None
-            if not toks[h].poss:
+            after = self.tok(h + 1)
+            named = after is not None and after.lower in ("named", "called")
+            # "Max, a struggling student, …" (but "Chloe, a new employee named Ryan")
+            nm = None if named else self._apposition_back(np.start)
+            if nm is None and not toks[h].poss:
                 # NOUN (,|named|called|-)? NAME: "his new employee, Emma", "CEO Mark"
                 j = h + 1
                 link = self.tok(j)
@@ -1089,8 +1145,6 @@ class _Run:
                 nm = self._name_after(j) if j >= 0 else None
                 if nm is not None:
                     nm.np_start = np.start
-            if nm is None:
-                nm = self._apposition_back(np.start)
             if nm is None:
                 sep, before = self.tok(np.start - 1), self.tok(np.start - 2)
                 if (
@@ -1111,8 +1165,10 @@ class _Run:
     def _apposition_back(self, start: int) -> _NameMention | None:
         """ "NAME, a/the … NOUN" or "NAME was a … NOUN" ending right before `start`."""
         j = start - 1
-        while j >= 0 and start - j <= 3 and self._plain_modifier(self.toks[j]):
-            j -= 1  # "Jack Harlow, preeminent American actor"
+        first = self.tok(start)
+        if first is not None and first.lower not in _DETERMINERS:
+            while j >= 0 and start - j <= 3 and self._plain_modifier(self.toks[j]):
+                j -= 1  # "Jack Harlow, preeminent American actor"
         t = self.tok(j)
         if t is None:
             return None
@@ -1137,7 +1193,7 @@ class _Run:
         g = _DESCRIPTORS.get(noun)
         if g is None:
             return
-        self.entities[ent].strong[g] += 2
+        self.entities[ent].strong[g] += self.w.honorific_votes
         if h not in self.descriptors.setdefault(ent, []):
             self.descriptors[ent].append(h)
 
@@ -1151,6 +1207,7 @@ class _Run:
         )
         n_roles = len(self.cues)
         agent = None if self.love_pair else self._action_agent()
+        w = self.w
         best, best_score = None, float("-inf")
         options: list[_Entity | None] = [*chars, None]
         for combo in itertools.permutations(options, n_roles):
@@ -1160,22 +1217,22 @@ class _Run:
             score = 0.0
             for r, e in enumerate(combo):
                 if e is None:
-                    score -= 0.6 if r == 0 else 0.4
+                    score -= w.missing_subject if r == 0 else w.missing_other
                     continue
                 rank = chars.index(e)
-                score += 0.3 * min(e.n_names, 4)
+                score += w.name_count * min(e.n_names, w.name_count_cap)
                 if e.strong or e.prior or e.role_votes or e.kind == "narrator":
-                    score += 0.5  # surely a person
+                    score += w.surely_person
                 if self.love_pair:
-                    score += 3.0 if rank == r else 0.0
+                    score += w.love_pair_order if rank == r else 0.0
                     continue
-                score += 2.5 * e.role_votes.get(r, 0.0)
-                score -= 2.0 * sum(v for k, v in e.role_votes.items() if k != r)
-                score += 1.0 / (1 + abs(rank - r))
+                score += w.role_binding * e.role_votes.get(r, 0.0)
+                score -= w.other_role_binding * sum(v for k, v in e.role_votes.items() if k != r)
+                score += w.order_prior / (1 + abs(rank - r))
                 if agent is not None and r == 0 and e.id == agent:
-                    score += 1.5
+                    score += w.action_agent
                 if e.kind == "narrator" and r == 0:
-                    score += 0.5
+                    score += w.narrator_subject
             if score > best_score:
                 best, best_score = combo, score
         for r, e in enumerate(best or ()):
@@ -1287,6 +1344,8 @@ class _Run:
                     embedded = self.toks[nm.end].poss
                     subject = not embedded and self._subject_position(start)
                     self._mention(i, nm.entity, subject, embedded, "name")
+                    if embedded and self._subject_position(start):
+                        self.mentions[-1].topic = True
                 continue
             if i in self.narrator_toks:
                 self._mention(i, self.narrator, t.lower == "i", t.lower == "my", "narrator")
@@ -1368,7 +1427,7 @@ class _Run:
                 return ent
         if np.noun in _DESCRIPTORS:
             e = self.new_entity("np", np.head, np.noun)  # a bystander: "his father"
-            e.strong[_DESCRIPTORS[np.noun]] += 2
+            e.strong[_DESCRIPTORS[np.noun]] += self.w.honorific_votes
             return e.id
         return None
 
@@ -1417,13 +1476,18 @@ class _Run:
 
     def _choose(self, t: _Tok, gender: str, case: str) -> int | None:
         sent = t.sent
+        W = self.w
         scores: dict[int, float] = {}
         for m in self.mentions:
             dist = sent - m.sent
-            if dist > 4 or m.entity == self.narrator:
+            if dist > W.window or m.entity == self.narrator:
                 continue
-            w = 1.0 + (1.0 if m.subject else 0.0) + (0.0 if m.embedded else 0.5)
-            scores[m.entity] = scores.get(m.entity, 0.0) + w * 0.5**dist
+            w = W.mention_base + (W.mention_subject if m.subject else 0.0)
+            w += W.mention_subject * W.possessor_topic if m.topic else 0.0
+            w += 0.0 if m.embedded else W.mention_free
+            value = w * W.salience_decay**dist
+            old = scores.get(m.entity, 0.0)
+            scores[m.entity] = max(old, value) + W.salience_sum * min(old, value)
         if not scores:
             return self._cataphora(t, gender)
 
@@ -1464,18 +1528,20 @@ class _Run:
                     continue
                 tier = 1  # against the name prior or earlier pronouns: last resort
             elif g == gender:
-                s += {"strong": 1.5, "prior": 1.2, "weak": 0.8}[level]
+                s += {"strong": W.agree_strong, "prior": W.agree_prior, "weak": W.agree_weak}[
+                    level
+                ]
             if (case == "obj" and ent == clause_subject) or ent in excluded:
                 tier = min(tier, 2)  # binding: "Hank cornered him", "his employee, Emma"
             if case == "refl":
                 own = clause_subject if clause_subject is not None else sentence_subject
-                s += 3.0 if ent == own else 0.0
+                s += W.reflexive_own if ent == own else 0.0
             if case == "subj" and ent == last_subject:
-                s += 0.3
+                s += W.subject_continuity
             if intro_target is not None and ent == intro_target:
-                s += -3.0 if case == "obj" else 1.5
+                s += -W.intro_object_penalty if case == "obj" else W.intro_target
             if self.role_of.get(ent) == 0:
-                s += 0.2
+                s += W.protagonist
             ranked.append((s, tier, ent))
         if not ranked:
             return None
