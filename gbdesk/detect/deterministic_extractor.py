@@ -304,7 +304,9 @@ _COMPOUND_HEADS = _words(
 _GROUPS = _words(
     "people customers clients patrons patients students fans friends kids children "
     "colleagues coworkers parents family families team crowd everyone audience guests "
-    "diners locals neighbors neighbours residents viewers readers followers users players"
+    "diners locals neighbors neighbours residents viewers readers followers users players "
+    "others peers classmates teachers mentors students employees workers staff members "
+    "athletes musicians listeners spectators onlookers investors"
 )
 _QUANTIFIERS = _words(
     "the their his her many some all two three four several few other these those both "
@@ -314,6 +316,10 @@ _COPULAS = _words("was is been be became become becomes remained remains seemed 
 _SPEECH_VERBS = _words(
     "said says asked asks replied replies added explained whispered shouted exclaimed "
     "answered laughed smiled nodded sighed suggested insisted"
+)
+# Words that make a they-form plural in their sentence.
+_PLURAL_CUES = _words(
+    "together both each other one another two pair duo couple side everyone all"
 )
 _SUBORDINATORS = _words(
     "and but or so as when while because though although if since until before after once"
@@ -716,7 +722,8 @@ class ExtractorWeights:
     mention_free: float = 0.5  # a mention that is not a possessor ("Sarah's")
     possessor_topic: float = 1.0  # share of the subject weight for "Lily's" in "Lily's
     # confidence grew"
-    salience_sum: float = 0.0  # 1 = sum over mentions, 0 = only the best mention
+    salience_sum: float = 0.0
+    singular_they: float = 1.0  # 0 turns off "their" for one ungendered character  # 1 = sum over mentions, 0 = only the best mention
     agree_strong: float = 1.5  # agreement with honorifics / descriptors
     agree_prior: float = 1.2  # agreement with the first-name lexicon
     agree_weak: float = 0.8  # agreement with earlier pronouns
@@ -815,6 +822,7 @@ class _Run:
         self.descriptors: dict[int, list[int]] = {}  # entity → descriptor tokens
         self.role_entity: dict[int, int] = {}
         self.role_of: dict[int, int] = {}
+        self.local_they: set[int] = set()  # they-forms given to one character by context
         self._gendered_pronouns = any(
             t.word and not t.skip and _PRONOUNS.get(t.lower, ("", ""))[0] in ("M", "F")
             for t in self.toks
@@ -1461,6 +1469,8 @@ class _Run:
             ent = self._singular_they(t, base)
             if ent is None:
                 ent = self._lone_they(t)
+            if ent is None:
+                ent = self._local_singular_they(t, case)
             if ent is not None:
                 self._record(t, ent, gender, case)
             return
@@ -1471,8 +1481,22 @@ class _Run:
         elif case == "posspro":
             case = "obj"
         ent = self._choose(t, gender, case)
+        if ent is None:
+            ent = self._unseen_role_entity(t)
         if ent is not None:
             self._record(t, ent, gender, case)
+
+    def _unseen_role_entity(self, t: _Tok) -> int | None:
+        """A pronoun with no character before or after it ("She strummed her guitar …" in
+        a story that never names its musician): the first role still without one."""
+        if t.quoted:
+            return None
+        for r in range(len(self.cues)):
+            if r not in self.role_entity:
+                e = self.new_entity("np", t.i, "")
+                self.set_role(r, e.id)
+                return e.id
+        return None
 
     def _choose(self, t: _Tok, gender: str, case: str) -> int | None:
         sent = t.sent
@@ -1500,6 +1524,14 @@ class _Run:
             ),
             None,
         )
+        if clause_subject is None:
+            first = self.tok(clause_start)
+            if first is not None and (first.lower.endswith("ing") or first.lower == "to"):
+                # "…, showing her the steps": a participle's subject is the sentence's
+                clause_subject = next(
+                    (m.entity for m in reversed(self.mentions) if m.sent == sent and m.subject),
+                    None,
+                )
         who = next(
             (j for j in range(t.i - 1, clause_start - 1, -1) if self.toks[j].lower == "who"),
             None,
@@ -1623,6 +1655,43 @@ class _Run:
                 return None
         return ent
 
+    def _local_singular_they(self, t: _Tok, case: str) -> int | None:
+        """ "… mentored the prodigy, nurturing their talents": a they-form is one
+        character's when exactly one character without gendered words is mentioned
+        earlier in its sentence (not the clause subject, for "them"), and the sentence has
+        no plural cue ("together", "both") nor a plural group in between."""
+        if t.quoted or not self.w.singular_they:
+            return None
+        sent_toks = [u for u in self.toks if u.sent == t.sent and u.word]
+        if any(u.lower in _PLURAL_CUES for u in sent_toks):
+            return None
+        before = [m for m in self.mentions if m.sent == t.sent and m.tok < t.i]
+        if not before:
+            return None
+        clause_start = self._clause_start(t.i)
+        clause_subject = next(
+            (m.entity for m in before if m.tok >= clause_start and m.subject), None
+        )
+        cands: set[int] = set()
+        for m in before:
+            e = self.entities[m.entity]
+            if m.entity == self.narrator or e.strong or e.prior or e.weak:
+                continue
+            if case == "obj" and m.entity == clause_subject:
+                continue
+            cands.add(m.entity)
+        gendered = {m.entity for m in before} - cands
+        if len(cands) != 1 or (case == "subj" and gendered):
+            return None
+        (ent,) = cands
+        self.local_they.add(t.i)
+        last = max(m.tok for m in before if m.entity == ent)
+        for j in range(last + 1, t.i):
+            u = self.toks[j]
+            if u.word and not u.cap and (u.lower in _GROUPS or self._plural_noun(j)):
+                return None
+        return ent
+
     def _plural_noun(self, j: int) -> bool:
         """A word that looks like a plural noun after a determiner or quantifier."""
         w = self.toks[j].lower
@@ -1631,7 +1700,7 @@ class _Run:
             w.endswith("s")
             and not w.endswith(("ss", "us", "is"))
             and prev is not None
-            and prev.lower in _QUANTIFIERS
+            and (prev.lower in _QUANTIFIERS or prev.poss)
         )
 
     def _singular_they(self, t: _Tok, base: str) -> int | None:
@@ -1667,7 +1736,14 @@ class _Run:
     def output(self) -> list[CharacterExtraction]:
         toks, story = self.toks, self.story
         pron_refs: dict[int, list[int]] = {}
+        gendered = {
+            ent
+            for i, ent in self.resolved.items()
+            if _PRONOUNS.get(toks[i].lower, ("", ""))[0] in ("M", "F")
+        }
         for i, ent in self.resolved.items():
+            if i in self.local_they and (ent in gendered or self.entities[ent].strong):
+                continue  # a character the story calls "he" or "she" elsewhere
             pron_refs.setdefault(ent, []).append(i)
         out = []
         for r, cue in enumerate(self.cues):
