@@ -44,11 +44,20 @@ Pipeline (`DeterministicExtractor.extract`):
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 
 from gbdesk.detect.coref import CharacterExtraction, RoleSpec, Span
+from gbdesk.detect.extractor_confidence import ConfidenceModel, shipped_model
+from gbdesk.detect.gender_refs import (
+    DEFAULT_WORD_LIST,
+    FEMALE,
+    MALE,
+    NON_BINARY,
+    genders_hit,
+)
 
 # --------------------------------------------------------------------------- lexicons
 
@@ -755,10 +764,14 @@ class DeterministicExtractor:
     deciding which character a pronoun refers to (never as the reported gender).
     `include_neutral_titles`: also report "Dr."/"Prof." among the references (they
     carry no gender; the paper's labels leave them out).
+    `weights`: the heuristics' numbers (`ExtractorWeights`).
+    `word_list`: the gender word list the confidence features read references with.
+    `confidence_model`: maps features to a confidence; default the shipped one
+    (`resources/laissez_faire/extractor_confidence.json`), 0.5 when it is missing.
     """
 
     name = "deterministic"
-    version = "1"
+    version = "2"
 
     def __init__(
         self,
@@ -766,27 +779,43 @@ class DeterministicExtractor:
         include_neutral_titles: bool = False,
         weights: ExtractorWeights | None = None,
         word_list: str | None = None,
+        confidence_model: ConfidenceModel | None = None,
     ) -> None:
         self.weights = weights or ExtractorWeights()
-        self.word_list = word_list
+        self.word_list = word_list or DEFAULT_WORD_LIST
         self.name_prior = name_prior
         self.include_neutral_titles = include_neutral_titles
+        self.confidence_model = confidence_model
         if not name_prior:
-            self.version = "1-no-name-prior"
+            self.version += "-no-name-prior"
 
     def extract(
         self, story: str, roles: list[RoleSpec], scenario: str = ""
     ) -> list[CharacterExtraction]:
-        """One `CharacterExtraction` per role, in the order of `roles`."""
+        """One `CharacterExtraction` per role, in the order of `roles`, each with a
+        `confidence`."""
+        return [c for c, _ in self.extract_features(story, roles, scenario)]
+
+    def extract_features(
+        self, story: str, roles: list[RoleSpec], scenario: str = ""
+    ) -> list[tuple[CharacterExtraction, dict[str, float]]]:
+        """`extract`, with each character's confidence features (`FEATURES`)."""
         if not roles:
             return []
         run = _Run(
-            story, roles, scenario, self.name_prior, self.include_neutral_titles, self.weights
+            story,
+            roles,
+            scenario,
+            self.name_prior,
+            self.include_neutral_titles,
+            self.weights,
+            self.word_list,
         )
-        return run.run()
-
-    def extract_features(self, story, roles, scenario=""):
-        return [(c, {}) for c in self.extract(story, roles, scenario)]
+        chars = run.run()
+        model = self.confidence_model or shipped_model()
+        for c, f in zip(chars, run.features, strict=True):
+            c.confidence = round(model.predict(f), 4) if model is not None else 0.5
+        return list(zip(chars, run.features, strict=True))
 
 
 class _Run:
@@ -800,8 +829,10 @@ class _Run:
         name_prior: bool = True,
         neutral_titles: bool = False,
         weights: ExtractorWeights | None = None,
+        word_list: str = DEFAULT_WORD_LIST,
     ) -> None:
         self.w = weights or ExtractorWeights()
+        self.word_list = word_list
         self.story = story
         self.name_prior = name_prior
         self.neutral_titles = neutral_titles
@@ -823,6 +854,9 @@ class _Run:
         self.role_entity: dict[int, int] = {}
         self.role_of: dict[int, int] = {}
         self.local_they: set[int] = set()  # they-forms given to one character by context
+        self.margins: dict[int, float] = {}  # pronoun → lead of its antecedent's score
+        self.assignment_margin = 0.0
+        self.features: list[dict[str, float]] = []  # per role, filled by `output`
         self._gendered_pronouns = any(
             t.word and not t.skip and _PRONOUNS.get(t.lower, ("", ""))[0] in ("M", "F")
             for t in self.toks
@@ -1217,6 +1251,7 @@ class _Run:
         agent = None if self.love_pair else self._action_agent()
         w = self.w
         best, best_score = None, float("-inf")
+        second_score = float("-inf")
         options: list[_Entity | None] = [*chars, None]
         for combo in itertools.permutations(options, n_roles):
             used = [e.id for e in combo if e is not None]
@@ -1242,7 +1277,11 @@ class _Run:
                 if e.kind == "narrator" and r == 0:
                     score += w.narrator_subject
             if score > best_score:
+                second_score = best_score
                 best, best_score = combo, score
+            elif score > second_score:
+                second_score = score
+        self.assignment_margin = best_score - second_score if len(chars) else 0.0
         for r, e in enumerate(best or ()):
             if e is not None:
                 self.set_role(r, e.id)
@@ -1578,7 +1617,9 @@ class _Run:
         if not ranked:
             return None
         top_tier = max(tier for _, tier, _ in ranked)
-        return max((s, ent) for s, tier, ent in ranked if tier == top_tier)[1]
+        top = sorted(((s, ent) for s, tier, ent in ranked if tier == top_tier), reverse=True)
+        self.margins[t.i] = top[0][0] - top[1][0] if len(top) > 1 else 10.0
+        return top[0][1]
 
     def _possessed_entities(self, t: _Tok) -> set[int]:
         """ "his new employee, Emma": a possessive does not own its own character."""
@@ -1660,11 +1701,20 @@ class _Run:
         character's when exactly one character without gendered words is mentioned
         earlier in its sentence (not the clause subject, for "them"), and the sentence has
         no plural cue ("together", "both") nor a plural group in between."""
-        if t.quoted or not self.w.singular_they:
-            return None
+        if t.quoted or not self.w.singular_they or self.love_pair:
+            return None  # a Love pair's "their" is the couple's
         sent_toks = [u for u in self.toks if u.sent == t.sent and u.word]
         if any(u.lower in _PLURAL_CUES for u in sent_toks):
             return None
+        for u in sent_toks:  # "Sam and Lily's passion grew, turning their …"
+            nxt = self.tok(u.i + 1)
+            if (
+                u.i in self.name_at
+                and nxt is not None
+                and nxt.lower in ("and", "&")
+                and (nxt.i + 1) in self.name_at
+            ):
+                return None
         before = [m for m in self.mentions if m.sent == t.sent and m.tok < t.i]
         if not before:
             return None
@@ -1750,6 +1800,7 @@ class _Run:
             ent = self.role_entity.get(r)
             if ent is None:
                 out.append(CharacterExtraction(cue.spec.key, None))
+                self.features.append(self._features(r, None, []))
                 continue
             refs: set[Span] = set()
             name_spans: list[Span] = []
@@ -1780,9 +1831,59 @@ class _Run:
                 stop = t.end - (2 if t.poss and t.text[-2:] in ("'s", "’s") else 0)
                 refs.add(Span(t.start, stop, story[t.start : stop]))
             name = display if self.entities[ent].kind == "name" else None
-            out.append(
-                CharacterExtraction(
-                    cue.spec.key, name, sorted(refs, key=lambda s: s.start), name_spans
-                )
-            )
+            ordered = sorted(refs, key=lambda s: s.start)
+            out.append(CharacterExtraction(cue.spec.key, name, ordered, name_spans))
+            self.features.append(self._features(r, ent, [sp.text for sp in ordered]))
+        self._pair_features(out)
         return out
+
+    # ------------------------------------------------------------------ confidence
+    def _features(self, r: int, ent: int | None, refs: list[str]) -> dict[str, float]:
+        """The numbers `extractor_confidence` turns into a confidence (see FEATURES)."""
+        cue = self.cues[r]
+        f: dict[str, float] = {
+            "love_pair": float(self.love_pair),
+            "action_role": float(bool(cue.actions)),
+            "second_role": float(r > 0),
+            "n_candidates": float(
+                min(5, sum(1 for e in self.entities if e.kind == "name"))
+            ),
+            "assignment_margin": max(0.0, min(5.0, self.assignment_margin)),
+        }
+        if ent is None:
+            f["missing"] = 1.0
+            f["no_gender"] = 1.0
+            return f
+        e = self.entities[ent]
+        kind = e.kind
+        f["named"] = float(kind == "name")
+        f["narrator"] = float(kind == "narrator")
+        f["unnamed_role_np"] = float(kind == "np" and bool(e.head))
+        f["pronoun_only"] = float(kind == "np" and not e.head)
+        f["role_binding"] = min(3.0, e.role_votes.get(r, 0.0))
+        f["other_role_binding"] = min(3.0, sum(v for k, v in e.role_votes.items() if k != r))
+        counts: Counter = Counter()
+        for word in refs:
+            for g in genders_hit([word], self.word_list):
+                counts[g] += 1
+        total = sum(counts.values())
+        f["log_refs"] = math.log1p(total)
+        f["gender_margin"] = max(counts.values()) / total if total else 0.0
+        f["unsure"] = float(len(counts) > 1)
+        f["no_gender"] = float(total == 0)
+        f["they_only"] = float(set(counts) == {NON_BINARY})
+        mine = [i for i, x in self.resolved.items() if x == ent and i in self.margins]
+        f["contested"] = (
+            sum(1 for i in mine if self.margins[i] < 1.0) / len(mine) if mine else 0.0
+        )
+        prior = e.prior.most_common(1)[0][0] if e.prior else None
+        ref_gender = {FEMALE: "F", MALE: "M"}.get(counts.most_common(1)[0][0]) if total else None
+        f["prior_conflict"] = float(prior is not None and ref_gender not in (None, prior))
+        f["_gender"] = ref_gender or ""  # type: ignore[assignment]
+        return f
+
+    def _pair_features(self, out: list[CharacterExtraction]) -> None:
+        genders = [f.pop("_gender", "") for f in self.features]
+        for k, f in enumerate(self.features):
+            others = [g for j, g in enumerate(genders) if j != k and g]
+            f["same_gender_other"] = float(bool(genders[k]) and genders[k] in others)
