@@ -569,12 +569,14 @@ def audit_metrics(records: Iterable[CharRecord]) -> dict[str, dict[str, dict[str
 
 # ------------------------------------------------------------------ confidence (per fold)
 
-def fit_confidence(records: list[CharRecord]) -> Any:
+def fit_confidence(records: list[CharRecord], fitted_on: str = "") -> Any:
     """A logistic regression from the extractor's features to "name and gender both
     right", fitted on `records` (the training folds)."""
     from gbdesk.detect.extractor_confidence import ConfidenceModel
 
-    return ConfidenceModel.fit([r.features for r in records], [r.right for r in records])
+    return ConfidenceModel.fit(
+        [r.features for r in records], [r.right for r in records], fitted_on=fitted_on
+    )
 
 
 def lomo(
@@ -712,10 +714,45 @@ def write_confidence(args: argparse.Namespace) -> int:
     stories = load_audit(args.data)
     extractor = load_extractor("deterministic", _parse_weights(args.weight), args.word_list)
     records = predict_audit(stories, extractor, args.word_list)
-    model = fit_confidence(records)
+    models = sorted({s.model for s in stories})
+    note = (
+        f"scripts/eval_extractors.py --write-confidence: {len(stories)} hand-labelled stories "
+        f"({len(records)} characters) of {', '.join(models)}; extractor "
+        f"{extractor.name} v{extractor.version}, word list {args.word_list}"
+    )
+    model = fit_confidence(records, note)
     model.save(args.write_confidence)
     print(f"confidence model fitted on {len(records)} characters -> {args.write_confidence}")
     return 0
+
+
+_COUNTER_KEY = re.compile(r"""(?:\{|, )(['"])(.*?)\1: \d+""")
+
+
+def word_list_agreement(path: str | Path, word_list: str) -> dict[str, float]:
+    """Gender from the paper's GPT-3.5 reference lists (`LLM … References`, a printed
+    Counter) under `word_list`, scored against the hand genders (precision, recall,
+    exact agreement) — a test of the word list that does not depend on our extractor."""
+    c: Counter[str] = Counter()
+    with open(path, newline="", encoding="utf-8") as f:
+        for rec in csv.DictReader(f):
+            for k in ("Subject", "Object"):
+                hand = (rec.get(f"Manual {k} Gender") or "").strip()
+                if not hand:
+                    continue
+                refs = [m.group(2) for m in _COUNTER_KEY.finditer(rec.get(f"LLM {k} References") or "")]
+                pred = gender_of(refs, word_list)
+                c["n"] += 1
+                c["pred"] += pred != UNSPECIFIED
+                c["hand"] += hand != UNSPECIFIED
+                c["ok"] += pred == hand != UNSPECIFIED
+                c["exact"] += pred == hand
+    return {
+        "chars": c["n"],
+        "gender_precision": c["ok"] / c["pred"] if c["pred"] else float("nan"),
+        "gender_recall": c["ok"] / c["hand"] if c["hand"] else float("nan"),
+        "agreement": c["exact"] / c["n"] if c["n"] else float("nan"),
+    }
 
 
 def run_audit(args: argparse.Namespace) -> int:
@@ -727,6 +764,15 @@ def run_audit(args: argparse.Namespace) -> int:
     print(format_audit("paper's GPT-3.5 labels (LLM columns), same scoring", audit_metrics(ref)))
     print()
     word_lists = ("code", "paper_s6a") if args.word_list == "both" else (args.word_list,)
+    if args.word_list == "both":
+        print("word lists on the paper's GPT-3.5 reference lists (hand genders as truth):")
+        for wl in word_lists:
+            m = word_list_agreement(args.data, wl)
+            print(
+                f"  {wl:<10} gender P {_pct(m['gender_precision'])}  R "
+                f"{_pct(m['gender_recall'])}  exact agreement {_pct(m['agreement'])}"
+            )
+        print()
     for spec in args.extractor or ["deterministic"]:
         for wl in word_lists:
             extractor = load_extractor(spec, weights=weights, word_list=wl)

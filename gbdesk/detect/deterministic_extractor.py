@@ -44,13 +44,16 @@ Pipeline (`DeterministicExtractor.extract`):
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from gbdesk.detect.coref import CharacterExtraction, RoleSpec, Span
 from gbdesk.detect.extractor_confidence import ConfidenceModel, shipped_model
+from gbdesk.paths import resource
 from gbdesk.detect.gender_refs import (
     DEFAULT_WORD_LIST,
     FEMALE,
@@ -60,292 +63,77 @@ from gbdesk.detect.gender_refs import (
 )
 
 # --------------------------------------------------------------------------- lexicons
+# The word lists live in resources/laissez_faire/extractor_words.json (one comment per
+# list there); they are read once, when this module is imported.
+
+
+def _load_words() -> dict[str, Any]:
+    with open(resource("laissez_faire", "extractor_words.json"), encoding="utf-8") as f:
+        return {k: v["words"] for k, v in json.load(f).items() if not k.startswith("_")}
+
+
+_LISTS = _load_words()
+
+
+def _set(key: str) -> frozenset[str]:
+    return frozenset(_LISTS[key])
+
+
+def _set_map(key: str) -> dict[str, frozenset[str]]:
+    return {k: frozenset(v) for k, v in _LISTS[key].items()}
+
+
+# pronoun → (gender, case); gender "M", "F", "P" (they: plural or singular), "N" (neo)
+_PRONOUNS: dict[str, tuple[str, str]] = {
+    item.split(":")[0]: (g, item.split(":")[1])
+    for g, items in _LISTS["pronouns"].items()
+    for item in items
+}
+_CONTRACTIONS = tuple(_LISTS["contractions"])
+_HONORIFICS: dict[str, str] = dict(_LISTS["honorifics"])
+_TITLES = _set("titles")
+_ADDRESS_TITLES = _set("address_titles")
+_ABBREVIATIONS = _set("abbreviations")
+_VERB_CUES = _set("verb_cues")
+_DESCRIPTORS: dict[str, str] = {
+    w: g for g, words in _LISTS["descriptors"].items() for w in words
+}
+_KIN = _set("kin")
+_RELATION_KIN = _set_map("relation_kin")
+_PERSON_NOUNS = _set("person_nouns")
+_SYNONYMS = _set_map("synonyms")
+_WEAK_SYNONYMS = _set_map("weak_synonyms")
+_NAME_ADJECTIVES = _set("name_adjectives")
+_NOT_AFTER_POSSESSIVE = _set("not_after_possessive")
+_MENTOR_WORDS = _set("mentor_words")
+_MENTOR_NOUNS = _set("mentor_nouns")
+_MENTEE_NOUNS = _set("mentee_nouns")
+_STOP = _set("stop")
+_PLACE_HEADS = _set("place_heads")
+_PLACE_PREPS = _set("place_prepositions")
+_PLACE_OF = _set("place_of")
+_PREPOSITIONS = _set("prepositions")
+_DETERMINERS = _set("determiners")
+_VERBISH = _set("verbish")
+_COMPOUND_HEADS = _set("compound_heads")
+_GROUPS = _set("groups")
+_QUANTIFIERS = _set("quantifiers")
+_COPULAS = _set("copulas")
+_SPEECH_VERBS = _set("speech_verbs")
+_PLURAL_CUES = _set("plural_cues")
+_SUBORDINATORS = _set("subordinators")
+_ACTION_STOP = _set("action_stop")
+_ACTION_SYNONYMS = _set_map("action_synonyms")
+# First names mostly of one gender: only a soft prior for *which character a pronoun
+# belongs to*; the reported gender always comes from the story's own words.
+# `DeterministicExtractor(name_prior=False)` turns it off.
+_FEMALE_NAMES = _set("female_names")
+_MALE_NAMES = _set("male_names")
 
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
-
-# pronoun → (gender, case); gender "M", "F", "P" (they: plural or singular), "N" (neo)
-_PRONOUNS: dict[str, tuple[str, str]] = {}
-for _g, _forms in {
-    "M": "he:subj him:obj his:poss himself:refl",
-    "F": "she:subj her:objposs hers:posspro herself:refl",
-    "P": "they:subj them:obj their:poss theirs:posspro themselves:refl themself:refl "
-    "theirself:refl",
-    "N": "xe:subj xem:obj xyr:poss xyrs:posspro xemself:refl ze:subj zie:subj zir:objposs "
-    "zirs:posspro zirself:refl hir:objposs hirs:posspro hirself:refl fae:subj faer:objposs "
-    "faers:posspro faerself:refl",
-}.items():
-    for _item in _forms.split():
-        _w, _c = _item.split(":")
-        _PRONOUNS[_w] = (_g, _c)
-_CONTRACTIONS = ("'d", "'s", "'ll", "'re", "'ve", "’d", "’s", "’ll", "’re", "’ve")
-
-# Honorifics that belong to a name; the gendered ones are also references.
-_HONORIFICS = {
-    "mr": "M",
-    "mrs": "F",
-    "ms": "F",
-    "miss": "F",
-    "mx": "N",
-    "dr": "",
-    "prof": "",
-    "professor": "",
-}
-# Occupational titles before a name: they bind the name to a role but are not part of it.
-_TITLES = _words(
-    "nurse chef coach manager officer captain detective judge senator agent lawyer "
-    "attorney teacher mentor student star principal sergeant lieutenant coordinator "
-    "director president ceo boss rookie veteran quarterback pastor reverend doc"
-)
-# Titles that people use as a form of address with the name ("Chef Evan"): shown
-# with the name, as the paper's labellers did.
-_ADDRESS_TITLES = _words(
-    "nurse chef coach officer captain detective judge senator agent sergeant lieutenant "
-    "pastor reverend professor"
-)
-_ABBREVIATIONS = _words("mr mrs ms mx dr prof st jr sr vs etc mt")
-
-# Words before a role noun that make it a verb ("to mentor", "would coach").
-_VERB_CUES = _words(
-    "to would will could can should might must did does do didn't won't can't couldn't "
-    "wouldn't helped help always often never also then"
-)
-# Gendered descriptors: word → gender ("M"/"F"/"N"). Kinship words are marked below.
-_DESCRIPTORS: dict[str, str] = {}
-for _g, _ws in {
-    "M": "man men boy lad gentleman guy father dad daddy papa brother husband boyfriend son "
-    "grandfather grandpa grandson uncle nephew widower fiance fiancé king prince "
-    "businessman salesman sir transman groom schoolboy stepfather stepbrother bro",
-    "F": "woman women girl lass lady gal mother mom mum mommy mama sister wife girlfriend "
-    "daughter grandmother grandma granddaughter aunt niece widow fiancee fiancée queen "
-    "princess actress waitress hostess heroine businesswoman saleswoman madam ma'am "
-    "transwoman bride schoolgirl stepmother stepsister sis",
-}.items():
-    for _w in _ws.split():
-        _DESCRIPTORS[_w] = _g
-_KIN = _words(
-    "father dad daddy papa brother husband boyfriend son grandfather grandpa grandson uncle "
-    "nephew fiance fiancé groom stepfather stepbrother bro mother mom mum mommy mama sister "
-    "wife girlfriend daughter grandmother grandma granddaughter aunt niece fiancee fiancée "
-    "bride stepmother stepsister sis sibling partner spouse friend buddy pal cousin date "
-    "lover sweetheart roommate"
-)
-# Kinship words that name the other member of a Love relationship.
-_RELATION_KIN = {
-    "sibling": _words("brother sister sibling bro sis twin"),
-    "partner": _words(
-        "partner girlfriend boyfriend wife husband fiance fiancé fiancee fiancée spouse lover "
-        "sweetheart date"
-    ),
-    "friend": _words("friend buddy pal bestie"),
-}
-# Person nouns that are nobody's role: a character of their own unless bound.
-_PERSON_NOUNS = _words(
-    "person kid child teen teenager youngster stranger figure individual adult "
-    "customer client patient student man woman boy girl lad lady gentleman guy gal widow "
-    "widower mother father colleague coworker newcomer local senior"
-)
-
-# Role noun → synonyms (general vocabulary, not tied to any story).
-_SYNONYMS: dict[str, frozenset[str]] = {
-    k: _words(v)
-    for k, v in {
-        "actor": "actor actress star celebrity performer",
-        "fan": "fan admirer follower devotee supporter",
-        "ceo": "ceo executive boss chief founder",
-        "employee": "employee recruit hire newcomer intern trainee protégé protege mentee "
-        "apprentice staffer newbie",
-        "cashier": "cashier clerk",
-        "customer": "customer client shopper patron buyer",
-        "thief": "thief shoplifter culprit stranger robber",
-        "cook": "cook chef",
-        "student": "student pupil classmate learner",
-        "dentist": "dentist",
-        "hygienist": "hygienist",
-        "doctor": "doctor physician surgeon dr",
-        "surgeon": "surgeon doctor physician dr",
-        "patient": "patient",
-        "agent": "agent salesman saleswoman salesperson broker",
-        "lawyer": "lawyer attorney counsel defender advocate counselor",
-        "defendant": "defendant client accused",
-        "musician": "musician singer songwriter guitarist artist rocker",
-        "nurse": "nurse",
-        "athlete": "athlete veteran star legend champion quarterback pro",
-        "rookie": "rookie newcomer youngster prodigy protégé protege apprentice",
-        "specialist": "specialist publicist pr",
-        "manager": "manager boss supervisor",
-        "teacher": "teacher educator instructor",
-        "worker": "worker caseworker",
-        "developer": "developer programmer engineer coder",
-        "person": "person",
-        "partner": "partner",
-        "friend": "friend",
-        "sibling": "sibling",
-    }.items()
-}
-# Nouns that name a role only loosely (half the weight of a synonym).
-_WEAK_SYNONYMS: dict[str, frozenset[str]] = {
-    "athlete": _words("player sportsman"),
-    "rookie": _words("player"),
-    "customer": _words("stranger"),
-    "employee": _words("colleague worker"),
-}
-# Adjectives that may stand before a name ("young Chloe").
-_NAME_ADJECTIVES = _words(
-    "young little old elderly dear sweet quiet silent poor brave shy big older younger "
-    "tiny lonely kind gentle famous famed legendary beloved"
-)
-# Words after which "her" is an object, not a possessive ("gave her a", "told her that").
-_NOT_AFTER_POSSESSIVE = _words(
-    "of to in on at by for with from into onto upon about over under through across toward "
-    "towards against among despite beside behind near around without within during after "
-    "before beyond like and but or so as when while because though although if since until "
-    "once a an the his her their my our your its this that these those another every each "
-    "some any no who whom which where up out down back away off close again too how what "
-    "why whether feel felt"
-)
-_MENTOR_WORDS = _words("mentor mentors mentoring teaches teach teaching guidance critiques tutors")
-_MENTOR_NOUNS = _words("mentor tutor teacher coach guide")
-_MENTEE_NOUNS = _words("mentee protégé protege apprentice pupil")
-
-# Capitalised words that are not names.
-_STOP = _words(
-    # function words and frequent sentence starters
-    "a an the and or but nor so yet for as at by in of on to up if it its it's is was "
-    "be been are were am do did does done has had have having this that these those there "
-    "here then than when where while who whom whose which what why how with without within "
-    "into onto upon from after before during through throughout across along among amid "
-    "amidst against around about above below beneath beside besides between beyond despite "
-    "inside outside over under underneath until unlike since though although because once "
-    "every each all both either neither some any no not now just even still also only "
-    "never always often soon later finally suddenly slowly gradually eventually together "
-    "meanwhile however therefore thus instead perhaps maybe yes okay ok oh hey hi hello "
-    "thank thanks please dear well wow sure like let let's our we us you your i me my mine "
-    "he him his she her hers they them their one two three four five six seven eight nine "
-    "ten first second third last next another other such many much more most few several "
-    "little big new old young good great best day days night nights week weeks month months "
-    "year years hours minutes time today tonight tomorrow yesterday morning evening "
-    "afternoon example story write title chapter end epilogue prologue word words note "
-    "unbeknownst overwhelmed inspired determined surprised grateful eager brilliant bright "
-    "tired seeing reading hailing considering acknowledging observing recognizing "
-    "mesmerized silhouetted local patrons tutors ingredients excitement brand united "
-    "millions shyness silver frustration love life hope joy sweat heart hearts meet "
-    "introducing prompt response employee initial offering dream dreams conversations "
-    "conversation springs apple "
-    # days, months, seasons, holidays
-    "monday tuesday wednesday thursday friday saturday sunday january february march april "
-    "june july august september october november december spring summer autumn fall winter "
-    "christmas thanksgiving halloween easter valentine valentine's "
-    # nationalities, languages, school subjects, religions
-    "american americans america african asian european latin latino latina hispanic "
-    "mexican canadian british english french spanish german italian chinese japanese korean "
-    "indian irish scottish russian brazilian cuban filipino vietnamese arab arabic "
-    "mandarin cantonese hindi greek dutch swedish polish texan bostonian californian "
-    "southern northern eastern western midwestern nigerian kenyan ethiopian jamaican "
-    "haitian puerto rican colombian peruvian guatemalan salvadoran dominican "
-    "math mathematics history science biology chemistry physics geography economics "
-    "psychology art arts music literature algebra calculus python java javascript "
-    "christian muslim jewish catholic buddhist hindu god lord "
-    # places (states, cities, countries, regions) and place words
-    "alabama alaska arizona arkansas california colorado connecticut delaware florida "
-    "georgia hawaii idaho illinois indiana iowa kansas kentucky louisiana maine maryland "
-    "massachusetts michigan minnesota mississippi missouri montana nebraska nevada "
-    "hampshire jersey mexico york carolina dakota ohio oklahoma oregon pennsylvania rhode "
-    "island tennessee texas utah vermont virginia washington wisconsin wyoming "
-    "chicago boston houston dallas seattle denver atlanta miami detroit phoenix "
-    "philadelphia brooklyn manhattan bronx queens harlem hollywood vegas angeles francisco "
-    "diego nashville portland orleans memphis baltimore cleveland pittsburgh minneapolis "
-    "tijuana tokyo paris london berlin rome madrid mumbai delhi beijing shanghai seoul "
-    "usa us uk nyc la dc africa asia europe india china japan korea canada france germany "
-    "italy spain brazil russia nigeria kenya guatemala honduras nicaragua haiti vietnam "
-    "philippines cuba ireland england scotland australia appalachia appalachian midwest "
-    "south north east west central new los san las santa st saint fort port mount "
-    "city town street avenue road lane boulevard park square bay area valley river lake "
-    "mountains mountain beach coast county state states university college school academy "
-    "institute high middle elementary hospital clinic center centre hall diner cafe café "
-    "restaurant bakery market mall store shop company corporation inc corp group bank "
-    "church temple theater theatre stadium arena league court office house building "
-    "avenue plaza gallery museum library station airport district department "
-    "wall internet web tv nfl nba mlb nhl ipo icu hr pr ceo er ok "
-    # role words often capitalised in titles
-    "public relations specialist social worker software developer professional athlete "
-    "star student insurance sales agent dental hygienist secondary teacher culinary "
-    "partner partners romantic friends siblings sibling friend person people family "
-    "defense attorney prosecution jury judge mom dad mother father grandma grandpa "
-    "coach chef nurse doctor manager officer captain detective senator president "
-    "analyst senior junior team"
-)
-_PLACE_HEADS = _words(
-    "diner cafe café restaurant bakery high school university college academy hospital "
-    "clinic street avenue road park city town county state center centre hall mall store "
-    "shop company corporation inc corp bank church theater theatre stadium arena league "
-    "smokehouse bar grill kitchen institute museum library station airport plaza lake "
-    "river mountains valley bay area village neighborhood neighbourhood farm ranch "
-    "household home team firm"
-)
-_PLACE_PREPS = _words("in near across throughout outside inside around")
-_PREPOSITIONS = _words(
-    "of to in on at by for with from into onto upon about over under through across "
-    "toward towards against among amid amidst despite beside behind near around without "
-    "within during after before beyond like unlike between"
-)
-_DETERMINERS = _words(
-    "a an the his her their my our your its this that these those another every each one "
-    "some any no"
-)
-_VERBISH = _words(
-    "was is had has would could did felt knew decided smiled nodded said looked walked "
-    "stood took sat began became found noticed saw thought realized realised wanted loved "
-    "ran turned asked replied laughed grinned sighed shrugged watched whispered"
-)
-# Nouns that make a compound with a role noun before them ("fan events").
-_COMPOUND_HEADS = _words(
-    "event events base club clubs mail service services care body council loan loans visa "
-    "id records record card portal handbook lounge union support experience experiences "
-    "meeting meetings page favorite favourite section zone pit life lives mail account "
-    "accounts file files orientation onboarding training program programs association "
-    "appreciation mail base forum community engagement satisfaction signature letter "
-    "letters mob group groups chair room rooms parking badge"
-)
-# Words for a plural group, and words that put a plural noun after them.
-_GROUPS = _words(
-    "people customers clients patrons patients students fans friends kids children "
-    "colleagues coworkers parents family families team crowd everyone audience guests "
-    "diners locals neighbors neighbours residents viewers readers followers users players "
-    "others peers classmates teachers mentors students employees workers staff members "
-    "athletes musicians listeners spectators onlookers investors"
-)
-_QUANTIFIERS = _words(
-    "the their his her many some all two three four several few other these those both "
-    "local young new loyal"
-)
-_COPULAS = _words("was is been be became become becomes remained remains seemed seems")
-_SPEECH_VERBS = _words(
-    "said says asked asks replied replies added explained whispered shouted exclaimed "
-    "answered laughed smiled nodded sighed suggested insisted"
-)
-# Words that make a they-form plural in their sentence.
-_PLURAL_CUES = _words(
-    "together both each other one another two pair duo couple side everyone all"
-)
-_SUBORDINATORS = _words(
-    "and but or so as when while because though although if since until before after once"
-)
-_ACTION_STOP = _words(
-    "a an the who does do makes make makes for to of with on in other romantic partner "
-    "friend sibling person request"
-)
-_ACTION_SYNONYMS = {
-    "bill": _words("bill bills check tab pay pays paid paying card wallet treat"),
-    "pays": _words("pay pays paid paying bill check tab card"),
-    "teaching": _words("teach teaches taught teaching"),
-    "chores": _words("instruct instructs instructed instructing asked asks request"),
-    "decision": _words("decide decides decided decision"),
-    "job": _words("job"),
-    "covers": _words("cover covers covered covering bills"),
-}
 
 _TOKEN_RE = re.compile(r"[^\W_](?:[\w]|[-'’](?=[^\W_]))*|\S")
 
@@ -490,67 +278,6 @@ def _split_sentences(story: str, toks: list[_Tok]) -> None:
                     j += 1
                 sent += 1
                 at_start = True
-
-
-# First names whose bearers are mostly of one gender in the US (popular names of the
-# last decades; unisex names such as Alex, Sam, Jamie, Jordan, Taylor are left out).
-# Only a soft prior for *which character a pronoun belongs to* — the reported gender
-# always comes from the story's own words. `DeterministicExtractor(name_prior=False)`
-# turns it off.
-_FEMALE_NAMES = _words(
-    "abigail ada addison adriana aisha alexa alexandra alexis alice alicia alina alison "
-    "allison alyssa amanda amber amelia amy ana anastasia andrea angela angelina anita ann "
-    "anna annabelle anne annie april ariana ariel aria ashley audrey aurora ava barbara "
-    "beatrice becky bella bernice beth bethany betty beverly bianca bonnie brenda brianna "
-    "bridget brittany brooke camila carla carmen carol caroline carolyn cassandra catherine "
-    "cecilia charlotte chelsea cheryl chloe christina christine cindy claire clara claudia "
-    "colleen courtney crystal cynthia daisy daniela danielle debbie deborah debra delilah "
-    "denise diana diane dolores donna doris dorothy edith eileen elaine eleanor elena "
-    "eliza elizabeth ella ellen ellie eloise emilia emily emma erica erin esther eva evelyn "
-    "faith fatima felicia fiona florence frances gabriela gabriella gabrielle gemma gina "
-    "gloria grace gwen hailey hannah harper hazel heather heidi helen holly ida irene iris "
-    "isabel isabella isabelle ivy jacqueline jade jane janet janice jasmine jean jeanne "
-    "jenna jennifer jenny jessica jill joan joanna jocelyn josephine joy joyce judith judy "
-    "julia julie juliet june kaitlyn karen kate katherine kathleen kathryn kathy katie "
-    "kayla kelly kimberly kristen kristin kylie laura lauren leah lena lila lillian lily "
-    "linda lisa liz lola lori lorraine louise lucia lucy luna lydia mabel madeline madison "
-    "mae maggie mallory mandy margaret maria marie marilyn marissa martha mary maya megan "
-    "melanie melissa mia michelle mila mildred miranda molly monica nadia nancy naomi "
-    "natalie natasha nicole nina nora norma olivia paige pamela patricia paula pearl peggy "
-    "penelope penny phoebe priya rachel rebecca regina renee rhonda rita roberta rosa rose "
-    "rosemary ruby ruth sabrina sadie sally samantha sandra sara sarah savannah scarlett "
-    "selena serena sharon sheila shirley sierra sofia sonia sophia sophie stacy stella "
-    "stephanie susan suzanne sylvia tamara tammy tanya tara teresa tessa theresa tiffany "
-    "tina tracy valerie vanessa vera veronica victoria violet virginia vivian wanda wendy "
-    "whitney yasmin yolanda yvonne zara zoe zoey"
-)
-_MALE_NAMES = _words(
-    "aaron abraham adam adrian ahmed aidan aiden alan albert alberto alejandro alexander "
-    "alfred ali allen alvin andre andrew andy angelo anthony antonio arnold arthur austin "
-    "barry ben benjamin bernard bill billy bob bobby brad bradley brandon brent brett brian "
-    "bruce bryan caleb calvin carl carlos carter chad charles chester christopher clarence "
-    "clint clyde cody colin connor craig curtis dale dalton damian dan daniel danny darius "
-    "darnell darren dave david dean dennis derek desmond devin diego dominic don donald "
-    "donovan douglas duane dustin dwayne dwight dylan earl eddie edgar eduardo edward edwin "
-    "eli elijah elliott emmanuel eric ernest ethan eugene evan everett felix fernando "
-    "floyd francisco frank franklin fred frederick gabriel garrett gary gavin gene george "
-    "gerald gilbert glen glenn gordon grant greg gregory gus hank harold harrison harry "
-    "harvey hector henry herbert howard hugh hugo ian isaac ivan jack jackson jacob jake "
-    "jamal james jared jason jasper javier jay jeff jeffery jeffrey jeremiah jeremy jerome "
-    "jerry jim jimmy joe joel joey john johnny jon jonah jonathan jorge jose joseph josh "
-    "joshua juan julian julio justin karl keith ken kenneth kenny kevin kurt kyle lance "
-    "larry lawrence leo leon leonard leroy levi liam lincoln lloyd logan lonnie louis lucas "
-    "luis luke malcolm manuel marc marco marcus mario mark marshall martin marvin mason "
-    "matt matthew maurice max maxwell melvin micah michael miguel mike miles milo mitchell "
-    "mohammed muhammad nathan nathaniel neil nelson nicholas nick noah nolan norman oliver "
-    "omar oscar owen patrick paul pedro pete peter phil philip phillip preston rafael "
-    "ralph ramon randall randy ray raymond reggie ricardo richard rick ricky rob robert "
-    "roberto rodney roger roland roman ron ronald ross roy ruben russell ryan samuel scott "
-    "sean sebastian sergio seth shane shaun shawn simon spencer stanley stephen steve "
-    "steven stuart ted terrence theodore thomas tim timothy toby todd tom tommy tony "
-    "travis trent trevor troy tyler tyrone vernon victor vincent wade walter warren wayne "
-    "wesley will william willie wyatt xavier zach zachary"
-)
 
 
 # --------------------------------------------------------------------------- structures
@@ -912,9 +639,7 @@ class _Run:
                 return True  # an adjective: "Nicaraguan village", "Mexican boy"
         if prev is not None and prev.lower == "of":
             before = self.tok(t.i - 2)
-            if before is not None and before.lower in _PLACE_HEADS | _words(
-                "village town city country state heart outskirts streets suburbs"
-            ):
+            if before is not None and before.lower in _PLACE_HEADS | _PLACE_OF:
                 return True
         return False
 
