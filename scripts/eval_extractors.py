@@ -360,7 +360,12 @@ def _prompt_table() -> dict[int, dict[str, Any]]:
 
 def _scenario_of(prompt: dict[str, Any]) -> str:
     """The scenario string the probe passes to extractors (subject who predicate object)."""
-    parts = (prompt.get("subject") or "", "who", prompt.get("predicate") or "", prompt.get("object") or "")
+    parts = (
+        prompt.get("subject") or "",
+        "who",
+        prompt.get("predicate") or "",
+        prompt.get("object") or "",
+    )
     return " ".join(x for x in parts if x)
 
 
@@ -381,7 +386,10 @@ def load_audit(path: str | Path) -> list[AuditStory]:
             n = len(roles)
 
             def cells(kind: str, rec: dict[str, str] = rec) -> list[str]:
-                return [rec.get(f"{kind} Subject Gender") or "", rec.get(f"{kind} Object Gender") or ""]
+                return [
+                    rec.get(f"{kind} Subject Gender") or "",
+                    rec.get(f"{kind} Object Gender") or "",
+                ]
 
             genders = [g.strip() or UNSPECIFIED for g in cells("Manual")][:n]
             llm_genders = [g.strip() or UNSPECIFIED for g in cells("LLM")][:n]
@@ -465,7 +473,10 @@ def _records_for(
     """Pair predictions with the hand slots (best order for unordered Love pairs)."""
     order = list(range(len(preds)))
     if s.unordered and len(preds) == 2:
-        same = sum(_pair_score(preds[k][0], preds[k][1], s.hand_genders[k], s.hand_names[k]) for k in (0, 1))
+        same = sum(
+            _pair_score(preds[k][0], preds[k][1], s.hand_genders[k], s.hand_names[k])
+            for k in (0, 1)
+        )
         swap = sum(
             _pair_score(preds[1 - k][0], preds[1 - k][1], s.hand_genders[k], s.hand_names[k])
             for k in (0, 1)
@@ -526,7 +537,11 @@ class AuditTally:
         c = self.c
         c["chars"] += 1
         pg = r.hand_gender if r.reviewed else r.pred_gender
-        pn = (r.hand_names[0] if r.hand_names else None) if r.reviewed else normalise_name(r.pred_name)
+        pn = (
+            (r.hand_names[0] if r.hand_names else None)
+            if r.reviewed
+            else normalise_name(r.pred_name)
+        )
         c["gender_pred"] += pg != UNSPECIFIED
         c["gender_hand"] += r.hand_gender != UNSPECIFIED
         c["gender_ok"] += pg == r.hand_gender != UNSPECIFIED
@@ -569,6 +584,7 @@ def audit_metrics(records: Iterable[CharRecord]) -> dict[str, dict[str, dict[str
 
 # ------------------------------------------------------------------ confidence (per fold)
 
+
 def fit_confidence(records: list[CharRecord], fitted_on: str = "") -> Any:
     """A logistic regression from the extractor's features to "name and gender both
     right", fitted on `records` (the training folds)."""
@@ -579,9 +595,7 @@ def fit_confidence(records: list[CharRecord], fitted_on: str = "") -> Any:
     )
 
 
-def lomo(
-    records: list[CharRecord], review_fraction: float = 0.0
-) -> dict[str, Any]:
+def lomo(records: list[CharRecord], review_fraction: float = 0.0) -> dict[str, Any]:
     """Leave-one-model-out: for each model, fit the confidence model on the other
     models' characters, score the held-out model's characters; optionally replace its
     `review_fraction` least-confident characters with the hand labels."""
@@ -618,9 +632,13 @@ def reliability(records: list[CharRecord], bins: int = 10) -> tuple[list[dict[st
     ece = 0.0
     for b in range(bins):
         lo, hi = b / bins, (b + 1) / bins
-        inb = [r for r in scored if lo <= r.confidence < hi or (b == bins - 1 and r.confidence == 1.0)]
+        inb = [
+            r for r in scored if lo <= r.confidence < hi or (b == bins - 1 and r.confidence == 1.0)
+        ]
         if not inb:
-            rows.append({"lo": lo, "hi": hi, "count": 0, "mean_conf": float("nan"), "right": float("nan")})
+            rows.append(
+                {"lo": lo, "hi": hi, "count": 0, "mean_conf": float("nan"), "right": float("nan")}
+            )
             continue
         mc = sum(r.confidence for r in inb) / len(inb)
         acc = sum(r.right for r in inb) / len(inb)
@@ -638,7 +656,10 @@ def _fmt_audit_row(label: str, m: dict[str, float]) -> str:
 
 
 def format_audit(title: str, res: dict[str, Any]) -> str:
-    header = f"{'':<28}{'chars':>6} | {'gend P':>6} {'gend R':>6} | {'name P':>6} {'name R':>6} | {'both':>6}"
+    header = (
+        f"{'':<28}{'chars':>6} | {'gend P':>6} {'gend R':>6} | {'name P':>6} "
+        f"{'name R':>6} | {'both':>6}"
+    )
     lines = [title, header, "-" * len(header)]
     lines.append(_fmt_audit_row("overall", res["overall"]["all"]))
     for k, m in res["by_group"].items():
@@ -740,7 +761,9 @@ def word_list_agreement(path: str | Path, word_list: str) -> dict[str, float]:
                 hand = (rec.get(f"Manual {k} Gender") or "").strip()
                 if not hand:
                     continue
-                refs = [m.group(2) for m in _COUNTER_KEY.finditer(rec.get(f"LLM {k} References") or "")]
+                refs = [
+                    m.group(2) for m in _COUNTER_KEY.finditer(rec.get(f"LLM {k} References") or "")
+                ]
                 pred = gender_of(refs, word_list)
                 c["n"] += 1
                 c["pred"] += pred != UNSPECIFIED
@@ -788,13 +811,25 @@ def run_audit(args: argparse.Namespace) -> int:
                 print()
             if args.review_fraction:
                 rev = lomo(records, args.review_fraction)
-                print(format_audit(f"after reviewing the {100 * args.review_fraction:.0f} % least confident characters per held-out model", rev))
+                print(
+                    format_audit(
+                        f"after reviewing the {100 * args.review_fraction:.0f} % least "
+                        "confident characters per held-out model",
+                        rev,
+                    )
+                )
                 print()
             if args.show_errors:
                 models = set(args.error_models.split(",")) if args.error_models else None
-                print(format_audit_errors(res["records"], args.show_errors, models, args.error_group))
+                print(
+                    format_audit_errors(res["records"], args.show_errors, models, args.error_group)
+                )
             if args.json:
-                print(json.dumps({k: res[k] for k in ("per_model", "overall", "by_group", "by_model")}))
+                print(
+                    json.dumps(
+                        {k: res[k] for k in ("per_model", "overall", "by_group", "by_model")}
+                    )
+                )
     return 0
 
 
@@ -813,20 +848,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--error-group", default=None, help='audit: e.g. "Love / power-laden"')
     ap.add_argument(
-        "--word-list", default=None, choices=("code", "paper_s6a", "both"),
+        "--word-list",
+        default=None,
+        choices=("code", "paper_s6a", "both"),
         help="gender word list (default: the extractor's default; 'both' compares them)",
     )
     ap.add_argument(
-        "--weight", action="append", metavar="NAME=VALUE",
+        "--weight",
+        action="append",
+        metavar="NAME=VALUE",
         help="override one of the deterministic extractor's ExtractorWeights; repeatable",
     )
     ap.add_argument(
-        "--review-fraction", type=float, default=0.0,
+        "--review-fraction",
+        type=float,
+        default=0.0,
         help="audit: replace this share of least-confident characters (per held-out model) "
         "with the hand labels and report the LOMO figures",
     )
     ap.add_argument(
-        "--write-confidence", default=None, metavar="JSON",
+        "--write-confidence",
+        default=None,
+        metavar="JSON",
         help="audit: fit the confidence model on all stories and write it to JSON "
         "(resources/laissez_faire/extractor_confidence.json ships one)",
     )

@@ -53,7 +53,6 @@ from typing import Any
 
 from gbdesk.detect.coref import CharacterExtraction, RoleSpec, Span
 from gbdesk.detect.extractor_confidence import ConfidenceModel, shipped_model
-from gbdesk.paths import resource
 from gbdesk.detect.gender_refs import (
     DEFAULT_WORD_LIST,
     FEMALE,
@@ -61,6 +60,7 @@ from gbdesk.detect.gender_refs import (
     NON_BINARY,
     genders_hit,
 )
+from gbdesk.paths import resource
 
 # --------------------------------------------------------------------------- lexicons
 # The word lists live in resources/laissez_faire/extractor_words.json (one comment per
@@ -95,9 +95,7 @@ _TITLES = _set("titles")
 _ADDRESS_TITLES = _set("address_titles")
 _ABBREVIATIONS = _set("abbreviations")
 _VERB_CUES = _set("verb_cues")
-_DESCRIPTORS: dict[str, str] = {
-    w: g for g, words in _LISTS["descriptors"].items() for w in words
-}
+_DESCRIPTORS: dict[str, str] = {w: g for g, words in _LISTS["descriptors"].items() for w in words}
 _KIN = _set("kin")
 _RELATION_KIN = _set_map("relation_kin")
 _PERSON_NOUNS = _set("person_nouns")
@@ -458,8 +456,8 @@ class ExtractorWeights:
     mention_free: float = 0.5  # a mention that is not a possessor ("Sarah's")
     possessor_topic: float = 1.0  # share of the subject weight for "Lily's" in "Lily's
     # confidence grew"
-    salience_sum: float = 0.0
-    singular_they: float = 1.0  # 0 turns off "their" for one ungendered character  # 1 = sum over mentions, 0 = only the best mention
+    salience_sum: float = 0.0  # 1 = sum over a character's mentions, 0 = only its best
+    singular_they: float = 1.0  # 0 turns off "their" for one ungendered character
     agree_strong: float = 1.5  # agreement with honorifics / descriptors
     agree_prior: float = 1.2  # agreement with the first-name lexicon
     agree_weak: float = 0.8  # agreement with earlier pronouns
@@ -1324,9 +1322,7 @@ class _Run:
                     continue
                 tier = 1  # against the name prior or earlier pronouns: last resort
             elif g == gender:
-                s += {"strong": W.agree_strong, "prior": W.agree_prior, "weak": W.agree_weak}[
-                    level
-                ]
+                s += {"strong": W.agree_strong, "prior": W.agree_prior, "weak": W.agree_weak}[level]
             if (case == "obj" and ent == clause_subject) or ent in excluded:
                 tier = min(tier, 2)  # binding: "Hank cornered him", "his employee, Emma"
             if case == "refl":
@@ -1570,9 +1566,7 @@ class _Run:
             "love_pair": float(self.love_pair),
             "action_role": float(bool(cue.actions)),
             "second_role": float(r > 0),
-            "n_candidates": float(
-                min(5, sum(1 for e in self.entities if e.kind == "name"))
-            ),
+            "n_candidates": float(min(5, sum(1 for e in self.entities if e.kind == "name"))),
             "assignment_margin": max(0.0, min(5.0, self.assignment_margin)),
         }
         if ent is None:
@@ -1585,8 +1579,8 @@ class _Run:
         f["narrator"] = float(kind == "narrator")
         f["unnamed_role_np"] = float(kind == "np" and bool(e.head))
         f["pronoun_only"] = float(kind == "np" and not e.head)
-        f["role_binding"] = min(3.0, e.role_votes.get(r, 0.0))
-        f["other_role_binding"] = min(3.0, sum(v for k, v in e.role_votes.items() if k != r))
+        f["role_binding"] = float(min(3.0, e.role_votes.get(r, 0.0)))
+        f["other_role_binding"] = float(min(3.0, sum(v for k, v in e.role_votes.items() if k != r)))
         counts: Counter = Counter()
         for word in refs:
             for g in genders_hit([word], self.word_list):
@@ -1598,9 +1592,7 @@ class _Run:
         f["no_gender"] = float(total == 0)
         f["they_only"] = float(set(counts) == {NON_BINARY})
         mine = [i for i, x in self.resolved.items() if x == ent and i in self.margins]
-        f["contested"] = (
-            sum(1 for i in mine if self.margins[i] < 1.0) / len(mine) if mine else 0.0
-        )
+        f["contested"] = sum(1 for i in mine if self.margins[i] < 1.0) / len(mine) if mine else 0.0
         prior = e.prior.most_common(1)[0][0] if e.prior else None
         ref_gender = {FEMALE: "F", MALE: "M"}.get(counts.most_common(1)[0][0]) if total else None
         f["prior_conflict"] = float(prior is not None and ref_gender not in (None, prior))

@@ -88,8 +88,14 @@ class ConfidenceModel:
         scale[scale == 0] = 1.0
         if len(set(y.tolist())) < 2:  # degenerate: everything right (or wrong)
             p = min(max(y.mean(), 1e-3), 1 - 1e-3)
-            return cls(FEATURES, tuple(mean), tuple(scale), (0.0,) * len(FEATURES),
-                       math.log(p / (1 - p)), fitted_on)
+            return cls(
+                FEATURES,
+                tuple(mean),
+                tuple(scale),
+                (0.0,) * len(FEATURES),
+                math.log(p / (1 - p)),
+                fitted_on,
+            )
         model = LogisticRegression(C=c, max_iter=2000)
         model.fit((x - mean) / scale, y)
         return cls(
