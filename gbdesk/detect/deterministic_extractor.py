@@ -1008,13 +1008,33 @@ class _Run:
         for r, e in enumerate(best or ()):
             if e is not None:
                 self.set_role(r, e.id)
-        # unnamed characters of the remaining roles, from their noun phrases
+        # a narrator is not the role a third-person noun phrase describes ("I waited
+        # for hours … the actor emerged, a smile on his face"): move it to a free role
+        if self.narrator is not None and self.narrator in self.role_of:
+            r_n = self.role_of[self.narrator]
+            free = [r for r in range(n_roles) if r not in self.role_entity]
+            described = any(
+                np.kind == "role"
+                and np.entity is None
+                and not self.toks[h].quoted
+                and max(np.votes, key=np.votes.get) == r_n
+                and self.tok(np.start) is not None
+                and self.tok(np.start).lower == "the"
+                for h, np in self.nps.items()
+            )
+            if described and free:
+                del self.role_entity[r_n]
+                self.set_role(free[0], self.narrator)
+        # unnamed characters of the remaining roles, from their noun phrases (not from
+        # dialogue: "such a dedicated fan," he said)
         for h in sorted(self.nps):
             np = self.nps[h]
             if np.entity is not None or np.kind != "role":
                 continue
             r = max(np.votes, key=np.votes.get)
             if list(np.votes.values()).count(np.votes[r]) > 1:
+                continue
+            if self.toks[h].quoted and r not in self.role_entity:
                 continue
             if r not in self.role_entity:
                 self.set_role(r, self.new_entity("np", h, np.noun).id)
@@ -1144,6 +1164,8 @@ class _Run:
         if ent is None and np.kind == "kin":
             ent = self._kin_entity(np)
         elif ent is None and np.kind == "person":
+            if self.toks[np.head].quoted and np.start == np.head:
+                return  # a vocative in dialogue: "Sir, your dish …"
             start = self.tok(np.start)
             definite = start is not None and start.lower == "the"
             if definite and np.noun in bystanders:
