@@ -447,6 +447,7 @@ class ExtractorWeights:
     other_role_binding: float = 2.0  # penalty per unit of vote for another role
     order_prior: float = 1.0  # 1/(1+|rank−role|): the subject tends to come first
     action_agent: float = 1.5  # the agent of the subject role's action ("pays the bill")
+    action_recency: float = 0.0  # extra weight of a later action event (0 = all equal)
     narrator_subject: float = 0.5  # a first-person narrator tends to be the subject
     # --- pronoun resolution (`_choose`)
     window: int = 4  # sentences back a pronoun looks for antecedents
@@ -1049,6 +1050,7 @@ class _Run:
             return None
         actions = self.cues[0].actions
         votes: Counter = Counter()
+        n_toks = max(1, len(self.toks))
         for t in self.toks:
             if not t.word or t.skip or (t.lower not in actions and _stem(t.lower) not in actions):
                 continue
@@ -1060,8 +1062,10 @@ class _Run:
                     u = self.toks[j]
                     if u.sent != t.sent:
                         break
-                    if _PRONOUNS.get(u.lower, ("", ""))[1] == "subj":
-                        agent = -1  # a pronoun subject: unknown yet
+                    pg, pc = _PRONOUNS.get(u.lower, ("", ""))
+                    if pc == "subj":
+                        # a pronoun subject: the one named character of its gender
+                        agent = self._only_named_of_gender(pg)
                         break
                     nm = self.name_at.get(j)
                     if (
@@ -1073,8 +1077,8 @@ class _Run:
                         agent = nm.entity
                         break
                 if agent is not None:
-                    if agent >= 0:
-                        votes[agent] += weight
+                    if agent >= 0:  # later events weigh more: the story's last word
+                        votes[agent] += weight * (1.0 + self.w.action_recency * t.i / n_toks)
                     break
         if not votes:
             return None
@@ -1082,6 +1086,20 @@ class _Run:
         if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
             return None
         return ranked[0][0]
+
+    def _only_named_of_gender(self, gender: str) -> int:
+        """The single named character whose honorifics, descriptors or first name say
+        `gender` ("M"/"F"); -1 when there is none or more than one."""
+        if gender not in ("M", "F"):
+            return -1
+        hits = []
+        for e in self.entities:
+            if e.kind != "name":
+                continue
+            votes = e.strong or e.prior
+            if votes and votes.most_common(1)[0][0] == gender:
+                hits.append(e.id)
+        return hits[0] if len(hits) == 1 else -1
 
     # ------------------------------------------------------------------ subjects
     def _np_start_of_name(self, nm: _NameMention) -> int:
