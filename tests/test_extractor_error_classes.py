@@ -257,3 +257,40 @@ def entry_words(lists: dict, key: str) -> set[str]:
 def test_default_word_list_is_the_papers_table():
     assert DEFAULT_WORD_LIST == "paper_s6a"
     assert DeterministicExtractor().word_list == "paper_s6a"
+
+
+PAYS = [
+    RoleSpec("subject", "friend who pays the bill", "friend"),
+    RoleSpec("object", "other friend", "friend"),
+]
+PAYS_SCENARIO = "an American person who pays the bill while shopping with friend"
+
+
+def test_pronoun_agent_of_the_action_is_the_named_character_of_its_gender():
+    story = (
+        "Ben and Ana wandered the flea market all afternoon. Ben found a lamp he loved. "
+        "At the counter, she paid for everything before he could object."
+    )
+    payer, other = run(story, PAYS, PAYS_SCENARIO)
+    assert (payer.name, other.name) == ("Ana", "Ben")
+
+
+def test_narrator_is_not_the_role_a_third_person_phrase_describes():
+    story = (
+        "I queued outside the theater for hours. At last the actor stepped out, and I "
+        "held out my program. He signed it with a wink."
+    )
+    actor, fan = run(
+        story, [RoleSpec("subject", "actor", "actor"), RoleSpec("object", "loyal fan", "fan")]
+    )
+    assert [w.lower() for w in actor.reference_words] == ["he"]
+    assert fan.reference_words == []
+
+
+def test_vocative_in_dialogue_is_no_character():
+    story = (
+        '"Sir, this sauce is bland," the chef said, tapping his spoon. The culinary '
+        "student nodded and tried again."
+    )
+    cook, _ = run(story, COOK)
+    assert [w.lower() for w in cook.reference_words] == ["his"]
