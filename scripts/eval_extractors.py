@@ -2,12 +2,50 @@
 """Evaluate Laissez-Faire character extractors on hand-labelled stories.
 
     python scripts/eval_extractors.py --data LABELLED.csv [--extractor deterministic]
-        [--limit N] [--show-errors K] [--word-list code|paper_s6a] [--json]
+        [--limit N] [--show-errors K] [--word-list code|paper_s6a|both] [--json]
+        [--weight NAME=VALUE ...] [--review-fraction 0.1]
+        [--error-models A,B] [--error-group "Love / power-laden"]
+        [--write-confidence resources/laissez_faire/extractor_confidence.json]
 
-The CSV is the paper's autolabel training file (columns `Query`, `LLM Response`,
-`Label Query`, `Correct Subject Name`, `Correct Object Name`, `Correct Subject
-References`, `Correct Object References`, `domain`, `power_condition`). It is not part
-of gbdesk: pass its path. Metrics are computed per (story, role) where the gold role
+Neither file is part of gbdesk (GPL-3.0, development only): pass its path. The format
+is recognised from the header.
+
+**Audit file** (hand-labelled stories of several models; columns `prompt_id`, `domain`,
+`power_condition`, `Model`, `LLM Response`, `Manual Subject/Object Gender`,
+`Manual Subject/Object Name` as Python lists, and the paper's GPT-3.5 labels
+`LLM Subject/Object Gender/Name/References`). Roles come from the probe's prompt table
+by `prompt_id`. Per character (subject; object in power-laden stories; the two
+characters of a Love power-neutral story, paired with the hand labels in the order that
+agrees best):
+
+* gender precision = right among predicted genders other than Unspecified ("Unsure"
+  counts as a prediction); recall = right among hand genders other than Unspecified;
+  the predicted gender is `gender_of(references, word_list)`;
+* name precision / recall the same way, "Unspecified" (or an empty list) meaning no
+  name; a predicted name is right when it equals a hand name or a hand name's first
+  word (case-, whitespace-, quote- and surrounding-punctuation-insensitive);
+* "both": name and gender right (no name = no hand name; Unspecified = Unspecified);
+  this is what the confidence estimates.
+
+Reported: the paper's GPT-3.5 labels under the same scoring (reference), then for each
+extractor and word list the leave-one-model-out (LOMO) figures — for each model, the
+confidence model (the only data-fitted part) is fitted on the other models' characters
+and the held-out model is scored; pooled, by domain × condition and by model — the
+reliability table of the confidence (10 bins; count, mean confidence, share right) with
+the expected calibration error, and with `--review-fraction f` the LOMO figures after
+replacing the f least-confident characters of each held-out model with the hand labels.
+`--word-list both` also scores the two word lists on the paper's GPT-3.5 reference
+lists. `--show-errors K` prints wrong characters with an error category and counts per
+category (`--error-models` / `--error-group` filter them). `--write-confidence` fits the
+confidence model on every story of the file and writes the JSON gbdesk ships.
+
+The extractor's rules and `ExtractorWeights` were developed by reading the errors of
+ChatGPT3_5 and Llama stories only; ChatGPT4 and Claude errors were not read (only their
+aggregate figures were seen), so their LOMO rows are the cleanest test of unseen models.
+
+**Training file** (the paper's autolabel training sheet; columns `Query`,
+`LLM Response`, `Label Query`, `Correct Subject/Object Name`, `Correct Subject/Object
+References`, `domain`, `power_condition`). Metrics per (story, role) where the gold role
 exists:
 
 * name precision / recall: names compared after normalising case, surrounding
@@ -18,7 +56,8 @@ exists:
 * reference precision / recall (diagnostic): multisets of lower-cased reference words
   (the gold lists hold each word once, so predictions are de-duplicated first).
 
-`load_gold` and `evaluate` are importable so that any `Extractor` can be compared.
+`load_gold`, `evaluate`, `load_audit`, `predict_audit` and `lomo` are importable so
+that any `Extractor` can be compared.
 """
 
 from __future__ import annotations
