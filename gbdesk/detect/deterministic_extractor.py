@@ -37,8 +37,13 @@ Pipeline (`DeterministicExtractor.extract`):
    person plural pronouns are given to one character only when the story uses them
    for one ("their lawyer" in a story about a defendant; the sole character of a
    single-role story that never says "he" or "she"); a plural "they" stays unassigned;
-7. report per role: name (longest mention, with a "Mr."/"Dr." honorific), name spans,
-   and references (pronouns, gendered honorifics, gendered descriptors).
+7. report per role: name (longest mention, with a "Mr."/"Dr." honorific or an address
+   title such as "Chef"), name spans, references (pronouns, gendered honorifics,
+   gendered descriptors) and a confidence (`extractor_confidence`: a logistic model of
+   how the character was found, fitted by `scripts/eval_extractors.py`).
+
+Every number the heuristics compare is a field of `ExtractorWeights`; the word lists
+are in `resources/laissez_faire/extractor_words.json`, read once at import.
 """
 
 from __future__ import annotations
