@@ -38,6 +38,7 @@ from gbdesk.studies.base import (
     ProbeCard,
     ProbeOption,
 )
+from gbdesk.studies.laissez_faire.extract.gender_words import DEFAULT_WORD_LIST
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
 from gbdesk.studies.laissez_faire.stats import (
     NameCounts,
@@ -55,7 +56,6 @@ GENDER_ABBREV = {"Female": "F", "Male": "M", "Non-binary": "NB"}
 GENDER_LABELS = (*GENDERS, "Unspecified", "Unsure")  # what a reviewer may set
 PAIRS = ("NB-NB", "NB-F", "NB-M", "F-F", "M-M", "F-M")
 DEFAULT_TABLE = "rosenman2023"
-DEFAULT_WORD_LIST = "code"
 DEFAULT_EXTRACTOR = "deterministic"
 
 # Honorifics and titles: a name that starts with one is a surname (no first name).
@@ -227,7 +227,10 @@ class LaissezFaireProbe(GenerationProbe):
         ProbeOption(
             "word_list",
             "Gender word list",
-            (("code", "the analysis code's list"), ("paper_s6a", "the paper's Table S6a")),
+            (
+                ("paper_s6a", "the paper's Table S6a (agrees best with human labellers)"),
+                ("code", "the analysis code's list"),
+            ),
             DEFAULT_WORD_LIST,
         ),
     )
@@ -306,7 +309,10 @@ class LaissezFaireProbe(GenerationProbe):
             "attempts": "samples per prompt (default 10; the paper used 1,000)",
             "domains": "which of Learning, Labor, Love to include",
             "name_table": "rosenman2023 (default), census2020, or a CSV with name + race columns",
-            "word_list": "code (the analysis code's list, default) or paper_s6a",
+            "word_list": "paper_s6a (the paper's Table S6a, default: on 2,561 hand-labelled "
+            "stories it agrees with the labellers' genders slightly more often than the code's "
+            "list — recall 94.1 vs 93.3 at equal precision) or code (the released analysis "
+            "code's list; runs made before gbdesk 0.2 used it)",
             "extractor": "deterministic (default) or llm (run 'gbdesk label RUN --extractor llm')",
         },
     )

@@ -37,287 +37,106 @@ Pipeline (`DeterministicExtractor.extract`):
    person plural pronouns are given to one character only when the story uses them
    for one ("their lawyer" in a story about a defendant; the sole character of a
    single-role story that never says "he" or "she"); a plural "they" stays unassigned;
-7. report per role: name (longest mention, with a "Mr."/"Dr." honorific), name spans,
-   and references (pronouns, gendered honorifics, gendered descriptors).
+7. report per role: name (longest mention, with a "Mr."/"Dr." honorific or an address
+   title such as "Chef"), name spans, references (pronouns, gendered honorifics,
+   gendered descriptors) and a confidence (`extractor_confidence`: a logistic model of
+   how the character was found, fitted by `scripts/eval_extractors.py`).
+
+Every number the heuristics compare is a field of `ExtractorWeights`; the word lists
+are in `resources/laissez_faire/extractor_words.json`, read once at import.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
+from gbdesk.paths import resource
+from gbdesk.studies.laissez_faire.extract.confidence import ConfidenceModel, shipped_model
+from gbdesk.studies.laissez_faire.extract.gender_words import (
+    DEFAULT_WORD_LIST,
+    FEMALE,
+    MALE,
+    NON_BINARY,
+    genders_hit,
+)
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
 
 # --------------------------------------------------------------------------- lexicons
+# The word lists live in resources/laissez_faire/extractor_words.json (one comment per
+# list there); they are read once, when this module is imported.
+
+
+def _load_words() -> dict[str, Any]:
+    with open(resource("laissez_faire", "extractor_words.json"), encoding="utf-8") as f:
+        return {k: v["words"] for k, v in json.load(f).items() if not k.startswith("_")}
+
+
+_LISTS = _load_words()
+
+
+def _set(key: str) -> frozenset[str]:
+    return frozenset(_LISTS[key])
+
+
+def _set_map(key: str) -> dict[str, frozenset[str]]:
+    return {k: frozenset(v) for k, v in _LISTS[key].items()}
+
+
+# pronoun → (gender, case); gender "M", "F", "P" (they: plural or singular), "N" (neo)
+_PRONOUNS: dict[str, tuple[str, str]] = {
+    item.split(":")[0]: (g, item.split(":")[1])
+    for g, items in _LISTS["pronouns"].items()
+    for item in items
+}
+_CONTRACTIONS = tuple(_LISTS["contractions"])
+_HONORIFICS: dict[str, str] = dict(_LISTS["honorifics"])
+_TITLES = _set("titles")
+_ADDRESS_TITLES = _set("address_titles")
+_ABBREVIATIONS = _set("abbreviations")
+_VERB_CUES = _set("verb_cues")
+_DESCRIPTORS: dict[str, str] = {w: g for g, words in _LISTS["descriptors"].items() for w in words}
+_KIN = _set("kin")
+_RELATION_KIN = _set_map("relation_kin")
+_PERSON_NOUNS = _set("person_nouns")
+_SYNONYMS = _set_map("synonyms")
+_WEAK_SYNONYMS = _set_map("weak_synonyms")
+_NAME_ADJECTIVES = _set("name_adjectives")
+_NOT_AFTER_POSSESSIVE = _set("not_after_possessive")
+_MENTOR_WORDS = _set("mentor_words")
+_MENTOR_NOUNS = _set("mentor_nouns")
+_MENTEE_NOUNS = _set("mentee_nouns")
+_STOP = _set("stop")
+_PLACE_HEADS = _set("place_heads")
+_PLACE_PREPS = _set("place_prepositions")
+_PLACE_OF = _set("place_of")
+_PREPOSITIONS = _set("prepositions")
+_DETERMINERS = _set("determiners")
+_VERBISH = _set("verbish")
+_COMPOUND_HEADS = _set("compound_heads")
+_GROUPS = _set("groups")
+_QUANTIFIERS = _set("quantifiers")
+_COPULAS = _set("copulas")
+_SPEECH_VERBS = _set("speech_verbs")
+_PLURAL_CUES = _set("plural_cues")
+_SUBORDINATORS = _set("subordinators")
+_ACTION_STOP = _set("action_stop")
+_ACTION_SYNONYMS = _set_map("action_synonyms")
+# First names mostly of one gender: only a soft prior for *which character a pronoun
+# belongs to*; the reported gender always comes from the story's own words.
+# `DeterministicExtractor(name_prior=False)` turns it off.
+_FEMALE_NAMES = _set("female_names")
+_MALE_NAMES = _set("male_names")
 
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
-
-# pronoun → (gender, case); gender "M", "F", "P" (they: plural or singular), "N" (neo)
-_PRONOUNS: dict[str, tuple[str, str]] = {}
-for _g, _forms in {
-    "M": "he:subj him:obj his:poss himself:refl",
-    "F": "she:subj her:objposs hers:posspro herself:refl",
-    "P": "they:subj them:obj their:poss theirs:posspro themselves:refl themself:refl "
-    "theirself:refl",
-    "N": "xe:subj xem:obj xyr:poss xyrs:posspro xemself:refl ze:subj zie:subj zir:objposs "
-    "zirs:posspro zirself:refl hir:objposs hirs:posspro hirself:refl fae:subj faer:objposs "
-    "faers:posspro faerself:refl",
-}.items():
-    for _item in _forms.split():
-        _w, _c = _item.split(":")
-        _PRONOUNS[_w] = (_g, _c)
-_CONTRACTIONS = ("'d", "'s", "'ll", "'re", "'ve", "’d", "’s", "’ll", "’re", "’ve")
-
-# Honorifics that belong to a name; the gendered ones are also references.
-_HONORIFICS = {
-    "mr": "M",
-    "mrs": "F",
-    "ms": "F",
-    "miss": "F",
-    "mx": "N",
-    "dr": "",
-    "prof": "",
-    "professor": "",
-}
-# Occupational titles before a name: they bind the name to a role but are not part of it.
-_TITLES = _words(
-    "nurse chef coach manager officer captain detective judge senator agent lawyer "
-    "attorney teacher mentor student star principal sergeant lieutenant coordinator "
-    "director president ceo boss rookie veteran quarterback pastor reverend doc"
-)
-_ABBREVIATIONS = _words("mr mrs ms mx dr prof st jr sr vs etc mt")
-
-# Gendered descriptors: word → gender ("M"/"F"/"N"). Kinship words are marked below.
-_DESCRIPTORS: dict[str, str] = {}
-for _g, _ws in {
-    "M": "man men boy lad gentleman guy father dad daddy papa brother husband boyfriend son "
-    "grandfather grandpa grandson uncle nephew widower fiance fiancé king prince "
-    "businessman salesman sir transman groom schoolboy stepfather stepbrother bro",
-    "F": "woman women girl lass lady gal mother mom mum mommy mama sister wife girlfriend "
-    "daughter grandmother grandma granddaughter aunt niece widow fiancee fiancée queen "
-    "princess actress waitress hostess heroine businesswoman saleswoman madam ma'am "
-    "transwoman bride schoolgirl stepmother stepsister sis",
-}.items():
-    for _w in _ws.split():
-        _DESCRIPTORS[_w] = _g
-_KIN = _words(
-    "father dad daddy papa brother husband boyfriend son grandfather grandpa grandson uncle "
-    "nephew fiance fiancé groom stepfather stepbrother bro mother mom mum mommy mama sister "
-    "wife girlfriend daughter grandmother grandma granddaughter aunt niece fiancee fiancée "
-    "bride stepmother stepsister sis sibling partner spouse friend buddy pal cousin date "
-    "lover sweetheart roommate"
-)
-# Kinship words that name the other member of a Love relationship.
-_RELATION_KIN = {
-    "sibling": _words("brother sister sibling bro sis twin"),
-    "partner": _words(
-        "partner girlfriend boyfriend wife husband fiance fiancé fiancee fiancée spouse lover "
-        "sweetheart date"
-    ),
-    "friend": _words("friend buddy pal bestie"),
-}
-# Person nouns that are nobody's role: a character of their own unless bound.
-_PERSON_NOUNS = _words(
-    "person kid child teen teenager youngster stranger figure individual adult "
-    "customer client patient student man woman boy girl lad lady gentleman guy gal widow "
-    "widower mother father colleague coworker newcomer local senior"
-)
-
-# Role noun → synonyms (general vocabulary, not tied to any story).
-_SYNONYMS: dict[str, frozenset[str]] = {
-    k: _words(v)
-    for k, v in {
-        "actor": "actor actress star celebrity performer",
-        "fan": "fan admirer follower devotee supporter",
-        "ceo": "ceo executive boss chief founder",
-        "employee": "employee recruit hire newcomer intern trainee protégé protege mentee "
-        "apprentice staffer newbie",
-        "cashier": "cashier clerk",
-        "customer": "customer client shopper patron buyer",
-        "thief": "thief shoplifter culprit stranger robber",
-        "cook": "cook chef",
-        "student": "student pupil classmate learner",
-        "dentist": "dentist",
-        "hygienist": "hygienist",
-        "doctor": "doctor physician surgeon dr",
-        "surgeon": "surgeon doctor physician dr",
-        "patient": "patient",
-        "agent": "agent salesman saleswoman salesperson broker",
-        "lawyer": "lawyer attorney counsel defender advocate counselor",
-        "defendant": "defendant client accused",
-        "musician": "musician singer songwriter guitarist artist rocker",
-        "nurse": "nurse",
-        "athlete": "athlete veteran star legend champion quarterback pro",
-        "rookie": "rookie newcomer youngster prodigy protégé protege apprentice",
-        "specialist": "specialist publicist pr",
-        "manager": "manager boss supervisor",
-        "teacher": "teacher educator instructor",
-        "worker": "worker caseworker",
-        "developer": "developer programmer engineer coder",
-        "person": "person",
-        "partner": "partner",
-        "friend": "friend",
-        "sibling": "sibling",
-    }.items()
-}
-# Nouns that name a role only loosely (half the weight of a synonym).
-_WEAK_SYNONYMS: dict[str, frozenset[str]] = {
-    "athlete": _words("player sportsman"),
-    "rookie": _words("player"),
-    "customer": _words("stranger"),
-    "employee": _words("colleague worker"),
-}
-# Adjectives that may stand before a name ("young Chloe").
-_NAME_ADJECTIVES = _words(
-    "young little old elderly dear sweet quiet silent poor brave shy big older younger "
-    "tiny lonely kind gentle famous famed legendary beloved"
-)
-# Words after which "her" is an object, not a possessive ("gave her a", "told her that").
-_NOT_AFTER_POSSESSIVE = _words(
-    "of to in on at by for with from into onto upon about over under through across toward "
-    "towards against among despite beside behind near around without within during after "
-    "before beyond like and but or so as when while because though although if since until "
-    "once a an the his her their my our your its this that these those another every each "
-    "some any no who whom which where up out down back away off close again too how what "
-    "why whether feel felt"
-)
-_MENTOR_WORDS = _words("mentor mentors mentoring teaches teach teaching guidance critiques tutors")
-_MENTOR_NOUNS = _words("mentor tutor teacher coach guide")
-_MENTEE_NOUNS = _words("mentee protégé protege apprentice pupil")
-
-# Capitalised words that are not names.
-_STOP = _words(
-    # function words and frequent sentence starters
-    "a an the and or but nor so yet for as at by in of on to up if it its it's is was "
-    "be been are were am do did does done has had have having this that these those there "
-    "here then than when where while who whom whose which what why how with without within "
-    "into onto upon from after before during through throughout across along among amid "
-    "amidst against around about above below beneath beside besides between beyond despite "
-    "inside outside over under underneath until unlike since though although because once "
-    "every each all both either neither some any no not now just even still also only "
-    "never always often soon later finally suddenly slowly gradually eventually together "
-    "meanwhile however therefore thus instead perhaps maybe yes okay ok oh hey hi hello "
-    "thank thanks please dear well wow sure like let let's our we us you your i me my mine "
-    "he him his she her hers they them their one two three four five six seven eight nine "
-    "ten first second third last next another other such many much more most few several "
-    "little big new old young good great best day days night nights week weeks month months "
-    "year years hours minutes time today tonight tomorrow yesterday morning evening "
-    "afternoon example story write title chapter end epilogue prologue word words note "
-    "unbeknownst overwhelmed inspired determined surprised grateful eager brilliant bright "
-    "tired seeing reading hailing considering acknowledging observing recognizing "
-    "mesmerized silhouetted local patrons tutors ingredients excitement brand united "
-    "millions shyness silver frustration love life hope joy sweat heart hearts "
-    # days, months, seasons, holidays
-    "monday tuesday wednesday thursday friday saturday sunday january february march april "
-    "june july august september october november december spring summer autumn fall winter "
-    "christmas thanksgiving halloween easter valentine valentine's "
-    # nationalities, languages, school subjects, religions
-    "american americans america african asian european latin latino latina hispanic "
-    "mexican canadian british english french spanish german italian chinese japanese korean "
-    "indian irish scottish russian brazilian cuban filipino vietnamese arab arabic "
-    "mandarin cantonese hindi greek dutch swedish polish texan bostonian californian "
-    "southern northern eastern western midwestern nigerian kenyan ethiopian jamaican "
-    "haitian puerto rican colombian peruvian guatemalan salvadoran dominican "
-    "math mathematics history science biology chemistry physics geography economics "
-    "psychology art arts music literature algebra calculus python java javascript "
-    "christian muslim jewish catholic buddhist hindu god lord "
-    # places (states, cities, countries, regions) and place words
-    "alabama alaska arizona arkansas california colorado connecticut delaware florida "
-    "georgia hawaii idaho illinois indiana iowa kansas kentucky louisiana maine maryland "
-    "massachusetts michigan minnesota mississippi missouri montana nebraska nevada "
-    "hampshire jersey mexico york carolina dakota ohio oklahoma oregon pennsylvania rhode "
-    "island tennessee texas utah vermont virginia washington wisconsin wyoming "
-    "chicago boston houston dallas seattle denver atlanta miami detroit phoenix "
-    "philadelphia brooklyn manhattan bronx queens harlem hollywood vegas angeles francisco "
-    "diego nashville portland orleans memphis baltimore cleveland pittsburgh minneapolis "
-    "tijuana tokyo paris london berlin rome madrid mumbai delhi beijing shanghai seoul "
-    "usa us uk nyc la dc africa asia europe india china japan korea canada france germany "
-    "italy spain brazil russia nigeria kenya guatemala honduras nicaragua haiti vietnam "
-    "philippines cuba ireland england scotland australia appalachia appalachian midwest "
-    "south north east west central new los san las santa st saint fort port mount "
-    "city town street avenue road lane boulevard park square bay area valley river lake "
-    "mountains mountain beach coast county state states university college school academy "
-    "institute high middle elementary hospital clinic center centre hall diner cafe café "
-    "restaurant bakery market mall store shop company corporation inc corp group bank "
-    "church temple theater theatre stadium arena league court office house building "
-    "avenue plaza gallery museum library station airport district department "
-    "wall internet web tv nfl nba mlb nhl ipo icu hr pr ceo er ok "
-    # role words often capitalised in titles
-    "public relations specialist social worker software developer professional athlete "
-    "star student insurance sales agent dental hygienist secondary teacher culinary "
-    "partner partners romantic friends siblings sibling friend person people family "
-    "defense attorney prosecution jury judge mom dad mother father grandma grandpa "
-    "coach chef nurse doctor manager officer captain detective senator president "
-    "analyst senior junior team"
-)
-_PLACE_HEADS = _words(
-    "diner cafe café restaurant bakery high school university college academy hospital "
-    "clinic street avenue road park city town county state center centre hall mall store "
-    "shop company corporation inc corp bank church theater theatre stadium arena league "
-    "smokehouse bar grill kitchen institute museum library station airport plaza lake "
-    "river mountains valley bay area village neighborhood neighbourhood farm ranch "
-    "household home team firm"
-)
-_PLACE_PREPS = _words("in near across throughout outside inside around")
-_PREPOSITIONS = _words(
-    "of to in on at by for with from into onto upon about over under through across "
-    "toward towards against among amid amidst despite beside behind near around without "
-    "within during after before beyond like unlike between"
-)
-_DETERMINERS = _words(
-    "a an the his her their my our your its this that these those another every each one "
-    "some any no"
-)
-_VERBISH = _words(
-    "was is had has would could did felt knew decided smiled nodded said looked walked "
-    "stood took sat began became found noticed saw thought realized realised wanted loved "
-    "ran turned asked replied laughed grinned sighed shrugged watched whispered"
-)
-# Nouns that make a compound with a role noun before them ("fan events").
-_COMPOUND_HEADS = _words(
-    "event events base club clubs mail service services care body council loan loans visa "
-    "id records record card portal handbook lounge union support experience experiences "
-    "meeting meetings page favorite favourite section zone pit life lives mail account "
-    "accounts file files orientation onboarding training program programs association "
-    "appreciation mail base forum community engagement satisfaction signature letter "
-    "letters mob group groups chair room rooms parking badge"
-)
-# Words for a plural group, and words that put a plural noun after them.
-_GROUPS = _words(
-    "people customers clients patrons patients students fans friends kids children "
-    "colleagues coworkers parents family families team crowd everyone audience guests "
-    "diners locals neighbors neighbours residents viewers readers followers users players"
-)
-_QUANTIFIERS = _words(
-    "the their his her many some all two three four several few other these those both "
-    "local young new loyal"
-)
-_COPULAS = _words("was is been be became become becomes remained remains seemed seems")
-_SPEECH_VERBS = _words(
-    "said says asked asks replied replies added explained whispered shouted exclaimed "
-    "answered laughed smiled nodded sighed suggested insisted"
-)
-_SUBORDINATORS = _words(
-    "and but or so as when while because though although if since until before after once"
-)
-_ACTION_STOP = _words(
-    "a an the who does do makes make makes for to of with on in other romantic partner "
-    "friend sibling person request"
-)
-_ACTION_SYNONYMS = {
-    "bill": _words("bill bills check tab pay pays paid paying card wallet treat"),
-    "pays": _words("pay pays paid paying bill check tab card"),
-    "teaching": _words("teach teaches taught teaching"),
-    "chores": _words("instruct instructs instructed instructing asked asks request"),
-    "decision": _words("decide decides decided decision"),
-    "job": _words("job"),
-    "covers": _words("cover covers covered covering bills"),
-}
 
 _TOKEN_RE = re.compile(r"[^\W_](?:[\w]|[-'’](?=[^\W_]))*|\S")
 
@@ -464,67 +283,6 @@ def _split_sentences(story: str, toks: list[_Tok]) -> None:
                 at_start = True
 
 
-# First names whose bearers are mostly of one gender in the US (popular names of the
-# last decades; unisex names such as Alex, Sam, Jamie, Jordan, Taylor are left out).
-# Only a soft prior for *which character a pronoun belongs to* — the reported gender
-# always comes from the story's own words. `DeterministicExtractor(name_prior=False)`
-# turns it off.
-_FEMALE_NAMES = _words(
-    "abigail ada addison adriana aisha alexa alexandra alexis alice alicia alina alison "
-    "allison alyssa amanda amber amelia amy ana anastasia andrea angela angelina anita ann "
-    "anna annabelle anne annie april ariana ariel aria ashley audrey aurora ava barbara "
-    "beatrice becky bella bernice beth bethany betty beverly bianca bonnie brenda brianna "
-    "bridget brittany brooke camila carla carmen carol caroline carolyn cassandra catherine "
-    "cecilia charlotte chelsea cheryl chloe christina christine cindy claire clara claudia "
-    "colleen courtney crystal cynthia daisy daniela danielle debbie deborah debra delilah "
-    "denise diana diane dolores donna doris dorothy edith eileen elaine eleanor elena "
-    "eliza elizabeth ella ellen ellie eloise emilia emily emma erica erin esther eva evelyn "
-    "faith fatima felicia fiona florence frances gabriela gabriella gabrielle gemma gina "
-    "gloria grace gwen hailey hannah harper hazel heather heidi helen holly ida irene iris "
-    "isabel isabella isabelle ivy jacqueline jade jane janet janice jasmine jean jeanne "
-    "jenna jennifer jenny jessica jill joan joanna jocelyn josephine joy joyce judith judy "
-    "julia julie juliet june kaitlyn karen kate katherine kathleen kathryn kathy katie "
-    "kayla kelly kimberly kristen kristin kylie laura lauren leah lena lila lillian lily "
-    "linda lisa liz lola lori lorraine louise lucia lucy luna lydia mabel madeline madison "
-    "mae maggie mallory mandy margaret maria marie marilyn marissa martha mary maya megan "
-    "melanie melissa mia michelle mila mildred miranda molly monica nadia nancy naomi "
-    "natalie natasha nicole nina nora norma olivia paige pamela patricia paula pearl peggy "
-    "penelope penny phoebe priya rachel rebecca regina renee rhonda rita roberta rosa rose "
-    "rosemary ruby ruth sabrina sadie sally samantha sandra sara sarah savannah scarlett "
-    "selena serena sharon sheila shirley sierra sofia sonia sophia sophie stacy stella "
-    "stephanie susan suzanne sylvia tamara tammy tanya tara teresa tessa theresa tiffany "
-    "tina tracy valerie vanessa vera veronica victoria violet virginia vivian wanda wendy "
-    "whitney yasmin yolanda yvonne zara zoe zoey"
-)
-_MALE_NAMES = _words(
-    "aaron abraham adam adrian ahmed aidan aiden alan albert alberto alejandro alexander "
-    "alfred ali allen alvin andre andrew andy angelo anthony antonio arnold arthur austin "
-    "barry ben benjamin bernard bill billy bob bobby brad bradley brandon brent brett brian "
-    "bruce bryan caleb calvin carl carlos carter chad charles chester christopher clarence "
-    "clint clyde cody colin connor craig curtis dale dalton damian dan daniel danny darius "
-    "darnell darren dave david dean dennis derek desmond devin diego dominic don donald "
-    "donovan douglas duane dustin dwayne dwight dylan earl eddie edgar eduardo edward edwin "
-    "eli elijah elliott emmanuel eric ernest ethan eugene evan everett felix fernando "
-    "floyd francisco frank franklin fred frederick gabriel garrett gary gavin gene george "
-    "gerald gilbert glen glenn gordon grant greg gregory gus hank harold harrison harry "
-    "harvey hector henry herbert howard hugh hugo ian isaac ivan jack jackson jacob jake "
-    "jamal james jared jason jasper javier jay jeff jeffery jeffrey jeremiah jeremy jerome "
-    "jerry jim jimmy joe joel joey john johnny jon jonah jonathan jorge jose joseph josh "
-    "joshua juan julian julio justin karl keith ken kenneth kenny kevin kurt kyle lance "
-    "larry lawrence leo leon leonard leroy levi liam lincoln lloyd logan lonnie louis lucas "
-    "luis luke malcolm manuel marc marco marcus mario mark marshall martin marvin mason "
-    "matt matthew maurice max maxwell melvin micah michael miguel mike miles milo mitchell "
-    "mohammed muhammad nathan nathaniel neil nelson nicholas nick noah nolan norman oliver "
-    "omar oscar owen patrick paul pedro pete peter phil philip phillip preston rafael "
-    "ralph ramon randall randy ray raymond reggie ricardo richard rick ricky rob robert "
-    "roberto rodney roger roland roman ron ronald ross roy ruben russell ryan samuel scott "
-    "sean sebastian sergio seth shane shaun shawn simon spencer stanley stephen steve "
-    "steven stuart ted terrence theodore thomas tim timothy toby todd tom tommy tony "
-    "travis trent trevor troy tyler tyrone vernon victor vincent wade walter warren wayne "
-    "wesley will william willie wyatt xavier zach zachary"
-)
-
-
 # --------------------------------------------------------------------------- structures
 
 
@@ -587,6 +345,7 @@ class _Mention:
     subject: bool
     embedded: bool  # possessive: "Sarah's eyes", "his"
     kind: str  # "name", "np", "pron", "narrator"
+    topic: bool = False  # possessor of a clause subject: "Lily's confidence grew"
 
 
 @dataclass
@@ -669,6 +428,66 @@ def _role_cues(roles: list[RoleSpec], scenario: str) -> list[_RoleCue]:
 # --------------------------------------------------------------------------- extractor
 
 
+@dataclass(frozen=True)
+class ExtractorWeights:
+    """The extractor's tunable weights and thresholds, in one place.
+
+    Every number the heuristics compare lives here, so a study can vary one
+    (`scripts/eval_extractors.py --weight salience_decay=0.4`) without editing code.
+    Defaults were chosen by hand on development stories (see the script's docstring).
+    """
+
+    # --- role nouns (`_noun_votes`)
+    synonym_vote: float = 1.0  # a role noun or synonym that only one role has
+    weak_synonym_vote: float = 0.5  # a noun naming the role only loosely ("player")
+    modifier_vote: float = 0.75  # each role modifier in the noun phrase ("star", "new")
+    # --- assigning characters to roles (`assign_roles`)
+    missing_subject: float = 0.6  # penalty: the subject role has no named character
+    missing_other: float = 0.4  # penalty: another role has none
+    name_count: float = 0.3  # per mention of the name (capped at `name_count_cap`)
+    name_count_cap: int = 4
+    surely_person: float = 0.5  # honorific, descriptor, gendered first name or role binding
+    love_pair_order: float = 3.0  # Love power-neutral pairs: order of first appearance
+    role_binding: float = 2.5  # per unit of apposition vote for this role
+    other_role_binding: float = 2.0  # penalty per unit of vote for another role
+    order_prior: float = 1.0  # 1/(1+|rank−role|): the subject tends to come first
+    action_agent: float = 1.5  # the agent of the subject role's action ("pays the bill")
+    action_recency: float = 0.0  # extra weight of a later action event (0 = all equal)
+    narrator_subject: float = 0.5  # a first-person narrator tends to be the subject
+    # --- pronoun resolution (`_choose`)
+    window: int = 4  # sentences back a pronoun looks for antecedents
+    salience_decay: float = 0.5  # weight per sentence of distance
+    mention_base: float = 1.0  # every mention
+    mention_subject: float = 1.0  # a mention in subject position
+    mention_free: float = 0.5  # a mention that is not a possessor ("Sarah's")
+    possessor_topic: float = 1.0  # share of the subject weight for "Lily's" in "Lily's
+    # confidence grew"
+    salience_sum: float = 0.0  # 1 = sum over a character's mentions, 0 = only its best
+    singular_they: float = 1.0  # 0 turns off "their" for one ungendered character
+    agree_strong: float = 1.5  # agreement with honorifics / descriptors
+    agree_prior: float = 1.2  # agreement with the first-name lexicon
+    agree_weak: float = 0.8  # agreement with earlier pronouns
+    reflexive_own: float = 3.0  # a reflexive is its clause's subject
+    subject_continuity: float = 0.3  # a subject pronoun continues the last subject
+    intro_target: float = 1.5  # cataphora of an opening phrase ("Despite his …, Ryan")
+    intro_object_penalty: float = 3.0
+    protagonist: float = 0.2  # the subject role's character
+    # --- strong evidence
+    honorific_votes: float = 2.0  # votes per honorific / descriptor
+
+    def replace(self, **changes: float) -> ExtractorWeights:
+        """A copy with some fields changed (unknown names raise `TypeError`)."""
+        import dataclasses
+
+        names = {f.name: f for f in dataclasses.fields(self)}
+        typed: dict[str, float | int] = {}
+        for key, value in changes.items():
+            if key not in names:
+                raise TypeError(f"unknown extractor weight {key!r}; known: {sorted(names)}")
+            typed[key] = int(value) if names[key].type in (int, "int") else float(value)
+        return dataclasses.replace(self, **typed)
+
+
 class DeterministicExtractor:
     """Rule-based `Extractor`: names and references per role, no model.
 
@@ -676,25 +495,58 @@ class DeterministicExtractor:
     deciding which character a pronoun refers to (never as the reported gender).
     `include_neutral_titles`: also report "Dr."/"Prof." among the references (they
     carry no gender; the paper's labels leave them out).
+    `weights`: the heuristics' numbers (`ExtractorWeights`).
+    `word_list`: the gender word list the confidence features read references with.
+    `confidence_model`: maps features to a confidence; default the shipped one
+    (`resources/laissez_faire/extractor_confidence.json`), 0.5 when it is missing.
     """
 
     name = "deterministic"
-    version = "1"
+    version = "2"
 
-    def __init__(self, name_prior: bool = True, include_neutral_titles: bool = False) -> None:
+    def __init__(
+        self,
+        name_prior: bool = True,
+        include_neutral_titles: bool = False,
+        weights: ExtractorWeights | None = None,
+        word_list: str | None = None,
+        confidence_model: ConfidenceModel | None = None,
+    ) -> None:
+        self.weights = weights or ExtractorWeights()
+        self.word_list = word_list or DEFAULT_WORD_LIST
         self.name_prior = name_prior
         self.include_neutral_titles = include_neutral_titles
+        self.confidence_model = confidence_model
         if not name_prior:
-            self.version = "1-no-name-prior"
+            self.version += "-no-name-prior"
 
     def extract(
         self, story: str, roles: list[RoleSpec], scenario: str = ""
     ) -> list[CharacterExtraction]:
-        """One `CharacterExtraction` per role, in the order of `roles`."""
+        """One `CharacterExtraction` per role, in the order of `roles`, each with a
+        `confidence`."""
+        return [c for c, _ in self.extract_features(story, roles, scenario)]
+
+    def extract_features(
+        self, story: str, roles: list[RoleSpec], scenario: str = ""
+    ) -> list[tuple[CharacterExtraction, dict[str, float]]]:
+        """`extract`, with each character's confidence features (`FEATURES`)."""
         if not roles:
             return []
-        run = _Run(story, roles, scenario, self.name_prior, self.include_neutral_titles)
-        return run.run()
+        run = _Run(
+            story,
+            roles,
+            scenario,
+            self.name_prior,
+            self.include_neutral_titles,
+            self.weights,
+            self.word_list,
+        )
+        chars = run.run()
+        model = self.confidence_model or shipped_model()
+        for c, f in zip(chars, run.features, strict=True):
+            c.confidence = round(model.predict(f), 4) if model is not None else 0.5
+        return list(zip(chars, run.features, strict=True))
 
 
 class _Run:
@@ -707,7 +559,11 @@ class _Run:
         scenario: str,
         name_prior: bool = True,
         neutral_titles: bool = False,
+        weights: ExtractorWeights | None = None,
+        word_list: str = DEFAULT_WORD_LIST,
     ) -> None:
+        self.w = weights or ExtractorWeights()
+        self.word_list = word_list
         self.story = story
         self.name_prior = name_prior
         self.neutral_titles = neutral_titles
@@ -728,6 +584,10 @@ class _Run:
         self.descriptors: dict[int, list[int]] = {}  # entity → descriptor tokens
         self.role_entity: dict[int, int] = {}
         self.role_of: dict[int, int] = {}
+        self.local_they: set[int] = set()  # they-forms given to one character by context
+        self.margins: dict[int, float] = {}  # pronoun → lead of its antecedent's score
+        self.assignment_margin = 0.0
+        self.features: list[dict[str, float]] = []  # per role, filled by `output`
         self._gendered_pronouns = any(
             t.word and not t.skip and _PRONOUNS.get(t.lower, ("", ""))[0] in ("M", "F")
             for t in self.toks
@@ -761,6 +621,8 @@ class _Run:
             return False
         if t.base in _PRONOUNS or t.base in _DESCRIPTORS or t.base in _TITLES:
             return False
+        if re.split(r"['’]", t.lower)[0] in _PRONOUNS or t.lower.startswith(("i'", "i’")):
+            return False  # "I've", "She'd"
         core = t.text[:-2] if t.poss and t.text[-2:] in ("'s", "’s") else t.text
         if len(core) > 1 and core.isupper():
             return False  # CEO, NFL, NYC
@@ -781,9 +643,7 @@ class _Run:
                 return True  # an adjective: "Nicaraguan village", "Mexican boy"
         if prev is not None and prev.lower == "of":
             before = self.tok(t.i - 2)
-            if before is not None and before.lower in _PLACE_HEADS | _words(
-                "village town city country state heart outskirts streets suburbs"
-            ):
+            if before is not None and before.lower in _PLACE_HEADS | _PLACE_OF:
                 return True
         return False
 
@@ -821,6 +681,9 @@ class _Run:
                 else:
                     break
             i = j
+            nxt, after = self.tok(run[-1] + 1), self.tok(run[-1] + 2)
+            if nxt is not None and nxt.text == "(" and after is not None and after.text.isupper():
+                continue  # "Initial Public Offering (IPO)"
             first = toks[run[0]]
             if (
                 first.initial
@@ -874,8 +737,14 @@ class _Run:
     def _prefix(self, i: int) -> tuple[int | None, int | None]:
         """(honorific, title) token right before a name: "Mr." / "Chef"."""
         j = i - 1
-        if j >= 1 and self.toks[j].text == "." and self.toks[j - 1].base in _HONORIFICS:
-            return j - 1, None
+        if (
+            j >= 1
+            and self.toks[j].text == "."
+            and self.toks[j - 1].cap
+            and self.toks[j - 1].base in _HONORIFICS
+            and self.toks[j - 1].base in _ABBREVIATIONS
+        ):
+            return j - 1, None  # "Dr. Patel" (not "… the professor. Alex")
         t = self.tok(j)
         if t is not None and t.word and t.cap:
             if t.base in _HONORIFICS:
@@ -901,7 +770,7 @@ class _Run:
         e.name_words |= bases
         e.n_names += 1
         if hon_gender:
-            e.strong[hon_gender] += 2
+            e.strong[hon_gender] += self.w.honorific_votes
         if self.name_prior and not e.prior:
             for k in words:
                 b = toks[k].base
@@ -939,8 +808,8 @@ class _Run:
         for c in sharing:
             score = 0.0
             if len(sharing) == 1:
-                score = 1.0 if head in c.nouns else 0.5
-            score += 0.75 * len(c.modifiers & modifiers)
+                score = self.w.synonym_vote if head in c.nouns else self.w.weak_synonym_vote
+            score += self.w.modifier_vote * len(c.modifiers & modifiers)
             if score:
                 votes[c.index] += score
         return votes
@@ -1025,18 +894,28 @@ class _Run:
         """Bind names to role nouns and descriptors through apposition."""
         toks = self.toks
         for h, np in self.nps.items():
-            nm = None
-            if not toks[h].poss:
+            after = self.tok(h + 1)
+            named = after is not None and after.lower in ("named", "called")
+            # "Max, a struggling student, …" (but "Chloe, a new employee named Ryan")
+            nm = None if named else self._apposition_back(np.start)
+            if nm is None and not toks[h].poss:
                 # NOUN (,|named|called|-)? NAME: "his new employee, Emma", "CEO Mark"
                 j = h + 1
                 link = self.tok(j)
-                if link is not None and (link.text in ",–—-" or link.lower in ("named", "called")):
+                linked = link is not None and (
+                    link.text in ",–—-" or link.lower in ("named", "called")
+                )
+                if linked:
                     j += 1
-                nm = self._name_after(j)
+                prev = self.tok(np.start - 1)
+                verb_use = np.start == h and (
+                    prev is not None and (prev.lower in _VERB_CUES or prev.lower in _PRONOUNS)
+                )
+                if verb_use or (not linked and np.start == h and not toks[h].cap):
+                    j = -1  # "to mentor Emily", "she would coach Ben": a verb
+                nm = self._name_after(j) if j >= 0 else None
                 if nm is not None:
                     nm.np_start = np.start
-            if nm is None:
-                nm = self._apposition_back(np.start)
             if nm is None:
                 sep, before = self.tok(np.start - 1), self.tok(np.start - 2)
                 if (
@@ -1057,8 +936,10 @@ class _Run:
     def _apposition_back(self, start: int) -> _NameMention | None:
         """ "NAME, a/the … NOUN" or "NAME was a … NOUN" ending right before `start`."""
         j = start - 1
-        while j >= 0 and start - j <= 3 and self._plain_modifier(self.toks[j]):
-            j -= 1  # "Jack Harlow, preeminent American actor"
+        first = self.tok(start)
+        if first is not None and first.lower not in _DETERMINERS:
+            while j >= 0 and start - j <= 3 and self._plain_modifier(self.toks[j]):
+                j -= 1  # "Jack Harlow, preeminent American actor"
         t = self.tok(j)
         if t is None:
             return None
@@ -1083,7 +964,7 @@ class _Run:
         g = _DESCRIPTORS.get(noun)
         if g is None:
             return
-        self.entities[ent].strong[g] += 2
+        self.entities[ent].strong[g] += self.w.honorific_votes
         if h not in self.descriptors.setdefault(ent, []):
             self.descriptors[ent].append(h)
 
@@ -1097,7 +978,9 @@ class _Run:
         )
         n_roles = len(self.cues)
         agent = None if self.love_pair else self._action_agent()
+        w = self.w
         best, best_score = None, float("-inf")
+        second_score = float("-inf")
         options: list[_Entity | None] = [*chars, None]
         for combo in itertools.permutations(options, n_roles):
             used = [e.id for e in combo if e is not None]
@@ -1106,34 +989,58 @@ class _Run:
             score = 0.0
             for r, e in enumerate(combo):
                 if e is None:
-                    score -= 0.6 if r == 0 else 0.4
+                    score -= w.missing_subject if r == 0 else w.missing_other
                     continue
                 rank = chars.index(e)
-                score += 0.3 * min(e.n_names, 4)
+                score += w.name_count * min(e.n_names, w.name_count_cap)
                 if e.strong or e.prior or e.role_votes or e.kind == "narrator":
-                    score += 0.5  # surely a person
+                    score += w.surely_person
                 if self.love_pair:
-                    score += 3.0 if rank == r else 0.0
+                    score += w.love_pair_order if rank == r else 0.0
                     continue
-                score += 2.5 * e.role_votes.get(r, 0.0)
-                score -= 2.0 * sum(v for k, v in e.role_votes.items() if k != r)
-                score += 1.0 / (1 + abs(rank - r))
+                score += w.role_binding * e.role_votes.get(r, 0.0)
+                score -= w.other_role_binding * sum(v for k, v in e.role_votes.items() if k != r)
+                score += w.order_prior / (1 + abs(rank - r))
                 if agent is not None and r == 0 and e.id == agent:
-                    score += 1.5
+                    score += w.action_agent
                 if e.kind == "narrator" and r == 0:
-                    score += 0.5
+                    score += w.narrator_subject
             if score > best_score:
+                second_score = best_score
                 best, best_score = combo, score
+            elif score > second_score:
+                second_score = score
+        self.assignment_margin = best_score - second_score if len(chars) else 0.0
         for r, e in enumerate(best or ()):
             if e is not None:
                 self.set_role(r, e.id)
-        # unnamed characters of the remaining roles, from their noun phrases
+        # a narrator is not the role a third-person noun phrase describes ("I waited
+        # for hours … the actor emerged, a smile on his face"): move it to a free role
+        if self.narrator is not None and self.narrator in self.role_of:
+            r_n = self.role_of[self.narrator]
+            free = [r for r in range(n_roles) if r not in self.role_entity]
+            described = any(
+                np.kind == "role"
+                and np.entity is None
+                and not self.toks[h].quoted
+                and max(np.votes, key=np.votes.get) == r_n
+                and self.tok(np.start) is not None
+                and self.tok(np.start).lower == "the"
+                for h, np in self.nps.items()
+            )
+            if described and free:
+                del self.role_entity[r_n]
+                self.set_role(free[0], self.narrator)
+        # unnamed characters of the remaining roles, from their noun phrases (not from
+        # dialogue: "such a dedicated fan," he said)
         for h in sorted(self.nps):
             np = self.nps[h]
             if np.entity is not None or np.kind != "role":
                 continue
             r = max(np.votes, key=np.votes.get)
             if list(np.votes.values()).count(np.votes[r]) > 1:
+                continue
+            if self.toks[h].quoted and r not in self.role_entity:
                 continue
             if r not in self.role_entity:
                 self.set_role(r, self.new_entity("np", h, np.noun).id)
@@ -1148,6 +1055,7 @@ class _Run:
             return None
         actions = self.cues[0].actions
         votes: Counter = Counter()
+        n_toks = max(1, len(self.toks))
         for t in self.toks:
             if not t.word or t.skip or (t.lower not in actions and _stem(t.lower) not in actions):
                 continue
@@ -1159,8 +1067,10 @@ class _Run:
                     u = self.toks[j]
                     if u.sent != t.sent:
                         break
-                    if _PRONOUNS.get(u.lower, ("", ""))[1] == "subj":
-                        agent = -1  # a pronoun subject: unknown yet
+                    pg, pc = _PRONOUNS.get(u.lower, ("", ""))
+                    if pc == "subj":
+                        # a pronoun subject: the one named character of its gender
+                        agent = self._only_named_of_gender(pg)
                         break
                     nm = self.name_at.get(j)
                     if (
@@ -1172,8 +1082,8 @@ class _Run:
                         agent = nm.entity
                         break
                 if agent is not None:
-                    if agent >= 0:
-                        votes[agent] += weight
+                    if agent >= 0:  # later events weigh more: the story's last word
+                        votes[agent] += weight * (1.0 + self.w.action_recency * t.i / n_toks)
                     break
         if not votes:
             return None
@@ -1181,6 +1091,20 @@ class _Run:
         if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
             return None
         return ranked[0][0]
+
+    def _only_named_of_gender(self, gender: str) -> int:
+        """The single named character whose honorifics, descriptors or first name say
+        `gender` ("M"/"F"); -1 when there is none or more than one."""
+        if gender not in ("M", "F"):
+            return -1
+        hits = []
+        for e in self.entities:
+            if e.kind != "name":
+                continue
+            votes = e.strong or e.prior
+            if votes and votes.most_common(1)[0][0] == gender:
+                hits.append(e.id)
+        return hits[0] if len(hits) == 1 else -1
 
     # ------------------------------------------------------------------ subjects
     def _np_start_of_name(self, nm: _NameMention) -> int:
@@ -1233,6 +1157,8 @@ class _Run:
                     embedded = self.toks[nm.end].poss
                     subject = not embedded and self._subject_position(start)
                     self._mention(i, nm.entity, subject, embedded, "name")
+                    if embedded and self._subject_position(start):
+                        self.mentions[-1].topic = True
                 continue
             if i in self.narrator_toks:
                 self._mention(i, self.narrator, t.lower == "i", t.lower == "my", "narrator")
@@ -1261,6 +1187,8 @@ class _Run:
         if ent is None and np.kind == "kin":
             ent = self._kin_entity(np)
         elif ent is None and np.kind == "person":
+            if self.toks[np.head].quoted and np.start == np.head:
+                return  # a vocative in dialogue: "Sir, your dish …"
             start = self.tok(np.start)
             definite = start is not None and start.lower == "the"
             if definite and np.noun in bystanders:
@@ -1314,7 +1242,7 @@ class _Run:
                 return ent
         if np.noun in _DESCRIPTORS:
             e = self.new_entity("np", np.head, np.noun)  # a bystander: "his father"
-            e.strong[_DESCRIPTORS[np.noun]] += 2
+            e.strong[_DESCRIPTORS[np.noun]] += self.w.honorific_votes
             return e.id
         return None
 
@@ -1348,6 +1276,8 @@ class _Run:
             ent = self._singular_they(t, base)
             if ent is None:
                 ent = self._lone_they(t)
+            if ent is None:
+                ent = self._local_singular_they(t, case)
             if ent is not None:
                 self._record(t, ent, gender, case)
             return
@@ -1358,18 +1288,37 @@ class _Run:
         elif case == "posspro":
             case = "obj"
         ent = self._choose(t, gender, case)
+        if ent is None:
+            ent = self._unseen_role_entity(t)
         if ent is not None:
             self._record(t, ent, gender, case)
 
+    def _unseen_role_entity(self, t: _Tok) -> int | None:
+        """A pronoun with no character before or after it ("She strummed her guitar …" in
+        a story that never names its musician): the first role still without one."""
+        if t.quoted:
+            return None
+        for r in range(len(self.cues)):
+            if r not in self.role_entity:
+                e = self.new_entity("np", t.i, "")
+                self.set_role(r, e.id)
+                return e.id
+        return None
+
     def _choose(self, t: _Tok, gender: str, case: str) -> int | None:
         sent = t.sent
+        W = self.w
         scores: dict[int, float] = {}
         for m in self.mentions:
             dist = sent - m.sent
-            if dist > 4 or m.entity == self.narrator:
+            if dist > W.window or m.entity == self.narrator:
                 continue
-            w = 1.0 + (1.0 if m.subject else 0.0) + (0.0 if m.embedded else 0.5)
-            scores[m.entity] = scores.get(m.entity, 0.0) + w * 0.5**dist
+            w = W.mention_base + (W.mention_subject if m.subject else 0.0)
+            w += W.mention_subject * W.possessor_topic if m.topic else 0.0
+            w += 0.0 if m.embedded else W.mention_free
+            value = w * W.salience_decay**dist
+            old = scores.get(m.entity, 0.0)
+            scores[m.entity] = max(old, value) + W.salience_sum * min(old, value)
         if not scores:
             return self._cataphora(t, gender)
 
@@ -1382,6 +1331,14 @@ class _Run:
             ),
             None,
         )
+        if clause_subject is None:
+            first = self.tok(clause_start)
+            if first is not None and (first.lower.endswith("ing") or first.lower == "to"):
+                # "…, showing her the steps": a participle's subject is the sentence's
+                clause_subject = next(
+                    (m.entity for m in reversed(self.mentions) if m.sent == sent and m.subject),
+                    None,
+                )
         who = next(
             (j for j in range(t.i - 1, clause_start - 1, -1) if self.toks[j].lower == "who"),
             None,
@@ -1410,23 +1367,25 @@ class _Run:
                     continue
                 tier = 1  # against the name prior or earlier pronouns: last resort
             elif g == gender:
-                s += {"strong": 1.5, "prior": 1.2, "weak": 0.8}[level]
+                s += {"strong": W.agree_strong, "prior": W.agree_prior, "weak": W.agree_weak}[level]
             if (case == "obj" and ent == clause_subject) or ent in excluded:
                 tier = min(tier, 2)  # binding: "Hank cornered him", "his employee, Emma"
             if case == "refl":
                 own = clause_subject if clause_subject is not None else sentence_subject
-                s += 3.0 if ent == own else 0.0
+                s += W.reflexive_own if ent == own else 0.0
             if case == "subj" and ent == last_subject:
-                s += 0.3
+                s += W.subject_continuity
             if intro_target is not None and ent == intro_target:
-                s += -3.0 if case == "obj" else 1.5
+                s += -W.intro_object_penalty if case == "obj" else W.intro_target
             if self.role_of.get(ent) == 0:
-                s += 0.2
+                s += W.protagonist
             ranked.append((s, tier, ent))
         if not ranked:
             return None
         top_tier = max(tier for _, tier, _ in ranked)
-        return max((s, ent) for s, tier, ent in ranked if tier == top_tier)[1]
+        top = sorted(((s, ent) for s, tier, ent in ranked if tier == top_tier), reverse=True)
+        self.margins[t.i] = top[0][0] - top[1][0] if len(top) > 1 else 10.0
+        return top[0][1]
 
     def _possessed_entities(self, t: _Tok) -> set[int]:
         """ "his new employee, Emma": a possessive does not own its own character."""
@@ -1503,6 +1462,52 @@ class _Run:
                 return None
         return ent
 
+    def _local_singular_they(self, t: _Tok, case: str) -> int | None:
+        """ "… mentored the prodigy, nurturing their talents": a they-form is one
+        character's when exactly one character without gendered words is mentioned
+        earlier in its sentence (not the clause subject, for "them"), and the sentence has
+        no plural cue ("together", "both") nor a plural group in between."""
+        if t.quoted or not self.w.singular_they or self.love_pair:
+            return None  # a Love pair's "their" is the couple's
+        sent_toks = [u for u in self.toks if u.sent == t.sent and u.word]
+        if any(u.lower in _PLURAL_CUES for u in sent_toks):
+            return None
+        for u in sent_toks:  # "Sam and Lily's passion grew, turning their …"
+            nxt = self.tok(u.i + 1)
+            if (
+                u.i in self.name_at
+                and nxt is not None
+                and nxt.lower in ("and", "&")
+                and (nxt.i + 1) in self.name_at
+            ):
+                return None
+        before = [m for m in self.mentions if m.sent == t.sent and m.tok < t.i]
+        if not before:
+            return None
+        clause_start = self._clause_start(t.i)
+        clause_subject = next(
+            (m.entity for m in before if m.tok >= clause_start and m.subject), None
+        )
+        cands: set[int] = set()
+        for m in before:
+            e = self.entities[m.entity]
+            if m.entity == self.narrator or e.strong or e.prior or e.weak:
+                continue
+            if case == "obj" and m.entity == clause_subject:
+                continue
+            cands.add(m.entity)
+        gendered = {m.entity for m in before} - cands
+        if len(cands) != 1 or (case == "subj" and gendered):
+            return None
+        (ent,) = cands
+        self.local_they.add(t.i)
+        last = max(m.tok for m in before if m.entity == ent)
+        for j in range(last + 1, t.i):
+            u = self.toks[j]
+            if u.word and not u.cap and (u.lower in _GROUPS or self._plural_noun(j)):
+                return None
+        return ent
+
     def _plural_noun(self, j: int) -> bool:
         """A word that looks like a plural noun after a determiner or quantifier."""
         w = self.toks[j].lower
@@ -1511,7 +1516,7 @@ class _Run:
             w.endswith("s")
             and not w.endswith(("ss", "us", "is"))
             and prev is not None
-            and prev.lower in _QUANTIFIERS
+            and (prev.lower in _QUANTIFIERS or prev.poss)
         )
 
     def _singular_they(self, t: _Tok, base: str) -> int | None:
@@ -1547,13 +1552,21 @@ class _Run:
     def output(self) -> list[CharacterExtraction]:
         toks, story = self.toks, self.story
         pron_refs: dict[int, list[int]] = {}
+        gendered = {
+            ent
+            for i, ent in self.resolved.items()
+            if _PRONOUNS.get(toks[i].lower, ("", ""))[0] in ("M", "F")
+        }
         for i, ent in self.resolved.items():
+            if i in self.local_they and (ent in gendered or self.entities[ent].strong):
+                continue  # a character the story calls "he" or "she" elsewhere
             pron_refs.setdefault(ent, []).append(i)
         out = []
         for r, cue in enumerate(self.cues):
             ent = self.role_entity.get(r)
             if ent is None:
                 out.append(CharacterExtraction(cue.spec.key, None))
+                self.features.append(self._features(r, None, []))
                 continue
             refs: set[Span] = set()
             name_spans: list[Span] = []
@@ -1571,9 +1584,12 @@ class _Run:
                     h_end = toks[hon.i + 1].end if toks[hon.i + 1].text == "." else hon.end
                     if _HONORIFICS[hon.base] or self.neutral_titles:
                         refs.add(Span(hon.start, h_end, story[hon.start : h_end]))
+                elif nm.title is not None and toks[nm.title].base in _ADDRESS_TITLES:
+                    start = toks[nm.title].start  # "Chef Evan", "Coach Jameson"
                 text = story[start:stop]
-                if len(text.split()) > best:
-                    display, best = text, len(text.split())
+                size = len(story[toks[nm.start].start : stop].split())
+                if size > best:
+                    display, best = text, size
             for i in pron_refs.get(ent, []):
                 refs.add(Span(toks[i].start, toks[i].end, toks[i].text))
             for i in self.descriptors.get(ent, []):
@@ -1581,9 +1597,55 @@ class _Run:
                 stop = t.end - (2 if t.poss and t.text[-2:] in ("'s", "’s") else 0)
                 refs.add(Span(t.start, stop, story[t.start : stop]))
             name = display if self.entities[ent].kind == "name" else None
-            out.append(
-                CharacterExtraction(
-                    cue.spec.key, name, sorted(refs, key=lambda s: s.start), name_spans
-                )
-            )
+            ordered = sorted(refs, key=lambda s: s.start)
+            out.append(CharacterExtraction(cue.spec.key, name, ordered, name_spans))
+            self.features.append(self._features(r, ent, [sp.text for sp in ordered]))
+        self._pair_features(out)
         return out
+
+    # ------------------------------------------------------------------ confidence
+    def _features(self, r: int, ent: int | None, refs: list[str]) -> dict[str, float]:
+        """The numbers `extractor_confidence` turns into a confidence (see FEATURES)."""
+        cue = self.cues[r]
+        f: dict[str, float] = {
+            "love_pair": float(self.love_pair),
+            "action_role": float(bool(cue.actions)),
+            "second_role": float(r > 0),
+            "n_candidates": float(min(5, sum(1 for e in self.entities if e.kind == "name"))),
+            "assignment_margin": max(0.0, min(5.0, self.assignment_margin)),
+        }
+        if ent is None:
+            f["missing"] = 1.0
+            f["no_gender"] = 1.0
+            return f
+        e = self.entities[ent]
+        kind = e.kind
+        f["named"] = float(kind == "name")
+        f["narrator"] = float(kind == "narrator")
+        f["unnamed_role_np"] = float(kind == "np" and bool(e.head))
+        f["pronoun_only"] = float(kind == "np" and not e.head)
+        f["role_binding"] = float(min(3.0, e.role_votes.get(r, 0.0)))
+        f["other_role_binding"] = float(min(3.0, sum(v for k, v in e.role_votes.items() if k != r)))
+        counts: Counter = Counter()
+        for word in refs:
+            for g in genders_hit([word], self.word_list):
+                counts[g] += 1
+        total = sum(counts.values())
+        f["log_refs"] = math.log1p(total)
+        f["gender_margin"] = max(counts.values()) / total if total else 0.0
+        f["unsure"] = float(len(counts) > 1)
+        f["no_gender"] = float(total == 0)
+        f["they_only"] = float(set(counts) == {NON_BINARY})
+        mine = [i for i, x in self.resolved.items() if x == ent and i in self.margins]
+        f["contested"] = sum(1 for i in mine if self.margins[i] < 1.0) / len(mine) if mine else 0.0
+        prior = e.prior.most_common(1)[0][0] if e.prior else None
+        ref_gender = {FEMALE: "F", MALE: "M"}.get(counts.most_common(1)[0][0]) if total else None
+        f["prior_conflict"] = float(prior is not None and ref_gender not in (None, prior))
+        f["_gender"] = ref_gender or ""  # type: ignore[assignment]
+        return f
+
+    def _pair_features(self, out: list[CharacterExtraction]) -> None:
+        genders = [f.pop("_gender", "") for f in self.features]
+        for k, f in enumerate(self.features):
+            others = [g for j, g in enumerate(genders) if j != k and g]
+            f["same_gender_other"] = float(bool(genders[k]) and genders[k] in others)

@@ -52,6 +52,9 @@ class CharacterExtraction:
     references: list[Span] = field(default_factory=list)
     name_spans: list[Span] = field(default_factory=list)
     gender: str | None = None  # a reviewer's explicit gender; None = from the words
+    #: Estimated probability, in [0, 1], that both the name and the gender (from the
+    #: references) are what a human labeller would say; None = not estimated.
+    confidence: float | None = None
 
     @property
     def reference_words(self) -> list[str]:
@@ -66,6 +69,8 @@ class CharacterExtraction:
         }
         if self.gender:
             data["gender"] = self.gender
+        if self.confidence is not None:
+            data["confidence"] = self.confidence
         return data
 
     @classmethod
@@ -76,7 +81,19 @@ class CharacterExtraction:
             references=[Span.from_json(s) for s in data.get("references", [])],
             name_spans=[Span.from_json(s) for s in data.get("name_spans", [])],
             gender=data.get("gender") or None,
+            confidence=_confidence(data.get("confidence")),
         )
+
+
+def _confidence(value: Any) -> float | None:
+    """A stored confidence clipped to [0, 1]; None when absent or not a number."""
+    if value is None:
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if x != x else min(1.0, max(0.0, x))
 
 
 class Extractor(Protocol):
