@@ -247,7 +247,8 @@ def test_laissez_faire_import_of_custom_prompts(store, tmp_path):
     assert [r["key"] for r in nurse["roles"]] == ["subject", "object"]
     labels = store.labels(run_id, "auto")
     names = sorted(c["name"] for lbl in labels.values() for c in lbl["data"]["characters"])
-    assert names == ["Aisha", "Luis", "Tom"]
+    # an occupational title stays with the name, as the hand labellers wrote it
+    assert names == ["Chef Luis", "Nurse Aisha", "Tom"]
 
 
 def test_laissez_faire_import_explains_unmatched_prompts(store, tmp_path):

@@ -59,7 +59,9 @@ def test_exceptions_in_threads_are_logged(log_file):
 
 
 def test_log_rotates(log_file):
-    handler = next(h for h in logs.log.handlers if getattr(h, "baseFilename", None))
+    handler = next(
+        h for h in logs.log.handlers if getattr(h, "baseFilename", None) == str(log_file)
+    )
     handler.maxBytes = 2_000
     for i in range(200):
         logging.getLogger("gbdesk.test").warning("line %d %s", i, "x" * 50)
