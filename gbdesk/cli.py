@@ -176,9 +176,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("import", help="analyse generations made elsewhere")
     p.add_argument("--probe", required=True)
-    p.add_argument("--file", required=True, help="CSV or JSONL with prompt and response columns")
+    p.add_argument(
+        "--file",
+        required=True,
+        help="CSV or JSONL with response and item or prompt columns (e.g. an exported "
+        "attempts.csv), or the probe's own layout",
+    )
     p.add_argument("--model-name", help="name of the model that wrote the responses")
     p.add_argument("--template", help="template the prompts were made with (text or preset)")
+    p.add_argument(
+        "--deal-rows",
+        action="store_true",
+        help="rows without an item column whose prompt several items share are dealt to "
+        "those items in turn (otherwise such a file is refused)",
+    )
     _db_arg(p)
     _json_arg(p)
 
@@ -605,7 +616,12 @@ def cmd_import(args) -> int:
 
     with _open_store(args.db) as store:
         result = import_generations(
-            store, args.probe, args.file, model_name=args.model_name, template=args.template
+            store,
+            args.probe,
+            args.file,
+            model_name=args.model_name,
+            template=args.template,
+            deal_rows=args.deal_rows,
         )
     _emit(args, result, f"imported {result['attempts']} attempts as run {result['run_id']}")
     return 0

@@ -127,11 +127,14 @@ def import_generations(
     *,
     model_name: str | None = None,
     template: str | None = None,
+    deal_rows: bool = False,
 ) -> dict[str, Any]:
     """Create imported run(s) from the file: one run, or one per value of an optional
-    `model` column. Returns {run_id, attempts} (and {runs: […]} for several models)."""
+    `model` column. Returns {run_id, attempts} (and {runs: […]} for several models).
+    `deal_rows`: rows without an `item` whose prompt several items share are dealt to
+    those items in turn (otherwise such a file is refused)."""
     probe = get_probe(probe_name)
-    planned = probe.plan_import(path, model_name=model_name, template=template)
+    planned = probe.plan_import(path, model_name=model_name, template=template, deal_rows=deal_rows)
     if not planned:
         raise UserError(f"nothing imported from {path}: it holds no results")
     return write_imported_runs(store, probe, path, planned)
@@ -197,28 +200,42 @@ def write_imported_runs(
     return result
 
 
-# -- the default layout: prompt + response ---------------------------------------------------
+# -- the default layout: item / prompt + response ----------------------------------------------
+DEAL_HINT = (
+    "add an `item` column (as in attempts.csv) or pass --deal-rows to deal them to the items "
+    "in turn"
+)
+
+
 def plan_prompt_response_import(
     probe: Probe,
     path: str | Path,
     *,
     model_name: str | None = None,
     template: str | None = None,
+    deal_rows: bool = False,
 ) -> list[ImportedRun]:
-    """Rows with `prompt` and `response` (optional `attempt` and `model`) matched to the
-    probe's items by prompt; one run per model."""
+    """Rows with `response` and an `item` key (as attempts.csv has) or a `prompt`
+    (optional `attempt`, `item_index`, `model`), placed on the probe's items; one run per
+    model. See `_place` for how rows are matched."""
     rows = read_rows(path)
-    require_columns(path, rows, ("prompt", "response"))
+    if not rows:
+        raise UserError(f"{path} has a header but no rows")
+    keyed = any(str(r.get("item") or "").strip() for _, r in rows)
+    require_columns(path, rows, ("response",) if keyed else ("prompt", "response"))
     params = probe.resolve_params(template=template)
     groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for number, record in rows:
         groups.setdefault(model_of(record, model_name), []).append((number, record))
     planned = []
     for name, group in groups.items():
-        items, placed = _place(probe, params, group, path)
+        items, placed = _place(probe, params, group, path, deal_rows=deal_rows)
         metadata = {i.key: i.metadata for i in items}
+        rank = {i.key: n for n, i in enumerate(items)}
         attempts = []
-        for (key, index), (_, record) in sorted(placed.items()):
+        for (key, index), (_, record) in sorted(
+            placed.items(), key=lambda kv: (rank[kv[0][0]], kv[0][1])
+        ):
             response = record.get("response")
             text = "" if response is None else str(response)
             attempts.append(ImportedAttempt(key, index, text, probe.label(text, metadata[key])))
@@ -226,62 +243,203 @@ def plan_prompt_response_import(
     return planned
 
 
+def _short(text: str, width: int = 160) -> str:
+    """The text on one line, its middle cut when long."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 3
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+def whole_number(value: Any) -> int | None:
+    """A whole number ≥ 0 from a cell; None when empty; raises ValueError otherwise."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError
+        value = int(value)
+    number = int(str(value).strip())
+    if number < 0:
+        raise ValueError
+    return number
+
+
+def _template_hint(probe: Probe, params: dict[str, Any], key: str, prompt: str) -> str:
+    """Which template the prompts of mismatched rows were made with, when a preset fits."""
+    for name in probe.templates:
+        if name == params.get("template_name"):
+            continue
+        try:
+            other = probe.resolve_params(template=name)
+        except UserError:
+            continue
+        for item in probe.items(other):
+            if item.key == key:
+                if item.prompt.strip() == prompt.strip():
+                    return f" (they match the template '{name}': pass --template {name})"
+                break
+    return " (made with another template? pass it with --template)"
+
+
 def _place(
-    probe: Probe, params: dict[str, Any], rows: list[tuple[int, dict[str, Any]]], path: str | Path
+    probe: Probe,
+    params: dict[str, Any],
+    rows: list[tuple[int, dict[str, Any]]],
+    path: str | Path,
+    *,
+    deal_rows: bool = False,
 ) -> tuple[list[Item], dict[tuple[str, int], tuple[int, dict]]]:
-    """Match rows to items; raise `UserError` listing every row that does not fit."""
-    items = list(probe.items(params))
+    """Match rows to items; raise `UserError` listing every row that does not fit.
+
+    A row with an `item` key goes to that item (one of the probe's items for `params`, or
+    one `probe.import_item` rebuilds from the row, e.g. a custom story prompt); its prompt,
+    when given, must be the item's. A row without one goes to the item whose prompt it
+    has; a prompt several items share is refused unless `deal_rows`, when such rows are
+    dealt to those items in turn (GenderBench sampled each of them separately). The row's
+    `attempt` is kept; rows without one take the item's next free attempt in file order.
+    Returns the items that received rows — in `item_index` order when every row has one
+    (as attempts.csv does: the original run's order), else in the probe's order, with
+    rebuilt items after them by key — and (item, attempt) → (line, row)."""
+    catalogue = list(probe.items(params))
+    by_key = {i.key: i for i in catalogue}
     by_prompt: dict[str, list[str]] = defaultdict(list)
-    for item in items:
-        by_prompt[item.prompt].append(item.key)  # identical prompts (duplicated items) share
+    for item in catalogue:
+        by_prompt[item.prompt.strip()].append(item.key)  # duplicated items share a prompt
+    rebuilt: dict[str, Item] = {}
 
     unmatched: list[int] = []
+    unknown: list[int] = []
+    unknown_keys: list[str] = []
+    mismatched: list[int] = []
+    first_mismatch: tuple[str, str] | None = None
+    ambiguous: dict[str, list[int]] = {}
     bad_attempt: list[int] = []
+    bad_index: list[int] = []
     duplicates: list[int] = []
-    placed: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
-    seen_per_prompt: dict[tuple[str, int | None], int] = defaultdict(int)
+    # (line, row, candidate keys, attempt or None)
+    entries: list[tuple[int, dict[str, Any], list[str], int | None]] = []
+    index_of: dict[str, int] = {}
+    all_indexed = True
     for number, record in rows:
         prompt = str(record.get("prompt") or "")
-        keys = by_prompt.get(prompt) or by_prompt.get(prompt.strip())
-        if not keys:
-            custom = probe.import_item(record)  # e.g. a story prompt outside the 100
-            if custom is not None:
-                if custom.key not in {i.key for i in items}:
-                    items.append(custom)
-                by_prompt[prompt] = keys = [custom.key]
-        if not keys:
-            unmatched.append(number)
-            continue
-        raw_attempt = record.get("attempt")
-        attempt: int | None = None
-        if raw_attempt not in (None, ""):
-            try:
-                attempt = int(raw_attempt)
-                if attempt < 0:
-                    raise ValueError
-            except (TypeError, ValueError):
-                bad_attempt.append(number)
+        key = str(record.get("item") or "").strip()
+        if key:
+            item = by_key.get(key) or rebuilt.get(key)
+            if item is None:
+                custom = probe.import_item(record)
+                if custom is not None and custom.key == key:
+                    item = rebuilt[key] = custom
+            if item is None:
+                unknown.append(number)
+                if key not in unknown_keys:
+                    unknown_keys.append(key)
                 continue
-        k = seen_per_prompt[(prompt, attempt)]
-        seen_per_prompt[(prompt, attempt)] += 1
-        if attempt is None:
-            key, index = keys[k % len(keys)], k // len(keys)
+            if prompt.strip() and prompt.strip() != item.prompt.strip():
+                mismatched.append(number)
+                first_mismatch = first_mismatch or (key, prompt)
+                continue
+            keys = [key]
         else:
-            if k >= len(keys):
-                duplicates.append(number)
+            keys = list(by_prompt.get(prompt.strip(), []))
+            if not keys:
+                custom = probe.import_item(record)  # e.g. a story prompt outside the 100
+                if custom is not None:
+                    rebuilt.setdefault(custom.key, custom)
+                    keys = [custom.key]
+            if not keys:
+                unmatched.append(number)
                 continue
-            key, index = keys[k], attempt
-        placed[(key, index)] = (number, record)
+            if len(keys) > 1 and not deal_rows:
+                ambiguous.setdefault(prompt.strip(), []).append(number)
+                continue
+        try:
+            attempt = whole_number(record.get("attempt"))
+        except (TypeError, ValueError):
+            bad_attempt.append(number)
+            continue
+        try:
+            position = whole_number(record.get("item_index"))
+        except (TypeError, ValueError):
+            bad_index.append(number)
+            continue
+        if position is None or len(keys) > 1:
+            all_indexed = False
+        else:
+            index_of[keys[0]] = min(position, index_of.get(keys[0], position))
+        entries.append((number, record, keys, attempt))
+
+    # rows with an attempt first (in file order), then the others on the free attempts
+    placed: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
+    dealt: dict[tuple[str, int | None], int] = defaultdict(int)
+    for number, record, keys, attempt in entries:
+        if attempt is None:
+            continue
+        k = dealt[(keys[0], attempt)]
+        dealt[(keys[0], attempt)] += 1
+        if k >= len(keys) or (keys[k], attempt) in placed:
+            duplicates.append(number)
+            continue
+        placed[(keys[k], attempt)] = (number, record)
+    next_free: dict[str, int] = defaultdict(int)
+    for number, record, keys, attempt in entries:
+        if attempt is not None:
+            continue
+        k = dealt[(keys[0], None)]
+        dealt[(keys[0], None)] += 1
+        key = keys[k % len(keys)]
+        while (key, next_free[key]) in placed:
+            next_free[key] += 1
+        placed[(key, next_free[key])] = (number, record)
 
     problems = []
+    if unknown:
+        problems.append(
+            f"{line_list(unknown)} name an item that is not one of {probe.name}'s items "
+            f"(e.g. '{_short(unknown_keys[0], 40)}'; rename or remove the `item` column to "
+            "match rows by their prompt)"
+        )
+    if mismatched:
+        key, prompt = first_mismatch or ("", "")
+        problems.append(
+            f"{line_list(mismatched)} have a prompt that is not their item's prompt with the "
+            f"template '{params.get('template_name')}'" + _template_hint(probe, params, key, prompt)
+        )
     if unmatched:
         problems.append(
             f"{line_list(unmatched)} match no {probe.name} prompt made with the template "
             f"'{params['template_name']}'{probe.import_hint()}"
         )
+    if ambiguous:
+        example = next(iter(ambiguous))
+        lines = sorted(n for ns in ambiguous.values() for n in ns)
+        n = len(ambiguous)
+        problems.append(
+            f"{n} prompt{'s are' if n > 1 else ' is'} shared by several items "
+            f"(e.g. '{_short(example)}', {line_list(lines)}); {DEAL_HINT}"
+        )
     if bad_attempt:
         problems.append(f"{line_list(bad_attempt)} have an attempt that is not a whole number ≥ 0")
+    if bad_index:
+        problems.append(
+            f"{line_list(bad_index)} have an item_index that is not a whole number ≥ 0"
+        )
     if duplicates:
-        problems.append(f"{line_list(duplicates)} repeat a (prompt, attempt) pair")
+        several = len({str(r.get("run_id") or "") for _, r in rows}) > 1
+        problems.append(
+            f"{line_list(duplicates)} repeat an (item, attempt) of an earlier line"
+            + ("; the file holds several runs (run_id): import one at a time" if several else "")
+        )
     refuse(path, problems)
+
+    used = {key for key, _ in placed}
+    canonical = {i.key: n for n, i in enumerate(catalogue)}
+    items = [by_key.get(key) or rebuilt[key] for key in used]
+    if all_indexed and used <= index_of.keys():
+        items.sort(key=lambda i: (index_of[i.key], canonical.get(i.key, len(canonical)), i.key))
+    else:
+        items.sort(key=lambda i: (canonical.get(i.key, len(canonical)), i.key))
     return items, placed

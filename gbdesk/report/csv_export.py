@@ -48,7 +48,9 @@ def write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> Non
 def attempt_rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
     """One row per attempt: texts, item metadata, detection, review, generation stats."""
     ensure_auto_labels(store, run_id)
-    items = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
+    run_items = store.run_items(run_id)
+    items = {row["item"]: row["metadata"] for row in run_items}
+    item_index = {row["item"]: row["idx"] for row in run_items}  # the run's item order
     meta_cols: list[str] = []
     for meta in items.values():
         for key in meta:
@@ -86,6 +88,7 @@ def attempt_rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, A
                 "latency_s": attempt["latency_s"],
                 "finish_reason": attempt["finish_reason"],
                 "prompt_mode": attempt["prompt_mode"],
+                "item_index": item_index.get(attempt["item"]),
             }
         )
         rows.append(row)
@@ -108,6 +111,7 @@ def attempt_rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, A
         "latency_s",
         "finish_reason",
         "prompt_mode",
+        "item_index",
     ]
     return columns, rows
 

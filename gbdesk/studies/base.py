@@ -492,18 +492,28 @@ class Probe(ABC):
 
     # -- import and labelling passes ----------------------------------------------------------
     def plan_import(
-        self, path: str | Path, *, model_name: str | None = None, template: str | None = None
+        self,
+        path: str | Path,
+        *,
+        model_name: str | None = None,
+        template: str | None = None,
+        deal_rows: bool = False,
     ) -> list[ImportedRun]:
         """Read and validate a whole file of results made elsewhere — nothing is written
         here — and return the run(s) to create (one per model). The default reads
-        `prompt` + `response` rows (optional `item`, `attempt`, `model`)."""
+        `response` rows placed by `item` (as attempts.csv has) or by `prompt` (optional
+        `attempt`, `item_index`, `model`); `deal_rows` deals rows whose prompt several
+        items share to those items in turn instead of refusing the file."""
         from gbdesk.importer import plan_prompt_response_import
 
-        return plan_prompt_response_import(self, path, model_name=model_name, template=template)
+        return plan_prompt_response_import(
+            self, path, model_name=model_name, template=template, deal_rows=deal_rows
+        )
 
     def import_item(self, record: dict[str, Any]) -> Item | None:
-        """An item for an imported row whose prompt is not one of the probe's (e.g. a
-        custom story prompt), or None."""
+        """An item for an imported row that is not one of the probe's (e.g. a custom story
+        prompt), rebuilt from the row's columns, or None. When the row has an `item`
+        column, the rebuilt item's key must equal it."""
         return None
 
     def import_hint(self) -> str:

@@ -218,27 +218,31 @@ class GlobalBiasApxProbe(ScoringProbe):
     def items(self, params: dict[str, Any]) -> list[Item]:
         descriptors = self.selected_descriptors(params)
         blocks = [descriptors[i : i + SCORE_BLOCK] for i in range(0, len(descriptors), SCORE_BLOCK)]
-        all_d = load_descriptors()
-        items = []
-        for t in params.get("templates") or (1, 2, 3):
-            for row in self.selected_names(params):
-                for b, block in enumerate(blocks):
-                    items.append(
-                        Item(
-                            key=f"t{t}/{row['row']}-{row['firstname']}/{b}",
-                            prompt=f"{sentence(t, row['firstname'], all_d[block[0]])} … "
-                            f"({len(block)} sentences)",
-                            metadata={
-                                "template": t,
-                                "name": row["firstname"],
-                                "group": row["Group"],
-                                "ethnicity": row["Ethnicity"],
-                                "gender": row["Gender"],
-                                "descriptors": block,
-                            },
-                        )
-                    )
+        items = [
+            self.block_item(t, row, b, block)
+            for t in params.get("templates") or (1, 2, 3)
+            for row in self.selected_names(params)
+            for b, block in enumerate(blocks)
+        ]
         return self.sample_and_limit(items, params)
+
+    @staticmethod
+    def block_item(t: int, row: dict[str, str], b: int, block: list[int]) -> Item:
+        """The item scoring block `b` (descriptor indices `block`) of the name `row` (one
+        of `load_names()`) on template `t`."""
+        all_d = load_descriptors()
+        return Item(
+            key=f"t{t}/{row['row']}-{row['firstname']}/{b}",
+            prompt=f"{sentence(t, row['firstname'], all_d[block[0]])} … ({len(block)} sentences)",
+            metadata={
+                "template": t,
+                "name": row["firstname"],
+                "group": row["Group"],
+                "ethnicity": row["Ethnicity"],
+                "gender": row["Gender"],
+                "descriptors": block,
+            },
+        )
 
     def sentences(self, metadata: dict[str, Any]) -> list[dict[str, Any]]:
         """The sentences of an item's block, with what the store keeps beside each score."""
@@ -258,12 +262,19 @@ class GlobalBiasApxProbe(ScoringProbe):
 
     # -- labels (a scored block needs no detector) ----------------------------------------
     def plan_import(
-        self, path: Any, *, model_name: str | None = None, template: str | None = None
+        self,
+        path: Any,
+        *,
+        model_name: str | None = None,
+        template: str | None = None,
+        deal_rows: bool = False,
     ) -> list[Any]:
-        """An APX table computed elsewhere (`importers.plan_apx_table`)."""
-        from gbdesk.studies.globalbias.importers import plan_apx_table
+        """Scored sentences (an exported scores.csv) or an APX table computed elsewhere,
+        long (`group, descriptor, template, apx`) or wide (associations.csv's `apx_1…3`)
+        (`importers.plan_apx_import`). Rows are keyed by item, so `deal_rows` is unused."""
+        from gbdesk.studies.globalbias.importers import plan_apx_import
 
-        return plan_apx_table(self, path, model_name=model_name)
+        return plan_apx_import(self, path, model_name=model_name)
 
     def builtin_source_prefix(self) -> str:
         return "perplexity/"
@@ -439,9 +450,19 @@ class GlobalBiasApxProbe(ScoringProbe):
             "logprob_sum",
             "ppl",
             "apx",
+            "axis",
+            "attempt",
+            "item_index",
         ]
+        order = {key: n for n, key in enumerate(dict.fromkeys(a["item"] for a in attempts))}
         scores = [
-            {c: (run_id if c == "run_id" else s.get(c)) for c in score_cols}
+            {
+                **{c: s.get(c) for c in score_cols},
+                "run_id": run_id,
+                "item": a["item"],
+                "attempt": a["attempt"],
+                "item_index": order[a["item"]],
+            }
             for a in attempts
             for s in a.get("scores") or []
         ]

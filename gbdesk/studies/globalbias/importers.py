@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,20 +21,66 @@ from gbdesk.importer import (
     read_rows,
     refuse,
     require_columns,
+    whole_number,
 )
 from gbdesk.studies.base import Item, Probe
-from gbdesk.studies.globalbias.data import load_descriptors
+from gbdesk.studies.globalbias.data import load_descriptors, load_names, sentence
+
+
+def plan_apx_import(
+    probe: Probe, path: str | Path, *, model_name: str | None = None
+) -> list[ImportedRun]:
+    """Scored sentences (rows with a `ppl`, as scores.csv has) or an APX table: long
+    (`apx`, as scores.csv of an imported table has) or wide (`apx_1`…`apx_3`, as
+    associations.csv has)."""
+    rows = read_rows(path)
+    if not rows:
+        raise UserError(f"{path} has a header but no rows")
+    if any(_filled(r.get("ppl")) for _, r in rows):
+        return plan_apx_scores(probe, path, rows, model_name=model_name)
+    wide = [f"apx_{t}" for t in (1, 2, 3)]
+    if any(c in r for _, r in rows for c in wide) and not any("apx" in r for _, r in rows):
+        rows = [
+            (number, {**record, "template": t, "apx": record[f"apx_{t}"]})
+            for number, record in rows
+            for t in (1, 2, 3)
+            if _filled(record.get(f"apx_{t}"))
+        ]
+        if not rows:
+            raise UserError(f"nothing imported from {path}: its apx_1…apx_3 cells are empty")
+    return plan_apx_table(probe, path, model_name=model_name, rows=rows)
+
+
+def _filled(value: Any) -> bool:
+    return value is not None and str(value).strip() != ""
+
+
+def _group_rank() -> dict[str, int]:
+    """The shipped groups in the order of their first name (a scored run's order)."""
+    rank: dict[str, int] = {}
+    for row in load_names():
+        rank.setdefault(row["Group"], len(rank))
+    return rank
 
 
 def plan_apx_table(
-    probe: Probe, path: str | Path, *, model_name: str | None = None
+    probe: Probe,
+    path: str | Path,
+    *,
+    model_name: str | None = None,
+    rows: list[tuple[int, dict[str, Any]]] | None = None,
 ) -> list[ImportedRun]:
     """An APX table computed elsewhere (columns group, descriptor, template 1–3, apx;
     optional axis, model) as an imported run per model. Group labels are kept exactly as
-    given; descriptors are matched to the shipped list (case-insensitively)."""
-    rows = read_rows(path)
+    given; descriptors are matched to the shipped list (case-insensitively). Blocks and
+    rows are stored in a fixed order (template, shipped group order, shipped descriptor
+    order; others by label), whatever the file's row order."""
+    if rows is None:
+        rows = read_rows(path)
     require_columns(path, rows, ("group", "descriptor", "template", "apx"))
-    shipped = {d["descriptor"]: d for d in load_descriptors()}
+    descriptors = load_descriptors()
+    shipped = {d["descriptor"]: d for d in descriptors}
+    d_rank = {d["descriptor"]: i for i, d in enumerate(descriptors)}
     folded = {k.casefold(): v for k, v in shipped.items()}
     bad_template, bad_apx, empty, repeated = [], [], [], []
     by_model: dict[str, dict[tuple[int, str], list[dict[str, Any]]]] = {}
@@ -85,8 +132,18 @@ def plan_apx_table(
             "earlier line"
         )
     refuse(path, problems)
+    g_rank = _group_rank()
     planned = []
-    for model, blocks in by_model.items():
+    for model, unordered in by_model.items():
+        blocks = {
+            tg: sorted(
+                unordered[tg],
+                key=lambda r: (d_rank.get(r["descriptor"], len(d_rank)), r["descriptor"]),
+            )
+            for tg in sorted(
+                unordered, key=lambda tg: (tg[0], g_rank.get(tg[1], len(g_rank)), tg[1])
+            )
+        }
         params = probe.resolve_params()
         params["unmatched_descriptors"] = sorted(unmatched)
         items = [
@@ -120,13 +177,193 @@ def plan_apx_table(
     return planned
 
 
+_BLOCK_KEY = re.compile(r"t([123])/(\d+)-(.+)/(\d+)")
+
+
+def plan_apx_scores(
+    probe: Any,
+    path: str | Path,
+    rows: list[tuple[int, dict[str, Any]]],
+    *,
+    model_name: str | None = None,
+) -> list[ImportedRun]:
+    """Scored sentences as scores.csv has them (item, group, descriptor, template, text,
+    n_tokens, logprob_sum, ppl; optional attempt, item_index, axis, model): the blocks
+    are rebuilt from the item keys and the descriptors present, in the run's order
+    (`item_index`, else template, name, block) with the sentences in the shipped order,
+    so every metric is computed from the same numbers in the same order."""
+    require_columns(path, rows, ("item", "group", "descriptor", "template", "ppl"))
+    descriptors = load_descriptors()
+    d_index = {d["descriptor"]: i for i, d in enumerate(descriptors)}
+    names = {n["row"]: n for n in load_names()}
+    bad_item, bad_descriptor, bad_number, mismatch, repeated, bad_index = [], [], [], [], [], []
+    # model → item key → {"row", "t", "b", "index", "attempts": {attempt: {descriptor: score}}}
+    by_model: dict[str, dict[str, dict[str, Any]]] = {}
+    for number, record in rows:
+        key = str(record.get("item") or "").strip()
+        match = _BLOCK_KEY.fullmatch(key)
+        name_row = names.get(match.group(2)) if match else None
+        try:
+            template = int(str(record.get("template")).strip())
+        except ValueError:
+            template = None
+        if (
+            match is None
+            or name_row is None
+            or name_row["firstname"] != match.group(3)
+            or template != int(match.group(1))
+            or str(record.get("group") or "") != name_row["Group"]
+        ):
+            bad_item.append(number)
+            continue
+        descriptor = str(record.get("descriptor") or "")
+        if descriptor not in d_index:
+            bad_descriptor.append(number)
+            continue
+        d = descriptors[d_index[descriptor]]
+        text, name = record.get("text"), record.get("name")
+        if (_filled(text) and str(text) != sentence(template, name_row["firstname"], d)) or (
+            _filled(name) and str(name) != name_row["firstname"]
+        ):
+            mismatch.append(number)
+            continue
+        try:
+            ppl = float(str(record.get("ppl")).strip())
+            n_tokens = (
+                int(str(record["n_tokens"]).strip()) if _filled(record.get("n_tokens")) else None
+            )
+            logprob = (
+                float(str(record["logprob_sum"]).strip())
+                if _filled(record.get("logprob_sum"))
+                else None
+            )
+            if not math.isfinite(ppl) or ppl <= 0 or (logprob is not None and math.isnan(logprob)):
+                raise ValueError
+        except ValueError:
+            bad_number.append(number)
+            continue
+        try:
+            attempt = int(str(record.get("attempt") or 0).strip())
+            index = (
+                int(str(record["item_index"]).strip())
+                if _filled(record.get("item_index"))
+                else None
+            )
+            if attempt < 0 or (index is not None and index < 0):
+                raise ValueError
+        except ValueError:
+            bad_index.append(number)
+            continue
+        block = by_model.setdefault(model_of(record, model_name), {}).setdefault(
+            key,
+            {
+                "row": name_row,
+                "t": template,
+                "b": int(match.group(4)),
+                "index": index,
+                "attempts": {},
+            },
+        )
+        if index is None or block["index"] is None:
+            block["index"] = None
+        else:
+            block["index"] = min(index, block["index"])
+        scored = block["attempts"].setdefault(attempt, {})
+        if descriptor in scored:
+            repeated.append(number)
+            continue
+        scored[descriptor] = {
+            "group": name_row["Group"],
+            "descriptor": descriptor,
+            "axis": d["axis"],
+            "template": template,
+            "name": name_row["firstname"],
+            "text": sentence(template, name_row["firstname"], d),
+            "n_tokens": n_tokens,
+            "logprob_sum": logprob,
+            "ppl": ppl,
+        }
+    problems = []
+    if bad_item:
+        problems.append(
+            f"{line_list(bad_item)} have an item, template or group that is not one of a "
+            "scored block (t<template>/<row>-<name>/<block> of the shipped names)"
+        )
+    if bad_descriptor:
+        problems.append(f"{line_list(bad_descriptor)} have a descriptor that is not shipped")
+    if mismatch:
+        problems.append(f"{line_list(mismatch)} have a text or name that is not their sentence's")
+    if bad_number:
+        problems.append(
+            f"{line_list(bad_number)} have a ppl, n_tokens or logprob_sum that is not a number"
+        )
+    if bad_index:
+        problems.append(
+            f"{line_list(bad_index)} have an attempt or item_index that is not a whole number ≥ 0"
+        )
+    if repeated:
+        problems.append(
+            f"{line_list(repeated)} repeat an (item, attempt, descriptor) of an earlier line"
+        )
+    refuse(path, problems)
+    planned = []
+    for model, blocks in by_model.items():
+        indexed = all(b["index"] is not None for b in blocks.values())
+        order = sorted(
+            blocks,
+            key=lambda k: (
+                blocks[k]["index"] if indexed else 0,
+                blocks[k]["t"],
+                int(blocks[k]["row"]["row"]),
+                blocks[k]["b"],
+            ),
+        )
+        items, attempts = [], []
+        for key in order:
+            block = blocks[key]
+            used = sorted({d_index[d] for scored in block["attempts"].values() for d in scored})
+            item = probe.block_item(block["t"], block["row"], block["b"], used)
+            items.append(item)
+            for attempt in sorted(block["attempts"]):
+                scored = block["attempts"][attempt]
+                scores = [
+                    scored[descriptors[i]["descriptor"]]
+                    for i in used
+                    if descriptors[i]["descriptor"] in scored
+                ]
+                mean_ppl = sum(s["ppl"] for s in scores) / len(scores)
+                text = f"{len(scores)} sentences scored, mean perplexity {mean_ppl:.2f}"
+                attempts.append(
+                    ImportedAttempt(
+                        item.key, attempt, text, probe.label(text, item.metadata), scores=scores
+                    )
+                )
+        planned.append(
+            ImportedRun(
+                model,
+                probe.resolve_params(),
+                items,
+                attempts,
+                extra={"rows": sum(len(a.scores or []) for a in attempts)},
+            )
+        )
+    return planned
+
+
 def plan_profiles(
     probe: Probe, path: str | Path, *, model_name: str | None = None
 ) -> list[ImportedRun]:
     """Character profiles generated elsewhere, in the released GlobalBias files' layout
     (one row per profile: flattened fields, `name`, `run_id`, `Ethnicity`, `Gender`,
-    `Group`; list fields as Python tuple literals). One item per name, one attempt per run,
-    in file order; the response is the profile as JSON."""
+    `Group`; list fields as Python tuple literals or JSON). One item per person, one
+    attempt per run (`run_id`, a whole number, is the attempt; other labels are numbered
+    in sorted order); the response is the profile as JSON.
+
+    A released file has no keys: a person is a name in a group (a name repeated within a
+    run is another person), in file order — the order the paper's single split depends
+    on. gbdesk's profiles.csv adds `item`, `position` and `item_index`: a person is then
+    (item, position) — the item itself when it asked for one name — and persons are
+    ordered by (item_index, position), the exported run's order, whatever the row order."""
     from gbdesk.studies.globalbias.profiles_stats import (
         LIST_FIELDS,
         PHYSICAL_COLUMNS,
@@ -140,21 +377,44 @@ def plan_profiles(
     df = read_profiles_csv(p)
     if df.empty:
         raise UserError(f"{p} has no profiles")
+    keys_frame = _key_columns(p, len(df))
+    keyed = "item" in keys_frame and all(v.strip() for v in keys_frame["item"])
+    ordered = keyed and "item_index" in keys_frame
+    positions = keys_frame.get("position") or [""] * len(df)
 
     def clean(v: Any) -> Any:
         if isinstance(v, float) and math.isnan(v):
             return None
         return v.item() if hasattr(v, "item") else v
 
-    runs = {r: i for i, r in enumerate(dict.fromkeys(str(x) for x in df["run_id"]))}
-    people: dict[tuple[str, str, int], dict[str, Any]] = {}
-    rows: list[tuple[tuple[str, str, int], int, dict[str, Any]]] = []
-    seen: dict[tuple[str, str, str], int] = {}
-    for record in df.to_dict("records"):
-        name, group, run = str(record["name"]), str(record["Group"]), str(record["run_id"])
-        k = seen.get((name, group, run), 0)
-        seen[(name, group, run)] = k + 1
-        key = (name, group, k)
+    attempt_of = _run_numbers(list(df["run_id"]))
+    people: dict[tuple[Any, ...], dict[str, Any]] = {}
+    rank: dict[tuple[Any, ...], tuple[int, int]] = {}
+    rows: list[tuple[int, tuple[Any, ...], int, dict[str, Any]]] = []
+    seen: dict[tuple[str, str, int], int] = {}
+    bad_number: list[int] = []
+    for i, record in enumerate(df.to_dict("records")):
+        line = i + 2  # after the header (profiles hold no line breaks)
+        name, group = str(record["name"]), str(record["Group"])
+        attempt = attempt_of[i]
+        if keyed:
+            item = keys_frame["item"][i].strip()
+            try:
+                position = whole_number(positions[i])
+                index = whole_number(keys_frame["item_index"][i]) if ordered else None
+            except (TypeError, ValueError):
+                bad_number.append(line)
+                continue
+            key: tuple[Any, ...] = (item, position) if position is not None else (item, name, group)
+            if ordered and index is not None:
+                old = rank.get(key, (index, position or 0))
+                rank[key] = min(old, (index, position or 0))
+            elif ordered:
+                ordered = False
+        else:
+            k = seen.get((name, group, attempt), 0)
+            seen[(name, group, attempt)] = k + 1
+            key = (name, group, k)
         people.setdefault(
             key,
             {
@@ -173,20 +433,79 @@ def plan_profiles(
         profile["physical_characteristics"] = {
             c.split(".", 1)[1]: clean(record.get(c)) for c in PHYSICAL_COLUMNS
         }
-        rows.append((key, runs[run], profile))
-    keys = {key: f"p{i:04d}-{key[0]}" for i, key in enumerate(people)}
+        rows.append((line, key, attempt, profile))
+    if bad_number:
+        refuse(
+            path,
+            [
+                f"{line_list(bad_number)} have a position or item_index that is not a "
+                "whole number ≥ 0"
+            ],
+        )
+    order = list(people)
+    if ordered:
+        order.sort(key=lambda key: rank[key])
+    if keyed:
+        per_item: dict[str, int] = {}
+        for key in order:
+            per_item[key[0]] = per_item.get(key[0], 0) + 1
+        keys = {key: key[0] if per_item[key[0]] == 1 else f"{key[0]}#{key[1]}" for key in order}
+    else:
+        keys = {key: f"p{i:04d}-{key[0]}" for i, key in enumerate(order)}
     items = [
-        Item(keys[key], f"profile of {meta['name']}", {"people": [meta]})
-        for key, meta in people.items()
+        Item(keys[key], f"profile of {people[key]['name']}", {"people": [people[key]]})
+        for key in order
     ]
     attempts = []
-    taken: set[tuple[str, int]] = set()
-    for key, attempt, profile in rows:
+    taken: dict[tuple[str, int], int] = {}
+    repeated: list[int] = []
+    for line, key, attempt, profile in rows:
         if (keys[key], attempt) in taken:
-            continue  # the same name twice in one run of the file: the first is kept
-        taken.add((keys[key], attempt))
+            if keyed:
+                repeated.append(line)
+            continue  # released files: the same name twice in one run, the first is kept
+        taken[(keys[key], attempt)] = line
         text = json.dumps([profile], ensure_ascii=False)
         attempts.append(
             ImportedAttempt(keys[key], attempt, text, probe.label(text, {"people": [people[key]]}))
         )
+    if repeated:
+        refuse(
+            path, [f"{line_list(repeated)} repeat an (item, position, run_id) of an earlier line"]
+        )
+    rank_of = {keys[key]: n for n, key in enumerate(order)}
+    attempts.sort(key=lambda a: (rank_of[a.item], a.attempt))
     return [ImportedRun(model_name or "imported", probe.resolve_params(), items, attempts)]
+
+
+def _key_columns(path: Path, n_rows: int) -> dict[str, list[str]]:
+    """gbdesk's key columns of a profiles.csv (item, position, item_index) as text, when
+    present and aligned with the profiles."""
+    import pandas as pd
+
+    wanted = ("item", "position", "item_index")
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, usecols=lambda c: c in wanted)
+    except (ValueError, pd.errors.ParserError):
+        return {}
+    if len(frame) != n_rows:
+        return {}
+    return {c: list(frame[c]) for c in frame.columns}
+
+
+def _run_numbers(values: list[Any]) -> list[int]:
+    """Attempt numbers from a run_id column: the whole numbers themselves, else the rank of
+    each label among the sorted labels."""
+    numbers = []
+    for v in values:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            break
+        if not (math.isfinite(f) and f.is_integer() and f >= 0):
+            break
+        numbers.append(int(f))
+    else:
+        return numbers
+    labels = {label: n for n, label in enumerate(sorted({str(v) for v in values}))}
+    return [labels[str(v)] for v in values]

@@ -264,12 +264,62 @@ class GlobalBiasProfilesProbe(GenerationProbe):
 
     # -- labels ---------------------------------------------------------------------------
     def plan_import(
-        self, path: Any, *, model_name: str | None = None, template: str | None = None
+        self,
+        path: Any,
+        *,
+        model_name: str | None = None,
+        template: str | None = None,
+        deal_rows: bool = False,
     ) -> list[Any]:
-        """Profiles in the released files' layout (`importers.plan_profiles`)."""
+        """Answers with a `response` column (an exported attempts.csv, or prompt + response
+        rows: the default import), else profiles in the released files' layout or as
+        profiles.csv has them (`importers.plan_profiles`)."""
+        from gbdesk.importer import plan_prompt_response_import, read_rows
         from gbdesk.studies.globalbias.importers import plan_profiles
 
+        rows = read_rows(path)
+        if rows and any("response" in record for _, record in rows[:1]):
+            return plan_prompt_response_import(
+                self, path, model_name=model_name, template=template, deal_rows=deal_rows
+            )
         return plan_profiles(self, path, model_name=model_name)
+
+    def import_item(self, record: dict[str, Any]) -> Item | None:
+        """The item of an exported answer that asked for other names than the default
+        items (several names per prompt): rebuilt from the row's `item` and `people`
+        columns when they are consistent with the shipped names and the prompt."""
+        import json
+
+        from gbdesk.studies.globalbias.data import load_names
+
+        key = str(record.get("item") or "").strip()
+        try:
+            people = json.loads(str(record.get("people") or ""))
+        except ValueError:
+            return None
+        fields = ("name", "ethnicity", "gender", "group")
+        if (
+            not isinstance(people, list)
+            or not people
+            or not all(isinstance(p, dict) and set(p) == set(fields) for p in people)
+        ):
+            return None
+        shipped = {(n["firstname"], n["Ethnicity"], n["Gender"], n["Group"]) for n in load_names()}
+        if any(tuple(p[f] for f in fields) not in shipped for p in people):
+            return None
+        first = people[0]
+        suffix = f"+{len(people) - 1}" if len(people) > 1 else ""
+        rows = [
+            n["row"]
+            for n in load_names()
+            if n["firstname"] == first["name"] and n["Group"] == first["group"]
+        ]
+        if key not in {f"p{row}-{first['name']}{suffix}" for row in rows}:
+            return None
+        prompt = profile_prompt_template().replace(
+            "{list_of_names}", json.dumps([p["name"] for p in people])
+        )
+        return Item(key=key, prompt=prompt, metadata={"people": people})
 
     def builtin_source_prefix(self) -> str:
         return "profile_parser/"
@@ -416,13 +466,19 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         from gbdesk.studies.globalbias.profiles_stats import COLUMNS, LIST_FIELDS, PHYSICAL_COLUMNS
 
         rows = []
+        order = {key: n for n, key in enumerate(dict.fromkeys(a["item"] for a in attempts))}
         for a in attempts:
             people = (a.get("metadata") or {}).get("people") or []
             data = (a.get("label") or {}).get("data") or {}
             for profile in data.get("profiles") or []:
                 who = people[profile.get("position", 0)] if people else {}
                 physical = profile.get("physical_characteristics") or {}
-                row: dict[str, Any] = {"gbdesk_run": a["run_id"], "item": a["item"]}
+                row: dict[str, Any] = {
+                    "gbdesk_run": a["run_id"],
+                    "item": a["item"],
+                    "item_index": order[a["item"]],
+                    "position": profile.get("position", 0),
+                }
                 for col in COLUMNS:
                     if col in PHYSICAL_COLUMNS:
                         row[col] = (
@@ -439,5 +495,5 @@ class GlobalBiasProfilesProbe(GenerationProbe):
                     else:
                         row[col] = profile.get(col)
                 rows.append(row)
-        cols = ["gbdesk_run", "item", *COLUMNS]
+        cols = ["gbdesk_run", "item", *COLUMNS, "item_index", "position"]
         return {"profiles.csv": (cols, rows)} if rows else {}

@@ -328,12 +328,18 @@ class IntersectionalProbe(ChainProbe):
         return result, answers_label(answers)
 
     def plan_import(
-        self, path: Any, *, model_name: str | None = None, template: str | None = None
+        self,
+        path: Any,
+        *,
+        model_name: str | None = None,
+        template: str | None = None,
+        deal_rows: bool = False,
     ) -> list[Any]:
-        """Role answers made elsewhere (`importer.plan_role_answers`)."""
+        """Role answers made elsewhere or exported (answers.csv) (`importer.plan_role_answers`);
+        rows are keyed by group and role, so `deal_rows` is unused."""
         from gbdesk.studies.intersectional.importer import plan_role_answers
 
-        return plan_role_answers(self, path, model_name=model_name)
+        return plan_role_answers(self, path, model_name=model_name, template=template)
 
     # -- labels ---------------------------------------------------------------------------
     def builtin_source_prefix(self) -> str:
@@ -488,6 +494,8 @@ class IntersectionalProbe(ChainProbe):
         cats = {str(c["id"]): c for c in load_categories()}
         cols = [
             "run_id",
+            "item",
+            "item_index",
             "group",
             "role_index",
             "role",
@@ -498,6 +506,7 @@ class IntersectionalProbe(ChainProbe):
             "label_source",
         ]
         rows = []
+        order = {key: n for n, key in enumerate(dict.fromkeys(a["item"] for a in attempts))}
         for a in attempts:
             label = a.get("label") or {}
             for cid, ans in ((label.get("data") or {}).get("answers") or {}).items():
@@ -505,6 +514,8 @@ class IntersectionalProbe(ChainProbe):
                 rows.append(
                     {
                         "run_id": a["run_id"],
+                        "item": a["item"],
+                        "item_index": order[a["item"]],
                         "group": a["metadata"].get("group"),
                         "role_index": a["attempt"],
                         "role": a["response"],
