@@ -194,6 +194,22 @@ def build_parser() -> argparse.ArgumentParser:
     _json_arg(p)
 
     p = sub.add_parser(
+        "import-labels",
+        help="store a rater's hand labels for a run from CSV/JSONL (e.g. an edited export)",
+    )
+    p.add_argument("run_id", type=int)
+    p.add_argument(
+        "--file",
+        required=True,
+        help="rows keyed by attempt_id, item + attempt, or prompt + response; the label "
+        "columns depend on the probe (characters.csv: role, name, gender, references; "
+        "answers.csv: category, option; others: label)",
+    )
+    p.add_argument("--rater", required=True, help="who made these labels")
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser(
         "label", help="label a run's stored texts with one of its probe's labelling passes"
     )
     p.add_argument("run_id", type=int)
@@ -611,6 +627,19 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_import_labels(args) -> int:
+    from gbdesk.label_import import import_labels
+
+    with _open_store(args.db) as store:
+        result = import_labels(store, args.run_id, args.file, args.rater)
+    _emit(
+        args,
+        result,
+        f"run {args.run_id}: {result['labelled']} attempts labelled by {result['rater']}",
+    )
+    return 0
+
+
 def cmd_import(args) -> int:
     from gbdesk.importer import import_generations
 
@@ -664,6 +693,7 @@ COMMANDS = {
     "metrics": cmd_metrics,
     "export": cmd_export,
     "import": cmd_import,
+    "import-labels": cmd_import_labels,
     "review": cmd_review,
     "label": cmd_label,
 }

@@ -450,6 +450,23 @@ class Probe(ABC):
             raise UserError(f"label must be one of {', '.join(self.label_values())}")
         return {"label": value, "data": None, "evidence": None}
 
+    def human_label_from_rows(
+        self, response: str, metadata: dict[str, Any], rows: list[dict[str, Any]], rater: str
+    ) -> dict[str, Any] | None:
+        """A rater's label of one attempt from the rows of an imported file that belong to
+        it (`gbdesk import-labels`), or None when the rows leave it unlabelled; raises
+        `UserError` for rows that cannot be used. The default reads the `label` column, else
+        `human_label` (as in attempts.csv), else `gender`; an empty cell labels nothing."""
+        column = next((c for c in ("label", "human_label", "gender") if c in rows[0]), None)
+        if column is None:
+            raise UserError("the file needs a label (or human_label) column")
+        values = {str(r.get(column) or "").strip() for r in rows} - {""}
+        if not values:
+            return None
+        if len(values) > 1:
+            raise UserError(f"an attempt has conflicting labels ({', '.join(sorted(values))})")
+        return self.human_label(response, metadata, values.pop(), rater)
+
     def extra_results(
         self, results: list[ItemResult], params: dict[str, Any] | None
     ) -> dict[str, Any]:

@@ -372,6 +372,30 @@ class IntersectionalProbe(ChainProbe):
         label = answers_label(answers)
         return {"label": label["label"], "data": label["data"], "evidence": None}
 
+    def human_label_from_rows(
+        self, response: str, metadata: dict[str, Any], rows: list[dict[str, Any]], rater: str
+    ) -> dict[str, Any] | None:
+        """One row per category, as in answers.csv: `category` (name or 1–16) and `option`
+        (one of its options; an empty option labels nothing)."""
+        cats = {c["category"].casefold(): c for c in load_categories()}
+        cats.update({str(c["id"]): c for c in load_categories()})
+        chosen: dict[str, str] = {}
+        for row in rows:
+            cat = cats.get(str(row.get("category") or "").strip().casefold())
+            if cat is None:
+                raise UserError("category must be a category name or 1–16")
+            option = str(row.get("option") or "").strip()
+            if not option:
+                continue
+            if option not in cat["options"]:
+                raise UserError(f"option must be one of the category's options, not {option!r}")
+            if chosen.get(str(cat["id"]), option) != option:
+                raise UserError("a category is answered twice for one role")
+            chosen[str(cat["id"])] = option
+        if not chosen:
+            return None
+        return self.human_label(response, metadata, json.dumps(chosen), rater)
+
     # -- metrics --------------------------------------------------------------------------
     @staticmethod
     def roles(results: list[ItemResult]) -> dict[str, list[dict[str, str | None]]]:
@@ -496,6 +520,7 @@ class IntersectionalProbe(ChainProbe):
             "run_id",
             "item",
             "item_index",
+            "attempt",
             "group",
             "role_index",
             "role",
@@ -516,6 +541,7 @@ class IntersectionalProbe(ChainProbe):
                         "run_id": a["run_id"],
                         "item": a["item"],
                         "item_index": order[a["item"]],
+                        "attempt": a["attempt"],
                         "group": a["metadata"].get("group"),
                         "role_index": a["attempt"],
                         "role": a["response"],

@@ -713,7 +713,9 @@ class LaissezFaireProbe(GenerationProbe):
                         "name": ch.name or "",
                         "first_name": first or "",
                         "references": json.dumps(ch.reference_words, ensure_ascii=False),
+                        "reference_spans": json.dumps([[r.start, r.end] for r in ch.references]),
                         "gender": character_gender(ch, word_list),
+                        "confidence": ch.confidence,
                         "label_source": label.get("source", ""),
                         "name_table": table.id,
                         **{col: (liks or {}).get(col[5:]) for col in race_cols},
@@ -735,7 +737,9 @@ class LaissezFaireProbe(GenerationProbe):
             "name",
             "first_name",
             "references",
+            "reference_spans",
             "gender",
+            "confidence",
             "label_source",
             "name_table",
             *race_cols,
@@ -802,6 +806,43 @@ class LaissezFaireProbe(GenerationProbe):
 
     def import_hint(self) -> str:
         return " (or give domain, condition, subject and object columns)"
+
+    def human_label_from_rows(
+        self, response: str, metadata: dict[str, Any], rows: list[dict[str, Any]], rater: str
+    ) -> dict[str, Any] | None:
+        """One row per character, as in characters.csv: `role`, `name` (empty or
+        "Unspecified" = no name), `gender` (one of the reviewer genders; empty = from the
+        words) and optional `references` (a JSON list of words or [start, end] offsets, or
+        words separated by "|"). While the words still equal the exported
+        `reference_spans`, those exact offsets are used; edited words are looked up in the
+        story. Roles left out have no character."""
+        entries = []
+        for row in rows:
+            role = str(row.get("role") or "").strip()
+            name = str(row.get("name") or "").strip()
+            gender = str(row.get("gender") or "").strip() or None
+            raw = row.get("references")
+            if isinstance(raw, list):
+                refs = raw
+            elif isinstance(raw, str) and raw.strip().startswith("["):
+                try:
+                    refs = json.loads(raw)
+                except ValueError:
+                    raise UserError("references must be a JSON list of words") from None
+            else:
+                refs = [w.strip() for w in str(raw or "").split("|") if w.strip()]
+            refs = _exact_spans(response, refs, row.get("reference_spans"))
+            entries.append(
+                {
+                    "role": role,
+                    "name": None if name.lower() in ("", "unspecified") else name,
+                    "gender": gender,
+                    "references": refs if isinstance(refs, list) else [],
+                }
+            )
+        if len({e["role"] for e in entries}) != len(entries):
+            raise UserError("a role is given twice for one story")
+        return self.human_label(response, metadata, json.dumps(entries), rater)
 
     def import_item(self, record: dict[str, Any]) -> Item | None:
         """An item for an imported story whose prompt is not one of the 100: built from
@@ -1073,6 +1114,19 @@ def _share(k: int, n: int) -> MetricValue:
 def metadata_scenario(metadata: dict[str, Any]) -> str:
     subject, predicate, obj = (metadata.get(k) or "" for k in ("subject", "predicate", "object"))
     return " ".join(x for x in (subject, "who", predicate, obj) if x)
+
+
+def _exact_spans(response: str, refs: list[Any], exported: Any) -> list[Any]:
+    """The exported [start, end] offsets when they still spell exactly the words `refs`
+    (an unedited characters.csv row), else `refs` unchanged."""
+    try:
+        spans = json.loads(exported) if isinstance(exported, str) and exported.strip() else None
+        words = [response[int(a) : int(b)] for a, b in spans or []]
+    except (ValueError, TypeError):
+        return refs
+    if spans and [str(r) for r in refs] == words:
+        return [[int(a), int(b)] for a, b in spans]
+    return refs
 
 
 def _word_spans(text: str, word: str) -> list[tuple[int, int]]:
