@@ -136,6 +136,7 @@ class ReviewStats:
     per_label: dict[str, dict[str, float]]  # label → precision, recall, support
     accuracy: float
     quality: dict[str, Any] = field(default_factory=dict)  # probe-specific (e.g. names)
+    estimate: dict[str, Any] | None = None  # the labels' estimated accuracy now (probe's)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -148,6 +149,7 @@ class ReviewStats:
                 for k, d in self.per_label.items()
             },
             "quality": self.quality,
+            "estimate": self.estimate,
         }
 
 
@@ -178,6 +180,7 @@ def review_stats(store: Store, run_id: int) -> ReviewStats:
         per_label=per_label,
         accuracy=correct / len(pairs) if pairs else math.nan,
         quality=probe.review_quality(rows) if rows else {},
+        estimate=probe.estimated_accuracy(auto, human),
     )
 
 

@@ -81,6 +81,16 @@ class ReviewItem:
         """The labeller could not decide (e.g. no pronoun counted, a gender unsure)."""
         return bool(self.probe and self.probe.undecided(self.effective_label))
 
+    @property
+    def confidence(self) -> float | None:
+        """The automatic label's calibrated confidence, if the labeller gives one."""
+        return self.probe.label_confidence(self.auto_label, self.auto_data) if self.probe else None
+
+    def least_sure_key(self) -> tuple:
+        """Sort key: unreviewed first, then the lowest confidence (labels without one last)."""
+        c = self.confidence
+        return (self.reviewed, c is None, c if c is not None else 0.0, self.index, self.attempt)
+
     def difficulty_key(self) -> tuple:
         """Sort key: unreviewed first; then as the probe ranks its labels (hardest first),
         then narrow margins, then run order."""
@@ -145,16 +155,30 @@ def matches(item: ReviewItem, filter_name: str, item_filter: dict[str, Any] | No
     return True
 
 
+ORDERS = {
+    "hard": "Hard cases first",
+    "least_sure": "Least sure first",
+    "run": "Run order",
+}
+
+
 def review_queue(
     store: Store,
     run_id: int,
     filter_name: str = "all",
     item_filter: dict[str, Any] | None = None,
-    hard_first: bool = True,
+    hard_first: bool | str = True,
 ) -> list[ReviewItem]:
+    """The filtered queue, ordered "hard" (as the probe ranks its labels), "least_sure"
+    (lowest calibrated confidence first) or "run" (`hard_first` True/False = hard/run)."""
     if filter_name not in FILTERS:
         raise ValueError(f"unknown review filter {filter_name!r}")
+    order = hard_first if isinstance(hard_first, str) else ("hard" if hard_first else "run")
+    if order not in ORDERS:
+        raise ValueError(f"unknown review order {order!r}")
     items = [i for i in review_items(store, run_id) if matches(i, filter_name, item_filter)]
-    if hard_first:
+    if order == "hard":
         items.sort(key=ReviewItem.difficulty_key)
+    elif order == "least_sure":
+        items.sort(key=ReviewItem.least_sure_key)
     return items

@@ -490,6 +490,19 @@ class Probe(ABC):
     def is_tie(self, label: str, data: dict[str, Any]) -> bool:
         return False
 
+    def label_confidence(self, label: str, data: dict[str, Any]) -> float | None:
+        """The automatic label's calibrated confidence in [0, 1] (the chance it is right),
+        if the labeller gives one; the review queue can then show the least sure first."""
+        return None
+
+    def estimated_accuracy(
+        self, auto: dict[int, dict[str, Any]], human: dict[int, dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """What the run's labels are worth now — e.g. the expected share of right labels
+        when reviewed ones count as right and the others as their confidence — from the
+        automatic and human label rows by attempt id; None when it cannot be estimated."""
+        return None
+
     # -- report and summary -----------------------------------------------------------------
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

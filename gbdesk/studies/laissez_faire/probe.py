@@ -928,6 +928,45 @@ class LaissezFaireProbe(GenerationProbe):
             "characters": g_gold,
         }
 
+    # -- review: least sure first, and what the labels are worth now ---------------------------
+    def label_confidence(self, label: str, data: dict[str, Any]) -> float | None:
+        """The story's least confident character (the extractor's calibrated confidence)."""
+        values = [c.get("confidence") for c in (data or {}).get("characters", [])]
+        values = [float(v) for v in values if v is not None]
+        return min(values) if values else None
+
+    def estimated_accuracy(
+        self, auto: dict[int, dict[str, Any]], human: dict[int, dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """Characters checked by a person, and the expected share of characters with name
+        and gender right now: reviewed ones count as right, the others as their calibrated
+        confidence (the chance the extractor got both right)."""
+        total = reviewed = 0
+        expected = 0.0
+        for attempt_id, row in auto.items():
+            characters = (row.get("data") or {}).get("characters", [])
+            if attempt_id in human:
+                n = len((human[attempt_id].get("data") or {}).get("characters", [])) or len(
+                    characters
+                )
+                total, reviewed, expected = total + n, reviewed + n, expected + n
+                continue
+            confidences = [c.get("confidence") for c in characters]
+            if any(c is None for c in confidences):
+                return None  # an extractor without calibrated confidence (e.g. an LLM)
+            total += len(confidences)
+            expected += sum(float(c) for c in confidences)
+        if not total:
+            return None
+        return {
+            "characters": total,
+            "reviewed": reviewed,
+            "accuracy": expected / total,
+            "text": f"{reviewed:,} of {total:,} characters checked by a person; estimated "
+            f"share of characters with name and gender right now: {100 * expected / total:.1f} % "
+            "(unchecked ones counted at the extractor's calibrated confidence)",
+        }
+
     # -- review order: characters of unsure gender first, then unspecified ones ---------------
     def undecided(self, label: str) -> bool:
         return "Unspecified" in label or "Unsure" in label

@@ -271,6 +271,15 @@ class ResultsPane(QWidget):
                 "override the detector; the detector's labels are used elsewhere."
             )
         notes = [basis]
+        for r in run_ids:
+            review = self.results[r]["review"]
+            if review.estimate and review.estimate.get("text"):
+                notes.append(f"Run {r}: {html.escape(review.estimate['text'])}.")
+            elif review.attempts:
+                notes.append(
+                    f"Run {r}: {review.reviewed:,} of {review.attempts:,} labels checked by a "
+                    "person."
+                )
         if any(
             r["model"].get("kind") == "gguf" and is_default_model(r["model"].get("path", ""))
             for r in runs

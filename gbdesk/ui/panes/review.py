@@ -9,7 +9,6 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QCheckBox,
     QComboBox,
     QHBoxLayout,
     QLabel,
@@ -23,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.results import review_stats, runs_with_generations
-from gbdesk.review import ReviewItem, filters_for, review_queue
+from gbdesk.review import ORDERS, ReviewItem, filters_for, review_queue
 from gbdesk.studies import get_probe
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.review_views import ReviewView, review_view_for
@@ -31,8 +30,8 @@ from gbdesk.ui.theme import GENDER_COLORS, MUTED
 from gbdesk.ui.widgets import Banner, pane_header
 
 
-def _load(store, run_id: int, filter_name: str, item_filter: dict | None, hard_first: bool):
-    queue = review_queue(store, run_id, filter_name, item_filter, hard_first)
+def _load(store, run_id: int, filter_name: str, item_filter: dict | None, order: str):
+    queue = review_queue(store, run_id, filter_name, item_filter, order)
     return queue, review_stats(store, run_id)
 
 
@@ -54,9 +53,15 @@ class ReviewPane(QWidget):
         self.filter_combo = QComboBox()
         self._fill_filters(None)
         self.filter_combo.currentIndexChanged.connect(self.reload)
-        self.hard_first = QCheckBox("Hard cases first")
-        self.hard_first.setChecked(True)
-        self.hard_first.toggled.connect(self.reload)
+        self.order_combo = QComboBox()
+        for key, text in ORDERS.items():
+            self.order_combo.addItem(text, key)
+        self.order_combo.setToolTip(
+            "Hard cases first: as the labeller ranks them (ties, undecided, narrow margins). "
+            "Least sure first: lowest calibrated confidence first, where the labeller gives one "
+            "(reviewing these fixes the most errors per story read)."
+        )
+        self.order_combo.currentIndexChanged.connect(self.reload)
         self.reviewer = QLineEdit(ctx.reviewer)
         self.reviewer.setPlaceholderText("your name")
         self.reviewer.editingFinished.connect(
@@ -70,13 +75,13 @@ class ReviewPane(QWidget):
         for label, w in (
             ("Ru&n", self.run_combo),
             ("&Show", self.filter_combo),
+            ("&Order", self.order_combo),
             ("Re&viewer", self.reviewer),
         ):
             lab = QLabel(label)
             lab.setBuddy(w)
             top.addWidget(lab)
             top.addWidget(w)
-        top.addWidget(self.hard_first)
         top.addWidget(self.filter_chip)
         top.addStretch(1)
 
@@ -243,7 +248,7 @@ class ReviewPane(QWidget):
             run_id,
             self.filter_combo.currentData(),
             self.item_filter,
-            self.hard_first.isChecked(),
+            self.order_combo.currentData(),
             on_done=self._show_queue,
             on_error=self.banner.error,
             key="review.queue",
@@ -387,6 +392,8 @@ class ReviewPane(QWidget):
             if probe_name and stats.reviewed
             else None
         )
+        if stats.estimate and stats.estimate.get("text"):
+            parts.append(html.escape(stats.estimate["text"]) + ".")
         if summary:
             parts.append(html.escape(summary))
         elif stats.reviewed:
