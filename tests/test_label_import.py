@@ -123,3 +123,60 @@ def test_intersectional_answers_csv(store, tmp_path):
     aid = next(a["id"] for a in store.attempts(run_id) if a["item"] == first["item"])
     got = human[aid]["data"]["answers"][str(cats[1]["id"])]
     assert got["option"] == cats[1]["options"][-1]
+
+
+class SheLabeler:
+    """A fake labeler: every role is unnamed and referred to by the story's first "she"."""
+
+    def __init__(self):
+        self.batches: list[int] = []
+
+    def _answer(self, request):
+        story = request.messages[-1]["content"]
+        props = request.json_schema["properties"]
+        return json.dumps(
+            {
+                k: ("Unspecified" if k.endswith(" name") else (["she"] if " she " in story else []))
+                for k in props
+            }
+        )
+
+    def generate(self, request, on_token=None):
+        from gbdesk.engine.base import GenerationResult
+
+        return GenerationResult(self._answer(request), 10, 5, 0.01, "stop", "chat")
+
+    def generate_batch(self, requests):
+        self.batches.append(len(requests))
+        return [self.generate(r) for r in requests]
+
+    def close(self):
+        pass
+
+
+def test_hybrid_pass_asks_only_about_unsure_characters(store, lf_run):
+    from gbdesk.labeling import label_run
+    from gbdesk.results import compute_metrics
+    from gbdesk.studies.laissez_faire import labeling
+
+    labeler = SheLabeler()
+    result = labeling.hybrid_pass(
+        store, lf_run, "default", threshold=0.0, backend_factory=lambda m: labeler
+    )
+    assert result["asked"] == 0 and result["replaced"] == 0 and result["labelled"] == 12
+    first = label_run(store, lf_run, "hybrid", "default", backend_factory=lambda m: labeler)
+    again = label_run(store, lf_run, "hybrid", "default", backend_factory=lambda m: labeler)
+    assert first["labelled"] == 12 and again["skipped"] == 12  # resumable
+    labeler = SheLabeler()
+    everything = labeling.hybrid_pass(
+        store, lf_run, "default", threshold=1.01, backend_factory=lambda m: labeler
+    )
+    assert everything["asked"] == 12 and sum(labeler.batches) == 12 and max(labeler.batches) > 1
+    assert everything["replaced"] > 0
+    run = store.get_run(lf_run)
+    assert run["params"]["extractor"] == "hybrid"
+    labels = store.labels(lf_run, "auto", "hybrid/")
+    assert len(labels) == 12
+    data = next(iter(labels.values()))["data"]
+    assert {"deterministic", "llm", "llm_raw", "replaced"} <= set(data)
+    assert compute_metrics(store, lf_run)  # the metrics use the hybrid labels

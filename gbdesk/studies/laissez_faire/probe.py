@@ -313,7 +313,9 @@ class LaissezFaireProbe(GenerationProbe):
             "stories it agrees with the labellers' genders slightly more often than the code's "
             "list — recall 94.1 vs 93.3 at equal precision) or code (the released analysis "
             "code's list; runs made before gbdesk 0.2 used it)",
-            "extractor": "deterministic (default) or llm (run 'gbdesk label RUN --extractor llm')",
+            "extractor": "deterministic (default), llm (run 'gbdesk label RUN --extractor llm') "
+            "or hybrid ('gbdesk label RUN --extractor hybrid --labeler-model PATH': the labeler "
+            "model checks only the characters the extractor is less than 80 % sure of)",
         },
     )
 
@@ -344,8 +346,8 @@ class LaissezFaireProbe(GenerationProbe):
         if word_list not in WORD_LISTS:
             raise UserError(f"unknown word list {word_list!r}; choose from {', '.join(WORD_LISTS)}")
         extractor = extractor or DEFAULT_EXTRACTOR
-        if extractor not in ("deterministic", "llm"):
-            raise UserError("extractor must be 'deterministic' or 'llm'")
+        if extractor not in ("deterministic", "llm", "hybrid"):
+            raise UserError("extractor must be 'deterministic', 'llm' or 'hybrid'")
         params.update(
             domains=[d.title() for d in chosen],
             name_table=name_table or DEFAULT_TABLE,
@@ -393,7 +395,7 @@ class LaissezFaireProbe(GenerationProbe):
 
     def auto_source(self, params: dict[str, Any] | None) -> str | None:
         extractor = (params or {}).get("extractor", DEFAULT_EXTRACTOR)
-        return "llm/" if extractor == "llm" else "deterministic/"
+        return {"llm": "llm/", "hybrid": "hybrid/"}.get(extractor, "deterministic/")
 
     def label(self, response: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         from gbdesk.studies.laissez_faire.extract.deterministic import DeterministicExtractor
@@ -977,8 +979,14 @@ class LaissezFaireProbe(GenerationProbe):
         return 1 if "Unspecified" in label else 2
 
     def detector_title(self, params: dict[str, Any] | None) -> str:
-        if (params or {}).get("extractor", DEFAULT_EXTRACTOR) == "llm":
+        extractor = (params or {}).get("extractor", DEFAULT_EXTRACTOR)
+        if extractor == "llm":
             return "the LLM character extractor on a labeler model"
+        if extractor == "hybrid":
+            return (
+                "the deterministic character extractor, with its least sure characters "
+                "checked by a labeler model"
+            )
         return "the deterministic character extractor"
 
     def quality_summary(self, quality: dict[str, Any]) -> str | None:

@@ -135,12 +135,9 @@ class LLMExtractor:
         self.last_raw = ""
         self.last_fallback = False
 
-    def extract(
-        self, story: str, roles: list[RoleSpec], scenario: str = ""
-    ) -> list[CharacterExtraction]:
-        if not roles:
-            return []
-        request = GenerationRequest(
+    def request(self, story: str, roles: list[RoleSpec], scenario: str = "") -> GenerationRequest:
+        """The Table S7 request for one story (greedy, JSON-schema constrained)."""
+        return GenerationRequest(
             messages=[{"role": "user", "content": labelling_prompt(story, roles, scenario)}],
             seed=self.seed,
             temperature=0.0,
@@ -148,16 +145,31 @@ class LLMExtractor:
             max_tokens=self.max_tokens,
             json_schema=output_schema(roles),
         )
-        result = self.backend.generate(request)
-        self.last_raw = result.text
+
+    def parse(
+        self, story: str, roles: list[RoleSpec], scenario: str, text: str
+    ) -> list[CharacterExtraction] | None:
+        """The characters of a labeler's answer (hallucinations filtered), or None when the
+        answer is not a JSON object."""
+        self.last_raw = text
         try:
-            answer = json.loads(result.text)
+            answer = json.loads(text)
             if not isinstance(answer, dict):
                 raise ValueError("not an object")
-        except ValueError:
+        except (ValueError, RecursionError):
+            return None
+        return filter_and_locate(story, roles, answer)
+
+    def extract(
+        self, story: str, roles: list[RoleSpec], scenario: str = ""
+    ) -> list[CharacterExtraction]:
+        if not roles:
+            return []
+        result = self.backend.generate(self.request(story, roles, scenario))
+        characters = self.parse(story, roles, scenario, result.text)
+        self.last_fallback = characters is None
+        if characters is None:
             from gbdesk.studies.laissez_faire.extract.deterministic import DeterministicExtractor
 
-            self.last_fallback = True
             return DeterministicExtractor().extract(story, roles, scenario)
-        self.last_fallback = False
-        return filter_and_locate(story, roles, answer)
+        return characters
