@@ -161,6 +161,17 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(p)
     _json_arg(p)
 
+    p = sub.add_parser(
+        "compare", help="compare two runs of a probe item by item (paired bootstrap, BH)"
+    )
+    p.add_argument("run_a", type=int, metavar="RUN_A")
+    p.add_argument("run_b", type=int, metavar="RUN_B", help="differences are B − A")
+    p.add_argument("--labels", choices=("auto", "reviewed"), default="auto")
+    p.add_argument("--resamples", type=_positive_int, default=1000, help="default 1000")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+    _db_arg(p)
+    _json_arg(p)
+
     p = sub.add_parser("export", help="export runs as CSV files and/or a PDF report")
     p.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")
     p.add_argument("--csv", metavar="DIR", help="write attempts.csv and metrics.csv here")
@@ -608,6 +619,35 @@ def cmd_metrics(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from gbdesk.compare import compare_runs
+
+    with _open_store(args.db) as store:
+        c = compare_runs(
+            store, args.run_a, args.run_b, args.labels, resamples=args.resamples, seed=args.seed
+        )
+    lines = [
+        f"run {c.run_b} (B: {c.model_b}) against run {c.run_a} (A: {c.model_a}) · {c.probe} · "
+        f"{c.items} items paired · {c.label_mode} labels · {c.resamples} paired resamples "
+        f"(seed {c.seed})"
+    ]
+    lines += [f"warning: {w}" for w in c.warnings]
+    width = max([24, *(len(n) for n in c.metrics)])
+    lines.append(f"{'metric':<{width}} {'A':>8} {'B':>8} {'B − A':>8}  {'95% CI':<19} p_adj")
+    for name, m in c.metrics.items():
+        cells = f"[{fmt(m.ci[0])}, {fmt(m.ci[1])}]  {fmt(m.p_adj)}" if m.tested else "not tested"
+        star = " *" if m.established else ""
+        lines.append(f"{name:<{width}} {fmt(m.a):>8} {fmt(m.b):>8} {fmt(m.diff):>8}  {cells}{star}")
+    lines += ["", c.summary()]
+    reasons: dict[str, int] = {}
+    for m in c.metrics.values():
+        if m.reason:
+            reasons[m.reason] = reasons.get(m.reason, 0) + 1
+    lines += [f"not tested ({n}): {reason}" for reason, n in reasons.items()]
+    _emit(args, c.to_json(), "\n".join(lines))
+    return 0
+
+
 def cmd_export(args) -> int:
     if not args.csv and not args.pdf:
         raise UserError("say where to export: --csv DIR and/or --pdf FILE")
@@ -691,6 +731,7 @@ COMMANDS = {
     "runs": cmd_runs,
     "resume": cmd_resume,
     "metrics": cmd_metrics,
+    "compare": cmd_compare,
     "export": cmd_export,
     "import": cmd_import,
     "import-labels": cmd_import_labels,

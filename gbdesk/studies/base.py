@@ -503,6 +503,21 @@ class Probe(ABC):
         automatic and human label rows by attempt id; None when it cannot be estimated."""
         return None
 
+    # -- resampling (paired comparisons, prediction-powered bootstraps) --------------------
+    def resampled_metrics(
+        self, results: list[ItemResult], params: dict[str, Any] | None, idx: Any
+    ) -> dict[str, Any] | None:
+        """Metric name → numpy array of its value in each resample (rows of `idx`: positions
+        into `results`), computed fast from per-item quantities (`gbdesk.resampling`); must
+        equal `metrics(…, bootstrap=False)` on the drawn items. None: the core recomputes
+        `metrics` on every resample instead."""
+        return None
+
+    def paired_test_exclusion(self, metric: str) -> str | None:
+        """Why a metric is reported without a paired test between two runs (e.g. a count
+        that grows with the number of items), or None when it is tested."""
+        return None
+
     # -- report and summary -----------------------------------------------------------------
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

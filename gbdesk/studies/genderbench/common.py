@@ -202,6 +202,18 @@ class CharacterProfileProbe(GenerationProbe):
             )
         return out
 
+    def resampled_metrics(
+        self, results: list[ItemResult], params: dict[str, Any] | None, idx: Any
+    ) -> dict[str, Any] | None:
+        """GenderBench's own resampling: `calculate` on the drawn item positions with the
+        per-item counts built once (what `metrics` does on a list of the drawn items)."""
+        counts = _Counts(results)
+        out: dict[str, np.ndarray] = {}
+        for r, row in enumerate(idx):
+            for name, value in self.calculate(counts, results, row).items():
+                out.setdefault(name, np.full(len(idx), np.nan))[r] = value
+        return out
+
     def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:
         return [
             MetricGroup(

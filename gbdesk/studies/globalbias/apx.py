@@ -368,6 +368,39 @@ class GlobalBiasApxProbe(ScoringProbe):
 
         return apx_blocks(extra)
 
+    def resampled_metrics(
+        self, results: list[ItemResult], params: dict[str, Any] | None, idx: Any
+    ) -> dict[str, Any] | None:
+        """Mean perplexity per template over the scored sentences of the drawn blocks."""
+        from gbdesk.resampling import Features, share, weights
+
+        feats = Features(len(results))
+        templates = set()
+        for i, result in enumerate(results):
+            for s in result.scores:
+                ppl = s.get("ppl")
+                if ppl is None or math.isnan(ppl):
+                    continue
+                t = int(s["template"])
+                templates.add(t)
+                feats.add(i, ("ppl", t), ppl)
+                feats.add(i, ("n", t))
+        col = feats.sums(weights(idx, len(results)))
+        return {f"mean_ppl/t{t}": share(col("ppl", t), col("n", t)) for t in sorted(templates)}
+
+    def paired_test_exclusion(self, metric: str) -> str | None:
+        if metric.startswith("flagged_"):
+            return (
+                "a count of group × descriptor pairs flagged by per-pair significance tests, not "
+                "a mean over items"
+            )
+        if metric.startswith("validation_"):
+            return (
+                "computed per descriptor across all name groups, not over the run's items "
+                "(blocks of one name's sentences)"
+            )
+        return None
+
     def extra_results(
         self, results: list[ItemResult], params: dict[str, Any] | None
     ) -> dict[str, Any]:

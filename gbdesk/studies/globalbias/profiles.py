@@ -412,6 +412,28 @@ class GlobalBiasProfilesProbe(GenerationProbe):
 
         return profiles_blocks(extra)
 
+    def resampled_metrics(
+        self, results: list[ItemResult], params: dict[str, Any] | None, idx: Any
+    ) -> dict[str, Any] | None:
+        import numpy as np
+
+        from gbdesk.resampling import share, weights
+
+        w = weights(idx, len(results))
+        failed = np.array([sum(1 for lab in r.labels if lab != "parsed") for r in results], float)
+        answers = np.array([len(r.labels) for r in results], dtype=float)
+        return {"parse_failures": share(w @ failed, w @ answers)}
+
+    def paired_test_exclusion(self, metric: str) -> str | None:
+        if metric == "profiles":
+            return "a count of profiles, not a mean over items"
+        if metric.startswith("svm_"):
+            return (
+                "a classifier's accuracy on a train/test split of the profiles: resampled items "
+                "would put copies of one profile on both sides of the split"
+            )
+        return None
+
     def extra_results(
         self, results: list[ItemResult], params: dict[str, Any] | None
     ) -> dict[str, Any]:

@@ -372,6 +372,48 @@ class IntersectionalProbe(ChainProbe):
         label = answers_label(answers)
         return {"label": label["label"], "data": label["data"], "evidence": None}
 
+    # -- resampling ---------------------------------------------------------------------------
+    def resampled_metrics(
+        self, results: list[ItemResult], params: dict[str, Any] | None, idx: Any
+    ) -> dict[str, Any] | None:
+        """SDeg means over groups from each item's (group's) own SDeg values."""
+        from gbdesk.resampling import Features, share, weights
+
+        w = weights(idx, len(results))
+        n_opts = self.n_options()
+        feats = Features(len(results))
+        for i, result in enumerate(results):
+            roles = self.roles([result])
+            for cells in group_table(roles, n_opts).values():
+                degree = group_degree(cells)
+                if not math.isnan(degree):
+                    feats.add(i, ("degree",), degree)
+                    feats.add(i, ("groups",))
+                for cid, value in cells.items():
+                    if not math.isnan(value):
+                        feats.add(i, ("cell", cid), value)
+                        feats.add(i, ("cells", cid))
+            answers = [a for rs in roles.values() for role in rs for a in role.values()]
+            feats.add(i, ("unparsed",), sum(1 for a in answers if a is None))
+            feats.add(i, ("answers",), len(answers))
+        col = feats.sums(w)
+        out = {"sdeg_overall": share(col("degree"), col("groups"))}
+        for c in load_categories():
+            cid = str(c["id"])
+            out[MetricKey.of("sdeg_category", c["category"])] = share(
+                col("cell", cid), col("cells", cid)
+            )
+        out["unparsed_answers"] = share(col("unparsed"), col("answers"))
+        return out
+
+    def paired_test_exclusion(self, metric: str) -> str | None:
+        if MetricKey.parse(metric).family == "sdeg_group":
+            return (
+                "one group's value: its uncertainty comes from that item's roles, which are not "
+                "paired between the runs and which resampling items cannot measure"
+            )
+        return None
+
     def human_label_from_rows(
         self, response: str, metadata: dict[str, Any], rows: list[dict[str, Any]], rater: str
     ) -> dict[str, Any] | None:

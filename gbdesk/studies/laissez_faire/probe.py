@@ -930,6 +930,22 @@ class LaissezFaireProbe(GenerationProbe):
             "characters": g_gold,
         }
 
+    # -- resampling ---------------------------------------------------------------------------
+    def resampled_metrics(
+        self, results: list[ItemResult], params: dict[str, Any] | None, idx: Any
+    ) -> dict[str, Any] | None:
+        from gbdesk.studies.laissez_faire.resampling import resampled_metrics
+
+        return resampled_metrics(self, results, params, idx)
+
+    def paired_test_exclusion(self, metric: str) -> str | None:
+        if MetricKey.parse(metric).family == "identity":
+            return (
+                "a count of stories mentioning the term, not a mean over items (it grows with "
+                "the number of stories)"
+            )
+        return None
+
     # -- review: least sure first, and what the labels are worth now ---------------------------
     def label_confidence(self, label: str, data: dict[str, Any]) -> float | None:
         """The story's least confident character (the extractor's calibrated confidence)."""
