@@ -75,16 +75,18 @@ def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
 
 
 def recomputed(
-    probe: Any, results: Sequence[Any], params: dict[str, Any] | None, idx: np.ndarray
+    probe: Any, results: Sequence[Any], params: dict[str, Any] | None, w: np.ndarray
 ) -> Values:
-    """The definition: `probe.metrics(..., bootstrap=False)` on every resample."""
+    """The definition: `probe.metrics(..., bootstrap=False)` on every resample (each unit
+    repeated as often as it is drawn)."""
     out: dict[str, list[float]] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for r, row in enumerate(idx):
-            metrics = probe.metrics([results[i] for i in row], bootstrap=False, params=params)
+        for r, row in enumerate(np.asarray(w, dtype=int)):
+            drawn = [results[i] for i, k in enumerate(row) for _ in range(k)]
+            metrics = probe.metrics(drawn, bootstrap=False, params=params)
             for name, m in metrics.items():
-                out.setdefault(name, [math.nan] * len(idx))[r] = m.value
+                out.setdefault(name, [math.nan] * len(w))[r] = m.value
     return {k: np.asarray(v, dtype=float) for k, v in out.items()}
 
 
@@ -92,11 +94,17 @@ def resample_values(
     probe: Any,
     results: Sequence[Any],
     params: dict[str, Any] | None,
-    idx: np.ndarray,
+    idx: np.ndarray | None = None,
     fast: bool = True,
+    *,
+    w: np.ndarray | None = None,
 ) -> Values:
-    """Metric name → its value in each resample (rows of `idx`: unit positions), from the
-    probe's fast path where it has one (`fast`), else recomputed."""
+    """Metric name → its value in each resample, from the probe's fast path where it has one
+    (`fast`), else recomputed. The resamples are rows of `idx` (unit positions drawn) or of
+    `w` (how often each unit is drawn)."""
+    if w is None:
+        idx = np.asarray(idx)
+        w = weights(idx, len(results))
     if fast:
         with (
             one_blas_thread(),
@@ -104,7 +112,7 @@ def resample_values(
             warnings.catch_warnings(),
         ):
             warnings.simplefilter("ignore", RuntimeWarning)
-            values = probe.resampled_metrics(list(results), params, idx)
+            values = probe.resampled_metrics(list(results), params, w, idx)
         if values is not None:
             return values
-    return recomputed(probe, results, params, idx)
+    return recomputed(probe, results, params, w)

@@ -505,12 +505,18 @@ class Probe(ABC):
 
     # -- resampling (paired comparisons, prediction-powered bootstraps) --------------------
     def resampled_metrics(
-        self, results: list[ItemResult], params: dict[str, Any] | None, idx: Any
+        self,
+        results: list[ItemResult],
+        params: dict[str, Any] | None,
+        w: Any,
+        idx: Any = None,
     ) -> dict[str, Any] | None:
-        """Metric name → numpy array of its value in each resample (rows of `idx`: positions
-        into `results`), computed fast from per-item quantities (`gbdesk.resampling`); must
-        equal `metrics(…, bootstrap=False)` on the drawn items. None: the core recomputes
-        `metrics` on every resample instead."""
+        """Metric name → numpy array of its value in each resample, computed fast from
+        per-item quantities (`gbdesk.resampling`). `w` (resamples × len(results)) holds how
+        often each item is drawn in each resample; the values must equal `metrics(…,
+        bootstrap=False)` on the drawn items (each repeated as often). `idx`, when given,
+        holds the drawn positions in draw order (for probes whose arithmetic follows it).
+        None: the core recomputes `metrics` on every resample instead."""
         return None
 
     def paired_test_exclusion(self, metric: str) -> str | None:

@@ -107,9 +107,9 @@ class CharacterProfileProbe(GenerationProbe):
     # -- review: ties first, then texts without a counted pronoun, then narrow margins ----
     def is_tie(self, label: str, data: dict[str, Any]) -> bool:
         data = data or {}
-        return label == "undetected" and data.get("male_count", 0) == data.get(
-            "female_count", 0
-        ) > 0
+        return (
+            label == "undetected" and data.get("male_count", 0) == data.get("female_count", 0) > 0
+        )
 
     def undecided(self, label: str) -> bool:
         return label == "undetected"
@@ -203,15 +203,21 @@ class CharacterProfileProbe(GenerationProbe):
         return out
 
     def resampled_metrics(
-        self, results: list[ItemResult], params: dict[str, Any] | None, idx: Any
+        self,
+        results: list[ItemResult],
+        params: dict[str, Any] | None,
+        w: Any,
+        idx: Any = None,
     ) -> dict[str, Any] | None:
         """GenderBench's own resampling: `calculate` on the drawn item positions with the
         per-item counts built once (what `metrics` does on a list of the drawn items)."""
         counts = _Counts(results)
         out: dict[str, np.ndarray] = {}
-        for r, row in enumerate(idx):
-            for name, value in self.calculate(counts, results, row).items():
-                out.setdefault(name, np.full(len(idx), np.nan))[r] = value
+        positions = np.arange(len(results))
+        rows = idx if idx is not None else (np.repeat(positions, k) for k in np.asarray(w, int))
+        for r, drawn in enumerate(rows):
+            for name, value in self.calculate(counts, results, drawn).items():
+                out.setdefault(name, np.full(len(w), np.nan))[r] = value
         return out
 
     def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:
@@ -243,5 +249,3 @@ class CharacterProfileProbe(GenerationProbe):
         if name.startswith("undetected"):
             return (99, name)
         return (50, name)
-
-

@@ -369,10 +369,14 @@ class GlobalBiasApxProbe(ScoringProbe):
         return apx_blocks(extra)
 
     def resampled_metrics(
-        self, results: list[ItemResult], params: dict[str, Any] | None, idx: Any
+        self,
+        results: list[ItemResult],
+        params: dict[str, Any] | None,
+        w: Any,
+        idx: Any = None,
     ) -> dict[str, Any] | None:
         """Mean perplexity per template over the scored sentences of the drawn blocks."""
-        from gbdesk.resampling import Features, share, weights
+        from gbdesk.resampling import Features, share
 
         feats = Features(len(results))
         templates = set()
@@ -385,7 +389,7 @@ class GlobalBiasApxProbe(ScoringProbe):
                 templates.add(t)
                 feats.add(i, ("ppl", t), ppl)
                 feats.add(i, ("n", t))
-        col = feats.sums(weights(idx, len(results)))
+        col = feats.sums(w)
         return {f"mean_ppl/t{t}": share(col("ppl", t), col("n", t)) for t in sorted(templates)}
 
     def paired_test_exclusion(self, metric: str) -> str | None:

@@ -413,13 +413,16 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         return profiles_blocks(extra)
 
     def resampled_metrics(
-        self, results: list[ItemResult], params: dict[str, Any] | None, idx: Any
+        self,
+        results: list[ItemResult],
+        params: dict[str, Any] | None,
+        w: Any,
+        idx: Any = None,
     ) -> dict[str, Any] | None:
         import numpy as np
 
-        from gbdesk.resampling import share, weights
+        from gbdesk.resampling import share
 
-        w = weights(idx, len(results))
         failed = np.array([sum(1 for lab in r.labels if lab != "parsed") for r in results], float)
         answers = np.array([len(r.labels) for r in results], dtype=float)
         return {"parse_failures": share(w @ failed, w @ answers)}

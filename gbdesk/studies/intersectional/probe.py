@@ -374,12 +374,15 @@ class IntersectionalProbe(ChainProbe):
 
     # -- resampling ---------------------------------------------------------------------------
     def resampled_metrics(
-        self, results: list[ItemResult], params: dict[str, Any] | None, idx: Any
+        self,
+        results: list[ItemResult],
+        params: dict[str, Any] | None,
+        w: Any,
+        idx: Any = None,
     ) -> dict[str, Any] | None:
         """SDeg means over groups from each item's (group's) own SDeg values."""
-        from gbdesk.resampling import Features, share, weights
+        from gbdesk.resampling import Features, share
 
-        w = weights(idx, len(results))
         n_opts = self.n_options()
         feats = Features(len(results))
         for i, result in enumerate(results):

@@ -932,11 +932,15 @@ class LaissezFaireProbe(GenerationProbe):
 
     # -- resampling ---------------------------------------------------------------------------
     def resampled_metrics(
-        self, results: list[ItemResult], params: dict[str, Any] | None, idx: Any
+        self,
+        results: list[ItemResult],
+        params: dict[str, Any] | None,
+        w: Any,
+        idx: Any = None,
     ) -> dict[str, Any] | None:
         from gbdesk.studies.laissez_faire.resampling import resampled_metrics
 
-        return resampled_metrics(self, results, params, idx)
+        return resampled_metrics(self, results, params, w)
 
     def paired_test_exclusion(self, metric: str) -> str | None:
         if MetricKey.parse(metric).family == "identity":

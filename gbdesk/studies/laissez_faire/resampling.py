@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from gbdesk.resampling import Features, Values, share
-from gbdesk.resampling import weights as unit_weights
 from gbdesk.studies.base import ItemResult, MetricKey
 from gbdesk.studies.laissez_faire.probe import DOMAINS, GENDERS, PAIRS, load_baselines
 
@@ -46,11 +45,10 @@ def subordination_values(sn: Any, sd: Any, dn: Any, dd: Any) -> np.ndarray:
 
 
 def resampled_metrics(
-    probe: Any, results: list[ItemResult], params: dict[str, Any] | None, idx: np.ndarray
+    probe: Any, results: list[ItemResult], params: dict[str, Any] | None, weights: np.ndarray
 ) -> Values:
     """Every ratio and coverage share of `LaissezFaireProbe.metrics` from per-item
     character counts (the identity-term counts are not tested)."""
-    weights = unit_weights(idx, len(results))
     table = probe.table(params)
     baselines = load_baselines()
     race_base = baselines["race"]["percent"]
