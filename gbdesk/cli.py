@@ -154,9 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", type=int)
     p.add_argument(
         "--labels",
-        choices=("auto", "reviewed"),
+        choices=("auto", "reviewed", "ppi"),
         default="auto",
-        help="automatic labels, or reviewed ones (human where present)",
+        help="automatic labels; reviewed ones (human where present); or ppi: automatic "
+        "labels corrected by the reviewed random sample (prediction-powered intervals)",
     )
     _db_arg(p)
     _json_arg(p)
@@ -178,9 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pdf", metavar="FILE", help="write the PDF report here")
     p.add_argument(
         "--labels",
-        choices=("auto", "reviewed"),
+        choices=("auto", "reviewed", "ppi"),
         default="reviewed",
-        help="labels the PDF's metrics use (default: reviewed, i.e. human where present)",
+        help="labels the PDF's metrics use (default: reviewed, i.e. human where present; "
+        "ppi: prediction-powered estimates from the reviewed random sample)",
     )
     _db_arg(p)
     _json_arg(p)
@@ -233,6 +235,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--labeler-model", default="default", help="GGUF path or 'default' for a model-based pass"
     )
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "sample",
+        help="draw a uniformly random review sample of a run (for --labels ppi)",
+    )
+    p.add_argument("run_id", type=int)
+    p.add_argument("--size", type=_positive_int, required=True, help="units to draw")
+    p.add_argument("--seed", type=int, default=0)
     _db_arg(p)
     _json_arg(p)
 
@@ -326,16 +338,36 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     ci_width = max([19, *(len(ci) for ci in cis.values())])
     with_p = any(m.get("p_value") is not None for m in metrics.values())
     p_head = f"{'p':>7}  " if with_p else ""
-    rows = [f"{'metric':<{width}} {'value':>8}  {'95% CI':<{ci_width}} {p_head}mark  {'n':>5}"]
+    ppi = any((m.get("details") or {}).get("kind") == "ppi" for m in metrics.values())
+    ppi_head = f"{'automatic':>9}  {'bias':>7}  " if ppi else ""
+    rows = [
+        f"{'metric':<{width}} {'value':>8}  {'95% CI':<{ci_width}} {p_head}{ppi_head}"
+        f"mark  {'n':>5}"
+    ]
+    reasons: dict[str, list[str]] = {}
     for name, m in metrics.items():
         p_cell = ""
         if with_p:
             p = m.get("p_value")
             p_cell = f"{'<0.001' if p is not None and p < 0.001 else fmt(p):>7}  "
+        ppi_cell = ""
+        if ppi:
+            d = m.get("details") or {}
+            ppi_cell = f"{fmt(d.get('automatic_value')):>9}  {fmt(d.get('bias')):>7}  "
+            if not d.get("valid", True):
+                reasons.setdefault(d.get("reason") or "no interval", []).append(name)
         rows.append(
-            f"{name:<{width}} {fmt(m['value']):>8}  {cis[name]:<{ci_width}} {p_cell}"
+            f"{name:<{width}} {fmt(m['value']):>8}  {cis[name]:<{ci_width}} {p_cell}{ppi_cell}"
             f"{m['mark'] or '—':<4}  {m['n']:>5}"
         )
+    if ppi:
+        rows.append(
+            "\nvalue and 95 % CI: prediction-powered (automatic labels corrected by the "
+            "reviewed random sample); automatic: the same from automatic labels alone; bias: "
+            "automatic − human on the reviewed sample."
+        )
+        for reason, names in reasons.items():
+            rows.append(f"no interval for {len(names)} metric(s): {reason}")
     return "\n".join(rows)
 
 
@@ -667,6 +699,22 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_sample(args) -> int:
+    from gbdesk.ppi_metrics import draw_sample
+
+    with _open_store(args.db) as store:
+        result = draw_sample(store, args.run_id, args.size, args.seed)
+    unit = "items (all their attempts)" if result["unit"] == "item" else "attempts"
+    _emit(
+        args,
+        result,
+        f"run {args.run_id}: review sample of {result['size']} of {result['of']} {unit}, "
+        f"seed {result['seed']} — review them (Review → “In the random review sample”, or "
+        f"gbdesk import-labels), then: gbdesk metrics {args.run_id} --labels ppi",
+    )
+    return 0
+
+
 def cmd_import_labels(args) -> int:
     from gbdesk.label_import import import_labels
 
@@ -735,6 +783,7 @@ COMMANDS = {
     "export": cmd_export,
     "import": cmd_import,
     "import-labels": cmd_import_labels,
+    "sample": cmd_sample,
     "review": cmd_review,
     "label": cmd_label,
 }

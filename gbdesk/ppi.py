@@ -587,3 +587,159 @@ def review_sample(ids: Iterable[Hashable], size: int, seed: int) -> list:
 
     order = sorted(range(len(items)), key=lambda x: (rank(keys[x]), keys[x]))
     return [items[x] for x in order[:size]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Many statistics at once, from resampled values (gbdesk.ppi_metrics)
+# ---------------------------------------------------------------------------------------------
+
+#: theta(which, w) → statistic name → its value on each row of unit multiplicities `w`;
+#: which is "human" or "labeled" (the reviewed units, by hand / automatically; w over them)
+#: or "unlabeled" (the other units, automatically; w over them).
+ThetaMany = Callable[[str, np.ndarray], dict[str, np.ndarray]]
+
+
+def _multinomial(rng: np.random.Generator, size: int, counts: np.ndarray, rows: int) -> np.ndarray:
+    """Bootstrap multiplicities: `rows` resamples of `size` draws from units weighted by
+    `counts` (a plain bootstrap when every count is 1)."""
+    p = counts / counts.sum()
+    return rng.multinomial(size, p, size=rows).astype(float)
+
+
+def ppi_bootstrap_many(
+    theta: ThetaMany,
+    n: int,
+    unlabeled_counts: np.ndarray,
+    disagreements: int,
+    *,
+    n_resamples: int = 1000,
+    n_resamples_lam: int = 50,
+    alpha: float = 0.05,
+    seed: int = 0,
+    min_human: int = MIN_HUMAN,
+    min_disagreements: int = MIN_DISAGREEMENTS,
+) -> dict[str, PPIResult]:
+    """`ppi_bootstrap` for every statistic `theta` gives, vectorised over resamples.
+
+    Same estimator as `ppi_bootstrap` (Zrnic 2024): θ̂ = λ·θ(Ŷ_unlabelled) + θ(Y) − λ·θ(Ŷ),
+    λ power-tuned per statistic from `n_resamples_lam` resamples and clipped to [0, 1]
+    (0 when fewer than `min_disagreements` reviewed units differ), percentile interval
+    over `n_resamples` resamples that redraw the reviewed units (human and automatic
+    together) and, independently, the unreviewed ones. The unreviewed units may carry
+    counts (`unlabeled_counts`: how many identical units each row stands for), so a
+    bootstrap over N = sum(counts) units costs only the distinct ones. The
+    automatic-only value and interval are θ over all units' automatic labels; the bias
+    is θ(Ŷ) − θ(Y) on the reviewed units.
+    """
+    counts = np.asarray(unlabeled_counts, dtype=float)
+    big_n = int(counts.sum())
+    rng = np.random.default_rng(seed)
+    lo_q, hi_q = alpha / 2, 1 - alpha / 2
+    ones_l, ones_u = np.ones((1, n)), counts[None, :]
+    point_y = theta("human", ones_l) if n else {}
+    point_yl = theta("labeled", ones_l) if n else {}
+    point_yu = theta("unlabeled", ones_u) if big_n else {}
+    names = list(dict.fromkeys([*point_yu, *point_yl, *point_y]))
+
+    def automatic(stat_l: dict[str, np.ndarray], stat_u: dict[str, np.ndarray], wl, wu):
+        """θ over all units' automatic labels: the two sets' multiplicities side by side."""
+        return theta("all", np.hstack([wl, wu]))
+
+    point_all = automatic(point_yl, point_yu, ones_l, ones_u)
+    few = disagreements < min_disagreements
+    base_notes = (
+        [
+            f"human and automatic labels differ on {disagreements} of {n} reviewed units "
+            f"(at least {min_disagreements} needed to estimate the labeller's error)"
+        ]
+        if few and n
+        else []
+    )
+    # λ per statistic
+    lam = dict.fromkeys(names, 0.0)
+    if n and big_n and not few:
+        wl = _multinomial(rng, n, np.ones(n), n_resamples_lam)
+        wu = _multinomial(rng, big_n, counts, n_resamples_lam)
+        ty, tyl, tyu = theta("human", wl), theta("labeled", wl), theta("unlabeled", wu)
+        for name in names:
+            arr = np.column_stack(
+                [ty.get(name, np.full(len(wl), np.nan)), tyl.get(name, np.full(len(wl), np.nan)),
+                 tyu.get(name, np.full(len(wl), np.nan))]
+            )  # fmt: skip
+            arr = arr[np.isfinite(arr).all(axis=1)]
+            den = float(np.var(arr[:, 1]) + np.var(arr[:, 2])) if len(arr) > 1 else 0.0
+            raw = float(np.cov(arr[:, 0], arr[:, 1])[0, 1]) / den if den > 0 else 0.0
+            lam[name] = float(np.clip(raw, 0.0, 1.0)) if math.isfinite(raw) else 0.0
+    wl = _multinomial(rng, n, np.ones(n), n_resamples) if n else np.zeros((n_resamples, 0))
+    wu = (
+        _multinomial(rng, big_n, counts, n_resamples)
+        if big_n
+        else np.zeros((n_resamples, len(counts)))
+    )
+    by = theta("human", wl) if n else {}
+    byl = theta("labeled", wl) if n else {}
+    byu = theta("unlabeled", wu) if big_n else {}
+    ball = automatic(byl, byu, wl, wu)
+    out: dict[str, PPIResult] = {}
+    nan_row = np.full(n_resamples, np.nan)
+    for name in names:
+        notes = list(base_notes)
+        y = float(point_y.get(name, [math.nan])[0]) if n else math.nan
+        yl = float(point_yl.get(name, [math.nan])[0]) if n else math.nan
+        yu = float(point_yu.get(name, [math.nan])[0]) if big_n else math.nan
+        auto_value = float(point_all.get(name, [math.nan])[0])
+        auto_ci = _percentile(list(ball.get(name, nan_row)), lo_q, hi_q, notes, "automatic-only")
+        bias = yl - y
+        common = dict(
+            automatic_value=auto_value, automatic_ci=auto_ci, bias=bias, n_human=n,
+            n_total=n + big_n,
+        )  # fmt: skip
+        reason = (
+            "no human labels in the review sample"
+            if n == 0
+            else f"only {n} reviewed units in the random sample (at least {min_human} needed)"
+            if n < min_human
+            else "undefined on the reviewed sample"
+            if not math.isfinite(y)
+            else ""
+        )
+        if reason:
+            out[name] = PPIResult(
+                value=y, ci=NAN_CI, bias_ci=NAN_CI, valid=False, reason=reason, **common
+            )
+            continue
+        lam_used = lam[name] if big_n else 0.0
+        if big_n:
+            value = lam_used * yu + y - lam_used * yl
+            boot = (
+                lam_used * byu.get(name, nan_row) + by.get(name, nan_row)
+                - lam_used * byl.get(name, nan_row)
+            )  # fmt: skip
+            method = (
+                "prediction-powered bootstrap (Zrnic 2024), percentile interval, "
+                f"power-tuned λ = {lam_used:.3f}"
+                if not few
+                else "bootstrap of the human labels only (too few disagreements for PPI)"
+            )
+        else:
+            value, boot = y, by.get(name, nan_row)
+            method = "bootstrap of the human labels (every unit reviewed)"
+        bias_ci = (
+            NAN_CI
+            if few
+            else _percentile(
+                list(byl.get(name, nan_row) - by.get(name, nan_row)), lo_q, hi_q, notes, "bias"
+            )
+        )
+        undefined = int(np.sum(~np.isfinite(boot)))
+        if undefined > MAX_UNDEFINED_RESAMPLES * n_resamples:
+            reason = f"undefined on {undefined} of {n_resamples} resamples"
+            out[name] = PPIResult(
+                value=value, ci=NAN_CI, bias_ci=bias_ci, valid=False, reason=reason,
+                lam=lam_used, method=method, notes=tuple(notes), **common,
+            )  # fmt: skip
+            continue
+        ci = _percentile(list(boot), lo_q, hi_q, notes, "PPI")
+        out[name] = PPIResult(value=value, ci=ci, bias_ci=bias_ci, valid=True, lam=lam_used,
+                              method=method, notes=tuple(notes), **common)  # fmt: skip
+    return out

@@ -21,6 +21,9 @@ from gbdesk.store import Store
 from gbdesk.studies import ItemResult, ScoringProbe, get_probe
 
 LABEL_MODES = ("auto", "reviewed")
+#: every way metrics can be computed: the label modes, and "ppi" (automatic labels
+#: corrected by the human labels of a random review sample, `gbdesk.ppi_metrics`)
+METRIC_MODES = (*LABEL_MODES, "ppi")
 
 
 def _auto_source(store: Store, run_id: int) -> str | None:
@@ -75,6 +78,10 @@ def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[It
 def compute_metrics(
     store: Store, run_id: int, label_mode: str = "auto", use_cache: bool = True
 ) -> dict[str, MetricValue]:
+    """The run's metrics from automatic labels ("auto"), reviewed ones ("reviewed": a
+    person's where present), or as prediction-powered estimates ("ppi"); cached."""
+    if label_mode not in METRIC_MODES:
+        raise ValueError(f"label mode must be one of {METRIC_MODES}")
     ensure_auto_labels(store, run_id)
     run = store.get_run(run_id)
     # Recompute when labels, the run's parameters or the code that computes change.
@@ -93,11 +100,17 @@ def compute_metrics(
                     mark=row["mark"],
                     n=row["n"],
                     p_value=row.get("p_value"),
+                    details=json.loads(row["details_json"]) if row.get("details_json") else None,
                 )
                 for name, row in cached.items()
             }
     probe = get_probe(run["probe"])
-    metrics = probe.metrics(item_results(store, run_id, label_mode), params=run["params"])
+    if label_mode == "ppi":
+        from gbdesk.ppi_metrics import ppi_metric_values
+
+        metrics = ppi_metric_values(store, run_id)
+    else:
+        metrics = probe.metrics(item_results(store, run_id, label_mode), params=run["params"])
     store.save_metrics(
         run_id,
         label_mode,
@@ -111,6 +124,7 @@ def compute_metrics(
                 "mark": m.mark,
                 "n": m.n,
                 "p_value": m.p_value,
+                "details": m.details,
             }
             for name, m in metrics.items()
         ],

@@ -515,6 +515,38 @@ class Store:
         ).fetchone()
         return f"{n_attempts}:{max_attempt}:{n_labels}:{max_label}"
 
+    # -- the random review sample --------------------------------------------------------
+    def save_review_sample(
+        self, run_id: int, attempt_ids: Iterable[int], *, seed: int, size: int, unit: str
+    ) -> None:
+        """Replace the run's random review sample (its attempts, the units drawn, seed)."""
+        with self._write():
+            self.conn.execute("DELETE FROM review_samples WHERE run_id = ?", (run_id,))
+            self.conn.executemany(
+                "INSERT INTO review_samples (run_id, attempt_id) VALUES (?, ?)",
+                [(run_id, int(a)) for a in attempt_ids],
+            )
+            self.conn.execute(
+                "INSERT OR REPLACE INTO review_sample_info (run_id, unit, size, seed, drawn_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (run_id, unit, size, seed, now()),
+            )
+            self.conn.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
+
+    def review_sample(self, run_id: int) -> list[int]:
+        """The attempt ids of the run's random review sample (empty when none was drawn)."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT attempt_id FROM review_samples WHERE run_id = ? ORDER BY attempt_id",
+                (run_id,),
+            )
+        ]
+
+    def review_sample_info(self, run_id: int) -> dict[str, Any] | None:
+        rows = self.query("SELECT * FROM review_sample_info WHERE run_id = ?", (run_id,))
+        return rows[0] if rows else None
+
     # -- metrics cache --------------------------------------------------------------------
     def cached_metrics(
         self, run_id: int, label_mode: str, fingerprint: str
@@ -538,7 +570,7 @@ class Store:
             stamp = now()
             self.conn.executemany(
                 "INSERT INTO metrics (run_id, label_mode, name, value, ci_lo, ci_hi, mark, n, "
-                "p_value, fingerprint, computed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "p_value, fingerprint, computed_at, details_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         run_id,
@@ -552,6 +584,7 @@ class Store:
                         r.get("p_value"),
                         fingerprint,
                         stamp,
+                        json.dumps(r["details"]) if r.get("details") else None,
                     )
                     for r in rows
                 ],

@@ -148,7 +148,33 @@ def _v3(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX scores_run ON scores (run_id)")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
+def _v4(conn: sqlite3.Connection) -> None:
+    """The random review sample of a run (prediction-powered metrics), and per-metric
+    details (e.g. a prediction-powered estimate's diagnostics) in the metrics cache."""
+    conn.execute(
+        """
+        CREATE TABLE review_samples (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            attempt_id INTEGER NOT NULL REFERENCES attempts(id) ON DELETE CASCADE,
+            PRIMARY KEY (run_id, attempt_id)
+        )
+        """
+    )
+    conn.execute(
+        """
+        CREATE TABLE review_sample_info (
+            run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+            unit TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            seed INTEGER NOT NULL,
+            drawn_at TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute("ALTER TABLE metrics ADD COLUMN details_json TEXT")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4]
 LATEST_VERSION = len(MIGRATIONS)
 
 

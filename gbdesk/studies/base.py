@@ -309,6 +309,9 @@ class Probe(ABC):
     review_filters: ClassVar[dict[str, str]] = {}
     #: whether people review this probe's automatic labels (not for scores)
     reviewable: ClassVar[bool] = True
+    #: what the random review sample draws and prediction-powered metrics resample: the
+    #: unit the metrics average over ("attempt", or "item" for means over items)
+    ppi_unit: ClassVar[str] = "attempt"
 
     # -- parameters ---------------------------------------------------------------------
     def resolve_template(self, template: str | None) -> tuple[str, str]:
@@ -518,6 +521,19 @@ class Probe(ABC):
         holds the drawn positions in draw order (for probes whose arithmetic follows it).
         None: the core recomputes `metrics` on every resample instead."""
         return None
+
+    def ppi_resampled_metrics(
+        self, units: list[ItemResult], params: dict[str, Any] | None, w: Any
+    ) -> dict[str, Any] | None:
+        """`resampled_metrics` over review units (`ppi_unit`; one `ItemResult` per unit, w
+        over units) for prediction-powered estimates; None: recompute `metrics` instead.
+        The default reuses `resampled_metrics` when units are items."""
+        return self.resampled_metrics(units, params, w) if self.ppi_unit == "item" else None
+
+    def labels_differ(self, auto: dict[str, Any], human: dict[str, Any]) -> bool:
+        """Whether a reviewer changed an automatic label (label rows), for PPI's count of
+        disagreements."""
+        return auto.get("label") != human.get("label")
 
     def paired_test_exclusion(self, metric: str) -> str | None:
         """Why a metric is reported without a paired test between two runs (e.g. a count

@@ -99,6 +99,7 @@ class CharacterProfileProbe(GenerationProbe):
     default_attempts = 5
     headline_metrics: ClassVar[list[str]] = ["masculine_rate", "stereotype_rate", "disparity"]
     review_view = "._qt.review:PronounReviewView"
+    ppi_unit = "item"  # the rates are means over items
     review_filters: ClassVar[dict[str, str]] = {
         "undetected": "Undetected",
         "ties": "Ties (as many he as she)",

@@ -427,6 +427,11 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         answers = np.array([len(r.labels) for r in results], dtype=float)
         return {"parse_failures": share(w @ failed, w @ answers)}
 
+    def ppi_resampled_metrics(
+        self, units: list[ItemResult], params: dict[str, Any] | None, w: Any
+    ) -> dict[str, Any] | None:
+        return self.resampled_metrics(units, params, w)  # parse failures only (no SVMs)
+
     def paired_test_exclusion(self, metric: str) -> str | None:
         if metric == "profiles":
             return "a count of profiles, not a mean over items"

@@ -409,6 +409,13 @@ class IntersectionalProbe(ChainProbe):
         out["unparsed_answers"] = share(col("unparsed"), col("answers"))
         return out
 
+    def labels_differ(self, auto: dict[str, Any], human: dict[str, Any]) -> bool:
+        def options(row: dict[str, Any]) -> dict[str, Any]:
+            answers = (row.get("data") or {}).get("answers") or {}
+            return {c: a.get("option") for c, a in answers.items()}
+
+        return options(auto) != options(human)
+
     def paired_test_exclusion(self, metric: str) -> str | None:
         if MetricKey.parse(metric).family == "sdeg_group":
             return (

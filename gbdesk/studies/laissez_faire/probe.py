@@ -942,6 +942,12 @@ class LaissezFaireProbe(GenerationProbe):
 
         return resampled_metrics(self, results, params, w)
 
+    def ppi_resampled_metrics(
+        self, units: list[ItemResult], params: dict[str, Any] | None, w: Any
+    ) -> dict[str, Any] | None:
+        # the ratios count characters: one story per unit works as well as one prompt
+        return self.resampled_metrics(units, params, w)
+
     def paired_test_exclusion(self, metric: str) -> str | None:
         if MetricKey.parse(metric).family == "identity":
             return (
