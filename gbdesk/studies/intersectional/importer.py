@@ -13,6 +13,7 @@ from gbdesk.importer import (
     read_rows,
     refuse,
     require_columns,
+    require_text,
 )
 from gbdesk.studies.intersectional.probe import (
     IntersectionalProbe,
@@ -32,6 +33,7 @@ def plan_role_answers(
     the role's text or id."""
     rows = read_rows(path)
     require_columns(path, rows, ("group", "role", "category", "answer"))
+    require_text(path, rows, ("role", "answer"))
     groups = {g["group"].casefold(): g for g in load_groups()}
     groups.update({g["group_id"]: g for g in load_groups()})
     cats = {c["category"].casefold(): c for c in load_categories()}
