@@ -45,10 +45,11 @@ def _shown(text: str) -> str:
 
 def _whole(text: str) -> int:
     """A whole number of at most 18 digits (int() of a 5,000-digit text would raise)."""
-    digits = text.strip().removeprefix("-").removeprefix("+")
+    body = text.strip(" \t")
+    digits = body.removeprefix("-").removeprefix("+")
     if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
         raise argparse.ArgumentTypeError(f"not a whole number (at most 18 digits): {_shown(text)}")
-    return int(text)
+    return -int(digits) if body.startswith("-") else int(digits)
 
 
 def _positive_int(text: str, maximum: int = 10**18) -> int:

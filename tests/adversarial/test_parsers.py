@@ -404,3 +404,11 @@ test_escape, test_escape_slow = twice(
     check_escape,
     text=st.text() | texts | st.text(alphabet=st.sampled_from("\\x'=+-@ \t\r\n\x1b0a{}")),
 )
+
+
+@pytest.mark.parametrize("text", ["\u2028\u2029\x85\x0b\x0c\x1c0", "--5", "-", "1_000", "٣"])
+def test_argument_types_examples(text):
+    """Found by the slow run: int() does not strip every character str.strip() does."""
+    for parse in ARGUMENT_TYPES[2:6]:
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse(text)
