@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 from gbdesk import __version__
 from gbdesk.errors import EngineError, UserError
 from gbdesk.format import duration, fmt
+from gbdesk.limits import LIMITS, SEED_RANGE
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,13 +38,84 @@ def _json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON value on stdout")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+def _shown(text: str) -> str:
+    """An argument quoted for a message, cut to one short line."""
+    return repr(text if len(text) <= 24 else text[:20] + "…")
+
+
+def _whole(text: str) -> int:
+    """A whole number of at most 18 digits (int() of a 5,000-digit text would raise)."""
+    body = text.strip(" \t")
+    digits = body.removeprefix("-").removeprefix("+")
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
+        raise argparse.ArgumentTypeError(f"not a whole number (at most 18 digits): {_shown(text)}")
+    return -int(digits) if body.startswith("-") else int(digits)
+
+
+def _positive_int(text: str, maximum: int = 10**18) -> int:
+    value = _whole(text)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+        raise argparse.ArgumentTypeError(f"must be at least 1: {_shown(text)}")
+    if value > maximum:
+        raise argparse.ArgumentTypeError(f"must be at most {maximum:,}: {_shown(text)}")
+    return value
+
+
+def _bounded(name: str):
+    """A positive whole number up to `LIMITS[name]`."""
+
+    def parse(text: str) -> int:
+        return _positive_int(text, LIMITS[name])
+
+    parse.__name__ = name  # argparse names the type in its messages
+    return parse
+
+
+def _seed(text: str) -> int:
+    value = _whole(text)
+    if not SEED_RANGE[0] <= value <= SEED_RANGE[1]:
+        raise argparse.ArgumentTypeError(f"must be between -2^63 and 2^63 - 1: {_shown(text)}")
+    return value
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {_shown(text)}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number: {_shown(text)}")
+    return value
+
+
+def _temperature(text: str) -> float:
+    value = _finite(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be ≥ 0: {_shown(text)}")
+    return value
+
+
+def _top_p(text: str) -> float:
+    value = _finite(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1]: {_shown(text)}")
+    return value
+
+
+def _text(text: str) -> str:
+    """Text that can be stored: not bytes the terminal could not decode (Python passes
+    them on as lone surrogates, which SQLite refuses)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError("not UTF-8 text (check the terminal's encoding)") from None
+    return text
+
+
+def _run_id(text: str) -> int:
+    value = _whole(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a run or attempt id: {_shown(text)}")
     return value
 
 
@@ -68,9 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("items", help="list a probe's items and prompts")
     p.add_argument("--probe", required=True)
-    p.add_argument("--template", help="template text or preset name")
-    p.add_argument("--limit", type=_positive_int, help="keep the first N items")
-    p.add_argument("--sample", type=_positive_int, help="a seeded random sample of K items")
+    p.add_argument("--template", type=_text, help="template text or preset name")
+    p.add_argument("--limit", type=_bounded("limit"), help="keep the first N items")
+    p.add_argument("--sample", type=_bounded("sample"), help="a seeded random sample of K items")
     _json_arg(p)
 
     p = sub.add_parser(
@@ -91,11 +163,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(llama-server, vLLM, Ollama, llama-cpp-python's server)",
     )
     p.add_argument(
-        "--endpoint-model", dest="endpoint_model", metavar="NAME", help="model name at --endpoint"
+        "--endpoint-model",
+        dest="endpoint_model",
+        type=_text,
+        metavar="NAME",
+        help="model name at --endpoint",
     )
     p.add_argument(
         "--concurrency",
-        type=_positive_int,
+        type=_bounded("concurrency"),
         help="requests in flight at once (--endpoint only; default 1)",
     )
     p.add_argument(
@@ -105,16 +181,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="environment variable holding the endpoint's API key (default: GBDESK_API_KEY, "
         "then the OS keyring); the key is never stored",
     )
-    p.add_argument("--attempts", type=_positive_int, help="samples per prompt")
-    p.add_argument("--limit", type=_positive_int, help="keep the first N items")
-    p.add_argument("--sample", type=_positive_int, help="a seeded random sample of K items")
+    p.add_argument("--attempts", type=_bounded("attempts"), help="samples per prompt")
+    p.add_argument("--limit", type=_bounded("limit"), help="keep the first N items")
+    p.add_argument("--sample", type=_bounded("sample"), help="a seeded random sample of K items")
     p.add_argument(
-        "--seed", type=int, default=0, help="run seed (per-attempt seeds derive from it)"
+        "--seed", type=_seed, default=0, help="run seed (per-attempt seeds derive from it)"
     )
-    p.add_argument("--temperature", type=float)
-    p.add_argument("--top-p", type=float, dest="top_p")
-    p.add_argument("--max-tokens", type=_positive_int, dest="max_tokens")
-    p.add_argument("--template", help="template text or preset name")
+    p.add_argument("--temperature", type=_temperature)
+    p.add_argument("--top-p", type=_top_p, dest="top_p")
+    p.add_argument("--max-tokens", type=_bounded("max_tokens"), dest="max_tokens")
+    p.add_argument("--template", type=_text, help="template text or preset name")
     p.add_argument(
         "--prompt-mode",
         choices=("auto", "chat", "completion"),
@@ -123,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--batch",
-        type=_positive_int,
+        type=_bounded("batch_size"),
         default=1,
         dest="batch_size",
         help="local models: decode N attempts at once (faster; texts differ from --batch 1 "
@@ -132,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--set",
         dest="options",
+        type=_text,
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -146,12 +223,12 @@ def build_parser() -> argparse.ArgumentParser:
     _json_arg(p)
 
     p = sub.add_parser("resume", help="continue an interrupted or cancelled run")
-    p.add_argument("run_id", type=int)
+    p.add_argument("run_id", type=_run_id)
     _db_arg(p)
     _json_arg(p)
 
     p = sub.add_parser("metrics", help="metrics of a run with 95%% CIs and marks")
-    p.add_argument("run_id", type=int)
+    p.add_argument("run_id", type=_run_id)
     p.add_argument(
         "--labels",
         choices=("auto", "reviewed", "ppi"),
@@ -174,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     _json_arg(p)
 
     p = sub.add_parser("export", help="export runs as CSV files and/or a PDF report")
-    p.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")
+    p.add_argument("run_ids", type=_run_id, nargs="+", metavar="RUN_ID")
     p.add_argument("--csv", metavar="DIR", help="write attempts.csv and metrics.csv here")
     p.add_argument("--pdf", metavar="FILE", help="write the PDF report here")
     p.add_argument(
@@ -195,8 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="CSV or JSONL with response and item or prompt columns (e.g. an exported "
         "attempts.csv), or the probe's own layout",
     )
-    p.add_argument("--model-name", help="name of the model that wrote the responses")
-    p.add_argument("--template", help="template the prompts were made with (text or preset)")
+    p.add_argument("--model-name", type=_text, help="name of the model that wrote the responses")
+    p.add_argument(
+        "--template", type=_text, help="template the prompts were made with (text or preset)"
+    )
     p.add_argument(
         "--deal-rows",
         action="store_true",
@@ -225,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "label", help="label a run's stored texts with one of its probe's labelling passes"
     )
-    p.add_argument("run_id", type=int)
+    p.add_argument("run_id", type=_run_id)
     p.add_argument(
         "--extractor",
         default="llm",
@@ -249,13 +328,14 @@ def build_parser() -> argparse.ArgumentParser:
     _json_arg(p)
 
     p = sub.add_parser("review", help="record a reviewer's label for an attempt")
-    p.add_argument("attempt_id", type=int)
+    p.add_argument("attempt_id", type=_run_id)
     p.add_argument(
         "label",
+        type=_text,
         help="a label (e.g. male/female/undetected), or JSON for probes with structured labels, "
         'e.g. [{"role": "subject", "name": "Jane", "references": ["she", "her"]}]',
     )
-    p.add_argument("--reviewer", required=True)
+    p.add_argument("--reviewer", type=_text, required=True)
     _db_arg(p)
     _json_arg(p)
     return parser
@@ -683,6 +763,10 @@ def cmd_compare(args) -> int:
 def cmd_export(args) -> int:
     if not args.csv and not args.pdf:
         raise UserError("say where to export: --csv DIR and/or --pdf FILE")
+    if args.pdf and Path(args.pdf).is_dir():  # before any metric is computed and cached
+        raise UserError(f"--pdf must name a file, and {args.pdf} is a folder")
+    if args.csv and Path(args.csv).exists() and not Path(args.csv).is_dir():
+        raise UserError(f"--csv must name a folder, and {args.csv} is a file")
     written: list[str] = []
     with _open_store(args.db) as store:
         for run_id in args.run_ids:
@@ -740,6 +824,8 @@ def cmd_import(args) -> int:
             template=args.template,
             deal_rows=args.deal_rows,
         )
+    for warning in result.get("warnings") or []:
+        print(f"gbdesk: note: {warning}", file=sys.stderr)
     _emit(args, result, f"imported {result['attempts']} attempts as run {result['run_id']}")
     return 0
 

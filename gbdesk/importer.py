@@ -10,14 +10,16 @@ is killed or the disk fills up half-way.
 
 from __future__ import annotations
 
-import csv
 import json
+import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gbdesk import __version__
+from gbdesk.csvfile import csv_records
 from gbdesk.errors import UserError
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
@@ -50,44 +52,158 @@ class ImportedRun:
     notes: dict[str, Any] = field(default_factory=dict)  # reported once for the import
 
 
+#: Digits Python turns into an int (its `int_max_str_digits` guard); longer ones are refused.
+MAX_INT_DIGITS = 4300
+
+
+class _BadNumber(ValueError):
+    """A JSON number gbdesk refuses: NaN/Infinity, out of float range, or too many digits."""
+
+
+def _json_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _BadNumber(
+            f"a number has {len(text.lstrip('-')):,} digits (at most {MAX_INT_DIGITS:,}; "
+            "put it in quotes to import it as text)"
+        )
+    return int(text)
+
+
+def _json_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _BadNumber(f"the number {text[:20]}{'…' if len(text) > 20 else ''} is out of range")
+    return value
+
+
+def _json_constant(name: str) -> Any:
+    raise _BadNumber(f"{name} is not a JSON value")
+
+
+def parse_json_line(line: str) -> Any:
+    """One JSON value, strictly: no NaN/Infinity, finite numbers, ints of at most
+    `MAX_INT_DIGITS` digits. Raises ValueError with a one-line reason."""
+    try:
+        return json.loads(
+            line,
+            parse_int=_json_int,
+            parse_float=_json_float,
+            parse_constant=_json_constant,
+        )
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg}, column {exc.colno})") from None
+    except _BadNumber as exc:
+        raise ValueError(str(exc)) from None
+    except RecursionError:
+        raise ValueError("not valid JSON (nested too deeply)") from None
+
+
 def read_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, record) pairs from a CSV or JSONL file."""
+    """(line number, record) pairs from a CSV or JSONL file.
+
+    CSV: the whole file goes through the `csv` module, so a quoted field may hold any line
+    break or separator (U+2028, U+0085, form feed …) and up to `limits.MAX_CSV_FIELD` characters;
+    the line number is the physical line ("\\n", "\\r\\n" or "\\r") where the record starts;
+    cells are text, a short row's missing cells are None, a long row or a repeated header
+    column is refused. JSONL: one JSON object per line, lines end at "\\n" only (separators
+    inside strings stay there); numbers must be finite with at most `MAX_INT_DIGITS` digits.
+    """
     p = Path(path)
     if not p.is_file():
         raise UserError(f"file not found: {p}")
     try:
-        text = p.read_text(encoding="utf-8-sig")
+        with p.open(encoding="utf-8-sig", newline="") as fh:  # "\r\n" in a field stays
+            text = fh.read()
     except UnicodeDecodeError:
         raise UserError(f"{p} is not UTF-8 text") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {p}: {exc.strerror or exc}") from None
     if not text.strip():
         raise UserError(f"{p} is empty")
     if p.suffix.lower() in (".jsonl", ".ndjson") or text.lstrip().startswith("{"):
-        rows = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{p}, line {number}: not valid JSON ({exc.msg})") from None
-            if not isinstance(record, dict):
-                raise UserError(f"{p}, line {number}: expected a JSON object")
-            rows.append((number, record))
-        return rows
-    reader = csv.DictReader(text.splitlines(keepends=True), strict=True)
+        return _jsonl_rows(p, text)
+    return _csv_rows(p, text)
+
+
+def _jsonl_rows(p: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
     rows = []
-    start = 2
-    try:
-        for record in reader:
-            if None in record:
-                raise UserError(f"{p}, line {start}: more cells than header columns")
-            rows.append((start, record))
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        raise UserError(f"{p}, line {reader.line_num}: malformed CSV ({exc})") from None
-    if reader.fieldnames is None:
-        raise UserError(f"{p} has no header row")
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = parse_json_line(line.removesuffix("\r"))
+        except ValueError as exc:
+            raise UserError(f"{p}, line {number}: {exc}") from None
+        if not isinstance(record, dict):
+            raise UserError(f"{p}, line {number}: expected a JSON object")
+        if _SURROGATE_ESCAPE.search(line) and not _encodable(record):
+            raise UserError(
+                f"{p}, line {number}: a string holds a lone surrogate escape (such as "
+                "\\ud800), which is not text"
+            )
+        rows.append((number, record))
     return rows
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _encodable(value: Any) -> bool:
+    """Can `value` (parsed JSON) be stored as UTF-8? Not if a string holds a surrogate that
+    a JSON escape such as \\ud800 put there without its pair."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _csv_rows(p: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+    header, records = csv_records(text, str(p))
+    if header is None:
+        raise UserError(f"{p} has no header row")
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for line, cells in records:
+        record: dict[str, Any] = dict.fromkeys(header)  # a short row's missing cells: None
+        record.update(zip(header, cells, strict=False))
+        rows.append((line, record))
+    return rows
+
+
+_KINDS = {
+    bool: "true or false",
+    int: "a number",
+    float: "a number",
+    list: "a list",
+    dict: "an object",
+}
+
+
+def require_text(
+    path: str | Path, rows: list[tuple[int, dict[str, Any]]], columns: tuple[str, ...]
+) -> None:
+    """Refuse rows whose `columns` are not text: a JSON null, a missing CSV cell, a number
+    (`"response": 5` — give `"5"` to import it as text), true/false, a list or an object.
+    Every offending line is listed, per column and kind."""
+    problems: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for number, record in rows:
+        for column in columns:
+            value = record.get(column)
+            if value is None:
+                problems[(column, "no")].append(number)
+            elif not isinstance(value, str):
+                problems[(column, _KINDS.get(type(value), type(value).__name__))].append(number)
+    messages = []
+    for (column, kind), numbers in problems.items():
+        verb = "has" if len(numbers) == 1 else "have"
+        if kind == "no":
+            messages.append(f"{line_list(numbers)} {verb} no {column} (null or a missing cell)")
+        else:
+            messages.append(
+                f"{line_list(numbers)} {verb} {kind} as {column}, not text (put it in quotes "
+                "to import it as text)"
+            )
+    refuse(path, messages)
 
 
 def require_columns(
@@ -222,7 +338,9 @@ def plan_prompt_response_import(
     if not rows:
         raise UserError(f"{path} has a header but no rows")
     keyed = any(str(r.get("item") or "").strip() for _, r in rows)
-    require_columns(path, rows, ("response",) if keyed else ("prompt", "response"))
+    required = ("response",) if keyed else ("prompt", "response")
+    require_columns(path, rows, required)
+    require_text(path, rows, required)
     params = probe.resolve_params(template=template)
     groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for number, record in rows:

@@ -14,6 +14,8 @@ that a half-finished run already covers every item.
 
 from __future__ import annotations
 
+import math
+import numbers
 import platform
 import threading
 import time
@@ -31,6 +33,7 @@ from gbdesk.engine.base import (
     attempt_seed,
 )
 from gbdesk.errors import EngineCrashed, EngineError, UserError
+from gbdesk.limits import LIMITS, SEED_RANGE
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import (
@@ -115,6 +118,34 @@ def verify_model_file(model: dict[str, Any]) -> None:
 
 
 # -- planning -------------------------------------------------------------------------------
+def _whole_in(value: Any, flag: str, low: int, high: int) -> None:
+    whole = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not whole or not low <= value <= high:
+        raise UserError(f"{flag} must be a whole number from {low:,} to {high:,}")
+
+
+def _finite_number(value: Any, flag: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise UserError(f"{flag} must be a finite number")
+    return float(value)
+
+
+def check_generation(generation: dict[str, Any]) -> None:
+    """Refuse generation settings out of range (the CLI's argument types check the same,
+    earlier): NaN or infinite numbers would be stored as invalid JSON and sizes beyond
+    `LIMITS` are typos."""
+    _whole_in(generation["attempts"], "--attempts", 1, LIMITS["attempts"])
+    _whole_in(generation["batch_size"], "--batch", 1, LIMITS["batch_size"])
+    _whole_in(generation["max_tokens"], "--max-tokens", 1, LIMITS["max_tokens"])
+    _whole_in(generation["seed"], "--seed", *SEED_RANGE)
+    if _finite_number(generation["temperature"], "--temperature") < 0:
+        raise UserError("--temperature must be ≥ 0")
+    if not 0 < _finite_number(generation["top_p"], "--top-p") <= 1:
+        raise UserError("--top-p must be in (0, 1]")
+    if generation["prompt_mode"] not in ("auto", "chat", "completion"):
+        raise UserError("--prompt-mode must be auto, chat or completion")
+
+
 def plan_run(
     store: Store,
     probe_name: str,
@@ -133,10 +164,7 @@ def plan_run(
     """Store a new run with its items; return its id. Nothing is generated yet."""
     probe = get_probe(probe_name)
     params = probe.resolve_params(**probe_params)
-    items = probe.items(params)
     attempts = probe.default_attempts if attempts is None else attempts
-    if attempts < 1:
-        raise UserError("--attempts must be at least 1")
     defaults = probe.default_generation
     generation = {
         "attempts": attempts,
@@ -151,16 +179,8 @@ def plan_run(
         # differ from one-at-a-time ones — a different attention kernel)
         "batch_size": batch_size,
     }
-    if batch_size < 1:
-        raise UserError("--batch must be at least 1")
-    if generation["temperature"] < 0:
-        raise UserError("--temperature must be ≥ 0")
-    if not 0 < generation["top_p"] <= 1:
-        raise UserError("--top-p must be in (0, 1]")
-    if generation["max_tokens"] < 1:
-        raise UserError("--max-tokens must be at least 1")
-    if prompt_mode not in ("auto", "chat", "completion"):
-        raise UserError("--prompt-mode must be auto, chat or completion")
+    check_generation(generation)
+    items = probe.items(params)
     return store.create_run(
         probe=probe.name,
         probe_version=probe.version,

@@ -72,11 +72,34 @@ def ensure_gui_app() -> QGuiApplication:
     return app  # type: ignore[return-value]
 
 
-def e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+#: Longest text the report shows whole; longer ones (a 10 MB response, a model name or a
+#: template pasted by mistake) are cut with a note, so one text cannot stall the layout.
+MAX_TEXT_CHARS = 3000
+
+
+def cut(text: str, limit: int = MAX_TEXT_CHARS, full: str = "the CSV export") -> str:
+    """`text`, or its first `limit` characters and "… (N characters cut; the full text is
+    in <full>)"."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} characters cut; the full text is in {full})"
+
+
+def e(text: Any, limit: int = MAX_TEXT_CHARS, full: str = "the CSV export") -> str:
+    """HTML-escaped text, cut to `limit` characters (`cut`)."""
+    return html.escape(cut(str(text), limit, full), quote=True)
 
 
 # -- charts -------------------------------------------------------------------------------
+def _label(text: Any, limit: int = 80) -> str:
+    """A chart label on one line, cut with "…" (a chart has no room for a note)."""
+    text = str(text)
+    short = " ".join(text[: limit * 4].split())
+    if len(short) > limit or len(text) > limit * 4:
+        return short[: limit - 1] + "…"
+    return short
+
+
 def ci_chart(
     rows: list[tuple[str, float, float, float, str]],
     marks: MarkDefinition | None,
@@ -90,6 +113,8 @@ def ci_chart(
 
     With `log`, values are ratios drawn on a log2 axis whose ticks read as ratios, with a
     dashed parity line at 1."""
+    rows = [(_label(label), v, lo, hi, c) for label, v, lo, hi, c in rows]
+    title = _label(title, 200)
     if log:
         rows = [
             (label, log2_or_nan(v), log2_or_nan(lo), log2_or_nan(hi), c)
@@ -262,6 +287,7 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
 
 def curves_chart(curves: dict[str, dict[str, Any]], title: str, width: int = 1400) -> QImage:
     """Racialized subordination ratio (log2 axis) against the likelihood threshold."""
+    title = _label(title, 200)
     height, left, right, top, bottom = 620, 110, 260, 56, 70
     image = QImage(width, height, QImage.Format.Format_ARGB32)
     image.fill(QColor("white"))
@@ -321,7 +347,7 @@ def curves_chart(curves: dict[str, dict[str, Any]], title: str, width: int = 140
         p.drawText(
             QRectF(plot.right() + 12, top + 30 * i, right - 14, 28),
             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-            key,
+            _label(key),
         )
     p.end()
     return image
@@ -446,7 +472,7 @@ def _appendix(data: ReportData, doc: _Doc) -> None:
         if template:
             doc.add(
                 "<p><b>Chat template</b> (from the GGUF file)</p>"
-                f"<pre class='mono'>{e(template)}</pre>"
+                f"<pre class='mono'>{e(template, 20_000, 'the model file')}</pre>"
             )
     if data.datasets:
         rows = "".join(
@@ -486,7 +512,7 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     doc.doc.setDefaultFont(font)
     doc.doc.setHtml("<html><body>" + "".join(doc.parts) + "</body></html>")
     writer = QPdfWriter(str(out))
-    writer.setTitle(f"gbdesk bias audit — {models}")
+    writer.setTitle(_label(f"gbdesk bias audit — {models}", 200))
     writer.setCreator(f"gbdesk {data.app_version}")
     writer.setResolution(300)
     writer.setPageLayout(

@@ -449,6 +449,10 @@ class Probe(ABC):
         self, response: str, metadata: dict[str, Any], value: str, reviewer: str
     ) -> dict[str, Any]:
         """A reviewer's label from its text form (CLI `gbdesk review`): label and data."""
+        if not self.label_values():
+            raise UserError(
+                f"{self.name} attempts have no label to give here; review them in the app"
+            )
         if value not in self.label_values():
             raise UserError(f"label must be one of {', '.join(self.label_values())}")
         return {"label": value, "data": None, "evidence": None}

@@ -162,6 +162,10 @@ def _clitic_chain_ok(text: str, pos: int) -> bool:
     return False
 
 
+#: Most pronoun spans a label keeps as highlighting evidence.
+MAX_EVIDENCE = 2000
+
+
 @dataclass(frozen=True)
 class PronounHit:
     start: int
@@ -180,8 +184,10 @@ class PronounDetection:
 
     @property
     def evidence(self) -> list[list]:
-        """Offsets of the counted pronouns, `[start, end, gender]`, for highlighting."""
-        return [[h.start, h.end, h.gender] for h in self.hits]
+        """Offsets of the counted pronouns, `[start, end, gender]`, for highlighting: the
+        first `MAX_EVIDENCE` (the counts are always complete; a 10 MB text would otherwise
+        store a million spans that every label read decodes)."""
+        return [[h.start, h.end, h.gender] for h in self.hits[:MAX_EVIDENCE]]
 
 
 def find_pronouns(text: str) -> list[PronounHit]:

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gbdesk.errors import UserError
+from gbdesk.errors import UserError, short_repr
 from gbdesk.importer import (
     ImportedAttempt,
     ImportedRun,
@@ -24,6 +24,7 @@ from gbdesk.importer import (
     whole_number,
 )
 from gbdesk.studies.base import Item, Probe
+from gbdesk.studies.globalbias.apx_stats import UNFLAGGED_AXES
 from gbdesk.studies.globalbias.data import load_descriptors, load_names, sentence
 
 
@@ -131,8 +132,22 @@ def plan_apx_table(
             f"{line_list(repeated)} repeat a (model, group, template, descriptor) of an "
             "earlier line"
         )
+    for model, blocks in by_model.items():
+        if not _testable(blocks):
+            problems.append(
+                f"{short_repr(model)} has no descriptor with values for two or more groups "
+                "(outside the untested age axis), so nothing would be tested"
+            )
     refuse(path, problems)
     g_rank = _group_rank()
+    warnings = []
+    if unmatched:
+        warnings.append(
+            f"{len(unmatched):,} descriptor{'s were' if len(unmatched) > 1 else ' was'} not in "
+            f"the shipped list (e.g. {_examples(unmatched)}): "
+            f"{'they are' if len(unmatched) > 1 else 'it is'} tested with the group labels "
+            "as given but without an axis (the age-axis exclusion cannot apply)"
+        )
     planned = []
     for model, unordered in by_model.items():
         blocks = {
@@ -171,7 +186,7 @@ def plan_apx_table(
                 items,
                 attempts,
                 extra={"rows": sum(len(b) for b in blocks.values())},
-                notes={"unmatched_descriptors": len(unmatched)},
+                notes={"unmatched_descriptors": len(unmatched), "warnings": warnings},
             )
         )
     return planned
@@ -348,6 +363,25 @@ def plan_apx_scores(
             )
         )
     return planned
+def _have(lines: list[int]) -> str:
+    return "has" if len(lines) == 1 else "have"
+
+
+def _examples(descriptors: set[str], shown: int = 3) -> str:
+    listed = sorted(descriptors)
+    text = ", ".join(short_repr(d) for d in listed[:shown])
+    return text + (f" and {len(listed) - shown:,} more" if len(listed) > shown else "")
+
+
+def _testable(blocks: dict[tuple[int, str], list[dict[str, Any]]]) -> bool:
+    """Does some descriptor (not of the untested age axis) have APX values for two or more
+    groups in one model's table? (The association test needs an SD over groups.)"""
+    groups: dict[str, set[str]] = {}
+    for (_, group), rows in blocks.items():
+        for r in rows:
+            if r["axis"] not in UNFLAGGED_AXES:
+                groups.setdefault(r["descriptor"], set()).add(group)
+    return any(len(g) >= 2 for g in groups.values())
 
 
 def plan_profiles(
@@ -381,6 +415,18 @@ def plan_profiles(
     keyed = "item" in keys_frame and all(v.strip() for v in keys_frame["item"])
     ordered = keyed and "item_index" in keys_frame
     positions = keys_frame.get("position") or [""] * len(df)
+    lines = df.attrs.get("lines") or list(range(2, len(df) + 2))
+    problems = []
+    for column in ("name", "Ethnicity", "Gender"):
+        blank = [
+            line
+            for line, value in zip(lines, df[column], strict=True)
+            if value is None or (isinstance(value, float) and math.isnan(value))
+            or not str(value).strip()
+        ]
+        if blank:
+            problems.append(f"{line_list(blank)} {_have(blank)} no {column}")
+    refuse(p, problems)
 
     def clean(v: Any) -> Any:
         if isinstance(v, float) and math.isnan(v):

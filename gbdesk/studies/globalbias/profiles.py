@@ -77,34 +77,74 @@ def profile_prompt_template() -> str:
     return resource("globalbias/generation_prompt_template.txt").read_text(encoding="utf-8")
 
 
-def parse_profiles(text: str, names: list[str]) -> dict[str, Any]:
-    """Profiles for the expected names from a model's JSON answer: matched by name, else by
-    position. Never raises: a parse failure is reported in `error`."""
+def _loads(text: str) -> tuple[Any, str | None]:
+    """(value, None), or (None, why) when `text` is not JSON (never raises)."""
     import json
 
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, TypeError) as exc:
-        start, end = (text or "").find("["), (text or "").rfind("]")
-        try:
-            data = json.loads(text[start : end + 1]) if 0 <= start < end else None
-        except json.JSONDecodeError:
-            data = None
+        return json.loads(text), None
+    except RecursionError:
+        return None, "nested too deeply"
+    except ValueError as exc:  # JSONDecodeError, or an int of more than 4,300 digits
+        return None, str(exc).splitlines()[0][:200]
+
+
+def _scalar(value: Any) -> Any:
+    """A profile field as the analysis reads it: text, a finite number, true/false or None;
+    a list or object becomes its JSON text, NaN/inf None."""
+    import json
+
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _clean_profile(profile: dict[str, Any]) -> dict[str, Any]:
+    """Scalars for scalar fields, lists of text for list fields, an object of scalars for
+    physical_characteristics; other keys are kept as scalars too."""
+    out: dict[str, Any] = {}
+    for key, value in profile.items():
+        if key in ("personality_traits", "negative_traits", "hobbies"):
+            items = value if isinstance(value, list) else [] if value is None else [value]
+            out[key] = [v if isinstance(v, str) else _scalar(v) for v in items]
+        elif key == "physical_characteristics" and isinstance(value, dict):
+            out[key] = {k: _scalar(v) for k, v in value.items()}
+        else:
+            out[key] = _scalar(value)
+    return out
+
+
+def parse_profiles(text: str, names: list[str]) -> dict[str, Any]:
+    """Profiles for the expected names from a model's JSON answer: matched by name, else by
+    position. Never raises: a parse failure is reported in `error`. Field values are
+    made safe for the analysis (`_clean_profile`): a nested list or object in a text field
+    becomes its JSON text, NaN/inf None."""
+    text = text if isinstance(text, str) else ""
+    data, why = _loads(text)
+    if why is not None:
+        start, end = text.find("["), text.rfind("]")
+        if 0 <= start < end:
+            data, _ = _loads(text[start : end + 1])
         if data is None:
-            return {"profiles": [], "error": f"not JSON: {exc}"}
+            return {"profiles": [], "error": f"not JSON: {why}"}
     if isinstance(data, dict):
         lists = [v for v in data.values() if isinstance(v, list)]
         data = lists[0] if ("name" not in data and lists) else [data]
     if not isinstance(data, list):
         return {"profiles": [], "error": "the JSON is neither a list nor an object"}
-    candidates = [p for p in data if isinstance(p, dict)]
+    candidates = [_clean_profile(p) for p in data if isinstance(p, dict)]
     out, used = [], set()
     for i, name in enumerate(names):
         match = next(
             (
                 j
                 for j, p in enumerate(candidates)
-                if j not in used and str(p.get("name", "")).strip().casefold() == name.casefold()
+                if j not in used and _name_of(p).casefold() == name.casefold()
             ),
             None,
         )
@@ -115,6 +155,11 @@ def parse_profiles(text: str, names: list[str]) -> dict[str, Any]:
             out.append({**candidates[match], "name": name, "position": i})
     missing = len(names) - len(out)
     return {"profiles": out, "error": f"{missing} name(s) without a profile" if missing else None}
+
+
+def _name_of(profile: dict[str, Any]) -> str:
+    name = profile.get("name")
+    return name.strip() if isinstance(name, str) else ""
 
 
 class GlobalBiasProfilesProbe(GenerationProbe):

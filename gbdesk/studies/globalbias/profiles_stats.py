@@ -47,6 +47,7 @@ the functions then return NaN with a reason instead of raising sklearn's ValueEr
 from __future__ import annotations
 
 import ast
+import io
 import json
 import math
 import statistics
@@ -58,6 +59,7 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
+from gbdesk.csvfile import csv_records
 from gbdesk.errors import UserError
 
 # --------------------------------------------------------------------------- layout
@@ -158,7 +160,8 @@ def parse_list_cell(value: Any) -> tuple[str, ...]:
 
     Accepts a list/tuple, the released Python tuple literal ``"('a', 'b')"``, a JSON list
     ``'["a", "b"]'`` or a plain string (split on commas). Missing → ``()``. Items of a
-    literal are kept as written (the released analysis does not strip them).
+    literal are kept as written (the released analysis does not strip them). Never raises:
+    a literal that cannot be read (too deep, a 5,000-digit number) is split as text.
     """
     if _is_missing(value):
         return ()
@@ -174,7 +177,7 @@ def parse_list_cell(value: Any) -> tuple[str, ...]:
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             try:
                 parsed = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):
                 parsed = None
         if isinstance(parsed, list | tuple):
             return tuple(str(v) for v in parsed if not _is_missing(v))
@@ -215,14 +218,39 @@ def read_profiles_csv(path_or_buffer: str | Any | IO[str]) -> pd.DataFrame:
 
     The unnamed leading index column, if present, becomes the index (it is not a
     feature: used as one it changes the accuracies). List fields are parsed into tuples.
-    Raises :class:`UserError` naming any missing required column.
+    Raises :class:`UserError` naming any missing required column, a repeated column, or
+    the line of a row with more or fewer cells than the header (pandas would shift or pad
+    it silently). ``df.attrs["lines"]`` holds the file line each row starts on.
     """
+    where = str(path_or_buffer)
     try:
-        df = pd.read_csv(path_or_buffer)
+        if hasattr(path_or_buffer, "read"):
+            text = path_or_buffer.read()
+        else:
+            with open(path_or_buffer, encoding="utf-8-sig", newline="") as fh:
+                text = fh.read()
     except FileNotFoundError as exc:
         raise UserError(f"profiles CSV not found: {path_or_buffer}") from exc
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise UserError(f"could not read profiles CSV {path_or_buffer}: {exc}") from exc
+    except UnicodeDecodeError:
+        raise UserError(f"could not read profiles CSV {where}: it is not UTF-8 text") from None
+    except OSError as exc:
+        raise UserError(f"could not read profiles CSV {where}: {exc.strerror or exc}") from None
+    if isinstance(text, bytes):
+        text = text.decode("utf-8-sig", errors="replace")
+    header, records = csv_records(text, where)
+    if header is None:
+        raise UserError(f"could not read profiles CSV {where}: it is empty")
+    short = [line for line, cells in records if len(cells) < len(header)]
+    if short:
+        raise UserError(
+            f"{where}: line{'s' if len(short) > 1 else ''} "
+            f"{', '.join(str(n) for n in short[:12])}{' …' if len(short) > 12 else ''} "
+            f"{'have' if len(short) > 1 else 'has'} fewer cells than the header's {len(header)}"
+        )
+    try:
+        df = pd.read_csv(io.StringIO(text))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        raise UserError(f"could not read profiles CSV {where}: {exc}") from exc
     first = str(df.columns[0]) if len(df.columns) else ""
     if first == "" or first.startswith("Unnamed: 0"):
         df = df.set_index(df.columns[0])
@@ -234,7 +262,10 @@ def read_profiles_csv(path_or_buffer: str | Any | IO[str]) -> pd.DataFrame:
             + ", ".join(missing)
             + " (expected the GlobalBias 10a_<model>_full.csv layout)"
         )
-    return _finish_frame(df.copy())
+    out = _finish_frame(df.copy())
+    if len(records) == len(out):  # pandas and csv agree on the rows (always, unless blank-ish)
+        out.attrs["lines"] = [line for line, _ in records]
+    return out
 
 
 def _flatten_record(record: Mapping[str, Any]) -> dict[str, Any]:

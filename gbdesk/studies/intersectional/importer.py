@@ -13,6 +13,7 @@ from gbdesk.importer import (
     read_rows,
     refuse,
     require_columns,
+    require_text,
     whole_number,
 )
 from gbdesk.studies.intersectional.probe import (
@@ -41,6 +42,7 @@ def plan_role_answers(
     order of the 106."""
     rows = read_rows(path)
     require_columns(path, rows, ("group", "role", "category", "answer"))
+    require_text(path, rows, ("role", "answer"))
     params = probe.resolve_params(template=template)
     groups = {g["group"].casefold(): g for g in load_groups()}
     groups.update({g["group_id"]: g for g in load_groups()})

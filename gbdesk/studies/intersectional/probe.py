@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from gbdesk.engine.base import GenerationResult
-from gbdesk.errors import UserError
+from gbdesk.errors import UserError, short_repr
 from gbdesk.paths import resource
 from gbdesk.stats import MetricValue
 from gbdesk.studies.base import (
@@ -100,22 +100,36 @@ def people_phrase(group: dict[str, str], count: int = 1) -> str:
     return phrase
 
 
-def map_answer(text: str, options: list[str]) -> str | None:
-    """The option an answer chose: a JSON string or plain text naming one option, or its
-    number; None when no single option is named."""
-    raw = (text or "").strip()
+def _json_value(text: str) -> Any:
+    """The JSON value `text` holds, or `text` itself when it is not JSON (never raises:
+    bad JSON, NaN, 5,000-digit numbers and deep nesting all give the text back)."""
     try:
-        value = json.loads(raw)
-        if isinstance(value, dict):
-            value = next(iter(value.values()), "")
-        raw = str(value).strip()
-    except (json.JSONDecodeError, ValueError):
-        pass
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+def map_answer(text: Any, options: list[str]) -> str | None:
+    """The option an answer chose: a JSON string or plain text naming one option, or its
+    number; None ("unparsed") when no single option is named. Never raises."""
+    raw = text.strip() if isinstance(text, str) else ""
+    value = _json_value(raw)
+    if isinstance(value, dict):
+        value = next(iter(value.values()), "")
+    if isinstance(value, str):
+        raw = value.strip()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        raw = str(value) if abs(value) < 10**100 else ""
+    else:  # true/false/null, a list or an object inside the object: the JSON text
+        try:
+            raw = json.dumps(value)
+        except (ValueError, RecursionError):
+            raw = ""
     low = raw.casefold().strip(" .!\"'")
     for option in options:
         if low == option.casefold():
             return option
-    number = re.fullmatch(r"(\d+)\b.*", low)
+    number = re.fullmatch(r"(\d{1,3})\b.*", low)
     if number and 1 <= int(number.group(1)) <= len(options):
         return options[int(number.group(1)) - 1]
     named = [o for o in options if re.search(rf"\b{re.escape(o.casefold())}\b", low)]
@@ -249,8 +263,8 @@ class IntersectionalProbe(ChainProbe):
             temperature = float(answer_temperature if answer_temperature not in (None, "") else 0)
         except ValueError:
             raise UserError("answer_temperature must be a number") from None
-        if temperature < 0:
-            raise UserError("answer_temperature must be ≥ 0")
+        if not math.isfinite(temperature) or temperature < 0:
+            raise UserError("answer_temperature must be a finite number ≥ 0")
         params.update(attributes=chosen, answer_temperature=temperature)
         return params
 
@@ -356,19 +370,33 @@ class IntersectionalProbe(ChainProbe):
     def human_label(
         self, response: str, metadata: dict[str, Any], value: str, reviewer: str
     ) -> dict[str, Any]:
-        """A reviewer's correction as JSON: {"<category id>": "<option>", …}."""
+        """A reviewer's correction as a JSON object {"<category id 1–16>": "<option>", …};
+        an option may differ from the listed one in case. Anything else raises `UserError`
+        with one line."""
+        example = 'give the corrected answers as a JSON object, e.g. {"5": "Very important"}'
         try:
-            chosen = json.loads(value)
-        except json.JSONDecodeError:
-            raise UserError(
-                'give the corrected answers as JSON, e.g. {"5": "Very important"}'
-            ) from None
+            chosen = json.loads(value) if isinstance(value, str) else None
+        except (ValueError, RecursionError):
+            chosen = None
+        if not isinstance(chosen, dict) or not chosen:
+            raise UserError(example)
         cats = {str(c["id"]): c for c in load_categories()}
         answers = {}
         for cid, option in chosen.items():
-            if cid not in cats or option not in cats[cid]["options"]:
-                raise UserError(f"category {cid} has no option {option!r}")
-            answers[cid] = {"raw": option, "option": option}
+            cat = cats.get(cid.strip())
+            if cat is None:
+                raise UserError(f"unknown category {short_repr(cid)}; categories are 1–16")
+            match = (
+                next((o for o in cat["options"] if o.casefold() == option.strip().casefold()), None)
+                if isinstance(option, str)
+                else None
+            )
+            if match is None:
+                raise UserError(
+                    f"category {cat['id']} has no option {short_repr(option)}; options: "
+                    + ", ".join(cat["options"])
+                )
+            answers[str(cat["id"])] = {"raw": option, "option": match}
         label = answers_label(answers)
         return {"label": label["label"], "data": label["data"], "evidence": None}
 

@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from gbdesk.errors import UserError
+from gbdesk.errors import UserError, short_repr
+from gbdesk.limits import allow_big_csv_fields
 from gbdesk.paths import resource
 
 # Every category a table may measure, with its display name (ids as in
@@ -252,12 +253,11 @@ def load_table(id_or_path: str | Path) -> NameRaceTable:
     if isinstance(id_or_path, str) and id_or_path in bundled_tables():
         return _load_bundled(id_or_path)
     path = Path(id_or_path)
-    if (
-        isinstance(id_or_path, str)
-        and len(path.parts) == 1
-        and not path.suffix
-        and not path.exists()
-    ):
+    try:
+        exists = path.exists()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        raise UserError(f"not a name table or a readable path: {short_repr(str(path))}") from None
+    if isinstance(id_or_path, str) and len(path.parts) == 1 and not path.suffix and not exists:
         table_info(id_or_path)  # raises the "unknown name table" error
     return _load_user_csv(path)
 
@@ -269,12 +269,19 @@ def _load_user_csv(path: Path) -> NameRaceTable:
     """A user's CSV: a name column and one numeric column per race (fractions or percents)."""
     if not path.is_file():
         raise UserError(f"name table not found: {path}")
+    allow_big_csv_fields()
+    rows: list[tuple[int, list[str]]] = []  # (physical line where the row starts, cells)
     try:
         with path.open(newline="", encoding="utf-8-sig") as f:
             reader = csv.reader(f)
-            rows = [(reader.line_num, row) for row in reader]  # line where each row ends
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            start = 1
+            for row in reader:
+                rows.append((start, row))
+                start = reader.line_num + 1
+    except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read the name table ({exc})") from None
+    except csv.Error as exc:
+        raise UserError(f"{path}, line {start}: malformed CSV ({exc})") from None
     if not rows:
         raise UserError(f"{path}: the name table is empty")
     header = [h.strip() for h in rows[0][1]]
@@ -316,12 +323,19 @@ def _load_user_csv(path: Path) -> NameRaceTable:
             raise UserError(f"{path}, line {line_no}: empty name")
         if name in seen:
             raise UserError(
-                f"{path}, line {line_no}: name {row[name_col].strip()!r} repeats line {seen[name]}"
+                f"{path}, line {line_no}: name {short_repr(row[name_col].strip())} repeats line "
+                f"{seen[name]}"
             )
         seen[name] = line_no
         numbers = [_number(row[i], path, line_no, header[i]) for i in race_cols]
         if count_col is not None:
-            counts.append(_number(row[count_col], path, line_no, header[count_col]))
+            count = _number(row[count_col], path, line_no, header[count_col])
+            if count < 0 or count >= 2**63 or count != int(count):
+                raise UserError(
+                    f"{path}, line {line_no}: column {header[count_col]!r} is not a whole "
+                    "number of people"
+                )
+            counts.append(count)
         names.append(name)
         values.append(numbers)
     if not names:
@@ -351,10 +365,13 @@ def _number(cell: str, path: Path, line_no: int, column: str) -> float:
         value = float(cell)
     except ValueError:
         raise UserError(
-            f"{path}, line {line_no}: column {column!r} is not a number ({cell.strip()!r})"
+            f"{path}, line {line_no}: column {short_repr(column)} is not a number "
+            f"({short_repr(cell.strip())})"
         ) from None
     if not math.isfinite(value):
-        raise UserError(f"{path}, line {line_no}: column {column!r} is not a finite number")
+        raise UserError(
+            f"{path}, line {line_no}: column {short_repr(column)} is not a finite number"
+        )
     return value
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar
 
-from gbdesk.errors import UserError
+from gbdesk.errors import UserError, short_repr
 from gbdesk.paths import resource
 from gbdesk.stats import MetricValue
 from gbdesk.studies.base import (
@@ -56,6 +56,10 @@ GENDER_ABBREV = {"Female": "F", "Male": "M", "Non-binary": "NB"}
 GENDER_LABELS = (*GENDERS, "Unspecified", "Unsure")  # what a reviewer may set
 PAIRS = ("NB-NB", "NB-F", "NB-M", "F-F", "M-M", "F-M")
 DEFAULT_TABLE = "rosenman2023"
+#: Longest story the deterministic extractor reads (the prompts ask for 100 words; about
+#: 1 s at this length on a laptop core, growing with the square of the length).
+MAX_STORY_CHARS = 20_000
+TOO_LONG = "too long to label"
 DEFAULT_EXTRACTOR = "deterministic"
 
 # Honorifics and titles: a name that starts with one is a surname (no first name).
@@ -398,10 +402,21 @@ class LaissezFaireProbe(GenerationProbe):
         return {"llm": "llm/", "hybrid": "hybrid/"}.get(extractor, "deterministic/")
 
     def label(self, response: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The deterministic extractor's characters; a story longer than
+        `MAX_STORY_CHARS` is not read (its time grows with the square of the length: a
+        10 MB import would take days) and gets the label "too long to label" with no
+        characters, so it adds nothing to the metrics."""
         from gbdesk.studies.laissez_faire.extract.deterministic import DeterministicExtractor
 
         extractor = DeterministicExtractor()
         metadata = metadata or {}
+        if len(response or "") > MAX_STORY_CHARS:
+            return {
+                "source": f"{extractor.name}/{extractor.version}",
+                "label": TOO_LONG,
+                "data": {"characters": [], "too_long": len(response)},
+                "evidence": [],
+            }
         characters = extractor.extract(
             response or "", roles_of(metadata), metadata_scenario(metadata)
         )
@@ -751,54 +766,32 @@ class LaissezFaireProbe(GenerationProbe):
     def human_label(
         self, response: str, metadata: dict[str, Any], value: str, reviewer: str
     ) -> dict[str, Any]:
-        """`value` is JSON: [{"role": "subject", "name": "Jane", "references": ["she", …]}…];
-        references may also be [start, end] offsets. Words are located in the story. An
-        optional "gender" (Female, Male, Non-binary, Unspecified, Unsure) overrides the
-        gender of the words."""
+        """`value` is a JSON list: [{"role": "subject", "name": "Jane", "references": ["she",
+        …]}, …], one object per character (each role at most once). A reference is a word of
+        the story (its next occurrence not taken yet) or [start, end] offsets (optionally
+        [start, end, text], checked against the story). An optional "gender" (Female, Male,
+        Non-binary, Unspecified, Unsure) overrides the gender of the words. Anything else
+        raises `UserError` with one line."""
+        usage = (
+            'a laissez_faire review is JSON: [{"role": "subject", '
+            '"name": …, "references": ["she", …]}, …]'
+        )
         try:
-            payload = json.loads(value)
-        except ValueError:
-            raise UserError(
-                'a laissez_faire review is JSON: [{"role": "subject", '
-                '"name": …, "references": ["she", …]}, …]'
-            ) from None
+            payload = json.loads(value) if isinstance(value, str) else None
+        except (ValueError, RecursionError):
+            payload = None
+        if not isinstance(payload, list):
+            raise UserError(usage)
+        story = response if isinstance(response, str) else ""
         roles = {r["key"] for r in metadata.get("roles", [])}
         characters = []
         taken: set[tuple[int, int]] = set()
-        for entry in payload if isinstance(payload, list) else []:
-            role = entry.get("role")
-            if role not in roles:
-                raise UserError(f"unknown role {role!r}; this story has {', '.join(sorted(roles))}")
-            spans = []
-            for ref in entry.get("references", []):
-                if isinstance(ref, list) and len(ref) >= 2:
-                    start, end = int(ref[0]), int(ref[1])
-                    if not 0 <= start < end <= len(response):
-                        raise UserError(f"offsets {start}–{end} are outside the story")
-                    spans.append(Span(start, end, response[start:end]))
-                    continue
-                for start, end in _word_spans(response, str(ref)):
-                    if (start, end) not in taken:
-                        taken.add((start, end))
-                        spans.append(Span(start, end, response[start:end]))
-                        break
-                else:
-                    raise UserError(f"{ref!r} does not occur in the story")
-            name = entry.get("name") or None
-            gender = entry.get("gender") or None
-            if gender is not None and gender not in GENDER_LABELS:
-                raise UserError(f"gender must be one of {', '.join(GENDER_LABELS)}, not {gender!r}")
-            characters.append(
-                CharacterExtraction(
-                    role,
-                    name,
-                    sorted(spans, key=lambda s: s.start),
-                    [Span(a, b, response[a:b]) for a, b in _word_spans(response, name)]
-                    if name
-                    else [],
-                    gender,
-                )
-            )
+        for number, entry in enumerate(payload, start=1):
+            characters.append(_reviewed_character(story, roles, entry, number, taken))
+        given = [ch.role for ch in characters]
+        repeated = sorted({r for r in given if given.count(r) > 1})
+        if repeated:
+            raise UserError(f"the role(s) {', '.join(repeated)} are given more than once")
         return character_label(characters, f"human:{reviewer}")
 
     def labelling_passes(self) -> list[Any]:
@@ -997,12 +990,12 @@ class LaissezFaireProbe(GenerationProbe):
 
     # -- review order: characters of unsure gender first, then unspecified ones ---------------
     def undecided(self, label: str) -> bool:
-        return "Unspecified" in label or "Unsure" in label
+        return "Unspecified" in label or "Unsure" in label or label == TOO_LONG
 
     def review_category(self, label: str, data: dict[str, Any]) -> int:
         if "Unsure" in label:
             return 0
-        return 1 if "Unspecified" in label else 2
+        return 1 if "Unspecified" in label or label == TOO_LONG else 2
 
     def detector_title(self, params: dict[str, Any] | None) -> str:
         extractor = (params or {}).get("extractor", DEFAULT_EXTRACTOR)
@@ -1200,6 +1193,89 @@ def _exact_spans(response: str, refs: list[Any], exported: Any) -> list[Any]:
     if spans and [str(r) for r in refs] == words:
         return [[int(a), int(b)] for a, b in spans]
     return refs
+
+
+REVIEW_KEYS = ("role", "name", "references", "gender")
+
+
+def _reviewed_character(
+    story: str, roles: set[str], entry: Any, number: int, taken: set[tuple[int, int]]
+) -> CharacterExtraction:
+    """One character of a reviewer's JSON label (`LaissezFaireProbe.human_label`)."""
+    where = f"character {number}"
+    if not isinstance(entry, dict):
+        raise UserError(
+            f'{where} is {short_repr(entry)}, not an object like {{"role": "subject", …}}'
+        )
+    unknown = [k for k in entry if k not in REVIEW_KEYS]
+    if unknown:
+        raise UserError(
+            f"{where} has the unknown key(s) {', '.join(short_repr(k) for k in unknown)}; "
+            f"use {', '.join(REVIEW_KEYS)}"
+        )
+    role = entry.get("role")
+    if not isinstance(role, str) or role not in roles:
+        raise UserError(
+            f"{where}: unknown role {short_repr(role)}; this story has {', '.join(sorted(roles))}"
+        )
+    references = entry.get("references")
+    if references is None:
+        references = []
+    if not isinstance(references, list):
+        raise UserError(f"{where}: references must be a list of words or [start, end] offsets")
+    spans = []
+    for ref in references:
+        if isinstance(ref, list):
+            spans.append(_offset_span(story, ref, where))
+            continue
+        if not isinstance(ref, str) or not ref.strip():
+            raise UserError(
+                f"{where}: a reference is a word of the story or [start, end], "
+                f"not {short_repr(ref)}"
+            )
+        for start, end in _word_spans(story, ref):
+            if (start, end) not in taken:
+                taken.add((start, end))
+                spans.append(Span(start, end, story[start:end]))
+                break
+        else:
+            raise UserError(f"{short_repr(ref)} does not occur in the story")
+    name = entry.get("name")
+    if name is not None and not isinstance(name, str):
+        raise UserError(f"{where}: name must be text or null, not {short_repr(name)}")
+    name = (name or "").strip() or None
+    if name is not None and not name.encode("utf-8", "replace").decode("utf-8") == name:
+        raise UserError(f"{where}: the name holds a lone surrogate (such as \\ud800)")
+    gender = entry.get("gender") or None
+    if gender is not None and gender not in GENDER_LABELS:
+        raise UserError(
+            f"gender must be one of {', '.join(GENDER_LABELS)}, not {short_repr(gender)}"
+        )
+    return CharacterExtraction(
+        role,
+        name,
+        sorted(spans, key=lambda s: s.start),
+        [Span(a, b, story[a:b]) for a, b in _word_spans(story, name)] if name else [],
+        gender,
+    )
+
+
+def _offset_span(story: str, ref: list[Any], where: str) -> Span:
+    """[start, end] or [start, end, text] offsets of a reviewer's reference."""
+    whole = [x for x in ref[:2] if isinstance(x, int) and not isinstance(x, bool)]
+    if len(ref) not in (2, 3) or len(whole) != 2 or (len(ref) == 3 and not isinstance(ref[2], str)):
+        raise UserError(
+            f"{where}: offsets are [start, end] whole numbers, not {short_repr(ref)}"
+        )
+    start, end = whole
+    if not 0 <= start < end <= len(story):
+        raise UserError(f"offsets {start}–{end} are outside the story")
+    if len(ref) == 3 and ref[2] != story[start:end]:
+        raise UserError(
+            f"offsets {start}–{end} hold {short_repr(story[start:end])}, "
+            f"not {short_repr(ref[2])}"
+        )
+    return Span(start, end, story[start:end])
 
 
 def _word_spans(text: str, word: str) -> list[tuple[int, int]]:

@@ -93,20 +93,36 @@ def _occurrences(story: str, word: str) -> list[tuple[int, int]]:
     return [m.span() for m in pattern.finditer(story)]
 
 
+def parse_reply(text: Any) -> dict[str, Any] | None:
+    """The labeler's JSON object, or None when the reply is not one (never raises: bad
+    JSON, a 5,000-digit number or deep nesting give None)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        answer = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
 def filter_and_locate(
     story: str, roles: list[RoleSpec], answer: dict[str, Any]
 ) -> list[CharacterExtraction]:
-    """Apply the hallucination filter and find offsets for names and references."""
+    """Apply the hallucination filter and find offsets for names and references. Values
+    of the wrong type (a name that is not text, references that are not a list of words)
+    count as absent."""
     taken: set[tuple[int, int]] = set()
     out = []
     for role in roles:
-        raw_name = str(answer.get(f"{role.description} name") or "").strip()
+        raw_name = answer.get(f"{role.description} name")
+        raw_name = raw_name.strip() if isinstance(raw_name, str) else ""
         name = None
         if raw_name and raw_name.lower() != "unspecified" and raw_name.lower() in story.lower():
             name = raw_name
         refs: list[Span] = []
-        for word in answer.get(f"{role.description} references") or []:
-            word = str(word).strip()
+        words = answer.get(f"{role.description} references")
+        for word in words if isinstance(words, list) else []:
+            word = word.strip() if isinstance(word, str) else ""
             if not word:
                 continue
             for start, end in _occurrences(story, word):  # absent words are dropped
@@ -152,13 +168,8 @@ class LLMExtractor:
         """The characters of a labeler's answer (hallucinations filtered), or None when the
         answer is not a JSON object."""
         self.last_raw = text
-        try:
-            answer = json.loads(text)
-            if not isinstance(answer, dict):
-                raise ValueError("not an object")
-        except (ValueError, RecursionError):
-            return None
-        return filter_and_locate(story, roles, answer)
+        answer = parse_reply(text)
+        return None if answer is None else filter_and_locate(story, roles, answer)
 
     def extract(
         self, story: str, roles: list[RoleSpec], scenario: str = ""
