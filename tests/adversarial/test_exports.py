@@ -82,7 +82,8 @@ def _import_jsonl(tmp_path: Path, records: list[dict]) -> tuple[Path, int]:
         "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8"
     )
     db = tmp_path / "db.sqlite"
-    assert main(["import", "--probe", "inventories", "--file", str(path), "--db", str(db)]) == 0
+    assert main(["import", "--probe", "inventories", "--file", str(path), "--db", str(db),
+                 "--deal-rows"]) == 0  # fmt: skip
     with Store(db) as store:
         return db, store.list_runs()[0]["id"]
 

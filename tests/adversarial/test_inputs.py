@@ -25,6 +25,8 @@ from gbdesk.studies.intersectional.probe import load_categories, load_groups
 
 INVENTORIES = get_probe("inventories")
 PROMPTS = [i.prompt for i in INVENTORIES.items(INVENTORIES.resolve_params())]
+# a prompt only one item has (69 of the 149 share theirs), so no item column is needed
+UNIQUE_PROMPT = next(p for p in PROMPTS if PROMPTS.count(p) == 1)
 LF = get_probe("laissez_faire")
 LF_PROMPT = LF.items(LF.resolve_params())[0].prompt
 PROFILE_HEADER = (
@@ -98,7 +100,8 @@ def world(tmp_path_factory) -> dict:
         ("lf", "laissez_faire", lf),
         ("ix", "intersectional_sdeg", ix),
     ):
-        assert main(["import", "--probe", probe, "--file", str(path), "--db", str(db)]) == 0
+        args = ["import", "--probe", probe, "--file", str(path), "--db", str(db), "--deal-rows"]
+        assert main(args) == 0
         with Store(db) as store:
             run_id = max(r["id"] for r in store.list_runs() if r["probe"] == probe)
             ids[name] = store.attempts(run_id)[0]["id"]
@@ -150,7 +153,7 @@ CASES = [
     imp("inventories", "inf.jsonl", jsonl(f'{{"prompt": {P}, "response": 1e400}}'),
         "out of range"),
     imp("inventories", "digits_attempt.csv",
-        csv_text([["prompt", "response", "attempt"], [PROMPTS[0], "x", "9" * 5000]]),
+        csv_text([["prompt", "response", "attempt"], [UNIQUE_PROMPT, "x", "9" * 5000]]),
         "attempt that is not a whole number"),
     # -- import: broken files ----------------------------------------------------------------
     imp("inventories", "deep.jsonl", jsonl('{"a": ' + "[" * 100_000), "nested too deeply"),
@@ -298,7 +301,8 @@ def _import(tmp_path: Path, name: str, content: str, probe: str = "inventories")
     path = tmp_path / name
     path.write_text(content, encoding="utf-8", newline="")
     db = tmp_path / "ok.sqlite"
-    assert main(["import", "--probe", probe, "--file", str(path), "--db", str(db), "--json"]) == 0
+    args = ["import", "--probe", probe, "--file", str(path), "--db", str(db), "--json"]
+    assert main([*args, "--deal-rows"]) == 0
     return {"db": db}
 
 
