@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Sequence
@@ -342,11 +343,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def _open_store(path: str | None):
+_db_in_use: list[Path] = []  # the database this command opened (for database-fault messages)
+
+
+def _open_store(path: str | None, writes: bool = False):
+    """Open the database; say on stderr where the copy made before a layout update is.
+    `writes`: check now that the database can take writes (not damaged, read-only or
+    locked), before any slow work, rather than at the first write."""
     from gbdesk.paths import default_db_path
     from gbdesk.store import Store
 
-    return Store(path or default_db_path())
+    target = Path(path) if path else default_db_path()
+    _db_in_use[:] = [target]
+    store = Store(target)
+    if store.backup_path is not None:
+        from gbdesk.store.db import backup_notice
+
+        version = store.migrated_from
+        print(f"gbdesk: {backup_notice(store.path, store.backup_path, version)}", file=sys.stderr)
+    if writes:
+        try:
+            store.check_writable()
+        except BaseException:
+            store.close()
+            raise
+    return store
 
 
 def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
@@ -568,7 +589,7 @@ def cmd_run(args) -> int:
             "--endpoint needs --endpoint-model NAME (the model name the server serves; "
             "its /v1/models lists them)"
         )
-    with _open_store(args.db) as store:
+    with _open_store(args.db, writes=True) as store:
         if args.endpoint:
             from gbdesk.engine.http_backend import HttpBackend, register_endpoint
 
@@ -623,6 +644,7 @@ def cmd_run(args) -> int:
 
 def _execute(args, store, run_id: int, backend_factory=None) -> int:
     from gbdesk.runs import execute_run, llama_backend_factory
+    from gbdesk.store.db import DatabaseFault, database_fault
 
     try:
         execute_run(
@@ -631,6 +653,15 @@ def _execute(args, store, run_id: int, backend_factory=None) -> int:
             on_progress=_ProgressPrinter(),
             backend_factory=backend_factory or llama_backend_factory,
         )
+    except (sqlite3.Error, DatabaseFault) as exc:
+        fault = database_fault(exc, store.path, store.BUSY_TIMEOUT_S)
+        if fault is None or fault.kind in ("corrupt", "notadb"):
+            raise
+        raise DatabaseFault(
+            f"{fault}; run {run_id} keeps every attempt saved before — continue it with: "
+            f"gbdesk resume {run_id}",
+            fault.kind,
+        ) from exc
     except KeyboardInterrupt:
         print(
             f"\ninterrupted; run {run_id} is saved — continue it with: gbdesk resume {run_id}",
@@ -663,7 +694,7 @@ def _options(pairs: list[str]) -> dict[str, str]:
 def cmd_label(args) -> int:
     from gbdesk.labeling import label_run
 
-    with _open_store(args.db) as store:
+    with _open_store(args.db, writes=True) as store:
         result = label_run(
             store, args.run_id, args.extractor, args.labeler_model, on_progress=_ProgressPrinter()
         )
@@ -711,7 +742,7 @@ def cmd_runs(args) -> int:
 
 
 def cmd_resume(args) -> int:
-    with _open_store(args.db) as store:
+    with _open_store(args.db, writes=True) as store:
         run = store.get_run(args.run_id)
         if run["status"] == "done":
             print(f"run {args.run_id} is already complete", file=sys.stderr)
@@ -815,7 +846,7 @@ def cmd_import_labels(args) -> int:
 def cmd_import(args) -> int:
     from gbdesk.importer import import_generations
 
-    with _open_store(args.db) as store:
+    with _open_store(args.db, writes=True) as store:
         result = import_generations(
             store,
             args.probe,
@@ -833,7 +864,7 @@ def cmd_import(args) -> int:
 def cmd_review(args) -> int:
     from gbdesk.studies import get_probe
 
-    with _open_store(args.db) as store:
+    with _open_store(args.db, writes=True) as store:
         attempt = store.get_attempt(args.attempt_id)
         probe = get_probe(store.get_run(attempt["run_id"])["probe"])
         metadata = next(
@@ -884,6 +915,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from gbdesk.logs import setup_logging
 
     log_file = setup_logging()
+    # A log file that cannot be written (a full disk) must not print tracebacks on stderr.
+    logging.raiseExceptions = False
     try:
         if not argv:
             from gbdesk.ui.app import main as gui_main
@@ -897,6 +930,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"gbdesk: error: {exc}", file=sys.stderr)
         return 2
+    except sqlite3.Error as exc:
+        from gbdesk.store.db import database_fault
+
+        fault = database_fault(exc, _db_in_use[0] if _db_in_use else None)
+        if fault is None:
+            return _unexpected(exc, argv, log_file)
+        logging.getLogger("gbdesk.cli").warning("database fault: %s", exc)
+        print(f"gbdesk: error: {fault}", file=sys.stderr)
+        return 2
     except EngineError as exc:
         print(f"gbdesk: error: {exc}", file=sys.stderr)
         return 1
@@ -906,7 +948,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug: one line here, the traceback in the log file
-        logging.getLogger("gbdesk.cli").exception("unexpected error in: gbdesk %s", argv[:1])
-        where = f"; details in {log_file}" if log_file else ""
-        print(f"gbdesk: unexpected error: {type(exc).__name__}: {exc}{where}", file=sys.stderr)
-        return 1
+        return _unexpected(exc, argv, log_file)
+
+
+def _unexpected(exc: Exception, argv: list[str], log_file: Path | None) -> int:
+    logging.getLogger("gbdesk.cli").error("unexpected error in: gbdesk %s", argv[:1], exc_info=exc)
+    where = f"; details in {log_file}" if log_file else ""
+    print(f"gbdesk: unexpected error: {type(exc).__name__}: {exc}{where}", file=sys.stderr)
+    return 1

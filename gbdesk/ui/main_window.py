@@ -28,6 +28,7 @@ from gbdesk.ui.panes.reports import ReportsPane
 from gbdesk.ui.panes.results import ResultsPane
 from gbdesk.ui.panes.review import ReviewPane
 from gbdesk.ui.panes.runs import RunsPane
+from gbdesk.ui.widgets import Banner
 
 PANES = ["Models", "Runs", "Review", "Results", "Reports"]
 
@@ -69,6 +70,8 @@ class MainWindow(QMainWindow):
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.setContentsMargins(6, 6, 6, 6)
+        self.db_banner = Banner()  # the database as a whole: damaged, read-only, updated…
+        layout.addWidget(self.db_banner)
         layout.addWidget(splitter)
         self.setCentralWidget(central)
 
@@ -77,6 +80,8 @@ class MainWindow(QMainWindow):
         self.ctx.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.ctx.show_pane.connect(self.show_pane)
         self.ctx.db_changed.connect(self._show_db)
+        self.ctx.db_problem.connect(self._db_problem)
+        self.ctx.db_notice.connect(self._db_notice)
         self.ctx.tasks.failed.connect(lambda m: self.statusBar().showMessage(m, 15000))
         self._build_menus()
         self._show_db()
@@ -87,6 +92,7 @@ class MainWindow(QMainWindow):
         else:
             self.resize(1320, 860)
         self.show_pane(str(settings.value("pane", "Runs")))
+        self.ctx.check_db()
 
     # -- navigation -----------------------------------------------------------------------
     def show_pane(self, name: str) -> None:
@@ -144,6 +150,15 @@ class MainWindow(QMainWindow):
 
     def _show_db(self) -> None:
         self.db_label.setText(f"Database: {self.ctx.db_path}")
+        self.db_banner.clear()
+
+    def _db_problem(self, message: str) -> None:
+        self.db_banner.error(
+            f"{message[:1].upper()}{message[1:]}. (Use File → Open database… to choose another.)"
+        )
+
+    def _db_notice(self, message: str) -> None:
+        self.db_banner.info(f"{message[:1].upper()}{message[1:]}.")
 
     def _open_db(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
