@@ -755,14 +755,45 @@ def format_audit_errors(
 
 
 def error_category(r: CharRecord) -> str:
+    """A short class of what went wrong: "gender Male->Female (swap)", "name name->name
+    (other character's)", "name name->name (partial: extra words)", …. Swaps: the
+    prediction is what the hand labels say of the story's other character."""
     parts = []
+    other = 1 - r.slot if len(r.story.roles) == 2 else None
     if not r.gender_right:
-        parts.append(f"gender {r.hand_gender}->{r.pred_gender}")
+        detail = ""
+        if (
+            other is not None
+            and r.story.hand_genders[other] == r.pred_gender != UNSPECIFIED
+            and r.hand_gender != r.pred_gender
+        ):
+            detail = " (swap)"
+        parts.append(f"gender {r.hand_gender}->{r.pred_gender}{detail}")
     if not r.name_right:
         hand = "name" if r.hand_names else "none"
         pred = "none" if normalise_name(r.pred_name) is None else "name"
-        parts.append(f"name {hand}->{pred}")
+        detail = ""
+        if pred == "name":
+            detail = f" ({_name_error_kind(r, other)})"
+        parts.append(f"name {hand}->{pred}{detail}")
     return ", ".join(parts)
+
+
+def _name_error_kind(r: CharRecord, other: int | None) -> str:
+    """Why a predicted name is wrong: the other character's name, a part or an
+    extension of the hand name, or something else."""
+    if other is not None and name_matches(r.pred_name, r.story.hand_names[other]):
+        return "other character's"
+    p = set((normalise_name(r.pred_name) or "").split())
+    for h in r.hand_names:
+        hw = set((normalise_name(h) or "").split())
+        if p < hw:
+            return "partial: fewer words"
+        if hw < p:
+            return "partial: extra words"
+        if p & hw:
+            return "partial: other words"
+    return "unrelated"
 
 
 def _parse_weights(items: list[str] | None) -> dict[str, float]:

@@ -297,3 +297,81 @@ def test_vocative_in_dialogue_is_no_character():
     )
     cook, _ = run(story, COOK)
     assert [w.lower() for w in cook.reference_words] == ["his"]
+
+
+# --------------------------------------------------------------------------- round 2: names
+
+
+def test_possessive_after_in_is_a_name_not_a_place():
+    story = (
+        "Tobias saw the future in Marisol's smile. He showed her how to carve a spoon, "
+        "and she laughed when hers came out crooked."
+    )
+    pair = [
+        RoleSpec("subject", "romantic partner who does the teaching", "partner"),
+        RoleSpec("object", "other romantic partner", "partner"),
+    ]
+    teacher, other = run(story, pair, "an American person who teaches a new hobby to partner")
+    assert teacher.name == "Tobias"
+    assert other.name == "Marisol"
+    assert gender(other) == "Female"
+
+
+def test_a_word_after_a_place_prefix_is_no_name_but_alone_it_is():
+    story = "Marcus moved to San Diego for work. He cooked for the whole block."
+    (cook,) = run(story, [RoleSpec("subject", "cook", "cook")])
+    assert cook.name == "Marcus"
+    assert [s.text for s in cook.name_spans] == ["Marcus"]
+    story = (
+        "Marcus taught his friend, Diego, to bake bread. Diego burned the first loaf, "
+        "but he kept trying."
+    )
+    roles = [
+        RoleSpec("subject", "friend who does the teaching", "friend"),
+        RoleSpec("object", "other friend", "friend"),
+    ]
+    _, learner = run(story, roles, "an American person who teaches a new life skill to friend")
+    assert learner.name == "Diego"
+
+
+def test_a_single_letter_is_no_name():
+    story = "He toured from L.A. to Denver, and his songs filled every bar on the way."
+    (musician,) = run(story, [RoleSpec("subject", "musician", "musician")])
+    assert musician.name is None
+    assert gender(musician) == "Male"
+
+
+def test_had_been_binds_a_name_to_its_role():
+    story = (
+        "Oren Walsh had been a devoted fan of singer Dana Pike for a decade. Dana finally "
+        "signed his battered record, and Oren grinned all the way home."
+    )
+    roles = [RoleSpec("subject", "actor", "actor"), RoleSpec("object", "loyal fan", "fan")]
+    actor, fan = run(story, roles, "actor who finally gives a signature to loyal fan")
+    assert fan.name == "Oren Walsh"
+
+
+def test_apposition_with_comma_separated_adjectives():
+    story = (
+        '"Welcome aboard," said Ilya, a tall, soft-spoken man. The customer smiled and '
+        "signed the policy."
+    )
+    roles = [
+        RoleSpec("subject", "insurance sales agent", "agent"),
+        RoleSpec("object", "new customer", "customer"),
+    ]
+    agent, _ = run(story, roles)
+    assert agent.name == "Ilya"
+    assert gender(agent) == "Male"
+
+
+# --------------------------------------------------------------------------- round 2: pronouns
+
+
+def test_a_generic_person_takes_no_pronoun():
+    story = (
+        "Dr. Okoro worked through the night. Tending to each person in the ward reminded "
+        "him why he had chosen medicine."
+    )
+    (doctor,) = run(story, [RoleSpec("subject", "doctor", "doctor")])
+    assert doctor.reference_words == ["him", "he"]

@@ -115,8 +115,10 @@ _STOP = _set("stop")
 _PLACE_HEADS = _set("place_heads")
 _PLACE_PREPS = _set("place_prepositions")
 _PLACE_OF = _set("place_of")
+_PLACE_PREFIXES = _set("place_prefixes")
 _PREPOSITIONS = _set("prepositions")
 _DETERMINERS = _set("determiners")
+_GENERIC_DETERMINERS = _set("generic_determiners")
 _VERBISH = _set("verbish")
 _COMPOUND_HEADS = _set("compound_heads")
 _GROUPS = _set("groups")
@@ -626,6 +628,8 @@ class _Run:
         core = t.text[:-2] if t.poss and t.text[-2:] in ("'s", "’s") else t.text
         if len(core) > 1 and core.isupper():
             return False  # CEO, NFL, NYC
+        if len(core) == 1:
+            return False  # "L.A.", an initial
         return not any(ch.isdigit() for ch in core)
 
     def _not_a_person(self, t: _Tok) -> bool:
@@ -635,6 +639,13 @@ class _Run:
         nxt = self.tok(t.i + 1)
         if prev is not None and prev.lower in ("the", "a", "an"):
             return True
+        if (
+            prev is not None
+            and prev.cap
+            and prev.end + 1 == t.start
+            and prev.base in _PLACE_PREFIXES
+        ):
+            return True  # "San Diego", "Fort Worth"
 
         if nxt is not None and nxt.word and not t.poss:
             if nxt.cap and nxt.base in _PLACE_HEADS:
@@ -701,8 +712,9 @@ class _Run:
                 and prev.lower in _PLACE_PREPS
                 and mid[toks[run[0]].base] <= 1
                 and len(run) == 1
+                and not toks[run[0]].poss
             ):
-                continue  # "in Ohio"
+                continue  # "in Ohio" (not "in Elizabeth's eyes")
             if toks[run[0]].quoted and toks[run[0]].base not in outside:
                 continue  # a capitalised word only in dialogue
             self._add_name(run)
@@ -940,13 +952,31 @@ class _Run:
         if first is not None and first.lower not in _DETERMINERS:
             while j >= 0 and start - j <= 3 and self._plain_modifier(self.toks[j]):
                 j -= 1  # "Jack Harlow, preeminent American actor"
+            # "John, a tall, well-dressed man": adjectives separated by commas
+            k = j
+            while k >= 1 and start - k <= 8 and self.toks[k].text == ",":
+                if not self._plain_modifier(self.toks[k - 1]):
+                    break
+                k -= 1
+                while k >= 0 and self._plain_modifier(self.toks[k]):
+                    k -= 1
+            if k != j and k >= 0 and self.toks[k].lower in ("a", "an", "the"):
+                j = k - 1
         t = self.tok(j)
         if t is None:
             return None
-        if t.text in ",–—-(" or t.lower in ("was", "is", "became", "remained"):
-            nm = self.name_at.get(j - 1)
-            if nm is not None and not self.toks[nm.end].poss:
-                return nm
+        name_end = j - 1
+        prev = self.tok(j - 1)
+        if prev is not None and (
+            (t.lower == "been" and prev.lower in ("had", "has", "have"))
+            or (t.lower in ("always", "also", "once", "still") and prev.lower in ("was", "is"))
+        ):
+            name_end = j - 2  # "Jeff had been a devoted fan", "Mia was always a star"
+        elif not (t.text in ",–—-(" or t.lower in ("was", "is", "became", "remained")):
+            return None
+        nm = self.name_at.get(name_end)
+        if nm is not None and not self.toks[nm.end].poss:
+            return nm
         return None
 
     def _plain_modifier(self, t: _Tok) -> bool:
@@ -1189,6 +1219,8 @@ class _Run:
         elif ent is None and np.kind == "person":
             if self.toks[np.head].quoted and np.start == np.head:
                 return  # a vocative in dialogue: "Sir, your dish …"
+            if self._generic(np):
+                return  # "each person", "patient after patient": nobody in particular
             start = self.tok(np.start)
             definite = start is not None and start.lower == "the"
             if definite and np.noun in bystanders:
@@ -1203,6 +1235,25 @@ class _Run:
         embedded = self.toks[np.head].poss
         subject = not embedded and self._subject_position(np.start)
         self._mention(np.head, ent, subject, embedded, "np")
+
+    def _generic(self, np: _NounPhrase) -> bool:
+        """ "each person", "every patient", "patient after patient"."""
+        start = self.toks[np.start]
+        if start.lower in _GENERIC_DETERMINERS:
+            return True
+        nxt, after = self.tok(np.head + 1), self.tok(np.head + 2)
+        prev, before = self.tok(np.start - 1), self.tok(np.start - 2)
+        return (
+            nxt is not None
+            and nxt.lower == "after"
+            and after is not None
+            and _stem(after.lower) == np.noun
+        ) or (
+            prev is not None
+            and prev.lower == "after"
+            and before is not None
+            and _stem(before.lower) == np.noun
+        )
 
     def _open_role_entity(self, i: int, noun: str) -> int:
         """A person noun phrase ("the frail stranger"): the character of a role that
