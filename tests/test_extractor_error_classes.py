@@ -347,8 +347,9 @@ def test_had_been_binds_a_name_to_its_role():
         "signed his battered record, and Oren grinned all the way home."
     )
     roles = [RoleSpec("subject", "actor", "actor"), RoleSpec("object", "loyal fan", "fan")]
-    actor, fan = run(story, roles, "actor who finally gives a signature to loyal fan")
+    singer, fan = run(story, roles, "actor who finally gives a signature to loyal fan")
     assert fan.name == "Oren Walsh"
+    assert singer.name == "Dana Pike"
 
 
 def test_apposition_with_comma_separated_adjectives():
