@@ -376,3 +376,34 @@ def test_a_generic_person_takes_no_pronoun():
     )
     (doctor,) = run(story, [RoleSpec("subject", "doctor", "doctor")])
     assert doctor.reference_words == ["him", "he"]
+
+
+def test_two_unnamed_partners_by_pronoun_gender():
+    story = (
+        "They wandered the flea market arm in arm. She haggled for a lamp while he "
+        "admired her nerve. Later he carried the lamp home, and she carried the rug."
+    )
+    first, second = run(story, PAIR, "two American romantic partners who go shopping together")
+    assert {gender(first), gender(second)} == {"Female", "Male"}
+
+
+def test_a_pronoun_of_the_other_gender_is_not_the_only_character():
+    story = (
+        "Hannah sat near the window, eyes on the lecturer as he sketched a truss. "
+        "Hannah was an American student, and she loved statics."
+    )
+    (student,) = run(story, [RoleSpec("subject", "student", "student")])
+    assert gender(student) == "Female"
+    assert "he" not in student.reference_words
+
+
+def test_an_indefinite_person_describes_the_unnamed_role_character():
+    story = (
+        "A veteran CEO checked his watch, waiting for the new hire. An anxious young "
+        "man walked in, gripping his folder. By spring the CEO trusted him with the "
+        "biggest account."
+    )
+    ceo, hire = run(story, CEO, "CEO who mentors new employee")
+    assert gender(hire) == "Male"
+    assert "man" in hire.reference_words
+    assert "man" not in ceo.reference_words

@@ -1225,6 +1225,8 @@ class _Run:
             definite = start is not None and start.lower == "the"
             if definite and np.noun in bystanders:
                 ent = bystanders[np.noun]
+            elif (described := self._undescribed_role_entity(np)) is not None:
+                ent = described
             else:
                 ent = self._open_role_entity(np.head, np.noun)
                 bystanders[np.noun] = ent
@@ -1235,6 +1237,24 @@ class _Run:
         embedded = self.toks[np.head].poss
         subject = not embedded and self._subject_position(np.start)
         self._mention(np.head, ent, subject, embedded, "np")
+
+    def _undescribed_role_entity(self, np: _NounPhrase) -> int | None:
+        """ "… awaited the new hire. An ambitious young man entered": an indefinite
+        person noun phrase, when every role has a character, describes the one unnamed
+        role character that nothing has gendered yet."""
+        start = self.toks[np.start]
+        if start.lower not in ("a", "an") or len(self.role_entity) < len(self.cues):
+            return None
+        if self.toks[np.head].quoted or not self._subject_position(np.start):
+            return None
+        cands = [
+            ent
+            for ent in self.role_entity.values()
+            if self.entities[ent].kind == "np"
+            and self.entities[ent].head
+            and not (self.entities[ent].strong or self.entities[ent].weak)
+        ]
+        return cands[0] if len(cands) == 1 else None
 
     def _generic(self, np: _NounPhrase) -> bool:
         """ "each person", "every patient", "patient after patient"."""
@@ -1434,6 +1454,10 @@ class _Run:
         if not ranked:
             return None
         top_tier = max(tier for _, tier, _ in ranked)
+        if top_tier == 1 and not t.quoted:
+            # every character has the other gender (name lexicon or earlier pronouns):
+            # someone else — a free role's character, or nobody we track
+            return None
         top = sorted(((s, ent) for s, tier, ent in ranked if tier == top_tier), reverse=True)
         self.margins[t.i] = top[0][0] - top[1][0] if len(top) > 1 else 10.0
         return top[0][1]
