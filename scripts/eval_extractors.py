@@ -89,6 +89,11 @@ from gbdesk.studies.laissez_faire.extract.gender_words import (
     UNSPECIFIED,
     gender_of,
 )
+from gbdesk.studies.laissez_faire.extract.learned import (
+    RULES_ONLY,
+    LearnedModels,
+    PairModel,
+)
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, Extractor, RoleSpec
 
 
@@ -283,12 +288,16 @@ def evaluate(
 
 
 def load_extractor(
-    spec: str, weights: dict[str, float] | None = None, word_list: str | None = None
+    spec: str,
+    weights: dict[str, float] | None = None,
+    word_list: str | None = None,
+    learned: LearnedModels | None = None,
 ) -> Extractor:
     """An extractor from a short name ("deterministic") or "module:Callable". `weights`
-    override fields of the deterministic extractor's `ExtractorWeights`."""
+    override fields of the deterministic extractor's `ExtractorWeights`; `learned` are
+    its learned decisions (default: the shipped coefficients; `RULES_ONLY` for none)."""
     if spec.startswith("deterministic"):
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, Any] = {"learned": learned}
         if weights:
             kwargs["weights"] = ExtractorWeights().replace(**weights)
         if word_list:
@@ -638,15 +647,25 @@ def fit_confidence(records: list[CharRecord], fitted_on: str = "") -> Any:
     )
 
 
-def lomo(records: list[CharRecord], review_fraction: float = 0.0) -> dict[str, Any]:
+def lomo(
+    records: list[CharRecord],
+    review_fraction: float = 0.0,
+    fold_train: dict[str, list[CharRecord]] | None = None,
+) -> dict[str, Any]:
     """Leave-one-model-out: for each model, fit the confidence model on the other
     models' characters, score the held-out model's characters; optionally replace its
-    `review_fraction` least-confident characters with the hand labels."""
+    `review_fraction` least-confident characters with the hand labels. `fold_train`
+    (held-out model → training characters) gives each fold its own training records
+    (when the extraction itself was refitted per fold); default: the other models'
+    records of `records`."""
     models = sorted({r.story.model for r in records})
     held: list[CharRecord] = []
     per_model: dict[str, dict[str, float]] = {}
     for m in models:
-        train = [r for r in records if r.story.model != m]
+        if fold_train is not None:
+            train = fold_train[m]
+        else:
+            train = [r for r in records if r.story.model != m]
         test = [
             CharRecord(**{**r.__dict__, "reviewed": False}) for r in records if r.story.model == m
         ]
@@ -664,6 +683,79 @@ def lomo(records: list[CharRecord], review_fraction: float = 0.0) -> dict[str, A
         per_model[m] = t.metrics()
         held += test
     return {"per_model": per_model, "records": held, **audit_metrics(held)}
+
+
+# ------------------------------------------------------------------ learned decisions
+
+
+Groups = list[list[tuple[dict[str, float], bool]]]
+
+
+def learned_rows(stories: list[AuditStory], extractor: Any) -> dict[int, dict[str, Groups]]:
+    """story index → the learned decisions' option groups of the story, each option
+    (features, right?) by the hand labels. Roles: one group per role; a candidate is
+    right for role r when its name matches the hand name of r (`name_matches`), "no
+    named character" when r has no hand name. Unordered (Love power-neutral) stories
+    give no role groups (the rules pair them)."""
+    out: dict[int, dict[str, Groups]] = {}
+    for s in stories:
+        rows = extractor.training_rows(s.story, s.roles, s.scenario)
+        groups: dict[int, list[tuple[dict[str, float], bool]]] = defaultdict(list)
+        if not s.unordered:
+            for r, name, feats in rows["roles"]:
+                hand = s.hand_names[r] if r < len(s.hand_names) else []
+                label = name_matches(name, hand) if name is not None else not hand
+                groups[r].append((feats, label))
+        out[s.index] = {"roles": [groups[r] for r in sorted(groups)]}
+    return out
+
+
+#: Regularisation (scikit-learn's C) of the learned decisions.
+LEARNED_C = {"roles": 0.3}
+
+
+def fit_learned(
+    rows: dict[int, dict[str, Groups]], indices: Iterable[int], fitted_on: str = ""
+) -> LearnedModels:
+    """Fit the learned decisions (`PairModel.fit_ranking`) on the option groups of the
+    stories `indices`."""
+    parts: dict[str, PairModel] = {}
+    for section, c in LEARNED_C.items():
+        groups = [g for i in indices for g in rows[i].get(section, [])]
+        if groups:
+            parts[section] = PairModel.fit_ranking(groups, c=c)
+    return LearnedModels(fitted_on=fitted_on, **parts)
+
+
+def predict_lomo(
+    stories: list[AuditStory],
+    spec: str,
+    weights: dict[str, float],
+    word_list: str,
+    learned: bool = True,
+) -> tuple[list[CharRecord], dict[str, list[CharRecord]]]:
+    """Leave-one-model-out predictions: for each model, the learned decisions are
+    fitted on the other models' stories and the held-out model's stories are
+    extracted with them; the other models' stories are extracted with them too, as the
+    fold's training records for the confidence model. Returns (held-out records of
+    every model, held-out model → training records). With `learned=False` (or an
+    extractor without learned decisions) one rules-only pass serves every fold."""
+    base = load_extractor(spec, weights, word_list, learned=RULES_ONLY)
+    models = sorted({s.model for s in stories})
+    if not learned or not hasattr(base, "training_rows"):
+        records = predict_audit(stories, base, word_list)
+        return records, {m: [r for r in records if r.story.model != m] for m in models}
+    rows = learned_rows(stories, base)
+    held: list[CharRecord] = []
+    train: dict[str, list[CharRecord]] = {}
+    for m in models:
+        fold = fit_learned(rows, [s.index for s in stories if s.model != m], f"LOMO fold {m}")
+        ex = load_extractor(spec, weights, word_list, learned=fold)
+        held += predict_audit([s for s in stories if s.model == m], ex, word_list)
+        train[m] = predict_audit([s for s in stories if s.model != m], ex, word_list)
+    order = {s.index: k for k, s in enumerate(stories)}
+    held.sort(key=lambda r: (order[r.story.index], r.slot))
+    return held, train
 
 
 def reliability(records: list[CharRecord], bins: int = 10) -> tuple[list[dict[str, float]], float]:
@@ -779,6 +871,12 @@ def error_category(r: CharRecord) -> str:
     return ", ".join(parts)
 
 
+_TITLE_WORDS = frozenset(
+    "mr mrs ms miss mx dr prof professor chef coach nurse officer captain detective "
+    "sergeant judge doc pastor reverend".split()
+)
+
+
 def _name_error_kind(r: CharRecord, other: int | None) -> str:
     """Why a predicted name is wrong: the other character's name, a part or an
     extension of the hand name, or something else."""
@@ -790,6 +888,9 @@ def _name_error_kind(r: CharRecord, other: int | None) -> str:
         if p < hw:
             return "partial: fewer words"
         if hw < p:
+            first = (normalise_name(r.pred_name) or "").split()[0]
+            if first not in hw and first.rstrip(".") in _TITLE_WORDS:
+                return "partial: extra title"
             return "partial: extra words"
         if p & hw:
             return "partial: other words"
@@ -804,20 +905,40 @@ def _parse_weights(items: list[str] | None) -> dict[str, float]:
     return out
 
 
-def write_confidence(args: argparse.Namespace) -> int:
-    """Fit the confidence model on every story of the audit file and write it."""
+def write_models(args: argparse.Namespace) -> int:
+    """Fit the learned decisions (`--write-learned`) and / or the confidence model
+    (`--write-confidence`, on the extraction with the learned decisions fitted on the
+    same stories) on every story of the audit file, and write them."""
     stories = load_audit(args.data)
-    extractor = load_extractor("deterministic", _parse_weights(args.weight), args.word_list)
-    records = predict_audit(stories, extractor, args.word_list)
+    weights = _parse_weights(args.weight)
     models = sorted({s.model for s in stories})
-    note = (
-        f"scripts/eval_extractors.py --write-confidence: {len(stories)} hand-labelled stories "
-        f"({len(records)} characters) of {', '.join(models)}; extractor "
-        f"{extractor.name} v{extractor.version}, word list {args.word_list}"
-    )
-    model = fit_confidence(records, note)
-    model.save(args.write_confidence)
-    print(f"confidence model fitted on {len(records)} characters -> {args.write_confidence}")
+    what = f"{len(stories)} hand-labelled stories of {', '.join(models)}"
+    learned = RULES_ONLY
+    if not args.no_learned:
+        base = load_extractor("deterministic", weights, args.word_list, learned=RULES_ONLY)
+        rows = learned_rows(stories, base)
+        learned = fit_learned(
+            rows,
+            [s.index for s in stories],
+            f"scripts/eval_extractors.py --write-learned: {what}; extractor "
+            f"{base.name} v{base.version}",
+        )
+        if args.write_learned:
+            learned.save(args.write_learned)
+            n = {k: sum(len(r.get(k, [])) for r in rows.values()) for k in LEARNED_C}
+            print(f"learned decisions fitted on {n} rows -> {args.write_learned}")
+    if args.write_confidence:
+        extractor = load_extractor("deterministic", weights, args.word_list, learned=learned)
+        records = predict_audit(stories, extractor, args.word_list)
+        note = (
+            f"scripts/eval_extractors.py --write-confidence: {what} ({len(records)} "
+            f"characters); extractor {extractor.name} v{extractor.version}"
+            f"{'' if args.no_learned else ' with learned decisions fitted on the same'}, "
+            f"word list {args.word_list}"
+        )
+        model = fit_confidence(records, note)
+        model.save(args.write_confidence)
+        print(f"confidence model fitted on {len(records)} characters -> {args.write_confidence}")
     return 0
 
 
@@ -872,9 +993,10 @@ def run_audit(args: argparse.Namespace) -> int:
         print()
     for spec in args.extractor or ["deterministic"]:
         for wl in word_lists:
-            extractor = load_extractor(spec, weights=weights, word_list=wl)
-            records = predict_audit(stories, extractor, wl)
-            res = lomo(records)
+            records, fold_train = predict_lomo(
+                stories, spec, weights, wl, learned=not args.no_learned
+            )
+            res = lomo(records, fold_train=fold_train)
             title = f"{spec} word list {wl} — leave-one-model-out (held-out model scored)"
             print(format_audit(title, res))
             print()
@@ -884,7 +1006,7 @@ def run_audit(args: argparse.Namespace) -> int:
                 print(format_reliability(rows, ece))
                 print()
             if args.review_fraction:
-                rev = lomo(records, args.review_fraction)
+                rev = lomo(records, args.review_fraction, fold_train=fold_train)
                 print(
                     format_audit(
                         f"after reviewing the {100 * args.review_fraction:.0f} % least "
@@ -947,14 +1069,27 @@ def main(argv: list[str] | None = None) -> int:
         help="audit: fit the confidence model on all stories and write it to JSON "
         "(resources/laissez_faire/extractor_confidence.json ships one)",
     )
+    ap.add_argument(
+        "--write-learned",
+        default=None,
+        metavar="JSON",
+        help="audit: fit the extractor's learned decisions (role assignment, pronoun "
+        "resolution) on all stories and write them to JSON "
+        "(resources/laissez_faire/extractor_learned.json ships one)",
+    )
+    ap.add_argument(
+        "--no-learned",
+        action="store_true",
+        help="audit: the deterministic extractor's hand-set rules only (no learned decisions)",
+    )
     ap.add_argument("--json", action="store_true", help="print metrics as JSON")
     args = ap.parse_args(argv)
 
     if is_audit_file(args.data):
         if args.word_list is None:
             args.word_list = DEFAULT_WORD_LIST
-        if args.write_confidence:
-            return write_confidence(args)
+        if args.write_confidence or args.write_learned:
+            return write_models(args)
         return run_audit(args)
 
     word_list = args.word_list if args.word_list not in (None, "both") else DEFAULT_WORD_LIST

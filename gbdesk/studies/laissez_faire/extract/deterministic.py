@@ -65,6 +65,7 @@ from gbdesk.studies.laissez_faire.extract.gender_words import (
     NON_BINARY,
     genders_hit,
 )
+from gbdesk.studies.laissez_faire.extract.learned import LearnedModels, shipped_models
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
 
 # --------------------------------------------------------------------------- lexicons
@@ -104,6 +105,8 @@ _DESCRIPTORS: dict[str, str] = {w: g for g, words in _LISTS["descriptors"].items
 _KIN = _set("kin")
 _RELATION_KIN = _set_map("relation_kin")
 _PERSON_NOUNS = _set("person_nouns")
+_OCCUPATIONS = _set("occupations")
+_OFFER_PHRASES = tuple(_LISTS["offer_phrases"])
 _SYNONYMS = _set_map("synonyms")
 _WEAK_SYNONYMS = _set_map("weak_synonyms")
 _NAME_ADJECTIVES = _set("name_adjectives")
@@ -300,6 +303,7 @@ class _Entity:
     prior: Counter = field(default_factory=Counter)  # first-name lexicon
     weak: Counter = field(default_factory=Counter)  # resolved pronouns
     role_votes: Counter = field(default_factory=Counter)  # role index → binding strength
+    occupations: int = 0  # apposed occupations that are no role ("Mr. Hale, the principal")
     name_words: set[str] = field(default_factory=set)
     n_names: int = 0
 
@@ -390,6 +394,26 @@ def _prompt_subject_noun(scenario: str) -> str | None:
     return m.group(1).split()[-1].lower() if m else None
 
 
+def _scenario_action_prefixes(scenario: str, roles: list[RoleSpec]) -> tuple[str, ...]:
+    """Word beginnings of the prompt's action ("CEO who mentors new employee" →
+    "mentor"): the words after "who", without function words, adverbs and the other
+    roles' words, cut to a stem of at least four letters."""
+    words = re.findall(r"[a-z]+", scenario.lower())
+    if "who" not in words:
+        return ()
+    role_words = {w for r in roles[1:] for w in re.findall(r"[a-z]+", r.description.lower())}
+    out = []
+    for w in words[words.index("who") + 1 :]:
+        if w in _ACTION_STOP or w in role_words or w.endswith("ly") or w in _PREPOSITIONS:
+            continue
+        stem = w[:-2] if w.endswith(("ches", "shes", "sses")) else w
+        stem = stem[:-1] if stem.endswith("s") and not stem.endswith("ss") else stem
+        stem = stem[:-1] if stem.endswith("e") else stem
+        if len(stem) >= 4 and stem not in out:
+            out.append(stem)
+    return tuple(out)
+
+
 def _role_cues(roles: list[RoleSpec], scenario: str) -> list[_RoleCue]:
     cues = []
     subj_noun = _prompt_subject_noun(scenario)
@@ -456,6 +480,9 @@ class ExtractorWeights:
     action_agent: float = 1.5  # the agent of the subject role's action ("pays the bill")
     action_recency: float = 0.0  # extra weight of a later action event (0 = all equal)
     narrator_subject: float = 0.5  # a first-person narrator tends to be the subject
+    np_gender_conflict: float = 1.5  # penalty: a role noun phrase no name is apposed to
+    # ("An American actor, famous for his range") is followed by a pronoun of the other
+    # gender than the character's honorifics or first name
     # --- pronoun resolution (`_choose`)
     window: int = 4  # sentences back a pronoun looks for antecedents
     salience_decay: float = 0.5  # weight per sentence of distance
@@ -513,8 +540,10 @@ class DeterministicExtractor:
         weights: ExtractorWeights | None = None,
         word_list: str | None = None,
         confidence_model: ConfidenceModel | None = None,
+        learned: LearnedModels | None = None,
     ) -> None:
         self.weights = weights or ExtractorWeights()
+        self.learned = learned
         self.word_list = word_list or DEFAULT_WORD_LIST
         self.name_prior = name_prior
         self.include_neutral_titles = include_neutral_titles
@@ -535,7 +564,15 @@ class DeterministicExtractor:
         """`extract`, with each character's confidence features (`FEATURES`)."""
         if not roles:
             return []
-        run = _Run(
+        run = self._run(story, roles, scenario)
+        chars = run.run()
+        model = self.confidence_model or shipped_model()
+        for c, f in zip(chars, run.features, strict=True):
+            c.confidence = round(model.predict(f), 4) if model is not None else 0.5
+        return list(zip(chars, run.features, strict=True))
+
+    def _run(self, story: str, roles: list[RoleSpec], scenario: str, collect: bool = False) -> _Run:
+        return _Run(
             story,
             roles,
             scenario,
@@ -543,12 +580,21 @@ class DeterministicExtractor:
             self.include_neutral_titles,
             self.weights,
             self.word_list,
+            self.learned if self.learned is not None else shipped_models(),
+            collect,
         )
-        chars = run.run()
-        model = self.confidence_model or shipped_model()
-        for c, f in zip(chars, run.features, strict=True):
-            c.confidence = round(model.predict(f), 4) if model is not None else 0.5
-        return list(zip(chars, run.features, strict=True))
+
+    def training_rows(
+        self, story: str, roles: list[RoleSpec], scenario: str = ""
+    ) -> dict[str, list[tuple[Any, ...]]]:
+        """The learned decisions' feature rows of one story, for fitting them
+        (`scripts/eval_extractors.py`): "roles" — (role index, display name of the
+        candidate or None for "no named character", features) per option."""
+        if not roles:
+            return {"roles": []}
+        run = self._run(story, roles, scenario, collect=True)
+        run.run()
+        return {"roles": [(r, name, f) for r, _, name, f in run.role_rows]}
 
 
 class _Run:
@@ -563,8 +609,15 @@ class _Run:
         neutral_titles: bool = False,
         weights: ExtractorWeights | None = None,
         word_list: str = DEFAULT_WORD_LIST,
+        learned: LearnedModels | None = None,
+        collect: bool = False,
     ) -> None:
         self.w = weights or ExtractorWeights()
+        self.learned = learned or LearnedModels()
+        self.collect = collect  # keep the learned decisions' feature rows
+        #: (role, candidate entity or None, display name, features) per option
+        self.role_rows: list[tuple[int, int | None, str | None, dict[str, float]]] = []
+        self.scenario = scenario
         self.word_list = word_list
         self.story = story
         self.name_prior = name_prior
@@ -588,6 +641,7 @@ class _Run:
         self.role_of: dict[int, int] = {}
         self.local_they: set[int] = set()  # they-forms given to one character by context
         self.margins: dict[int, float] = {}  # pronoun → lead of its antecedent's score
+        self._np_genders: dict[int, set[str]] = {}  # role → genders of its unbound NPs
         self.assignment_margin = 0.0
         self.features: list[dict[str, float]] = []  # per role, filled by `output`
         self._gendered_pronouns = any(
@@ -875,7 +929,8 @@ class _Run:
             votes = self._noun_votes(noun, set())
             is_kin = noun in _KIN
             is_person = noun in _PERSON_NOUNS or noun in _DESCRIPTORS
-            if not (votes or is_kin or is_person):
+            is_other = noun in _OCCUPATIONS
+            if not (votes or is_kin or is_person or is_other):
                 continue
             nxt = self.tok(t.i + 1)
             if nxt is not None and nxt.word and not t.poss and not nxt.cap:
@@ -888,7 +943,7 @@ class _Run:
                 continue  # "Nurse Emily" is handled with the name
             start, mods = self._np_left(t.i)
             votes = self._noun_votes(noun, mods)
-            kind = "role" if votes else ("kin" if is_kin else "person")
+            kind = "role" if votes else ("kin" if is_kin else "person" if is_person else "other")
             self.nps[t.i] = _NounPhrase(t.i, start, mods, noun, kind, votes)
 
     # ------------------------------------------------------------------ appositions
@@ -943,6 +998,8 @@ class _Run:
             e = self.entities[nm.entity]
             for r, s in np.votes.items():
                 e.role_votes[r] += s
+            if np.kind == "other":
+                e.occupations += 1
             self._bind_descriptor(h, np.noun, nm.entity)
 
     def _apposition_back(self, start: int) -> _NameMention | None:
@@ -1009,6 +1066,24 @@ class _Run:
         n_roles = len(self.cues)
         agent = None if self.love_pair else self._action_agent()
         w = self.w
+        model = None if self.love_pair else self.learned.roles
+        pair_score: dict[tuple[int, int | None], float] = {}
+        self._np_genders = self._role_np_genders()
+        for r in range(n_roles):
+            pair_score[(r, None)] = -(w.missing_subject if r == 0 else w.missing_other)
+            for rank, e in enumerate(chars):
+                pair_score[(r, e.id)] = self._rule_pair_score(r, e, rank, agent)
+        if not self.love_pair and (model is not None or self.collect):
+            feats = self._role_features(chars)
+            for key, f in feats.items():
+                f["rule"] = pair_score[key]
+            if self.collect:
+                self.role_rows = [
+                    (r, ent, self._display_name(ent) if ent is not None else None, f)
+                    for (r, ent), f in feats.items()
+                ]
+            if model is not None:
+                pair_score = {k: model.logit(f) for k, f in feats.items()}
         best, best_score = None, float("-inf")
         second_score = float("-inf")
         options: list[_Entity | None] = [*chars, None]
@@ -1016,25 +1091,9 @@ class _Run:
             used = [e.id for e in combo if e is not None]
             if len(set(used)) != len(used):
                 continue
-            score = 0.0
-            for r, e in enumerate(combo):
-                if e is None:
-                    score -= w.missing_subject if r == 0 else w.missing_other
-                    continue
-                rank = chars.index(e)
-                score += w.name_count * min(e.n_names, w.name_count_cap)
-                if e.strong or e.prior or e.role_votes or e.kind == "narrator":
-                    score += w.surely_person
-                if self.love_pair:
-                    score += w.love_pair_order if rank == r else 0.0
-                    continue
-                score += w.role_binding * e.role_votes.get(r, 0.0)
-                score -= w.other_role_binding * sum(v for k, v in e.role_votes.items() if k != r)
-                score += w.order_prior / (1 + abs(rank - r))
-                if agent is not None and r == 0 and e.id == agent:
-                    score += w.action_agent
-                if e.kind == "narrator" and r == 0:
-                    score += w.narrator_subject
+            score = sum(
+                pair_score[(r, e.id if e is not None else None)] for r, e in enumerate(combo)
+            )
             if score > best_score:
                 second_score = best_score
                 best, best_score = combo, score
@@ -1076,6 +1135,57 @@ class _Run:
                 self.set_role(r, self.new_entity("np", h, np.noun).id)
             np.entity = self.role_entity[r]
 
+    def _rule_pair_score(self, r: int, e: _Entity, rank: int, agent: int | None) -> float:
+        """The hand-set score of character `e` (`rank`-th to appear) for role `r`."""
+        w = self.w
+        score = w.name_count * min(e.n_names, w.name_count_cap)
+        if e.strong or e.prior or e.role_votes or e.kind == "narrator":
+            score += w.surely_person
+        if self.love_pair:
+            return score + (w.love_pair_order if rank == r else 0.0)
+        score += w.role_binding * e.role_votes.get(r, 0.0)
+        score -= w.other_role_binding * sum(v for k, v in e.role_votes.items() if k != r)
+        score += w.order_prior / (1 + abs(rank - r))
+        if agent is not None and r == 0 and e.id == agent:
+            score += w.action_agent
+        if e.kind == "narrator" and r == 0:
+            score += w.narrator_subject
+        if self._np_gender_conflict(r, e):
+            score -= w.np_gender_conflict
+        return score
+
+    def _role_np_genders(self) -> dict[int, set[str]]:
+        """Role → genders ("M"/"F") of the gendered pronoun that closely follows each of
+        its unbound noun phrases in subject position — within six words of the same
+        sentence, no name or other noun phrase between ("An American actor, famous for
+        his versatility", "the musician strummed his guitar" → M)."""
+        out: dict[int, set[str]] = {}
+        for h, r in self._unbound_role_nps():
+            if not self._subject_position(self.nps[h].start):
+                continue
+            for j in range(h + 1, min(h + 7, len(self.toks))):
+                u = self.toks[j]
+                if u.sent != self.toks[h].sent or j in self.name_at or u.quoted or j in self.nps:
+                    break
+                g = _PRONOUNS.get(u.lower, ("", ""))[0]
+                if g in ("M", "F"):
+                    out.setdefault(r, set()).add(g)
+                    break
+        return out
+
+    def _known_gender(self, e: _Entity) -> str | None:
+        """A character's gender from honorifics, descriptors or its first name."""
+        for votes in (e.strong, e.prior):
+            if votes:
+                (g, n), *rest = votes.most_common()
+                return g if not rest or rest[0][1] < n else None
+        return None
+
+    def _np_gender_conflict(self, r: int, e: _Entity) -> bool:
+        genders = self._np_genders.get(r)
+        g = self._known_gender(e)
+        return bool(genders) and g is not None and g not in genders
+
     def _action_agent(self) -> int | None:
         """The named character doing the subject role's action ("pays the bill"): for
         each action word, the nearest name before it in its sentence (or, weaker, the
@@ -1083,11 +1193,35 @@ class _Run:
         between makes the agent unknown."""
         if not self.cues or not self.cues[0].actions:
             return None
-        actions = self.cues[0].actions
+        votes = self._action_stats(self.cues[0].actions, ())["votes"]
+        if not votes:
+            return None
+        ranked = votes.most_common(2)
+        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+            return None
+        return ranked[0][0]
+
+    def _is_action(self, t: _Tok, words: frozenset[str], prefixes: tuple[str, ...]) -> bool:
+        return (
+            t.word
+            and not t.skip
+            and (t.lower in words or _stem(t.lower) in words or t.lower.startswith(prefixes))
+        )
+
+    def _action_stats(self, words: frozenset[str], prefixes: tuple[str, ...]) -> dict[str, Any]:
+        """Who does an action and to whom. For each action word (in `words`, or starting
+        with one of `prefixes`): its agent — the nearest name before it in its sentence
+        in subject position, or a subject pronoun's one named character of that gender
+        (weight 1), else the first such one after it (weight 0.5) — and its patient, a
+        name within three words after it ("mentored Emily"). Returns "votes" (entity →
+        weighted agent count), "agents" (agents in story order), "patients" (entity →
+        count)."""
         votes: Counter = Counter()
+        patients: Counter = Counter()
+        agents: list[int] = []
         n_toks = max(1, len(self.toks))
         for t in self.toks:
-            if not t.word or t.skip or (t.lower not in actions and _stem(t.lower) not in actions):
+            if not self._is_action(t, words, prefixes):
                 continue
             before = range(t.i - 1, -1, -1)
             after = range(t.i + 1, len(self.toks))
@@ -1114,13 +1248,17 @@ class _Run:
                 if agent is not None:
                     if agent >= 0:  # later events weigh more: the story's last word
                         votes[agent] += weight * (1.0 + self.w.action_recency * t.i / n_toks)
+                        agents.append(agent)
                     break
-        if not votes:
-            return None
-        ranked = votes.most_common(2)
-        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-            return None
-        return ranked[0][0]
+            for j in range(t.i + 1, min(t.i + 4, len(self.toks))):
+                u = self.toks[j]
+                if u.sent != t.sent or u.text in ".;!?":
+                    break
+                nm = self.name_at.get(j)
+                if nm is not None and nm.start == j and not u.quoted:
+                    patients[nm.entity] += 1
+                    break
+        return {"votes": votes, "agents": agents, "patients": patients}
 
     def _only_named_of_gender(self, gender: str) -> int:
         """The single named character whose honorifics, descriptors or first name say
@@ -1645,7 +1783,6 @@ class _Run:
                 continue
             refs: set[Span] = set()
             name_spans: list[Span] = []
-            display, best = None, 0
             for nm in self.names:
                 if nm.entity != ent:
                     continue
@@ -1655,16 +1792,10 @@ class _Run:
                 name_spans.append(Span(start, stop, story[start:stop]))
                 if nm.honorific is not None:
                     hon = toks[nm.honorific]
-                    start = hon.start
                     h_end = toks[hon.i + 1].end if toks[hon.i + 1].text == "." else hon.end
                     if _HONORIFICS[hon.base] or self.neutral_titles:
                         refs.add(Span(hon.start, h_end, story[hon.start : h_end]))
-                elif nm.title is not None and toks[nm.title].base in _ADDRESS_TITLES:
-                    start = toks[nm.title].start  # "Chef Evan", "Coach Jameson"
-                text = story[start:stop]
-                size = len(story[toks[nm.start].start : stop].split())
-                if size > best:
-                    display, best = text, size
+            display = self._display_name(ent)
             for i in pron_refs.get(ent, []):
                 refs.add(Span(toks[i].start, toks[i].end, toks[i].text))
             for i in self.descriptors.get(ent, []):
@@ -1676,6 +1807,197 @@ class _Run:
             out.append(CharacterExtraction(cue.spec.key, name, ordered, name_spans))
             self.features.append(self._features(r, ent, [sp.text for sp in ordered]))
         self._pair_features(out)
+        return out
+
+    def _display_name(self, ent: int) -> str | None:
+        """The name to report: the mention with the most name words, with its
+        honorific ("Dr. Patel") or address title ("Chef Evan")."""
+        toks, story = self.toks, self.story
+        display, best = None, 0
+        for nm in self.names:
+            if nm.entity != ent:
+                continue
+            last = toks[nm.end]
+            stop = last.end - (2 if last.poss and last.text[-2:] in ("'s", "’s") else 0)
+            start = toks[nm.start].start
+            size = len(story[start:stop].split())
+            if nm.honorific is not None:
+                start = toks[nm.honorific].start
+            elif nm.title is not None and toks[nm.title].base in _ADDRESS_TITLES:
+                start = toks[nm.title].start  # "Chef Evan", "Coach Jameson"
+            if size > best:
+                display, best = story[start:stop], size
+        return display
+
+    # ------------------------------------------------------------------ learned roles
+    def _unbound_role_nps(self) -> list[tuple[int, int]]:
+        """(head token, role) of the narration's role noun phrases no name is apposed
+        to ("the CEO", "a struggling student"), with one clear role."""
+        out = []
+        for h in sorted(self.nps):
+            np = self.nps[h]
+            if np.kind != "role" or np.entity is not None or self.toks[h].quoted:
+                continue
+            r = max(np.votes, key=np.votes.get)
+            if list(np.votes.values()).count(np.votes[r]) == 1:
+                out.append((h, r))
+        return out
+
+    def _offer_speakers(self) -> Counter:
+        """Entity → number of quotations in which it offers ("Let me get this",
+        "Allow me", "my treat"): the speaker named right after the quotation ("…,"
+        said Mark; "…," she said → the one named character of her gender) or, else,
+        the subject before it in its sentence (Mark whispered, "…")."""
+        out: Counter = Counter()
+        toks = self.toks
+        k = 0
+        while k < len(toks):
+            if not toks[k].quoted:
+                k += 1
+                continue
+            j = k
+            while j < len(toks) and toks[j].quoted:
+                j += 1
+            text = " ".join(t.lower for t in toks[k:j] if t.word).replace("’", "'")
+            padded = f" {text} "
+            if any(f" {p} " in padded for p in _OFFER_PHRASES):
+                speaker = self._speaker_near(k, j)
+                if speaker is not None and speaker >= 0:
+                    out[speaker] += 1
+            k = j
+        return out
+
+    def _speaker_near(self, first: int, after: int) -> int | None:
+        """The speaker of the quotation toks[first:after] (see `_offer_speakers`)."""
+        for j in range(after, min(after + 5, len(self.toks))):
+            u = self.toks[j]
+            if u.quoted:
+                break
+            nm = self.name_at.get(j)
+            if nm is not None:
+                return nm.entity
+            pg, pc = _PRONOUNS.get(u.lower, ("", ""))
+            if pc == "subj":
+                return self._only_named_of_gender(pg)
+            if u.text in ".!?":
+                break
+        sent = self.toks[first].sent
+        for j in range(first - 1, -1, -1):
+            u = self.toks[j]
+            if u.sent != sent and u.text not in '"“':
+                break
+            nm = self.name_at.get(j)
+            if nm is not None and not self.toks[nm.end].poss and not u.quoted:
+                return nm.entity
+            pg, pc = _PRONOUNS.get(u.lower, ("", ""))
+            if pc == "subj" and not u.quoted:
+                return self._only_named_of_gender(pg)
+        return None
+
+    def _role_features(
+        self, chars: list[_Entity]
+    ) -> dict[tuple[int, int | None], dict[str, float]]:
+        """Features of each (role, candidate) option for the learned role model: every
+        named character or narrator, and None (the role has no named character). Names
+        are prefixed by the slot: "solo" (one-role prompt), "subj", "obj"."""
+        toks = self.toks
+        n_roles = len(self.cues)
+        slots = ["solo"] if n_roles == 1 else ["subj", "obj", *[f"r{k}" for k in range(2, n_roles)]]
+        by_ent: dict[int, list[_NameMention]] = {}
+        for nm in self.names:
+            by_ent.setdefault(nm.entity, []).append(nm)
+        unbound = self._unbound_role_nps()
+        desc_actions = self.cues[0].actions if self.cues else frozenset()
+        if desc_actions:
+            act = self._action_stats(desc_actions, ())
+            act_kind = "desc"
+        else:
+            prefixes = _scenario_action_prefixes(self.scenario, [c.spec for c in self.cues])
+            act = self._action_stats(frozenset(), prefixes) if prefixes else None
+            act_kind = "scen"
+        offers = self._offer_speakers()
+        owners: dict[int, Counter] = {}  # entity → roles of noun phrases it owns ("Sarah's mentee")
+        for h, np in self.nps.items():
+            if np.kind != "role" or np.start == h:
+                continue
+            nm = self.name_at.get(np.start)
+            if nm is not None and self.toks[nm.end].poss and nm.end == np.start:
+                owners.setdefault(nm.entity, Counter()).update(np.votes)
+        n_named = sum(1 for e in chars if e.kind == "name")
+        first_name_tok = min((e.first for e in chars), default=len(toks))
+        out: dict[tuple[int, int | None], dict[str, float]] = {}
+        for r in range(n_roles):
+            sl = slots[r]
+            unb_r = [h for h, rr in unbound if rr == r]
+            unb_other = [h for h, rr in unbound if rr != r]
+            for rank, e in enumerate(chars):
+                nms = by_ent.get(e.id, [])
+                f: dict[str, float] = {
+                    "rank0": float(rank == 0),
+                    "rank1": float(rank == 1),
+                    "rank2": float(rank >= 2),
+                    "names": float(min(e.n_names, 4)),
+                    "narrator": float(e.kind == "narrator"),
+                    "person": float(bool(e.strong or e.prior or e.role_votes)),
+                    "prior": float(bool(e.prior)),
+                    "vote_this": min(3.0, e.role_votes.get(r, 0.0)),
+                    "vote_other": min(3.0, sum(v for k, v in e.role_votes.items() if k != r)),
+                    "occupation": float(min(e.occupations, 2)),
+                    "np_before": float(any(h < e.first for h in unb_r)),
+                    "np_later": float(bool(unb_r) and not any(h < e.first for h in unb_r)),
+                    "other_np_before": float(any(h < e.first for h in unb_other)),
+                    "owns_this": min(2.0, owners.get(e.id, Counter()).get(r, 0.0)),
+                    "owns_other": min(
+                        2.0, sum(v for k, v in owners.get(e.id, Counter()).items() if k != r)
+                    ),
+                    "offer": float(min(offers.get(e.id, 0), 2)),
+                    "np_conflict": float(self._np_gender_conflict(r, e)),
+                    "np_agree": float(
+                        self._known_gender(e) is not None
+                        and self._known_gender(e) in self._np_genders.get(r, set())
+                    ),
+                }
+                nearest = max((h for h, _ in unbound if h < e.first), default=None)
+                if nearest is not None:
+                    f["nearest_np_this"] = float(dict(unbound)[nearest] == r)
+                if nms:
+                    f["quoted_only"] = float(all(toks[nm.start].quoted for nm in nms))
+                    subj = [
+                        self._subject_position(self._np_start_of_name(nm)) and not toks[nm.end].poss
+                        for nm in nms
+                    ]
+                    f["first_subject"] = float(subj[0])
+                    f["subject_share"] = sum(subj) / len(subj)
+                    preps = sum(
+                        1
+                        for nm in nms
+                        if (p := self.tok(self._np_start_of_name(nm) - 1)) is not None
+                        and p.lower in _PREPOSITIONS
+                    )
+                    f["after_prep"] = preps / len(nms)
+                if act is not None:
+                    votes = act["votes"]
+                    total = sum(votes.values())
+                    f[f"agent_{act_kind}"] = votes.get(e.id, 0.0) / total if total else 0.0
+                    f[f"agent_{act_kind}_last"] = float(
+                        bool(act["agents"]) and act["agents"][-1] == e.id
+                    )
+                    f[f"agent_{act_kind}_first"] = float(
+                        bool(act["agents"]) and act["agents"][0] == e.id
+                    )
+                    f[f"patient_{act_kind}"] = float(min(act["patients"].get(e.id, 0), 2))
+                out[(r, e.id)] = {f"{sl}:{k}": v for k, v in f.items()}
+                out[(r, e.id)][f"{sl}:cand"] = 1.0
+            none = {
+                "none": 1.0,
+                "np": float(min(len(unb_r), 3)),
+                "np_first": float(bool(unb_r) and unb_r[0] < first_name_tok),
+                "named": float(min(n_named, 3)),
+                "narrator": float(self.narrator is not None),
+            }
+            out[(r, None)] = {
+                f"{sl}:none_{k}" if k != "none" else f"{sl}:none": v for k, v in none.items()
+            }
         return out
 
     # ------------------------------------------------------------------ confidence
