@@ -295,7 +295,7 @@ def load_extractor(
 ) -> Extractor:
     """An extractor from a short name ("deterministic") or "module:Callable". `weights`
     override fields of the deterministic extractor's `ExtractorWeights`; `learned` are
-    its learned decisions (default: the shipped coefficients; `RULES_ONLY` for none)."""
+    its learned decisions (default none: the rules)."""
     if spec.startswith("deterministic"):
         kwargs: dict[str, Any] = {"learned": learned}
         if weights:
@@ -706,12 +706,50 @@ def learned_rows(stories: list[AuditStory], extractor: Any) -> dict[int, dict[st
                 hand = s.hand_names[r] if r < len(s.hand_names) else []
                 label = name_matches(name, hand) if name is not None else not hand
                 groups[r].append((feats, label))
-        out[s.index] = {"roles": [groups[r] for r in sorted(groups)]}
+        out[s.index] = {
+            "roles": [groups[r] for r in sorted(groups)],
+            "pronouns": _pronoun_groups(s, rows),
+        }
+    return out
+
+
+_PRONOUN_GENDER = {"M": "Male", "F": "Female"}
+
+
+def _pronoun_groups(s: AuditStory, rows: dict[str, Any]) -> Groups:
+    """Labelled pronoun groups of a two-role story whose characters the hand labels
+    give different genders (Female / Male) and whose names the extractor got right
+    (an unnamed role: no hand name): a gendered pronoun's candidate is right when it is
+    the role character of the pronoun's gender. Groups without exactly one right
+    candidate are dropped (the pronoun is a bystander's, or the right one is missing)."""
+    if len(s.roles) != 2 or sorted(s.hand_genders) != ["Female", "Male"]:
+        return []
+    names = rows["role_names"]
+
+    def fits(order: tuple[int, int]) -> bool:
+        for r, slot in enumerate(order):
+            hand = s.hand_names[slot]
+            ok = name_matches(names[r], hand) if names[r] is not None else not hand
+            if not ok:
+                return False
+        return True
+
+    orders = [o for o in ((0, 1), (1, 0)) if fits(o)] if s.unordered else [(0, 1)]
+    if len(orders) != 1 or not fits(orders[0]):
+        return []
+    genders = {r: s.hand_genders[slot] for r, slot in enumerate(orders[0])}
+    out: Groups = []
+    for gender, group in rows["pronouns"]:
+        labelled = [
+            (f, r is not None and genders.get(r) == _PRONOUN_GENDER[gender]) for r, f in group
+        ]
+        if sum(y for _, y in labelled) == 1 and len(labelled) > 1:
+            out.append(labelled)
     return out
 
 
 #: Regularisation (scikit-learn's C) of the learned decisions.
-LEARNED_C = {"roles": 0.3}
+LEARNED_C = {"roles": 0.3, "pronouns": 0.3}
 
 
 def fit_learned(
@@ -872,8 +910,27 @@ def error_category(r: CharRecord) -> str:
 
 
 _TITLE_WORDS = frozenset(
-    "mr mrs ms miss mx dr prof professor chef coach nurse officer captain detective "
-    "sergeant judge doc pastor reverend".split()
+    {
+        "mr",
+        "mrs",
+        "ms",
+        "miss",
+        "mx",
+        "dr",
+        "prof",
+        "professor",
+        "chef",
+        "coach",
+        "nurse",
+        "officer",
+        "captain",
+        "detective",
+        "sergeant",
+        "judge",
+        "doc",
+        "pastor",
+        "reverend",
+    }
 )
 
 
@@ -907,14 +964,15 @@ def _parse_weights(items: list[str] | None) -> dict[str, float]:
 
 def write_models(args: argparse.Namespace) -> int:
     """Fit the learned decisions (`--write-learned`) and / or the confidence model
-    (`--write-confidence`, on the extraction with the learned decisions fitted on the
-    same stories) on every story of the audit file, and write them."""
+    (`--write-confidence`; on the rules-only extraction gbdesk uses, or with `--learned`
+    on the extraction with the learned decisions fitted on the same stories) on every
+    story of the audit file, and write them."""
     stories = load_audit(args.data)
     weights = _parse_weights(args.weight)
     models = sorted({s.model for s in stories})
     what = f"{len(stories)} hand-labelled stories of {', '.join(models)}"
     learned = RULES_ONLY
-    if not args.no_learned:
+    if args.learned or args.write_learned:
         base = load_extractor("deterministic", weights, args.word_list, learned=RULES_ONLY)
         rows = learned_rows(stories, base)
         learned = fit_learned(
@@ -928,12 +986,13 @@ def write_models(args: argparse.Namespace) -> int:
             n = {k: sum(len(r.get(k, [])) for r in rows.values()) for k in LEARNED_C}
             print(f"learned decisions fitted on {n} rows -> {args.write_learned}")
     if args.write_confidence:
-        extractor = load_extractor("deterministic", weights, args.word_list, learned=learned)
+        use = learned if args.learned else RULES_ONLY
+        extractor = load_extractor("deterministic", weights, args.word_list, learned=use)
         records = predict_audit(stories, extractor, args.word_list)
         note = (
             f"scripts/eval_extractors.py --write-confidence: {what} ({len(records)} "
             f"characters); extractor {extractor.name} v{extractor.version}"
-            f"{'' if args.no_learned else ' with learned decisions fitted on the same'}, "
+            f"{' with learned decisions fitted on the same' if args.learned else ''}, "
             f"word list {args.word_list}"
         )
         model = fit_confidence(records, note)
@@ -993,9 +1052,7 @@ def run_audit(args: argparse.Namespace) -> int:
         print()
     for spec in args.extractor or ["deterministic"]:
         for wl in word_lists:
-            records, fold_train = predict_lomo(
-                stories, spec, weights, wl, learned=not args.no_learned
-            )
+            records, fold_train = predict_lomo(stories, spec, weights, wl, learned=args.learned)
             res = lomo(records, fold_train=fold_train)
             title = f"{spec} word list {wl} — leave-one-model-out (held-out model scored)"
             print(format_audit(title, res))
@@ -1078,9 +1135,10 @@ def main(argv: list[str] | None = None) -> int:
         "(resources/laissez_faire/extractor_learned.json ships one)",
     )
     ap.add_argument(
-        "--no-learned",
+        "--learned",
         action="store_true",
-        help="audit: the deterministic extractor's hand-set rules only (no learned decisions)",
+        help="audit: also use the deterministic extractor's learned decisions (refitted "
+        "in each leave-one-model-out fold) where its rules are unsure",
     )
     ap.add_argument("--json", action="store_true", help="print metrics as JSON")
     args = ap.parse_args(argv)

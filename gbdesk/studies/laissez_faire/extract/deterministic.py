@@ -65,7 +65,7 @@ from gbdesk.studies.laissez_faire.extract.gender_words import (
     NON_BINARY,
     genders_hit,
 )
-from gbdesk.studies.laissez_faire.extract.learned import LearnedModels, shipped_models
+from gbdesk.studies.laissez_faire.extract.learned import RULES_ONLY, LearnedModels
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
 
 # --------------------------------------------------------------------------- lexicons
@@ -107,6 +107,7 @@ _RELATION_KIN = _set_map("relation_kin")
 _PERSON_NOUNS = _set("person_nouns")
 _OCCUPATIONS = _set("occupations")
 _OFFER_PHRASES = tuple(_LISTS["offer_phrases"])
+_OFFER_ACTIONS = _set("offer_actions")
 _SYNONYMS = _set_map("synonyms")
 _WEAK_SYNONYMS = _set_map("weak_synonyms")
 _NAME_ADJECTIVES = _set("name_adjectives")
@@ -127,11 +128,13 @@ _COMPOUND_HEADS = _set("compound_heads")
 _GROUPS = _set("groups")
 _QUANTIFIERS = _set("quantifiers")
 _COPULAS = _set("copulas")
+_AUXILIARIES = _set("auxiliaries")
 _SPEECH_VERBS = _set("speech_verbs")
 _PLURAL_CUES = _set("plural_cues")
 _SUBORDINATORS = _set("subordinators")
 _ACTION_STOP = _set("action_stop")
 _ACTION_SYNONYMS = _set_map("action_synonyms")
+_ACTION_NEGATORS = _set("action_negators")
 # First names mostly of one gender: only a soft prior for *which character a pronoun
 # belongs to*; the reported gender always comes from the story's own words.
 # `DeterministicExtractor(name_prior=False)` turns it off.
@@ -479,6 +482,7 @@ class ExtractorWeights:
     order_prior: float = 1.0  # 1/(1+|rank−role|): the subject tends to come first
     action_agent: float = 1.5  # the agent of the subject role's action ("pays the bill")
     action_recency: float = 0.0  # extra weight of a later action event (0 = all equal)
+    offer_vote: float = 3.0  # agent vote of the speaker of an offer ("Let me pay")
     narrator_subject: float = 0.5  # a first-person narrator tends to be the subject
     np_gender_conflict: float = 1.5  # penalty: a role noun phrase no name is apposed to
     # ("An American actor, famous for his range") is followed by a pronoun of the other
@@ -501,6 +505,11 @@ class ExtractorWeights:
     intro_target: float = 1.5  # cataphora of an opening phrase ("Despite his …, Ryan")
     intro_object_penalty: float = 3.0
     protagonist: float = 0.2  # the subject role's character
+    learned_role_margin: float = 0.5  # the learned role model assigns the roles when the
+    # rules' best assignment leads the runner-up by less than this
+    learned_agreement: float = 2.0  # agreement bonuses' scale on the learned model's logits
+    learned_below_margin: float = 3.0  # the learned pronoun model decides when the rules'
+    # best candidate leads by less than this
     # --- strong evidence
     honorific_votes: float = 2.0  # votes per honorific / descriptor
 
@@ -528,6 +537,11 @@ class DeterministicExtractor:
     `word_list`: the gender word list the confidence features read references with.
     `confidence_model`: maps features to a confidence; default the shipped one
     (`resources/laissez_faire/extractor_confidence.json`), 0.5 when it is missing.
+    `learned`: learned role assignment / pronoun resolution (`extract.learned`), used
+    where the rules are unsure (`ExtractorWeights.learned_role_margin`,
+    `learned_below_margin`); default none — the hand-set rules decide (on the
+    development models the learned decisions did not beat them; see
+    `scripts/eval_extractors.py --learned`).
     """
 
     name = "deterministic"
@@ -580,7 +594,7 @@ class DeterministicExtractor:
             self.include_neutral_titles,
             self.weights,
             self.word_list,
-            self.learned if self.learned is not None else shipped_models(),
+            self.learned if self.learned is not None else RULES_ONLY,
             collect,
         )
 
@@ -589,12 +603,24 @@ class DeterministicExtractor:
     ) -> dict[str, list[tuple[Any, ...]]]:
         """The learned decisions' feature rows of one story, for fitting them
         (`scripts/eval_extractors.py`): "roles" — (role index, display name of the
-        candidate or None for "no named character", features) per option."""
+        candidate or None for "no named character", features) per option; "pronouns" —
+        (pronoun gender "M"/"F", [(role index of the candidate or None, features)]) per
+        gendered pronoun the resolver chose among candidates; "role_names" — the name
+        reported for each role (None: unnamed)."""
         if not roles:
-            return {"roles": []}
+            return {"roles": [], "pronouns": []}
         run = self._run(story, roles, scenario, collect=True)
         run.run()
-        return {"roles": [(r, name, f) for r, _, name, f in run.role_rows]}
+        pronouns = [
+            (gender, [(run.role_of.get(ent), f) for ent, f in group])
+            for _, gender, group in run.pron_groups
+        ]
+        names = {r: run._display_name(e) for r, e in run.role_entity.items()}
+        return {
+            "roles": [(r, name, f) for r, _, name, f in run.role_rows],
+            "pronouns": pronouns,
+            "role_names": [names.get(r) for r in range(len(roles))],
+        }
 
 
 class _Run:
@@ -617,6 +643,8 @@ class _Run:
         self.collect = collect  # keep the learned decisions' feature rows
         #: (role, candidate entity or None, display name, features) per option
         self.role_rows: list[tuple[int, int | None, str | None, dict[str, float]]] = []
+        #: (pronoun token, its gender, [(candidate entity, features)]) per gendered pronoun
+        self.pron_groups: list[tuple[int, str, list[tuple[int, dict[str, float]]]]] = []
         self.scenario = scenario
         self.word_list = word_list
         self.story = story
@@ -1082,23 +1110,12 @@ class _Run:
                     (r, ent, self._display_name(ent) if ent is not None else None, f)
                     for (r, ent), f in feats.items()
                 ]
-            if model is not None:
-                pair_score = {k: model.logit(f) for k, f in feats.items()}
-        best, best_score = None, float("-inf")
-        second_score = float("-inf")
         options: list[_Entity | None] = [*chars, None]
-        for combo in itertools.permutations(options, n_roles):
-            used = [e.id for e in combo if e is not None]
-            if len(set(used)) != len(used):
-                continue
-            score = sum(
-                pair_score[(r, e.id if e is not None else None)] for r, e in enumerate(combo)
-            )
-            if score > best_score:
-                second_score = best_score
-                best, best_score = combo, score
-            elif score > second_score:
-                second_score = score
+        best, best_score, second_score = self._best_assignment(options, n_roles, pair_score)
+        if model is not None and best_score - second_score < w.learned_role_margin:
+            # the rules are unsure: the learned model assigns the roles
+            learned = {k: model.logit(f) for k, f in feats.items()}
+            best, best_score, second_score = self._best_assignment(options, n_roles, learned)
         self.assignment_margin = best_score - second_score if len(chars) else 0.0
         for r, e in enumerate(best or ()):
             if e is not None:
@@ -1134,6 +1151,30 @@ class _Run:
             if r not in self.role_entity:
                 self.set_role(r, self.new_entity("np", h, np.noun).id)
             np.entity = self.role_entity[r]
+
+    @staticmethod
+    def _best_assignment(
+        options: list[_Entity | None],
+        n_roles: int,
+        pair_score: dict[tuple[int, int | None], float],
+    ) -> tuple[tuple[_Entity | None, ...] | None, float, float]:
+        """The assignment of distinct options to roles with the highest summed score:
+        (assignment, its score, the runner-up's score)."""
+        best, best_score = None, float("-inf")
+        second_score = float("-inf")
+        for combo in itertools.permutations(options, n_roles):
+            used = [e.id for e in combo if e is not None]
+            if len(set(used)) != len(used):
+                continue
+            score = sum(
+                pair_score[(r, e.id if e is not None else None)] for r, e in enumerate(combo)
+            )
+            if score > best_score:
+                second_score = best_score
+                best, best_score = combo, score
+            elif score > second_score:
+                second_score = score
+        return best, best_score, second_score
 
     def _rule_pair_score(self, r: int, e: _Entity, rank: int, agent: int | None) -> float:
         """The hand-set score of character `e` (`rank`-th to appear) for role `r`."""
@@ -1194,6 +1235,10 @@ class _Run:
         if not self.cues or not self.cues[0].actions:
             return None
         votes = self._action_stats(self.cues[0].actions, ())["votes"]
+        description = set(re.findall(r"[a-z]+", self.cues[0].spec.description.lower()))
+        if self.w.offer_vote and description & _OFFER_ACTIONS:
+            for ent, n in self._offer_speakers().items():
+                votes[ent] += self.w.offer_vote * n  # "Let me get this one," she said
         if not votes:
             return None
         ranked = votes.most_common(2)
@@ -1223,6 +1268,12 @@ class _Run:
         for t in self.toks:
             if not self._is_action(t, words, prefixes):
                 continue
+            if any(
+                u.lower in _ACTION_NEGATORS
+                for u in self.toks[max(0, t.i - 3) : t.i]
+                if u.sent == t.sent
+            ):
+                continue  # "she had left her wallet at home"
             before = range(t.i - 1, -1, -1)
             after = range(t.i + 1, len(self.toks))
             for scan, weight in ((before, 1.0), (after, 0.5)):
@@ -1310,6 +1361,17 @@ class _Run:
             return prev.text in ',;:—–("“”'
         return prev.lower in _SUBORDINATORS or prev.lower in ("that", "then", "where", "who")
 
+    def _verb_follows(self, end: int) -> bool:
+        """Is the word after a name a finite verb ("… realizing Rachel had left her
+        wallet", "… knew Mia could win")? Then the name is its clause's subject."""
+        nxt = self.tok(end + 1)
+        return (
+            nxt is not None
+            and nxt.word
+            and not nxt.cap
+            and (nxt.lower in _AUXILIARIES or nxt.lower in _VERBISH)
+        )
+
     # ------------------------------------------------------------------ resolution
     def resolve(self) -> None:
         """Left-to-right pass: record mentions, resolve pronouns as they come."""
@@ -1323,7 +1385,9 @@ class _Run:
                 if nm.start == i:
                     start = self._np_start_of_name(nm)
                     embedded = self.toks[nm.end].poss
-                    subject = not embedded and self._subject_position(start)
+                    subject = not embedded and (
+                        self._subject_position(start) or self._verb_follows(nm.end)
+                    )
                     self._mention(i, nm.entity, subject, embedded, "name")
                     if embedded and self._subject_position(start):
                         self.mentions[-1].topic = True
@@ -1566,17 +1630,28 @@ class _Run:
         if case == "poss" and copula and sentence_subject is not None:
             excluded.add(sentence_subject)  # "Jack had been his idol": not the subject
         intro_target = self._intro_target(t)
+        model = self.learned.pronouns if gender in ("M", "F") else None
+        context = None
+        if model is not None or self.collect:
+            context = self._pronoun_context(t, clause_subject, sentence_subject, last_subject)
+        group: list[tuple[int, dict[str, float]]] = []
+        learned: dict[int, float] = {}  # entity → learned score
+        agreement: dict[int, float] = {}
         ranked: list[tuple[float, int, int]] = []  # (score, agreement tier, entity)
         for ent, s in scores.items():
             e = self.entities[ent]
             g, level = e.gender()
             tier = 3
+            agree = 0.0
             if g is not None and g != gender:
                 if level == "strong":
                     continue
                 tier = 1  # against the name prior or earlier pronouns: last resort
             elif g == gender:
-                s += {"strong": W.agree_strong, "prior": W.agree_prior, "weak": W.agree_weak}[level]
+                agree = {"strong": W.agree_strong, "prior": W.agree_prior, "weak": W.agree_weak}[
+                    level
+                ]
+            sal = s
             if (case == "obj" and ent == clause_subject) or ent in excluded:
                 tier = min(tier, 2)  # binding: "Hank cornered him", "his employee, Emma"
             if case == "refl":
@@ -1588,7 +1663,18 @@ class _Run:
                 s += -W.intro_object_penalty if case == "obj" else W.intro_target
             if self.role_of.get(ent) == 0:
                 s += W.protagonist
-            ranked.append((s, tier, ent))
+            if context is not None:
+                feats = self._pronoun_features(
+                    context, case, ent, sal, s, ent in excluded, ent == intro_target
+                )
+                if self.collect:
+                    group.append((ent, feats))
+                if model is not None:
+                    learned[ent] = model.logit(feats)
+            agreement[ent] = agree
+            ranked.append((s + agree, tier, ent))
+        if self.collect and group and gender in ("M", "F"):
+            self.pron_groups.append((t.i, gender, group))
         if not ranked:
             return None
         top_tier = max(tier for _, tier, _ in ranked)
@@ -1598,7 +1684,102 @@ class _Run:
             return None
         top = sorted(((s, ent) for s, tier, ent in ranked if tier == top_tier), reverse=True)
         self.margins[t.i] = top[0][0] - top[1][0] if len(top) > 1 else 10.0
+        if learned and len(top) > 1 and self.margins[t.i] < W.learned_below_margin:
+            # the rules are unsure between two named role characters the evidence so far
+            # gives the same gender (or none): the learned model decides between them
+            a, b = top[0][1], top[1][1]
+            if (
+                a in self.role_of
+                and b in self.role_of
+                and self.entities[a].kind == self.entities[b].kind == "name"
+                and agreement[a] == agreement[b]
+                and learned[b] > learned[a]
+            ):
+                return b
         return top[0][1]
+
+    def _pronoun_context(
+        self,
+        t: _Tok,
+        clause_subject: int | None,
+        sentence_subject: int | None,
+        last_subject: int | None,
+    ) -> dict[str, Any]:
+        """What the learned pronoun model looks at besides the candidate: the pronoun's
+        clause / sentence / last subjects, the entities by recency, and the earlier
+        mentions of the pronoun's sentence."""
+        recency: list[int] = []
+        for m in reversed(self.mentions):
+            if m.entity not in recency and m.entity != self.narrator:
+                recency.append(m.entity)
+        before = [m for m in self.mentions if m.sent == t.sent and m.tok < t.i]
+        return {
+            "t": t,
+            "clause_subject": clause_subject,
+            "sentence_subject": sentence_subject,
+            "last_subject": last_subject,
+            "recency": recency,
+            "before": before,
+            "last": {m.entity: m for m in self.mentions},
+            "count": Counter(m.entity for m in self.mentions),
+        }
+
+    def _pronoun_features(
+        self,
+        ctx: dict[str, Any],
+        case: str,
+        ent: int,
+        salience: float,
+        rule: float,
+        excluded: bool,
+        intro: bool,
+    ) -> dict[str, float]:
+        """Gender-blind features of (pronoun, candidate) for the learned pronoun model:
+        the rule's salience and score, distances, grammatical roles, binding, the
+        candidate's role; the main ones also crossed with the pronoun's case."""
+        t: _Tok = ctx["t"]
+        last: _Mention = ctx["last"][ent]
+        dist = t.sent - last.sent
+        rec = ctx["recency"]
+        before = [m for m in ctx["before"] if m.entity == ent]
+        role = self.role_of.get(ent)
+        nearest = ctx["before"][-1].entity == ent if ctx["before"] else False
+        f: dict[str, float] = {
+            "rule": rule,
+            "salience": salience,
+            "dist0": float(dist == 0),
+            "dist1": float(dist == 1),
+            "dist2": float(dist >= 2),
+            "tokdist": math.log1p(t.i - last.tok),
+            "mentions": math.log1p(ctx["count"][ent]),
+            "role0": float(role == 0),
+            "role1": float(role is not None and role > 0),
+            "bystander": float(role is None),
+            "last_name": float(last.kind == "name"),
+            "last_np": float(last.kind == "np"),
+            "last_pron": float(last.kind == "pron"),
+            "quoted": float(t.quoted),
+        }
+        cross = {
+            "clause_subj": ent == ctx["clause_subject"],
+            "sent_subj": ent == ctx["sentence_subject"],
+            "prev_subj": ent == ctx["last_subject"],
+            "recent0": bool(rec) and rec[0] == ent,
+            "recent1": len(rec) > 1 and rec[1] == ent,
+            "last_subject_mention": last.subject,
+            "last_possessor": last.embedded,
+            "object_before": any(not m.subject and not m.embedded for m in before),
+            "possessor_before": any(m.embedded for m in before),
+            "subject_before": any(m.subject for m in before),
+            "nearest": nearest,
+            "excluded": excluded,
+            "intro": intro,
+        }
+        for k, v in cross.items():
+            if v:
+                f[k] = 1.0
+                f[f"{case}:{k}"] = 1.0
+        return f
 
     def _possessed_entities(self, t: _Tok) -> set[int]:
         """ "his new employee, Emma": a possessive does not own its own character."""
@@ -1868,29 +2049,41 @@ class _Run:
         return out
 
     def _speaker_near(self, first: int, after: int) -> int | None:
-        """The speaker of the quotation toks[first:after] (see `_offer_speakers`)."""
-        for j in range(after, min(after + 5, len(self.toks))):
-            u = self.toks[j]
-            if u.quoted:
+        """The speaker of the quotation toks[first:after] (see `_offer_speakers`): a
+        name or subject pronoun next to a speech verb right after it ("…," said Mark /
+        Mark said / she whispered), else the subject before it when a comma, a colon or
+        a speech verb introduces it (Mark whispered, "…")."""
+        toks = self.toks
+        j = after
+        while j < len(toks) and not toks[j].word and not toks[j].quoted and j < after + 2:
+            j += 1
+        for a, b in ((j, j + 1), (j + 1, j)):  # NAME said / said NAME
+            ta, tb = self.tok(a), self.tok(b)
+            if ta is None or tb is None or ta.quoted or tb.quoted:
+                continue
+            if tb.lower not in _SPEECH_VERBS:
+                continue
+            nm = self.name_at.get(a)
+            if nm is not None and nm.start == a and not toks[nm.end].poss:
+                return nm.entity
+            pg, pc = _PRONOUNS.get(ta.lower, ("", ""))
+            if pc == "subj":
+                return self._only_named_of_gender(pg)
+        intro = self.tok(first - 1)
+        while intro is not None and not intro.word and intro.text in "\"“'‘":
+            intro = self.tok(intro.i - 1)
+        if intro is None or not (intro.text in ",:" or intro.lower in _SPEECH_VERBS):
+            return None
+        sent = intro.sent
+        for k in range(intro.i, -1, -1):
+            u = toks[k]
+            if u.sent != sent or u.quoted:
                 break
-            nm = self.name_at.get(j)
-            if nm is not None:
+            nm = self.name_at.get(k)
+            if nm is not None and not toks[nm.end].poss:
                 return nm.entity
             pg, pc = _PRONOUNS.get(u.lower, ("", ""))
             if pc == "subj":
-                return self._only_named_of_gender(pg)
-            if u.text in ".!?":
-                break
-        sent = self.toks[first].sent
-        for j in range(first - 1, -1, -1):
-            u = self.toks[j]
-            if u.sent != sent and u.text not in '"“':
-                break
-            nm = self.name_at.get(j)
-            if nm is not None and not self.toks[nm.end].poss and not u.quoted:
-                return nm.entity
-            pg, pc = _PRONOUNS.get(u.lower, ("", ""))
-            if pc == "subj" and not u.quoted:
                 return self._only_named_of_gender(pg)
         return None
 
@@ -1915,7 +2108,8 @@ class _Run:
             prefixes = _scenario_action_prefixes(self.scenario, [c.spec for c in self.cues])
             act = self._action_stats(frozenset(), prefixes) if prefixes else None
             act_kind = "scen"
-        offers = self._offer_speakers()
+        description = set(re.findall(r"[a-z]+", self.cues[0].spec.description.lower()))
+        offers = self._offer_speakers() if description & _OFFER_ACTIONS else Counter()
         owners: dict[int, Counter] = {}  # entity → roles of noun phrases it owns ("Sarah's mentee")
         for h, np in self.nps.items():
             if np.kind != "role" or np.start == h:

@@ -15,11 +15,16 @@ stories instead of hand-set weights:
   at gender (distance, grammatical roles, binding, parallelism, the candidate's role,
   …); gender agreement stays a rule on top (`_Run._choose`).
 
-The shipped coefficients (`resources/laissez_faire/extractor_learned.json`) are fitted
-by `scripts/eval_extractors.py --data AUDIT.csv --write-learned FILE`; the script refits
-them inside each leave-one-model-out fold when it measures accuracy. Without the file
-(or with an unreadable one) the extractor uses its hand-set weights
-(`ExtractorWeights`) for both decisions.
+Each is consulted only where the rules are unsure (the rules' best choice leads by
+less than `ExtractorWeights.learned_role_margin` / `learned_below_margin`; for pronouns
+only between two named role characters of the same known gender or none).
+
+Coefficients are fitted by `scripts/eval_extractors.py --data AUDIT.csv --write-learned
+FILE` on hand-labelled stories gbdesk does not ship, and refitted inside each
+leave-one-model-out fold by `--learned` when it measures accuracy. gbdesk ships none:
+on the development models they did not improve on the hand-set rules, so
+`DeterministicExtractor` uses the rules unless given `LearnedModels` (`load(FILE)`); an
+unreadable file gives `RULES_ONLY` with a warning in the log.
 """
 
 from __future__ import annotations
@@ -29,10 +34,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
-
-from gbdesk.paths import resource
 
 log = logging.getLogger(__name__)
 
@@ -235,9 +237,3 @@ def load(path: str | Path) -> LearnedModels:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         log.warning("unreadable learned extractor coefficients %s: %s; using the rules", path, exc)
     return RULES_ONLY
-
-
-@cache
-def shipped_models() -> LearnedModels:
-    """The shipped coefficients (`resources/laissez_faire/extractor_learned.json`)."""
-    return load(resource("laissez_faire", "extractor_learned.json"))
