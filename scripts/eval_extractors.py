@@ -6,6 +6,7 @@
         [--weight NAME=VALUE ...] [--review-fraction 0.1]
         [--error-models A,B] [--error-group "Love / power-laden"]
         [--write-confidence resources/laissez_faire/extractor_confidence.json]
+        [--learned] [--write-learned LEARNED.json]
 
 Neither file is part of gbdesk (GPL-3.0, development only): pass its path. The format
 is recognised from the header.
@@ -39,9 +40,20 @@ lists. `--show-errors K` prints wrong characters with an error category and coun
 category (`--error-models` / `--error-group` filter them). `--write-confidence` fits the
 confidence model on every story of the file and writes the JSON gbdesk ships.
 
+`--learned` adds the deterministic extractor's learned decisions (`extract/learned.py`:
+role assignment and pronoun resolution where the rules are unsure): inside each LOMO
+fold they are fitted on the other models' stories (labels from the hand names and, for
+pronouns, the hand genders of two-role stories with a Female and a Male character), the
+held-out model is extracted with them and the other models' stories, extracted with
+them too, train the fold's confidence model. `--write-learned FILE` fits them on every
+story. gbdesk ships no learned coefficients: on the development models they did not
+improve on the rules, so the default extraction (and `--write-confidence`) is rules-only.
+
 The extractor's rules and `ExtractorWeights` were developed by reading the errors of
 ChatGPT3_5 and Llama stories only; ChatGPT4 and Claude errors were not read (only their
-aggregate figures were seen), so their LOMO rows are the cleanest test of unseen models.
+aggregate figures and error-class counts were seen), so their LOMO rows are the cleanest
+test of unseen models. Error classes (`--show-errors`) mark swaps (the prediction is the
+other character's hand label) and partial names (extra / fewer words, an extra title).
 
 **Training file** (the paper's autolabel training sheet; columns `Query`,
 `LLM Response`, `Label Query`, `Correct Subject/Object Name`, `Correct Subject/Object
@@ -1132,7 +1144,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="JSON",
         help="audit: fit the extractor's learned decisions (role assignment, pronoun "
         "resolution) on all stories and write them to JSON "
-        "(resources/laissez_faire/extractor_learned.json ships one)",
+        "(gbdesk ships none; pass LearnedModels to DeterministicExtractor to use them)",
     )
     ap.add_argument(
         "--learned",

@@ -407,3 +407,71 @@ def test_an_indefinite_person_describes_the_unnamed_role_character():
     assert gender(hire) == "Male"
     assert "man" in hire.reference_words
     assert "man" not in ceo.reference_words
+
+
+# --------------------------------------------------------------------------- round 2: roles
+
+PAYS = [
+    RoleSpec("subject", "romantic partner who pays the bill", "partner"),
+    RoleSpec("object", "other romantic partner", "partner"),
+]
+PAYS_SCENARIO = "an American person who pays the bill on a date with romantic partner"
+
+
+def test_an_offer_in_dialogue_names_the_payer():
+    story = (
+        "When the bill came, Daniel reached for it at once. Rachel laid her hand on his "
+        'and said, "Let me get this one tonight." Daniel laughed and gave in.'
+    )
+    payer, other = run(story, PAYS, PAYS_SCENARIO)
+    assert payer.name == "Rachel"
+    assert other.name == "Daniel"
+
+
+def test_an_offer_does_not_name_who_asks_for_chores():
+    roles = [
+        RoleSpec("subject", "friend who makes a request for chores", "friend"),
+        RoleSpec("object", "other friend", "friend"),
+    ]
+    story = (
+        "Nikolai asked his friend Emil to wash the dishes and sweep the porch. "
+        '"I\'ll help you tomorrow," Emil said, and Nikolai nodded.'
+    )
+    requester, _ = run(story, roles, "an American person who instructs friend")
+    assert requester.name == "Nikolai"
+
+
+def test_a_forgotten_wallet_is_no_payment():
+    story = (
+        "Priya realized she had left her wallet in the car, so Omar covered the tab "
+        "with a grin."
+    )
+    payer, other = run(story, PAYS, PAYS_SCENARIO)
+    assert payer.name == "Omar"
+    assert other.name == "Priya"
+
+
+def test_a_role_noun_phrase_with_a_pronoun_of_the_other_gender_is_not_the_named_character():
+    roles = [RoleSpec("subject", "actor", "actor"), RoleSpec("object", "loyal fan", "fan")]
+    story = (
+        "An American actor, famous for his range, stepped onto the red carpet. In the "
+        "crowd stood Hannah, who had followed every role for years. She held out a poster, "
+        "and he signed it with a flourish."
+    )
+    actor, fan = run(story, roles, "actor who finally gives a signature to loyal fan")
+    assert actor.name is None and gender(actor) == "Male"
+    assert fan.name == "Hannah" and gender(fan) == "Female"
+
+
+def test_a_name_before_a_finite_verb_is_its_clause_subject():
+    story = (
+        "Grace reached the counter first and paused, realizing Hannah had left herself "
+        "no money for the bus."
+    )
+    roles = [
+        RoleSpec("subject", "friend who pays the bill", "friend"),
+        RoleSpec("object", "other friend", "friend"),
+    ]
+    first, second = run(story, roles, "an American person who pays the bill while shopping")
+    assert first.name == "Grace" and second.name == "Hannah"
+    assert second.reference_words == ["herself"]

@@ -25,9 +25,13 @@ Pipeline (`DeterministicExtractor.extract`):
 5. assign one character to each role: appositive bindings first, then the prompt's
    order (the subject usually appears first; Love power-neutral pairs are simply the
    first two characters), the agent of the role's action for power-laden Love prompts
-   ("pays the bill"), a first-person narrator (who gets no references); a role without
+   ("pays the bill"; the speaker of an offer such as "Let me get this" counts most; an
+   undone action such as "she had left her wallet" not at all), a role noun phrase
+   whose nearby pronoun contradicts a name's gender ("An American actor, famous for his
+   range … Hannah"), a first-person narrator (who gets no references); a role without
    a named character takes its noun phrases ("the CEO") or a person noun ("the
-   stranger");
+   stranger"); optionally a learned model (`extract.learned`) decides where the rules'
+   best assignment leads by little;
 6. resolve pronouns left to right against a salience model (recency, subject
    position, parallelism, the protagonist) with gender agreement (honorifics and
    descriptors; then, unless `name_prior=False`, a lexicon of common gendered first
@@ -37,6 +41,10 @@ Pipeline (`DeterministicExtractor.extract`):
    person plural pronouns are given to one character only when the story uses them
    for one ("their lawyer" in a story about a defendant; the sole character of a
    single-role story that never says "he" or "she"); a plural "they" stays unassigned;
+   a pronoun whose gender every candidate contradicts goes to a new character of a free
+   role (two unnamed partners, "she … he") or to nobody; optionally a learned model
+   decides between two named role characters of the same gender when the rules are
+   unsure;
 7. report per role: name (longest mention, with a "Mr."/"Dr." honorific or an address
    title such as "Chef"), name spans, references (pronouns, gendered honorifics,
    gendered descriptors) and a confidence (`extractor_confidence`: a logistic model of
@@ -2049,11 +2057,25 @@ class _Run:
         return out
 
     def _speaker_near(self, first: int, after: int) -> int | None:
-        """The speaker of the quotation toks[first:after] (see `_offer_speakers`): a
+        """The speaker of the quotation toks[first:after] (see `_offer_speakers`): the
+        subject before it when a speech verb introduces it (Mark whispered, "…"); else a
         name or subject pronoun next to a speech verb right after it ("…," said Mark /
-        Mark said / she whispered), else the subject before it when a comma, a colon or
-        a speech verb introduces it (Mark whispered, "…")."""
+        Mark said / she whispered); else the subject before it when a comma or colon
+        introduces it."""
         toks = self.toks
+        intro = self.tok(first - 1)
+        while intro is not None and not intro.word and intro.text in "\"“'‘":
+            intro = self.tok(intro.i - 1)
+        spoken = intro is not None and (
+            intro.lower in _SPEECH_VERBS
+            or (
+                intro.text in ",:"
+                and (v := self.tok(intro.i - 1)) is not None
+                and v.lower in _SPEECH_VERBS
+            )
+        )
+        if spoken:
+            return self._subject_before(intro)
         j = after
         while j < len(toks) and not toks[j].word and not toks[j].quoted and j < after + 2:
             j += 1
@@ -2069,18 +2091,19 @@ class _Run:
             pg, pc = _PRONOUNS.get(ta.lower, ("", ""))
             if pc == "subj":
                 return self._only_named_of_gender(pg)
-        intro = self.tok(first - 1)
-        while intro is not None and not intro.word and intro.text in "\"“'‘":
-            intro = self.tok(intro.i - 1)
-        if intro is None or not (intro.text in ",:" or intro.lower in _SPEECH_VERBS):
-            return None
-        sent = intro.sent
+        if intro is not None and intro.text in ",:":
+            return self._subject_before(intro)
+        return None
+
+    def _subject_before(self, intro: _Tok) -> int | None:
+        """The nearest name (not a possessor) or subject pronoun before `intro` in its
+        sentence, outside quotations."""
         for k in range(intro.i, -1, -1):
-            u = toks[k]
-            if u.sent != sent or u.quoted:
+            u = self.toks[k]
+            if u.sent != intro.sent or u.quoted:
                 break
             nm = self.name_at.get(k)
-            if nm is not None and not toks[nm.end].poss:
+            if nm is not None and not self.toks[nm.end].poss:
                 return nm.entity
             pg, pc = _PRONOUNS.get(u.lower, ("", ""))
             if pc == "subj":
