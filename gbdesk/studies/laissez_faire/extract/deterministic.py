@@ -553,7 +553,7 @@ class DeterministicExtractor:
     """
 
     name = "deterministic"
-    version = "2"
+    version = "3"
 
     def __init__(
         self,
@@ -572,6 +572,8 @@ class DeterministicExtractor:
         self.confidence_model = confidence_model
         if not name_prior:
             self.version += "-no-name-prior"
+        if learned is not None and (learned.roles is not None or learned.pronouns is not None):
+            self.version += "-learned"
 
     def extract(
         self, story: str, roles: list[RoleSpec], scenario: str = ""
