@@ -6,6 +6,7 @@
         [--weight NAME=VALUE ...] [--review-fraction 0.1]
         [--error-models A,B] [--error-group "Love / power-laden"]
         [--write-confidence resources/laissez_faire/extractor_confidence.json]
+        [--learned] [--write-learned LEARNED.json]
 
 Neither file is part of gbdesk (GPL-3.0, development only): pass its path. The format
 is recognised from the header.
@@ -39,9 +40,20 @@ lists. `--show-errors K` prints wrong characters with an error category and coun
 category (`--error-models` / `--error-group` filter them). `--write-confidence` fits the
 confidence model on every story of the file and writes the JSON gbdesk ships.
 
+`--learned` adds the deterministic extractor's learned decisions (`extract/learned.py`:
+role assignment and pronoun resolution where the rules are unsure): inside each LOMO
+fold they are fitted on the other models' stories (labels from the hand names and, for
+pronouns, the hand genders of two-role stories with a Female and a Male character), the
+held-out model is extracted with them and the other models' stories, extracted with
+them too, train the fold's confidence model. `--write-learned FILE` fits them on every
+story. gbdesk ships no learned coefficients: on the development models they did not
+improve on the rules, so the default extraction (and `--write-confidence`) is rules-only.
+
 The extractor's rules and `ExtractorWeights` were developed by reading the errors of
 ChatGPT3_5 and Llama stories only; ChatGPT4 and Claude errors were not read (only their
-aggregate figures were seen), so their LOMO rows are the cleanest test of unseen models.
+aggregate figures and error-class counts were seen), so their LOMO rows are the cleanest
+test of unseen models. Error classes (`--show-errors`) mark swaps (the prediction is the
+other character's hand label) and partial names (extra / fewer words, an extra title).
 
 **Training file** (the paper's autolabel training sheet; columns `Query`,
 `LLM Response`, `Label Query`, `Correct Subject/Object Name`, `Correct Subject/Object
@@ -88,6 +100,11 @@ from gbdesk.studies.laissez_faire.extract.gender_words import (
     DEFAULT_WORD_LIST,
     UNSPECIFIED,
     gender_of,
+)
+from gbdesk.studies.laissez_faire.extract.learned import (
+    RULES_ONLY,
+    LearnedModels,
+    PairModel,
 )
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, Extractor, RoleSpec
 
@@ -283,12 +300,16 @@ def evaluate(
 
 
 def load_extractor(
-    spec: str, weights: dict[str, float] | None = None, word_list: str | None = None
+    spec: str,
+    weights: dict[str, float] | None = None,
+    word_list: str | None = None,
+    learned: LearnedModels | None = None,
 ) -> Extractor:
     """An extractor from a short name ("deterministic") or "module:Callable". `weights`
-    override fields of the deterministic extractor's `ExtractorWeights`."""
+    override fields of the deterministic extractor's `ExtractorWeights`; `learned` are
+    its learned decisions (default none: the rules)."""
     if spec.startswith("deterministic"):
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, Any] = {"learned": learned}
         if weights:
             kwargs["weights"] = ExtractorWeights().replace(**weights)
         if word_list:
@@ -638,15 +659,25 @@ def fit_confidence(records: list[CharRecord], fitted_on: str = "") -> Any:
     )
 
 
-def lomo(records: list[CharRecord], review_fraction: float = 0.0) -> dict[str, Any]:
+def lomo(
+    records: list[CharRecord],
+    review_fraction: float = 0.0,
+    fold_train: dict[str, list[CharRecord]] | None = None,
+) -> dict[str, Any]:
     """Leave-one-model-out: for each model, fit the confidence model on the other
     models' characters, score the held-out model's characters; optionally replace its
-    `review_fraction` least-confident characters with the hand labels."""
+    `review_fraction` least-confident characters with the hand labels. `fold_train`
+    (held-out model → training characters) gives each fold its own training records
+    (when the extraction itself was refitted per fold); default: the other models'
+    records of `records`."""
     models = sorted({r.story.model for r in records})
     held: list[CharRecord] = []
     per_model: dict[str, dict[str, float]] = {}
     for m in models:
-        train = [r for r in records if r.story.model != m]
+        if fold_train is not None:
+            train = fold_train[m]
+        else:
+            train = [r for r in records if r.story.model != m]
         test = [
             CharRecord(**{**r.__dict__, "reviewed": False}) for r in records if r.story.model == m
         ]
@@ -664,6 +695,117 @@ def lomo(records: list[CharRecord], review_fraction: float = 0.0) -> dict[str, A
         per_model[m] = t.metrics()
         held += test
     return {"per_model": per_model, "records": held, **audit_metrics(held)}
+
+
+# ------------------------------------------------------------------ learned decisions
+
+
+Groups = list[list[tuple[dict[str, float], bool]]]
+
+
+def learned_rows(stories: list[AuditStory], extractor: Any) -> dict[int, dict[str, Groups]]:
+    """story index → the learned decisions' option groups of the story, each option
+    (features, right?) by the hand labels. Roles: one group per role; a candidate is
+    right for role r when its name matches the hand name of r (`name_matches`), "no
+    named character" when r has no hand name. Unordered (Love power-neutral) stories
+    give no role groups (the rules pair them)."""
+    out: dict[int, dict[str, Groups]] = {}
+    for s in stories:
+        rows = extractor.training_rows(s.story, s.roles, s.scenario)
+        groups: dict[int, list[tuple[dict[str, float], bool]]] = defaultdict(list)
+        if not s.unordered:
+            for r, name, feats in rows["roles"]:
+                hand = s.hand_names[r] if r < len(s.hand_names) else []
+                label = name_matches(name, hand) if name is not None else not hand
+                groups[r].append((feats, label))
+        out[s.index] = {
+            "roles": [groups[r] for r in sorted(groups)],
+            "pronouns": _pronoun_groups(s, rows),
+        }
+    return out
+
+
+_PRONOUN_GENDER = {"M": "Male", "F": "Female"}
+
+
+def _pronoun_groups(s: AuditStory, rows: dict[str, Any]) -> Groups:
+    """Labelled pronoun groups of a two-role story whose characters the hand labels
+    give different genders (Female / Male) and whose names the extractor got right
+    (an unnamed role: no hand name): a gendered pronoun's candidate is right when it is
+    the role character of the pronoun's gender. Groups without exactly one right
+    candidate are dropped (the pronoun is a bystander's, or the right one is missing)."""
+    if len(s.roles) != 2 or sorted(s.hand_genders) != ["Female", "Male"]:
+        return []
+    names = rows["role_names"]
+
+    def fits(order: tuple[int, int]) -> bool:
+        for r, slot in enumerate(order):
+            hand = s.hand_names[slot]
+            ok = name_matches(names[r], hand) if names[r] is not None else not hand
+            if not ok:
+                return False
+        return True
+
+    orders = [o for o in ((0, 1), (1, 0)) if fits(o)] if s.unordered else [(0, 1)]
+    if len(orders) != 1 or not fits(orders[0]):
+        return []
+    genders = {r: s.hand_genders[slot] for r, slot in enumerate(orders[0])}
+    out: Groups = []
+    for gender, group in rows["pronouns"]:
+        labelled = [
+            (f, r is not None and genders.get(r) == _PRONOUN_GENDER[gender]) for r, f in group
+        ]
+        if sum(y for _, y in labelled) == 1 and len(labelled) > 1:
+            out.append(labelled)
+    return out
+
+
+#: Regularisation (scikit-learn's C) of the learned decisions.
+LEARNED_C = {"roles": 0.3, "pronouns": 0.3}
+
+
+def fit_learned(
+    rows: dict[int, dict[str, Groups]], indices: Iterable[int], fitted_on: str = ""
+) -> LearnedModels:
+    """Fit the learned decisions (`PairModel.fit_ranking`) on the option groups of the
+    stories `indices`."""
+    parts: dict[str, PairModel] = {}
+    for section, c in LEARNED_C.items():
+        groups = [g for i in indices for g in rows[i].get(section, [])]
+        if groups:
+            parts[section] = PairModel.fit_ranking(groups, c=c)
+    return LearnedModels(fitted_on=fitted_on, **parts)
+
+
+def predict_lomo(
+    stories: list[AuditStory],
+    spec: str,
+    weights: dict[str, float],
+    word_list: str,
+    learned: bool = True,
+) -> tuple[list[CharRecord], dict[str, list[CharRecord]]]:
+    """Leave-one-model-out predictions: for each model, the learned decisions are
+    fitted on the other models' stories and the held-out model's stories are
+    extracted with them; the other models' stories are extracted with them too, as the
+    fold's training records for the confidence model. Returns (held-out records of
+    every model, held-out model → training records). With `learned=False` (or an
+    extractor without learned decisions) one rules-only pass serves every fold."""
+    base = load_extractor(spec, weights, word_list, learned=RULES_ONLY)
+    models = sorted({s.model for s in stories})
+    if not learned or not hasattr(base, "training_rows"):
+        records = predict_audit(stories, base, word_list)
+        return records, {m: [r for r in records if r.story.model != m] for m in models}
+    rows = learned_rows(stories, base)
+    held: list[CharRecord] = []
+    train: dict[str, list[CharRecord]] = {}
+    for m in models:
+        fold = fit_learned(rows, [s.index for s in stories if s.model != m], f"LOMO fold {m}")
+        ex = load_extractor(spec, weights, word_list, learned=fold)
+        held += predict_audit([s for s in stories if s.model == m], ex, word_list)
+        train[m] = predict_audit([s for s in stories if s.model != m], ex, word_list)
+    order = {s.index: k for k, s in enumerate(stories)}
+    held.sort(key=lambda r: (order[r.story.index], r.slot))
+    return held, train
 
 
 def reliability(records: list[CharRecord], bins: int = 10) -> tuple[list[dict[str, float]], float]:
@@ -755,14 +897,73 @@ def format_audit_errors(
 
 
 def error_category(r: CharRecord) -> str:
+    """A short class of what went wrong: "gender Male->Female (swap)", "name name->name
+    (other character's)", "name name->name (partial: extra words)", …. Swaps: the
+    prediction is what the hand labels say of the story's other character."""
     parts = []
+    other = 1 - r.slot if len(r.story.roles) == 2 else None
     if not r.gender_right:
-        parts.append(f"gender {r.hand_gender}->{r.pred_gender}")
+        detail = ""
+        if (
+            other is not None
+            and r.story.hand_genders[other] == r.pred_gender != UNSPECIFIED
+            and r.hand_gender != r.pred_gender
+        ):
+            detail = " (swap)"
+        parts.append(f"gender {r.hand_gender}->{r.pred_gender}{detail}")
     if not r.name_right:
         hand = "name" if r.hand_names else "none"
         pred = "none" if normalise_name(r.pred_name) is None else "name"
-        parts.append(f"name {hand}->{pred}")
+        detail = ""
+        if pred == "name":
+            detail = f" ({_name_error_kind(r, other)})"
+        parts.append(f"name {hand}->{pred}{detail}")
     return ", ".join(parts)
+
+
+_TITLE_WORDS = frozenset(
+    {
+        "mr",
+        "mrs",
+        "ms",
+        "miss",
+        "mx",
+        "dr",
+        "prof",
+        "professor",
+        "chef",
+        "coach",
+        "nurse",
+        "officer",
+        "captain",
+        "detective",
+        "sergeant",
+        "judge",
+        "doc",
+        "pastor",
+        "reverend",
+    }
+)
+
+
+def _name_error_kind(r: CharRecord, other: int | None) -> str:
+    """Why a predicted name is wrong: the other character's name, a part or an
+    extension of the hand name, or something else."""
+    if other is not None and name_matches(r.pred_name, r.story.hand_names[other]):
+        return "other character's"
+    p = set((normalise_name(r.pred_name) or "").split())
+    for h in r.hand_names:
+        hw = set((normalise_name(h) or "").split())
+        if p < hw:
+            return "partial: fewer words"
+        if hw < p:
+            first = (normalise_name(r.pred_name) or "").split()[0]
+            if first not in hw and first.rstrip(".") in _TITLE_WORDS:
+                return "partial: extra title"
+            return "partial: extra words"
+        if p & hw:
+            return "partial: other words"
+    return "unrelated"
 
 
 def _parse_weights(items: list[str] | None) -> dict[str, float]:
@@ -773,20 +974,42 @@ def _parse_weights(items: list[str] | None) -> dict[str, float]:
     return out
 
 
-def write_confidence(args: argparse.Namespace) -> int:
-    """Fit the confidence model on every story of the audit file and write it."""
+def write_models(args: argparse.Namespace) -> int:
+    """Fit the learned decisions (`--write-learned`) and / or the confidence model
+    (`--write-confidence`; on the rules-only extraction gbdesk uses, or with `--learned`
+    on the extraction with the learned decisions fitted on the same stories) on every
+    story of the audit file, and write them."""
     stories = load_audit(args.data)
-    extractor = load_extractor("deterministic", _parse_weights(args.weight), args.word_list)
-    records = predict_audit(stories, extractor, args.word_list)
+    weights = _parse_weights(args.weight)
     models = sorted({s.model for s in stories})
-    note = (
-        f"scripts/eval_extractors.py --write-confidence: {len(stories)} hand-labelled stories "
-        f"({len(records)} characters) of {', '.join(models)}; extractor "
-        f"{extractor.name} v{extractor.version}, word list {args.word_list}"
-    )
-    model = fit_confidence(records, note)
-    model.save(args.write_confidence)
-    print(f"confidence model fitted on {len(records)} characters -> {args.write_confidence}")
+    what = f"{len(stories)} hand-labelled stories of {', '.join(models)}"
+    learned = RULES_ONLY
+    if args.learned or args.write_learned:
+        base = load_extractor("deterministic", weights, args.word_list, learned=RULES_ONLY)
+        rows = learned_rows(stories, base)
+        learned = fit_learned(
+            rows,
+            [s.index for s in stories],
+            f"scripts/eval_extractors.py --write-learned: {what}; extractor "
+            f"{base.name} v{base.version}",
+        )
+        if args.write_learned:
+            learned.save(args.write_learned)
+            n = {k: sum(len(r.get(k, [])) for r in rows.values()) for k in LEARNED_C}
+            print(f"learned decisions fitted on {n} rows -> {args.write_learned}")
+    if args.write_confidence:
+        use = learned if args.learned else RULES_ONLY
+        extractor = load_extractor("deterministic", weights, args.word_list, learned=use)
+        records = predict_audit(stories, extractor, args.word_list)
+        note = (
+            f"scripts/eval_extractors.py --write-confidence: {what} ({len(records)} "
+            f"characters); extractor {extractor.name} v{extractor.version}"
+            f"{' with learned decisions fitted on the same' if args.learned else ''}, "
+            f"word list {args.word_list}"
+        )
+        model = fit_confidence(records, note)
+        model.save(args.write_confidence)
+        print(f"confidence model fitted on {len(records)} characters -> {args.write_confidence}")
     return 0
 
 
@@ -841,9 +1064,8 @@ def run_audit(args: argparse.Namespace) -> int:
         print()
     for spec in args.extractor or ["deterministic"]:
         for wl in word_lists:
-            extractor = load_extractor(spec, weights=weights, word_list=wl)
-            records = predict_audit(stories, extractor, wl)
-            res = lomo(records)
+            records, fold_train = predict_lomo(stories, spec, weights, wl, learned=args.learned)
+            res = lomo(records, fold_train=fold_train)
             title = f"{spec} word list {wl} — leave-one-model-out (held-out model scored)"
             print(format_audit(title, res))
             print()
@@ -853,7 +1075,7 @@ def run_audit(args: argparse.Namespace) -> int:
                 print(format_reliability(rows, ece))
                 print()
             if args.review_fraction:
-                rev = lomo(records, args.review_fraction)
+                rev = lomo(records, args.review_fraction, fold_train=fold_train)
                 print(
                     format_audit(
                         f"after reviewing the {100 * args.review_fraction:.0f} % least "
@@ -916,14 +1138,28 @@ def main(argv: list[str] | None = None) -> int:
         help="audit: fit the confidence model on all stories and write it to JSON "
         "(resources/laissez_faire/extractor_confidence.json ships one)",
     )
+    ap.add_argument(
+        "--write-learned",
+        default=None,
+        metavar="JSON",
+        help="audit: fit the extractor's learned decisions (role assignment, pronoun "
+        "resolution) on all stories and write them to JSON "
+        "(gbdesk ships none; pass LearnedModels to DeterministicExtractor to use them)",
+    )
+    ap.add_argument(
+        "--learned",
+        action="store_true",
+        help="audit: also use the deterministic extractor's learned decisions (refitted "
+        "in each leave-one-model-out fold) where its rules are unsure",
+    )
     ap.add_argument("--json", action="store_true", help="print metrics as JSON")
     args = ap.parse_args(argv)
 
     if is_audit_file(args.data):
         if args.word_list is None:
             args.word_list = DEFAULT_WORD_LIST
-        if args.write_confidence:
-            return write_confidence(args)
+        if args.write_confidence or args.write_learned:
+            return write_models(args)
         return run_audit(args)
 
     word_list = args.word_list if args.word_list not in (None, "both") else DEFAULT_WORD_LIST

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import math
 import sys
 from pathlib import Path
@@ -195,3 +196,103 @@ def test_audit_file_end_to_end(tmp_path, capsys):
     m = ev.word_list_agreement(path, "code")
     assert m["agreement"] == 1.0 and m["chars"] == 6
     assert not math.isnan(m["gender_precision"])
+
+
+def _write_two_role_file(path):
+    cols = [
+        "prompt_id",
+        "domain",
+        "power_condition",
+        "Model",
+        "Query",
+        "LLM Response",
+        "Manual Subject Gender",
+        "Manual Object Gender",
+        "Manual Subject Name",
+        "Manual Object Name",
+        "LLM Subject Gender",
+        "LLM Object Gender",
+        "LLM Subject Name",
+        "LLM Object Name",
+        "LLM Subject References",
+        "LLM Object References",
+    ]
+    stories = [
+        (
+            "Omar, a CEO, welcomed his new employee, Lena. She thanked him.",
+            "Male",
+            "Female",
+            "['Omar']",
+            "['Lena']",
+        ),
+        (
+            "Rachel ran the firm. Her new hire, Daniel, was nervous, so she coached him.",
+            "Female",
+            "Male",
+            "['Rachel']",
+            "['Daniel']",
+        ),
+        (
+            "The CEO, Priya, met Tom, the new employee. He listened as she explained.",
+            "Female",
+            "Male",
+            "['Priya']",
+            "['Tom']",
+        ),
+    ]
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for k, (text, gs, go, ns, no) in enumerate(stories * 2):
+            model = "A" if k < 3 else "B"
+            w.writerow(
+                [
+                    17,
+                    "Labor",
+                    "power-laden",
+                    model,
+                    "q",
+                    text,
+                    gs,
+                    go,
+                    ns,
+                    no,
+                    gs,
+                    go,
+                    ns,
+                    no,
+                    "",
+                    "",
+                ]
+            )
+
+
+def test_learned_decisions_are_refitted_per_fold_and_written(tmp_path, capsys):
+    path = tmp_path / "audit2.csv"
+    _write_two_role_file(path)
+    stories = ev.load_audit(path)
+    base = ev.load_extractor("deterministic", learned=ev.RULES_ONLY)
+    rows = ev.learned_rows(stories, base)
+    assert all(rows[s.index]["roles"] for s in stories)  # one option group per role
+    assert any(rows[s.index]["pronouns"] for s in stories)
+    for groups in rows.values():
+        for g in groups["roles"]:
+            assert sum(y for _, y in g) == 1  # exactly the hand-named candidate is right
+    held, train = ev.predict_lomo(stories, "deterministic", {}, "paper_s6a", learned=True)
+    assert len(held) == 2 * len(stories)
+    assert {m: {r.story.model for r in rs} for m, rs in train.items()} == {
+        "A": {"B"},
+        "B": {"A"},
+    }
+    assert ev.main(["--data", str(path), "--learned", "--word-list", "paper_s6a"]) == 0
+    assert "leave-one-model-out" in capsys.readouterr().out
+    out = tmp_path / "learned.json"
+    conf = tmp_path / "conf.json"
+    args = ["--data", str(path), "--write-learned", str(out), "--write-confidence", str(conf)]
+    assert ev.main(args) == 0
+    from gbdesk.studies.laissez_faire.extract.learned import load
+
+    learned = load(out)
+    assert learned.roles is not None and learned.pronouns is not None
+    assert "hand-labelled stories" in learned.fitted_on
+    assert json.loads(conf.read_text(encoding="utf-8"))["features"]

@@ -297,3 +297,181 @@ def test_vocative_in_dialogue_is_no_character():
     )
     cook, _ = run(story, COOK)
     assert [w.lower() for w in cook.reference_words] == ["his"]
+
+
+# --------------------------------------------------------------------------- round 2: names
+
+
+def test_possessive_after_in_is_a_name_not_a_place():
+    story = (
+        "Tobias saw the future in Marisol's smile. He showed her how to carve a spoon, "
+        "and she laughed when hers came out crooked."
+    )
+    pair = [
+        RoleSpec("subject", "romantic partner who does the teaching", "partner"),
+        RoleSpec("object", "other romantic partner", "partner"),
+    ]
+    teacher, other = run(story, pair, "an American person who teaches a new hobby to partner")
+    assert teacher.name == "Tobias"
+    assert other.name == "Marisol"
+    assert gender(other) == "Female"
+
+
+def test_a_word_after_a_place_prefix_is_no_name_but_alone_it_is():
+    story = "Marcus moved to San Diego for work. He cooked for the whole block."
+    (cook,) = run(story, [RoleSpec("subject", "cook", "cook")])
+    assert cook.name == "Marcus"
+    assert [s.text for s in cook.name_spans] == ["Marcus"]
+    story = (
+        "Marcus taught his friend, Diego, to bake bread. Diego burned the first loaf, "
+        "but he kept trying."
+    )
+    roles = [
+        RoleSpec("subject", "friend who does the teaching", "friend"),
+        RoleSpec("object", "other friend", "friend"),
+    ]
+    _, learner = run(story, roles, "an American person who teaches a new life skill to friend")
+    assert learner.name == "Diego"
+
+
+def test_a_single_letter_is_no_name():
+    story = "He toured from L.A. to Denver, and his songs filled every bar on the way."
+    (musician,) = run(story, [RoleSpec("subject", "musician", "musician")])
+    assert musician.name is None
+    assert gender(musician) == "Male"
+
+
+def test_had_been_binds_a_name_to_its_role():
+    story = (
+        "Oren Walsh had been a devoted fan of singer Dana Pike for a decade. Dana finally "
+        "signed his battered record, and Oren grinned all the way home."
+    )
+    roles = [RoleSpec("subject", "actor", "actor"), RoleSpec("object", "loyal fan", "fan")]
+    singer, fan = run(story, roles, "actor who finally gives a signature to loyal fan")
+    assert fan.name == "Oren Walsh"
+    assert singer.name == "Dana Pike"
+
+
+def test_apposition_with_comma_separated_adjectives():
+    story = (
+        '"Welcome aboard," said Ilya, a tall, soft-spoken man. The customer smiled and '
+        "signed the policy."
+    )
+    roles = [
+        RoleSpec("subject", "insurance sales agent", "agent"),
+        RoleSpec("object", "new customer", "customer"),
+    ]
+    agent, _ = run(story, roles)
+    assert agent.name == "Ilya"
+    assert gender(agent) == "Male"
+
+
+# --------------------------------------------------------------------------- round 2: pronouns
+
+
+def test_a_generic_person_takes_no_pronoun():
+    story = (
+        "Dr. Okoro worked through the night. Tending to each person in the ward reminded "
+        "him why he had chosen medicine."
+    )
+    (doctor,) = run(story, [RoleSpec("subject", "doctor", "doctor")])
+    assert doctor.reference_words == ["him", "he"]
+
+
+def test_two_unnamed_partners_by_pronoun_gender():
+    story = (
+        "They wandered the flea market arm in arm. She haggled for a lamp while he "
+        "admired her nerve. Later he carried the lamp home, and she carried the rug."
+    )
+    first, second = run(story, PAIR, "two American romantic partners who go shopping together")
+    assert {gender(first), gender(second)} == {"Female", "Male"}
+
+
+def test_a_pronoun_of_the_other_gender_is_not_the_only_character():
+    story = (
+        "Hannah sat near the window, eyes on the lecturer as he sketched a truss. "
+        "Hannah was an American student, and she loved statics."
+    )
+    (student,) = run(story, [RoleSpec("subject", "student", "student")])
+    assert gender(student) == "Female"
+    assert "he" not in student.reference_words
+
+
+def test_an_indefinite_person_describes_the_unnamed_role_character():
+    story = (
+        "A veteran CEO checked his watch, waiting for the new hire. An anxious young "
+        "man walked in, gripping his folder. By spring the CEO trusted him with the "
+        "biggest account."
+    )
+    ceo, hire = run(story, CEO, "CEO who mentors new employee")
+    assert gender(hire) == "Male"
+    assert "man" in hire.reference_words
+    assert "man" not in ceo.reference_words
+
+
+# --------------------------------------------------------------------------- round 2: roles
+
+PAYS = [
+    RoleSpec("subject", "romantic partner who pays the bill", "partner"),
+    RoleSpec("object", "other romantic partner", "partner"),
+]
+PAYS_SCENARIO = "an American person who pays the bill on a date with romantic partner"
+
+
+def test_an_offer_in_dialogue_names_the_payer():
+    story = (
+        "When the bill came, Daniel reached for it at once. Rachel laid her hand on his "
+        'and said, "Let me get this one tonight." Daniel laughed and gave in.'
+    )
+    payer, other = run(story, PAYS, PAYS_SCENARIO)
+    assert payer.name == "Rachel"
+    assert other.name == "Daniel"
+
+
+def test_an_offer_does_not_name_who_asks_for_chores():
+    roles = [
+        RoleSpec("subject", "friend who makes a request for chores", "friend"),
+        RoleSpec("object", "other friend", "friend"),
+    ]
+    story = (
+        "Nikolai asked his friend Emil to wash the dishes and sweep the porch. "
+        '"I\'ll help you tomorrow," Emil said, and Nikolai nodded.'
+    )
+    requester, _ = run(story, roles, "an American person who instructs friend")
+    assert requester.name == "Nikolai"
+
+
+def test_a_forgotten_wallet_is_no_payment():
+    story = (
+        "Priya realized she had left her wallet in the car, so Omar covered the tab "
+        "with a grin."
+    )
+    payer, other = run(story, PAYS, PAYS_SCENARIO)
+    assert payer.name == "Omar"
+    assert other.name == "Priya"
+
+
+def test_a_role_noun_phrase_with_a_pronoun_of_the_other_gender_is_not_the_named_character():
+    roles = [RoleSpec("subject", "actor", "actor"), RoleSpec("object", "loyal fan", "fan")]
+    story = (
+        "An American actor, famous for his range, stepped onto the red carpet. In the "
+        "crowd stood Hannah, who had followed every role for years. She held out a poster, "
+        "and he signed it with a flourish."
+    )
+    actor, fan = run(story, roles, "actor who finally gives a signature to loyal fan")
+    assert actor.name is None and gender(actor) == "Male"
+    assert fan.name == "Hannah" and gender(fan) == "Female"
+
+
+def test_a_name_before_a_finite_verb_is_its_clause_subject():
+    story = (
+        "Grace reached the counter first and paused, realizing Hannah had left herself "
+        "no money for the bus."
+    )
+    roles = [
+        RoleSpec("subject", "friend who pays the bill", "friend"),
+        RoleSpec("object", "other friend", "friend"),
+    ]
+    first, second = run(story, roles, "an American person who pays the bill while shopping")
+    assert first.name == "Grace" and second.name == "Hannah"
+    assert second.reference_words == ["herself"]

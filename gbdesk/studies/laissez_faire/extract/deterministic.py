@@ -25,9 +25,13 @@ Pipeline (`DeterministicExtractor.extract`):
 5. assign one character to each role: appositive bindings first, then the prompt's
    order (the subject usually appears first; Love power-neutral pairs are simply the
    first two characters), the agent of the role's action for power-laden Love prompts
-   ("pays the bill"), a first-person narrator (who gets no references); a role without
+   ("pays the bill"; the speaker of an offer such as "Let me get this" counts most; an
+   undone action such as "she had left her wallet" not at all), a role noun phrase
+   whose nearby pronoun contradicts a name's gender ("An American actor, famous for his
+   range … Hannah"), a first-person narrator (who gets no references); a role without
    a named character takes its noun phrases ("the CEO") or a person noun ("the
-   stranger");
+   stranger"); optionally a learned model (`extract.learned`) decides where the rules'
+   best assignment leads by little;
 6. resolve pronouns left to right against a salience model (recency, subject
    position, parallelism, the protagonist) with gender agreement (honorifics and
    descriptors; then, unless `name_prior=False`, a lexicon of common gendered first
@@ -37,6 +41,10 @@ Pipeline (`DeterministicExtractor.extract`):
    person plural pronouns are given to one character only when the story uses them
    for one ("their lawyer" in a story about a defendant; the sole character of a
    single-role story that never says "he" or "she"); a plural "they" stays unassigned;
+   a pronoun whose gender every candidate contradicts goes to a new character of a free
+   role (two unnamed partners, "she … he") or to nobody; optionally a learned model
+   decides between two named role characters of the same gender when the rules are
+   unsure;
 7. report per role: name (longest mention, with a "Mr."/"Dr." honorific or an address
    title such as "Chef"), name spans, references (pronouns, gendered honorifics,
    gendered descriptors) and a confidence (`extractor_confidence`: a logistic model of
@@ -65,6 +73,7 @@ from gbdesk.studies.laissez_faire.extract.gender_words import (
     NON_BINARY,
     genders_hit,
 )
+from gbdesk.studies.laissez_faire.extract.learned import RULES_ONLY, LearnedModels
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
 
 # --------------------------------------------------------------------------- lexicons
@@ -104,6 +113,9 @@ _DESCRIPTORS: dict[str, str] = {w: g for g, words in _LISTS["descriptors"].items
 _KIN = _set("kin")
 _RELATION_KIN = _set_map("relation_kin")
 _PERSON_NOUNS = _set("person_nouns")
+_OCCUPATIONS = _set("occupations")
+_OFFER_PHRASES = tuple(_LISTS["offer_phrases"])
+_OFFER_ACTIONS = _set("offer_actions")
 _SYNONYMS = _set_map("synonyms")
 _WEAK_SYNONYMS = _set_map("weak_synonyms")
 _NAME_ADJECTIVES = _set("name_adjectives")
@@ -115,18 +127,22 @@ _STOP = _set("stop")
 _PLACE_HEADS = _set("place_heads")
 _PLACE_PREPS = _set("place_prepositions")
 _PLACE_OF = _set("place_of")
+_PLACE_PREFIXES = _set("place_prefixes")
 _PREPOSITIONS = _set("prepositions")
 _DETERMINERS = _set("determiners")
+_GENERIC_DETERMINERS = _set("generic_determiners")
 _VERBISH = _set("verbish")
 _COMPOUND_HEADS = _set("compound_heads")
 _GROUPS = _set("groups")
 _QUANTIFIERS = _set("quantifiers")
 _COPULAS = _set("copulas")
+_AUXILIARIES = _set("auxiliaries")
 _SPEECH_VERBS = _set("speech_verbs")
 _PLURAL_CUES = _set("plural_cues")
 _SUBORDINATORS = _set("subordinators")
 _ACTION_STOP = _set("action_stop")
 _ACTION_SYNONYMS = _set_map("action_synonyms")
+_ACTION_NEGATORS = _set("action_negators")
 # First names mostly of one gender: only a soft prior for *which character a pronoun
 # belongs to*; the reported gender always comes from the story's own words.
 # `DeterministicExtractor(name_prior=False)` turns it off.
@@ -298,6 +314,7 @@ class _Entity:
     prior: Counter = field(default_factory=Counter)  # first-name lexicon
     weak: Counter = field(default_factory=Counter)  # resolved pronouns
     role_votes: Counter = field(default_factory=Counter)  # role index → binding strength
+    occupations: int = 0  # apposed occupations that are no role ("Mr. Hale, the principal")
     name_words: set[str] = field(default_factory=set)
     n_names: int = 0
 
@@ -388,6 +405,26 @@ def _prompt_subject_noun(scenario: str) -> str | None:
     return m.group(1).split()[-1].lower() if m else None
 
 
+def _scenario_action_prefixes(scenario: str, roles: list[RoleSpec]) -> tuple[str, ...]:
+    """Word beginnings of the prompt's action ("CEO who mentors new employee" →
+    "mentor"): the words after "who", without function words, adverbs and the other
+    roles' words, cut to a stem of at least four letters."""
+    words = re.findall(r"[a-z]+", scenario.lower())
+    if "who" not in words:
+        return ()
+    role_words = {w for r in roles[1:] for w in re.findall(r"[a-z]+", r.description.lower())}
+    out = []
+    for w in words[words.index("who") + 1 :]:
+        if w in _ACTION_STOP or w in role_words or w.endswith("ly") or w in _PREPOSITIONS:
+            continue
+        stem = w[:-2] if w.endswith(("ches", "shes", "sses")) else w
+        stem = stem[:-1] if stem.endswith("s") and not stem.endswith("ss") else stem
+        stem = stem[:-1] if stem.endswith("e") else stem
+        if len(stem) >= 4 and stem not in out:
+            out.append(stem)
+    return tuple(out)
+
+
 def _role_cues(roles: list[RoleSpec], scenario: str) -> list[_RoleCue]:
     cues = []
     subj_noun = _prompt_subject_noun(scenario)
@@ -453,7 +490,11 @@ class ExtractorWeights:
     order_prior: float = 1.0  # 1/(1+|rank−role|): the subject tends to come first
     action_agent: float = 1.5  # the agent of the subject role's action ("pays the bill")
     action_recency: float = 0.0  # extra weight of a later action event (0 = all equal)
+    offer_vote: float = 3.0  # agent vote of the speaker of an offer ("Let me pay")
     narrator_subject: float = 0.5  # a first-person narrator tends to be the subject
+    np_gender_conflict: float = 1.5  # penalty: a role noun phrase no name is apposed to
+    # ("An American actor, famous for his range") is followed by a pronoun of the other
+    # gender than the character's honorifics or first name
     # --- pronoun resolution (`_choose`)
     window: int = 4  # sentences back a pronoun looks for antecedents
     salience_decay: float = 0.5  # weight per sentence of distance
@@ -472,6 +513,11 @@ class ExtractorWeights:
     intro_target: float = 1.5  # cataphora of an opening phrase ("Despite his …, Ryan")
     intro_object_penalty: float = 3.0
     protagonist: float = 0.2  # the subject role's character
+    learned_role_margin: float = 0.5  # the learned role model assigns the roles when the
+    # rules' best assignment leads the runner-up by less than this
+    learned_agreement: float = 2.0  # agreement bonuses' scale on the learned model's logits
+    learned_below_margin: float = 3.0  # the learned pronoun model decides when the rules'
+    # best candidate leads by less than this
     # --- strong evidence
     honorific_votes: float = 2.0  # votes per honorific / descriptor
 
@@ -499,10 +545,15 @@ class DeterministicExtractor:
     `word_list`: the gender word list the confidence features read references with.
     `confidence_model`: maps features to a confidence; default the shipped one
     (`resources/laissez_faire/extractor_confidence.json`), 0.5 when it is missing.
+    `learned`: learned role assignment / pronoun resolution (`extract.learned`), used
+    where the rules are unsure (`ExtractorWeights.learned_role_margin`,
+    `learned_below_margin`); default none — the hand-set rules decide (on the
+    development models the learned decisions did not beat them; see
+    `scripts/eval_extractors.py --learned`).
     """
 
     name = "deterministic"
-    version = "2"
+    version = "3"
 
     def __init__(
         self,
@@ -511,14 +562,18 @@ class DeterministicExtractor:
         weights: ExtractorWeights | None = None,
         word_list: str | None = None,
         confidence_model: ConfidenceModel | None = None,
+        learned: LearnedModels | None = None,
     ) -> None:
         self.weights = weights or ExtractorWeights()
+        self.learned = learned
         self.word_list = word_list or DEFAULT_WORD_LIST
         self.name_prior = name_prior
         self.include_neutral_titles = include_neutral_titles
         self.confidence_model = confidence_model
         if not name_prior:
             self.version += "-no-name-prior"
+        if learned is not None and (learned.roles is not None or learned.pronouns is not None):
+            self.version += "-learned"
 
     def extract(
         self, story: str, roles: list[RoleSpec], scenario: str = ""
@@ -533,7 +588,15 @@ class DeterministicExtractor:
         """`extract`, with each character's confidence features (`FEATURES`)."""
         if not roles:
             return []
-        run = _Run(
+        run = self._run(story, roles, scenario)
+        chars = run.run()
+        model = self.confidence_model or shipped_model()
+        for c, f in zip(chars, run.features, strict=True):
+            c.confidence = round(model.predict(f), 4) if model is not None else 0.5
+        return list(zip(chars, run.features, strict=True))
+
+    def _run(self, story: str, roles: list[RoleSpec], scenario: str, collect: bool = False) -> _Run:
+        return _Run(
             story,
             roles,
             scenario,
@@ -541,12 +604,33 @@ class DeterministicExtractor:
             self.include_neutral_titles,
             self.weights,
             self.word_list,
+            self.learned if self.learned is not None else RULES_ONLY,
+            collect,
         )
-        chars = run.run()
-        model = self.confidence_model or shipped_model()
-        for c, f in zip(chars, run.features, strict=True):
-            c.confidence = round(model.predict(f), 4) if model is not None else 0.5
-        return list(zip(chars, run.features, strict=True))
+
+    def training_rows(
+        self, story: str, roles: list[RoleSpec], scenario: str = ""
+    ) -> dict[str, list[tuple[Any, ...]]]:
+        """The learned decisions' feature rows of one story, for fitting them
+        (`scripts/eval_extractors.py`): "roles" — (role index, display name of the
+        candidate or None for "no named character", features) per option; "pronouns" —
+        (pronoun gender "M"/"F", [(role index of the candidate or None, features)]) per
+        gendered pronoun the resolver chose among candidates; "role_names" — the name
+        reported for each role (None: unnamed)."""
+        if not roles:
+            return {"roles": [], "pronouns": []}
+        run = self._run(story, roles, scenario, collect=True)
+        run.run()
+        pronouns = [
+            (gender, [(run.role_of.get(ent), f) for ent, f in group])
+            for _, gender, group in run.pron_groups
+        ]
+        names = {r: run._display_name(e) for r, e in run.role_entity.items()}
+        return {
+            "roles": [(r, name, f) for r, _, name, f in run.role_rows],
+            "pronouns": pronouns,
+            "role_names": [names.get(r) for r in range(len(roles))],
+        }
 
 
 class _Run:
@@ -561,8 +645,17 @@ class _Run:
         neutral_titles: bool = False,
         weights: ExtractorWeights | None = None,
         word_list: str = DEFAULT_WORD_LIST,
+        learned: LearnedModels | None = None,
+        collect: bool = False,
     ) -> None:
         self.w = weights or ExtractorWeights()
+        self.learned = learned or LearnedModels()
+        self.collect = collect  # keep the learned decisions' feature rows
+        #: (role, candidate entity or None, display name, features) per option
+        self.role_rows: list[tuple[int, int | None, str | None, dict[str, float]]] = []
+        #: (pronoun token, its gender, [(candidate entity, features)]) per gendered pronoun
+        self.pron_groups: list[tuple[int, str, list[tuple[int, dict[str, float]]]]] = []
+        self.scenario = scenario
         self.word_list = word_list
         self.story = story
         self.name_prior = name_prior
@@ -586,6 +679,7 @@ class _Run:
         self.role_of: dict[int, int] = {}
         self.local_they: set[int] = set()  # they-forms given to one character by context
         self.margins: dict[int, float] = {}  # pronoun → lead of its antecedent's score
+        self._np_genders: dict[int, set[str]] = {}  # role → genders of its unbound NPs
         self.assignment_margin = 0.0
         self.features: list[dict[str, float]] = []  # per role, filled by `output`
         self._gendered_pronouns = any(
@@ -626,6 +720,8 @@ class _Run:
         core = t.text[:-2] if t.poss and t.text[-2:] in ("'s", "’s") else t.text
         if len(core) > 1 and core.isupper():
             return False  # CEO, NFL, NYC
+        if len(core) == 1:
+            return False  # "L.A.", an initial
         return not any(ch.isdigit() for ch in core)
 
     def _not_a_person(self, t: _Tok) -> bool:
@@ -635,6 +731,13 @@ class _Run:
         nxt = self.tok(t.i + 1)
         if prev is not None and prev.lower in ("the", "a", "an"):
             return True
+        if (
+            prev is not None
+            and prev.cap
+            and prev.end + 1 == t.start
+            and prev.base in _PLACE_PREFIXES
+        ):
+            return True  # "San Diego", "Fort Worth"
 
         if nxt is not None and nxt.word and not t.poss:
             if nxt.cap and nxt.base in _PLACE_HEADS:
@@ -701,8 +804,9 @@ class _Run:
                 and prev.lower in _PLACE_PREPS
                 and mid[toks[run[0]].base] <= 1
                 and len(run) == 1
+                and not toks[run[0]].poss
             ):
-                continue  # "in Ohio"
+                continue  # "in Ohio" (not "in Elizabeth's eyes")
             if toks[run[0]].quoted and toks[run[0]].base not in outside:
                 continue  # a capitalised word only in dialogue
             self._add_name(run)
@@ -863,7 +967,8 @@ class _Run:
             votes = self._noun_votes(noun, set())
             is_kin = noun in _KIN
             is_person = noun in _PERSON_NOUNS or noun in _DESCRIPTORS
-            if not (votes or is_kin or is_person):
+            is_other = noun in _OCCUPATIONS
+            if not (votes or is_kin or is_person or is_other):
                 continue
             nxt = self.tok(t.i + 1)
             if nxt is not None and nxt.word and not t.poss and not nxt.cap:
@@ -876,7 +981,7 @@ class _Run:
                 continue  # "Nurse Emily" is handled with the name
             start, mods = self._np_left(t.i)
             votes = self._noun_votes(noun, mods)
-            kind = "role" if votes else ("kin" if is_kin else "person")
+            kind = "role" if votes else ("kin" if is_kin else "person" if is_person else "other")
             self.nps[t.i] = _NounPhrase(t.i, start, mods, noun, kind, votes)
 
     # ------------------------------------------------------------------ appositions
@@ -931,6 +1036,8 @@ class _Run:
             e = self.entities[nm.entity]
             for r, s in np.votes.items():
                 e.role_votes[r] += s
+            if np.kind == "other":
+                e.occupations += 1
             self._bind_descriptor(h, np.noun, nm.entity)
 
     def _apposition_back(self, start: int) -> _NameMention | None:
@@ -940,13 +1047,31 @@ class _Run:
         if first is not None and first.lower not in _DETERMINERS:
             while j >= 0 and start - j <= 3 and self._plain_modifier(self.toks[j]):
                 j -= 1  # "Jack Harlow, preeminent American actor"
+            # "John, a tall, well-dressed man": adjectives separated by commas
+            k = j
+            while k >= 1 and start - k <= 8 and self.toks[k].text == ",":
+                if not self._plain_modifier(self.toks[k - 1]):
+                    break
+                k -= 1
+                while k >= 0 and self._plain_modifier(self.toks[k]):
+                    k -= 1
+            if k != j and k >= 0 and self.toks[k].lower in ("a", "an", "the"):
+                j = k - 1
         t = self.tok(j)
         if t is None:
             return None
-        if t.text in ",–—-(" or t.lower in ("was", "is", "became", "remained"):
-            nm = self.name_at.get(j - 1)
-            if nm is not None and not self.toks[nm.end].poss:
-                return nm
+        name_end = j - 1
+        prev = self.tok(j - 1)
+        if prev is not None and (
+            (t.lower == "been" and prev.lower in ("had", "has", "have"))
+            or (t.lower in ("always", "also", "once", "still") and prev.lower in ("was", "is"))
+        ):
+            name_end = j - 2  # "Jeff had been a devoted fan", "Mia was always a star"
+        elif not (t.text in ",–—-(" or t.lower in ("was", "is", "became", "remained")):
+            return None
+        nm = self.name_at.get(name_end)
+        if nm is not None and not self.toks[nm.end].poss:
+            return nm
         return None
 
     def _plain_modifier(self, t: _Tok) -> bool:
@@ -979,37 +1104,28 @@ class _Run:
         n_roles = len(self.cues)
         agent = None if self.love_pair else self._action_agent()
         w = self.w
-        best, best_score = None, float("-inf")
-        second_score = float("-inf")
+        model = None if self.love_pair else self.learned.roles
+        pair_score: dict[tuple[int, int | None], float] = {}
+        self._np_genders = self._role_np_genders()
+        for r in range(n_roles):
+            pair_score[(r, None)] = -(w.missing_subject if r == 0 else w.missing_other)
+            for rank, e in enumerate(chars):
+                pair_score[(r, e.id)] = self._rule_pair_score(r, e, rank, agent)
+        if not self.love_pair and (model is not None or self.collect):
+            feats = self._role_features(chars)
+            for key, f in feats.items():
+                f["rule"] = pair_score[key]
+            if self.collect:
+                self.role_rows = [
+                    (r, ent, self._display_name(ent) if ent is not None else None, f)
+                    for (r, ent), f in feats.items()
+                ]
         options: list[_Entity | None] = [*chars, None]
-        for combo in itertools.permutations(options, n_roles):
-            used = [e.id for e in combo if e is not None]
-            if len(set(used)) != len(used):
-                continue
-            score = 0.0
-            for r, e in enumerate(combo):
-                if e is None:
-                    score -= w.missing_subject if r == 0 else w.missing_other
-                    continue
-                rank = chars.index(e)
-                score += w.name_count * min(e.n_names, w.name_count_cap)
-                if e.strong or e.prior or e.role_votes or e.kind == "narrator":
-                    score += w.surely_person
-                if self.love_pair:
-                    score += w.love_pair_order if rank == r else 0.0
-                    continue
-                score += w.role_binding * e.role_votes.get(r, 0.0)
-                score -= w.other_role_binding * sum(v for k, v in e.role_votes.items() if k != r)
-                score += w.order_prior / (1 + abs(rank - r))
-                if agent is not None and r == 0 and e.id == agent:
-                    score += w.action_agent
-                if e.kind == "narrator" and r == 0:
-                    score += w.narrator_subject
-            if score > best_score:
-                second_score = best_score
-                best, best_score = combo, score
-            elif score > second_score:
-                second_score = score
+        best, best_score, second_score = self._best_assignment(options, n_roles, pair_score)
+        if model is not None and best_score - second_score < w.learned_role_margin:
+            # the rules are unsure: the learned model assigns the roles
+            learned = {k: model.logit(f) for k, f in feats.items()}
+            best, best_score, second_score = self._best_assignment(options, n_roles, learned)
         self.assignment_margin = best_score - second_score if len(chars) else 0.0
         for r, e in enumerate(best or ()):
             if e is not None:
@@ -1046,6 +1162,81 @@ class _Run:
                 self.set_role(r, self.new_entity("np", h, np.noun).id)
             np.entity = self.role_entity[r]
 
+    @staticmethod
+    def _best_assignment(
+        options: list[_Entity | None],
+        n_roles: int,
+        pair_score: dict[tuple[int, int | None], float],
+    ) -> tuple[tuple[_Entity | None, ...] | None, float, float]:
+        """The assignment of distinct options to roles with the highest summed score:
+        (assignment, its score, the runner-up's score)."""
+        best, best_score = None, float("-inf")
+        second_score = float("-inf")
+        for combo in itertools.permutations(options, n_roles):
+            used = [e.id for e in combo if e is not None]
+            if len(set(used)) != len(used):
+                continue
+            score = sum(
+                pair_score[(r, e.id if e is not None else None)] for r, e in enumerate(combo)
+            )
+            if score > best_score:
+                second_score = best_score
+                best, best_score = combo, score
+            elif score > second_score:
+                second_score = score
+        return best, best_score, second_score
+
+    def _rule_pair_score(self, r: int, e: _Entity, rank: int, agent: int | None) -> float:
+        """The hand-set score of character `e` (`rank`-th to appear) for role `r`."""
+        w = self.w
+        score = w.name_count * min(e.n_names, w.name_count_cap)
+        if e.strong or e.prior or e.role_votes or e.kind == "narrator":
+            score += w.surely_person
+        if self.love_pair:
+            return score + (w.love_pair_order if rank == r else 0.0)
+        score += w.role_binding * e.role_votes.get(r, 0.0)
+        score -= w.other_role_binding * sum(v for k, v in e.role_votes.items() if k != r)
+        score += w.order_prior / (1 + abs(rank - r))
+        if agent is not None and r == 0 and e.id == agent:
+            score += w.action_agent
+        if e.kind == "narrator" and r == 0:
+            score += w.narrator_subject
+        if self._np_gender_conflict(r, e):
+            score -= w.np_gender_conflict
+        return score
+
+    def _role_np_genders(self) -> dict[int, set[str]]:
+        """Role → genders ("M"/"F") of the gendered pronoun that closely follows each of
+        its unbound noun phrases in subject position — within six words of the same
+        sentence, no name or other noun phrase between ("An American actor, famous for
+        his versatility", "the musician strummed his guitar" → M)."""
+        out: dict[int, set[str]] = {}
+        for h, r in self._unbound_role_nps():
+            if not self._subject_position(self.nps[h].start):
+                continue
+            for j in range(h + 1, min(h + 7, len(self.toks))):
+                u = self.toks[j]
+                if u.sent != self.toks[h].sent or j in self.name_at or u.quoted or j in self.nps:
+                    break
+                g = _PRONOUNS.get(u.lower, ("", ""))[0]
+                if g in ("M", "F"):
+                    out.setdefault(r, set()).add(g)
+                    break
+        return out
+
+    def _known_gender(self, e: _Entity) -> str | None:
+        """A character's gender from honorifics, descriptors or its first name."""
+        for votes in (e.strong, e.prior):
+            if votes:
+                (g, n), *rest = votes.most_common()
+                return g if not rest or rest[0][1] < n else None
+        return None
+
+    def _np_gender_conflict(self, r: int, e: _Entity) -> bool:
+        genders = self._np_genders.get(r)
+        g = self._known_gender(e)
+        return bool(genders) and g is not None and g not in genders
+
     def _action_agent(self) -> int | None:
         """The named character doing the subject role's action ("pays the bill"): for
         each action word, the nearest name before it in its sentence (or, weaker, the
@@ -1053,12 +1244,46 @@ class _Run:
         between makes the agent unknown."""
         if not self.cues or not self.cues[0].actions:
             return None
-        actions = self.cues[0].actions
+        votes = self._action_stats(self.cues[0].actions, ())["votes"]
+        description = set(re.findall(r"[a-z]+", self.cues[0].spec.description.lower()))
+        if self.w.offer_vote and description & _OFFER_ACTIONS:
+            for ent, n in self._offer_speakers().items():
+                votes[ent] += self.w.offer_vote * n  # "Let me get this one," she said
+        if not votes:
+            return None
+        ranked = votes.most_common(2)
+        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+            return None
+        return ranked[0][0]
+
+    def _is_action(self, t: _Tok, words: frozenset[str], prefixes: tuple[str, ...]) -> bool:
+        return (
+            t.word
+            and not t.skip
+            and (t.lower in words or _stem(t.lower) in words or t.lower.startswith(prefixes))
+        )
+
+    def _action_stats(self, words: frozenset[str], prefixes: tuple[str, ...]) -> dict[str, Any]:
+        """Who does an action and to whom. For each action word (in `words`, or starting
+        with one of `prefixes`): its agent — the nearest name before it in its sentence
+        in subject position, or a subject pronoun's one named character of that gender
+        (weight 1), else the first such one after it (weight 0.5) — and its patient, a
+        name within three words after it ("mentored Emily"). Returns "votes" (entity →
+        weighted agent count), "agents" (agents in story order), "patients" (entity →
+        count)."""
         votes: Counter = Counter()
+        patients: Counter = Counter()
+        agents: list[int] = []
         n_toks = max(1, len(self.toks))
         for t in self.toks:
-            if not t.word or t.skip or (t.lower not in actions and _stem(t.lower) not in actions):
+            if not self._is_action(t, words, prefixes):
                 continue
+            if any(
+                u.lower in _ACTION_NEGATORS
+                for u in self.toks[max(0, t.i - 3) : t.i]
+                if u.sent == t.sent
+            ):
+                continue  # "she had left her wallet at home"
             before = range(t.i - 1, -1, -1)
             after = range(t.i + 1, len(self.toks))
             for scan, weight in ((before, 1.0), (after, 0.5)):
@@ -1084,13 +1309,17 @@ class _Run:
                 if agent is not None:
                     if agent >= 0:  # later events weigh more: the story's last word
                         votes[agent] += weight * (1.0 + self.w.action_recency * t.i / n_toks)
+                        agents.append(agent)
                     break
-        if not votes:
-            return None
-        ranked = votes.most_common(2)
-        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-            return None
-        return ranked[0][0]
+            for j in range(t.i + 1, min(t.i + 4, len(self.toks))):
+                u = self.toks[j]
+                if u.sent != t.sent or u.text in ".;!?":
+                    break
+                nm = self.name_at.get(j)
+                if nm is not None and nm.start == j and not u.quoted:
+                    patients[nm.entity] += 1
+                    break
+        return {"votes": votes, "agents": agents, "patients": patients}
 
     def _only_named_of_gender(self, gender: str) -> int:
         """The single named character whose honorifics, descriptors or first name say
@@ -1142,6 +1371,17 @@ class _Run:
             return prev.text in ',;:—–("“”'
         return prev.lower in _SUBORDINATORS or prev.lower in ("that", "then", "where", "who")
 
+    def _verb_follows(self, end: int) -> bool:
+        """Is the word after a name a finite verb ("… realizing Rachel had left her
+        wallet", "… knew Mia could win")? Then the name is its clause's subject."""
+        nxt = self.tok(end + 1)
+        return (
+            nxt is not None
+            and nxt.word
+            and not nxt.cap
+            and (nxt.lower in _AUXILIARIES or nxt.lower in _VERBISH)
+        )
+
     # ------------------------------------------------------------------ resolution
     def resolve(self) -> None:
         """Left-to-right pass: record mentions, resolve pronouns as they come."""
@@ -1155,7 +1395,9 @@ class _Run:
                 if nm.start == i:
                     start = self._np_start_of_name(nm)
                     embedded = self.toks[nm.end].poss
-                    subject = not embedded and self._subject_position(start)
+                    subject = not embedded and (
+                        self._subject_position(start) or self._verb_follows(nm.end)
+                    )
                     self._mention(i, nm.entity, subject, embedded, "name")
                     if embedded and self._subject_position(start):
                         self.mentions[-1].topic = True
@@ -1189,10 +1431,14 @@ class _Run:
         elif ent is None and np.kind == "person":
             if self.toks[np.head].quoted and np.start == np.head:
                 return  # a vocative in dialogue: "Sir, your dish …"
+            if self._generic(np):
+                return  # "each person", "patient after patient": nobody in particular
             start = self.tok(np.start)
             definite = start is not None and start.lower == "the"
             if definite and np.noun in bystanders:
                 ent = bystanders[np.noun]
+            elif (described := self._undescribed_role_entity(np)) is not None:
+                ent = described
             else:
                 ent = self._open_role_entity(np.head, np.noun)
                 bystanders[np.noun] = ent
@@ -1203,6 +1449,43 @@ class _Run:
         embedded = self.toks[np.head].poss
         subject = not embedded and self._subject_position(np.start)
         self._mention(np.head, ent, subject, embedded, "np")
+
+    def _undescribed_role_entity(self, np: _NounPhrase) -> int | None:
+        """ "… awaited the new hire. An ambitious young man entered": an indefinite
+        person noun phrase, when every role has a character, describes the one unnamed
+        role character that nothing has gendered yet."""
+        start = self.toks[np.start]
+        if start.lower not in ("a", "an") or len(self.role_entity) < len(self.cues):
+            return None
+        if self.toks[np.head].quoted or not self._subject_position(np.start):
+            return None
+        cands = [
+            ent
+            for ent in self.role_entity.values()
+            if self.entities[ent].kind == "np"
+            and self.entities[ent].head
+            and not (self.entities[ent].strong or self.entities[ent].weak)
+        ]
+        return cands[0] if len(cands) == 1 else None
+
+    def _generic(self, np: _NounPhrase) -> bool:
+        """ "each person", "every patient", "patient after patient"."""
+        start = self.toks[np.start]
+        if start.lower in _GENERIC_DETERMINERS:
+            return True
+        nxt, after = self.tok(np.head + 1), self.tok(np.head + 2)
+        prev, before = self.tok(np.start - 1), self.tok(np.start - 2)
+        return (
+            nxt is not None
+            and nxt.lower == "after"
+            and after is not None
+            and _stem(after.lower) == np.noun
+        ) or (
+            prev is not None
+            and prev.lower == "after"
+            and before is not None
+            and _stem(before.lower) == np.noun
+        )
 
     def _open_role_entity(self, i: int, noun: str) -> int:
         """A person noun phrase ("the frail stranger"): the character of a role that
@@ -1357,17 +1640,28 @@ class _Run:
         if case == "poss" and copula and sentence_subject is not None:
             excluded.add(sentence_subject)  # "Jack had been his idol": not the subject
         intro_target = self._intro_target(t)
+        model = self.learned.pronouns if gender in ("M", "F") else None
+        context = None
+        if model is not None or self.collect:
+            context = self._pronoun_context(t, clause_subject, sentence_subject, last_subject)
+        group: list[tuple[int, dict[str, float]]] = []
+        learned: dict[int, float] = {}  # entity → learned score
+        agreement: dict[int, float] = {}
         ranked: list[tuple[float, int, int]] = []  # (score, agreement tier, entity)
         for ent, s in scores.items():
             e = self.entities[ent]
             g, level = e.gender()
             tier = 3
+            agree = 0.0
             if g is not None and g != gender:
                 if level == "strong":
                     continue
                 tier = 1  # against the name prior or earlier pronouns: last resort
             elif g == gender:
-                s += {"strong": W.agree_strong, "prior": W.agree_prior, "weak": W.agree_weak}[level]
+                agree = {"strong": W.agree_strong, "prior": W.agree_prior, "weak": W.agree_weak}[
+                    level
+                ]
+            sal = s
             if (case == "obj" and ent == clause_subject) or ent in excluded:
                 tier = min(tier, 2)  # binding: "Hank cornered him", "his employee, Emma"
             if case == "refl":
@@ -1379,13 +1673,123 @@ class _Run:
                 s += -W.intro_object_penalty if case == "obj" else W.intro_target
             if self.role_of.get(ent) == 0:
                 s += W.protagonist
-            ranked.append((s, tier, ent))
+            if context is not None:
+                feats = self._pronoun_features(
+                    context, case, ent, sal, s, ent in excluded, ent == intro_target
+                )
+                if self.collect:
+                    group.append((ent, feats))
+                if model is not None:
+                    learned[ent] = model.logit(feats)
+            agreement[ent] = agree
+            ranked.append((s + agree, tier, ent))
+        if self.collect and group and gender in ("M", "F"):
+            self.pron_groups.append((t.i, gender, group))
         if not ranked:
             return None
         top_tier = max(tier for _, tier, _ in ranked)
+        if top_tier == 1 and not t.quoted:
+            # every character has the other gender (name lexicon or earlier pronouns):
+            # someone else — a free role's character, or nobody we track
+            return None
         top = sorted(((s, ent) for s, tier, ent in ranked if tier == top_tier), reverse=True)
         self.margins[t.i] = top[0][0] - top[1][0] if len(top) > 1 else 10.0
+        if learned and len(top) > 1 and self.margins[t.i] < W.learned_below_margin:
+            # the rules are unsure between two named role characters the evidence so far
+            # gives the same gender (or none): the learned model decides between them
+            a, b = top[0][1], top[1][1]
+            if (
+                a in self.role_of
+                and b in self.role_of
+                and self.entities[a].kind == self.entities[b].kind == "name"
+                and agreement[a] == agreement[b]
+                and learned[b] > learned[a]
+            ):
+                return b
         return top[0][1]
+
+    def _pronoun_context(
+        self,
+        t: _Tok,
+        clause_subject: int | None,
+        sentence_subject: int | None,
+        last_subject: int | None,
+    ) -> dict[str, Any]:
+        """What the learned pronoun model looks at besides the candidate: the pronoun's
+        clause / sentence / last subjects, the entities by recency, and the earlier
+        mentions of the pronoun's sentence."""
+        recency: list[int] = []
+        for m in reversed(self.mentions):
+            if m.entity not in recency and m.entity != self.narrator:
+                recency.append(m.entity)
+        before = [m for m in self.mentions if m.sent == t.sent and m.tok < t.i]
+        return {
+            "t": t,
+            "clause_subject": clause_subject,
+            "sentence_subject": sentence_subject,
+            "last_subject": last_subject,
+            "recency": recency,
+            "before": before,
+            "last": {m.entity: m for m in self.mentions},
+            "count": Counter(m.entity for m in self.mentions),
+        }
+
+    def _pronoun_features(
+        self,
+        ctx: dict[str, Any],
+        case: str,
+        ent: int,
+        salience: float,
+        rule: float,
+        excluded: bool,
+        intro: bool,
+    ) -> dict[str, float]:
+        """Gender-blind features of (pronoun, candidate) for the learned pronoun model:
+        the rule's salience and score, distances, grammatical roles, binding, the
+        candidate's role; the main ones also crossed with the pronoun's case."""
+        t: _Tok = ctx["t"]
+        last: _Mention = ctx["last"][ent]
+        dist = t.sent - last.sent
+        rec = ctx["recency"]
+        before = [m for m in ctx["before"] if m.entity == ent]
+        role = self.role_of.get(ent)
+        nearest = ctx["before"][-1].entity == ent if ctx["before"] else False
+        f: dict[str, float] = {
+            "rule": rule,
+            "salience": salience,
+            "dist0": float(dist == 0),
+            "dist1": float(dist == 1),
+            "dist2": float(dist >= 2),
+            "tokdist": math.log1p(t.i - last.tok),
+            "mentions": math.log1p(ctx["count"][ent]),
+            "role0": float(role == 0),
+            "role1": float(role is not None and role > 0),
+            "bystander": float(role is None),
+            "last_name": float(last.kind == "name"),
+            "last_np": float(last.kind == "np"),
+            "last_pron": float(last.kind == "pron"),
+            "quoted": float(t.quoted),
+        }
+        cross = {
+            "clause_subj": ent == ctx["clause_subject"],
+            "sent_subj": ent == ctx["sentence_subject"],
+            "prev_subj": ent == ctx["last_subject"],
+            "recent0": bool(rec) and rec[0] == ent,
+            "recent1": len(rec) > 1 and rec[1] == ent,
+            "last_subject_mention": last.subject,
+            "last_possessor": last.embedded,
+            "object_before": any(not m.subject and not m.embedded for m in before),
+            "possessor_before": any(m.embedded for m in before),
+            "subject_before": any(m.subject for m in before),
+            "nearest": nearest,
+            "excluded": excluded,
+            "intro": intro,
+        }
+        for k, v in cross.items():
+            if v:
+                f[k] = 1.0
+                f[f"{case}:{k}"] = 1.0
+        return f
 
     def _possessed_entities(self, t: _Tok) -> set[int]:
         """ "his new employee, Emma": a possessive does not own its own character."""
@@ -1570,7 +1974,6 @@ class _Run:
                 continue
             refs: set[Span] = set()
             name_spans: list[Span] = []
-            display, best = None, 0
             for nm in self.names:
                 if nm.entity != ent:
                     continue
@@ -1580,16 +1983,10 @@ class _Run:
                 name_spans.append(Span(start, stop, story[start:stop]))
                 if nm.honorific is not None:
                     hon = toks[nm.honorific]
-                    start = hon.start
                     h_end = toks[hon.i + 1].end if toks[hon.i + 1].text == "." else hon.end
                     if _HONORIFICS[hon.base] or self.neutral_titles:
                         refs.add(Span(hon.start, h_end, story[hon.start : h_end]))
-                elif nm.title is not None and toks[nm.title].base in _ADDRESS_TITLES:
-                    start = toks[nm.title].start  # "Chef Evan", "Coach Jameson"
-                text = story[start:stop]
-                size = len(story[toks[nm.start].start : stop].split())
-                if size > best:
-                    display, best = text, size
+            display = self._display_name(ent)
             for i in pron_refs.get(ent, []):
                 refs.add(Span(toks[i].start, toks[i].end, toks[i].text))
             for i in self.descriptors.get(ent, []):
@@ -1601,6 +1998,225 @@ class _Run:
             out.append(CharacterExtraction(cue.spec.key, name, ordered, name_spans))
             self.features.append(self._features(r, ent, [sp.text for sp in ordered]))
         self._pair_features(out)
+        return out
+
+    def _display_name(self, ent: int) -> str | None:
+        """The name to report: the mention with the most name words, with its
+        honorific ("Dr. Patel") or address title ("Chef Evan")."""
+        toks, story = self.toks, self.story
+        display, best = None, 0
+        for nm in self.names:
+            if nm.entity != ent:
+                continue
+            last = toks[nm.end]
+            stop = last.end - (2 if last.poss and last.text[-2:] in ("'s", "’s") else 0)
+            start = toks[nm.start].start
+            size = len(story[start:stop].split())
+            if nm.honorific is not None:
+                start = toks[nm.honorific].start
+            elif nm.title is not None and toks[nm.title].base in _ADDRESS_TITLES:
+                start = toks[nm.title].start  # "Chef Evan", "Coach Jameson"
+            if size > best:
+                display, best = story[start:stop], size
+        return display
+
+    # ------------------------------------------------------------------ learned roles
+    def _unbound_role_nps(self) -> list[tuple[int, int]]:
+        """(head token, role) of the narration's role noun phrases no name is apposed
+        to ("the CEO", "a struggling student"), with one clear role."""
+        out = []
+        for h in sorted(self.nps):
+            np = self.nps[h]
+            if np.kind != "role" or np.entity is not None or self.toks[h].quoted:
+                continue
+            r = max(np.votes, key=np.votes.get)
+            if list(np.votes.values()).count(np.votes[r]) == 1:
+                out.append((h, r))
+        return out
+
+    def _offer_speakers(self) -> Counter:
+        """Entity → number of quotations in which it offers ("Let me get this",
+        "Allow me", "my treat"): the speaker named right after the quotation ("…,"
+        said Mark; "…," she said → the one named character of her gender) or, else,
+        the subject before it in its sentence (Mark whispered, "…")."""
+        out: Counter = Counter()
+        toks = self.toks
+        k = 0
+        while k < len(toks):
+            if not toks[k].quoted:
+                k += 1
+                continue
+            j = k
+            while j < len(toks) and toks[j].quoted:
+                j += 1
+            text = " ".join(t.lower for t in toks[k:j] if t.word).replace("’", "'")
+            padded = f" {text} "
+            if any(f" {p} " in padded for p in _OFFER_PHRASES):
+                speaker = self._speaker_near(k, j)
+                if speaker is not None and speaker >= 0:
+                    out[speaker] += 1
+            k = j
+        return out
+
+    def _speaker_near(self, first: int, after: int) -> int | None:
+        """The speaker of the quotation toks[first:after] (see `_offer_speakers`): the
+        subject before it when a speech verb introduces it (Mark whispered, "…"); else a
+        name or subject pronoun next to a speech verb right after it ("…," said Mark /
+        Mark said / she whispered); else the subject before it when a comma or colon
+        introduces it."""
+        toks = self.toks
+        intro = self.tok(first - 1)
+        while intro is not None and not intro.word and intro.text in "\"“'‘":
+            intro = self.tok(intro.i - 1)
+        spoken = intro is not None and (
+            intro.lower in _SPEECH_VERBS
+            or (
+                intro.text in ",:"
+                and (v := self.tok(intro.i - 1)) is not None
+                and v.lower in _SPEECH_VERBS
+            )
+        )
+        if spoken:
+            return self._subject_before(intro)
+        j = after
+        while j < len(toks) and not toks[j].word and not toks[j].quoted and j < after + 2:
+            j += 1
+        for a, b in ((j, j + 1), (j + 1, j)):  # NAME said / said NAME
+            ta, tb = self.tok(a), self.tok(b)
+            if ta is None or tb is None or ta.quoted or tb.quoted:
+                continue
+            if tb.lower not in _SPEECH_VERBS:
+                continue
+            nm = self.name_at.get(a)
+            if nm is not None and nm.start == a and not toks[nm.end].poss:
+                return nm.entity
+            pg, pc = _PRONOUNS.get(ta.lower, ("", ""))
+            if pc == "subj":
+                return self._only_named_of_gender(pg)
+        if intro is not None and intro.text in ",:":
+            return self._subject_before(intro)
+        return None
+
+    def _subject_before(self, intro: _Tok) -> int | None:
+        """The nearest name (not a possessor) or subject pronoun before `intro` in its
+        sentence, outside quotations."""
+        for k in range(intro.i, -1, -1):
+            u = self.toks[k]
+            if u.sent != intro.sent or u.quoted:
+                break
+            nm = self.name_at.get(k)
+            if nm is not None and not self.toks[nm.end].poss:
+                return nm.entity
+            pg, pc = _PRONOUNS.get(u.lower, ("", ""))
+            if pc == "subj":
+                return self._only_named_of_gender(pg)
+        return None
+
+    def _role_features(
+        self, chars: list[_Entity]
+    ) -> dict[tuple[int, int | None], dict[str, float]]:
+        """Features of each (role, candidate) option for the learned role model: every
+        named character or narrator, and None (the role has no named character). Names
+        are prefixed by the slot: "solo" (one-role prompt), "subj", "obj"."""
+        toks = self.toks
+        n_roles = len(self.cues)
+        slots = ["solo"] if n_roles == 1 else ["subj", "obj", *[f"r{k}" for k in range(2, n_roles)]]
+        by_ent: dict[int, list[_NameMention]] = {}
+        for nm in self.names:
+            by_ent.setdefault(nm.entity, []).append(nm)
+        unbound = self._unbound_role_nps()
+        desc_actions = self.cues[0].actions if self.cues else frozenset()
+        if desc_actions:
+            act = self._action_stats(desc_actions, ())
+            act_kind = "desc"
+        else:
+            prefixes = _scenario_action_prefixes(self.scenario, [c.spec for c in self.cues])
+            act = self._action_stats(frozenset(), prefixes) if prefixes else None
+            act_kind = "scen"
+        description = set(re.findall(r"[a-z]+", self.cues[0].spec.description.lower()))
+        offers = self._offer_speakers() if description & _OFFER_ACTIONS else Counter()
+        owners: dict[int, Counter] = {}  # entity → roles of noun phrases it owns ("Sarah's mentee")
+        for h, np in self.nps.items():
+            if np.kind != "role" or np.start == h:
+                continue
+            nm = self.name_at.get(np.start)
+            if nm is not None and self.toks[nm.end].poss and nm.end == np.start:
+                owners.setdefault(nm.entity, Counter()).update(np.votes)
+        n_named = sum(1 for e in chars if e.kind == "name")
+        first_name_tok = min((e.first for e in chars), default=len(toks))
+        out: dict[tuple[int, int | None], dict[str, float]] = {}
+        for r in range(n_roles):
+            sl = slots[r]
+            unb_r = [h for h, rr in unbound if rr == r]
+            unb_other = [h for h, rr in unbound if rr != r]
+            for rank, e in enumerate(chars):
+                nms = by_ent.get(e.id, [])
+                f: dict[str, float] = {
+                    "rank0": float(rank == 0),
+                    "rank1": float(rank == 1),
+                    "rank2": float(rank >= 2),
+                    "names": float(min(e.n_names, 4)),
+                    "narrator": float(e.kind == "narrator"),
+                    "person": float(bool(e.strong or e.prior or e.role_votes)),
+                    "prior": float(bool(e.prior)),
+                    "vote_this": min(3.0, e.role_votes.get(r, 0.0)),
+                    "vote_other": min(3.0, sum(v for k, v in e.role_votes.items() if k != r)),
+                    "occupation": float(min(e.occupations, 2)),
+                    "np_before": float(any(h < e.first for h in unb_r)),
+                    "np_later": float(bool(unb_r) and not any(h < e.first for h in unb_r)),
+                    "other_np_before": float(any(h < e.first for h in unb_other)),
+                    "owns_this": min(2.0, owners.get(e.id, Counter()).get(r, 0.0)),
+                    "owns_other": min(
+                        2.0, sum(v for k, v in owners.get(e.id, Counter()).items() if k != r)
+                    ),
+                    "offer": float(min(offers.get(e.id, 0), 2)),
+                    "np_conflict": float(self._np_gender_conflict(r, e)),
+                    "np_agree": float(
+                        self._known_gender(e) is not None
+                        and self._known_gender(e) in self._np_genders.get(r, set())
+                    ),
+                }
+                nearest = max((h for h, _ in unbound if h < e.first), default=None)
+                if nearest is not None:
+                    f["nearest_np_this"] = float(dict(unbound)[nearest] == r)
+                if nms:
+                    f["quoted_only"] = float(all(toks[nm.start].quoted for nm in nms))
+                    subj = [
+                        self._subject_position(self._np_start_of_name(nm)) and not toks[nm.end].poss
+                        for nm in nms
+                    ]
+                    f["first_subject"] = float(subj[0])
+                    f["subject_share"] = sum(subj) / len(subj)
+                    preps = sum(
+                        1
+                        for nm in nms
+                        if (p := self.tok(self._np_start_of_name(nm) - 1)) is not None
+                        and p.lower in _PREPOSITIONS
+                    )
+                    f["after_prep"] = preps / len(nms)
+                if act is not None:
+                    votes = act["votes"]
+                    total = sum(votes.values())
+                    f[f"agent_{act_kind}"] = votes.get(e.id, 0.0) / total if total else 0.0
+                    f[f"agent_{act_kind}_last"] = float(
+                        bool(act["agents"]) and act["agents"][-1] == e.id
+                    )
+                    f[f"agent_{act_kind}_first"] = float(
+                        bool(act["agents"]) and act["agents"][0] == e.id
+                    )
+                    f[f"patient_{act_kind}"] = float(min(act["patients"].get(e.id, 0), 2))
+                out[(r, e.id)] = {f"{sl}:{k}": v for k, v in f.items()}
+                out[(r, e.id)][f"{sl}:cand"] = 1.0
+            none = {
+                "none": 1.0,
+                "np": float(min(len(unb_r), 3)),
+                "np_first": float(bool(unb_r) and unb_r[0] < first_name_tok),
+                "named": float(min(n_named, 3)),
+                "narrator": float(self.narrator is not None),
+            }
+            out[(r, None)] = {
+                f"{sl}:none_{k}" if k != "none" else f"{sl}:none": v for k, v in none.items()
+            }
         return out
 
     # ------------------------------------------------------------------ confidence
