@@ -58,8 +58,9 @@ def effective_labels(store: Store, run_id: int, label_mode: str) -> dict[int, di
 
 
 def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[ItemResult]:
-    """Items (in run order) with the effective labels of their stored attempts."""
-    labels = effective_labels(store, run_id, label_mode)
+    """Items (in run order) with the effective labels of their stored attempts (the
+    automatic ones for "ppi", whose correction applies to metrics only)."""
+    labels = effective_labels(store, run_id, "auto" if label_mode == "ppi" else label_mode)
     by_item: dict[str, ItemResult] = {
         row["item"]: ItemResult(row["item"], row["metadata"], []) for row in store.run_items(run_id)
     }

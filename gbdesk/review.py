@@ -20,6 +20,7 @@ from gbdesk.studies import Probe, get_probe
 BASE_FILTERS = {
     "all": "All attempts",
     "unreviewed": "Not yet reviewed",
+    "sample": "In the random review sample",
     "disagreements": "Disagreements (human ≠ detector)",
 }
 
@@ -27,7 +28,8 @@ BASE_FILTERS = {
 def filters_for(probe: Probe | None) -> dict[str, str]:
     """The review filters a probe's runs offer (the base ones and the probe's own)."""
     own = dict(probe.review_filters) if probe is not None else {}
-    return {"all": BASE_FILTERS["all"], "unreviewed": BASE_FILTERS["unreviewed"], **own,
+    return {"all": BASE_FILTERS["all"], "unreviewed": BASE_FILTERS["unreviewed"],
+            "sample": BASE_FILTERS["sample"], **own,
             "disagreements": BASE_FILTERS["disagreements"]}  # fmt: skip
 
 
@@ -54,6 +56,7 @@ class ReviewItem:
     index: int = 0  # position of the item in the run
     extra: dict[str, Any] = field(default_factory=dict)
     probe: Probe | None = field(default=None, repr=False, compare=False)
+    in_sample: bool = False  # part of the run's random review sample
 
     @property
     def reviewed(self) -> bool:
@@ -101,6 +104,7 @@ class ReviewItem:
 def review_items(store: Store, run_id: int) -> list[ReviewItem]:
     ensure_auto_labels(store, run_id)
     probe = get_probe(store.get_run(run_id)["probe"])
+    sample = set(store.review_sample(run_id))
     items = {row["item"]: (row["idx"], row["metadata"]) for row in store.run_items(run_id)}
     auto = store.labels(run_id, "auto")
     human = store.labels(run_id, "human")
@@ -128,6 +132,7 @@ def review_items(store: Store, run_id: int) -> list[ReviewItem]:
                 reviewed_at=review["created_at"] if review else None,
                 index=idx,
                 probe=probe,
+                in_sample=attempt["id"] in sample,
             )
         )
     return out
@@ -146,6 +151,8 @@ def matches(item: ReviewItem, filter_name: str, item_filter: dict[str, Any] | No
             return False
     if filter_name == "unreviewed":
         return not item.reviewed
+    if filter_name == "sample":
+        return item.in_sample
     if filter_name == "undetected":
         return item.undecided
     if filter_name == "ties":

@@ -95,11 +95,29 @@ class ReportData:
         return [summarise(s, self.label_mode) for s in self.runs]
 
 
+def labels_used(section: RunSection, label_mode: str) -> str:
+    """Which labels the run's numbers come from, in words (0 reviewed → automatic)."""
+    review, unit = section.review, section.probe.unit
+    if label_mode == "ppi":
+        return (
+            f"prediction-powered estimates: the automatic labels of all {review.attempts:,} "
+            f"{unit}, corrected by the human labels of the run's random review sample"
+        )
+    if label_mode == "reviewed" and review.reviewed:
+        return (
+            f"reviewed labels: {review.reviewed:,} of {review.attempts:,} {unit} checked by a "
+            f"person, {section.detector}'s labels elsewhere"
+        )
+    if label_mode == "reviewed":
+        return f"automatic labels ({section.detector}); none of the {unit} reviewed by a person"
+    return f"automatic labels ({section.detector})"
+
+
 def summarise(section: RunSection, label_mode: str) -> str:
     """A plain-language paragraph about one run."""
     head = (
         f"{section.model_label} on {section.probe.card.title} (run {section.run_id}, "
-        f"{section.review.attempts:,} {section.probe.unit}, {label_mode} labels):"
+        f"{section.review.attempts:,} {section.probe.unit}, {labels_used(section, label_mode)}):"
     )
     body = section.probe.summary(section.metrics, section.extra, section.run.get("params") or {})
     text = f"{head} {body}".strip()
@@ -231,9 +249,7 @@ def build_report(store: Store, run_ids: list[int], label_mode: str = "reviewed")
             detector=", ".join(detectors) or "—",
             extra=probe.extra_results(item_results(store, run_id, label_mode), run["params"]),
         )
-        section.blocks = group_blocks(section) + probe.report_blocks(
-            section.extra, run["params"]
-        )
+        section.blocks = group_blocks(section) + probe.report_blocks(section.extra, run["params"])
         sections.append(section)
     return ReportData(
         runs=sections,

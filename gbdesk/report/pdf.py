@@ -40,7 +40,14 @@ from gbdesk.format import (
     ratio_ticks,
 )
 from gbdesk.report.blocks import Block, CurveChart, Heading, IntervalChart, Paragraph, Table
-from gbdesk.report.content import ReportData, RunSection, build_report, chat_template, configuration
+from gbdesk.report.content import (
+    ReportData,
+    RunSection,
+    build_report,
+    chat_template,
+    configuration,
+    labels_used,
+)
 from gbdesk.stats import MARK_MEANINGS, MarkDefinition
 from gbdesk.store import Store
 
@@ -270,16 +277,25 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
     metrics = section.metrics
     with_p = any(m.p_value is not None for m in metrics.values())
     with_mark = any(m.mark for m in metrics.values())
+    with_ppi = any((m.details or {}).get("kind") == "ppi" for m in metrics.values())
     rows = []
     for name, m in metrics.items():
         lo, hi = m.ci
         cells = [f"<td>{e(name)}</td><td>{fmt(m.value)}</td><td>[{fmt(lo)}, {fmt(hi)}]</td>"]
+        if with_ppi:
+            d = m.details or {}
+            reason = e(d.get("reason", ""))
+            note = "" if d.get("valid") else f" <span class='muted'>({reason})</span>"
+            cells.append(
+                f"<td>{fmt(d.get('automatic_value'))}{note}</td><td>{fmt(d.get('bias'))}</td>"
+            )
         if with_p:
             cells.append(f"<td>{_p_text(m.p_value)}</td>")
         if with_mark:
             cells.append(_mark_cell(m.mark, MARK_MEANINGS[m.mark]) if m.mark else "<td></td>")
         rows.append(f"<tr>{''.join(cells)}<td>{m.n}</td></tr>")
     head = "<th>Metric</th><th>Value</th><th>95 % CI</th>"
+    head += "<th>Automatic only</th><th>Labeller bias</th>" if with_ppi else ""
     head += ("<th>p</th>" if with_p else "") + ("<th>Mark</th>" if with_mark else "")
     title = "Metrics" if len(metrics) <= 12 else f"All {len(metrics)} metrics"
     doc.add(f"<h3>{title}</h3><table width='100%'><tr>{head}<th>n</th></tr>{''.join(rows)}</table>")
@@ -403,7 +419,10 @@ def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
         from gbdesk.engine.default_model import TINY_MODEL_NOTICE
 
         doc.add(f"<p class='notice'>{e(TINY_MODEL_NOTICE)}</p>")
-    doc.add(f"<p class='muted'>Metrics from {e(label_mode)} labels. {e(probe.card.measures)}</p>")
+    doc.add(
+        f"<p class='muted'>Numbers from {e(labels_used(section, label_mode))}. "
+        f"{e(probe.card.measures)}</p>"
+    )
     for block in section.blocks:
         _block(block, doc)
     _metric_table(section, doc)
@@ -496,8 +515,9 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     models = ", ".join(data.models)
     doc.add(
         f"<h1>gbdesk bias audit</h1><p class='muted'>{e(models)} · generated "
-        f"{e(data.created_at)} by gbdesk {e(data.app_version)} · metrics from "
-        f"{e(data.label_mode)} labels</p>"
+        f"{e(data.created_at)} by gbdesk {e(data.app_version)} · "
+        + "; ".join(f"run {s.run_id}: {e(labels_used(s, data.label_mode))}" for s in data.runs)
+        + "</p>"
     )
     doc.add("<h2>Summary</h2>" + "".join(f"<p>{e(s)}</p>" for s in data.summary()))
     _verdict(data, doc)

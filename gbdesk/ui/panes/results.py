@@ -40,6 +40,7 @@ from gbdesk.ui.widgets import Banner, pane_header
 MODES = {
     "auto": "Automatic labels (the detector's)",
     "reviewed": "Reviewed labels (a reviewer's where present, the detector's elsewhere)",
+    "ppi": "Prediction-powered (automatic labels corrected by the reviewed random sample)",
 }
 
 
@@ -262,7 +263,14 @@ class ResultsPane(QWidget):
         probes = {r["probe"] for r in runs}
         mode = self.mode()
         reviewed = sum(self.results[r]["review"].reviewed for r in run_ids)
-        if mode == "auto":
+        if mode == "ppi":
+            basis = (
+                "<b>Prediction-powered estimates</b>: the automatic labels of every attempt, "
+                "corrected by the human labels of the run's random review sample; the "
+                "intervals hold whatever the labeller gets wrong. Each cell also shows the "
+                "automatic-only value and the labeller's bias measured on the sample."
+            )
+        elif mode == "auto":
             detectors = sorted({self.results[r]["detector"] for r in run_ids})
             basis = f"Computed from <b>automatic labels</b> ({html.escape(', '.join(detectors))})."
         else:
@@ -317,6 +325,15 @@ class ResultsPane(QWidget):
                     self.table.setItem(row, col, QTableWidgetItem(""))
                     continue
                 text = f"{fmt(m.value)}  {fmt_ci(m.ci)}"
+                d = m.details or {}
+                if d.get("kind") == "ppi":
+                    text = (
+                        f"{fmt(m.value)}  {fmt_ci(m.ci)}   (automatic "
+                        f"{fmt(d.get('automatic_value'))}, bias {fmt(d.get('bias'))})"
+                        if d.get("valid")
+                        else f"no interval: {d.get('reason', '')} (automatic "
+                        f"{fmt(d.get('automatic_value'))})"
+                    )
                 if m.p_value is not None:
                     p = m.p_value
                     text += "   p < 0.001" if p < 0.001 else f"   p = {fmt(p)}"

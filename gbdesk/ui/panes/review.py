@@ -30,9 +30,15 @@ from gbdesk.ui.theme import GENDER_COLORS, MUTED
 from gbdesk.ui.widgets import Banner, pane_header
 
 
+def _stats(store, run_id: int):
+    """Review statistics and the random review sample's progress."""
+    from gbdesk.ppi_metrics import sample_progress
+
+    return review_stats(store, run_id), sample_progress(store, run_id)
+
+
 def _load(store, run_id: int, filter_name: str, item_filter: dict | None, order: str):
-    queue = review_queue(store, run_id, filter_name, item_filter, order)
-    return queue, review_stats(store, run_id)
+    return review_queue(store, run_id, filter_name, item_filter, order), _stats(store, run_id)
 
 
 class ReviewPane(QWidget):
@@ -84,6 +90,16 @@ class ReviewPane(QWidget):
             top.addWidget(w)
         top.addWidget(self.filter_chip)
         top.addStretch(1)
+        self.sample_button = QPushButton("Draw a review &sample…")
+        self.sample_button.setToolTip(
+            "Mark a uniformly random, seeded set of this run's attempts (whole items where the "
+            "metrics average over items) for review. Reviewing them lets Results give every "
+            "metric as a prediction-powered estimate whose interval stays valid whatever the "
+            "automatic labeller gets wrong. Only a random sample supports this: review it in "
+            "run order, not least-sure-first."
+        )
+        self.sample_button.clicked.connect(self.draw_sample)
+        top.addWidget(self.sample_button)
 
         self.queue = QListWidget()
         self.queue.currentRowChanged.connect(self._show_current)
@@ -275,7 +291,7 @@ class ReviewPane(QWidget):
         self._show_stats(stats)
 
     def _queue_entry(self, item: ReviewItem) -> QListWidgetItem:
-        mark = "✓ " if item.reviewed else "• "
+        mark = ("✓ " if item.reviewed else "• ") + ("◆ " if item.in_sample else "")
         text = f"{mark}{item.item} #{item.attempt + 1} — {item.effective_label}"
         if item.corrected:
             text += f" (detector: {item.auto_label})"
@@ -357,7 +373,7 @@ class ReviewPane(QWidget):
             store.add_human_label(
                 item.attempt_id, reviewer, value, label.get("data"), label.get("evidence")
             )
-            return review_stats(store, run_id)
+            return _stats(store, run_id)
 
         def saved(stats) -> None:
             self.ctx.labels_changed.emit(run_id)
@@ -378,7 +394,9 @@ class ReviewPane(QWidget):
         else:
             self._show_current(row)
 
-    def _show_stats(self, stats) -> None:
+    def _show_stats(self, loaded) -> None:
+        stats, sample = loaded
+
         def pct(x: float | None) -> str:
             return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.0%}"
 
@@ -392,6 +410,12 @@ class ReviewPane(QWidget):
             if probe_name and stats.reviewed
             else None
         )
+        if sample:
+            unit = "items" if sample["unit"] == "item" else "attempts"
+            parts.append(
+                f"Random review sample: <b>{sample['reviewed']}</b> of {sample['size']} {unit} "
+                f"reviewed (seed {sample['seed']}) — prediction-powered results need at least 30."
+            )
         if stats.estimate and stats.estimate.get("text"):
             parts.append(html.escape(stats.estimate["text"]) + ".")
         if summary:
@@ -403,6 +427,46 @@ class ReviewPane(QWidget):
             )
             parts.append(f"Detector against your labels — {per}; agreement {pct(stats.accuracy)}.")
         self.stats.setText("<br>".join(parts))
+
+    def draw_sample(self, size: int | None = None, seed: int | None = None) -> None:
+        """Ask for a size and seed (unless given), draw the run's random review sample and
+        show it (filter "In the random review sample")."""
+        run_id = self.run_id()
+        if run_id is None:
+            return
+        if size is None:
+            from PySide6.QtWidgets import QInputDialog
+
+            size, ok = QInputDialog.getInt(
+                self,
+                "Random review sample",
+                "How many units to review by hand (30 at least; 100–300 is typical):",
+                100,
+                1,
+                1_000_000,
+            )
+            if not ok:
+                return
+        seed = 0 if seed is None else seed
+
+        def draw(store):
+            from gbdesk.ppi_metrics import draw_sample
+
+            return draw_sample(store, run_id, size, seed)
+
+        def drawn(result) -> None:
+            unit = "items (all their attempts)" if result["unit"] == "item" else "attempts"
+            self.banner.ok(
+                f"Run {run_id}: random review sample of {result['size']} of {result['of']} "
+                f"{unit} (seed {result['seed']}). Review them in run order; Results can then "
+                "show prediction-powered estimates."
+            )
+            self.filter_combo.setCurrentIndex(max(0, self.filter_combo.findData("sample")))
+            self.order_combo.setCurrentIndex(max(0, self.order_combo.findData("run")))
+            self.reload()
+            self.ctx.labels_changed.emit(run_id)
+
+        self.ctx.tasks.with_store(self.ctx.db_path, draw, on_done=drawn, on_error=self.banner.error)
 
     # -- navigation from Results --------------------------------------------------------
     def open_filtered(self, run_id: int, filter_name: str, item_filter: Any, title: str) -> None:
