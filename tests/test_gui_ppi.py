@@ -34,7 +34,9 @@ def test_draw_a_sample_review_it_and_see_ppi_results(qtbot, tmp_path, settings):
     window.show_pane("Review")
     wait_for(qtbot, lambda: review.run_combo.count() == 1 and review.items)
     review.draw_sample(40, seed=1)
-    wait_for(qtbot, lambda: review.filter_combo.currentData() == "sample" and len(review.items) == 40)
+    wait_for(
+        qtbot, lambda: review.filter_combo.currentData() == "sample" and len(review.items) == 40
+    )
     assert all(i.in_sample for i in review.items)
     assert review.queue.item(0).text().startswith("• ◆ ")
     for _ in range(40):  # Enter confirms the extractor's characters, then moves on
