@@ -29,13 +29,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gbdesk import runs
 from gbdesk.errors import UserError
 from gbdesk.format import duration
 from gbdesk.runs import (
     RunControl,
     estimate_run,
     execute_run,
-    llama_backend_factory,
     measured_scoring_speed,
     measured_speed,
     plan_run,
@@ -83,7 +83,7 @@ class Speed:
 def measure_speed(
     store: Store,
     model: dict[str, Any],
-    backend_factory: Callable[..., Any] = llama_backend_factory,
+    backend_factory: Callable[..., Any] | None = None,
     scoring: bool = True,
 ) -> Speed:
     """This model's speed: from its stored attempts where it has some, else measured now
@@ -102,7 +102,8 @@ def measure_speed(
         basis.append(f"{tps:.0f} tokens/s over {count:,} earlier generations of this model")
     if need_generation or need_scoring:
         started = time.perf_counter()
-        backend = backend_factory(model, {"prompt_mode": "auto", "batch_size": 1})
+        factory = backend_factory or runs.llama_backend_factory
+        backend = factory(model, {"prompt_mode": "auto", "batch_size": 1})
         try:
             load_s = time.perf_counter() - started
             if need_generation:
@@ -410,7 +411,7 @@ def run_audit(
     store: Store,
     audit_id: int,
     *,
-    backend_factory: Callable[..., Any] = llama_backend_factory,
+    backend_factory: Callable[..., Any] | None = None,
     control: RunControl | None = None,
     on_progress: Callable[[AuditProgress], None] | None = None,
     report: str | Path | None = None,
@@ -446,7 +447,7 @@ def run_audit(
         outcome = execute_run(
             store,
             entry["run_id"],
-            backend_factory=backend_factory,
+            backend_factory=backend_factory or runs.llama_backend_factory,
             control=control,
             on_progress=forward,
         )

@@ -203,7 +203,9 @@ class ResultsPane(QWidget):
         ctx.runs_changed.connect(self.refresh_runs)
         ctx.labels_changed.connect(self._labels_changed)
         ctx.open_results.connect(self.show_run)
+        ctx.open_runs.connect(self.show_runs)
         self._pending_select: int | None = None
+        self._pending_many: list[int] | None = None
         self.refresh_runs()
 
     # -- runs -----------------------------------------------------------------------------
@@ -218,7 +220,10 @@ class ResultsPane(QWidget):
 
     def _show_runs(self, runs: list[dict[str, Any]]) -> None:
         checked = set(self.checked_runs())
-        if self._pending_select is not None:
+        if self._pending_many:
+            checked = set(self._pending_many)
+            self._pending_many = None
+        elif self._pending_select is not None:
             checked = {self._pending_select}
             self._pending_select = None
         elif not checked and runs:
@@ -262,6 +267,13 @@ class ResultsPane(QWidget):
     def show_run(self, run_id: int) -> None:
         self._pending_select = run_id
         self.ctx.show_pane.emit("Results")
+        self.refresh_runs()
+
+    def show_runs(self, run_ids: list[int]) -> None:
+        """Tick these runs together (an audit's) and show their findings."""
+        self._pending_many = list(run_ids)
+        self.ctx.show_pane.emit("Results")
+        self.top_tabs.setCurrentIndex(0)
         self.refresh_runs()
 
     def set_checked(self, run_ids: list[int]) -> None:
