@@ -354,6 +354,11 @@ def _findings(data: ReportData, doc: _Doc, limit: int = 12) -> None:
         if len(found) > limit
         else ""
     )
+    compared = "".join(
+        f"<li>{e(line)}</li>" for c in data.comparisons for line in c.summary().splitlines()
+    )
+    if compared:
+        more += f"<p><b>Comparisons</b> (paired, item by item):</p><ul>{compared}</ul>"
     doc.add(f"<h2>Findings</h2><ol>{''.join(items)}</ol>{more}")
 
 

@@ -125,14 +125,17 @@ class ResultsPane(QWidget):
         self.compare_summary = QLabel()
         self.compare_summary.setWordWrap(True)
         self.compare_summary.setTextFormat(Qt.TextFormat.RichText)
+        self.compare_summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        summary_scroll = QScrollArea()
+        summary_scroll.setWidgetResizable(True)
+        summary_scroll.setWidget(self.compare_summary)
         self.compare_table = QTableWidget()
         self.compare_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.compare_table.verticalHeader().setVisible(False)
-        compare_box = QWidget()
-        cl = QVBoxLayout(compare_box)
-        cl.setContentsMargins(4, 4, 4, 4)
-        cl.addWidget(self.compare_summary)
-        cl.addWidget(self.compare_table, 1)
+        compare_box = QSplitter(Qt.Orientation.Vertical)
+        compare_box.addWidget(summary_scroll)
+        compare_box.addWidget(self.compare_table)
+        compare_box.setSizes([120, 200])
         self.top_tabs = QTabWidget()
         self.top_tabs.addTab(self.findings_list, "Findings")
         self.top_tabs.addTab(compare_box, "Comparison")
@@ -171,7 +174,7 @@ class ResultsPane(QWidget):
         right.addWidget(self.top_tabs)
         right.addWidget(self.table)
         right.addWidget(scroll)
-        right.setSizes([240, 200, 420])
+        right.setSizes([330, 170, 360])
         right_box = QWidget()
         rl = QVBoxLayout(right_box)
         rl.setContentsMargins(0, 0, 0, 0)
@@ -233,8 +236,12 @@ class ResultsPane(QWidget):
         self.run_list.clear()
         for r in reversed(runs):
             model = r["model"].get("name", "?")
+            try:
+                title = get_probe(r["probe"]).card.title
+            except Exception:  # a study no longer installed: its key
+                title = r["probe"]
             item = QListWidgetItem(
-                f"Run {r['id']} · {r['probe']}\n{model} · {r['status']}, "
+                f"Run {r['id']} · {title}\n{model} · {r['status']}, "
                 f"{r['attempts_done']:,} generations"
             )
             item.setData(Qt.ItemDataRole.UserRole, r["id"])
