@@ -441,15 +441,17 @@ class _ProgressPrinter:
 
 def _metrics_payload(store, run_id: int, labels: str) -> dict[str, Any]:
     from gbdesk.results import compute_metrics
+    from gbdesk.stats import adjusted_p_values
 
     run = store.get_run(run_id)
     metrics = compute_metrics(store, run_id, labels)
-    return {
-        "run_id": run_id,
-        "probe": run["probe"],
-        "labels": labels,
-        "metrics": {name: m.to_json() for name, m in metrics.items()},
-    }
+    adjusted = adjusted_p_values(metrics)  # Benjamini–Hochberg over the run's tests
+    out = {}
+    for name, m in metrics.items():
+        out[name] = m.to_json()
+        if name in adjusted:
+            out[name]["p_adj"] = adjusted[name]
+    return {"run_id": run_id, "probe": run["probe"], "labels": labels, "metrics": out}
 
 
 def _metrics_table(payload: dict[str, Any]) -> str:
@@ -458,7 +460,7 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     cis = {name: f"[{fmt(m['ci'][0])}, {fmt(m['ci'][1])}]" for name, m in metrics.items()}
     ci_width = max([19, *(len(ci) for ci in cis.values())])
     with_p = any(m.get("p_value") is not None for m in metrics.values())
-    p_head = f"{'p':>7}  " if with_p else ""
+    p_head = f"{'p':>7}  {'p_adj':>7}  " if with_p else ""
     ppi = any((m.get("details") or {}).get("kind") == "ppi" for m in metrics.values())
     ppi_head = f"{'automatic':>9}  {'bias':>7}  " if ppi else ""
     rows = [
@@ -468,8 +470,11 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     for name, m in metrics.items():
         p_cell = ""
         if with_p:
-            p = m.get("p_value")
-            p_cell = f"{'<0.001' if p is not None and p < 0.001 else fmt(p):>7}  "
+            p, pa = m.get("p_value"), m.get("p_adj")
+            p_cell = (
+                f"{'<0.001' if p is not None and p < 0.001 else fmt(p):>7}  "
+                f"{'<0.001' if pa is not None and pa < 0.001 else fmt(pa):>7}  "
+            )
         ppi_cell = ""
         if ppi:
             d = m.get("details") or {}
@@ -479,6 +484,11 @@ def _metrics_table(payload: dict[str, Any]) -> str:
         rows.append(
             f"{name:<{width}} {fmt(m['value']):>8}  {cis[name]:<{ci_width}} {p_cell}{ppi_cell}"
             f"{m['mark'] or '—':<4}  {m['n']:>5}"
+        )
+    if with_p:
+        rows.append(
+            "\np_adj: Benjamini–Hochberg adjusted over the run's tests (read this one when "
+            "many metrics are tested)"
         )
     if ppi:
         rows.append(

@@ -305,6 +305,7 @@ class ReviewPane(QWidget):
         if item.corrected:
             text += f" (detector: {item.auto_label})"
         entry = QListWidgetItem(text)
+        entry.setToolTip(text)  # the whole scenario and names when the list is narrow
         entry.setForeground(Qt.GlobalColor.black if item.reviewed else Qt.GlobalColor.darkGray)
         return entry
 
