@@ -604,6 +604,15 @@ def _cards(data: ReportData, doc: _Doc) -> None:
         )
 
 
+def _glossary(doc: _Doc) -> None:
+    from gbdesk.glossary import GLOSSARY
+
+    rows = "".join(
+        f"<tr><th width='18%'>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in GLOSSARY.items()
+    )
+    doc.add(f"<h2>Glossary</h2><table width='100%'>{rows}</table>")
+
+
 def _appendix(data: ReportData, doc: _Doc) -> None:
     doc.add("<h2 style='page-break-before: always'>Appendix: configuration</h2>")
     for section in data.runs:
@@ -652,6 +661,7 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     for section in data.runs:
         _section(section, doc, data.label_mode)
     _cards(data, doc)
+    _glossary(doc)
     _appendix(data, doc)
 
     doc.doc.setDefaultStyleSheet(CSS)

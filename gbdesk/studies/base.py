@@ -621,7 +621,7 @@ class Probe(ABC):
     ) -> str:
         """The run's findings in plain words (one paragraph, no model or run name)."""
         shown = [
-            f"{name} {metrics[name].value:.2f}"
+            f"{self.metric_title(name)} {metrics[name].value:.2f}"
             for name in self.headline_metrics
             if name in metrics and metrics[name].value == metrics[name].value
         ]

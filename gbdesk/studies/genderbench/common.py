@@ -233,9 +233,9 @@ class CharacterProfileProbe(GenerationProbe):
         parts = [
             f"{label} {value_phrase(metrics[name].value, metrics[name].ci, metrics[name].mark)}"
             for name, label in (
-                ("masculine_rate", "masculine rate"),
+                ("masculine_rate", "share of male characters (masculine rate)"),
                 ("stereotype_rate", "stereotype rate"),
-                ("disparity", "disparity"),
+                ("disparity", "gender imbalance (disparity)"),
             )
             if name in metrics
         ]
