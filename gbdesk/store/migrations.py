@@ -174,7 +174,29 @@ def _v4(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE metrics ADD COLUMN details_json TEXT")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4]
+def _v5(conn: sqlite3.Connection) -> None:
+    """Audits (`gbdesk.audit`): a model's budget, the plan of every probe's size and the
+    run ids as they are planned, so a restarted audit continues."""
+    conn.execute(
+        """
+        CREATE TABLE audits (
+            id INTEGER PRIMARY KEY,
+            model_id INTEGER REFERENCES models(id),
+            budget_s INTEGER NOT NULL,
+            budget TEXT NOT NULL,
+            plan_json TEXT NOT NULL,
+            speed_json TEXT,
+            left_out_json TEXT,
+            status TEXT NOT NULL,
+            report TEXT,
+            created_at TEXT NOT NULL,
+            finished_at TEXT
+        )
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
 LATEST_VERSION = len(MIGRATIONS)
 
 
