@@ -380,6 +380,12 @@ class Probe(ABC):
         """How many `unit`s a run of these items makes (the estimate's count)."""
         return len(items) * attempts
 
+    def bind(self, store: Any, params: dict[str, Any]) -> dict[str, Any]:
+        """Resolve parameters that refer to data in the database (e.g. a dataset built
+        there) into the run's own parameters, before its items are listed: called by
+        `plan_run` and `estimate_run` with the open store. The default changes nothing."""
+        return params
+
     # -- running ---------------------------------------------------------------------------
     @property
     def batchable(self) -> bool:
@@ -736,6 +742,10 @@ class Study:
     citation: str = ""
     summary: str = ""
     order: int = 100  # position in the catalogue (built-in studies: 10, 20, 30, 40)
+    #: the study's own `gbdesk` subcommands: "package.module:function", called by the
+    #: command line as ``function(subparsers, kit)`` (kit: `gbdesk.cli.CommandKit`); it
+    #: adds its subparsers and returns {command name: handler(args) -> exit status}
+    commands: str = ""
 
     def __post_init__(self) -> None:
         for probe in self.probes:
