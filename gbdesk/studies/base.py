@@ -500,6 +500,11 @@ class Probe(ABC):
         """The labeller could not decide (the "undecided" filters and counts)."""
         return False
 
+    def review_extras(self, store: Any, run_id: int) -> dict[int, dict[str, Any]]:
+        """attempt id → what the probe's review view needs beyond the latest label (e.g.
+        each of several validators' own decisions), put in `ReviewItem.extra`. Default none."""
+        return {}
+
     def is_tie(self, label: str, data: dict[str, Any]) -> bool:
         return False
 

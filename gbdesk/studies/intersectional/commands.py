@@ -275,7 +275,7 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- sharing ----------------------------------------------------------------------------------------
+# -- sharing -------------------------------------------------------------------------------
 def cmd_export(args: argparse.Namespace) -> int:
     from gbdesk.studies.intersectional import dataset as ds
 

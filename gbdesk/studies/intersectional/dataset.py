@@ -107,7 +107,7 @@ class Stereotype:
 
     @property
     def validated(self) -> str:
-        """"kept", "rejected", "pending" (no majority on a question yet) or "out"."""
+        """ "kept", "rejected", "pending" (no majority on a question yet) or "out"."""
         if not self.in_dataset:
             return "out"
         common, specific = self.majority("common"), self.majority("specific")
@@ -298,9 +298,7 @@ def load(store: Any, ref: Any) -> Dataset:
                 stereotype=meta.get("stereotype", ""),
                 explanation=meta.get("explanation", ""),
                 status=status,
-                filter={
-                    k: data.get(k) for k in ("broader", "broader_group", "explanation")
-                },
+                filter={k: data.get(k) for k in ("broader", "broader_group", "explanation")},
                 category_suggested=data.get("category_suggested"),
                 category_imported=meta.get("category_imported"),
                 validations=validations,
@@ -314,7 +312,8 @@ def load(store: Any, ref: Any) -> Dataset:
         "filter_run": run_id if run["source"] == "generated" else None,
         "filtered_by": (params.get("provenance") or {}).get("filtered_by") or model.get("name"),
         "filtered_at": (params.get("provenance") or {}).get("filtered_at")
-        or run.get("finished_at") or run.get("created_at"),
+        or run.get("finished_at")
+        or run.get("created_at"),
         "filter_prompt": params.get("template_name"),
         "source": run["source"],
     }
@@ -351,9 +350,7 @@ def question_agreement(dataset: Dataset, question: str) -> dict[str, Any]:
     return {
         "fleiss_kappa": fleiss["value"],
         "fleiss_kappa_reason": fleiss["reason"],
-        "share_majority": sum(1 for m in majority if m == positive) / len(rated)
-        if rated
-        else None,
+        "share_majority": sum(1 for m in majority if m == positive) / len(rated) if rated else None,
         "majority_answer": positive,
         "validators": summary["n_raters"],
         "stereotypes_rated": len(rated),
@@ -384,8 +381,7 @@ def plan_validations(
     rows = read_rows(path)
     require_columns(path, rows, ("stereotype_id", "common", "specific"))
     attempts = {
-        a["item"]: a["id"]
-        for a in sorted(store.attempts(dataset_id), key=lambda a: -a["attempt"])
+        a["item"]: a["id"] for a in sorted(store.attempts(dataset_id), key=lambda a: -a["attempt"])
     }
     problems: dict[str, list[int]] = {}
     seen: dict[str, int] = {}
@@ -446,7 +442,9 @@ def csv_row(s: Stereotype, provenance: dict[str, Any]) -> dict[str, Any]:
         "category_suggested": s.category_suggested or "",
         "elicited_for": s.elicited_for,
         "status": s.status,
-        "filter_broader": "" if s.filter.get("broader") is None else str(s.filter["broader"]).lower(),
+        "filter_broader": ""
+        if s.filter.get("broader") is None
+        else str(s.filter["broader"]).lower(),
         "filter_broader_group": s.filter.get("broader_group") or "",
         "filter_explanation": s.filter.get("explanation") or "",
         "validated": s.validated,
@@ -535,7 +533,7 @@ def _bool(value: Any) -> bool | None:
     if isinstance(value, bool) or value is None:
         return value
     text = str(value).strip().casefold()
-    return {"true": True, "false": False, "yes": True, "no": False, "": None}.get(text, None)
+    return {"true": True, "false": False, "yes": True, "no": False, "": None}.get(text)
 
 
 def plan_import(path: str | Path) -> dict[str, Any]:
@@ -586,7 +584,9 @@ def plan_import(path: str | Path) -> dict[str, Any]:
                 bad("name no category (a name or 1–16)", number)
                 continue
             category = found["category"]
-        suggested = find_category(r.get("category_suggested")) if r.get("category_suggested") else None
+        suggested = (
+            find_category(r.get("category_suggested")) if r.get("category_suggested") else None
+        )
         status = str(r.get("status") or "").strip() or "unfiltered"
         if status not in STATUSES:
             bad(f"have a status other than {', '.join(STATUSES)}", number)
@@ -709,7 +709,9 @@ def import_dataset(store: Any, path: str | Path, model_name: str | None = None) 
         )
         attempts.append(ImportedAttempt(s["id"], 0, response, label))
     with store.transaction():
-        result = write_imported_runs(store, probe, path, [ImportedRun(model, params, items, attempts)])
+        result = write_imported_runs(
+            store, probe, path, [ImportedRun(model, params, items, attempts)]
+        )
         run_id = result["run_id"]
         ids = {a["item"]: a["id"] for a in store.attempts(run_id)}
         n = 0
@@ -741,8 +743,11 @@ def read_file(path: str | Path) -> Dataset:
                 stereotype=s["stereotype"],
                 explanation=s["explanation"],
                 status=s["status"],
-                filter={"broader": s["broader"], "broader_group": s["broader_group"],
-                        "explanation": s["filter_explanation"]},  # fmt: skip
+                filter={
+                    "broader": s["broader"],
+                    "broader_group": s["broader_group"],
+                    "explanation": s["filter_explanation"],
+                },
                 category_suggested=s["category_suggested"],
                 category_imported=s["category_imported"],
                 validations=validations,

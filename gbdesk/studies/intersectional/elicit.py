@@ -40,7 +40,6 @@ from gbdesk.studies.intersectional.groups import (
     one_step_broader,
     or_list,
     parse_group,
-    people_phrase,
     plural_phrase,
     resolve_groups,
     table1_groups,
@@ -85,7 +84,7 @@ MAX_EXPLANATION_CHARS = 400
 
 
 def broader_phrase(group: str) -> str:
-    """"all old men, all White men or all old White people" for White;men;old."""
+    """ "all old men, all White men or all old White people" for White;men;old."""
     return or_list(f"all {plural_phrase(g)}" for g in one_step_broader(group))
 
 
@@ -223,9 +222,7 @@ def parse_verdict(text: str, group: str) -> dict[str, Any]:
         value = json.loads(str(text or ""))
     except (ValueError, RecursionError):
         value = None
-    if not isinstance(value, dict) or not isinstance(
-        value.get("applies_to_broader_group"), bool
-    ):
+    if not isinstance(value, dict) or not isinstance(value.get("applies_to_broader_group"), bool):
         return {"broader": None, "broader_group": None, "explanation": "", "status": "unparsed"}
     broader = value["applies_to_broader_group"]
     named = value.get("broader_group")
@@ -322,7 +319,8 @@ class ElicitationProbe(GenerationProbe):
         harms=["Stereotypes of intersectional groups the model reproduces when asked."],
         method="Prompt (a reconstruction from §2.2 — the paper's Figure 1 is an image whose "
         "wording is not published — with its three components: problem statement, "
-        "regulation, disclaimer): " + ELICIT_PROMPT.replace("{{", "{").replace("}}", "}")
+        "regulation, disclaimer): "
+        + ELICIT_PROMPT.replace("{{", "{").replace("}}", "}")
         + " — {people} is the group as a noun phrase ('old White men'), {broader} the groups "
         "with one attribute removed ('all old men, all White men or all old White people'). "
         "Decoded under a JSON schema (1 to max_stereotypes items, bounded lengths); replies "
@@ -505,9 +503,7 @@ def stereotypes_of_run(store: Any, run_id: int) -> list[dict[str, Any]]:
     (any case), each with where it came from."""
     run = store.get_run(run_id)
     if run["probe"] != ElicitationProbe.name:
-        raise UserError(
-            f"run {run_id} is a {run['probe']} run, not an {ElicitationProbe.name} run"
-        )
+        raise UserError(f"run {run_id} is a {run['probe']} run, not an {ElicitationProbe.name} run")
     from gbdesk.results import ensure_auto_labels
 
     ensure_auto_labels(store, run_id)
@@ -645,8 +641,11 @@ class FilterProbe(ChainProbe):
         "whose wording is not published): " + FILTER_PROMPT + " — asked per stereotype (the "
         "paper listed a group's stereotypes in one prompt), decoded under a JSON schema "
         "whose broader_group may only be one of the group's broader groups or 'none'. "
-        "Category prompt: " + CATEGORY_PROMPT.replace("{categories}", "(the 16 categories "
-        "of Table 2 with their explanations)") + " — constrained to the 16 names. Human "
+        "Category prompt: "
+        + CATEGORY_PROMPT.replace(
+            "{categories}", "(the 16 categories of Table 2 with their explanations)"
+        )
+        + " — constrained to the 16 names. Human "
         "validation (§2.5): several validators each answer, per stereotype, (1) is it "
         "commonly associated with the group (yes/no) and (2) is it (a) exclusive to the group "
         "or (b) also applicable to broader groups; Fleiss' κ and the share the majority "
@@ -766,9 +765,7 @@ class FilterProbe(ChainProbe):
             seed,
             json_schema=filter_schema(group),
         )
-        categories = "\n".join(
-            f"- {c['category']}: {c['explanation']}" for c in load_categories()
-        )
+        categories = "\n".join(f"- {c['category']}: {c['explanation']}" for c in load_categories())
         question = CATEGORY_PROMPT.format(
             people=plural_phrase(group),
             stereotype=metadata["stereotype"],
@@ -809,6 +806,16 @@ class FilterProbe(ChainProbe):
 
     def undecided(self, label: str) -> bool:
         return label == "unparsed"
+
+    def review_extras(self, store: Any, run_id: int) -> dict[int, dict[str, Any]]:
+        """Every validator's latest decision per stereotype, so that the Review pane shows
+        each validator their own (not whoever decided last)."""
+        from gbdesk.studies.intersectional.dataset import human_labels_by_validator
+
+        return {
+            attempt_id: {"validations": {name: e["data"] for name, e in by.items()}}
+            for attempt_id, by in human_labels_by_validator(store, run_id).items()
+        }
 
     def human_label(
         self, response: str, metadata: dict[str, Any], value: str, reviewer: str
@@ -916,8 +923,7 @@ class FilterProbe(ChainProbe):
                 ),
                 MetricGroup(
                     "Stereotypes screened",
-                    [n for n in ("stereotypes", "moved", "out", "unparsed_verdicts")
-                     if n in names],  # fmt: skip
+                    [n for n in ("stereotypes", "moved", "out", "unparsed_verdicts") if n in names],
                     kind="count",
                     columns=("Stereotypes", "Count"),
                 ),

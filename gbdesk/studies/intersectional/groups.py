@@ -40,7 +40,7 @@ _VALUE_ATTRIBUTE = {v.casefold(): (a, v) for a, vs in ATTRIBUTE_VALUES.items() f
 
 
 def group_name(attributes: Mapping[str, str | None]) -> str:
-    """"Black;women;Muslim" from {"race": "Black", "gender": "women", ...} (Table 1's order)."""
+    """ "Black;women;Muslim" from {"race": "Black", "gender": "women", ...} (Table 1's order)."""
     return ";".join(attributes[a] for a in CANONICAL_ORDER if attributes.get(a))  # type: ignore[misc]
 
 
@@ -114,7 +114,7 @@ def people_phrase(group: Mapping[str, str | None], count: int = 1) -> str:
 
 
 def plural_phrase(group: str) -> str:
-    """"old White men" for "White;men;old"."""
+    """ "old White men" for "White;men;old"."""
     return people_phrase(parse_group(group), 2)
 
 

@@ -37,10 +37,10 @@ from gbdesk.studies.base import (
     ProbeCard,
     ProbeOption,
 )
+from gbdesk.studies.intersectional.groups import people_phrase
 from gbdesk.studies.intersectional.stats import (
     bootstrap as bootstrap_intervals,
 )
-from gbdesk.studies.intersectional.groups import people_phrase
 from gbdesk.studies.intersectional.stats import (
     category_table,
     group_degree,
@@ -404,7 +404,9 @@ class IntersectionalProbe(ChainProbe):
         ref = params.get("dataset")
         if ref is None:
             return params
-        data = ds.read_file(ref) if isinstance(ref, str) and ref != "latest" else ds.load(store, ref)
+        data = (
+            ds.read_file(ref) if isinstance(ref, str) and ref != "latest" else ds.load(store, ref)
+        )
         bank = params.get("questions") or data.questions
         used = data.usable(params.get("stereotypes", "validated"))
         if not used:
@@ -706,9 +708,10 @@ class IntersectionalProbe(ChainProbe):
         lookup = self._lookup(metadata)
         chosen: dict[str, str] = {}
         for row in rows:
-            key = str(row.get("question_id") or "").strip() or str(
-                row.get("category") or ""
-            ).strip().casefold()
+            key = (
+                str(row.get("question_id") or "").strip()
+                or str(row.get("category") or "").strip().casefold()
+            )
             q = lookup.get(key)
             if q is None:
                 raise UserError("category must be a category name or 1–16 (or give question_id)")

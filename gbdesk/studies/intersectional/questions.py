@@ -62,7 +62,7 @@ def find_category(value: Any) -> dict[str, Any] | None:
 
 
 def split_answers(text: str) -> list[str]:
-    """"1 - Never; 2 - Sometimes" → ["Never", "Sometimes"]."""
+    """ "1 - Never; 2 - Sometimes" → ["Never", "Sometimes"]."""
     return [re.sub(r"^\s*\d+\s*-\s*", "", o).strip() for o in str(text).split(";") if o.strip()]
 
 

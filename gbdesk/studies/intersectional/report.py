@@ -64,8 +64,11 @@ def dataset_paragraphs(info: dict[str, Any]) -> list[Block]:
     blocks: list[Block] = [
         Paragraph(
             f"Stereotypes: {where}. Elicited by {prov.get('elicited_by') or 'an unknown model'}"
-            + (f" (elicitation run {prov['elicitation_run']})" if prov.get("elicitation_run")
-               else "")  # fmt: skip
+            + (
+                f" (elicitation run {prov['elicitation_run']})"
+                if prov.get("elicitation_run")
+                else ""
+            )
             + f", filtered by {prov.get('filtered_by') or 'an unknown model'}"
             + (f", imported from {prov['imported_from']}" if prov.get("imported_from") else "")
             + f". {counts.get('stereotypes', 0)} stereotypes screened for "
@@ -95,8 +98,13 @@ def dataset_paragraphs(info: dict[str, Any]) -> list[Block]:
         )
     blocks.append(
         Table(
-            ["Validation question", "Validators", "Stereotypes rated", "Fleiss' κ",
-             "Majority yes / a"],  # fmt: skip
+            [
+                "Validation question",
+                "Validators",
+                "Stereotypes rated",
+                "Fleiss' κ",
+                "Majority yes / a",
+            ],
             rows,
             title="Human validation (paper: 98.33 % / κ 0.78 and 80.21 % / κ 0.66)",
             caption="Fleiss' κ over the stereotypes in the dataset (statsmodels; undefined — "
@@ -153,14 +161,22 @@ def sdeg_blocks(extra: dict[str, Any], params: dict[str, Any]) -> list[Block]:
             Table(
                 ["Group", "Category", "Questions", "Roles", "SDeg"],
                 [
-                    [c["group"], c["category"], ", ".join(c["questions"]), str(c["roles"]),
-                     _figure(c["sdeg"])]  # fmt: skip
+                    [
+                        c["group"],
+                        c["category"],
+                        ", ".join(c["questions"]),
+                        str(c["roles"]),
+                        _figure(c["sdeg"]),
+                    ]
                     for c in shown
                 ],
                 title="SDeg per group and category",
                 caption="Groups ranked by their degree (their highest category). "
-                + (f"First {len(shown)} of {len(cells)} rows; all in the CSV export."
-                   if len(cells) > len(shown) else ""),  # fmt: skip
+                + (
+                    f"First {len(shown)} of {len(cells)} rows; all in the CSV export."
+                    if len(cells) > len(shown)
+                    else ""
+                ),
             )
         )
     return blocks

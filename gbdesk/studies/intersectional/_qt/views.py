@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyqtgraph as pg
@@ -185,6 +185,16 @@ class SDegResultsView(ResultView):
         layout.addWidget(note)
 
 
+def own_decision(item: ReviewItem, validator: str) -> dict[str, Any] | None:
+    """The validator's latest decision on a stereotype: the item's latest human label when
+    it is theirs (also just saved here), else theirs among every validator's (`extra`)."""
+    if not validator:
+        return None
+    if item.reviewer == validator:
+        return item.human_data or {}
+    return ((item.extra or {}).get("validations") or {}).get(validator)
+
+
 class StereotypeValidationView(ReviewView):
     """One stereotype of a dataset for a validator (the Review pane's "Reviewer"): the
     group, stereotype, explanation and the filter's verdict; the validator's answers to the
@@ -192,8 +202,11 @@ class StereotypeValidationView(ReviewView):
     exclusive to the group (a), 4 / B also broader groups (b), Alt+↓ / Alt+↑ category,
     Enter saves (and moves on)."""
 
-    COMMON = {"yes": "yes — commonly associated with the group", "no": "no — not common"}
-    SPECIFIC = {
+    COMMON: ClassVar[dict[str, str]] = {
+        "yes": "yes — commonly associated with the group",
+        "no": "no — not common",
+    }
+    SPECIFIC: ClassVar[dict[str, str]] = {
         "a": "(a) exclusive to this intersectional group",
         "b": "(b) also applies to broader groups",
     }
@@ -255,7 +268,7 @@ class StereotypeValidationView(ReviewView):
             self.text.setHtml(f"<p style='color:{MUTED}'>Nothing to review with this filter.</p>")
             return
         meta, auto = item.metadata, item.auto_data or {}
-        mine = item.human_data if item.reviewer and item.reviewer == self.reviewer else None
+        mine = own_decision(item, self.reviewer)
         self.answers = {
             "common": (mine or {}).get("common"),
             "specific": (mine or {}).get("specific"),
@@ -312,8 +325,9 @@ class StereotypeValidationView(ReviewView):
         ):
             value = self.answers.get(question)
             label.setText(
-                f"<b>{html.escape(words[value])}</b>" if value else f"<span style='color:{MUTED}'>"
-                "not decided</span>"
+                f"<b>{html.escape(words[value])}</b>"
+                if value
+                else f"<span style='color:{MUTED}'>not decided</span>"
             )
 
     def current_label(self) -> dict[str, Any]:
