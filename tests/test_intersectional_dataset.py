@@ -96,6 +96,14 @@ def test_replies_and_verdicts_are_parsed_or_marked():
     assert parse_verdict(verdict.format("true", "old"), group)["status"] == "out"
     assert parse_verdict(verdict.format("true", "Asian;men"), group)["status"] == "out"
     assert parse_verdict("garbage", group)["status"] == "unparsed"
+    # cut off by the length limit: the verdict given before the cut counts
+    cut = parse_verdict('{"applies_to_broader_group": true, "broader_group": "Black;women", '
+                        '"explanation": "Because th', group)  # fmt: skip
+    assert cut["status"] == "moved" and cut["explanation"] == "Because th …"
+    assert parse_verdict('{"applies_to_broader_group": false, "broa', group)["status"] == "kept"
+    assert parse_verdict('{"applies_to_broader_group": true, "broa', group)["status"] == (
+        "unparsed"  # it did not get to name the broader group
+    )
 
 
 # -- the pipeline ----------------------------------------------------------------------------
@@ -314,8 +322,9 @@ def test_cli_build_validate_agreement_export_import_and_run(tmp_path, capsys):
         built = cli(capsys, "dataset", "build", "--groups", "White;women", "Black;men;young",
                     "Asian;women;Muslim", "--model", f"{server.url}#fake", "--db", db, "--json")
         assert {k: built[k] for k in ("groups", "stereotypes", "filtered_out")} == {
-            "groups": 5, "stereotypes": 9, "filtered_out": 3,
+            "groups": 3, "stereotypes": 9, "filtered_out": 3,
         }
+        assert built["groups_in_dataset"] == 5  # two moved to broader groups
         dataset = str(built["dataset_id"])
         for name in DECISIONS:
             path = tmp_path / f"{name}.csv"

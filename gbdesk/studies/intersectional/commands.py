@@ -212,25 +212,27 @@ def cmd_build(args: argparse.Namespace) -> int:
         )
         _execute(store, dataset_id, f"filtering them with {filter_model['name']}")
         counts = ds.load(store, dataset_id).counts()
+        targets = len(store.run_items(elicit_id))
     payload = {
         "dataset_id": dataset_id,
-        "groups": counts["groups"],
+        "groups": targets,  # the target groups asked about
+        "groups_with_stereotypes": counts["groups_elicited"],
         "stereotypes": counts["stereotypes"],
         "filtered_out": counts["filtered_out"],
         "moved": counts["moved"],
         "out": counts["out"],
         "in_dataset": counts["in_dataset"],
-        "groups_elicited": counts["groups_elicited"],
+        "groups_in_dataset": counts["groups"],  # with broader groups stereotypes moved to
         "elicitation_run": elicit_id,
     }
     KIT.emit(
         args,
         payload,
         f"dataset {dataset_id}: {counts['stereotypes']} stereotypes for "
-        f"{counts['groups_elicited']} groups; the filter moved {counts['moved']} to a broader "
-        f"group and {counts['out']} out; {counts['in_dataset']} remain in {counts['groups']} "
-        f"groups.\nValidate them in the app's Review pane (run {dataset_id}) or with: gbdesk "
-        f"dataset validate {dataset_id} --file F --validator NAME",
+        f"{counts['groups_elicited']} of {targets} groups; the filter moved {counts['moved']} "
+        f"to a broader group and {counts['out']} out; {counts['in_dataset']} remain in "
+        f"{counts['groups']} groups.\nValidate them in the app's Review pane (run "
+        f"{dataset_id}) or with: gbdesk dataset validate {dataset_id} --file F --validator NAME",
     )
     return 0
 

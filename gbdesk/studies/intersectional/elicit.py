@@ -210,6 +210,30 @@ def parse_stereotypes(text: str) -> tuple[str, list[dict[str, str]]]:
     return status, out
 
 
+_VERDICT = re.compile(r'^\s*\{\s*"applies_to_broader_group"\s*:\s*(true|false)\s*(?:,|$)')
+_BROADER = re.compile(r'"broader_group"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_EXPLANATION = re.compile(r'"explanation"\s*:\s*"((?:[^"\\]|\\.)*)')
+
+
+def _cut_verdict(text: str) -> dict[str, Any] | None:
+    """The verdict of a reply cut off by the length limit (the schema puts the verdict
+    first): its complete fields and the explanation as far as it got (ending "…"), or
+    None when the verdict — with the broader group when it applies to one — was not given."""
+    m = _VERDICT.match(text)
+    if m is None:
+        return None
+    out: dict[str, Any] = {"applies_to_broader_group": m.group(1) == "true"}
+    broader = _BROADER.search(text)
+    if broader:
+        out["broader_group"] = _unescape(broader.group(1))
+    elif out["applies_to_broader_group"]:
+        return None  # cut before it named the broader group: no verdict to act on
+    explanation = _EXPLANATION.search(text)
+    if explanation:
+        out["explanation"] = _unescape(explanation.group(1).rstrip("\\")) + " …"
+    return out
+
+
 def parse_verdict(text: str, group: str) -> dict[str, Any]:
     """The filter's verdict on one stereotype of `group`: {"broader": True/False/None,
     "broader_group": a broader group of `group` in Table 1's form or None,
@@ -217,11 +241,12 @@ def parse_verdict(text: str, group: str) -> dict[str, Any]:
     (applies to a broader group of two or more attributes: it belongs to that group now),
     "out" (applies to a single-attribute group, or to an unnamed broader group: no
     intersectional group keeps it) or "unparsed" (no verdict: the stereotype stays, for
-    people to judge). Never raises."""
+    people to judge). A reply cut off by the length limit keeps the verdict it gave
+    before the cut (`_cut_verdict`). Never raises."""
     try:
         value = json.loads(str(text or ""))
     except (ValueError, RecursionError):
-        value = None
+        value = _cut_verdict(str(text or ""))
     if not isinstance(value, dict) or not isinstance(value.get("applies_to_broader_group"), bool):
         return {"broader": None, "broader_group": None, "explanation": "", "status": "unparsed"}
     broader = value["applies_to_broader_group"]
