@@ -53,6 +53,7 @@ def test_validators_decide_by_keyboard_each_their_own(qtbot, tmp_path, settings)
     chosen = view.category.currentData()
     assert view.current_label()["data"] == {
         "common": "yes", "specific": "a", "category": chosen, "category_changed": True,
+        "filter_status": review.current().auto_data["status"],
     }  # fmt: skip
     qtbot.keyClick(view, Qt.Key.Key_Return)
     settle(qtbot, window)

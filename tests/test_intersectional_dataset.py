@@ -124,6 +124,12 @@ def test_build_validate_agree_and_examine_as_the_paper(store, tmp_path):
     assert (counts["stereotypes"], counts["filtered_out"], counts["in_dataset"]) == (9, 3, 8)
 
     validate_all(store, dataset, tmp_path)
+    # the filter's own metrics stay the filter's once people have validated
+    filtered = {k: v.value for k, v in compute_metrics(store, dataset).items()}
+    assert filtered["moved"] == 2 and filtered["out"] == 1
+    assert {k: v.value for k, v in compute_metrics(store, dataset, "reviewed").items()} == (
+        filtered
+    )
     data = ds.load(store, dataset)
     by_id = {s.id: s for s in data.stereotypes}
     assert data.validators() == ["ana", "bo", "cy"]

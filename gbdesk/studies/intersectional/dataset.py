@@ -418,11 +418,12 @@ def import_validations(
         raise UserError("--validator needs a name")
     dataset_id = resolve_id(store, dataset_ref)
     planned = plan_validations(store, dataset_id, path)
+    auto = store.labels(dataset_id, "auto")
     with store.transaction():
         for attempt_id, data in planned:
-            store.add_human_label(
-                attempt_id, validator, decision_text(data), {**data, "via": Path(path).name}
-            )
+            verdict = (auto.get(attempt_id) or {}).get("data") or {}
+            extra = {"via": Path(path).name, "filter_status": verdict.get("status")}
+            store.add_human_label(attempt_id, validator, decision_text(data), {**data, **extra})
     return {"dataset_id": dataset_id, "validator": validator, "stored": len(planned)}
 
 
@@ -718,6 +719,7 @@ def import_dataset(store: Any, path: str | Path, model_name: str | None = None) 
         for s in plan["stereotypes"]:
             for name, data, at in s["decisions"]:
                 extra = {"at": at} if at else {}
+                extra["filter_status"] = s["status"]
                 store.add_human_label(ids[s["id"]], name, decision_text(data), {**data, **extra})
                 n += 1
     return {"dataset_id": run_id, "stereotypes": len(items), "validations": n}

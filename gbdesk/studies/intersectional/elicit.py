@@ -911,8 +911,8 @@ class FilterProbe(ChainProbe):
         bootstrap: bool = True,
         params: dict[str, Any] | None = None,
     ) -> dict[str, MetricValue]:
-        statuses = Counter(
-            (d or {}).get("status") or label
+        statuses = Counter(  # a validator's decision keeps the filter's verdict beside it
+            (d or {}).get("status") or (d or {}).get("filter_status") or label
             for r in results
             for label, d in zip(r.labels[:1], r.label_data[:1], strict=False)
         )

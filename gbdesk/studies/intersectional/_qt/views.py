@@ -256,6 +256,7 @@ class StereotypeValidationView(ReviewView):
                 QShortcut(QKeySequence(seq), self, slot, context=context)
         self.answers: dict[str, str | None] = {"common": None, "specific": None}
         self.suggested: str | None = None
+        self.filter_status: str | None = None
         self._show_answers()
 
     def set_reviewer(self, name: str) -> None:
@@ -278,6 +279,7 @@ class StereotypeValidationView(ReviewView):
         self.category.setCurrentIndex(max(0, self.category.findData(chosen)))
         group = auto.get("group") or meta.get("group", "")
         status = auto.get("status") or item.auto_label
+        self.filter_status = status
         e = html.escape
         note = {
             "kept": "the filter judged it specific to this group",
@@ -337,6 +339,7 @@ class StereotypeValidationView(ReviewView):
             "specific": self.answers.get("specific"),
             "category": category,
             "category_changed": category != self.suggested,
+            "filter_status": self.filter_status,  # the filter's verdict, for its metrics
         }
         value = f"{data['common'] or '?'}/{data['specific'] or '?'}"
         return {"label": value, "data": data, "evidence": None}
