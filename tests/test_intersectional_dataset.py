@@ -350,6 +350,21 @@ def test_cli_build_validate_agreement_export_import_and_run(tmp_path, capsys):
         assert agreement["commonality"]["validators"] == 3
         assert agreement["commonality"]["share_majority"] == pytest.approx(7 / 8)
         assert isinstance(agreement["group_specificity"]["fleiss_kappa"], float)
+        bank = tmp_path / "bank.csv"
+        bank.write_text(
+            "category,question,expected_answers\n"
+            "Socio-economic Status,Do you own a house?,Yes; No\n",
+            encoding="utf-8",
+        )
+        questions = cli(capsys, "dataset", "questions", dataset, "--import", str(bank), "--db",
+                        db, "--json")["questions"]  # fmt: skip
+        assert [q["id"] for q in questions] == ["u1"]  # the bank is replaced
+        out = tmp_path / "bank.json"
+        cli(capsys, "dataset", "questions", dataset, "--export", str(out), "--db", db, "--json")
+        assert json.loads(out.read_text())["questions"][0]["options"] == ["Yes", "No"]
+        cli(capsys, "dataset", "questions", dataset, "--reset", "--db", db, "--json")
+        listed = cli(capsys, "dataset", "list", "--db", db, "--json")
+        assert [d["dataset_id"] for d in listed] == [built["dataset_id"]]
         exported = tmp_path / "shared.json"
         cli(capsys, "dataset", "export", dataset, "--file", str(exported), "--db", db, "--json")
         other = str(tmp_path / "other.sqlite")
