@@ -9,8 +9,8 @@ and which of the 16 categories it falls in. Its run *is* the dataset: its attemp
 the stereotypes with the model's verdicts, and people's validations are stored on them as
 human labels (`dataset.py`).
 
-The paper's Figures 1 and 2 are images whose wording is not in the paper's text: both
-prompts here are reconstructions from §2.2 and §2.4, and say so on the cards.
+The paper gives both prompts only as images (Figures 1 and 2) whose wording is not in its
+text: both prompts here are reconstructions from §2.2 and §2.4, and say so on the cards.
 """
 
 from __future__ import annotations
@@ -342,9 +342,9 @@ class ElicitationProbe(GenerationProbe):
         "kept raw with the (group, stereotype, explanation) triples parsed from it; "
         "`intersectional_filter` then screens them.",
         harms=["Stereotypes of intersectional groups the model reproduces when asked."],
-        method="Prompt (a reconstruction from §2.2 — the paper's Figure 1 is an image whose "
-        "wording is not published — with its three components: problem statement, "
-        "regulation, disclaimer): "
+        method="Prompt (a reconstruction from §2.2 — the paper shows its prompt only as an "
+        "image, Figure 1, whose wording is not in its text — with its three components: "
+        "problem statement, regulation, disclaimer): "
         + ELICIT_PROMPT.replace("{{", "{").replace("}}", "}")
         + " — {people} is the group as a noun phrase ('old White men'), {broader} the groups "
         "with one attribute removed ('all old men, all White men or all old White people'). "
@@ -357,7 +357,8 @@ class ElicitationProbe(GenerationProbe):
         size="one reply per group and attempt (106 by default).",
         licence="CC BY 4.0 (groups transcribed from the paper)",
         limitations=[
-            "The prompt is a reconstruction: the paper's Figure 1 wording is not in its text.",
+            "The prompt is a reconstruction: the paper's Figure 1 is an image, its wording not in "
+            "the text.",
             "Gender includes non-binary, as Table 1 does, though §2.1 lists men and women only.",
             "A small model lists generic or invented 'stereotypes'; the filter and people's "
             "validation are there to remove them, not this step.",
@@ -662,10 +663,12 @@ class FilterProbe(ChainProbe):
         "dropped. The model also suggests one of the 16 categories. People then validate "
         "every stereotype in Review (commonality yes/no, group-specificity a/b, category).",
         harms=["Stereotypes of intersectional groups (the dataset's content)."],
-        method="Filter prompt (a reconstruction from §2.4 — the paper's Figure 2 is an image "
-        "whose wording is not published): " + FILTER_PROMPT + " — asked per stereotype (the "
-        "paper listed a group's stereotypes in one prompt), decoded under a JSON schema "
-        "whose broader_group may only be one of the group's broader groups or 'none'. "
+        method="Filter prompt (a reconstruction from §2.4 — the paper shows its prompt only as "
+        "an image, Figure 2, whose wording is not in its text): "
+        + FILTER_PROMPT
+        + " — asked per stereotype (the paper listed a group's stereotypes in one prompt), "
+        "decoded under a JSON schema whose broader_group may only be one of the group's broader "
+        "groups or 'none'. "
         "Category prompt: "
         + CATEGORY_PROMPT.replace(
             "{categories}", "(the 16 categories of Table 2 with their explanations)"
@@ -681,7 +684,8 @@ class FilterProbe(ChainProbe):
         size="one attempt (two requests) per stereotype.",
         licence="CC BY 4.0 (categories transcribed from the paper)",
         limitations=[
-            "Both prompts are reconstructions: the paper's Figure 2 wording is not in its text.",
+            "Both prompts are reconstructions: the paper's Figure 2 is an image, its wording "
+            "not in the text.",
             "One stereotype per prompt, not a group's list at once as in Figure 2.",
             "A stereotype moved to a single-attribute group leaves the dataset (the paper "
             "keeps intersectional groups only); one the model flags without naming a broader "

@@ -190,7 +190,7 @@ def elicitation_blocks(params: dict[str, Any]) -> list[Block]:
             f"{len(groups)} target groups; at most {params.get('max_stereotypes', 8)} "
             "stereotypes per reply, decoded under a JSON schema. The prompt is a "
             "reconstruction of the paper's Figure 1 from §2.2 (problem statement, regulation, "
-            "disclaimer): the figure's wording is not published in text. Replies are kept "
+            "disclaimer): the figure is an image, its wording not in the text. Replies are kept "
             "raw; the triples parsed from them are in triples.csv.",
             "muted",
         ),
@@ -205,9 +205,10 @@ def filter_blocks(params: dict[str, Any]) -> list[Block]:
             f"Stereotypes elicited by {prov.get('elicited_by') or 'an unknown model'}"
             + (f" (run {prov['elicitation_run']})" if prov.get("elicitation_run") else "")
             + ". Each was asked, one at a time, whether it also applies to a broader group "
-            "(the paper's Figure 2, reconstructed from §2.4: its wording is not published in "
-            "text); flagged ones were moved to the broader intersectional group the model "
-            "named, or out of the dataset (single-attribute or unnamed group) — kept in the "
+            "(the paper's Figure 2, reconstructed from §2.4: the figure is an image, its "
+            "wording not in the text); flagged ones were moved to the broader intersectional "
+            "group the model named, or out of the dataset (single-attribute or unnamed group) — "
+            "kept in the "
             "run, marked. The model also suggested one of the 16 categories. Validators' "
             "decisions and their agreement: gbdesk dataset agreement / export.",
             "muted",
