@@ -16,7 +16,8 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -359,7 +360,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reviewer", type=_text, required=True)
     _db_arg(p)
     _json_arg(p)
+    _add_study_commands(sub)
     return parser
+
+
+@dataclass(frozen=True)
+class CommandKit:
+    """What a study's own subcommands (`Study.commands`) use to behave like the built-in
+    ones: the --db and --json arguments, opening the database, printing the result, a
+    progress printer for runs, and the argument types."""
+
+    db_arg: Callable[[argparse.ArgumentParser], None]
+    json_arg: Callable[[argparse.ArgumentParser], None]
+    open_store: Callable[..., Any]
+    emit: Callable[[argparse.Namespace, Any, str], None]
+    progress: Callable[[], Callable[[Any], None]]
+    text: Callable[[str], str]
+    run_id: Callable[[str], int]
+    positive_int: Callable[[str], int]
+    seed: Callable[[str], int]
+
+
+#: subcommands added by studies (`Study.commands`), filled when the parser is built
+STUDY_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def _add_study_commands(sub: Any) -> None:
+    """Let every study that declares `commands` add its subcommands."""
+    from importlib import import_module
+
+    from gbdesk.studies import studies
+
+    kit = CommandKit(
+        _db_arg, _json_arg, _open_store, _emit, _ProgressPrinter, _text, _run_id,
+        _positive_int, _seed,
+    )  # fmt: skip
+    for study in studies():
+        if not study.commands:
+            continue
+        module, _, attr = study.commands.partition(":")
+        try:
+            handlers = getattr(import_module(module), attr)(sub, kit)
+        except Exception:  # a broken study must not break the other commands
+            logging.getLogger(__name__).exception("commands of the study %r failed", study.name)
+            continue
+        for name, handler in handlers.items():
+            if name in COMMANDS:
+                logging.getLogger(__name__).error("study command %r shadows a built-in", name)
+                continue
+            STUDY_COMMANDS[name] = handler
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -1031,7 +1080,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if getattr(args, "db", None) is None and args.app_db:
             args.db = args.app_db
-        return COMMANDS[args.command](args)
+        return (COMMANDS.get(args.command) or STUDY_COMMANDS[args.command])(args)
     except UserError as exc:
         print(f"gbdesk: error: {exc}", file=sys.stderr)
         return 2

@@ -108,6 +108,7 @@ def review_items(store: Store, run_id: int) -> list[ReviewItem]:
     items = {row["item"]: (row["idx"], row["metadata"]) for row in store.run_items(run_id)}
     auto = store.labels(run_id, "auto")
     human = store.labels(run_id, "human")
+    extras = probe.review_extras(store, run_id)
     out = []
     for attempt in store.attempts(run_id):
         label = auto.get(attempt["id"], {})
@@ -133,6 +134,7 @@ def review_items(store: Store, run_id: int) -> list[ReviewItem]:
                 index=idx,
                 probe=probe,
                 in_sample=attempt["id"] in sample,
+                extra=extras.get(attempt["id"], {}),
             )
         )
     return out

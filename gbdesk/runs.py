@@ -163,7 +163,7 @@ def plan_run(
 ) -> int:
     """Store a new run with its items; return its id. Nothing is generated yet."""
     probe = get_probe(probe_name)
-    params = probe.resolve_params(**probe_params)
+    params = probe.bind(store, probe.resolve_params(**probe_params))
     attempts = probe.default_attempts if attempts is None else attempts
     defaults = probe.default_generation
     generation = {
@@ -672,7 +672,8 @@ def estimate_run(
 ) -> Estimate:
     """Generations a run would make and how long they should take on this machine."""
     probe = get_probe(probe_name)
-    items = probe.items(probe.resolve_params(limit=limit, sample=sample, **probe_params))
+    params = probe.resolve_params(limit=limit, sample=sample, **probe_params)
+    items = probe.items(probe.bind(store, params))
     if isinstance(probe, ScoringProbe):  # speed in sentences, from scoring runs
         sentences = probe.work_units(items, 1)
         measured = measured_scoring_speed(store, model_sha256)

@@ -451,6 +451,12 @@ class Probe(ABC):
         """How many `unit`s a run of these items makes (the estimate's count)."""
         return len(items) * attempts
 
+    def bind(self, store: Any, params: dict[str, Any]) -> dict[str, Any]:
+        """Resolve parameters that refer to data in the database (e.g. a dataset built
+        there) into the run's own parameters, before its items are listed: called by
+        `plan_run` and `estimate_run` with the open store. The default changes nothing."""
+        return params
+
     # -- running ---------------------------------------------------------------------------
     @property
     def batchable(self) -> bool:
@@ -564,6 +570,11 @@ class Probe(ABC):
     def undecided(self, label: str) -> bool:
         """The labeller could not decide (the "undecided" filters and counts)."""
         return False
+
+    def review_extras(self, store: Any, run_id: int) -> dict[int, dict[str, Any]]:
+        """attempt id → what the probe's review view needs beyond the latest label (e.g.
+        each of several validators' own decisions), put in `ReviewItem.extra`. Default none."""
+        return {}
 
     def is_tie(self, label: str, data: dict[str, Any]) -> bool:
         return False
@@ -886,6 +897,10 @@ class Study:
     citation: str = ""
     summary: str = ""
     order: int = 100  # position in the catalogue (built-in studies: 10, 20, 30, 40)
+    #: the study's own `gbdesk` subcommands: "package.module:function", called by the
+    #: command line as ``function(subparsers, kit)`` (kit: `gbdesk.cli.CommandKit`); it
+    #: adds its subparsers and returns {command name: handler(args) -> exit status}
+    commands: str = ""
 
     def __post_init__(self) -> None:
         for probe in self.probes:

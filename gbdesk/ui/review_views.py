@@ -53,6 +53,10 @@ class ReviewView(QWidget):
     def show_item(self, item: ReviewItem | None, probe: Probe) -> None:
         raise NotImplementedError
 
+    def set_reviewer(self, name: str) -> None:
+        """Who is reviewing (the pane's "Reviewer"), before each `show_item`: views where
+        several people label the same attempt independently show that person's own label."""
+
 
 class TextReviewView(ReviewView):
     """A header line over a rich-text browser (subclasses fill both)."""

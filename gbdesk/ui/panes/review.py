@@ -76,6 +76,8 @@ class ReviewPane(QWidget):
         self.reviewer.editingFinished.connect(
             lambda: ctx.settings.setValue("reviewer", self.reviewer.text().strip())
         )
+        # views that show each reviewer's own label follow a change of name
+        self.reviewer.editingFinished.connect(lambda: self._show_current(self.queue.currentRow()))
         self.filter_chip = QPushButton()
         self.filter_chip.setVisible(False)
         self.filter_chip.setToolTip("Clear this filter")
@@ -317,6 +319,9 @@ class ReviewPane(QWidget):
         item = self.current()
         probe_name = self.probe_name()
         if self.view is not None and probe_name:
+            set_reviewer = getattr(self.view, "set_reviewer", None)  # views of other packages
+            if set_reviewer is not None:
+                set_reviewer(self.reviewer.text().strip())
             self.view.show_item(item, get_probe(probe_name))
         if item is None:
             self.status.setText("")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyqtgraph as pg
@@ -12,6 +12,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
+    QFormLayout,
     QHeaderView,
     QLabel,
     QSplitter,
@@ -24,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from gbdesk.review import ReviewItem
 from gbdesk.studies.base import Probe
-from gbdesk.studies.intersectional.probe import load_categories
+from gbdesk.studies.intersectional.probe import load_categories, questions_of
 from gbdesk.ui.result_views import ResultView
 from gbdesk.ui.review_views import ReviewView
 from gbdesk.ui.theme import MUTED
@@ -34,8 +36,8 @@ UNPARSED = QColor("#fde2e1")
 
 
 class RoleAnswersView(ReviewView):
-    """The simulated role, and each category's question, raw answer and mapped option.
-    Keys: Alt+↓ / Alt+↑ pick a category, 1–5 set its option, Enter saves."""
+    """The simulated role, and each question it answered (its category, raw answer and
+    mapped option). Keys: Alt+↓ / Alt+↑ pick a question, 1–5 set its option, Enter saves."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -71,7 +73,7 @@ class RoleAnswersView(ReviewView):
             )
         QShortcut(QKeySequence("Alt+Down"), self, lambda: self.move(1), context=context)
         QShortcut(QKeySequence("Alt+Up"), self, lambda: self.move(-1), context=context)
-        self.categories = load_categories()
+        self.questions: list[dict[str, Any]] = questions_of({})
         self.answers: dict[str, dict[str, Any]] = {}
         self.auto: dict[str, dict[str, Any]] = {}
 
@@ -81,6 +83,7 @@ class RoleAnswersView(ReviewView):
             self.role.setHtml(f"<p style='color:{MUTED}'>Nothing to review with this filter.</p>")
             self.table.setRowCount(0)
             return
+        self.questions = questions_of(item.metadata)
         self.auto = {k: dict(v) for k, v in ((item.auto_data or {}).get("answers") or {}).items()}
         source = item.human_data if item.human_data else item.auto_data
         self.answers = {k: dict(v) for k, v in ((source or {}).get("answers") or {}).items()}
@@ -98,13 +101,13 @@ class RoleAnswersView(ReviewView):
             self.table.selectRow(0)
 
     def _fill(self) -> None:
-        self.table.setRowCount(len(self.categories))
-        for row, cat in enumerate(self.categories):
+        self.table.setRowCount(len(self.questions))
+        for row, cat in enumerate(self.questions):
             ans = self.answers.get(str(cat["id"]), {})
             option = ans.get("option")
             values = [
                 cat["category"],
-                cat["example_question"],
+                cat["question"],
                 ans.get("raw", ""),
                 option or "unparsed",
             ]
@@ -124,9 +127,9 @@ class RoleAnswersView(ReviewView):
 
     def set_option(self, index: int) -> None:
         row = self.table.currentRow()
-        if row < 0 or row >= len(self.categories):
+        if row < 0 or row >= len(self.questions):
             return
-        cat = self.categories[row]
+        cat = self.questions[row]
         if index >= len(cat["options"]):
             return
         key = str(cat["id"])
@@ -180,3 +183,163 @@ class SDegResultsView(ResultView):
         note = QLabel(f"<span style='color:{MUTED}'>Categories: {legend}</span>")
         note.setWordWrap(True)
         layout.addWidget(note)
+
+
+def own_decision(item: ReviewItem, validator: str) -> dict[str, Any] | None:
+    """The validator's latest decision on a stereotype: the item's latest human label when
+    it is theirs (also just saved here), else theirs among every validator's (`extra`)."""
+    if not validator:
+        return None
+    if item.reviewer == validator:
+        return item.human_data or {}
+    return ((item.extra or {}).get("validations") or {}).get(validator)
+
+
+class StereotypeValidationView(ReviewView):
+    """One stereotype of a dataset for a validator (the Review pane's "Reviewer"): the
+    group, stereotype, explanation and the filter's verdict; the validator's answers to the
+    paper's two questions and the category. Keys: 1 / Y common, 2 / N not common, 3 / A
+    exclusive to the group (a), 4 / B also broader groups (b), Alt+↓ / Alt+↑ category,
+    Enter saves (and moves on)."""
+
+    COMMON: ClassVar[dict[str, str]] = {
+        "yes": "yes — commonly associated with the group",
+        "no": "no — not common",
+    }
+    SPECIFIC: ClassVar[dict[str, str]] = {
+        "a": "(a) exclusive to this intersectional group",
+        "b": "(b) also applies to broader groups",
+    }
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.reviewer = ""
+        self.header = QLabel()
+        self.header.setWordWrap(True)
+        self.text = QTextBrowser()
+        self.common_label = QLabel()
+        self.specific_label = QLabel()
+        self.category = QComboBox()
+        self.category.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Alt+↓ must not open it
+        for c in load_categories():
+            self.category.addItem(f"{c['id']}. {c['category']}", c["category"])
+        self.category.setToolTip("Alt+↓ / Alt+↑: next / previous category")
+        help_ = QLabel(
+            "<b>1</b>/<b>Y</b> common · <b>2</b>/<b>N</b> not common · <b>3</b>/<b>A</b> "
+            "exclusive to the group · <b>4</b>/<b>B</b> also broader groups · "
+            "<b>Alt+↓</b>/<b>Alt+↑</b> category · <b>Enter</b> save. Your name (Reviewer) "
+            "is the validator's; each validator decides on their own."
+        )
+        help_.setWordWrap(True)
+        help_.setStyleSheet(f"color:{MUTED}")
+        form = QFormLayout()
+        form.addRow("Commonly associated with the group?", self.common_label)
+        form.addRow("Exclusive to the group?", self.specific_label)
+        form.addRow("Category", self.category)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.header)
+        layout.addWidget(self.text, 1)
+        layout.addLayout(form)
+        layout.addWidget(help_)
+        context = Qt.ShortcutContext.WidgetWithChildrenShortcut
+        keys = (
+            (("1", "Y"), lambda: self.set_answer("common", "yes")),
+            (("2", "N"), lambda: self.set_answer("common", "no")),
+            (("3", "A"), lambda: self.set_answer("specific", "a")),
+            (("4", "B"), lambda: self.set_answer("specific", "b")),
+            (("Alt+Down",), lambda: self.step_category(1)),
+            (("Alt+Up",), lambda: self.step_category(-1)),
+        )
+        for sequences, slot in keys:
+            for seq in sequences:
+                QShortcut(QKeySequence(seq), self, slot, context=context)
+        self.answers: dict[str, str | None] = {"common": None, "specific": None}
+        self.suggested: str | None = None
+        self.filter_status: str | None = None
+        self._show_answers()
+
+    def set_reviewer(self, name: str) -> None:
+        """The validator whose decisions this view shows and makes."""
+        self.reviewer = name
+
+    def show_item(self, item: ReviewItem | None, probe: Probe) -> None:
+        if item is None:
+            self.header.setText("")
+            self.text.setHtml(f"<p style='color:{MUTED}'>Nothing to review with this filter.</p>")
+            return
+        meta, auto = item.metadata, item.auto_data or {}
+        mine = own_decision(item, self.reviewer)
+        self.answers = {
+            "common": (mine or {}).get("common"),
+            "specific": (mine or {}).get("specific"),
+        }
+        self.suggested = auto.get("category_suggested") or meta.get("category_imported")
+        chosen = (mine or {}).get("category") or self.suggested
+        self.category.setCurrentIndex(max(0, self.category.findData(chosen)))
+        group = auto.get("group") or meta.get("group", "")
+        status = auto.get("status") or item.auto_label
+        self.filter_status = status
+        e = html.escape
+        note = {
+            "kept": "the filter judged it specific to this group",
+            "moved": f"the filter moved it here from {e(meta.get('group', ''))}",
+            "out": "the filter moved it <b>out of the dataset</b> (it applies to "
+            + e(auto.get("broader_group") or "an unnamed broader group")
+            + "); your decision does not change that",
+            "unparsed": "the filter gave no readable verdict",
+        }.get(status, e(status))
+        who = (
+            f"your decision ({e(self.reviewer)})"
+            if mine
+            else (f"not yet decided by {e(self.reviewer)}" if self.reviewer else "type your name")
+        )
+        self.header.setText(
+            f"<b>{e(group)}</b> · stereotype {e(item.item)} <span style='color:{MUTED}'>"
+            f"({who})</span>"
+        )
+        self.text.setHtml(
+            f"<p style='font-size:14pt'><b>{e(meta.get('stereotype', ''))}</b></p>"
+            f"<p>{e(meta.get('explanation', ''))}</p>"
+            f"<p style='color:{MUTED}'>Filter: {note}."
+            + (f" “{e(auto['explanation'])}”" if auto.get("explanation") else "")
+            + (
+                f"<br>Category suggested by the model: {e(self.suggested)}"
+                if self.suggested
+                else ""
+            )
+            + "</p>"
+        )
+        self._show_answers()
+
+    def set_answer(self, question: str, value: str) -> None:
+        self.answers[question] = value
+        self._show_answers()
+
+    def step_category(self, step: int) -> None:
+        n = self.category.count()
+        self.category.setCurrentIndex((self.category.currentIndex() + step) % n)
+
+    def _show_answers(self) -> None:
+        for label, question, words in (
+            (self.common_label, "common", self.COMMON),
+            (self.specific_label, "specific", self.SPECIFIC),
+        ):
+            value = self.answers.get(question)
+            label.setText(
+                f"<b>{html.escape(words[value])}</b>"
+                if value
+                else f"<span style='color:{MUTED}'>not decided</span>"
+            )
+
+    def current_label(self) -> dict[str, Any]:
+        category = self.category.currentData()
+        data = {
+            "common": self.answers.get("common"),
+            "specific": self.answers.get("specific"),
+            "category": category,
+            "category_changed": category != self.suggested,
+            "filter_status": self.filter_status,  # the filter's verdict, for its metrics
+        }
+        value = f"{data['common'] or '?'}/{data['specific'] or '?'}"
+        return {"label": value, "data": data, "evidence": None}
