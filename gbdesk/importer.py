@@ -270,6 +270,8 @@ def write_imported_runs(
     rows = []
     for plan in planned:
         prompts = {i.key: i.prompt for i in plan.items}
+        metadata = {i.key: i.metadata for i in plan.items}
+        flat = probe.has_label_facts  # the label's flat rows, written with it (gbdesk.flat)
         per_item: dict[str, int] = defaultdict(int)
         for a in plan.attempts:
             per_item[a.item] = max(per_item[a.item], a.attempt + 1)
@@ -282,6 +284,11 @@ def write_imported_runs(
                 "prompt_mode": "imported",
                 "auto_label": a.label,
                 "scores": a.scores,
+                "facts": (
+                    probe.label_facts(a.label, a.response, metadata.get(a.item, {}))
+                    if flat and a.label is not None
+                    else None
+                ),
             }
             for a in plan.attempts
         )

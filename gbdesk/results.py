@@ -36,11 +36,12 @@ def ensure_auto_labels(store: Store, run_id: int) -> int:
     yet with the probe's built-in labeller; return how many were labelled."""
     probe = get_probe(store.get_run(run_id)["probe"])
     source = _auto_source(store, run_id)
-    labelled = store.labels(run_id, "auto", source)
     if source is not None and not source.startswith(probe.builtin_source_prefix()):
         return 0  # another labeller (e.g. an LLM pass) fills these; nothing to do here
+    missing = store.unlabelled_attempts(run_id, source)
+    if not missing:
+        return 0
     metadata = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
-    missing = [a for a in store.attempts(run_id) if a["id"] not in labelled]
     for attempt in missing:
         label = probe.label(attempt["response"], metadata.get(attempt["item"], {}))
         store.set_auto_label(attempt["id"], **label)
@@ -76,11 +77,40 @@ def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[It
     return list(by_item.values())
 
 
+def flat_run(store: Store, run_id: int, label_mode: str) -> Any:
+    """The run read from the flat table of label facts (`gbdesk.flat.FlatRun`) with the
+    labels of `label_mode` ("ppi": the automatic ones), or None when its probe has none."""
+    from gbdesk.flat import load_flat
+
+    return load_flat(store, run_id, "auto" if label_mode == "ppi" else label_mode)
+
+
+def extra_results(
+    store: Store, run_id: int, label_mode: str = "auto", flat: bool = True
+) -> dict[str, Any]:
+    """The probe's non-scalar results (`Probe.extra_results`), from the flat table when the
+    probe has one (`flat=False`: always from the labels)."""
+    run = store.get_run(run_id)
+    probe = get_probe(run["probe"])
+    if flat and probe.has_label_facts:
+        ensure_auto_labels(store, run_id)
+        got = probe.flat_extra_results(flat_run(store, run_id, label_mode), run["params"])
+        if got is not None:
+            return got
+    return probe.extra_results(item_results(store, run_id, label_mode), run["params"])
+
+
 def compute_metrics(
-    store: Store, run_id: int, label_mode: str = "auto", use_cache: bool = True
+    store: Store,
+    run_id: int,
+    label_mode: str = "auto",
+    use_cache: bool = True,
+    flat: bool = True,
 ) -> dict[str, MetricValue]:
     """The run's metrics from automatic labels ("auto"), reviewed ones ("reviewed": a
-    person's where present), or as prediction-powered estimates ("ppi"); cached."""
+    person's where present), or as prediction-powered estimates ("ppi"); cached. Probes
+    with a flat table compute "auto" and "reviewed" from it (`flat=False`: from every
+    label's JSON, the reference path the flat one must equal)."""
     if label_mode not in METRIC_MODES:
         raise ValueError(f"label mode must be one of {METRIC_MODES}")
     ensure_auto_labels(store, run_id)
@@ -111,7 +141,11 @@ def compute_metrics(
 
         metrics = ppi_metric_values(store, run_id)
     else:
-        metrics = probe.metrics(item_results(store, run_id, label_mode), params=run["params"])
+        metrics = None
+        if flat and probe.has_label_facts:
+            metrics = probe.flat_metrics(flat_run(store, run_id, label_mode), run["params"])
+        if metrics is None:
+            metrics = probe.metrics(item_results(store, run_id, label_mode), params=run["params"])
     store.save_metrics(
         run_id,
         label_mode,
@@ -168,13 +202,22 @@ class ReviewStats:
         }
 
 
-def review_stats(store: Store, run_id: int) -> ReviewStats:
+def review_stats(store: Store, run_id: int, flat: bool = True) -> ReviewStats:
     """Reviewed/corrected counts and the detector's precision and recall per label,
-    taking the latest human label of each reviewed attempt as the truth."""
+    taking the latest human label of each reviewed attempt as the truth (with a flat
+    table, only the reviewed attempts' automatic labels are read)."""
     probe = get_probe(store.get_run(run_id)["probe"])
     ensure_auto_labels(store, run_id)
-    auto = store.labels(run_id, "auto", _auto_source(store, run_id))
     human = store.labels(run_id, "human")
+    estimate: tuple[bool, Any] = (False, None)
+    if flat and probe.has_label_facts:
+        auto = store.labels_of(human, "auto", _auto_source(store, run_id))
+        estimate = probe.flat_estimated_accuracy(flat_run(store, run_id, "auto"), human)
+    else:
+        auto = store.labels(run_id, "auto", _auto_source(store, run_id))
+    if not estimate[0]:
+        auto = store.labels(run_id, "auto", _auto_source(store, run_id))
+        estimate = (True, probe.estimated_accuracy(auto, human))
     rows = [(auto[a], h) for a, h in human.items() if a in auto]
     pairs = [(a["label"], h["label"]) for a, h in rows]
     per_label: dict[str, dict[str, float]] = {}
@@ -195,7 +238,7 @@ def review_stats(store: Store, run_id: int) -> ReviewStats:
         per_label=per_label,
         accuracy=correct / len(pairs) if pairs else math.nan,
         quality=probe.review_quality(rows) if rows else {},
-        estimate=probe.estimated_accuracy(auto, human),
+        estimate=estimate[1],
     )
 
 

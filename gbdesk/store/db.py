@@ -303,6 +303,8 @@ class PreparedAttempts:
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     labels: dict[tuple[str, int], tuple[Any, ...]] = field(default_factory=dict)
     scores: dict[tuple[str, int], Sequence[dict[str, Any]]] = field(default_factory=dict)
+    #: the automatic label's flat rows (`Probe.label_facts`), when the caller made them
+    facts: dict[tuple[str, int], list[tuple[Any, ...]]] = field(default_factory=dict)
 
 
 def prepare_attempts(attempts: Iterable[dict[str, Any]]) -> PreparedAttempts:
@@ -335,7 +337,23 @@ def prepare_attempts(attempts: Iterable[dict[str, Any]]) -> PreparedAttempts:
             prepared.labels[key] = _auto_label_row(stamp, **a["auto_label"])
         if a.get("scores"):
             prepared.scores[key] = a["scores"]
+        if a.get("auto_label") is not None and a.get("facts") is not None:
+            prepared.facts[key] = a["facts"]
     return prepared
+
+
+_INSERT_FACT = (
+    "INSERT INTO label_facts (label_id, idx, run_id, k, a, b, c, d, x) "
+    "VALUES (?,?,?,?,?,?,?,?,?)"
+)
+
+
+def _fact_rows(
+    label_id: int, run_id: int, facts: Sequence[tuple[Any, ...]]
+) -> Iterator[tuple[Any, ...]]:
+    """`label_facts` rows of one label: facts are (k, a, b, c, d, x) tuples."""
+    for i, f in enumerate(facts):
+        yield (label_id, i, run_id, *f)
 
 
 class Store:
@@ -858,9 +876,34 @@ class Store:
                 }
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO labels (attempt_id, kind, source, label, data_json, "
-                    "evidence_json, created_at) VALUES (?, 'auto', ?, ?, ?, ?, ?)",
-                    [(ids[key], *row) for key, row in prepared.labels.items() if key in ids],
+                    "evidence_json, created_at, flat) VALUES (?, 'auto', ?, ?, ?, ?, ?, ?)",
+                    [
+                        (ids[key], *row, 1 if key in prepared.facts else None)
+                        for key, row in prepared.labels.items()
+                        if key in ids
+                    ],
                 )
+                if prepared.facts:
+                    by_attempt = {attempt_id: key for key, attempt_id in ids.items()}
+                    label_ids = {
+                        by_attempt[attempt_id]: label_id
+                        for label_id, attempt_id in self.conn.execute(
+                            "SELECT l.id, l.attempt_id FROM labels l JOIN attempts a "
+                            "ON a.id = l.attempt_id WHERE a.run_id = ? AND l.kind = 'auto' "
+                            "AND l.flat = 1",
+                            (run_id,),
+                        )
+                        if attempt_id in by_attempt
+                    }
+                    self.conn.executemany(
+                        _INSERT_FACT,
+                        (
+                            row
+                            for key, facts in prepared.facts.items()
+                            if key in label_ids
+                            for row in _fact_rows(label_ids[key], run_id, facts)
+                        ),
+                    )
                 self.conn.executemany(
                     _INSERT_SCORE,
                     [
@@ -960,6 +1003,66 @@ class Store:
             row["evidence"] = _loads(row.pop("evidence_json"))
             latest[row["attempt_id"]] = row
         return latest
+
+    def unlabelled_attempts(self, run_id: int, source_prefix: str | None) -> list[dict[str, Any]]:
+        """Attempts of a run (id, item, response) without an automatic label whose source
+        starts with `source_prefix`, in run order (reads only those attempts' texts)."""
+        return self.query(
+            """
+            SELECT a.id, a.item, a.response FROM attempts a
+            JOIN run_items i ON i.run_id = a.run_id AND i.item = a.item
+            WHERE a.run_id = ? AND NOT EXISTS (
+                SELECT 1 FROM labels l WHERE l.attempt_id = a.id AND l.kind = 'auto'
+                AND l.source LIKE ? ESCAPE '\\')
+            ORDER BY i.idx, a.attempt
+            """,
+            (run_id, _like_prefix(source_prefix)),
+        )
+
+    def labels_of(
+        self, attempt_ids: Iterable[int], kind: str, source_prefix: str | None = None
+    ) -> dict[int, dict[str, Any]]:
+        """`labels` of the given attempts only (the latest of `kind` per attempt)."""
+        latest: dict[int, dict[str, Any]] = {}
+        ids = sorted(set(attempt_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self.query(
+                f"SELECT * FROM labels WHERE attempt_id IN ({','.join('?' * len(chunk))}) "
+                "AND kind = ? AND source LIKE ? ESCAPE '\\' ORDER BY id",
+                (*chunk, kind, _like_prefix(source_prefix)),
+            )
+            for row in rows:
+                row["data"] = _loads(row.pop("data_json"))
+                row["evidence"] = _loads(row.pop("evidence_json"))
+                latest[row["attempt_id"]] = row
+        return latest
+
+    # -- the flat table of label facts (fast metrics) ---------------------------------------
+    def unflattened_labels(self, run_id: int, limit: int = 20000) -> list[tuple[Any, ...]]:
+        """Up to `limit` labels of the run without flat rows yet: (label id, label,
+        data_json, response, item)."""
+        return self.conn.execute(
+            "SELECT l.id, l.label, l.data_json, a.response, a.item "
+            "FROM labels l INDEXED BY labels_unflat JOIN attempts a ON a.id = l.attempt_id "
+            "WHERE l.flat IS NULL AND a.run_id = ? LIMIT ?",
+            (run_id, limit),
+        ).fetchall()
+
+    def put_label_facts(self, run_id: int, facts: dict[int, Sequence[tuple[Any, ...]]]) -> None:
+        """Store the flat rows of these labels (label id → (k, a, b, c, d, x) rows)."""
+        with self._write():
+            ids = [(label_id,) for label_id in facts]
+            self.conn.executemany("DELETE FROM label_facts WHERE label_id = ?", ids)
+            self.conn.executemany(
+                _INSERT_FACT,
+                (
+                    row
+                    for label_id, rows in facts.items()
+                    for row in _fact_rows(label_id, run_id, rows)
+                ),
+            )
+            self.conn.executemany("UPDATE labels SET flat = 1 WHERE id = ?", ids)
 
     def labels_fingerprint(self, run_id: int) -> str:
         """Changes whenever an attempt or a label of the run is added or replaced."""

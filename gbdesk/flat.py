@@ -1,0 +1,167 @@
+"""The flat table of label facts, and the runs read from it for fast metrics (no Qt).
+
+A probe that has a flat form (`Probe.label_facts`) gets, for every label, a few rows
+(k, a, b, c, d, x) in `label_facts` — for example one per extracted character — written
+with the labels of an import. Metrics at scale then read those rows, the label strings
+and the attempts' keys with a handful of queries into pandas frames (`FlatRun`) instead of
+every label's JSON and every text. Labels that have no rows yet (an older database, a
+reviewer's label, a relabelling) are flattened first (`flatten`), once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gbdesk.store import Store
+from gbdesk.studies import Probe
+
+log = logging.getLogger(__name__)
+
+FACT_COLUMNS = ["label_id", "idx", "k", "a", "b", "c", "d", "x"]
+
+
+@dataclass
+class FlatRun:
+    """A run's attempts with their effective labels, and those labels' facts.
+
+    `attempts`: attempt_id, item, attempt, item_idx, label_id (-1: none), label (None: none),
+    in run order. `facts`: the effective labels' rows with attempt_id, item, attempt,
+    item_idx, sorted in run order (item, attempt, row). `metadata`: item key → metadata;
+    `items`: the run's item keys in run order."""
+
+    run: dict[str, Any]
+    items: list[str]
+    metadata: dict[str, dict[str, Any]]
+    attempts: pd.DataFrame
+    facts: pd.DataFrame
+
+    @property
+    def all_labelled(self) -> bool:
+        return bool((self.attempts["label_id"] >= 0).all())
+
+
+def facts_of(probe: Probe, label: str, data_json: str | None, response: str, metadata: dict):
+    data = json.loads(data_json) if data_json else None
+    return probe.label_facts({"label": label, "data": data}, response or "", metadata)
+
+
+def flatten(store: Store, run_id: int, probe: Probe) -> pd.DataFrame | None:
+    """Write the flat rows of the run's labels that have none yet. Returns rows that could
+    not be stored (a read-only database) as a frame to use in memory, else None."""
+    if not probe.has_label_facts:
+        return None
+    metadata = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
+    kept: list[tuple[Any, ...]] = []
+    done = 0
+    seen: set[int] = set()
+    while True:
+        chunk = store.unflattened_labels(run_id)
+        chunk = [row for row in chunk if row[0] not in seen]
+        if not chunk:
+            break
+        facts = {
+            label_id: facts_of(probe, label, data_json, response, metadata.get(item, {})) or []
+            for label_id, label, data_json, response, item in chunk
+        }
+        done += len(facts)
+        try:
+            store.put_label_facts(run_id, facts)
+        except sqlite3.Error as exc:  # read-only or locked: use the rows in memory
+            log.warning("flat rows of run %s not stored: %s", run_id, exc)
+            seen.update(facts)
+            kept.extend(
+                (label_id, i, *row)
+                for label_id, rows in facts.items()
+                for i, row in enumerate(rows)
+            )
+    if done:
+        log.info("flattened %d labels of run %s", done, run_id)
+    if not kept:
+        return None
+    return pd.DataFrame(kept, columns=FACT_COLUMNS)
+
+
+def _frame(store: Store, sql: str, params: tuple[Any, ...], columns: list[str]) -> pd.DataFrame:
+    cur = store.conn.execute(sql, params)
+    parts = []
+    while True:
+        rows = cur.fetchmany(200_000)
+        if not rows:
+            break
+        parts.append(pd.DataFrame.from_records(rows, columns=columns))
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+def load_flat(store: Store, run_id: int, label_mode: str) -> FlatRun | None:
+    """The run read from the flat table with the labels the metrics use in `label_mode`
+    ("auto": the run's automatic labels; "reviewed": a person's latest where present),
+    or None when its probe has no flat form."""
+    run = store.get_run(run_id)
+    probe = _probe(run["probe"])
+    if not probe.has_label_facts:
+        return None
+    extra = flatten(store, run_id, probe)
+    items = store.run_items(run_id)
+    attempts = _frame(
+        store,
+        "SELECT a.id, a.item, a.attempt, i.idx FROM attempts a "
+        "JOIN run_items i ON i.run_id = a.run_id AND i.item = a.item WHERE a.run_id = ? "
+        "ORDER BY i.idx, a.attempt",
+        (run_id,),
+        ["attempt_id", "item", "attempt", "item_idx"],
+    )
+    from gbdesk.store.db import _like_prefix
+
+    labels = _frame(
+        store,
+        "SELECT l.id, l.attempt_id, l.kind = 'human', l.label FROM labels l "
+        "JOIN attempts a ON a.id = l.attempt_id WHERE a.run_id = ? AND "
+        "((l.kind = 'auto' AND l.source LIKE ? ESCAPE '\\') OR l.kind = 'human')",
+        (run_id, _like_prefix(probe.auto_source(run["params"]))),
+        ["label_id", "attempt_id", "human", "label"],
+    )
+    if label_mode != "reviewed":
+        labels = labels[labels["human"] == 0]
+    # the latest label per attempt, a person's before the extractor's
+    labels = labels.sort_values(["attempt_id", "human", "label_id"]).drop_duplicates(
+        "attempt_id", keep="last"
+    )
+    attempts = attempts.merge(
+        labels[["attempt_id", "label_id", "label"]], on="attempt_id", how="left", sort=False
+    )
+    attempts["label_id"] = attempts["label_id"].fillna(-1).astype(np.int64)
+    facts = _frame(
+        store,
+        "SELECT label_id, idx, k, a, b, c, d, x FROM label_facts WHERE run_id = ?",
+        (run_id,),
+        FACT_COLUMNS,
+    )
+    if extra is not None:
+        facts = pd.concat([facts, extra], ignore_index=True)
+    keys = attempts.loc[
+        attempts["label_id"] >= 0, ["label_id", "attempt_id", "item", "attempt", "item_idx"]
+    ]
+    facts = facts.merge(keys, on="label_id", how="inner", sort=False)
+    facts = facts.sort_values(["item_idx", "attempt", "idx"], kind="stable").reset_index(drop=True)
+    return FlatRun(
+        run=run,
+        items=[r["item"] for r in items],
+        metadata={r["item"]: r["metadata"] for r in items},
+        attempts=attempts,
+        facts=facts,
+    )
+
+
+def _probe(name: str) -> Probe:
+    from gbdesk.studies import get_probe
+
+    return get_probe(name)
