@@ -170,3 +170,48 @@ def test_an_older_database_gets_the_table(tmp_path):
         assert {"label_facts", "labels_unflat"} <= names
         run_id = synthetic.laissez_faire_run(store, n=40)
         _assert_same_metrics(store, run_id, "auto")
+
+
+def test_intersectional_fast_bootstrap_equals_the_reference():
+    """Same random stream, same resamples, same intervals (uneven and empty groups,
+    unparsed answers, a category no role answered)."""
+    from gbdesk.studies.intersectional.stats import bootstrap, fast_bootstrap
+
+    rng = random.Random(1)
+    n_options = {str(c): rng.randint(2, 6) for c in range(6)}
+    roles = {
+        f"g{i}": [
+            {
+                c: None if rng.random() < 0.1 else f"o{rng.randrange(n)}"
+                for c, n in n_options.items()
+            }
+            for _ in range(rng.choice([1, 3, 17, 17, 40, 300]))
+        ]
+        for i in range(14)
+    }
+    roles["empty"] = []
+    roles["unparsed"] = [{c: None for c in n_options} for _ in range(5)]
+    for group in list(roles)[:3]:
+        for r in roles[group]:
+            r["5"] = None
+    want = bootstrap(roles, n_options, resamples=200, seed=7)
+    got = fast_bootstrap(roles, n_options, resamples=200, seed=7)
+    assert list(want) == list(got) or set(want) == set(got)
+    assert json.dumps(want, sort_keys=True) == json.dumps(got, sort_keys=True)
+
+
+def test_intersectional_metrics_are_unchanged(tmp_path):
+    from gbdesk.studies import get_probe
+    from gbdesk.studies.intersectional import stats
+
+    with Store(tmp_path / "db.sqlite") as store:
+        run_id = synthetic.intersectional_run(store, roles_per_group=6, groups=20)
+        fast = compute_metrics(store, run_id, "auto", use_cache=False)
+        probe = get_probe("intersectional_sdeg")
+        from gbdesk.results import item_results
+
+        roles = probe.roles(item_results(store, run_id))
+        reference = stats.bootstrap(roles, probe.n_options())
+        assert fast["sdeg_overall"].ci == reference["overall"]
+        for group in roles:
+            assert fast[f"sdeg_group/{group}"].ci == reference[f"group/{group}"]

@@ -38,7 +38,7 @@ from gbdesk.studies.base import (
     ProbeOption,
 )
 from gbdesk.studies.intersectional.stats import (
-    bootstrap as bootstrap_intervals,
+    fast_bootstrap as bootstrap_intervals,  # = stats.bootstrap, vectorised
 )
 from gbdesk.studies.intersectional.stats import (
     group_degree,
