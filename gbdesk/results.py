@@ -92,11 +92,14 @@ def extra_results(
     probe has one (`flat=False`: always from the labels)."""
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
+    got = None
     if flat and probe.has_label_facts:
         ensure_auto_labels(store, run_id)
         got = probe.flat_extra_results(flat_run(store, run_id, label_mode), run["params"])
-        if got is not None:
-            return got
+    elif flat and isinstance(probe, ScoringProbe):
+        got = probe.frame_extra_results(store.score_frame(run_id), run["params"])
+    if got is not None:
+        return got
     return probe.extra_results(item_results(store, run_id, label_mode), run["params"])
 
 
@@ -144,6 +147,8 @@ def compute_metrics(
         metrics = None
         if flat and probe.has_label_facts:
             metrics = probe.flat_metrics(flat_run(store, run_id, label_mode), run["params"])
+        elif flat and isinstance(probe, ScoringProbe):
+            metrics = probe.frame_metrics(store.score_frame(run_id), run["params"])
         if metrics is None:
             metrics = probe.metrics(item_results(store, run_id, label_mode), params=run["params"])
     store.save_metrics(

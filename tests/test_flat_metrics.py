@@ -215,3 +215,12 @@ def test_intersectional_metrics_are_unchanged(tmp_path):
         assert fast["sdeg_overall"].ci == reference["overall"]
         for group in roles:
             assert fast[f"sdeg_group/{group}"].ci == reference[f"group/{group}"]
+
+
+def test_scoring_metrics_from_the_score_frame_equal_the_reference(tmp_path):
+    with Store(tmp_path / "db.sqlite") as store:
+        run_id = synthetic.apx_run(store, items=60, seed=4)
+        _assert_same_metrics(store, run_id, "auto")
+        assert _same(
+            extra_results(store, run_id, "auto", flat=False), extra_results(store, run_id, "auto")
+        )

@@ -343,8 +343,7 @@ def prepare_attempts(attempts: Iterable[dict[str, Any]]) -> PreparedAttempts:
 
 
 _INSERT_FACT = (
-    "INSERT INTO label_facts (label_id, idx, run_id, k, a, b, c, d, x) "
-    "VALUES (?,?,?,?,?,?,?,?,?)"
+    "INSERT INTO label_facts (label_id, idx, run_id, k, a, b, c, d, x) VALUES (?,?,?,?,?,?,?,?,?)"
 )
 
 
@@ -756,8 +755,7 @@ class Store:
         """An imported run is complete: its attempt count and status."""
         with self._write():
             self.conn.execute(
-                "UPDATE runs SET attempts_total = ?, status = 'done', finished_at = ? "
-                "WHERE id = ?",
+                "UPDATE runs SET attempts_total = ?, status = 'done', finished_at = ? WHERE id = ?",
                 (attempts, now(), run_id),
             )
 
@@ -925,6 +923,41 @@ class Store:
             "WHERE s.run_id = ? ORDER BY i.idx, a.attempt, s.idx",
             (run_id,),
         )
+
+    def score_frame(self, run_id: int) -> Any:
+        """`scores` without the sentences' texts, as a pandas frame in the same (run) order,
+        read in chunks without SQLite sorting them."""
+        import numpy as np
+        import pandas as pd
+
+        columns = ["group", "descriptor", "axis", "template", "name", "n_tokens",
+                   "logprob_sum", "ppl", "apx", "attempt_id", "idx"]  # fmt: skip
+        cur = self.conn.execute(
+            "SELECT grp, descriptor, axis, template, name, n_tokens, logprob_sum, ppl, apx, "
+            "attempt_id, idx FROM scores WHERE run_id = ?",
+            (run_id,),
+        )
+        parts = []
+        while rows := cur.fetchmany(200_000):
+            parts.append(pd.DataFrame.from_records(rows, columns=columns))
+        if not parts:
+            return pd.DataFrame()
+        frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        order = pd.DataFrame.from_records(
+            self.conn.execute(
+                "SELECT a.id, a.item, i.idx, a.attempt FROM attempts a JOIN run_items i "
+                "ON i.run_id = a.run_id AND i.item = a.item WHERE a.run_id = ?",
+                (run_id,),
+            ).fetchall(),
+            columns=["attempt_id", "item", "item_idx", "attempt"],
+        ).set_index("attempt_id")
+        at = order.loc[frame["attempt_id"].to_numpy()]
+        keys = np.lexsort(
+            (frame["idx"].to_numpy(), at["attempt"].to_numpy(), at["item_idx"].to_numpy())
+        )
+        frame["item"] = at["item"].to_numpy()
+        frame = frame.drop(columns=["attempt_id", "idx"]).iloc[keys].reset_index(drop=True)
+        return frame
 
     def attempts(self, run_id: int) -> list[dict[str, Any]]:
         return self.query(

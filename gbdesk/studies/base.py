@@ -199,7 +199,6 @@ class ProbeCard:
         return "\n".join(lines)
 
 
-
 @dataclass(frozen=True)
 class LabellingPass:
     """A labelling pass a probe offers over a run's stored texts, e.g. Laissez-Faire's
@@ -703,6 +702,17 @@ class ScoringProbe(Probe):
 
     def work_units(self, items: list[Item], attempts: int) -> int:
         return sum(len(self.sentences(i.metadata)) for i in items) * attempts
+
+    def frame_metrics(self, frame: Any, params: dict[str, Any] | None) -> dict[str, Any] | None:
+        """`metrics` from the run's stored scores read as one pandas frame (`Store.score_frame`,
+        run order, without the sentences' texts) — identical values; None: not available."""
+        return None
+
+    def frame_extra_results(
+        self, frame: Any, params: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """`extra_results` from the score frame; None: not available."""
+        return None
 
     def perform(self, engine: AttemptEngine, item: dict[str, Any], seed: int) -> Performed:
         from gbdesk.engine.base import GenerationResult
