@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -71,6 +73,8 @@ class ResultsPane(QWidget):
         self.runs: list[dict[str, Any]] = []
         self.results: dict[int, dict[str, Any]] = {}
         self.plots: list[CIPlot] = []
+        self._plot_round = 0
+        self._plot_steps: list[Callable[[], None]] = []
         self.banner = Banner()
 
         self.run_list = QListWidget()
@@ -353,6 +357,8 @@ class ResultsPane(QWidget):
         header.setStretchLastSection(True)
 
     def _clear_plots(self) -> None:
+        self._plot_round += 1  # a rendering still in progress stops here
+        self._plot_steps = []
         for plot in self.plots:
             plot.setParent(None)
             plot.deleteLater()
@@ -363,39 +369,61 @@ class ResultsPane(QWidget):
                 item.widget().setParent(None)
 
     def _draw_plots(self, runs: list[dict[str, Any]]) -> None:
+        """Lay the plots out one per turn of the event loop (a plot takes tens of ms to
+        build), so that the window stays responsive while a probe's many plots appear."""
         probe = get_probe(runs[0]["probe"])
         same = [r for r in runs if r["probe"] == probe.name]
         colors = {r["id"]: RUN_COLORS[i % len(RUN_COLORS)] for i, r in enumerate(same)}
         present = list(self.results[same[0]["id"]]["metrics"])
+        steps: list[Callable[[], None]] = []
         for group in probe.metric_groups(present):
-            header = QLabel(
-                f"<b>{html.escape(group.title)}</b><br>"
-                f"<span style='color:#6b7280'>{html.escape(group.description)}</span>"
-            )
-            header.setWordWrap(True)
-            self.plot_layout.addWidget(header)
+            steps.append(partial(self._add_group_header, group))
             if group.marked:
                 for name in group.metrics:
-                    rows = self._rows(same, [name], group, colors, by_metric=False)
-                    plot = CIPlot(
-                        name, rows, probe.mark_definitions.get(name), on_click=self._open_review
-                    )
-                    self._add_plot(plot)
+                    steps.append(partial(self._add_marked_plot, probe, same, name, group, colors))
             else:
-                rows = self._rows(same, group.metrics, group, colors, by_metric=True)
-                if group.kind == "log_ratio":
-                    plot = CIPlot(group.title, rows, None, None, self._open_review, log2=True)
-                else:
-                    x_range = group.plot_range(r.value for r in rows)
-                    plot = CIPlot(group.title, rows, None, x_range, self._open_review)
-                self._add_plot(plot)
+                steps.append(partial(self._add_group_plot, same, group, colors))
         extra = self.results[same[0]["id"]].get("extra")
         view = result_view_for(probe)
         if extra and view is not None:
-            widget = view(extra, self._open_review_data, same[0]["id"])
-            self.plots.append(widget)
-            self.plot_layout.addWidget(widget)
-        self.plot_layout.addStretch(1)
+            steps.append(partial(self._add_result_view, view, extra, same[0]["id"]))
+        steps.append(lambda: self.plot_layout.addStretch(1))
+        self._plot_steps = steps
+        self._next_plot(self._plot_round)
+
+    def _next_plot(self, round_: int) -> None:
+        if round_ != self._plot_round or not self._plot_steps:
+            return
+        self._plot_steps.pop(0)()
+        if self._plot_steps:
+            QTimer.singleShot(0, partial(self._next_plot, round_))
+
+    def _add_group_header(self, group: Any) -> None:
+        header = QLabel(
+            f"<b>{html.escape(group.title)}</b><br>"
+            f"<span style='color:#6b7280'>{html.escape(group.description)}</span>"
+        )
+        header.setWordWrap(True)
+        self.plot_layout.addWidget(header)
+
+    def _add_marked_plot(self, probe: Any, same: list, name: str, group: Any, colors) -> None:
+        rows = self._rows(same, [name], group, colors, by_metric=False)
+        plot = CIPlot(name, rows, probe.mark_definitions.get(name), on_click=self._open_review)
+        self._add_plot(plot)
+
+    def _add_group_plot(self, same: list, group: Any, colors) -> None:
+        rows = self._rows(same, group.metrics, group, colors, by_metric=True)
+        if group.kind == "log_ratio":
+            plot = CIPlot(group.title, rows, None, None, self._open_review, log2=True)
+        else:
+            x_range = group.plot_range(r.value for r in rows)
+            plot = CIPlot(group.title, rows, None, x_range, self._open_review)
+        self._add_plot(plot)
+
+    def _add_result_view(self, view: Any, extra: dict[str, Any], run_id: int) -> None:
+        widget = view(extra, self._open_review_data, run_id)
+        self.plots.append(widget)
+        self.plot_layout.addWidget(widget)
 
     def _open_review_data(self, run_id: int, item_filter: dict[str, Any], title: str) -> None:
         self.ctx.open_review.emit(run_id, "all", item_filter, title)
