@@ -73,8 +73,11 @@ class ResultsPane(QWidget):
         self.runs: list[dict[str, Any]] = []
         self.results: dict[int, dict[str, Any]] = {}
         self.plots: list[CIPlot] = []
-        self._plot_round = 0
         self._plot_steps: list[Callable[[], None]] = []
+        self._plot_timer = QTimer(self)
+        self._plot_timer.setSingleShot(True)
+        self._plot_timer.setInterval(0)
+        self._plot_timer.timeout.connect(self._next_plot)
         self.banner = Banner()
 
         self.run_list = QListWidget()
@@ -357,8 +360,8 @@ class ResultsPane(QWidget):
         header.setStretchLastSection(True)
 
     def _clear_plots(self) -> None:
-        self._plot_round += 1  # a rendering still in progress stops here
-        self._plot_steps = []
+        self._plot_steps = []  # a rendering still in progress stops here
+        self._plot_timer.stop()
         for plot in self.plots:
             plot.setParent(None)
             plot.deleteLater()
@@ -389,14 +392,14 @@ class ResultsPane(QWidget):
             steps.append(partial(self._add_result_view, view, extra, same[0]["id"]))
         steps.append(lambda: self.plot_layout.addStretch(1))
         self._plot_steps = steps
-        self._next_plot(self._plot_round)
+        self._next_plot()
 
-    def _next_plot(self, round_: int) -> None:
-        if round_ != self._plot_round or not self._plot_steps:
+    def _next_plot(self) -> None:
+        if not self._plot_steps:
             return
         self._plot_steps.pop(0)()
         if self._plot_steps:
-            QTimer.singleShot(0, partial(self._next_plot, round_))
+            self._plot_timer.start()  # the pane's own timer: gone with the pane
 
     def _add_group_header(self, group: Any) -> None:
         header = QLabel(
