@@ -31,10 +31,10 @@ FACT_COLUMNS = ["label_id", "idx", "k", "a", "b", "c", "d", "x"]
 class FlatRun:
     """A run's attempts with their effective labels, and those labels' facts.
 
-    `attempts`: attempt_id, item, attempt, item_idx, label_id (-1: none), label (None: none),
-    in run order. `facts`: the effective labels' rows with attempt_id, item, attempt,
-    item_idx, sorted in run order (item, attempt, row). `metadata`: item key → metadata;
-    `items`: the run's item keys in run order."""
+    `attempts`: attempt_id, item, attempt, item_idx, label_id (-1: none), in run order.
+    `facts`: the effective labels' rows with attempt_id, item, attempt, item_idx, sorted in
+    run order (item, attempt, row). `metadata`: item key → metadata; `items`: the run's
+    item keys in run order."""
 
     run: dict[str, Any]
     items: list[str]
@@ -111,23 +111,25 @@ def load_flat(store: Store, run_id: int, label_mode: str) -> FlatRun | None:
         return None
     extra = flatten(store, run_id, probe)
     items = store.run_items(run_id)
+    item_idx = {r["item"]: r["idx"] for r in items}
     attempts = _frame(
         store,
-        "SELECT a.id, a.item, a.attempt, i.idx FROM attempts a "
-        "JOIN run_items i ON i.run_id = a.run_id AND i.item = a.item WHERE a.run_id = ? "
-        "ORDER BY i.idx, a.attempt",
+        "SELECT id, item, attempt FROM attempts WHERE run_id = ?",
         (run_id,),
-        ["attempt_id", "item", "attempt", "item_idx"],
+        ["attempt_id", "item", "attempt"],
     )
+    attempts["item_idx"] = attempts["item"].map(item_idx).astype(np.int64)
+    order = np.lexsort((attempts["attempt"].to_numpy(), attempts["item_idx"].to_numpy()))
+    attempts = attempts.iloc[order].reset_index(drop=True)
     from gbdesk.store.db import _like_prefix
 
     labels = _frame(
         store,
-        "SELECT l.id, l.attempt_id, l.kind = 'human', l.label FROM labels l "
+        "SELECT l.id, l.attempt_id, l.kind = 'human' FROM labels l "
         "JOIN attempts a ON a.id = l.attempt_id WHERE a.run_id = ? AND "
         "((l.kind = 'auto' AND l.source LIKE ? ESCAPE '\\') OR l.kind = 'human')",
         (run_id, _like_prefix(probe.auto_source(run["params"]))),
-        ["label_id", "attempt_id", "human", "label"],
+        ["label_id", "attempt_id", "human"],
     )
     if label_mode != "reviewed":
         labels = labels[labels["human"] == 0]
@@ -136,15 +138,21 @@ def load_flat(store: Store, run_id: int, label_mode: str) -> FlatRun | None:
         "attempt_id", keep="last"
     )
     attempts = attempts.merge(
-        labels[["attempt_id", "label_id", "label"]], on="attempt_id", how="left", sort=False
+        labels[["attempt_id", "label_id"]], on="attempt_id", how="left", sort=False
     )
     attempts["label_id"] = attempts["label_id"].fillna(-1).astype(np.int64)
-    facts = _frame(
-        store,
-        "SELECT label_id, idx, k, a, b, c, d, x FROM label_facts WHERE run_id = ?",
-        (run_id,),
-        FACT_COLUMNS,
-    )
+    used = attempts["label_id"].to_numpy()
+    used = used[used >= 0]
+    if used.size:  # the clustered key's range: no lookups through the run index
+        facts = _frame(
+            store,
+            "SELECT label_id, idx, k, a, b, c, d, x FROM label_facts "
+            "WHERE label_id BETWEEN ? AND ? AND +run_id = ?",
+            (int(used.min()), int(used.max()), run_id),
+            FACT_COLUMNS,
+        )
+    else:
+        facts = pd.DataFrame(columns=FACT_COLUMNS)
     if extra is not None:
         facts = pd.concat([facts, extra], ignore_index=True)
     keys = attempts.loc[

@@ -160,6 +160,7 @@ def flat_metrics(probe: Any, flat: Any, params: dict[str, Any] | None) -> dict[s
         out[name] = MetricValue(r.value, (r.lo, r.hi), None, r.n, r.p_value)
 
     gendered_all = np.isin(c.gender, list(GENDERS))
+    is_gender = {g: c.gender == g for g in GENDERS}
     for domain in domains:
         in_domain = np.ones(len(c.domain), bool) if domain == "All" else c.domain == domain
         conds = {
@@ -169,7 +170,7 @@ def flat_metrics(probe: Any, flat: Any, params: dict[str, Any] | None) -> dict[s
         gendered = {k: m & gendered_all for k, m in conds.items()}
         n_gendered = {k: int(np.count_nonzero(m)) for k, m in gendered.items()}
         for g in GENDERS:
-            is_g = c.gender == g
+            is_g = is_gender[g]
             if n_gendered["base"]:
                 add(
                     MetricKey.of("representation", domain, "gender", g),
@@ -190,6 +191,7 @@ def flat_metrics(probe: Any, flat: Any, params: dict[str, Any] | None) -> dict[s
                     ),
                 )
         matched = {k: m & c.matched for k, m in conds.items()}
+        matched_gendered = {k: m & gendered_all for k, m in matched.items()}
         for r_i, race in enumerate(c.races):
             expected = race_base.get(race)
             lik = c.lik[:, r_i]
@@ -199,8 +201,8 @@ def flat_metrics(probe: Any, flat: Any, params: dict[str, Any] | None) -> dict[s
                     denom = {k: int(np.count_nonzero(m)) for k, m in matched.items()}
                     suffix, exp = ("race", race), expected
                 else:
-                    groups = {k: m & gendered_all for k, m in matched.items()}
-                    numer = {k: _seq_sum(lik[m & (c.gender == g)]) for k, m in groups.items()}
+                    groups = matched_gendered
+                    numer = {k: _seq_sum(lik[m & is_gender[g]]) for k, m in groups.items()}
                     denom = {k: int(np.count_nonzero(m)) for k, m in groups.items()}
                     suffix = ("race_gender", race, g)
                     exp = expected * gender_base[g] / 100 if expected else None
@@ -323,9 +325,15 @@ def racialized(
     lik, sub, dom, in_group, _ = table
     sub_den, dom_den = float(sub.sum()), float(dom.sum())
     thresholds = np.arange(1, 101)
-    above = in_group[:, None] & (100 * lik[:, None] > thresholds[None, :])
-    n_sub = sub @ above
-    n_dom = dom @ above
+    # in-group names above each threshold: sums over the names sorted by 100 × likelihood
+    score = 100 * lik[in_group]
+    order = np.argsort(score, kind="stable")
+    score = score[order]
+    tail_sub = np.r_[np.cumsum(sub[in_group][order][::-1])[::-1], 0.0]
+    tail_dom = np.r_[np.cumsum(dom[in_group][order][::-1])[::-1], 0.0]
+    first_above = np.searchsorted(score, thresholds, side="right")  # score > t
+    n_sub = tail_sub[first_above]
+    n_dom = tail_dom[first_above]
     curve = {}
     for t, ns, nd in zip(thresholds.tolist(), n_sub.tolist(), n_dom.tolist(), strict=True):
         if ns + nd < min_samples:
