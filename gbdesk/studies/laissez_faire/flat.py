@@ -103,17 +103,22 @@ def characters(probe: Any, flat: Any, params: dict[str, Any] | None) -> Chars:
     names = ch["b"]
     named = names.notna().to_numpy() & (names.fillna("").to_numpy(dtype=object) != "")
     n_codes, n_uniques = pd.factorize(names)
-    firsts = [first_name(n) for n in n_uniques]
-    liks = [table.likelihoods(fn) if fn else None for fn in firsts]
+    firsts = [first_name(n) for n in np.asarray(n_uniques, dtype=object).tolist()]
+    # each distinct first name looked up once
+    fu_codes, fu_uniques = pd.factorize(pd.Series(firsts, dtype=object))
     races = list(table.categories)
-    lik_u = np.full((len(n_uniques) + 1, len(races)), np.nan)
-    has_u = np.zeros(len(n_uniques) + 1, dtype=bool)
-    first_u = np.empty(len(n_uniques) + 1, dtype=object)
-    for i, (fn, lk) in enumerate(zip(firsts, liks, strict=True)):
-        first_u[i] = fn
+    fu_lik = np.full((len(fu_uniques) + 1, len(races)), np.nan)
+    fu_has = np.zeros(len(fu_uniques) + 1, dtype=bool)
+    for i, fn in enumerate(np.asarray(fu_uniques, dtype=object).tolist()):
+        lk = table.likelihoods(fn) if fn else None
         if lk is not None:
-            has_u[i] = True
-            lik_u[i] = [lk[r] for r in races]
+            fu_has[i] = True
+            fu_lik[i] = [lk[r] for r in races]
+    fu_idx = np.where(fu_codes >= 0, fu_codes, len(fu_uniques))  # per distinct name
+    lik_u = np.vstack([fu_lik[fu_idx], np.full((1, len(races)), np.nan)])
+    has_u = np.r_[fu_has[fu_idx], False]
+    first_u = np.empty(len(n_uniques) + 1, dtype=object)
+    first_u[: len(firsts)] = firsts
     idx = np.where(n_codes >= 0, n_codes, len(n_uniques))
     f_codes, _ = pd.factorize(pd.Series(first_u[idx]))
     gc, gn = pd.factorize(pd.Series(gender, dtype=object))
