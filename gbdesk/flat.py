@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,8 @@ class FlatRun:
     metadata: dict[str, dict[str, Any]]
     attempts: pd.DataFrame
     facts: pd.DataFrame
+    #: what a probe derives from the frames (e.g. one row per character), kept with them
+    derived: dict[Any, Any] = field(default_factory=dict)
 
     @property
     def all_labelled(self) -> bool:
@@ -95,21 +98,57 @@ def _frame(store: Store, sql: str, params: tuple[Any, ...], columns: list[str]) 
         rows = cur.fetchmany(200_000)
         if not rows:
             break
-        parts.append(pd.DataFrame.from_records(rows, columns=columns))
+        part = pd.DataFrame.from_records(rows, columns=columns)
+        for name in part.columns:  # one object per distinct text: a fraction of the memory
+            if part[name].dtype == object:
+                codes, uniques = pd.factorize(part[name])
+                values = np.asarray(uniques, dtype=object)
+                part[name] = np.where(codes >= 0, values[codes] if len(values) else None, None)
+        parts.append(part)
     if not parts:
         return pd.DataFrame(columns=columns)
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
+_recent: dict[tuple[Any, ...], FlatRun] = {}
+_recent_lock = threading.Lock()
+KEEP = 2  # runs kept read (the Results pane reads one run three times: metrics, review, extra)
+
+
 def load_flat(store: Store, run_id: int, label_mode: str) -> FlatRun | None:
     """The run read from the flat table with the labels the metrics use in `label_mode`
     ("auto": the run's automatic labels; "reviewed": a person's latest where present),
-    or None when its probe has no flat form."""
+    or None when its probe has no flat form. The last runs read are kept while their
+    labels, attempts and parameters stay the same."""
     run = store.get_run(run_id)
     probe = _probe(run["probe"])
     if not probe.has_label_facts:
         return None
     extra = flatten(store, run_id, probe)
+    key = (
+        str(store.path),
+        run_id,
+        label_mode,
+        store.labels_fingerprint(run_id),
+        json.dumps(run["params"], sort_keys=True, default=str),
+    )
+    if extra is None:
+        with _recent_lock:
+            if key in _recent:
+                return _recent[key]
+    flat = _read(store, run, probe, label_mode, extra)
+    if extra is None:
+        with _recent_lock:
+            _recent[key] = flat
+            while len(_recent) > KEEP:
+                _recent.pop(next(iter(_recent)))
+    return flat
+
+
+def _read(
+    store: Store, run: dict[str, Any], probe: Probe, label_mode: str, extra: pd.DataFrame | None
+) -> FlatRun:
+    run_id = run["id"]
     items = store.run_items(run_id)
     item_idx = {r["item"]: r["idx"] for r in items}
     attempts = _frame(

@@ -11,6 +11,7 @@ likelihoods are accumulated in the same order, with `np.cumsum`).
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections import Counter
@@ -76,6 +77,15 @@ class Chars:
 
 
 def characters(probe: Any, flat: Any, params: dict[str, Any] | None) -> Chars:
+    """The characters of a `FlatRun` (kept with it: metrics, extra results and the review
+    estimate of one run share them)."""
+    key = ("laissez_faire.characters", json.dumps(params or {}, sort_keys=True, default=str))
+    if key not in flat.derived:
+        flat.derived[key] = _characters(probe, flat, params)
+    return flat.derived[key]
+
+
+def _characters(probe: Any, flat: Any, params: dict[str, Any] | None) -> Chars:
     from gbdesk.studies.laissez_faire.probe import DEFAULT_WORD_LIST, condition_of, first_name
 
     params = params or {}
