@@ -112,7 +112,7 @@ def _frame(store: Store, sql: str, params: tuple[Any, ...], columns: list[str]) 
 
 _recent: dict[tuple[Any, ...], FlatRun] = {}
 _recent_lock = threading.Lock()
-KEEP = 2  # runs kept read (the Results pane reads one run three times: metrics, review, extra)
+KEEP = 1  # runs kept read (the Results pane reads one run three times: metrics, review, extra)
 
 
 def load_flat(store: Store, run_id: int, label_mode: str) -> FlatRun | None:

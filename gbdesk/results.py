@@ -116,14 +116,19 @@ def compute_metrics(
     label's JSON, the reference path the flat one must equal)."""
     if label_mode not in METRIC_MODES:
         raise ValueError(f"label mode must be one of {METRIC_MODES}")
-    ensure_auto_labels(store, run_id)
     run = store.get_run(run_id)
     # Recompute when labels, the run's parameters or the code that computes change.
     params = json.dumps(run["params"], sort_keys=True, default=str)
-    fingerprint = (
-        f"{store.labels_fingerprint(run_id)}|{__version__}|{run['probe_version']}|"
-        f"{hashlib.sha256(params.encode()).hexdigest()[:16]}"
-    )
+
+    def current() -> str:
+        return (
+            f"{store.labels_fingerprint(run_id)}|{__version__}|{run['probe_version']}|"
+            f"{hashlib.sha256(params.encode()).hexdigest()[:16]}"
+        )
+
+    # A cached result was computed after every attempt had its automatic label, and any
+    # attempt or label added since changes the fingerprint: check the cache first.
+    fingerprint = current()
     if use_cache:
         cached = store.cached_metrics(run_id, label_mode, fingerprint)
         if cached is not None:
@@ -138,6 +143,8 @@ def compute_metrics(
                 )
                 for name, row in cached.items()
             }
+    if ensure_auto_labels(store, run_id):
+        fingerprint = current()
     probe = get_probe(run["probe"])
     if label_mode == "ppi":
         from gbdesk.ppi_metrics import ppi_metric_values

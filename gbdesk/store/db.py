@@ -23,7 +23,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -1040,6 +1040,17 @@ class Store:
     def unlabelled_attempts(self, run_id: int, source_prefix: str | None) -> list[dict[str, Any]]:
         """Attempts of a run (id, item, response) without an automatic label whose source
         starts with `source_prefix`, in run order (reads only those attempts' texts)."""
+        memo = self.__dict__.setdefault("_memo_values", {})
+        key = ("all labelled", run_id, source_prefix)
+        hit = memo.get(key)
+        if hit is not None and hit[0] == self._unchanged_key():
+            return []  # none was missing, and nothing was written since
+        rows = self._unlabelled_attempts(run_id, source_prefix)
+        if not rows:
+            memo[key] = (self._unchanged_key(), True)
+        return rows
+
+    def _unlabelled_attempts(self, run_id: int, source_prefix: str | None) -> list[dict[str, Any]]:
         return self.query(
             """
             SELECT a.id, a.item, a.response FROM attempts a
@@ -1109,8 +1120,29 @@ class Store:
             )
         ]
 
+    def _unchanged_key(self) -> tuple[int, int]:
+        """Equal as long as nothing was written to the database: by this connection
+        (`total_changes`) or by any other (`PRAGMA data_version`)."""
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        return (version, self.conn.total_changes)
+
+    def _memo(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+        """`compute()`, or its value from the last call with the same key while the
+        database is unchanged (queries over every attempt of a 500,000-story run)."""
+        memo = self.__dict__.setdefault("_memo_values", {})
+        stamp = self._unchanged_key()
+        hit = memo.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        value = compute()
+        memo[key] = (self._unchanged_key(), value)
+        return value
+
     def labels_fingerprint(self, run_id: int) -> str:
         """Changes whenever an attempt or a label of the run is added or replaced."""
+        return self._memo(("fingerprint", run_id), lambda: self._labels_fingerprint(run_id))
+
+    def _labels_fingerprint(self, run_id: int) -> str:
         n_attempts, max_attempt = self.conn.execute(
             "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM attempts WHERE run_id = ?", (run_id,)
         ).fetchone()

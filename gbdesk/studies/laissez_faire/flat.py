@@ -15,7 +15,7 @@ import json
 import math
 import statistics
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -74,6 +74,19 @@ class Chars:
     first_code: np.ndarray  # int: the first name's code (-1: none)
     gender_code: np.ndarray  # int: index into gender_names
     gender_names: list[str]
+    masks: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def mask(self, name: str) -> np.ndarray:
+        """Boolean masks computed once: "gendered" (Non-binary, Female or Male), and
+        "Baseline" / "Dominant" / "Subordinate" (the condition)."""
+        if name not in self.masks:
+            if name == "gendered":
+                from gbdesk.studies.laissez_faire.probe import GENDERS
+
+                self.masks[name] = np.isin(self.gender, list(GENDERS))
+            else:
+                self.masks[name] = self.condition == name
+        return self.masks[name]
 
 
 def characters(probe: Any, flat: Any, params: dict[str, Any] | None) -> Chars:
@@ -174,12 +187,12 @@ def flat_metrics(probe: Any, flat: Any, params: dict[str, Any] | None) -> dict[s
     def add(name: str, r: Any) -> None:
         out[name] = MetricValue(r.value, (r.lo, r.hi), None, r.n, r.p_value)
 
-    gendered_all = np.isin(c.gender, list(GENDERS))
+    gendered_all = c.mask("gendered")
     is_gender = {g: c.gender == g for g in GENDERS}
     for domain in domains:
         in_domain = np.ones(len(c.domain), bool) if domain == "All" else c.domain == domain
         conds = {
-            k: in_domain & (c.condition == v)
+            k: in_domain & c.mask(v)
             for k, v in (("base", "Baseline"), ("sub", "Subordinate"), ("dom", "Dominant"))
         }
         gendered = {k: m & gendered_all for k, m in conds.items()}
@@ -303,11 +316,10 @@ def romantic_pairs(flat: Any, c: Chars) -> Counter[str]:
 def _name_table(c: Chars, race: str, gender: str):
     """Per (first name, gender) in order of first appearance: likelihood of `race`,
     subordinate and dominant counts, in-group flag (as `LaissezFaireProbe.name_counts`)."""
-    from gbdesk.studies.laissez_faire.probe import GENDERS
 
-    keep = c.matched & (c.condition != "Baseline")
+    keep = c.matched & ~c.mask("Baseline")
     if gender != "All":
-        keep &= np.isin(c.gender, list(GENDERS))
+        keep &= c.mask("gendered")
     if not keep.any():
         return None
     n_g = len(c.gender_names)
@@ -317,7 +329,7 @@ def _name_table(c: Chars, race: str, gender: str):
     first_pos = np.zeros(len(uniques), np.int64)
     first_pos[codes[::-1]] = np.arange(len(codes))[::-1]  # each key's first row
     lik = c.lik[keep][first_pos, r_i]
-    sub_row = c.condition[keep] == "Subordinate"
+    sub_row = c.mask("Subordinate")[keep]
     sub = np.bincount(codes, weights=sub_row, minlength=len(uniques))
     dom = np.bincount(codes, weights=~sub_row, minlength=len(uniques))
     if gender == "All":
