@@ -13,7 +13,8 @@ laissez_faire_scale_run`). No data of the paper is used. Then, in this process:
   old    the reference path (every label's JSON and every text: `flat=False`) on the
          baseline run, with the new path on the same run for the ratio — the old path on the
          big run itself with `--full-baseline` (minutes and several GB);
-  import `gbdesk import` of `--import-n` stories (default 5,000, the extractor run on each)
+  import `gbdesk import` of `--import-n` stories (default 8,000, the extractor run on each)
+         in this process (as before) and in worker processes (`importer.label_all`),
          from a JSONL file, stories/s;
   back-fill  the first metrics of a run written without flat rows (an older database).
 
@@ -82,7 +83,7 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=500_000)
     parser.add_argument("--baseline-n", type=int, default=50_000)
     parser.add_argument("--backfill-n", type=int, default=20_000)
-    parser.add_argument("--import-n", type=int, default=5_000)
+    parser.add_argument("--import-n", type=int, default=8_000)
     parser.add_argument("--full-baseline", action="store_true")
     parser.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -156,14 +157,28 @@ def main() -> int:
             print(f"old / new at {n_big:,}: {t_old_big / t_metrics:.1f}×; identical: {same}")
 
     print(f"— import of {args.import_n:,} stories with extraction —")
-    from gbdesk.importer import import_generations
+    import gbdesk.importer as importer
     from tests import synthetic
 
     with tempfile.TemporaryDirectory() as tmp:
         jsonl = synthetic.write_stories_jsonl(Path(tmp) / "s.jsonl", args.import_n, seed=11)
-        with Store(Path(tmp) / "import.sqlite") as store:
-            _, t_import = timed("import", import_generations, store, "laissez_faire", jsonl)
-    print(f"import: {args.import_n / t_import:,.0f} stories/s")
+        threshold = importer.PARALLEL_LABELS
+        importer.PARALLEL_LABELS = 10**12  # the old way: every story labelled here
+        with Store(Path(tmp) / "one.sqlite") as store:
+            _, t_one = timed(
+                "import, labelled in this process", importer.import_generations, store,
+                "laissez_faire", jsonl,
+            )  # fmt: skip
+        importer.PARALLEL_LABELS = threshold
+        with Store(Path(tmp) / "pool.sqlite") as store:
+            _, t_import = timed(
+                "import, labelled in worker processes", importer.import_generations, store,
+                "laissez_faire", jsonl,
+            )  # fmt: skip
+    print(
+        f"import: {args.import_n / t_import:,.0f} stories/s (one process: "
+        f"{args.import_n / t_one:,.0f} stories/s; ×{t_one / t_import:.2f})"
+    )
     print(
         f"SUMMARY metrics {n_big:,} stories {t_metrics:.1f} s; Results query {t_results:.1f} s; "
         f"PDF {t_pdf:.1f} s; new-path peak {new_peak:.0f} MB; old/new at {n_small:,} "
