@@ -224,3 +224,30 @@ def test_scoring_metrics_from_the_score_frame_equal_the_reference(tmp_path):
         assert _same(
             extra_results(store, run_id, "auto", flat=False), extra_results(store, run_id, "auto")
         )
+
+
+def test_labels_fingerprint_sees_writes_of_another_connection(tmp_path):
+    """The fingerprint is kept while the database is unchanged, never longer."""
+    path = tmp_path / "db.sqlite"
+    with Store(path) as one, Store(path) as two:
+        run_id = synthetic.laissez_faire_run(one, n=20)
+        before = one.labels_fingerprint(run_id)
+        assert one.labels_fingerprint(run_id) == before
+        assert one.unlabelled_attempts(run_id, "deterministic/") == []
+        attempt_id = two.attempts(run_id)[0]["id"]
+        two.add_human_label(attempt_id, "tester", "x", {"characters": []})
+        assert one.labels_fingerprint(run_id) != before
+        before = one.labels_fingerprint(run_id)
+        one.add_human_label(attempt_id, "tester", "y", {"characters": []})
+        assert one.labels_fingerprint(run_id) != before
+
+
+def test_import_labels_in_worker_processes_as_in_one(monkeypatch):
+    from gbdesk import importer
+    from gbdesk.studies import get_probe
+
+    probe = get_probe("laissez_faire")
+    items = {i.key: i for i in probe.all_items("{prompt}")}
+    rows = [(s["response"], items[s["item"]].metadata) for s in synthetic.story_variants(60)]
+    monkeypatch.setattr(importer, "PARALLEL_LABELS", 10)
+    assert importer.label_all(probe, rows, workers=2) == importer.label_all(probe, rows, 1)
