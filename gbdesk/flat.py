@@ -132,10 +132,10 @@ def load_flat(store: Store, run_id: int, label_mode: str) -> FlatRun | None:
         store.labels_fingerprint(run_id),
         json.dumps(run["params"], sort_keys=True, default=str),
     )
-    if extra is None:
-        with _recent_lock:
-            if key in _recent:
-                return _recent[key]
+    with _recent_lock:
+        if extra is None and key in _recent:
+            return _recent[key]
+        _recent.clear()  # let the frames of the run read before go first (peak memory)
     flat = _read(store, run, probe, label_mode, extra)
     if extra is None:
         with _recent_lock:
