@@ -7,8 +7,9 @@ their characters' first names swapped, labelled as the deterministic extractor l
 them, written with the flat rows an import writes (`tests.synthetic.
 laissez_faire_scale_run`). No data of the paper is used. Then, in this process:
 
-  new    metrics (`compute_metrics`, no cache, flat table), the Results pane's query (its
-         `_compute`: metrics, review counts, extra results), the PDF (`export_pdf`), on the
+  new    metrics (`compute_metrics`, no cache, flat table), the Results pane's query
+         (`results.run_results`, in this process — the app runs it in a worker process for
+         big runs: metrics, review counts, extra results), the PDF (`export_pdf`), on the
          big run, each with the peak memory so far;
   old    the reference path (every label's JSON and every text: `flat=False`) on the
          baseline run, with the new path on the same run for the ratio — the old path on the
@@ -100,8 +101,8 @@ def main() -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from gbdesk.report.pdf import export_pdf
     from gbdesk.results import compute_metrics
+    from gbdesk.results import run_results as _compute
     from gbdesk.store import Store
-    from gbdesk.ui.panes.results import _compute
 
     print(f"database {db} ({db.stat().st_size / 2**20:,.0f} MB); peak before {peak_mb():.0f} MB")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")

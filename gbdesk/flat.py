@@ -26,6 +26,9 @@ from gbdesk.studies import Probe
 log = logging.getLogger(__name__)
 
 FACT_COLUMNS = ["label_id", "idx", "k", "a", "b", "c", "d", "x"]
+#: rows read at a time: small enough that building one chunk's frame (which holds the GIL)
+#: stays short for the UI thread of the app
+CHUNK = 50_000
 
 
 @dataclass
@@ -95,7 +98,7 @@ def _frame(store: Store, sql: str, params: tuple[Any, ...], columns: list[str]) 
     cur = store.conn.execute(sql, params)
     parts = []
     while True:
-        rows = cur.fetchmany(200_000)
+        rows = cur.fetchmany(CHUNK)
         if not rows:
             break
         part = pd.DataFrame.from_records(rows, columns=columns)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ from gbdesk import __version__
 from gbdesk.stats import MetricValue
 from gbdesk.store import Store
 from gbdesk.studies import ItemResult, ScoringProbe, get_probe
+
+log = logging.getLogger(__name__)
 
 LABEL_MODES = ("auto", "reviewed")
 #: every way metrics can be computed: the label modes, and "ppi" (automatic labels
@@ -262,3 +265,58 @@ def runs_with_generations(store: Store, with_models: bool = False) -> list[dict[
         for r in runs:
             r["model"] = store.get_model(r["model_id"]) if r["model_id"] else {}
     return runs
+
+
+def run_results(
+    store: Store, run_ids: list[int], mode: str, flat: bool = True
+) -> dict[int, dict[str, Any]]:
+    """What the Results pane shows of each run: metrics, review counts, the probe's extra
+    results and detector — read from the flat table where the probe has one, so a run of
+    500,000 stories loads in seconds without reading every text (`flat=False`: the
+    reference path, for the benchmarks)."""
+    out = {}
+    for run_id in run_ids:
+        run = store.get_run(run_id)
+        probe = get_probe(run["probe"])
+        out[run_id] = {
+            "metrics": compute_metrics(store, run_id, mode, flat=flat),
+            "review": review_stats(store, run_id, flat=flat),
+            "extra": extra_results(store, run_id, mode, flat=flat),
+            "detector": probe.detector_title(run["params"]),
+        }
+    return out
+
+
+#: from how many attempts `run_results_apart` computes in a worker process
+APART_FROM = 50_000
+_apart: Any = None  # the worker process pool, started on first use
+
+
+def _run_results_at(db_path: str, run_ids: list[int], mode: str) -> dict[int, dict[str, Any]]:
+    with Store(db_path) as store:
+        return run_results(store, run_ids, mode)
+
+
+def run_results_apart(store: Store, run_ids: list[int], mode: str) -> dict[int, dict[str, Any]]:
+    """`run_results`, computed in a worker process when the runs are big (≥ `APART_FROM`
+    attempts), so that the pandas work on hundreds of thousands of rows — which holds
+    the interpreter's lock for long stretches — never stalls the app's UI thread; in this
+    thread otherwise, in a frozen app, or when no process can be started."""
+    import sys
+
+    global _apart
+    size = sum(store.count_attempts(r) for r in run_ids)
+    if size < APART_FROM or getattr(sys, "frozen", False):
+        return run_results(store, run_ids, mode)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        if _apart is None:
+            _apart = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        return _apart.submit(_run_results_at, str(store.path), run_ids, mode).result()
+    except (OSError, BrokenProcessPool) as exc:
+        log.warning("results of runs %s computed here: worker process failed (%s)", run_ids, exc)
+        _apart = None
+        return run_results(store, run_ids, mode)

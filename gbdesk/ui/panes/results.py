@@ -27,9 +27,8 @@ from PySide6.QtWidgets import (
 
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.results import (
-    compute_metrics,
-    extra_results,
-    review_stats,
+    run_results,
+    run_results_apart,
     runs_with_generations,
 )
 from gbdesk.studies import get_probe
@@ -46,22 +45,14 @@ MODES = {
 }
 
 
-def _compute(store, run_ids: list[int], mode: str, flat: bool = True) -> dict[int, dict[str, Any]]:
-    """What the pane shows of each run (off the UI thread): metrics, review counts, the
-    probe's extra results — read from the flat table where the probe has one, so a run of
-    500,000 stories loads in seconds without reading every text (`flat=False`: the
-    reference path, for the benchmarks)."""
-    out = {}
-    for run_id in run_ids:
-        run = store.get_run(run_id)
-        probe = get_probe(run["probe"])
-        out[run_id] = {
-            "metrics": compute_metrics(store, run_id, mode, flat=flat),
-            "review": review_stats(store, run_id, flat=flat),
-            "extra": extra_results(store, run_id, mode, flat=flat),
-            "detector": probe.detector_title(run["params"]),
-        }
-    return out
+def _compute(
+    store, run_ids: list[int], mode: str, flat: bool = True
+) -> dict[int, dict[str, Any]]:
+    """What the pane shows of each run (off the UI thread; big runs in a worker process:
+    `gbdesk.results.run_results_apart`). `flat=False`: the reference path (benchmarks)."""
+    if not flat:
+        return run_results(store, run_ids, mode, flat=False)
+    return run_results_apart(store, run_ids, mode)
 
 
 class ResultsPane(QWidget):
