@@ -127,6 +127,13 @@ def main() -> int:
         print(f"peak memory of the new path: {new_peak:.0f} MB ({len(metrics)} metrics)")
 
         print("— back-fill of a run without flat rows (an older database) —")
+        with store.transaction():  # as it was written: no flat rows (also on a rerun)
+            store.conn.execute("DELETE FROM label_facts WHERE run_id = ?", (unflat,))
+            store.conn.execute(
+                "UPDATE labels SET flat = NULL WHERE attempt_id IN "
+                "(SELECT id FROM attempts WHERE run_id = ?)",
+                (unflat,),
+            )
         _, t_fill = timed(
             f"first metrics, {store.count_attempts(unflat):,} stories",
             compute_metrics, store, unflat, "auto", use_cache=False,
