@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gbdesk.errors import UserError
 from gbdesk.store import Store
 from gbdesk.studies import Probe
 
@@ -63,30 +64,33 @@ def flatten(store: Store, run_id: int, probe: Probe) -> pd.DataFrame | None:
     not be stored (a read-only database) as a frame to use in memory, else None."""
     if not probe.has_label_facts:
         return None
+    ids = store.unflattened_labels(run_id)
+    if not ids:
+        return None
     metadata = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
     kept: list[tuple[Any, ...]] = []
     done = 0
-    seen: set[int] = set()
-    while True:
-        chunk = store.unflattened_labels(run_id)
-        chunk = [row for row in chunk if row[0] not in seen]
-        if not chunk:
-            break
-        facts = {
-            label_id: facts_of(probe, label, data_json, response, metadata.get(item, {})) or []
-            for label_id, label, data_json, response, item in chunk
-        }
+    writable = True
+    for start in range(0, len(ids), 5_000):
+        facts = {}
+        for part in range(start, min(len(ids), start + 5_000), 900):
+            for label_id, label, data_json, response, item in store.labels_to_flatten(
+                ids[part : min(part + 900, start + 5_000)]
+            ):
+                facts[label_id] = (
+                    facts_of(probe, label, data_json, response, metadata.get(item, {})) or []
+                )
         done += len(facts)
-        try:
-            store.put_label_facts(run_id, facts)
-        except sqlite3.Error as exc:  # read-only or locked: use the rows in memory
-            log.warning("flat rows of run %s not stored: %s", run_id, exc)
-            seen.update(facts)
-            kept.extend(
-                (label_id, i, *row)
-                for label_id, rows in facts.items()
-                for i, row in enumerate(rows)
-            )
+        if writable:
+            try:
+                store.put_label_facts(run_id, facts)
+                continue
+            except (sqlite3.Error, UserError) as exc:  # read-only, locked: rows in memory
+                log.warning("flat rows of run %s not stored: %s", run_id, exc)
+                writable = False
+        kept.extend(
+            (label_id, i, *row) for label_id, rows in facts.items() for i, row in enumerate(rows)
+        )
     if done:
         log.info("flattened %d labels of run %s", done, run_id)
     if not kept:

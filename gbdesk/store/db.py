@@ -1083,14 +1083,24 @@ class Store:
         return latest
 
     # -- the flat table of label facts (fast metrics) ---------------------------------------
-    def unflattened_labels(self, run_id: int, limit: int = 20000) -> list[tuple[Any, ...]]:
-        """Up to `limit` labels of the run without flat rows yet: (label id, label,
-        data_json, response, item)."""
+    def unflattened_labels(self, run_id: int) -> list[int]:
+        """The ids of the run's labels without flat rows yet."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT l.id FROM labels l INDEXED BY labels_unflat JOIN attempts a "
+                "ON a.id = l.attempt_id WHERE l.flat IS NULL AND a.run_id = ? ORDER BY l.id",
+                (run_id,),
+            )
+        ]
+
+    def labels_to_flatten(self, label_ids: Sequence[int]) -> list[tuple[Any, ...]]:
+        """(label id, label, data_json, response, item) of these labels (at most 900)."""
+        marks = ",".join("?" * len(label_ids))
         return self.conn.execute(
-            "SELECT l.id, l.label, l.data_json, a.response, a.item "
-            "FROM labels l INDEXED BY labels_unflat JOIN attempts a ON a.id = l.attempt_id "
-            "WHERE l.flat IS NULL AND a.run_id = ? LIMIT ?",
-            (run_id, limit),
+            "SELECT l.id, l.label, l.data_json, a.response, a.item FROM labels l "
+            f"JOIN attempts a ON a.id = l.attempt_id WHERE l.id IN ({marks})",
+            tuple(label_ids),
         ).fetchall()
 
     def put_label_facts(self, run_id: int, facts: dict[int, Sequence[tuple[Any, ...]]]) -> None:
