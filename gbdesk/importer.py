@@ -11,6 +11,7 @@ is killed or the disk fills up half-way.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections import defaultdict
@@ -27,6 +28,7 @@ from gbdesk.studies import get_probe
 from gbdesk.studies.base import Item, Probe
 
 MAX_LISTED = 12
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -270,6 +272,8 @@ def write_imported_runs(
     rows = []
     for plan in planned:
         prompts = {i.key: i.prompt for i in plan.items}
+        metadata = {i.key: i.metadata for i in plan.items}
+        flat = probe.has_label_facts  # the label's flat rows, written with it (gbdesk.flat)
         per_item: dict[str, int] = defaultdict(int)
         for a in plan.attempts:
             per_item[a.item] = max(per_item[a.item], a.attempt + 1)
@@ -282,6 +286,11 @@ def write_imported_runs(
                 "prompt_mode": "imported",
                 "auto_label": a.label,
                 "scores": a.scores,
+                "facts": (
+                    probe.label_facts(a.label, a.response, metadata.get(a.item, {}))
+                    if flat and a.label is not None
+                    else None
+                ),
             }
             for a in plan.attempts
         )
@@ -360,15 +369,55 @@ def plan_prompt_response_import(
         items, placed = _place(probe, params, group, path, deal_rows=deal_rows)
         metadata = {i.key: i.metadata for i in items}
         rank = {i.key: n for n, i in enumerate(items)}
-        attempts = []
+        rows = []
         for (key, index), (_, record) in sorted(
             placed.items(), key=lambda kv: (rank[kv[0][0]], kv[0][1])
         ):
             response = record.get("response")
-            text = "" if response is None else str(response)
-            attempts.append(ImportedAttempt(key, index, text, probe.label(text, metadata[key])))
+            rows.append((key, index, "" if response is None else str(response)))
+        labels = label_all(probe, [(text, metadata[key]) for key, _, text in rows])
+        attempts = [
+            ImportedAttempt(key, index, text, label)
+            for (key, index, text), label in zip(rows, labels, strict=True)
+        ]
         planned.append(ImportedRun(name, params, items, attempts))
     return planned
+
+
+#: from how many texts an import labels them in worker processes (one per core, at most 4)
+PARALLEL_LABELS = 4000
+
+
+def _label_chunk(probe_name: str, rows: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    probe = get_probe(probe_name)
+    return [probe.label(text, metadata) for text, metadata in rows]
+
+
+def label_all(
+    probe: Probe, rows: list[tuple[str, dict[str, Any]]], workers: int | None = None
+) -> list[dict[str, Any]]:
+    """`probe.label(text, metadata)` of every row, in order: in worker processes for a big
+    import (each label depends on its text alone, so the result is the same), else here.
+    Not in a frozen app (its executable cannot start a Python worker)."""
+    import os
+    import sys
+
+    cores = min(4, os.cpu_count() or 1) if workers is None else workers
+    if cores < 2 or len(rows) < PARALLEL_LABELS or getattr(sys, "frozen", False):
+        return [probe.label(text, metadata) for text, metadata in rows]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    size = max(200, len(rows) // (cores * 8))
+    chunks = [rows[i : i + size] for i in range(0, len(rows), size)]
+    context = multiprocessing.get_context("spawn")  # no fork of a process with threads
+    try:
+        with ProcessPoolExecutor(cores, mp_context=context) as pool:
+            parts = pool.map(_label_chunk, [probe.name] * len(chunks), chunks)
+            return [label for part in parts for label in part]
+    except (OSError, RuntimeError) as exc:  # no processes here: label in this one
+        log.warning("labelling in worker processes failed (%s); labelling here", exc)
+        return [probe.label(text, metadata) for text, metadata in rows]
 
 
 def _short(text: str, width: int = 160) -> str:

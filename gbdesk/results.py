@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from gbdesk import __version__
-from gbdesk.stats import MetricValue
+from gbdesk.stats import MetricValue, adjusted_p_values
 from gbdesk.store import Store
 from gbdesk.studies import ItemResult, ScoringProbe, get_probe
+
+log = logging.getLogger(__name__)
 
 LABEL_MODES = ("auto", "reviewed")
 #: every way metrics can be computed: the label modes, and "ppi" (automatic labels
@@ -36,11 +39,12 @@ def ensure_auto_labels(store: Store, run_id: int) -> int:
     yet with the probe's built-in labeller; return how many were labelled."""
     probe = get_probe(store.get_run(run_id)["probe"])
     source = _auto_source(store, run_id)
-    labelled = store.labels(run_id, "auto", source)
     if source is not None and not source.startswith(probe.builtin_source_prefix()):
         return 0  # another labeller (e.g. an LLM pass) fills these; nothing to do here
+    missing = store.unlabelled_attempts(run_id, source)
+    if not missing:
+        return 0
     metadata = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
-    missing = [a for a in store.attempts(run_id) if a["id"] not in labelled]
     for attempt in missing:
         label = probe.label(attempt["response"], metadata.get(attempt["item"], {}))
         store.set_auto_label(attempt["id"], **label)
@@ -76,21 +80,58 @@ def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[It
     return list(by_item.values())
 
 
+def flat_run(store: Store, run_id: int, label_mode: str) -> Any:
+    """The run read from the flat table of label facts (`gbdesk.flat.FlatRun`) with the
+    labels of `label_mode` ("ppi": the automatic ones), or None when its probe has none."""
+    from gbdesk.flat import load_flat
+
+    return load_flat(store, run_id, "auto" if label_mode == "ppi" else label_mode)
+
+
+def extra_results(
+    store: Store, run_id: int, label_mode: str = "auto", flat: bool = True
+) -> dict[str, Any]:
+    """The probe's non-scalar results (`Probe.extra_results`), from the flat table when the
+    probe has one (`flat=False`: always from the labels)."""
+    run = store.get_run(run_id)
+    probe = get_probe(run["probe"])
+    got = None
+    if flat and probe.has_label_facts:
+        ensure_auto_labels(store, run_id)
+        got = probe.flat_extra_results(flat_run(store, run_id, label_mode), run["params"])
+    elif flat and isinstance(probe, ScoringProbe):
+        got = probe.frame_extra_results(store.score_frame(run_id), run["params"])
+    if got is not None:
+        return got
+    return probe.extra_results(item_results(store, run_id, label_mode), run["params"])
+
+
 def compute_metrics(
-    store: Store, run_id: int, label_mode: str = "auto", use_cache: bool = True
+    store: Store,
+    run_id: int,
+    label_mode: str = "auto",
+    use_cache: bool = True,
+    flat: bool = True,
 ) -> dict[str, MetricValue]:
     """The run's metrics from automatic labels ("auto"), reviewed ones ("reviewed": a
-    person's where present), or as prediction-powered estimates ("ppi"); cached."""
+    person's where present), or as prediction-powered estimates ("ppi"); cached. Probes
+    with a flat table compute "auto" and "reviewed" from it (`flat=False`: from every
+    label's JSON, the reference path the flat one must equal)."""
     if label_mode not in METRIC_MODES:
         raise ValueError(f"label mode must be one of {METRIC_MODES}")
-    ensure_auto_labels(store, run_id)
     run = store.get_run(run_id)
     # Recompute when labels, the run's parameters or the code that computes change.
     params = json.dumps(run["params"], sort_keys=True, default=str)
-    fingerprint = (
-        f"{store.labels_fingerprint(run_id)}|{__version__}|{run['probe_version']}|"
-        f"{hashlib.sha256(params.encode()).hexdigest()[:16]}"
-    )
+
+    def current() -> str:
+        return (
+            f"{store.labels_fingerprint(run_id)}|{__version__}|{run['probe_version']}|"
+            f"{hashlib.sha256(params.encode()).hexdigest()[:16]}"
+        )
+
+    # A cached result was computed after every attempt had its automatic label, and any
+    # attempt or label added since changes the fingerprint: check the cache first.
+    fingerprint = current()
     if use_cache:
         cached = store.cached_metrics(run_id, label_mode, fingerprint)
         if cached is not None:
@@ -105,13 +146,21 @@ def compute_metrics(
                 )
                 for name, row in cached.items()
             }
+    if ensure_auto_labels(store, run_id):
+        fingerprint = current()
     probe = get_probe(run["probe"])
     if label_mode == "ppi":
         from gbdesk.ppi_metrics import ppi_metric_values
 
         metrics = ppi_metric_values(store, run_id)
     else:
-        metrics = probe.metrics(item_results(store, run_id, label_mode), params=run["params"])
+        metrics = None
+        if flat and probe.has_label_facts:
+            metrics = probe.flat_metrics(flat_run(store, run_id, label_mode), run["params"])
+        elif flat and isinstance(probe, ScoringProbe):
+            metrics = probe.frame_metrics(store.score_frame(run_id), run["params"])
+        if metrics is None:
+            metrics = probe.metrics(item_results(store, run_id, label_mode), params=run["params"])
     store.save_metrics(
         run_id,
         label_mode,
@@ -168,13 +217,22 @@ class ReviewStats:
         }
 
 
-def review_stats(store: Store, run_id: int) -> ReviewStats:
+def review_stats(store: Store, run_id: int, flat: bool = True) -> ReviewStats:
     """Reviewed/corrected counts and the detector's precision and recall per label,
-    taking the latest human label of each reviewed attempt as the truth."""
+    taking the latest human label of each reviewed attempt as the truth (with a flat
+    table, only the reviewed attempts' automatic labels are read)."""
     probe = get_probe(store.get_run(run_id)["probe"])
     ensure_auto_labels(store, run_id)
-    auto = store.labels(run_id, "auto", _auto_source(store, run_id))
     human = store.labels(run_id, "human")
+    estimate: tuple[bool, Any] = (False, None)
+    if flat and probe.has_label_facts:
+        auto = store.labels_of(human, "auto", _auto_source(store, run_id))
+        estimate = probe.flat_estimated_accuracy(flat_run(store, run_id, "auto"), human)
+    else:
+        auto = store.labels(run_id, "auto", _auto_source(store, run_id))
+    if not estimate[0]:
+        auto = store.labels(run_id, "auto", _auto_source(store, run_id))
+        estimate = (True, probe.estimated_accuracy(auto, human))
     rows = [(auto[a], h) for a, h in human.items() if a in auto]
     pairs = [(a["label"], h["label"]) for a, h in rows]
     per_label: dict[str, dict[str, float]] = {}
@@ -195,7 +253,7 @@ def review_stats(store: Store, run_id: int) -> ReviewStats:
         per_label=per_label,
         accuracy=correct / len(pairs) if pairs else math.nan,
         quality=probe.review_quality(rows) if rows else {},
-        estimate=probe.estimated_accuracy(auto, human),
+        estimate=estimate[1],
     )
 
 
@@ -207,3 +265,74 @@ def runs_with_generations(store: Store, with_models: bool = False) -> list[dict[
         for r in runs:
             r["model"] = store.get_model(r["model_id"]) if r["model_id"] else {}
     return runs
+
+
+def run_results(
+    store: Store,
+    run_ids: list[int],
+    mode: str,
+    flat: bool = True,
+    models: dict[int, str] | None = None,
+) -> dict[int, dict[str, Any]]:
+    """What the Results pane shows of each run: metrics, review counts, the probe's extra
+    results and detector — read from the flat table where the probe has one, so a run of
+    500,000 stories loads in seconds without reading every text (`flat=False`: the
+    reference path, for the benchmarks)."""
+    from gbdesk.findings import run_findings
+
+    out = {}
+    for run_id in run_ids:
+        run = store.get_run(run_id)
+        probe = get_probe(run["probe"])
+        metrics = compute_metrics(store, run_id, mode, flat=flat)
+        extra = extra_results(store, run_id, mode, flat=flat)
+        out[run_id] = {
+            "metrics": metrics,
+            "review": review_stats(store, run_id, flat=flat),
+            "extra": extra,
+            "detector": probe.detector_title(run["params"]),
+            "adjusted": adjusted_p_values(metrics),
+            "findings": run_findings(
+                run_id, (models or {}).get(run_id, "?"), probe, metrics, extra, run["params"]
+            ),
+        }
+    return out
+
+
+#: from how many attempts `run_results_apart` computes in a worker process
+APART_FROM = 50_000
+_apart: Any = None  # the worker process pool, started on first use
+
+
+def _run_results_at(
+    db_path: str, run_ids: list[int], mode: str, models: dict[int, str] | None = None
+) -> dict[int, dict[str, Any]]:
+    with Store(db_path) as store:
+        return run_results(store, run_ids, mode, models=models)
+
+
+def run_results_apart(
+    store: Store, run_ids: list[int], mode: str, models: dict[int, str] | None = None
+) -> dict[int, dict[str, Any]]:
+    """`run_results`, computed in a worker process when the runs are big (≥ `APART_FROM`
+    attempts), so that the pandas work on hundreds of thousands of rows — which holds
+    the interpreter's lock for long stretches — never stalls the app's UI thread; in this
+    thread otherwise, in a frozen app, or when no process can be started."""
+    import sys
+
+    global _apart
+    size = sum(store.count_attempts(r) for r in run_ids)
+    if size < APART_FROM or getattr(sys, "frozen", False):
+        return run_results(store, run_ids, mode, models=models)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        if _apart is None:
+            _apart = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        return _apart.submit(_run_results_at, str(store.path), run_ids, mode, models).result()
+    except (OSError, BrokenProcessPool) as exc:
+        log.warning("results of runs %s computed here: worker process failed (%s)", run_ids, exc)
+        _apart = None
+        return run_results(store, run_ids, mode, models=models)

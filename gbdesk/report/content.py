@@ -18,7 +18,13 @@ from gbdesk.errors import UserError
 from gbdesk.format import fmt
 from gbdesk.paths import resource
 from gbdesk.report.blocks import Block, ChartRow, Heading, IntervalChart, Paragraph, Table
-from gbdesk.results import ReviewStats, compute_metrics, item_results, review_stats
+from gbdesk.results import (
+    ReviewStats,
+    compute_metrics,
+    ensure_auto_labels,
+    extra_results,
+    review_stats,
+)
 from gbdesk.stats import MetricValue
 from gbdesk.store import Store
 from gbdesk.studies import Probe, get_probe
@@ -262,9 +268,11 @@ def build_report(
     *,
     compare: bool = True,
     audit: dict[str, Any] | None = None,
+    flat: bool = True,
 ) -> ReportData:
     """Everything the report says; `compare`: a paired comparison of every later run of a
-    probe against its first run; `audit`: the plan and budget of the audit it ends."""
+    probe against its first run; `audit`: the plan and budget of the audit it ends;
+    `flat=False` reads every label (the reference path)."""
     from gbdesk.findings import run_findings
 
     sections = []
@@ -272,16 +280,20 @@ def build_report(
         run = store.get_run(run_id)
         model = store.get_model(run["model_id"]) if run["model_id"] else {}
         probe = get_probe(run["probe"])
-        auto = store.labels(run_id, "auto", probe.auto_source(run["params"]))
-        detectors = sorted({row["source"] for row in auto.values()})
+        if flat:
+            ensure_auto_labels(store, run_id)
+            detectors = store.label_sources(run_id, "auto", probe.auto_source(run["params"]))
+        else:
+            auto = store.labels(run_id, "auto", probe.auto_source(run["params"]))
+            detectors = sorted({row["source"] for row in auto.values()})
         section = RunSection(
             run=run,
             model=model,
             probe=probe,
-            metrics=compute_metrics(store, run_id, label_mode),
-            review=review_stats(store, run_id),
+            metrics=compute_metrics(store, run_id, label_mode, flat=flat),
+            review=review_stats(store, run_id, flat=flat),
             detector=", ".join(detectors) or "—",
-            extra=probe.extra_results(item_results(store, run_id, label_mode), run["params"]),
+            extra=extra_results(store, run_id, label_mode, flat=flat),
         )
         section.blocks = group_blocks(section) + probe.report_blocks(section.extra, run["params"])
         section.findings = run_findings(

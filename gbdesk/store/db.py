@@ -23,7 +23,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -303,6 +303,8 @@ class PreparedAttempts:
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     labels: dict[tuple[str, int], tuple[Any, ...]] = field(default_factory=dict)
     scores: dict[tuple[str, int], Sequence[dict[str, Any]]] = field(default_factory=dict)
+    #: the automatic label's flat rows (`Probe.label_facts`), when the caller made them
+    facts: dict[tuple[str, int], list[tuple[Any, ...]]] = field(default_factory=dict)
 
 
 def prepare_attempts(attempts: Iterable[dict[str, Any]]) -> PreparedAttempts:
@@ -335,7 +337,22 @@ def prepare_attempts(attempts: Iterable[dict[str, Any]]) -> PreparedAttempts:
             prepared.labels[key] = _auto_label_row(stamp, **a["auto_label"])
         if a.get("scores"):
             prepared.scores[key] = a["scores"]
+        if a.get("auto_label") is not None and a.get("facts") is not None:
+            prepared.facts[key] = a["facts"]
     return prepared
+
+
+_INSERT_FACT = (
+    "INSERT INTO label_facts (label_id, idx, run_id, k, a, b, c, d, x) VALUES (?,?,?,?,?,?,?,?,?)"
+)
+
+
+def _fact_rows(
+    label_id: int, run_id: int, facts: Sequence[tuple[Any, ...]]
+) -> Iterator[tuple[Any, ...]]:
+    """`label_facts` rows of one label: facts are (k, a, b, c, d, x) tuples."""
+    for i, f in enumerate(facts):
+        yield (label_id, i, run_id, *f)
 
 
 class Store:
@@ -738,8 +755,7 @@ class Store:
         """An imported run is complete: its attempt count and status."""
         with self._write():
             self.conn.execute(
-                "UPDATE runs SET attempts_total = ?, status = 'done', finished_at = ? "
-                "WHERE id = ?",
+                "UPDATE runs SET attempts_total = ?, status = 'done', finished_at = ? WHERE id = ?",
                 (attempts, now(), run_id),
             )
 
@@ -858,9 +874,34 @@ class Store:
                 }
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO labels (attempt_id, kind, source, label, data_json, "
-                    "evidence_json, created_at) VALUES (?, 'auto', ?, ?, ?, ?, ?)",
-                    [(ids[key], *row) for key, row in prepared.labels.items() if key in ids],
+                    "evidence_json, created_at, flat) VALUES (?, 'auto', ?, ?, ?, ?, ?, ?)",
+                    [
+                        (ids[key], *row, 1 if key in prepared.facts else None)
+                        for key, row in prepared.labels.items()
+                        if key in ids
+                    ],
                 )
+                if prepared.facts:
+                    by_attempt = {attempt_id: key for key, attempt_id in ids.items()}
+                    label_ids = {
+                        by_attempt[attempt_id]: label_id
+                        for label_id, attempt_id in self.conn.execute(
+                            "SELECT l.id, l.attempt_id FROM labels l JOIN attempts a "
+                            "ON a.id = l.attempt_id WHERE a.run_id = ? AND l.kind = 'auto' "
+                            "AND l.flat = 1",
+                            (run_id,),
+                        )
+                        if attempt_id in by_attempt
+                    }
+                    self.conn.executemany(
+                        _INSERT_FACT,
+                        (
+                            row
+                            for key, facts in prepared.facts.items()
+                            if key in label_ids
+                            for row in _fact_rows(label_ids[key], run_id, facts)
+                        ),
+                    )
                 self.conn.executemany(
                     _INSERT_SCORE,
                     [
@@ -882,6 +923,41 @@ class Store:
             "WHERE s.run_id = ? ORDER BY i.idx, a.attempt, s.idx",
             (run_id,),
         )
+
+    def score_frame(self, run_id: int) -> Any:
+        """`scores` without the sentences' texts, as a pandas frame in the same (run) order,
+        read in chunks without SQLite sorting them."""
+        import numpy as np
+        import pandas as pd
+
+        columns = ["group", "descriptor", "axis", "template", "name", "n_tokens",
+                   "logprob_sum", "ppl", "apx", "attempt_id", "idx"]  # fmt: skip
+        cur = self.conn.execute(
+            "SELECT grp, descriptor, axis, template, name, n_tokens, logprob_sum, ppl, apx, "
+            "attempt_id, idx FROM scores WHERE run_id = ?",
+            (run_id,),
+        )
+        parts = []
+        while rows := cur.fetchmany(200_000):
+            parts.append(pd.DataFrame.from_records(rows, columns=columns))
+        if not parts:
+            return pd.DataFrame()
+        frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        order = pd.DataFrame.from_records(
+            self.conn.execute(
+                "SELECT a.id, a.item, i.idx, a.attempt FROM attempts a JOIN run_items i "
+                "ON i.run_id = a.run_id AND i.item = a.item WHERE a.run_id = ?",
+                (run_id,),
+            ).fetchall(),
+            columns=["attempt_id", "item", "item_idx", "attempt"],
+        ).set_index("attempt_id")
+        at = order.loc[frame["attempt_id"].to_numpy()]
+        keys = np.lexsort(
+            (frame["idx"].to_numpy(), at["attempt"].to_numpy(), at["item_idx"].to_numpy())
+        )
+        frame["item"] = at["item"].to_numpy()
+        frame = frame.drop(columns=["attempt_id", "idx"]).iloc[keys].reset_index(drop=True)
+        return frame
 
     def attempts(self, run_id: int) -> list[dict[str, Any]]:
         return self.query(
@@ -961,8 +1037,122 @@ class Store:
             latest[row["attempt_id"]] = row
         return latest
 
+    def unlabelled_attempts(self, run_id: int, source_prefix: str | None) -> list[dict[str, Any]]:
+        """Attempts of a run (id, item, response) without an automatic label whose source
+        starts with `source_prefix`, in run order (reads only those attempts' texts)."""
+        memo = self.__dict__.setdefault("_memo_values", {})
+        key = ("all labelled", run_id, source_prefix)
+        hit = memo.get(key)
+        if hit is not None and hit[0] == self._unchanged_key():
+            return []  # none was missing, and nothing was written since
+        rows = self._unlabelled_attempts(run_id, source_prefix)
+        if not rows:
+            memo[key] = (self._unchanged_key(), True)
+        return rows
+
+    def _unlabelled_attempts(self, run_id: int, source_prefix: str | None) -> list[dict[str, Any]]:
+        return self.query(
+            """
+            SELECT a.id, a.item, a.response FROM attempts a
+            JOIN run_items i ON i.run_id = a.run_id AND i.item = a.item
+            WHERE a.run_id = ? AND NOT EXISTS (
+                SELECT 1 FROM labels l WHERE l.attempt_id = a.id AND l.kind = 'auto'
+                AND l.source LIKE ? ESCAPE '\\')
+            ORDER BY i.idx, a.attempt
+            """,
+            (run_id, _like_prefix(source_prefix)),
+        )
+
+    def labels_of(
+        self, attempt_ids: Iterable[int], kind: str, source_prefix: str | None = None
+    ) -> dict[int, dict[str, Any]]:
+        """`labels` of the given attempts only (the latest of `kind` per attempt)."""
+        latest: dict[int, dict[str, Any]] = {}
+        ids = sorted(set(attempt_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self.query(
+                f"SELECT * FROM labels WHERE attempt_id IN ({','.join('?' * len(chunk))}) "
+                "AND kind = ? AND source LIKE ? ESCAPE '\\' ORDER BY id",
+                (*chunk, kind, _like_prefix(source_prefix)),
+            )
+            for row in rows:
+                row["data"] = _loads(row.pop("data_json"))
+                row["evidence"] = _loads(row.pop("evidence_json"))
+                latest[row["attempt_id"]] = row
+        return latest
+
+    # -- the flat table of label facts (fast metrics) ---------------------------------------
+    def unflattened_labels(self, run_id: int) -> list[int]:
+        """The ids of the run's labels without flat rows yet."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT l.id FROM labels l INDEXED BY labels_unflat JOIN attempts a "
+                "ON a.id = l.attempt_id WHERE l.flat IS NULL AND a.run_id = ? ORDER BY l.id",
+                (run_id,),
+            )
+        ]
+
+    def labels_to_flatten(self, label_ids: Sequence[int]) -> list[tuple[Any, ...]]:
+        """(label id, label, data_json, response, item) of these labels (at most 900)."""
+        marks = ",".join("?" * len(label_ids))
+        return self.conn.execute(
+            "SELECT l.id, l.label, l.data_json, a.response, a.item FROM labels l "
+            f"JOIN attempts a ON a.id = l.attempt_id WHERE l.id IN ({marks})",
+            tuple(label_ids),
+        ).fetchall()
+
+    def put_label_facts(self, run_id: int, facts: dict[int, Sequence[tuple[Any, ...]]]) -> None:
+        """Store the flat rows of these labels (label id → (k, a, b, c, d, x) rows)."""
+        with self._write():
+            ids = [(label_id,) for label_id in facts]
+            self.conn.executemany("DELETE FROM label_facts WHERE label_id = ?", ids)
+            self.conn.executemany(
+                _INSERT_FACT,
+                (
+                    row
+                    for label_id, rows in facts.items()
+                    for row in _fact_rows(label_id, run_id, rows)
+                ),
+            )
+            self.conn.executemany("UPDATE labels SET flat = 1 WHERE id = ?", ids)
+
+    def label_sources(self, run_id: int, kind: str, source_prefix: str | None = None) -> list[str]:
+        """The distinct sources of a run's labels of `kind` (sorted)."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT DISTINCT l.source FROM labels l JOIN attempts a ON a.id = l.attempt_id "
+                "WHERE a.run_id = ? AND l.kind = ? AND l.source LIKE ? ESCAPE '\\' "
+                "ORDER BY l.source",
+                (run_id, kind, _like_prefix(source_prefix)),
+            )
+        ]
+
+    def _unchanged_key(self) -> tuple[int, int]:
+        """Equal as long as nothing was written to the database: by this connection
+        (`total_changes`) or by any other (`PRAGMA data_version`)."""
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        return (version, self.conn.total_changes)
+
+    def _memo(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+        """`compute()`, or its value from the last call with the same key while the
+        database is unchanged (queries over every attempt of a 500,000-story run)."""
+        memo = self.__dict__.setdefault("_memo_values", {})
+        stamp = self._unchanged_key()
+        hit = memo.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        value = compute()
+        memo[key] = (self._unchanged_key(), value)
+        return value
+
     def labels_fingerprint(self, run_id: int) -> str:
         """Changes whenever an attempt or a label of the run is added or replaced."""
+        return self._memo(("fingerprint", run_id), lambda: self._labels_fingerprint(run_id))
+
+    def _labels_fingerprint(self, run_id: int) -> str:
         n_attempts, max_attempt = self.conn.execute(
             "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM attempts WHERE run_id = ?", (run_id,)
         ).fetchone()

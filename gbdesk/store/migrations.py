@@ -196,7 +196,33 @@ def _v5(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
+def _v6(conn: sqlite3.Connection) -> None:
+    """The flat table of label facts (e.g. one row per extracted character): what fast
+    metrics read instead of every label's JSON. Written with the labels of an import; any
+    label without them (older databases, reviewed or relabelled ones) is flattened on the
+    next metrics computation (`labels.flat` is NULL until then)."""
+    conn.execute(
+        """
+        CREATE TABLE label_facts (
+            label_id INTEGER NOT NULL REFERENCES labels(id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            run_id INTEGER NOT NULL,
+            k TEXT NOT NULL,
+            a TEXT,
+            b TEXT,
+            c TEXT,
+            d TEXT,
+            x REAL,
+            PRIMARY KEY (label_id, idx)
+        ) WITHOUT ROWID
+        """
+    )
+    conn.execute("CREATE INDEX label_facts_run ON label_facts (run_id)")
+    conn.execute("ALTER TABLE labels ADD COLUMN flat INTEGER")
+    conn.execute("CREATE INDEX labels_unflat ON labels (attempt_id) WHERE flat IS NULL")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
 LATEST_VERSION = len(MIGRATIONS)
 
 

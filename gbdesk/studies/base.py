@@ -202,7 +202,6 @@ class ProbeCard:
         return "\n".join(lines)
 
 
-
 @dataclass(frozen=True)
 class LabellingPass:
     """A labelling pass a probe offers over a run's stored texts, e.g. Laissez-Faire's
@@ -592,6 +591,36 @@ class Probe(ABC):
         automatic and human label rows by attempt id; None when it cannot be estimated."""
         return None
 
+    # -- the flat table (metrics at the papers' scale) ------------------------------------
+    #: whether `label_facts` gives this probe's labels a flat form (and `flat_metrics` etc.
+    #: read it); the core then writes and reads the `label_facts` table for its runs
+    has_label_facts: ClassVar[bool] = False
+
+    def label_facts(
+        self, label: dict[str, Any], response: str, metadata: dict[str, Any]
+    ) -> list[tuple[Any, ...]] | None:
+        """Flat rows (k, a, b, c, d, x) of one label row ({label, data}) of an attempt with
+        this text, stored with the label (`gbdesk.flat`); None: no flat form."""
+        return None
+
+    def flat_metrics(
+        self, flat: Any, params: dict[str, Any] | None
+    ) -> dict[str, MetricValue] | None:
+        """`metrics(item_results(…), params=params)` computed from a `gbdesk.flat.FlatRun`
+        (identical values); None: not available (the core loads the labels instead)."""
+        return None
+
+    def flat_extra_results(self, flat: Any, params: dict[str, Any] | None) -> dict[str, Any] | None:
+        """`extra_results` from a `gbdesk.flat.FlatRun`; None: not available."""
+        return None
+
+    def flat_estimated_accuracy(
+        self, flat: Any, human: dict[int, dict[str, Any]]
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """`estimated_accuracy` with the automatic labels read from a `FlatRun`: (whether it
+        could be computed this way, the value)."""
+        return False, None
+
     # -- resampling (paired comparisons, prediction-powered bootstraps) --------------------
     def resampled_metrics(
         self,
@@ -834,6 +863,17 @@ class ScoringProbe(Probe):
 
     def work_units(self, items: list[Item], attempts: int) -> int:
         return sum(len(self.sentences(i.metadata)) for i in items) * attempts
+
+    def frame_metrics(self, frame: Any, params: dict[str, Any] | None) -> dict[str, Any] | None:
+        """`metrics` from the run's stored scores read as one pandas frame (`Store.score_frame`,
+        run order, without the sentences' texts) — identical values; None: not available."""
+        return None
+
+    def frame_extra_results(
+        self, frame: Any, params: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """`extra_results` from the score frame; None: not available."""
+        return None
 
     def perform(self, engine: AttemptEngine, item: dict[str, Any], seed: int) -> Performed:
         from gbdesk.engine.base import GenerationResult

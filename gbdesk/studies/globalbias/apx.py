@@ -306,27 +306,40 @@ class GlobalBiasApxProbe(ScoringProbe):
         return "perplexity scoring"
 
     # -- analysis -------------------------------------------------------------------------
-    @staticmethod
-    def score_frame(results: list[ItemResult]) -> pd.DataFrame:
+    @classmethod
+    def score_frame(cls, results: list[ItemResult]) -> pd.DataFrame:
         rows = [s for r in results for s in r.scores]
-        frame = pd.DataFrame(rows)
+        return cls.decorated(pd.DataFrame(rows))
+
+    @staticmethod
+    def decorated(frame: pd.DataFrame) -> pd.DataFrame:
+        """The stored scores with each descriptor's axis and target group and each name
+        group's ethnicity and gender (looked up once per distinct value)."""
         if frame.empty:
             return frame
+
+        def lookup(column: str, f: Any) -> pd.Series:
+            values = frame[column]
+            return values.map({v: f(v) for v in values.unique()})
+
         meta = {d["descriptor"]: d for d in load_descriptors()}
-        shipped_axis = frame["descriptor"].map(lambda d: (meta.get(d) or {}).get("axis", ""))
+        shipped_axis = lookup("descriptor", lambda d: (meta.get(d) or {}).get("axis", ""))
         if "axis" in frame:
             frame["axis"] = frame["axis"].where(frame["axis"].notna(), shipped_axis)
         else:
             frame["axis"] = shipped_axis
-        frame["target"] = frame["descriptor"].map(lambda d: (meta.get(d) or {}).get("group", ""))
+        frame["target"] = lookup("descriptor", lambda d: (meta.get(d) or {}).get("group", ""))
         groups = {n["Group"]: n for n in load_names()}
-        frame["ethnicity"] = frame["group"].map(lambda g: (groups.get(g) or {}).get("Ethnicity"))
-        frame["gender"] = frame["group"].map(lambda g: (groups.get(g) or {}).get("Gender"))
+        frame["ethnicity"] = lookup("group", lambda g: (groups.get(g) or {}).get("Ethnicity"))
+        frame["gender"] = lookup("group", lambda g: (groups.get(g) or {}).get("Gender"))
         return frame
 
     def apx(self, results: list[ItemResult]) -> pd.DataFrame:
         """The group × descriptor × template APX table (computed, or as imported)."""
-        frame = self.score_frame(results)
+        return self.apx_of(self.score_frame(results))
+
+    @staticmethod
+    def apx_of(frame: pd.DataFrame) -> pd.DataFrame:
         if frame.empty:
             return frame
         imported = (
@@ -346,7 +359,16 @@ class GlobalBiasApxProbe(ScoringProbe):
         bootstrap: bool = True,
         params: dict[str, Any] | None = None,
     ) -> dict[str, MetricValue]:
-        table = self.apx(results)
+        return self._metrics_of(self.score_frame(results))
+
+    def frame_metrics(
+        self, frame: pd.DataFrame, params: dict[str, Any] | None
+    ) -> dict[str, MetricValue]:
+        return self._metrics_of(self.decorated(frame))
+
+    def _metrics_of(self, frame: pd.DataFrame) -> dict[str, MetricValue]:
+        """`metrics` from the run's decorated score frame (`score_frame`, `decorated`)."""
+        table = self.apx_of(frame)
         if table.empty:
             return {}
         nan = (math.nan, math.nan)
@@ -359,7 +381,6 @@ class GlobalBiasApxProbe(ScoringProbe):
                 counts["descriptors"], nan, None, counts["tested_descriptors"]
             ),
         }
-        frame = self.score_frame(results)
         scored = frame[frame["ppl"].notna()] if "ppl" in frame else frame.iloc[:0]
         t1 = scored[scored["template"] == 1]
         if not t1.empty:
@@ -463,7 +484,15 @@ class GlobalBiasApxProbe(ScoringProbe):
         self, results: list[ItemResult], params: dict[str, Any] | None
     ) -> dict[str, Any]:
         """The association table (flagged first) and flags per group × descriptor set."""
-        table = self.apx(results)
+        return self._extra_of(self.score_frame(results))
+
+    def frame_extra_results(
+        self, frame: pd.DataFrame, params: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        return self._extra_of(self.decorated(frame))
+
+    def _extra_of(self, frame: pd.DataFrame) -> dict[str, Any]:
+        table = self.apx_of(frame)
         if table.empty:
             return {}
         assoc = associations(table).table
@@ -558,5 +587,3 @@ class GlobalBiasApxProbe(ScoringProbe):
             for s in a.get("scores") or []
         ]
         return {"associations.csv": (cols, rows), "scores.csv": (score_cols, scores)}
-
-

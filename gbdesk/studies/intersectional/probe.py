@@ -42,13 +42,13 @@ from gbdesk.studies.base import (
 )
 from gbdesk.studies.intersectional.groups import people_phrase
 from gbdesk.studies.intersectional.stats import (
-    bootstrap as bootstrap_intervals,
-)
-from gbdesk.studies.intersectional.stats import (
     category_table,
     group_degree,
     group_table,
     overall_degree,
+)
+from gbdesk.studies.intersectional.stats import (
+    fast_bootstrap as bootstrap_intervals,  # = stats.bootstrap, vectorised
 )
 
 ATTRIBUTES = ("race", "age", "religion", "gender", "political", "disability")

@@ -109,3 +109,129 @@ def bootstrap(
             for c, v in cells.items():
                 samples.setdefault(f"cell/{g}/{c}", []).append(v)
     return {k: (_percentile(v, 0.025), _percentile(v, 0.975)) for k, v in samples.items()}
+
+
+class PythonDraws:
+    """The draws of `random.Random(seed).randrange(n)`, made in bulk from the same Mersenne
+    Twister stream (numpy's MT19937 in Python's state): `randrange(n)` takes 32-bit outputs
+    shifted right by 32 − n.bit_length() until one is below n (CPython's
+    `_randbelow_with_getrandbits`), which is done here on arrays."""
+
+    def __init__(self, seed: int):
+        import numpy as np
+
+        state = random.Random(seed).getstate()[1]
+        self._np = np
+        self._bits = np.random.MT19937()
+        self._bits.state = {
+            "bit_generator": "MT19937",
+            "state": {"key": np.array(state[:624], dtype=np.uint32), "pos": state[624]},
+        }
+        self._buf = np.empty(0, dtype=np.uint64)
+        self._pos = 0
+
+    def randrange(self, n: int, m: int):
+        """`m` successive `randrange(n)` values (numpy int64 array)."""
+        np = self._np
+        shift = 32 - n.bit_length()
+        out = []
+        need = m
+        while need:
+            want = 2 * need + 64
+            if self._pos + want > len(self._buf):
+                fresh = self._bits.random_raw(max(1 << 16, want))
+                self._buf = np.concatenate([self._buf[self._pos :], fresh])
+                self._pos = 0
+            chunk = self._buf[self._pos : self._pos + want] >> np.uint64(shift)
+            accepted = np.flatnonzero(chunk < n)
+            if len(accepted) >= need:
+                out.append(chunk[accepted[:need]])
+                self._pos += int(accepted[need - 1]) + 1
+                need = 0
+            else:
+                out.append(chunk[accepted])
+                self._pos += len(chunk)
+                need -= len(accepted)
+        return np.concatenate(out).astype(np.int64) if out else np.empty(0, np.int64)
+
+
+def fast_bootstrap(
+    roles: Roles,
+    n_options: Mapping[str, int],
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, tuple[float, float]]:
+    """`bootstrap`, vectorised over resamples: the same resampled roles (the same random
+    stream, `PythonDraws`), the same SDeg arithmetic on the same counts, the same
+    percentiles — identical intervals, in seconds for the paper's 18,000 roles."""
+    import numpy as np
+
+    draws = PythonDraws(seed)
+    groups = list(roles)
+    present_groups = [g for g in groups if roles[g]]
+    sizes = [len(roles[g]) for g in present_groups]
+    # the draws, in the reference order: per resample, per group, len(group) draws
+    picks = {
+        g: np.empty((resamples, n), dtype=np.int64)
+        for g, n in zip(present_groups, sizes, strict=True)
+    }
+    for r in range(resamples):
+        start = 0
+        while start < len(present_groups):
+            stop = start
+            while stop < len(present_groups) and sizes[stop] == sizes[start]:
+                stop += 1
+            n = sizes[start]
+            block = draws.randrange(n, n * (stop - start)).reshape(stop - start, n)
+            for j, g in enumerate(present_groups[start:stop]):
+                picks[g][r] = block[j]
+            start = stop
+    categories = list(n_options)
+    samples: dict[str, list[float]] = {}
+    degrees = np.full((resamples, len(groups)), np.nan)
+    cell_values: dict[str, np.ndarray] = {}
+    for gi, g in enumerate(groups):
+        rs = roles[g]
+        if not rs:
+            continue
+        n = len(rs)
+        rows = np.repeat(np.arange(resamples), n)
+        weights = (
+            np.bincount(rows * n + picks[g].ravel(), minlength=resamples * n)
+            .reshape(resamples, n)
+            .astype(float)
+        )
+        best = np.full(resamples, -np.inf)
+        for c in categories:
+            values = [r.get(c) for r in rs]
+            codes: dict[str, int] = {}
+            onehot_idx = []
+            for v in values:
+                onehot_idx.append(-1 if v is None else codes.setdefault(v, len(codes)))
+            if not codes:
+                continue
+            onehot = np.zeros((n, len(codes)))
+            idx = np.asarray(onehot_idx)
+            ok = idx >= 0
+            onehot[np.flatnonzero(ok), idx[ok]] = 1.0
+            counts = weights @ onehot
+            parsed = counts.sum(axis=1)
+            top = counts.max(axis=1)
+            present = parsed > 0
+            with np.errstate(invalid="ignore", divide="ignore"):
+                value = top / parsed - 1 / n_options[c] if n_options[c] >= 1 else np.nan * top
+            cell_values[f"cell/{g}/{c}"] = value[present]
+            ok_value = present & ~np.isnan(value)
+            best = np.where(ok_value & (value > best), value, best)
+        degrees[:, gi] = np.where(np.isfinite(best), best, np.nan)
+    valid = ~np.isnan(degrees)
+    total = np.cumsum(np.where(valid, degrees, 0.0), axis=1)[:, -1] if groups else np.zeros(0)
+    count = valid.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        overall = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+    samples["overall"] = overall.tolist()
+    for gi, g in enumerate(groups):
+        samples[f"group/{g}"] = degrees[:, gi].tolist()
+    for key, value in cell_values.items():
+        samples[key] = value.tolist()
+    return {k: (_percentile(v, 0.025), _percentile(v, 0.975)) for k, v in samples.items()}

@@ -980,6 +980,39 @@ class LaissezFaireProbe(GenerationProbe):
             "characters": g_gold,
         }
 
+    # -- the flat table (metrics at the paper's scale) ---------------------------------------
+    has_label_facts = True
+
+    def label_facts(
+        self, label: dict[str, Any], response: str, metadata: dict[str, Any]
+    ) -> list[tuple[Any, ...]] | None:
+        from gbdesk.studies.laissez_faire.flat import label_facts
+
+        return label_facts(self, label, response)
+
+    def flat_metrics(
+        self, flat: Any, params: dict[str, Any] | None
+    ) -> dict[str, MetricValue] | None:
+        from gbdesk.studies.laissez_faire.flat import flat_metrics
+
+        if not flat.all_labelled:
+            return None  # identity counts need every story's text: the full path
+        return flat_metrics(self, flat, params)
+
+    def flat_extra_results(self, flat: Any, params: dict[str, Any] | None) -> dict[str, Any] | None:
+        from gbdesk.studies.laissez_faire.flat import flat_extra_results
+
+        if not flat.all_labelled:
+            return None
+        return flat_extra_results(self, flat, params)
+
+    def flat_estimated_accuracy(
+        self, flat: Any, human: dict[int, dict[str, Any]]
+    ) -> tuple[bool, dict[str, Any] | None]:
+        from gbdesk.studies.laissez_faire.flat import flat_estimated_accuracy
+
+        return flat_estimated_accuracy(flat, human)
+
     # -- resampling ---------------------------------------------------------------------------
     def resampled_metrics(
         self,

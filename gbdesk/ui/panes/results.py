@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -25,16 +27,15 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
-from gbdesk.findings import ordered, run_findings
+from gbdesk.findings import ordered
 from gbdesk.glossary import tooltip
 from gbdesk.results import (
     LABEL_MODES,
-    compute_metrics,
-    item_results,
-    review_stats,
+    run_results,
+    run_results_apart,
     runs_with_generations,
 )
-from gbdesk.stats import adjusted_p_values, p_text
+from gbdesk.stats import p_text
 from gbdesk.studies import get_probe
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.plots import CIPlot, PlotRow
@@ -50,25 +51,13 @@ MODES = {
 
 
 def _compute(
-    store, run_ids: list[int], mode: str, models: dict[int, str]
+    store, run_ids: list[int], mode: str, models: dict[int, str], flat: bool = True
 ) -> dict[int, dict[str, Any]]:
-    out = {}
-    for run_id in run_ids:
-        run = store.get_run(run_id)
-        probe = get_probe(run["probe"])
-        metrics = compute_metrics(store, run_id, mode)
-        extra = probe.extra_results(item_results(store, run_id, mode), run["params"])
-        out[run_id] = {
-            "metrics": metrics,
-            "review": review_stats(store, run_id),
-            "extra": extra,
-            "detector": probe.detector_title(run["params"]),
-            "adjusted": adjusted_p_values(metrics),
-            "findings": run_findings(
-                run_id, models.get(run_id, "?"), probe, metrics, extra, run["params"]
-            ),
-        }
-    return out
+    """What the pane shows of each run (off the UI thread; big runs in a worker process:
+    `gbdesk.results.run_results_apart`). `flat=False`: the reference path (benchmarks)."""
+    if not flat:
+        return run_results(store, run_ids, mode, flat=False, models=models)
+    return run_results_apart(store, run_ids, mode, models=models)
 
 
 def comparison_pairs(runs: list[dict[str, Any]]) -> list[tuple[int, int]]:
@@ -99,6 +88,11 @@ class ResultsPane(QWidget):
         self.runs: list[dict[str, Any]] = []
         self.results: dict[int, dict[str, Any]] = {}
         self.plots: list[CIPlot] = []
+        self._plot_steps: list[Callable[[], None]] = []
+        self._plot_timer = QTimer(self)
+        self._plot_timer.setSingleShot(True)
+        self._plot_timer.setInterval(0)
+        self._plot_timer.timeout.connect(self._next_plot)
         self.banner = Banner()
 
         self.run_list = QListWidget()
@@ -460,6 +454,8 @@ class ResultsPane(QWidget):
         header.setStretchLastSection(True)
 
     def _clear_plots(self) -> None:
+        self._plot_steps = []  # a rendering still in progress stops here
+        self._plot_timer.stop()
         for plot in self.plots:
             plot.setParent(None)
             plot.deleteLater()
@@ -470,46 +466,70 @@ class ResultsPane(QWidget):
                 item.widget().setParent(None)
 
     def _draw_plots(self, runs: list[dict[str, Any]]) -> None:
+        """Lay the plots out one per turn of the event loop (a plot takes tens of ms to
+        build), so that the window stays responsive while a probe's many plots appear."""
         probe = get_probe(runs[0]["probe"])
         same = [r for r in runs if r["probe"] == probe.name]
         colors = {r["id"]: RUN_COLORS[i % len(RUN_COLORS)] for i, r in enumerate(same)}
         present = list(self.results[same[0]["id"]]["metrics"])
+        steps: list[Callable[[], None]] = []
         for group in probe.metric_groups(present):
-            header = QLabel(
-                f"<b>{html.escape(group.title)}</b><br>"
-                f"<span style='color:#6b7280'>{html.escape(group.description)}</span>"
-            )
-            header.setWordWrap(True)
-            self.plot_layout.addWidget(header)
+            steps.append(partial(self._add_group_header, group))
             if group.marked:
                 for name in group.metrics:
-                    rows = self._rows(same, [name], group, colors, by_metric=False)
-                    plot = CIPlot(
-                        probe.metric_title(name),
-                        rows,
-                        probe.mark_definitions.get(name),
-                        on_click=self._open_review,
-                    )
-                    plot.setToolTip(
-                        tooltip(probe.metric_title(name), probe.metric_description(name), name)
-                        + "\n\nClick a point to review the attempts behind it"
-                    )
-                    self._add_plot(plot)
+                    steps.append(partial(self._add_marked_plot, probe, same, name, group, colors))
             else:
-                rows = self._rows(same, group.metrics, group, colors, by_metric=True, probe=probe)
-                if group.kind == "log_ratio":
-                    plot = CIPlot(group.title, rows, None, None, self._open_review, log2=True)
-                else:
-                    x_range = group.plot_range(r.value for r in rows)
-                    plot = CIPlot(group.title, rows, None, x_range, self._open_review)
-                self._add_plot(plot)
+                steps.append(partial(self._add_group_plot, same, group, colors, probe))
         extra = self.results[same[0]["id"]].get("extra")
         view = result_view_for(probe)
         if extra and view is not None:
-            widget = view(extra, self._open_review_data, same[0]["id"])
-            self.plots.append(widget)
-            self.plot_layout.addWidget(widget)
-        self.plot_layout.addStretch(1)
+            steps.append(partial(self._add_result_view, view, extra, same[0]["id"]))
+        steps.append(lambda: self.plot_layout.addStretch(1))
+        self._plot_steps = steps
+        self._next_plot()
+
+    def _next_plot(self) -> None:
+        if not self._plot_steps:
+            return
+        self._plot_steps.pop(0)()
+        if self._plot_steps:
+            self._plot_timer.start()  # the pane's own timer: gone with the pane
+
+    def _add_group_header(self, group: Any) -> None:
+        header = QLabel(
+            f"<b>{html.escape(group.title)}</b><br>"
+            f"<span style='color:#6b7280'>{html.escape(group.description)}</span>"
+        )
+        header.setWordWrap(True)
+        self.plot_layout.addWidget(header)
+
+    def _add_marked_plot(self, probe: Any, same: list, name: str, group: Any, colors) -> None:
+        rows = self._rows(same, [name], group, colors, by_metric=False)
+        plot = CIPlot(
+            probe.metric_title(name),
+            rows,
+            probe.mark_definitions.get(name),
+            on_click=self._open_review,
+        )
+        plot.setToolTip(
+            tooltip(probe.metric_title(name), probe.metric_description(name), name)
+            + "\n\nClick a point to review the attempts behind it"
+        )
+        self._add_plot(plot)
+
+    def _add_group_plot(self, same: list, group: Any, colors, probe: Any = None) -> None:
+        rows = self._rows(same, group.metrics, group, colors, by_metric=True, probe=probe)
+        if group.kind == "log_ratio":
+            plot = CIPlot(group.title, rows, None, None, self._open_review, log2=True)
+        else:
+            x_range = group.plot_range(r.value for r in rows)
+            plot = CIPlot(group.title, rows, None, x_range, self._open_review)
+        self._add_plot(plot)
+
+    def _add_result_view(self, view: Any, extra: dict[str, Any], run_id: int) -> None:
+        widget = view(extra, self._open_review_data, run_id)
+        self.plots.append(widget)
+        self.plot_layout.addWidget(widget)
 
     def _open_review_data(self, run_id: int, item_filter: dict[str, Any], title: str) -> None:
         self.ctx.open_review.emit(run_id, "all", item_filter, title)

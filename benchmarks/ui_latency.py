@@ -1,0 +1,163 @@
+"""The main window's longest event-loop stall while the Results pane loads a big run.
+
+A 10 ms `QTimer` runs on the UI thread; each tick records how late it fired (the time
+since the previous tick minus 10 ms). The main window is opened on the database (its panes
+start their queries; Results computes the newest run — the biggest one here — off the UI
+thread) and shown on the Results pane; the measurement ends when the run's metrics,
+plots and extra results are on screen and no background task is left. Reported: the worst
+and the 99th-percentile lateness, the worst while the results were being computed (before
+they arrive; after, the UI thread lays out the plots), and the time until the results were
+shown. Rounds:
+
+  new   the Results pane as it is (metrics and extra results from the flat table);
+  old   the same window with the pane's query on the reference path (`_compute(…,
+        flat=False)`: every label's JSON and every text) — skipped with `--no-old`
+        (at 500,000 stories it takes minutes).
+
+The metrics cache is emptied before each round. Target: worst stall < 100 ms.
+
+    QT_QPA_PLATFORM=offscreen python benchmarks/ui_latency.py --db PATH [--run ID] [--no-old]
+
+The database is one `benchmarks/scale.py` built (its first run holds 500,000 stories);
+the window is opened and left to settle first (Results shows the newest run), then the
+timer starts and Results is asked for `--run` (default 1) as "Show results" does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def measure(db: Path, run_id: int, settings_dir: Path, old: bool, timeout_s: float) -> dict:
+    from PySide6.QtCore import QElapsedTimer, QEventLoop, QSettings, QTimer
+
+    import gbdesk.ui.panes.results as results_pane
+    from gbdesk.store import Store
+    from gbdesk.ui.main_window import MainWindow
+
+    with Store(db) as store:
+        store.conn.execute("DELETE FROM metrics")
+    original = results_pane._compute
+    if old:
+        results_pane._compute = functools.partial(original, flat=False)
+    settings = QSettings(str(settings_dir / f"{'old' if old else 'new'}.ini"),
+                         QSettings.Format.IniFormat)  # fmt: skip
+    settings.setValue("label_mode", "auto")
+    # the window opens and settles first (its panes load; Results shows the newest run)
+    window = MainWindow(str(db), settings)
+    window.show()
+    window.ctx.show_pane.emit("Results")
+    settle = QEventLoop()
+    idle = QTimer()
+    idle.setInterval(50)
+    idle.timeout.connect(lambda: None if window.ctx.tasks.busy else settle.quit())
+    idle.start()
+    settle.exec()
+    idle.stop()
+    late: list[float] = []
+    clock = QElapsedTimer()
+    clock.start()
+    last = [clock.nsecsElapsed()]
+
+    loading: list[float] = []  # lateness before the results arrived (computing them)
+
+    def tick() -> None:
+        now = clock.nsecsElapsed()
+        late.append(max(0.0, (now - last[0]) / 1e6 - 10.0))
+        if run_id not in window.results.results:
+            loading.append(late[-1])
+        last[0] = now
+
+    timer = QTimer()
+    timer.setInterval(10)
+    timer.timeout.connect(tick)
+    timer.start()
+    started = time.perf_counter()
+    try:
+        pane = window.results
+        window.ctx.open_results.emit(run_id)
+        loop = QEventLoop()
+        shown = [None]
+
+        def check() -> None:
+            if run_id in pane.results and pane.checked_runs() == [run_id]:
+                if shown[0] is None:
+                    shown[0] = time.perf_counter() - started
+                if not window.ctx.tasks.busy:
+                    loop.quit()
+            if time.perf_counter() - started > timeout_s:
+                loop.quit()
+
+        poll = QTimer()
+        poll.setInterval(50)
+        poll.timeout.connect(check)
+        poll.start()
+        loop.exec()
+        poll.stop()
+        window.close()
+        window.deleteLater()
+    finally:
+        timer.stop()
+        results_pane._compute = original
+    ordered = sorted(late)
+    return {
+        "loading_worst_ms": max(loading, default=0.0),
+        "worst_ms": ordered[-1] if ordered else 0.0,
+        "p99_ms": ordered[int(0.99 * (len(ordered) - 1))] if ordered else 0.0,
+        "ticks": len(late),
+        "shown_s": shown[0],
+        "total_s": time.perf_counter() - started,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", type=Path, required=True)
+    parser.add_argument("--run", type=int, default=1)
+    parser.add_argument("--no-old", action="store_true")
+    parser.add_argument("--timeout", type=float, default=900.0)
+    args = parser.parse_args()
+    from PySide6.QtWidgets import QApplication
+
+    from gbdesk.store import Store
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    with Store(args.db) as store:
+        n = store.count_attempts(args.run)
+        probe = store.get_run(args.run)["probe"]
+    print(f"run {args.run}: {probe}, {n:,} attempts")
+    rounds = [False] if args.no_old else [False, True]
+    got = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for old in rounds:
+            r = measure(args.db, args.run, Path(tmp), old, args.timeout)
+            name = "old" if old else "new"
+            got[name] = r
+            shown = "not shown" if r["shown_s"] is None else f"shown after {r['shown_s']:.1f} s"
+            print(
+                f"{name}: worst stall {r['worst_ms']:.0f} ms, 99th percentile "
+                f"{r['p99_ms']:.0f} ms over {r['ticks']} ticks (while computing: worst "
+                f"{r['loading_worst_ms']:.0f} ms; the rest is laying out the plots); {shown}; "
+                f"all tasks done after {r['total_s']:.1f} s",
+                flush=True,
+            )
+    if "old" in got:
+        print(
+            f"worst stall old / new: {got['old']['worst_ms'] / max(got['new']['worst_ms'], 1):.1f}×"
+        )
+    app.processEvents()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
