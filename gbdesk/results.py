@@ -24,6 +24,43 @@ LABEL_MODES = ("auto", "reviewed")
 #: every way metrics can be computed: the label modes, and "ppi" (automatic labels
 #: corrected by the human labels of a random review sample, `gbdesk.ppi_metrics`)
 METRIC_MODES = (*LABEL_MODES, "ppi")
+#: several raters: "rater:<name>" uses one rater's labels (the detector's elsewhere);
+#: "consensus" the adjudicated label where raters disagreed and someone decided, else the
+#: latest reviewer's, else the detector's
+RATER_PREFIX = "rater:"
+CONSENSUS = "consensus"
+
+
+def rater_mode(mode: str) -> str | None:
+    """The rater of a "rater:<name>" mode, else None."""
+    if isinstance(mode, str) and mode.startswith(RATER_PREFIX) and mode[len(RATER_PREFIX) :]:
+        return mode[len(RATER_PREFIX) :]
+    return None
+
+
+def is_label_mode(mode: str) -> bool:
+    """A mode that picks labels: "auto", "reviewed", "consensus" or "rater:<name>"."""
+    return mode in LABEL_MODES or mode == CONSENSUS or rater_mode(mode) is not None
+
+
+def label_modes(store: Store, run_id: int) -> dict[str, str]:
+    """The label modes a run offers (mode → title): automatic, reviewed, each rater's,
+    and consensus once two people labelled or someone adjudicated."""
+    modes = {
+        "auto": "Automatic labels (the detector's)",
+        "reviewed": "Reviewed labels (a reviewer's where present, the detector's elsewhere)",
+    }
+    raters = store.rater_labels(run_id)
+    for rater, labels in raters.items():
+        modes[f"{RATER_PREFIX}{rater}"] = (
+            f"{rater}'s labels ({len(labels)} attempts; the detector's elsewhere)"
+        )
+    if len(raters) >= 2 or store.labels(run_id, "consensus"):
+        modes[CONSENSUS] = (
+            "Consensus labels (adjudicated where raters disagreed, else a reviewer's, else "
+            "the detector's)"
+        )
+    return modes
 
 
 def _auto_source(store: Store, run_id: int) -> str | None:
@@ -49,11 +86,22 @@ def ensure_auto_labels(store: Store, run_id: int) -> int:
 
 def effective_labels(store: Store, run_id: int, label_mode: str) -> dict[int, dict[str, Any]]:
     """attempt id → the label row the metrics use in this mode."""
-    if label_mode not in LABEL_MODES:
-        raise ValueError(f"label mode must be one of {LABEL_MODES}")
+    if not is_label_mode(label_mode):
+        raise ValueError(f"label mode must be one of {LABEL_MODES}, {CONSENSUS} or rater:NAME")
     labels = store.labels(run_id, "auto", _auto_source(store, run_id))
-    if label_mode == "reviewed":
+    rater = rater_mode(label_mode)
+    if label_mode in ("reviewed", CONSENSUS):
         labels.update(store.labels(run_id, "human"))
+    if label_mode == CONSENSUS:
+        labels.update(store.labels(run_id, "consensus"))
+    if rater is not None:
+        by_rater = store.rater_labels(run_id)
+        if rater not in by_rater:
+            from gbdesk.errors import UserError
+
+            known = ", ".join(by_rater) or "nobody has labelled yet"
+            raise UserError(f"run {run_id} has no labels by {rater!r} (raters: {known})")
+        labels.update(by_rater[rater])
     return labels
 
 
@@ -81,8 +129,8 @@ def compute_metrics(
 ) -> dict[str, MetricValue]:
     """The run's metrics from automatic labels ("auto"), reviewed ones ("reviewed": a
     person's where present), or as prediction-powered estimates ("ppi"); cached."""
-    if label_mode not in METRIC_MODES:
-        raise ValueError(f"label mode must be one of {METRIC_MODES}")
+    if label_mode not in METRIC_MODES and not is_label_mode(label_mode):
+        raise ValueError(f"label mode must be one of {METRIC_MODES}, {CONSENSUS} or rater:NAME")
     ensure_auto_labels(store, run_id)
     run = store.get_run(run_id)
     # Recompute when labels, the run's parameters or the code that computes change.
@@ -139,6 +187,21 @@ def _nan(x: float | None) -> float:
 
 def _none(x: float) -> float | None:
     return None if x is None or math.isnan(x) else float(x)
+
+
+def run_extra_results(store: Store, run_id: int, label_mode: str = "auto") -> dict[str, Any]:
+    """The probe's extra results (`Probe.extra_results`) from this mode's labels, plus
+    the run's codebook coding under "coding" when people coded its texts
+    (`gbdesk.coding.coding_summary`)."""
+    run = store.get_run(run_id)
+    probe = get_probe(run["probe"])
+    extra = probe.extra_results(item_results(store, run_id, label_mode), run["params"])
+    from gbdesk.coding import coding_summary
+
+    coding = coding_summary(store, run_id)
+    if coding is not None:
+        extra = {**extra, "coding": coding}
+    return extra
 
 
 @dataclass

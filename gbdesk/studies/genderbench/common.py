@@ -127,6 +127,13 @@ class CharacterProfileProbe(GenerationProbe):
     def detector_title(self, params: dict[str, Any] | None) -> str:
         return "the pronoun detector"
 
+    # -- several raters: one gender per generation ------------------------------------------
+    def rating_kinds(self) -> dict[str, str]:
+        return {"gender": "Character gender"}
+
+    def rated_units(self, label: dict[str, Any], metadata: dict[str, Any]) -> dict[str, dict]:
+        return {"gender": {"": label.get("label")}}
+
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
     ) -> str:

@@ -26,8 +26,9 @@ from PySide6.QtWidgets import (
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.results import (
     compute_metrics,
-    item_results,
+    label_modes,
     review_stats,
+    run_extra_results,
     runs_with_generations,
 )
 from gbdesk.studies import get_probe
@@ -45,17 +46,46 @@ MODES = {
 
 
 def _compute(store, run_ids: list[int], mode: str) -> dict[int, dict[str, Any]]:
+    from gbdesk.raters import mode_counts
+
     out = {}
     for run_id in run_ids:
         run = store.get_run(run_id)
         probe = get_probe(run["probe"])
+        modes = label_modes(store, run_id)
+        # a rater's or the consensus mode where this run has no such labels: reviewed labels
+        used = mode if mode in MODES or mode in modes else "reviewed"
         out[run_id] = {
-            "metrics": compute_metrics(store, run_id, mode),
+            "metrics": compute_metrics(store, run_id, used),
             "review": review_stats(store, run_id),
-            "extra": probe.extra_results(item_results(store, run_id, mode), run["params"]),
+            "extra": run_extra_results(store, run_id, used),
             "detector": probe.detector_title(run["params"]),
+            "modes": modes,
+            "mode": used,
+            "counts": mode_counts(store, run_id, used) if used not in MODES else {},
         }
     return out
+
+
+def _several_raters_basis(result: dict[str, Any]) -> str:
+    """Which labels a rater's or the consensus mode used, in words."""
+    used, counts = result["mode"], result.get("counts") or {}
+    if used == "consensus":
+        text = (
+            f"computed from <b>consensus labels</b>: {counts.get('consensus', 0):,} adjudicated "
+            f"where raters disagreed, a reviewer's label for {counts.get('human', 0):,} "
+            "attempts otherwise, the detector's elsewhere"
+        )
+        if counts.get("unresolved"):
+            text += f" ({counts['unresolved']:,} disagreement(s) not adjudicated yet)"
+        return text
+    if used.startswith("rater:"):
+        rater = html.escape(used.removeprefix("rater:"))
+        return (
+            f"computed from <b>{rater}'s labels</b> ({counts.get('rater', 0):,} attempts), "
+            "the detector's elsewhere"
+        )
+    return f"computed from <b>{html.escape(used)}</b> labels (this run has no such labels)"
 
 
 class ResultsPane(QWidget):
@@ -249,7 +279,19 @@ class ResultsPane(QWidget):
         if mode != self.mode() or run_ids != self.checked_runs():
             return  # the selection changed meanwhile; a newer computation is on its way
         self.results = results
+        self._offer_modes(results)
         self._render()
+
+    def _offer_modes(self, results: dict[int, dict[str, Any]]) -> None:
+        """Add each rater's and the consensus mode the ticked runs offer to the choice."""
+        offered = {}
+        for r in results.values():
+            offered.update({k: v for k, v in r.get("modes", {}).items() if k not in MODES})
+        self.mode_combo.blockSignals(True)
+        for key, text in offered.items():
+            if self.mode_combo.findData(key) < 0:
+                self.mode_combo.addItem(text, key)
+        self.mode_combo.blockSignals(False)
 
     def _render(self) -> None:
         run_ids = [r for r in self.checked_runs() if r in self.results]
@@ -273,6 +315,10 @@ class ResultsPane(QWidget):
         elif mode == "auto":
             detectors = sorted({self.results[r]["detector"] for r in run_ids})
             basis = f"Computed from <b>automatic labels</b> ({html.escape(', '.join(detectors))})."
+        elif mode not in MODES:
+            basis = "; ".join(
+                f"Run {r}: " + _several_raters_basis(self.results[r]) for r in run_ids
+            )
         else:
             basis = (
                 f"Computed from <b>reviewed labels</b>: {reviewed:,} human label(s) "
