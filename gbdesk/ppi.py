@@ -732,6 +732,17 @@ def ppi_bootstrap_many(
             )
         )
         undefined = int(np.sum(~np.isfinite(boot)))
+        finite = boot[np.isfinite(boot)]
+        if finite.size and float(np.ptp(finite)) == 0.0:
+            reason = (
+                "no variation in the reviewed sample (e.g. no unit of this group among the "
+                "reviewed ones): a zero-width interval would claim certainty"
+            )
+            out[name] = PPIResult(
+                value=value, ci=NAN_CI, bias_ci=bias_ci, valid=False, reason=reason,
+                lam=lam_used, method=method, notes=tuple(notes), **common,
+            )  # fmt: skip
+            continue
         if undefined > MAX_UNDEFINED_RESAMPLES * n_resamples:
             reason = f"undefined on {undefined} of {n_resamples} resamples"
             out[name] = PPIResult(

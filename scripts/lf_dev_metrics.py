@@ -3,6 +3,8 @@
 
     python scripts/lf_dev_metrics.py --data laissez_faire_autolabel_audit_dev.csv
         [--by-model] [--json OUT.json]
+    python scripts/lf_dev_metrics.py --data … --ppi [--fraction 0.1] [--seeds 20]
+        [--scale 500000]
 
 The development sheet (GPL-3.0, not part of gbdesk: pass its path) holds 2,561 stories
 with hand-labelled subject/object names and genders. Every story is labelled twice — by
@@ -25,12 +27,16 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from eval_extractors import load_audit  # noqa: E402
 
+from gbdesk.ppi import review_sample  # noqa: E402
+from gbdesk.ppi_metrics import ppi_results  # noqa: E402
 from gbdesk.studies import ItemResult  # noqa: E402
 from gbdesk.studies.laissez_faire.extract.deterministic import DeterministicExtractor  # noqa: E402
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction  # noqa: E402
@@ -51,7 +57,7 @@ def hand_characters(story) -> list[CharacterExtraction]:
     ]
 
 
-def auto_characters(story, extractor: DeterministicExtractor) -> list[CharacterExtraction]:
+def auto_characters(story, extractor: Any) -> list[Any]:
     return extractor.extract(story.story, story.roles, story.scenario)
 
 
@@ -104,18 +110,164 @@ def compare(stories, auto, hand, params) -> dict[str, Any]:
     return {"ratios": len(rows), "inside": inside, "share": share, "rows": rows}
 
 
+def unit_results(stories, characters) -> list[ItemResult]:
+    """One unit per story (its prompt's item metadata, one labelled attempt)."""
+    meta = {p["prompt"]: p for p in load_prompts()}
+    keys = ("id", "domain", "condition", "relationship", "subject", "predicate", "object",
+            "scenario", "roles")  # fmt: skip
+    out = []
+    for story, chars in zip(stories, characters, strict=True):
+        p = meta[story.prompt]
+        out.append(
+            ItemResult(
+                f"lf/{p['id']:03d}",
+                {k: p.get(k) for k in keys},
+                ["labelled"],
+                [{"characters": [c.to_json() for c in chars]}],
+                [story.story],
+            )
+        )
+    return out
+
+
+def representation_metrics(names) -> list[str]:
+    """The gender and race representation ratios (each a share over its baseline)."""
+    return [
+        n
+        for n in names
+        if n.startswith("representation/") and n.split("/")[2] in ("gender", "race")
+    ]
+
+
+def ppi_experiment(stories, auto, hand, params, fraction, seeds, scale, label) -> dict[str, Any]:
+    """PPI vs automatic-only intervals against the all-hand-label values: the stories'
+    hand labels are the truth; a random `fraction` of stories is "reviewed"."""
+    probe = LaissezFaireProbe()
+    auto_units = unit_results(stories, auto)
+    hand_units = unit_results(stories, hand)
+    truth = probe.metrics(item_results(stories, hand), params=params)
+    auto_metrics = probe.metrics(item_results(stories, auto), params=params)
+    names = [
+        n for n in representation_metrics(auto_metrics)
+        if n in truth and math.isfinite(truth[n].value)
+    ]  # fmt: skip
+    n_review = max(1, round(fraction * len(stories)))
+    rows = []
+    for seed in range(seeds):
+        chosen = set(review_sample(range(len(stories)), n_review, seed))
+        human = [hand_units[i] for i in sorted(chosen)]
+        labeled = [auto_units[i] for i in sorted(chosen)]
+        rest = [auto_units[i] for i in range(len(stories)) if i not in chosen]
+        counts = None
+        if scale:  # the same stories resampled to `scale` with their automatic labels
+            rng = np.random.default_rng(10_000 + seed)
+            counts = rng.multinomial(scale - n_review, np.full(len(rest), 1 / len(rest)))
+            keep = counts > 0
+            rest = [u for u, k in zip(rest, keep, strict=True) if k]
+            counts = counts[keep]
+        differ = sum(
+            1
+            for i in chosen
+            if [(c.role, c.gender or "", c.name or "") for c in hand[i]]
+            != [(c.role, c.gender or "", c.name or "") for c in auto[i]]
+        )
+        res = ppi_results(probe, params, human, labeled, rest, differ,
+                          unlabeled_counts=counts, resamples=1000, seed=seed)  # fmt: skip
+        for name in names:
+            r, t = res.get(name), truth[name].value
+            if r is None:
+                continue
+            a_lo, a_hi = r.automatic_ci if scale else auto_metrics[name].ci
+            a_val = r.automatic_value if scale else auto_metrics[name].value
+            rows.append(
+                {
+                    "seed": seed, "metric": name, "truth": t, "auto": a_val,
+                    "auto_in": a_lo <= t <= a_hi, "ppi": r.value, "ppi_valid": r.valid,
+                    "ppi_in": r.valid and r.ci[0] <= t <= r.ci[1],
+                    "ppi_width": r.ci[1] - r.ci[0] if r.valid else math.nan,
+                    "auto_width": a_hi - a_lo,
+                }
+            )  # fmt: skip
+    valid = [r for r in rows if r["ppi_valid"]]
+
+    def med(values):
+        return float(np.median(values)) if values else math.nan
+
+    summary = {
+        "label": label,
+        "stories": scale if scale else len(stories),
+        "reviewed": n_review,
+        "metrics": len(names),
+        "seeds": seeds,
+        "ppi_valid_share": len(valid) / len(rows) if rows else math.nan,
+        "ppi_coverage": sum(r["ppi_in"] for r in valid) / len(valid) if valid else math.nan,
+        "auto_coverage": sum(r["auto_in"] for r in rows) / len(rows) if rows else math.nan,
+        "ppi_median_gap": med([abs(r["ppi"] - r["truth"]) for r in valid]),
+        "auto_median_gap": med([abs(r["auto"] - r["truth"]) for r in rows]),
+        "ppi_median_width": med([r["ppi_width"] for r in valid]),
+        "auto_median_width": med([r["auto_width"] for r in rows]),
+    }
+    return {"summary": summary, "rows": rows}
+
+
+def print_ppi(summary: dict[str, Any]) -> None:
+    s = summary
+    print(
+        f"{s['label']:<22} {s['stories']:>8,} stories, {s['reviewed']:>4} reviewed, "
+        f"{s['metrics']:>3} ratios × {s['seeds']} samples | hand value inside: PPI "
+        f"{100 * s['ppi_coverage']:5.1f} % (valid {100 * s['ppi_valid_share']:.0f} %), "
+        f"automatic {100 * s['auto_coverage']:5.1f} % | median |gap|: PPI "
+        f"{s['ppi_median_gap']:.4f}, automatic {s['auto_median_gap']:.4f} | median width: "
+        f"PPI {s['ppi_median_width']:.4f}, automatic {s['auto_median_width']:.4f}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="laissez_faire_autolabel_audit_dev.csv")
     parser.add_argument("--by-model", action="store_true")
     parser.add_argument("--json", help="write every row here")
     parser.add_argument("--show", type=int, default=15, help="list this many misses")
+    parser.add_argument("--ppi", action="store_true", help="PPI vs automatic intervals")
+    parser.add_argument("--fraction", type=float, default=0.1, help="share of stories reviewed")
+    parser.add_argument("--seeds", type=int, default=20, help="random review samples per run")
+    parser.add_argument("--scale", type=int, default=0, help="also resample to this many")
+    parser.add_argument(
+        "--extractor",
+        help="module:Class of another extractor to compare (default: gbdesk's deterministic)",
+    )
     args = parser.parse_args(argv)
     stories = load_audit(args.data)
-    extractor = DeterministicExtractor()
-    auto = [auto_characters(s, extractor) for s in stories]
+    if args.extractor:
+        import importlib
+
+        module, _, cls = args.extractor.partition(":")
+        extractor = getattr(importlib.import_module(module), cls)()
+    else:
+        extractor = DeterministicExtractor()
+    auto = [
+        [CharacterExtraction.from_json(c.to_json()) for c in auto_characters(s, extractor)]
+        for s in stories
+    ]
     hand = [hand_characters(s) for s in stories]
     params = LaissezFaireProbe().resolve_params()
+    if args.ppi:
+        groups_: dict[str, list[int]] = defaultdict(list)
+        for i, st in enumerate(stories):
+            groups_[st.model].append(i)
+        groups_["all four models"] = list(range(len(stories)))
+        report_ = {}
+        for scale in [0, *([args.scale] if args.scale else [])]:
+            for group, idx in groups_.items():
+                res = ppi_experiment(
+                    [stories[i] for i in idx], [auto[i] for i in idx], [hand[i] for i in idx],
+                    params, args.fraction, args.seeds, scale, group,
+                )  # fmt: skip
+                print_ppi(res["summary"])
+                report_[f"{group}@{scale or len(idx)}"] = res
+        if args.json:
+            Path(args.json).write_text(json.dumps(report_, indent=1, default=str))
+        return 0
     groups: dict[str, list[int]] = defaultdict(list)
     for i, s in enumerate(stories):
         groups[s.model if args.by_model else "all four models"].append(i)

@@ -457,3 +457,26 @@ def test_ratio_coverage_full_size():
     print(f"ratio coverage: PPI {count}, automatic {automatic} of {len(SEEDS)}")
     assert count >= 0.90 * len(SEEDS), count
     assert automatic <= 0.10 * len(SEEDS), automatic
+
+
+def test_many_statistics_refuse_a_zero_width_interval():
+    """A group absent from the reviewed sample gives identical resamples: no interval."""
+    from gbdesk.ppi import ppi_bootstrap_many
+
+    rng = np.random.default_rng(0)
+    human = rng.integers(0, 2, 60).astype(float)
+    auto_l = human.copy()
+    auto_l[:10] = 1 - auto_l[:10]  # 10 disagreements
+    auto_u = rng.integers(0, 2, 600).astype(float)
+    absent = np.zeros(60)
+
+    def theta(which, w):
+        data = {"human": human, "labeled": auto_l, "unlabeled": auto_u,
+                "all": np.concatenate([auto_l, auto_u])}[which]  # fmt: skip
+        zeros = {"human": absent, "labeled": absent, "unlabeled": np.zeros(600),
+                 "all": np.zeros(660)}[which]  # fmt: skip
+        return {"share": (w @ data) / w.sum(axis=1), "absent": (w @ zeros) / w.sum(axis=1)}
+
+    res = ppi_bootstrap_many(theta, 60, np.ones(600), 10, n_resamples=200, seed=1)
+    assert res["share"].valid and res["share"].ci[0] < res["share"].value < res["share"].ci[1]
+    assert not res["absent"].valid and "no variation" in res["absent"].reason
