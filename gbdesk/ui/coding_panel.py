@@ -238,6 +238,12 @@ class CodingPanel(QWidget):
             row = min(max(0, self.queue.currentRow() + step), len(self.items) - 1)
             self.queue.setCurrentRow(row)
 
+    def rater_changed(self) -> None:
+        """Another rater at the desk: their marks in the queue, their progress."""
+        self._refilter()
+        if self.all_items or self.summary:
+            self._show_summary()
+
     def refresh_current(self) -> None:
         """Show the current text again (e.g. after adjudication was switched on)."""
         self._show_current(self.queue.currentRow())

@@ -101,9 +101,7 @@ class ReviewPane(QWidget):
         self.order_combo.currentIndexChanged.connect(self.reload)
         self.reviewer = QLineEdit(ctx.reviewer)
         self.reviewer.setPlaceholderText("your name")
-        self.reviewer.editingFinished.connect(
-            lambda: ctx.settings.setValue("reviewer", self.reviewer.text().strip())
-        )
+        self.reviewer.editingFinished.connect(self._reviewer_changed)
         self.adjudicate = QCheckBox("Ad&judicate")
         self.adjudicate.setToolTip(
             "Decide where raters disagree: the labels (or codes) you give now are stored as "
@@ -355,6 +353,13 @@ class ReviewPane(QWidget):
             widget.setEnabled(not coding)
         for shortcut in self._label_shortcuts:
             shortcut.setEnabled(not coding)
+
+    def _reviewer_changed(self) -> None:
+        """Remember the name; in the coding mode, show the queue and progress as this
+        rater's (what they coded, what is left)."""
+        self.ctx.settings.setValue("reviewer", self.reviewer.text().strip())
+        if self.coding_mode():
+            self.coding.rater_changed()
 
     def _adjudicate_toggled(self, on: bool) -> None:
         if on and not self.coding_mode():
