@@ -646,13 +646,13 @@ def agreement_rows(agreement: dict[str, Any], names: dict[str, str]) -> list[lis
 
 AGREEMENT_COLUMNS = [
     "Code",
-    "Initial agreement",
+    "Initial %",
     "Initial κ",
-    "Agreement",
+    "Now %",
     "Cohen's κ",
     "Fleiss' κ",
     "Kripp. α",
-    "Units",
+    "Texts",
 ]
 
 
@@ -706,10 +706,10 @@ def coding_blocks(summary: dict[str, Any], max_chars: int = 1500) -> list[Any]:
                 AGREEMENT_COLUMNS,
                 agreement_rows(agreement, names),
                 title="Agreement between raters",
-                caption="Initial: each rater's first coding of a text; then each rater's "
-                "latest coding. Per code: present / absent; pooled: every (text, code) pair; "
-                "whole code sets: equal only when identical. Percent agreement over rater "
-                "pairs; Cohen's κ (two raters, scikit-learn), Fleiss' κ (statsmodels), "
+                caption="Initial: each rater's first coding of a text; now: each rater's "
+                "latest coding (% = percent agreement over rater pairs). Per code: present / "
+                "absent; pooled: every (text, code) pair; whole code sets: equal only when "
+                "identical. Cohen's κ (two raters, scikit-learn), Fleiss' κ (statsmodels), "
                 "Krippendorff's α (nominal, krippendorff package). — where undefined.",
             )
         )

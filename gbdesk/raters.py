@@ -365,17 +365,18 @@ def agreement_blocks(agreement: dict[str, Any], raters_: list[str]) -> list[Any]
         Table(
             [
                 "Label",
-                "Units rated twice+",
-                "Initial agreement",
-                "Agreement",
+                "Units",
+                "Initial %",
+                "Now %",
                 "Cohen's κ",
                 "Fleiss' κ",
                 "Kripp. α",
                 "Adjudicated / disputed",
             ],
             rows,
-            caption="Units: what each label rates (e.g. a character of a story). Initial: "
-            "each rater's first label; then the latest. Percent agreement over rater pairs; "
+            caption="Units: what each label rates (e.g. a character of a story), counted when "
+            "two raters or more rated it. Initial: each rater's first label; now: the latest. "
+            "% = percent agreement over rater pairs; "
             "Cohen's κ with two raters (scikit-learn), Fleiss' κ when every unit has the same "
             "number of ratings (statsmodels), Krippendorff's α nominal, missing ratings "
             "allowed (krippendorff package); — where undefined.",

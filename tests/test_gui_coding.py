@@ -154,3 +154,64 @@ def test_two_raters_code_by_keyboard_adjudicate_and_see_clusters(qtbot, tmp_path
     assert "White Savior, Perpetual Foreigner" in [row[1] for row in clusters]
     board.clusters.setCurrentCell(1, 0)
     assert "representative of 1 text" in board.story.toPlainText()
+
+
+def test_disagreement_queue_adjudication_and_results_per_rater(qtbot, tmp_path, settings):
+    from gbdesk.results import compute_metrics
+    from gbdesk.runs import execute_run, plan_run, resolve_model
+    from tests.fakes import FakeBackend
+
+    db = str(tmp_path / "labels.sqlite")
+    with Store(db) as store:
+        model = resolve_model(store, "default")
+        run_id = plan_run(store, "inventories", model, attempts=1, limit=6)
+        execute_run(store, run_id, backend_factory=lambda m, g: FakeBackend())
+        compute_metrics(store, run_id)
+        ids = sorted(store.labels(run_id, "auto"))
+        for n, a in enumerate(ids):
+            store.add_human_label(a, "ana", "male")
+            store.add_human_label(a, "ben", "male" if n % 2 else "female")
+    window = make_window(qtbot, db, settings)
+    review = window.review
+    window.show_pane("Review")
+    wait_for(qtbot, lambda: review.run_combo.count() == 1 and review.items)
+    settle(qtbot, window)
+    assert not review.mode_combo.isVisible()  # no coding mode for this probe
+    wait_for(qtbot, lambda: "Agreement between raters" in review.stats.text())
+    review.reviewer.setText("cleo")
+    review.reviewer.editingFinished.emit()
+    review.adjudicate.setChecked(True)  # goes to the disagreement queue
+    settle(qtbot, window)
+    assert review.filter_combo.currentData() == "rater_disagreements"
+    wait_for(qtbot, lambda: len(review.items) == 3)
+    assert all(i.raters_disagree and not i.adjudicated for i in review.items)
+    assert "≠ raters disagree" in review.queue.item(0).text()
+    first = review.current().attempt_id
+    assert [b.text() for b in review.adopt_buttons] == [
+        "Take ana's label as the consensus",
+        "Take ben's label as the consensus",
+    ]
+    review.adopt_buttons[1].click()  # ben's: female
+    settle(qtbot, window)
+    with Store(db) as store:
+        consensus = store.labels(run_id, "consensus")
+    assert consensus[first]["label"] == "female"
+    assert consensus[first]["source"] == "consensus:cleo"
+    assert "≡ consensus by cleo" in review.queue.item(0).text()
+
+    results = window.results
+    window.show_pane("Results")
+    wait_for(qtbot, lambda: results.results, timeout=60000)
+    settle(qtbot, window)
+    wait_for(qtbot, lambda: results.mode_combo.findData("consensus") >= 0)
+    assert results.mode_combo.findData("rater:ana") >= 0
+    results.mode_combo.setCurrentIndex(results.mode_combo.findData("rater:ben"))
+    wait_for(qtbot, lambda: results.results and results.mode() == "rater:ben", timeout=60000)
+    settle(qtbot, window)
+    assert "ben's labels</b> (6 attempts)" in results.caption.text()
+    results.mode_combo.setCurrentIndex(results.mode_combo.findData("consensus"))
+    wait_for(qtbot, lambda: results.mode() == "consensus", timeout=60000)
+    settle(qtbot, window)
+    wait_for(qtbot, lambda: "consensus labels" in results.caption.text())
+    assert "1 adjudicated" in results.caption.text()
+    assert "2 disagreement(s) not adjudicated yet" in results.caption.text()
