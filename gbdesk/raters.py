@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from gbdesk import agreement
@@ -234,6 +234,65 @@ def adjudication(
             per_code[code] = against_final(binary, {u: code in v for u, v in final.items()})
         result["per_code"] = per_code
     return result
+
+
+# -- plain rows (no store) -----------------------------------------------------------------
+def agreement_by_kind(
+    rows: Iterable[tuple[str, Hashable, str, Hashable]],
+    consensus: Mapping[tuple[str, Hashable], Hashable] | None = None,
+    *,
+    first_rows: Iterable[tuple[str, Hashable, str, Hashable]] | None = None,
+    codes: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Agreement per label kind from plain `(kind, item, rater, value)` rows — for any
+    caller that keeps its own ratings (e.g. validators of a generated dataset), with the
+    same figures as a run's (`labels_agreement`).
+
+    `rows`: each rater's current value of an item (the last row of a (kind, item, rater)
+    wins; None = no rating). `consensus`: (kind, item) → adjudicated value. `first_rows`:
+    each rater's first values, for the *initial* figures (default: the same as `rows`).
+    `codes`: kind → its codes, for kinds whose values are code sets (several codes per
+    item; compared whole and code by code). Returns kind → {"current", "initial",
+    "changed", "adjudication"} as `labels_agreement` does."""
+
+    def by_kind(source) -> dict[str, list[Rating]]:
+        latest: dict[tuple[str, Unit, str], Hashable] = {}
+        for kind, item, rater, value in source:
+            latest[(str(kind), (item, ""), str(rater))] = value
+        out: dict[str, list[Rating]] = defaultdict(list)
+        for (kind, unit, rater), value in latest.items():
+            if not agreement.is_missing(value):
+                if kind in (codes or {}):
+                    value = frozenset(str(c) for c in value)
+                out[kind].append((unit, rater, value))
+        return out
+
+    rows = list(rows)
+    current = by_kind(rows)
+    initial = by_kind(rows if first_rows is None else first_rows)
+    settled: dict[str, dict[Unit, Hashable]] = defaultdict(dict)
+    for (kind, item), value in (consensus or {}).items():
+        if not agreement.is_missing(value):
+            if kind in (codes or {}):
+                value = frozenset(str(c) for c in value)
+            settled[str(kind)][(item, "")] = value
+    out = {}
+    for kind in dict.fromkeys([*current, *initial, *settled]):
+        kind_codes = list((codes or {}).get(kind, [])) if kind in (codes or {}) else None
+        summary = {"multi_code": True, "codes": kind_codes} if kind_codes is not None else {}
+        now = current.get(kind, [])
+        out[kind] = {
+            "current": agreement.agreement_summary(now, **summary),
+            "initial": agreement.agreement_summary(initial.get(kind, []), **summary),
+            "changed": _changed(initial.get(kind, []), now),
+            "adjudication": adjudication(
+                now,
+                settled.get(kind, {}),
+                {unit[0] for unit in settled.get(kind, {})},
+                codes=kind_codes,
+            ),
+        }
+    return out
 
 
 # -- everything about a run ----------------------------------------------------------------

@@ -631,3 +631,52 @@ def test_cli_metrics_and_export_take_a_rater_or_the_consensus(capsys, tmp_path):
     assert "Agreement between raters" in text and "Raters: ana, ben" in text
     code, out, _ = cli(capsys, "agreement", str(run_id), "--db", db)
     assert "Character gender" in out and "1 adjudicated" in out
+
+
+# -- plain (kind, item, rater, value) rows, no store ------------------------------------------
+def test_agreement_from_plain_rows_as_validators_keep_them():
+    answers_a = ["yes", "no", "yes", "yes", "no", "unsure", "yes", "no"]
+    answers_b = ["yes", "no", "no", "yes", "no", "yes", "yes", "unsure"]
+    rows = [("valid", f"item{i}", "ana", v) for i, v in enumerate(answers_a)]
+    rows += [("valid", f"item{i}", "ben", v) for i, v in enumerate(answers_b)]
+    rows += [("valid", "item0", "cleo", None)]  # no rating: left out
+    sets_a = [{"a"}, {"a", "b"}, set(), {"b"}]
+    sets_b = [{"a"}, {"a"}, set(), {"b"}]
+    rows += [("flags", f"item{i}", "ana", s) for i, s in enumerate(sets_a)]
+    rows += [("flags", f"item{i}", "ben", s) for i, s in enumerate(sets_b)]
+    first = [*rows, ("valid", "item2", "ben", "yes")]  # ben first said yes, then no
+    first = [r for r in first if not (r[0] == "valid" and r[1] == "item2" and r[2] == "ben"
+                                      and r[3] == "no")]  # fmt: skip
+    out = raters.agreement_by_kind(
+        rows,
+        consensus={("valid", "item2"): "yes", ("flags", "item1"): ["a", "b"]},
+        first_rows=first,
+        codes={"flags": ["a", "b"]},
+    )
+    assert list(out) == ["valid", "flags"]
+    now = out["valid"]["current"]
+    assert now["n_raters"] == 2
+    assert now["percent_agreement"]["pairwise"] == pytest.approx(percent(answers_a, answers_b))
+    assert now["cohen_kappa"]["value"] == pytest.approx(kappa(answers_a, answers_b))
+    assert now["fleiss_kappa"]["value"] == pytest.approx(fleiss([answers_a, answers_b]))
+    assert now["krippendorff_alpha"]["value"] == pytest.approx(alpha([answers_a, answers_b]))
+    before_b = [*answers_b[:2], "yes", *answers_b[3:]]
+    assert out["valid"]["initial"]["cohen_kappa"]["value"] == pytest.approx(
+        kappa(answers_a, before_b)
+    )
+    assert out["valid"]["changed"] == 1
+    adj = out["valid"]["adjudication"]
+    assert (adj["n_disputed"], adj["n_adjudicated"], adj["n_unresolved"]) == (3, 1, 2)
+    flags = out["flags"]
+    for entry in flags["current"]["multi_code"]["codes"]:
+        x = [entry["code"] in s for s in sets_a]
+        y = [entry["code"] in s for s in sets_b]
+        assert entry["cohen_kappa"]["value"] == pytest.approx(kappa(x, y))
+        assert entry["krippendorff_alpha"]["value"] == pytest.approx(alpha([x, y]))
+    whole_a = [frozenset(s) for s in sets_a]
+    whole_b = [frozenset(s) for s in sets_b]
+    assert flags["current"]["krippendorff_alpha"]["value"] == pytest.approx(
+        alpha([whole_a, whole_b])
+    )
+    assert flags["adjudication"]["n_adjudicated"] == 1 == flags["adjudication"]["n_disputed"]
+    assert flags["adjudication"]["raters_vs_final"]["ana"]["agreement"] == 1.0
