@@ -122,6 +122,7 @@ class ReviewPane(QWidget):
         self.filter_chip.setToolTip("Clear this filter")
         self.filter_chip.clicked.connect(self.clear_item_filter)
         top = QHBoxLayout()
+        self._top_labels: dict[QWidget, QLabel] = {}
         for label, w in (
             ("Ru&n", self.run_combo),
             ("&Show", self.filter_combo),
@@ -130,6 +131,7 @@ class ReviewPane(QWidget):
         ):
             lab = QLabel(label)
             lab.setBuddy(w)
+            self._top_labels[w] = lab
             top.addWidget(lab)
             top.addWidget(w)
         top.addWidget(self.adjudicate)
@@ -349,8 +351,11 @@ class ReviewPane(QWidget):
     def _apply_mode(self) -> None:
         coding = self.coding_mode()
         self.stack.setCurrentIndex(1 if coding else 0)
-        for widget in (self.filter_combo, self.order_combo, self.sample_button):
-            widget.setEnabled(not coding)
+        # the labels' filter, order, sample and statistics mean nothing to the coding
+        for widget in (self.filter_combo, self.order_combo, self.sample_button, self.stats):
+            widget.setVisible(not coding)
+            if widget in self._top_labels:
+                self._top_labels[widget].setVisible(not coding)
         for shortcut in self._label_shortcuts:
             shortcut.setEnabled(not coding)
 
