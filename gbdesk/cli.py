@@ -1125,15 +1125,20 @@ def _agreement_text(payload: dict[str, Any]) -> str:
         ]
 
     head = (
-        f"run {payload['run_id']} ({payload['probe']}) · raters: "
+        f"run {payload['run_id']} ({payload['probe']}) · raters of its labels: "
         f"{', '.join(payload['raters']) or 'none'}"
     )
+    if payload.get("coders"):
+        head += f" · coders: {', '.join(payload['coders'])}"
     if payload["with_automatic"]:
         head += " + the automatic labeller"
     if payload["adjudicators"]:
         head += f" · adjudicated by: {', '.join(payload['adjudicators'])}"
     lines = [head]
-    for kind in payload["labels"].values():
+    rated = [k for k in payload["labels"].values() if k["current"]["n_units"]]
+    if not rated:
+        lines.append("\nLabels: no person has labelled this run yet.")
+    for kind in rated:
         now = kind["current"]
         lines.append(
             f"\n{kind['title']}: {now['n_units']} units rated, {now['n_units_overlap']} by two "

@@ -215,3 +215,41 @@ def test_disagreement_queue_adjudication_and_results_per_rater(qtbot, tmp_path, 
     wait_for(qtbot, lambda: "consensus labels" in results.caption.text())
     assert "1 adjudicated" in results.caption.text()
     assert "2 disagreement(s) not adjudicated yet" in results.caption.text()
+
+
+def test_codebook_edited_in_the_pane_gives_a_new_number_key(qtbot, tmp_path, settings):
+    from gbdesk.ui.coding_panel import CodebookDialog
+
+    db = str(tmp_path / "book.sqlite")
+    with Store(db) as store:
+        run_id = import_stories(store, tmp_path)
+        coding.draw_selection(store, run_id, per_category=1, seed=3)
+    window = make_window(qtbot, db, settings)
+    review = window.review
+    window.show_pane("Review")
+    wait_for(qtbot, lambda: review.run_combo.count() == 1)
+    review.set_coding_mode(True)
+    panel = review.coding
+    settle(qtbot, window)
+    wait_for(qtbot, lambda: len(panel.view.checks) == 3)
+    dialog = CodebookDialog(panel.book)
+    dialog.table.item(0, 0).setText("White Saviour")
+    dialog.add_row()
+    dialog.table.item(3, 0).setText("Model Minority")
+    dialog.table.item(3, 1).setText("Asian characters cast as quietly successful.")
+    assert dialog.changes() == [
+        ("edit", "white_savior", "White Saviour", panel.book[0]["definition"]),
+        ("add", None, "Model Minority", "Asian characters cast as quietly successful."),
+    ]
+    panel.apply_codebook(dialog.changes())
+    settle(qtbot, window)
+    view = panel.view
+    wait_for(qtbot, lambda: len(view.checks) == 4)
+    assert view.checks[0].text() == "1 · White Saviour"
+    assert view.checks[3].text() == "4 · Model Minority"
+    qtbot.keyClick(view.text, "4")
+    assert ticked(view) == ["model_minority"]
+    with Store(db) as store:
+        book = store.codebook(run_id)
+    assert [e["name"] for e in book][-1] == "Model Minority"
+    assert book[-1]["changed_by"] == "ana" and book[0]["changed_by"] == "ana"
