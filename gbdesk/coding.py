@@ -304,16 +304,18 @@ def coding_items(store: Store, run_id: int, label_mode: str = "reviewed") -> lis
     """The drawn texts in order, then any other text someone coded."""
     from gbdesk.results import effective_labels
 
-    order = {e["code"]: i for i, e in enumerate(codebook(store, run_id))}
-    attempts = {a["id"]: a for a in store.attempts(run_id)}
-    metadata = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
-    labels = effective_labels(store, run_id, label_mode)
     by_rater = store.rater_labels(run_id, CODES)
     consensus = store.labels(run_id, "consensus", facet=CODES)
     wanted = [(r["attempt_id"], r["category"], r["reason"]) for r in store.coding_selection(run_id)]
     drawn = {a for a, _, _ in wanted}
     coded = {a for rows in by_rater.values() for a in rows} | set(consensus)
     wanted += [(a, NOT_DRAWN, "") for a in sorted(coded - drawn)]
+    if not wanted:  # nothing drawn or coded: spare reading a large run's labels
+        return []
+    order = {e["code"]: i for i, e in enumerate(codebook(store, run_id))}
+    attempts = {a["id"]: a for a in store.attempts(run_id)}
+    metadata = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
+    labels = effective_labels(store, run_id, label_mode)
     out = []
     for attempt_id, category, reason in wanted:
         a = attempts.get(attempt_id)
