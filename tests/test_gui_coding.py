@@ -140,6 +140,7 @@ def test_two_raters_code_by_keyboard_adjudicate_and_see_clusters(qtbot, tmp_path
         for r in range(board.agreement.rowCount())
     ]
     assert rows[-1][0] == "Whole code sets" and rows[-1][3] == "67 %"
+    assert "1 of 1 disputed texts settled by a consensus, 0 unresolved" in board.adjudicated.text()
     clusters = [
         [board.clusters.item(r, c).text() for c in range(board.clusters.columnCount())]
         for r in range(board.clusters.rowCount())

@@ -210,6 +210,10 @@ class CodingSummaryView(QWidget):
         layout.addWidget(QLabel("<b>Agreement between raters</b> (current codings; initial: "
                                 "each rater's first coding)"))  # fmt: skip
         layout.addWidget(self.agreement, 1)
+        self.adjudicated = QLabel()
+        self.adjudicated.setWordWrap(True)
+        self.adjudicated.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(self.adjudicated)
         layout.addWidget(QLabel("<b>Clusters</b> — texts grouped by their final combination "
                                 "of codes, per category (click one to read its "
                                 "representative text)"))  # fmt: skip
@@ -235,6 +239,7 @@ class CodingSummaryView(QWidget):
         if not summary:
             self.progress.setText(f"<span style='color:{MUTED}'>Nothing coded yet.</span>")
             self.agreement.setRowCount(0)
+            self.adjudicated.setText("")
             self.clusters.setRowCount(0)
             self.story.clear()
             return
@@ -265,8 +270,21 @@ class CodingSummaryView(QWidget):
 
     def _fill_agreement(self, agreement: dict[str, Any] | None, summary: dict[str, Any]) -> None:
         self.agreement.setRowCount(0)
+        self.adjudicated.setText("")
         if not agreement:
             return
+        adj = agreement["adjudication"]
+        versus = "; ".join(
+            f"{html.escape(r)} {_pct(v['agreement'])} of {v['n_units']} "
+            f"(κ {_num(v['cohen_kappa'])})"
+            for r, v in adj["raters_vs_final"].items()
+        )
+        self.adjudicated.setText(
+            f"<b>After adjudication</b>: {adj['n_adjudicated']} of {adj['n_disputed']} disputed "
+            f"texts settled by a consensus, {adj['n_unresolved']} unresolved; {adj['n_final']} "
+            f"texts have final codes. Each rater against the final codes (whole sets): "
+            f"{versus or '—'}."
+        )
         names = {e["code"]: e["name"] for e in summary["codebook"]}
         initial = {c["code"]: c for c in agreement["initial"]["multi_code"]["codes"]}
         rows = []
