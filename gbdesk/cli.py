@@ -322,6 +322,11 @@ def build_parser() -> argparse.ArgumentParser:
         "answers.csv: category, option; others: label)",
     )
     p.add_argument("--rater", required=True, help="who made these labels")
+    p.add_argument(
+        "--consensus",
+        action="store_true",
+        help="the labels are adjudicated ones (where raters disagreed), decided by --rater",
+    )
     _db_arg(p)
     _json_arg(p)
 
@@ -429,6 +434,11 @@ def build_parser() -> argparse.ArgumentParser:
         'e.g. [{"role": "subject", "name": "Jane", "references": ["she", "her"]}]',
     )
     p.add_argument("--reviewer", type=_text, required=True)
+    p.add_argument(
+        "--consensus",
+        action="store_true",
+        help="store the label as the adjudicated one (raters disagreed), decided by --reviewer",
+    )
     _db_arg(p)
     _json_arg(p)
     return parser
@@ -926,12 +936,12 @@ def cmd_import_labels(args) -> int:
     from gbdesk.label_import import import_labels
 
     with _open_store(args.db) as store:
-        result = import_labels(store, args.run_id, args.file, args.rater)
-    _emit(
-        args,
-        result,
-        f"run {args.run_id}: {result['labelled']} attempts labelled by {result['rater']}",
-    )
+        result = import_labels(
+            store, args.run_id, args.file, args.rater, consensus=args.consensus
+        )
+    what = "adjudicated (consensus) by" if args.consensus else "labelled by"
+    text = f"run {args.run_id}: {result['labelled']} attempts {what} {result['rater']}"
+    _emit(args, result, text)
     return 0
 
 
@@ -968,14 +978,14 @@ def cmd_review(args) -> int:
             {},
         )
         label = probe.human_label(attempt["response"], metadata, args.label, args.reviewer)
-        label_id = store.add_human_label(
+        add = store.add_consensus_label if args.consensus else store.add_human_label
+        label_id = add(
             args.attempt_id, args.reviewer, label["label"], label.get("data"), label.get("evidence")
         )
-    _emit(
-        args,
-        {"label_id": label_id, "attempt_id": args.attempt_id, "label": label["label"]},
-        f"attempt {args.attempt_id}: {label['label']} (by {args.reviewer})",
-    )
+    kind = "consensus" if args.consensus else "human"
+    payload = {"label_id": label_id, "attempt_id": args.attempt_id, "label": label["label"]}
+    who = f"consensus, decided by {args.reviewer}" if args.consensus else f"by {args.reviewer}"
+    _emit(args, {**payload, "kind": kind}, f"attempt {args.attempt_id}: {label['label']} ({who})")
     return 0
 
 

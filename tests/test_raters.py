@@ -631,6 +631,23 @@ def test_cli_metrics_and_export_take_a_rater_or_the_consensus(capsys, tmp_path):
     assert "Agreement between raters" in text and "Raters: ana, ben" in text
     code, out, _ = cli(capsys, "agreement", str(run_id), "--db", db)
     assert "Character gender" in out and "1 adjudicated" in out
+    # scripted adjudication: one label, then a file of them (all or nothing)
+    code, out, _ = cli(capsys, "review", str(ids[1]), "female", "--reviewer", "dora",
+                       "--consensus", "--db", db, "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["kind"] == "consensus"
+    path = write_csv(tmp_path / "c.csv", ["attempt_id", "label"], [[ids[2], "male"]])
+    code, out, _ = cli(capsys, "import-labels", str(run_id), "--file", str(path), "--rater",
+                       "dora", "--consensus", "--db", db, "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["kind"] == "consensus"
+    with Store(db) as store:
+        consensus = store.labels(run_id, "consensus")
+        assert consensus[ids[1]]["source"] == "consensus:dora"
+        decided = consensus[ids[2]]
+        assert (decided["label"], decided["source"]) == ("male", "consensus:dora")
+        assert set(store.rater_labels(run_id)) == {"ana", "ben"}  # dora decided, never rated
+    code, out, _ = cli(capsys, "agreement", str(run_id), "--db", db, "--json")
+    adj = json.loads(out)["labels"]["gender"]["adjudication"]
+    assert adj["n_adjudicated"] == 3 and json.loads(out)["adjudicators"] == ["cleo", "dora"]
 
 
 # -- plain (kind, item, rater, value) rows, no store ------------------------------------------
