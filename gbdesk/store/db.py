@@ -1016,6 +1016,13 @@ class Store:
                 by_attempt[row["attempt_id"]] = row
         return out
 
+    def raters(self) -> list[str]:
+        """Every rater of the probes' own labels in the database (`human:<name>`), sorted."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT source FROM labels WHERE kind = 'human' AND facet = ''"
+        )
+        return sorted({r[0].removeprefix("human:") for r in rows})
+
     def label_facets(self, run_id: int) -> list[str]:
         """The facets with a human or consensus label in this run ('' first)."""
         rows = self.conn.execute(
