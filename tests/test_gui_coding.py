@@ -216,6 +216,23 @@ def test_disagreement_queue_adjudication_and_results_per_rater(qtbot, tmp_path, 
     wait_for(qtbot, lambda: "consensus labels" in results.caption.text())
     assert "1 adjudicated" in results.caption.text()
     assert "2 disagreement(s) not adjudicated yet" in results.caption.text()
+    # the Reports pane offers each rater's and the consensus labels; the PDF says which
+    import pypdf
+
+    reports = window.reports
+    window.show_pane("Reports")
+    reports.refresh()
+    settle(qtbot, window)
+    wait_for(qtbot, lambda: reports.mode_combo.findData("rater:ben") >= 0)
+    reports.mode_combo.setCurrentIndex(reports.mode_combo.findData("consensus"))
+    out = tmp_path / "consensus.pdf"
+    reports.export_pdf(str(out))
+    settle(qtbot, window)
+    wait_for(qtbot, out.exists, timeout=60000)
+    text = " ".join(" ".join(p.extract_text().split()) for p in pypdf.PdfReader(str(out)).pages)
+    assert "consensus labels: 1 generations adjudicated" in text
+    assert "2 disagreement(s) not adjudicated yet" in text
+    assert "Agreement between raters" in text
 
 
 def test_codebook_edited_in_the_pane_gives_a_new_number_key(qtbot, tmp_path, settings):
@@ -254,20 +271,3 @@ def test_codebook_edited_in_the_pane_gives_a_new_number_key(qtbot, tmp_path, set
         book = store.codebook(run_id)
     assert [e["name"] for e in book][-1] == "Model Minority"
     assert book[-1]["changed_by"] == "ana" and book[0]["changed_by"] == "ana"
-    # the Reports pane offers each rater's and the consensus labels; the PDF says which
-    import pypdf
-
-    reports = window.reports
-    window.show_pane("Reports")
-    reports.refresh()
-    settle(qtbot, window)
-    wait_for(qtbot, lambda: reports.mode_combo.findData("rater:ben") >= 0)
-    reports.mode_combo.setCurrentIndex(reports.mode_combo.findData("consensus"))
-    out = tmp_path / "consensus.pdf"
-    reports.export_pdf(str(out))
-    settle(qtbot, window)
-    wait_for(qtbot, out.exists, timeout=60000)
-    text = " ".join(" ".join(p.extract_text().split()) for p in pypdf.PdfReader(str(out)).pages)
-    assert "consensus labels: 1 generations adjudicated" in text
-    assert "2 disagreement(s) not adjudicated yet" in text
-    assert "Agreement between raters" in text
