@@ -145,12 +145,16 @@ def build_parser() -> argparse.ArgumentParser:
         "Without arguments, opens the desktop app.",
     )
     parser.add_argument("--version", action="version", version=f"gbdesk {__version__}")
+    parser.add_argument(
+        "--db",
+        dest="app_db",
+        metavar="PATH",
+        help="without a command: open the desktop app on this database",
+    )
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
     p = sub.add_parser("probes", help="list the probes (of every installed study)")
-    p.add_argument(
-        "--markdown", action="store_true", help="print the README's probe table instead"
-    )
+    p.add_argument("--markdown", action="store_true", help="print the README's probe table instead")
     _json_arg(p)
 
     p = sub.add_parser("card", help="show a probe's card (what it measures, data, limits)")
@@ -269,6 +273,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--labels", choices=("auto", "reviewed"), default="auto")
     p.add_argument("--resamples", type=_positive_int, default=1000, help="default 1000")
     p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "audit",
+        help="audit a model in one go: plan every probe to fit a time budget, run, report",
+        description="Measure the model's speed, plan every probe's size to fit the budget "
+        "(the plan is printed before anything runs), run the probes one after another and "
+        "write the PDF report. Running the same command again continues an unfinished "
+        "audit of the model.",
+    )
+    p.add_argument("--model", default="default", help="a GGUF path or 'default' (bundled)")
+    p.add_argument("--budget", required=True, help="time budget: 30m, 2h, 8h, 1h30m …")
+    p.add_argument("--report", metavar="FILE", help="the PDF (default: next to the database)")
+    p.add_argument("--plan-only", action="store_true", help="show the plan, run nothing")
+    p.add_argument("--new", action="store_true", help="plan a new audit even if one is unfinished")
     _db_arg(p)
     _json_arg(p)
 
@@ -523,15 +543,17 @@ class _ProgressPrinter:
 
 def _metrics_payload(store, run_id: int, labels: str) -> dict[str, Any]:
     from gbdesk.results import compute_metrics
+    from gbdesk.stats import adjusted_p_values
 
     run = store.get_run(run_id)
     metrics = compute_metrics(store, run_id, labels)
-    return {
-        "run_id": run_id,
-        "probe": run["probe"],
-        "labels": labels,
-        "metrics": {name: m.to_json() for name, m in metrics.items()},
-    }
+    adjusted = adjusted_p_values(metrics)  # Benjamini–Hochberg over the run's tests
+    out = {}
+    for name, m in metrics.items():
+        out[name] = m.to_json()
+        if name in adjusted:
+            out[name]["p_adj"] = adjusted[name]
+    return {"run_id": run_id, "probe": run["probe"], "labels": labels, "metrics": out}
 
 
 def _metrics_table(payload: dict[str, Any]) -> str:
@@ -540,19 +562,21 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     cis = {name: f"[{fmt(m['ci'][0])}, {fmt(m['ci'][1])}]" for name, m in metrics.items()}
     ci_width = max([19, *(len(ci) for ci in cis.values())])
     with_p = any(m.get("p_value") is not None for m in metrics.values())
-    p_head = f"{'p':>7}  " if with_p else ""
+    p_head = f"{'p':>7}  {'p_adj':>7}  " if with_p else ""
     ppi = any((m.get("details") or {}).get("kind") == "ppi" for m in metrics.values())
     ppi_head = f"{'automatic':>9}  {'bias':>7}  " if ppi else ""
     rows = [
-        f"{'metric':<{width}} {'value':>8}  {'95% CI':<{ci_width}} {p_head}{ppi_head}"
-        f"mark  {'n':>5}"
+        f"{'metric':<{width}} {'value':>8}  {'95% CI':<{ci_width}} {p_head}{ppi_head}mark  {'n':>5}"
     ]
     reasons: dict[str, list[str]] = {}
     for name, m in metrics.items():
         p_cell = ""
         if with_p:
-            p = m.get("p_value")
-            p_cell = f"{'<0.001' if p is not None and p < 0.001 else fmt(p):>7}  "
+            p, pa = m.get("p_value"), m.get("p_adj")
+            p_cell = (
+                f"{'<0.001' if p is not None and p < 0.001 else fmt(p):>7}  "
+                f"{'<0.001' if pa is not None and pa < 0.001 else fmt(pa):>7}  "
+            )
         ppi_cell = ""
         if ppi:
             d = m.get("details") or {}
@@ -562,6 +586,11 @@ def _metrics_table(payload: dict[str, Any]) -> str:
         rows.append(
             f"{name:<{width}} {fmt(m['value']):>8}  {cis[name]:<{ci_width}} {p_cell}{ppi_cell}"
             f"{m['mark'] or '—':<4}  {m['n']:>5}"
+        )
+    if with_p:
+        rows.append(
+            "\np_adj: Benjamini–Hochberg adjusted over the run's tests (read this one when "
+            "many metrics are tested)"
         )
     if ppi:
         rows.append(
@@ -893,6 +922,75 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_audit(args) -> int:
+    from gbdesk.audit import (
+        get_audit,
+        measure_speed,
+        parse_budget,
+        plan_audit,
+        run_audit,
+        save_audit,
+        unfinished_audit,
+    )
+    from gbdesk.runs import resolve_model
+
+    budget_s = parse_budget(args.budget)
+    with _open_store(args.db, writes=True) as store:
+        model = resolve_model(store, args.model)
+        audit_id = None if args.new or args.plan_only else unfinished_audit(store, model["id"])
+        if audit_id is not None:
+            audit = get_audit(store, audit_id)
+            print(
+                f"[audit {audit_id}] continuing the unfinished audit of {model['name']} "
+                f"(budget {audit['budget']}; --new plans another)",
+                file=sys.stderr,
+            )
+        else:
+            print(f"measuring the speed of {model['name']}…", file=sys.stderr, flush=True)
+            speed = measure_speed(store, model)
+            plan = plan_audit(store, model, budget_s, speed, budget_text=args.budget)
+            if args.plan_only:
+                _emit(args, {"plan": plan.to_json(), "runs": [], "report": None}, plan.text())
+                return 0
+            print(plan.text(), file=sys.stderr, flush=True)
+            if not plan.probes:
+                raise UserError(
+                    f"the budget {args.budget} fits no probe on this model; give it more time"
+                )
+            audit_id = save_audit(store, plan)
+        printer = _ProgressPrinter()
+
+        def progress(p) -> None:
+            if p.run is not None:
+                printer(p.run)
+            elif p.status == "running":
+                print(
+                    f"[audit {audit_id}] probe {p.step + 1}/{p.steps}: {p.probe} (run {p.run_id})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            elif p.status == "report":
+                print(f"[audit {audit_id}] writing the report…", file=sys.stderr, flush=True)
+
+        try:
+            result = run_audit(store, audit_id, on_progress=progress, report=args.report)
+        except KeyboardInterrupt:
+            print(
+                f"\ninterrupted; audit {audit_id} is saved — the same command continues it",
+                file=sys.stderr,
+            )
+            return 130
+    payload = {"plan": result["plan"], "runs": result["runs"], "report": result["report"]}
+    payload["audit_id"] = audit_id
+    text = (
+        f"audit {audit_id}: runs {', '.join(map(str, result['runs']))}; report: {result['report']}"
+        if result["report"]
+        else f"audit {audit_id} stopped; the same command continues it"
+    )
+    _emit(args, payload, text)
+    return 0
+
+
 def cmd_export(args) -> int:
     if not args.csv and not args.pdf:
         raise UserError("say where to export: --csv DIR and/or --pdf FILE")
@@ -1198,6 +1296,7 @@ COMMANDS = {
     "resume": cmd_resume,
     "metrics": cmd_metrics,
     "compare": cmd_compare,
+    "audit": cmd_audit,
     "export": cmd_export,
     "import": cmd_import,
     "import-labels": cmd_import_labels,
@@ -1221,14 +1320,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A log file that cannot be written (a full disk) must not print tracebacks on stderr.
     logging.raiseExceptions = False
     try:
-        if not argv:
+        if not argv or (len(argv) == 1 and argv[0].lower().endswith((".sqlite", ".db"))):
             from gbdesk.ui.app import main as gui_main
 
-            return gui_main()
+            return gui_main(argv[0] if argv else None)
         args = build_parser().parse_args(argv)
         if args.command is None:
+            if args.app_db:  # gbdesk --db FILE: the app on that database
+                from gbdesk.ui.app import main as gui_main
+
+                return gui_main(args.app_db)
             build_parser().print_help()
             return 0
+        if getattr(args, "db", None) is None and args.app_db:
+            args.db = args.app_db
         return COMMANDS[args.command](args)
     except UserError as exc:
         print(f"gbdesk: error: {exc}", file=sys.stderr)

@@ -50,7 +50,7 @@ from statsmodels.stats.multitest import multipletests
 from gbdesk.errors import UserError
 from gbdesk.format import fmt
 from gbdesk.resampling import Values, resample_values
-from gbdesk.results import LABEL_MODES, ensure_auto_labels, item_results
+from gbdesk.results import LABEL_MODES, ensure_auto_labels, is_label_mode, item_results
 from gbdesk.store import Store
 from gbdesk.studies import ItemResult, Probe, get_probe
 
@@ -84,9 +84,21 @@ class MetricComparison:
     reason: str | None = None  # why it was not tested
     resamples: int = 0  # resamples in which the difference was defined
     description: str = ""
+    title: str = ""  # the metric's name for people (`Probe.metric_title`)
+
+    @property
+    def what(self) -> str:
+        """The metric in a sentence: "share of male characters (masculine_rate)"."""
+        if not self.title or self.title == self.name:
+            return self.name
+        t = self.title
+        if len(t) > 1 and t[1].islower():
+            t = t[0].lower() + t[1:]
+        return f"{t} ({self.name})"
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "title": self.title,
             "a": _num(self.a),
             "b": _num(self.b),
             "diff": _num(self.diff),
@@ -166,8 +178,8 @@ def compare_runs(
     seed: int = 0,
 ) -> Comparison:
     """Compare run B with run A item by item (see the module docstring for the method)."""
-    if label_mode not in LABEL_MODES:
-        raise UserError(f"labels must be one of {', '.join(LABEL_MODES)}")
+    if not is_label_mode(label_mode):
+        raise UserError(f"labels must be one of {', '.join(LABEL_MODES)}, consensus or rater:NAME")
     if resamples < 1:
         raise UserError("--resamples must be at least 1")
     ra, rb = store.get_run(run_a), store.get_run(run_b)
@@ -209,7 +221,14 @@ def compare_runs(
     for name in names:
         a = point_a[name].value if name in point_a else math.nan
         b = point_b[name].value if name in point_b else math.nan
-        m = MetricComparison(name, a, b, b - a, description=probe.metric_description(name))
+        m = MetricComparison(
+            name,
+            a,
+            b,
+            b - a,
+            description=probe.metric_description(name),
+            title=probe.metric_title(name),
+        )
         m.reason = probe.paired_test_exclusion(name)
         if m.reason is None:
             m.reason = _missing_reason(name, point_a, point_b, bad_a | bad_b)
@@ -347,17 +366,17 @@ def _fmt_p(p: float | None) -> str:
 
 def _sentence(m: MetricComparison, model_a: str, model_b: str) -> str:
     a_label, b_label = f"A ({model_a})", f"B ({model_b})"
-    about = f" {m.name}: {m.description}" if m.description else ""
+    about = f" {m.description}" if m.description else ""
     if not m.tested:
         return (
-            f"{m.name} not tested: {m.reason} (A {fmt(m.a)}, B {fmt(m.b)}, "
+            f"{m.what[:1].upper()}{m.what[1:]} not tested: {m.reason} (A {fmt(m.a)}, B {fmt(m.b)}, "
             f"B − A {_signed(m.diff)})."
         )
     interval = f"{_signed(m.diff)} [{fmt(m.ci[0])}, {fmt(m.ci[1])}] (p_adj = {_fmt_p(m.p_adj)})"
     if m.established:
         direction = "higher" if m.diff > 0 else "lower"
-        return f"{b_label} has a {direction} {m.name} than {a_label}: {interval}.{about}"
-    return f"No difference in {m.name} established between {a_label} and {b_label}: {interval}."
+        return f"{b_label} has a {direction} {m.what} than {a_label}: {interval}.{about}"
+    return f"No difference in {m.what} established between {a_label} and {b_label}: {interval}."
 
 
 def _signed(x: float) -> str:

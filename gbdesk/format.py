@@ -68,8 +68,8 @@ def ratio_ticks(lo: float, hi: float, max_ticks: int = 9) -> list[tuple[float, s
 
 
 def ratio_label(k: int) -> str:
-    """Tick label for 2**k on a log-ratio axis: 4, 2, 1, 1/2, 1/4."""
-    return f"{2**k:g}" if k >= 0 else f"1/{2**-k:g}"
+    """Tick label for 2**k on a log-ratio axis: 4×, 2×, 1×, 1/2×, 1/4×."""
+    return f"{2**k:g}×" if k >= 0 else f"1/{2**-k:g}×"
 
 
 def pct(x: float | None, digits: int = 0) -> str:
@@ -78,7 +78,7 @@ def pct(x: float | None, digits: int = 0) -> str:
 
 
 def value_phrase(value: float, ci: tuple[float, float], mark: str | None = None) -> str:
-    """"0.42 (95 % CI 0.30 to 0.51), mark B (cautionary)" for sentences."""
+    """ "0.42 (95 % CI 0.30 to 0.51), mark B (cautionary)" for sentences."""
     from gbdesk.stats import MARK_MEANINGS
 
     if _missing(value):

@@ -606,6 +606,39 @@ def _multinomial(rng: np.random.Generator, size: int, counts: np.ndarray, rows: 
     return rng.multinomial(size, p, size=rows).astype(float)
 
 
+def _informative_units(theta: ThetaMany, n: int, chunk: int = 256) -> dict[str, int]:
+    """Per statistic, how many reviewed units change it when their human labels are
+    swapped for the automatic ones (all other reviewed units keeping their human labels).
+
+    PPI's correction is estimated from those units only: when almost none of them bears on
+    a statistic, the bootstrap sees no labeller error there and would give the automatic
+    interval back, however biased the labeller is elsewhere. `theta("mixed", w)` evaluates
+    the reviewed units' human labels (first n columns) and automatic labels (last n)
+    together; a `theta` without that set gives {} (no per-statistic check)."""
+    base_w = np.hstack([np.ones((1, n)), np.zeros((1, n))])
+    try:
+        base = theta("mixed", base_w)
+    except KeyError:
+        return {}
+    if not base:
+        return {}
+    counts = dict.fromkeys(base, 0)
+    for start in range(0, n, chunk):
+        rows = np.arange(start, min(n, start + chunk))
+        w = np.tile(base_w, (len(rows), 1))
+        w[np.arange(len(rows)), rows] = 0.0
+        w[np.arange(len(rows)), n + rows] = 1.0
+        swapped = theta("mixed", w)
+        for name, b in base.items():
+            v = swapped.get(name)
+            if v is None:
+                continue
+            b0 = float(b[0])
+            same = np.isclose(v, b0, rtol=1e-12, atol=1e-12) | (np.isnan(v) & math.isnan(b0))
+            counts[name] += int(np.sum(~same))
+    return counts
+
+
 def ppi_bootstrap_many(
     theta: ThetaMany,
     n: int,
@@ -647,6 +680,7 @@ def ppi_bootstrap_many(
 
     point_all = automatic(point_yl, point_yu, ones_l, ones_u)
     few = disagreements < min_disagreements
+    informative = _informative_units(theta, n) if n and not few else {}
     base_notes = (
         [
             f"human and automatic labels differ on {disagreements} of {n} reviewed units "
@@ -684,6 +718,14 @@ def ppi_bootstrap_many(
     nan_row = np.full(n_resamples, np.nan)
     for name in names:
         notes = list(base_notes)
+        few_here = few
+        k = informative.get(name)
+        if k is not None and k < min_disagreements and not few:
+            few_here = True  # the reviewed sample says almost nothing about this metric's error
+            notes.append(
+                f"only {k} of {n} reviewed units disagree in a way that changes this metric "
+                f"(at least {min_disagreements} needed to estimate the labeller's error on it)"
+            )
         y = float(point_y.get(name, [math.nan])[0]) if n else math.nan
         yl = float(point_yl.get(name, [math.nan])[0]) if n else math.nan
         yu = float(point_yu.get(name, [math.nan])[0]) if big_n else math.nan
@@ -708,7 +750,7 @@ def ppi_bootstrap_many(
                 value=y, ci=NAN_CI, bias_ci=NAN_CI, valid=False, reason=reason, **common
             )
             continue
-        lam_used = lam[name] if big_n else 0.0
+        lam_used = lam[name] if big_n and not few_here else 0.0
         if big_n:
             value = lam_used * yu + y - lam_used * yl
             boot = (
@@ -718,7 +760,7 @@ def ppi_bootstrap_many(
             method = (
                 "prediction-powered bootstrap (Zrnic 2024), percentile interval, "
                 f"power-tuned λ = {lam_used:.3f}"
-                if not few
+                if not few_here
                 else "bootstrap of the human labels only (too few disagreements for PPI)"
             )
         else:
@@ -726,7 +768,7 @@ def ppi_bootstrap_many(
             method = "bootstrap of the human labels (every unit reviewed)"
         bias_ci = (
             NAN_CI
-            if few
+            if few_here
             else _percentile(
                 list(byl.get(name, nan_row) - by.get(name, nan_row)), lo_q, hi_q, notes, "bias"
             )

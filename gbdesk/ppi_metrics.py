@@ -144,7 +144,7 @@ def ppi_results(
     """Every metric of the probe as a prediction-powered estimate (see the module)."""
     counts = np.ones(len(unlabeled)) if unlabeled_counts is None else np.asarray(unlabeled_counts)
     sets = {"human": list(human), "labeled": list(labeled), "unlabeled": list(unlabeled),
-            "all": [*labeled, *unlabeled]}  # fmt: skip
+            "all": [*labeled, *unlabeled], "mixed": [*human, *labeled]}  # fmt: skip
 
     def theta(which: str, w: np.ndarray) -> dict[str, np.ndarray]:
         units = sets[which]

@@ -171,3 +171,28 @@ def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float,
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return (centre - half, centre + half)
+
+
+def bh_adjust(p_values: Mapping[str, float | None]) -> dict[str, float]:
+    """Benjamini–Hochberg adjusted p-values (statsmodels `multipletests`, method "fdr_bh")
+    of the named tests; a None or NaN p-value is no test and is left out."""
+    from statsmodels.stats.multitest import multipletests
+
+    named = [(k, float(p)) for k, p in p_values.items() if p is not None and not math.isnan(p)]
+    if not named:
+        return {}
+    _, adjusted, _, _ = multipletests([p for _, p in named], method="fdr_bh")
+    return {k: float(a) for (k, _), a in zip(named, adjusted, strict=True)}
+
+
+def adjusted_p_values(metrics: Mapping[str, MetricValue]) -> dict[str, float]:
+    """Each tested metric's p-value adjusted by Benjamini–Hochberg across all the run's
+    tests (every metric with a p-value), metric name → adjusted p."""
+    return bh_adjust({name: m.p_value for name, m in metrics.items()})
+
+
+def p_text(p: float | None) -> str:
+    """A p-value for reading: "< 0.001", "0.012", or "—"."""
+    if p is None or math.isnan(p):
+        return "—"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"

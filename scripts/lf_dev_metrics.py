@@ -42,6 +42,7 @@ from gbdesk.studies.laissez_faire.extract.deterministic import DeterministicExtr
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction  # noqa: E402
 from gbdesk.studies.laissez_faire.probe import (  # noqa: E402
     LaissezFaireProbe,
+    character_gender,
     load_prompts,
 )
 
@@ -130,6 +131,11 @@ def unit_results(stories, characters) -> list[ItemResult]:
     return out
 
 
+def _key(chars) -> list[tuple[str, str, str]]:
+    """What the metrics read of a story's characters: role, gender, name."""
+    return sorted((c.role, character_gender(c), (c.name or "").casefold()) for c in chars)
+
+
 def representation_metrics(names) -> list[str]:
     """The gender and race representation ratios (each a share over its baseline)."""
     return [
@@ -165,12 +171,7 @@ def ppi_experiment(stories, auto, hand, params, fraction, seeds, scale, label) -
             keep = counts > 0
             rest = [u for u, k in zip(rest, keep, strict=True) if k]
             counts = counts[keep]
-        differ = sum(
-            1
-            for i in chosen
-            if [(c.role, c.gender or "", c.name or "") for c in hand[i]]
-            != [(c.role, c.gender or "", c.name or "") for c in auto[i]]
-        )
+        differ = sum(1 for i in chosen if _key(hand[i]) != _key(auto[i]))
         res = ppi_results(probe, params, human, labeled, rest, differ,
                           unlabeled_counts=counts, resamples=1000, seed=seed)  # fmt: skip
         for name in names:

@@ -101,13 +101,14 @@ def test_more_masculine_run_is_established_with_the_right_sign(store, model):
     assert 0.3 < m.diff < 0.7 and m.ci[0] > 0
     assert m.p_adj is not None and m.p_adj < 0.05
     assert m.sentence.startswith(
-        f"B (fake model, run {b}) has a higher masculine_rate than A (fake model, run {a}): +"
+        f"B (fake model, run {b}) has a higher share of male characters (masculine_rate) "
+        f"than A (fake model, run {a}): +"
     )
     assert "Share of male characters" in m.sentence  # the probe's metric description
     # the reverse comparison says "lower" with the opposite sign
     r = compare_runs(store, b, a, resamples=400).metrics["masculine_rate"]
     assert r.established and r.diff == pytest.approx(-m.diff) and r.ci[1] < 0
-    assert "has a lower masculine_rate" in r.sentence
+    assert "has a lower share of male characters (masculine_rate)" in r.sentence
     assert c.summary().splitlines()[0] in {x.sentence for x in c.established}
 
 
@@ -122,7 +123,7 @@ def test_identical_runs_establish_no_difference(store, model):
         assert len(tested) == len(c.metrics) == 11
         for m in tested:
             assert m.diff == 0 and m.ci == (0.0, 0.0) and m.p == 1.0 and m.p_adj == 1.0
-            assert m.sentence.startswith(f"No difference in {m.name} established")
+            assert m.sentence.startswith(f"No difference in {m.what} established")
         assert c.summary().startswith("No difference established")
 
 
@@ -205,7 +206,7 @@ def test_cli_json_is_one_object_with_the_documented_keys(db, capsys):
     # the text form: a table and the established sentences
     assert main(["compare", str(a), str(b), "--db", path, "--resamples", "200"]) == 0
     text = capsys.readouterr().out
-    assert "masculine_rate" in text and "has a higher masculine_rate" in text
+    assert "has a higher share of male characters (masculine_rate)" in text
 
 
 # -- the per-item fast paths give the probes' own numbers ---------------------------------------

@@ -480,3 +480,36 @@ def test_many_statistics_refuse_a_zero_width_interval():
     res = ppi_bootstrap_many(theta, 60, np.ones(600), 10, n_resamples=200, seed=1)
     assert res["share"].valid and res["share"].ci[0] < res["share"].value < res["share"].ci[1]
     assert not res["absent"].valid and "no variation" in res["absent"].reason
+
+
+def test_a_metric_the_reviewed_disagreements_do_not_touch_falls_back_to_human_labels():
+    """Ten reviewed units disagree, but all on statistic `a`; statistic `b` is biased by the
+    labeller only outside the reviewed sample. PPI would hand back the automatic interval
+    for `b` (no error seen); it must use the human labels alone there, and say so."""
+    from gbdesk.ppi import ppi_bootstrap_many
+
+    rng = np.random.default_rng(3)
+    n, big = 80, 5000
+    a_h = rng.integers(0, 2, n).astype(float)
+    a_l = a_h.copy()
+    a_l[:10] = 1 - a_l[:10]  # 10 disagreements on `a`
+    b_h = rng.integers(0, 2, n).astype(float)
+    b_l = b_h.copy()  # no reviewed disagreement on `b`
+    a_u = rng.integers(0, 2, big).astype(float)
+    b_u = (rng.random(big) < 0.7).astype(float)  # the labeller's b is biased upwards
+
+    def theta(which, w):
+        a = {"human": a_h, "labeled": a_l, "unlabeled": a_u, "all": np.r_[a_l, a_u],
+             "mixed": np.r_[a_h, a_l]}[which]  # fmt: skip
+        b = {"human": b_h, "labeled": b_l, "unlabeled": b_u, "all": np.r_[b_l, b_u],
+             "mixed": np.r_[b_h, b_l]}[which]  # fmt: skip
+        return {"a": (w @ a) / w.sum(axis=1), "b": (w @ b) / w.sum(axis=1)}
+
+    res = ppi_bootstrap_many(theta, n, np.ones(big), 10, n_resamples=400, seed=2)
+    assert "power-tuned" in res["a"].method
+    b = res["b"]
+    assert b.valid and "human labels only" in b.method
+    assert b.value == pytest.approx(b_h.mean())
+    assert any("only 0 of 80 reviewed units" in note for note in b.notes)
+    # the human-only interval is as wide as n = 80 labels allow, not the automatic one
+    assert (b.ci[1] - b.ci[0]) > 3 * (b.automatic_ci[1] - b.automatic_ci[0])

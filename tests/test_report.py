@@ -127,4 +127,9 @@ def test_laissez_faire_report(tmp_path):
         assert heading in text, heading
     female = metrics["subordination/All/gender/Female"]
     assert f"{female.value:.3f}" in text
-    assert re.search(r"All \d+ metrics Metric Value 95 % CI p n", text)
+    assert re.search(r"All \d+ metrics .*Metric Value 95 % CI p p, BH-adjusted n", text)
+    # page 1 opens with the findings, in words; metric names for people, not keys
+    first = pypdf.PdfReader(out).pages[0].extract_text()
+    assert "Findings" in first
+    assert "Subordination of women (all domains)" in text
+    assert "subordination/All/gender/Female" not in text

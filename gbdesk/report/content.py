@@ -7,12 +7,14 @@ only lays it out.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gbdesk import __version__
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
+from gbdesk.errors import UserError
 from gbdesk.format import fmt
 from gbdesk.paths import resource
 from gbdesk.raters import agreement_blocks, labels_agreement, mode_counts
@@ -21,6 +23,12 @@ from gbdesk.results import ReviewStats, compute_metrics, review_stats, run_extra
 from gbdesk.stats import MetricValue
 from gbdesk.store import Store
 from gbdesk.studies import Probe, get_probe
+
+if TYPE_CHECKING:
+    from gbdesk.compare import Comparison
+    from gbdesk.findings import RunFinding
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -34,6 +42,7 @@ class RunSection:
     extra: dict[str, Any] = field(default_factory=dict)
     blocks: list[Block] = field(default_factory=list)  # the metric groups, then the study's
     label_counts: dict[str, int] = field(default_factory=dict)  # several raters (`mode_counts`)
+    findings: list[RunFinding] = field(default_factory=list)
 
     @property
     def run_id(self) -> int:
@@ -55,6 +64,14 @@ class ReportData:
     created_at: str
     app_version: str = __version__
     datasets: dict[str, Any] = field(default_factory=dict)
+    comparisons: list[Comparison] = field(default_factory=list)
+    audit: dict[str, Any] | None = None  # the audit plan and budget when the report ends one
+
+    def findings(self) -> list[RunFinding]:
+        """Every run's findings, most important first (`gbdesk.findings.ordered`)."""
+        from gbdesk.findings import ordered
+
+        return ordered([f for s in self.runs for f in s.findings])
 
     @property
     def models(self) -> list[str]:
@@ -169,12 +186,18 @@ def group_blocks(section: RunSection) -> list[Block]:
             out.append(
                 Table(
                     list(group.columns),
-                    [[group.labels.get(n, n), _count(section.metrics[n].value)] for n in present],
+                    [
+                        [
+                            group.labels.get(n) or probe.metric_title(n),
+                            _count(section.metrics[n].value),
+                        ]
+                        for n in present
+                    ],
                 )
             )
             continue
         rows = [
-            ChartRow(group.labels.get(n, n), m.value, m.ci[0], m.ci[1])
+            ChartRow(group.labels.get(n) or probe.metric_title(n), m.value, m.ci[0], m.ci[1])
             for n in present
             for m in [section.metrics[n]]
         ]
@@ -250,7 +273,18 @@ def load_datasets() -> dict[str, Any]:
         return {}
 
 
-def build_report(store: Store, run_ids: list[int], label_mode: str = "reviewed") -> ReportData:
+def build_report(
+    store: Store,
+    run_ids: list[int],
+    label_mode: str = "reviewed",
+    *,
+    compare: bool = True,
+    audit: dict[str, Any] | None = None,
+) -> ReportData:
+    """Everything the report says; `compare`: a paired comparison of every later run of a
+    probe against its first run; `audit`: the plan and budget of the audit it ends."""
+    from gbdesk.findings import run_findings
+
     sections = []
     for run_id in run_ids:
         run = store.get_run(run_id)
@@ -273,10 +307,37 @@ def build_report(store: Store, run_ids: list[int], label_mode: str = "reviewed")
             section.blocks += agreement_blocks(labels_agreement(store, run_id), raters)
         if label_mode not in ("auto", "reviewed", "ppi"):
             section.label_counts = mode_counts(store, run_id, label_mode)
+        section.findings = run_findings(
+            run_id, section.model_label, probe, section.metrics, section.extra, run["params"]
+        )
         sections.append(section)
+    comparisons = []
+    if compare:
+        from gbdesk.compare import compare_runs
+
+        for a, b in comparable_pairs(sections):
+            try:
+                comparisons.append(compare_runs(store, a, b, label_mode))
+            except UserError as exc:  # e.g. no item in common: say so in the log, go on
+                log.info("no comparison of runs %s and %s: %s", a, b, exc)
     return ReportData(
         runs=sections,
         label_mode=label_mode,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         datasets=load_datasets(),
+        comparisons=comparisons,
+        audit=audit,
     )
+
+
+def comparable_pairs(sections: list[RunSection]) -> list[tuple[int, int]]:
+    """Pairs (A, B) of the report's runs of the same probe on different models or
+    settings: each later run against the first run of its probe."""
+    first: dict[str, int] = {}
+    pairs = []
+    for s in sections:
+        if s.probe.name in first:
+            pairs.append((first[s.probe.name], s.run_id))
+        else:
+            first[s.probe.name] = s.run_id
+    return pairs

@@ -50,6 +50,7 @@ from gbdesk.report.content import (
 )
 from gbdesk.stats import MARK_MEANINGS, MarkDefinition
 from gbdesk.store import Store
+from gbdesk.studies import get_probe
 
 CSS = """
 body { font-family: 'DejaVu Sans', sans-serif; font-size: 9pt; color: #111827; }
@@ -239,7 +240,10 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
     columns, rows = data.verdict()
     if not columns:
         return
-    head = "".join(f"<th>{e(probe)}<br>{e(metric)}</th>" for probe, metric in columns)
+    head = "".join(
+        f"<th>{e(get_probe(probe).card.title)}<br>{e(get_probe(probe).metric_title(metric))}</th>"
+        for probe, metric in columns
+    )
     body = []
     for row in rows:
         cells = []
@@ -273,15 +277,25 @@ def _p_text(p: float | None) -> str:
 
 
 def _metric_table(section: RunSection, doc: _Doc) -> None:
-    """Every metric of the run; p-value and mark columns only when some metric has one."""
+    """Every metric of the run by its name for people with its one-line meaning (the keys
+    stay in the CSV export); p-value (with the Benjamini–Hochberg adjusted value over the
+    run's tests beside it) and mark columns only when some metric has one."""
+    from gbdesk.stats import adjusted_p_values
+
     metrics = section.metrics
+    probe = section.probe
     with_p = any(m.p_value is not None for m in metrics.values())
+    adjusted = adjusted_p_values(metrics) if with_p else {}
     with_mark = any(m.mark for m in metrics.values())
     with_ppi = any((m.details or {}).get("kind") == "ppi" for m in metrics.values())
     rows = []
     for name, m in metrics.items():
         lo, hi = m.ci
-        cells = [f"<td>{e(name)}</td><td>{fmt(m.value)}</td><td>[{fmt(lo)}, {fmt(hi)}]</td>"]
+        meaning = probe.metric_description(name)
+        label = f"{e(probe.metric_title(name))}"
+        if meaning:
+            label += f"<br><span class='muted'>{e(meaning, 160)}</span>"
+        cells = [f"<td>{label}</td><td>{fmt(m.value)}</td><td>[{fmt(lo)}, {fmt(hi)}]</td>"]
         if with_ppi:
             d = m.details or {}
             reason = e(d.get("reason", ""))
@@ -290,15 +304,126 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
                 f"<td>{fmt(d.get('automatic_value'))}{note}</td><td>{fmt(d.get('bias'))}</td>"
             )
         if with_p:
-            cells.append(f"<td>{_p_text(m.p_value)}</td>")
+            cells.append(f"<td>{_p_text(m.p_value)}</td><td>{_p_text(adjusted.get(name))}</td>")
         if with_mark:
             cells.append(_mark_cell(m.mark, MARK_MEANINGS[m.mark]) if m.mark else "<td></td>")
         rows.append(f"<tr>{''.join(cells)}<td>{m.n}</td></tr>")
     head = "<th>Metric</th><th>Value</th><th>95 % CI</th>"
     head += "<th>Automatic only</th><th>Labeller bias</th>" if with_ppi else ""
-    head += ("<th>p</th>" if with_p else "") + ("<th>Mark</th>" if with_mark else "")
+    head += ("<th>p</th><th>p, BH-adjusted</th>" if with_p else "") + (
+        "<th>Mark</th>" if with_mark else ""
+    )
     title = "Metrics" if len(metrics) <= 12 else f"All {len(metrics)} metrics"
-    doc.add(f"<h3>{title}</h3><table width='100%'><tr>{head}<th>n</th></tr>{''.join(rows)}</table>")
+    note = (
+        f"<p class='muted'>BH-adjusted: the Benjamini–Hochberg false-discovery-rate "
+        f"adjustment over the run's {len(adjusted)} tests; a result counts as established "
+        "when the adjusted value is below 0.05.</p>"
+        if with_p
+        else ""
+    )
+    doc.add(
+        f"<h3>{title}</h3>{note}<table width='100%'><tr>{head}<th>n</th></tr>"
+        f"{''.join(rows)}</table>"
+    )
+
+
+def _findings(data: ReportData, doc: _Doc, limit: int = 12) -> None:
+    """Page 1: one plain sentence per finding, most important first, with its numbers and
+    where the evidence is."""
+    found = data.findings()
+    if not found:
+        return
+    items = []
+    for f in found[:limit]:
+        section = next(s for s in data.runs if s.run_id == f.run_id)
+        detail = f.detail(section.probe)
+        where = f"run {f.run_id}, {e(f.model)}, {e(f.probe_title)}"
+        if f.finding.evidence is not None:
+            where += f"; evidence: {e(f.finding.evidence_title or 'the run’s items')}"
+        mark = ""
+        imp = f.finding.importance
+        if imp >= 30:
+            color = MARK_COLORS["D" if imp >= 85 else "C" if imp >= 60 else "B"]
+            mark = f"<b style='color:{color}'>●</b> "
+        items.append(
+            f"<li>{mark}{e(f.sentence)}<br><span class='muted'>{e(detail)}"
+            f"{' · ' if detail else ''}{where}</span></li>"
+        )
+    more = (
+        f"<p class='muted'>{len(found) - limit} further findings are in the run sections.</p>"
+        if len(found) > limit
+        else ""
+    )
+    compared = "".join(
+        f"<li>{e(line)}</li>" for c in data.comparisons for line in c.summary().splitlines()
+    )
+    if compared:
+        more += f"<p><b>Comparisons</b> (paired, item by item):</p><ul>{compared}</ul>"
+    doc.add(f"<h2>Findings</h2><ol>{''.join(items)}</ol>{more}")
+
+
+def _comparisons(data: ReportData, doc: _Doc) -> None:
+    """Paired comparisons (B − A over the same items): what is established, then a table."""
+    if not data.comparisons:
+        return
+    doc.add("<h2 style='page-break-before: always'>Comparisons</h2>")
+    doc.add(
+        "<p class='muted'>Runs of the same probe compared item by item: a paired bootstrap "
+        "over the items both runs share (1,000 resamples) gives each metric's difference "
+        "B − A a 95 % interval and a p-value; Benjamini–Hochberg over each comparison's "
+        "tested metrics. A difference is established when the adjusted p is below 0.05 and "
+        "the interval excludes 0.</p>"
+    )
+    for c in data.comparisons:
+        probe = get_probe(c.probe)
+        doc.add(
+            f"<h3>{e(probe.card.title)}: run {c.run_b} (B: {e(c.model_b)}) against run "
+            f"{c.run_a} (A: {e(c.model_a)}), {c.items} items paired</h3>"
+        )
+        for w in c.warnings:
+            doc.add(f"<p class='notice'>{e(w)}</p>")
+        doc.add("".join(f"<p><b>{e(line)}</b></p>" for line in c.summary().splitlines()))
+        rows = []
+        for m in c.metrics.values():
+            if m.tested:
+                cells = (
+                    f"<td>[{fmt(m.ci[0])}, {fmt(m.ci[1])}]</td><td>{_p_text(m.p)}</td>"
+                    f"<td>{_p_text(m.p_adj)}</td>"
+                )
+            else:
+                cells = f"<td colspan='3' class='muted'>not tested: {e(m.reason or '')}</td>"
+            style = " style='background:#e0f2fe'" if m.established else ""
+            rows.append(
+                f"<tr{style}><td>{e(m.title or m.name)}</td><td>{fmt(m.a)}</td>"
+                f"<td>{fmt(m.b)}</td><td>{fmt(m.diff)}</td>{cells}</tr>"
+            )
+        doc.add(
+            "<table width='100%'><tr><th>Metric</th><th>A</th><th>B</th><th>B − A</th>"
+            "<th>95 % CI</th><th>p</th><th>p, BH-adjusted</th></tr>"
+            f"{''.join(rows)}</table>"
+        )
+
+
+def _audit(data: ReportData, doc: _Doc) -> None:
+    """The plan and budget of the audit the report ends."""
+    audit = data.audit
+    if not audit:
+        return
+    rows = "".join(
+        f"<tr><td>{e(p.get('title', p['probe']))}</td><td>{p['items']:,}</td>"
+        f"<td>{p['attempts']}</td><td>{p['generations']:,}</td>"
+        f"<td>{e(p.get('expected', ''))}</td><td>{e(p.get('precision', ''))}</td>"
+        f"<td>{e(', '.join(str(r) for r in p.get('runs', [])) or '—')}</td></tr>"
+        for p in audit.get("plan", [])
+    )
+    doc.add(
+        f"<h3>Audit plan</h3><p>Budget {e(audit.get('budget', '?'))} on "
+        f"{e(audit.get('model', '?'))}; measured speed {e(audit.get('speed', '?'))}. "
+        f"{e(audit.get('note', ''))}</p>"
+        "<table width='100%'><tr><th>Probe</th><th>Items</th><th>Attempts</th>"
+        "<th>Generations</th><th>Expected time</th><th>Interval it should reach</th>"
+        f"<th>Run</th></tr>{rows}</table>"
+    )
 
 
 def curves_chart(curves: dict[str, dict[str, Any]], title: str, width: int = 1400) -> QImage:
@@ -479,6 +604,15 @@ def _cards(data: ReportData, doc: _Doc) -> None:
         )
 
 
+def _glossary(doc: _Doc) -> None:
+    from gbdesk.glossary import GLOSSARY
+
+    rows = "".join(
+        f"<tr><th width='18%'>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in GLOSSARY.items()
+    )
+    doc.add(f"<h2>Glossary</h2><table width='100%'>{rows}</table>")
+
+
 def _appendix(data: ReportData, doc: _Doc) -> None:
     doc.add("<h2 style='page-break-before: always'>Appendix: configuration</h2>")
     for section in data.runs:
@@ -519,11 +653,15 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
         + "; ".join(f"run {s.run_id}: {e(labels_used(s, data.label_mode))}" for s in data.runs)
         + "</p>"
     )
+    _findings(data, doc)
+    _audit(data, doc)
     doc.add("<h2>Summary</h2>" + "".join(f"<p>{e(s)}</p>" for s in data.summary()))
     _verdict(data, doc)
+    _comparisons(data, doc)
     for section in data.runs:
         _section(section, doc, data.label_mode)
     _cards(data, doc)
+    _glossary(doc)
     _appendix(data, doc)
 
     doc.doc.setDefaultStyleSheet(CSS)
@@ -550,6 +688,10 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
 
 
 def export_pdf(
-    store: Store, run_ids: list[int], path: str | Path, label_mode: str = "reviewed"
+    store: Store,
+    run_ids: list[int],
+    path: str | Path,
+    label_mode: str = "reviewed",
+    audit: dict[str, Any] | None = None,
 ) -> Path:
-    return render_pdf(build_report(store, run_ids, label_mode), path)
+    return render_pdf(build_report(store, run_ids, label_mode, audit=audit), path)

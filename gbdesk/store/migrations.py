@@ -175,6 +175,28 @@ def _v4(conn: sqlite3.Connection) -> None:
 
 
 def _v5(conn: sqlite3.Connection) -> None:
+    """Audits (`gbdesk.audit`): a model's budget, the plan of every probe's size and the
+    run ids as they are planned, so a restarted audit continues."""
+    conn.execute(
+        """
+        CREATE TABLE audits (
+            id INTEGER PRIMARY KEY,
+            model_id INTEGER REFERENCES models(id),
+            budget_s INTEGER NOT NULL,
+            budget TEXT NOT NULL,
+            plan_json TEXT NOT NULL,
+            speed_json TEXT,
+            left_out_json TEXT,
+            status TEXT NOT NULL,
+            report TEXT,
+            created_at TEXT NOT NULL,
+            finished_at TEXT
+        )
+        """
+    )
+
+
+def _v6(conn: sqlite3.Connection) -> None:
     """Several raters. Labels get a third kind, 'consensus' (an adjudicated label; source
     `consensus:<who decided>`), and a `facet`: '' is the probe's own label, another name a
     label of something else about the attempt (e.g. 'codes': a codebook coding, several
@@ -183,7 +205,7 @@ def _v5(conn: sqlite3.Connection) -> None:
     the drawn selection of attempts to code."""
     conn.execute(
         """
-        CREATE TABLE labels_v5 (
+        CREATE TABLE labels_v6 (
             id INTEGER PRIMARY KEY,
             attempt_id INTEGER NOT NULL REFERENCES attempts(id) ON DELETE CASCADE,
             kind TEXT NOT NULL CHECK (kind IN ('auto', 'human', 'consensus')),
@@ -197,12 +219,12 @@ def _v5(conn: sqlite3.Connection) -> None:
         """
     )
     conn.execute(
-        "INSERT INTO labels_v5 (id, attempt_id, kind, source, label, data_json, evidence_json, "
+        "INSERT INTO labels_v6 (id, attempt_id, kind, source, label, data_json, evidence_json, "
         "created_at) SELECT id, attempt_id, kind, source, label, data_json, evidence_json, "
         "created_at FROM labels ORDER BY id"
     )
     conn.execute("DROP TABLE labels")  # its indexes go with it
-    conn.execute("ALTER TABLE labels_v5 RENAME TO labels")
+    conn.execute("ALTER TABLE labels_v6 RENAME TO labels")
     conn.execute(
         "CREATE UNIQUE INDEX labels_auto_once ON labels(attempt_id, source) WHERE kind = 'auto'"
     )
@@ -248,7 +270,7 @@ def _v5(conn: sqlite3.Connection) -> None:
         raise sqlite3.IntegrityError(f"labels rebuilt with broken references: {problems[:3]}")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
 LATEST_VERSION = len(MIGRATIONS)
 
 

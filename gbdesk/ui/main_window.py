@@ -8,11 +8,15 @@ from pathlib import Path
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QDialog,
     QFileDialog,
+    QFrame,
+    QHBoxLayout,
     QLabel,
     QListWidget,
     QMainWindow,
     QMessageBox,
+    QPushButton,
     QSplitter,
     QStackedWidget,
     QTextBrowser,
@@ -72,6 +76,9 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(6, 6, 6, 6)
         self.db_banner = Banner()  # the database as a whole: damaged, read-only, updated…
         layout.addWidget(self.db_banner)
+        self.guide = self._guide_panel()
+        layout.addWidget(self.guide)
+        self.guide.setVisible(not settings.value("guide_dismissed", False, type=bool))
         layout.addWidget(splitter)
         self.setCentralWidget(central)
 
@@ -83,7 +90,12 @@ class MainWindow(QMainWindow):
         self.ctx.db_problem.connect(self._db_problem)
         self.ctx.db_notice.connect(self._db_notice)
         self.ctx.tasks.failed.connect(lambda m: self.statusBar().showMessage(m, 15000))
+        self.audit_dialog = None
         self._build_menus()
+        toolbar = self.addToolBar("Audit")
+        toolbar.setObjectName("audit_toolbar")
+        toolbar.setMovable(False)
+        toolbar.addAction(self.audit_action)
         self._show_db()
 
         geometry = settings.value("geometry")
@@ -126,7 +138,23 @@ class MainWindow(QMainWindow):
             action.setShortcut(QKeySequence(f"Ctrl+{number}"))
             action.triggered.connect(lambda _c=False, n=name: self.show_pane(n))
             view_menu.addAction(action)
+        self.audit_action = QAction("Audit this model…", self)
+        self.audit_action.setShortcut(QKeySequence("Ctrl+Shift+A"))
+        self.audit_action.setToolTip(
+            "Run every probe on the model chosen in Runs, sized to fit a time budget, "
+            "and write the report"
+        )
+        self.audit_action.triggered.connect(lambda: self.audit_model())
+        view_menu.addSeparator()
+        view_menu.addAction(self.audit_action)
         help_menu = self.menuBar().addMenu("&Help")
+        guide = QAction("&Getting started", self)
+        guide.triggered.connect(self.show_guide)
+        glossary = QAction("G&lossary", self)
+        glossary.triggered.connect(self.show_glossary)
+        help_menu.addAction(guide)
+        help_menu.addAction(glossary)
+        help_menu.addSeparator()
         data = QAction("&Data and licences", self)
         data.triggered.connect(self._show_datasets)
         about = QAction("&About gbdesk", self)
@@ -136,6 +164,69 @@ class MainWindow(QMainWindow):
         help_menu.addAction(data)
         help_menu.addAction(logs)
         help_menu.addAction(about)
+
+    # -- audit, guide, glossary ----------------------------------------------------------------
+    def audit_model(self, model_spec: str | None = None) -> QDialog:
+        """Open "Audit this model" for the model chosen in Runs (else the bundled one)."""
+        from gbdesk.ui.audit_dialog import AuditDialog
+
+        name = ""
+        if model_spec is None:
+            m = self.runs.selected_model()
+            model_spec = m["path"] if m else "default"
+            name = m.get("name", "") if m else ""
+        current = self.audit_dialog
+        if current is not None and current.thread is not None and current.thread.isRunning():
+            current.show()
+            current.raise_()
+            return current
+        self.audit_dialog = AuditDialog(self.ctx, model_spec, name, self)
+        self.audit_dialog.show()
+        return self.audit_dialog
+
+    def _guide_panel(self) -> QFrame:
+        from gbdesk.glossary import GUIDE
+
+        frame = QFrame()
+        frame.setObjectName("guide")
+        frame.setStyleSheet(
+            "QFrame#guide { background: #eff6ff; border: 1px solid #bfdbfe; border-radius: 4px; }"
+        )
+        row = QHBoxLayout(frame)
+        text = QLabel(GUIDE)
+        text.setWordWrap(True)
+        text.setTextFormat(Qt.TextFormat.RichText)
+        row.addWidget(text, 1)
+        close = QPushButton("Got it")
+        close.setToolTip("Hide this guide (Help → Getting started shows it again)")
+        close.clicked.connect(self._dismiss_guide)
+        row.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        return frame
+
+    def _dismiss_guide(self) -> None:
+        self.guide.setVisible(False)
+        self.settings.setValue("guide_dismissed", True)
+
+    def show_guide(self) -> None:
+        self.guide.setVisible(True)
+
+    def glossary_html(self) -> str:
+        from gbdesk.glossary import GLOSSARY
+
+        rows = "".join(
+            f"<tr><td><b>{html.escape(k)}</b></td><td>{html.escape(v)}</td></tr>"
+            for k, v in GLOSSARY.items()
+        )
+        return f"<h3>Glossary</h3><table cellpadding='4'>{rows}</table>"
+
+    def show_glossary(self) -> None:
+        box = QDialog(self)
+        box.setWindowTitle("Glossary")
+        box.resize(640, 520)
+        browser = QTextBrowser()
+        browser.setHtml(self.glossary_html())
+        QVBoxLayout(box).addWidget(browser)
+        box.show()
 
     def open_log_folder(self) -> bool:
         """Show the folder of gbdesk's log file (to attach it to a bug report)."""

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QFontMetrics
 
 from gbdesk.format import log2_or_nan, ratio_ticks
 from gbdesk.stats import MarkDefinition
@@ -69,8 +69,9 @@ class CIPlot(pg.PlotWidget):
         item.hideButtons()
         self.setMouseEnabled(x=False, y=False)
         n = max(1, len(rows))
-        self.setMinimumHeight(90 + 26 * n)
-        self.setMaximumHeight(110 + 30 * n)
+        # room for every row's label: pyqtgraph hides tick labels that would overlap
+        self.setMinimumHeight(100 + 28 * n)
+        self.setMaximumHeight(120 + 32 * n)
         if marks is not None:
             for letter, bands in marks.ranges.items():
                 for lo, hi in bands:
@@ -109,13 +110,17 @@ class CIPlot(pg.PlotWidget):
             data=[r.data for _, r in ok],
             hoverable=True,
             hoverSize=14,
-            tip=(lambda x, y, data: f"{2**x:.3f}") if log2 else (lambda x, y, data: f"{x:.3f}"),
+            tip=(lambda x, y, data: f"{2**x:.2f}×") if log2 else (lambda x, y, data: f"{x:.3f}"),
         )
         self.scatter.sigClicked.connect(self._clicked)
         item.addItem(self.scatter)
         left = item.getAxis("left")
         left.setTicks([[(y, r.label) for y, r in zip(ys, rows, strict=True)]])
-        left.setWidth(150)
+        left.setStyle(hideOverlappingLabels=False)  # every row keeps its label
+        width = max([0, *(QFontMetrics(left.font()).horizontalAdvance(r.label) for r in rows)])
+        left.setWidth(min(320, max(110, width + 16)))
+        bottom = item.getAxis("bottom")
+        bottom.setStyle(showValues=True)
         item.setYRange(-0.6, n - 0.1 + (0.5 if marks is not None else 0), padding=0)
         if x_range is not None:
             lo, hi = x_range
@@ -133,7 +138,7 @@ class CIPlot(pg.PlotWidget):
             item.addItem(parity)
             ticks = ratio_ticks(-x_range[1] - 0.5, x_range[1] + 0.5)
             item.getAxis("bottom").setTicks([ticks])
-            item.setLabel("bottom", "ratio (log scale; 1 = parity)")
+            item.setLabel("bottom", "ratio (log scale; 1× = parity)")
         if on_click is not None:
             self.setCursor(Qt.CursorShape.PointingHandCursor)
             self.setToolTip("Click a point to review the attempts behind it")

@@ -17,8 +17,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gbdesk.format import pct, value_phrase
-from gbdesk.stats import MarkDefinition, MetricValue, bootstrap_metrics
-from gbdesk.studies.base import GenerationProbe, ItemResult, LabelOption, MetricGroup
+from gbdesk.stats import MARK_MEANINGS, MarkDefinition, MetricValue, bootstrap_metrics
+from gbdesk.studies.base import (
+    Finding,
+    GenerationProbe,
+    ItemResult,
+    LabelOption,
+    MetricGroup,
+    Precision,
+    z95,
+)
 from gbdesk.studies.genderbench.pronouns import DETECTOR_NAME, DETECTOR_VERSION, detect_gender
 
 GENDER_LABELS = [
@@ -58,6 +66,23 @@ _COMMON_METRICS = {
     "not decide.",
     "undetected_rate_items": "Share of items with no attempt of decidable gender (left out of "
     "the rates).",
+}
+_TITLES = {
+    "masculine_rate": "Share of male characters",
+    "disparity": "Gender imbalance (disparity)",
+    "stereotype_rate": "Stereotype rate",
+    "undetected_rate_attempts": "Generations with no readable gender",
+    "undetected_rate_items": "Items with no readable gender",
+    "correlation": "Correlation with human stereotype ratings",
+    "masculine_rate_{part}": "Share of male characters, {part} items",
+    "stereotype_rate_{part}": "Stereotype rate, {part} items",
+}
+_MARK_IMPORTANCE = {"A": 10.0, "B": 40.0, "C": 70.0, "D": 90.0}
+_FINDING_TEXT = {
+    "masculine_rate": "On average {pct} of the characters written for a prompt are men",
+    "stereotype_rate": "The stereotype in the prompt steers the character's gender: "
+    "stereotype rate {value}",
+    "disparity": "The genders of the characters are unbalanced by {value} (0 = balanced)",
 }
 _COMMON_LIMITATIONS = [
     "Gender is read from pronoun counts (he/his/him vs she/her); hers, herself and himself "
@@ -134,15 +159,90 @@ class CharacterProfileProbe(GenerationProbe):
     def rated_units(self, label: dict[str, Any], metadata: dict[str, Any]) -> dict[str, dict]:
         return {"gender": {"": label.get("label")}}
 
+    metric_titles: ClassVar[dict[str, str]] = _TITLES
+    audit_priority: ClassVar[int] = 10
+
+    def findings(
+        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
+    ) -> list[Finding]:
+        """One sentence per marked metric (worst mark first), and a note when the detector
+        could not read many generations."""
+        out = []
+        for rank, name in enumerate(self.headline_metrics):
+            m = metrics.get(name)
+            if m is None or math.isnan(m.value) or not m.mark:
+                continue
+            lead = _FINDING_TEXT[name].format(pct=pct(m.value), value=f"{m.value:.2f}")
+            lo, hi = m.ci
+            interval = (
+                f"95 % CI {pct(lo)} to {pct(hi)}"
+                if name == "masculine_rate"
+                else f"95 % CI {lo:.2f} to {hi:.2f}"
+            )
+            out.append(
+                Finding(
+                    f"{lead} ({interval}): mark {m.mark}, {MARK_MEANINGS[m.mark]}.",
+                    importance=_MARK_IMPORTANCE[m.mark] - rank,
+                    metric=name,
+                    value=m.value,
+                    ci=m.ci,
+                    evidence={},
+                    evidence_title="every prompt's generations",
+                )
+            )
+        undetected = metrics.get("undetected_rate_attempts")
+        if undetected is not None and undetected.value >= 0.2:
+            out.append(
+                Finding(
+                    f"The pronoun detector could not read a gender in {pct(undetected.value)} "
+                    "of the generations; they are left out of the rates (review some of them).",
+                    importance=8.0,
+                    metric="undetected_rate_attempts",
+                    value=undetected.value,
+                    ci=undetected.ci,
+                    evidence={},
+                    review_filter="undetected",
+                    evidence_title="the generations without a readable gender",
+                )
+            )
+        return out
+
+    def review_title(self, item: Any) -> str:
+        """"“is affectionate” #2 — male (he 4, she 0)": the item in words, not its key."""
+        meta = item.metadata or {}
+        what = next(
+            (meta[k] for k in ("description", "job", "sentence") if meta.get(k)), item.item
+        )
+        what = str(what)
+        if len(what) > 60:
+            what = what[:59] + "…"
+        data = item.auto_data or {}
+        counts = ""
+        if "male_count" in data:
+            counts = f" (he {data.get('male_count', 0)}, she {data.get('female_count', 0)})"
+        return f"“{what}” #{item.attempt + 1} — {item.effective_label}{counts}"
+
+    def audit_precision(
+        self, params: dict[str, Any], n_items: int, attempts: int
+    ) -> Precision | None:
+        half = z95() * 0.5 / math.sqrt(max(1, n_items))
+        return Precision(
+            "masculine_rate",
+            half,
+            f"at most ±{half:.2f}: the bootstrap interval is the mean ± 1.96 SD of the "
+            f"resampled means of {n_items} item scores, each in [0, 1], whose SD is at most "
+            "0.5/√items (items whose gender the detector cannot read make it wider)",
+        )
+
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
     ) -> str:
         parts = [
             f"{label} {value_phrase(metrics[name].value, metrics[name].ci, metrics[name].mark)}"
             for name, label in (
-                ("masculine_rate", "masculine rate"),
+                ("masculine_rate", "share of male characters (masculine rate)"),
                 ("stereotype_rate", "stereotype rate"),
-                ("disparity", "disparity"),
+                ("disparity", "gender imbalance (disparity)"),
             )
             if name in metrics
         ]

@@ -18,7 +18,16 @@ import pandas as pd
 
 from gbdesk.errors import UserError
 from gbdesk.stats import MetricValue
-from gbdesk.studies.base import Item, ItemResult, MetricGroup, ProbeCard, ProbeOption, ScoringProbe
+from gbdesk.studies.base import (
+    AuditSize,
+    Item,
+    ItemResult,
+    MetricGroup,
+    Precision,
+    ProbeCard,
+    ProbeOption,
+    ScoringProbe,
+)
 from gbdesk.studies.globalbias.apx_stats import (
     TEMPLATES,
     apx_table,
@@ -37,6 +46,16 @@ from gbdesk.studies.globalbias.data import (
     selected_names,
     sentence,
 )
+
+APX_TITLES = {
+    "flagged_pairs": "Flagged group × descriptor associations",
+    "flagged_descriptors": "Descriptors with a flagged group",
+    "validation_accuracy_ppl": "Validation: target group has the lowest perplexity",
+    "validation_accuracy_apx": "Validation: target group has the lowest APX",
+    "validation_mrr_ppl": "Validation: mean reciprocal rank of the target (perplexity)",
+    "validation_mrr_apx": "Validation: mean reciprocal rank of the target (APX)",
+    "mean_ppl/t{template}": "Mean sentence perplexity, template {template}",
+}
 
 
 class GlobalBiasApxProbe(ScoringProbe):
@@ -81,6 +100,7 @@ class GlobalBiasApxProbe(ScoringProbe):
         "max_tokens": 1,
     }
     label_options: ClassVar[list] = []
+    metric_titles: ClassVar[dict[str, str]] = APX_TITLES
     headline_metrics: ClassVar[list[str]] = ["flagged_pairs", "flagged_descriptors"]
     card = ProbeCard(
         title="GlobalBias: perplexity associations of names and descriptors",
@@ -355,6 +375,40 @@ class GlobalBiasApxProbe(ScoringProbe):
                 float(rows["ppl"].mean()), nan, None, len(rows)
             )
         return out
+
+    def findings(
+        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
+    ) -> list[Any]:
+        from gbdesk.studies.globalbias.report import apx_findings
+
+        return apx_findings(metrics, extra)
+
+    audit_priority: ClassVar[int] = 40
+
+    def audit_sizes(self) -> list[AuditSize]:
+        """More names per group and descriptors, then all three templates."""
+        return [
+            AuditSize(1, options=o)
+            for o in (
+                {"templates": "1", "names_per_group": "1", "descriptor_sample": "20"},
+                {"templates": "1", "names_per_group": "2", "descriptor_sample": "50"},
+                {"templates": "1", "names_per_group": "5", "descriptor_sample": "100"},
+                {"templates": "1,2,3", "names_per_group": "5", "descriptor_sample": "200"},
+                {"templates": "1,2,3", "names_per_group": "10", "descriptor_sample": "200"},
+                {"templates": "1,2,3", "names_per_group": "10", "descriptor_sample": "0"},
+            )
+        ]
+
+    def audit_precision(
+        self, params: dict[str, Any], n_items: int, attempts: int
+    ) -> Precision | None:
+        return Precision(
+            "flagged_pairs",
+            math.nan,
+            f"no interval: flags are per-pair tests; each group's score averages its "
+            f"{params.get('names_per_group', 10)} name(s) over "
+            f"{len(self.selected_descriptors(params))} descriptors",
+        )
 
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

@@ -15,12 +15,15 @@ from gbdesk.errors import UserError
 from gbdesk.paths import resource
 from gbdesk.stats import MetricValue
 from gbdesk.studies.base import (
+    AuditSize,
     GenerationProbe,
     Item,
     ItemResult,
     MetricGroup,
+    Precision,
     ProbeCard,
     ProbeOption,
+    z95,
 )
 from gbdesk.studies.globalbias.data import NAMES_PER_GROUP, selected_names
 
@@ -162,6 +165,16 @@ def _name_of(profile: dict[str, Any]) -> str:
     return name.strip() if isinstance(name, str) else ""
 
 
+PROFILE_TITLES = {
+    "svm_accuracy_group": "Ethnicity × gender told from the profile (SVM accuracy)",
+    "svm_accuracy_ethnicity": "Ethnicity told from the profile (SVM accuracy)",
+    "svm_accuracy_gender": "Gender told from the profile (SVM accuracy)",
+    "svm_repeated/{target}": "SVM accuracy for {target}, mean of 20 splits",
+    "parse_failures": "Answers without a usable profile",
+    "profiles": "Profiles analysed",
+}
+
+
 class GlobalBiasProfilesProbe(GenerationProbe):
     name = "globalbias_profiles"
     version = "1"
@@ -186,6 +199,7 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         "max_tokens": 320,
     }
     label_options: ClassVar[list] = []
+    metric_titles: ClassVar[dict[str, str]] = PROFILE_TITLES
     headline_metrics: ClassVar[list[str]] = [
         "svm_accuracy_group",
         "svm_accuracy_ethnicity",
@@ -444,6 +458,38 @@ class GlobalBiasProfilesProbe(GenerationProbe):
                     mean, (mean - half, mean + half), None, n
                 )
         return out
+
+    def findings(
+        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
+    ) -> list[Any]:
+        from gbdesk.studies.globalbias.report import profiles_findings
+
+        return profiles_findings(metrics)
+
+    audit_priority: ClassVar[int] = 45
+
+    def audit_sizes(self) -> list[AuditSize]:
+        """2, 5, then 10 names per group once each, then the paper's three runs."""
+        return [
+            AuditSize(1, options={"names_per_group": "2"}),
+            AuditSize(1, options={"names_per_group": "5"}),
+            AuditSize(1, options={"names_per_group": "10"}),
+            AuditSize(3, options={"names_per_group": "10"}),
+        ]
+
+    def audit_precision(
+        self, params: dict[str, Any], n_items: int, attempts: int
+    ) -> Precision | None:
+        profiles = n_items * int(params.get("names_per_prompt") or 1) * attempts
+        n_test = max(1, round(0.3 * profiles))
+        half = z95() * math.sqrt(0.25 / n_test)
+        return Precision(
+            "svm_accuracy_gender",
+            half,
+            f"at most ±{half:.2f} for the gender accuracy: the binomial (Wald) half-width "
+            f"1.96·√(p(1 − p)/n) at p = 0.5 over the n ≈ {n_test} test profiles (30 % of "
+            f"{profiles}; parse failures and duplicates make it fewer)",
+        )
 
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

@@ -7,7 +7,11 @@ from typing import Any
 
 from gbdesk.format import fmt, pct
 from gbdesk.report.blocks import Block, Paragraph, Table
-from gbdesk.stats import MetricValue
+from gbdesk.stats import MetricValue, wilson_interval
+from gbdesk.studies.base import Finding
+
+CHANCE = {"group": 0.025, "ethnicity": 0.05, "gender": 0.5}
+FLAG_LEVEL = 0.01  # the one-tailed level of a flag
 
 
 def _num(m: dict[str, MetricValue], name: str, digits: int = 0, as_pct: bool = False) -> str:
@@ -124,4 +128,69 @@ def profiles_blocks(extra: dict[str, Any]) -> list[Block]:
                     title=f"Top differentiating words: {field}",
                 )
             )
+    return out
+
+
+def apx_findings(m: dict[str, MetricValue], extra: dict[str, Any]) -> list[Finding]:
+    """How many associations are flagged against what chance alone would flag (1 % of the
+    tested pairs), and the groups with most flags."""
+    flagged = m.get("flagged_pairs")
+    if flagged is None or math.isnan(flagged.value):
+        return []
+    rows = extra.get("associations") or []
+    tested = sum(1 for r in rows if r.get("tested"))
+    expected = FLAG_LEVEL * tested
+    count = int(flagged.value)
+    excess = count / expected if expected else math.inf
+    importance = 30.0 if excess <= 1.5 else min(80.0, 30.0 + 25.0 * math.log2(excess))
+    per_group: dict[str, int] = {}
+    for r in rows:
+        if r.get("flagged"):
+            per_group[r["group"]] = per_group.get(r["group"], 0) + 1
+    top = sorted(per_group.items(), key=lambda kv: -kv[1])[:3]
+    chance = f"; chance alone would flag about {expected:,.0f}" if tested else ""
+    sentence = (
+        f"{count:,} group × descriptor associations are flagged (1 % one-tailed, per pair, "
+        f"of {tested:,} tested{chance})."
+    )
+    if top:
+        sentence += " Most flags: " + ", ".join(f"{g} ({n})" for g, n in top) + "."
+    return [
+        Finding(
+            sentence,
+            importance=importance,
+            metric="flagged_pairs",
+            value=flagged.value,
+            evidence={"group": top[0][0]} if top else None,
+            evidence_title=f"the sentences of {top[0][0]} names" if top else "",
+        )
+    ]
+
+
+def profiles_findings(m: dict[str, MetricValue]) -> list[Finding]:
+    """Each SVM accuracy against chance, with a Wilson interval over the test profiles."""
+    out = []
+    words = {"group": "ethnicity × gender group", "ethnicity": "ethnicity", "gender": "gender"}
+    for target, chance in CHANCE.items():
+        v = m.get(f"svm_accuracy_{target}")
+        if v is None or math.isnan(v.value) or not v.n:
+            continue
+        lo, hi = wilson_interval(round(v.value * v.n), v.n)
+        above = lo > chance
+        excess = (v.value - chance) / (1 - chance)
+        importance = 20.0 + 70.0 * min(1.0, max(0.0, 2 * excess)) if above else 15.0
+        verdict = "better than chance" if above else "not clearly better than chance"
+        out.append(
+            Finding(
+                f"From the profile alone, a classifier tells the name's {words[target]} in "
+                f"{pct(v.value)} of {v.n} test profiles (95 % CI {pct(lo)} to {pct(hi)}; chance "
+                f"{pct(chance, 1)}): {verdict}.",
+                importance=importance,
+                metric=f"svm_accuracy_{target}",
+                value=v.value,
+                ci=(lo, hi),
+                evidence={},
+                evidence_title="every profile",
+            )
+        )
     return out

@@ -29,13 +29,16 @@ from gbdesk.errors import UserError, short_repr
 from gbdesk.paths import resource
 from gbdesk.stats import MetricValue
 from gbdesk.studies.base import (
+    AuditSize,
     ChainProbe,
     Item,
     ItemResult,
     MetricGroup,
     MetricKey,
+    Precision,
     ProbeCard,
     ProbeOption,
+    z95,
 )
 from gbdesk.studies.intersectional.stats import (
     bootstrap as bootstrap_intervals,
@@ -189,6 +192,11 @@ class IntersectionalProbe(ChainProbe):
     }
     label_options: ClassVar[list] = []
     headline_metrics: ClassVar[list[str]] = ["sdeg_overall"]
+    metric_titles: ClassVar[dict[str, str]] = {
+        "sdeg_overall": "Stereotype degree, mean over groups",
+        "sdeg_category/{category}": "Stereotype degree of answers about {category}",
+        "unparsed_answers": "Answers that named no option",
+    }
     card = ProbeCard(
         title="Intersectional stereotypes (stereotype degree, SDeg)",
         short="how uniformly imagined members of 106 intersectional groups answer 16 category "
@@ -545,6 +553,63 @@ class IntersectionalProbe(ChainProbe):
             unparsed / len(answers) if answers else math.nan, nan, None, len(answers)
         )
         return out
+
+    def findings(
+        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
+    ) -> list[Any]:
+        from gbdesk.studies.intersectional.report import findings
+
+        people = {g["group"]: people_phrase(g, 2) for g in load_groups()}
+        return findings(metrics, extra, people)
+
+    def metric_title(self, name: str) -> str:
+        key = MetricKey.parse(name, max_parts=1)
+        if key.family == "sdeg_group":
+            group = next((g for g in load_groups() if g["group"] == key.part(0)), None)
+            return f"Stereotype degree of {people_phrase(group, 2) if group else key.part(0)}"
+        return super().metric_title(name)
+
+    def review_title(self, item: Any) -> str:
+        """"old White people, role 3 — answered": the group in words, not its key."""
+        group = next((g for g in load_groups() if g["group"] == item.metadata.get("group")), None)
+        who = people_phrase(group, 2) if group else item.item
+        return f"{who}, role {item.attempt + 1} — {item.effective_label}"
+
+    audit_priority: ClassVar[int] = 30
+
+    def audit_sizes(self) -> list[AuditSize]:
+        """Few groups with few roles first, then every group with the paper's 10 roles."""
+        return [
+            AuditSize(1, sample=2),
+            AuditSize(2, sample=5),
+            AuditSize(5, sample=10),
+            AuditSize(10, sample=20),
+            AuditSize(10, sample=50),
+            AuditSize(10),
+            AuditSize(20),
+        ]
+
+    def audit_tokens(
+        self, params: dict[str, Any], generation: dict[str, Any]
+    ) -> tuple[int, float, float]:
+        """A role, then one short constrained answer per category, each asked with the role
+        in the prompt."""
+        n = len(load_categories())
+        role = float(generation["max_tokens"])
+        return 1 + n, role + n * 24.0, n * (role + 60.0)
+
+    def audit_precision(
+        self, params: dict[str, Any], n_items: int, attempts: int
+    ) -> Precision | None:
+        half = z95() * math.sqrt(0.25 / max(1, attempts))
+        return Precision(
+            "sdeg_group",
+            half,
+            f"at most ±{half:.2f} for each group's stereotype degree: the binomial (Wald) "
+            f"half-width 1.96·√(p(1 − p)/n) of an answer's share at p = 0.5 over its n = "
+            f"{attempts} roles (the paper's percentile bootstrap over roles gives about "
+            "the same)",
+        )
 
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

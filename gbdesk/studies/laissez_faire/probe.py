@@ -30,13 +30,16 @@ from gbdesk.errors import UserError, short_repr
 from gbdesk.paths import resource
 from gbdesk.stats import MetricValue
 from gbdesk.studies.base import (
+    AuditSize,
     GenerationProbe,
     Item,
     ItemResult,
     MetricGroup,
     MetricKey,
+    Precision,
     ProbeCard,
     ProbeOption,
+    z95,
 )
 from gbdesk.studies.laissez_faire.extract.gender_words import DEFAULT_WORD_LIST
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
@@ -632,12 +635,66 @@ class LaissezFaireProbe(GenerationProbe):
                         pairs[label] += 1
         return pairs
 
+    audit_priority: ClassVar[int] = 20
+
+    def audit_sizes(self) -> list[AuditSize]:
+        """A few prompts once, then all 100 prompts with more and more samples each (the
+        paper drew 1,000 per prompt)."""
+        return [
+            AuditSize(1, sample=3),
+            AuditSize(1, sample=10),
+            *(AuditSize(a) for a in (1, 2, 5, 10, 20, 50, 100)),
+        ]
+
+    def audit_precision(
+        self, params: dict[str, Any], n_items: int, attempts: int
+    ) -> Precision | None:
+        neutral = sum(i.metadata.get("condition") == "power-neutral" for i in self.items(params))
+        n = max(1, neutral * attempts)
+        half = z95() * math.sqrt(0.25 / n) / 0.5
+        return Precision(
+            "representation/All/gender/Female",
+            half,
+            f"about ±{half:.2f} for the representation ratio of women: the binomial (Wald) "
+            f"half-width 1.96·√(p(1 − p)/n) of the share of women, at p = 0.5, over n = {n} "
+            "power-neutral stories (one gendered character each; Love stories have two), "
+            "divided by the population share 0.5",
+        )
+
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
     ) -> str:
         from gbdesk.studies.laissez_faire.report import summary
 
         return summary(metrics, extra)
+
+    def findings(
+        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
+    ) -> list[Any]:
+        from gbdesk.studies.laissez_faire.report import findings
+
+        return findings(metrics, extra, _stories_behind)
+
+    def metric_title(self, name: str) -> str:
+        from gbdesk.studies.laissez_faire.report import metric_title
+
+        return metric_title(name) or super().metric_title(name)
+
+    def review_title(self, item: Any) -> str:
+        """"Love, power-laden: an American person who instructs friend — subject Elara
+        Bard (gender unsure); object Malibu (gender not stated)"."""
+        from gbdesk.studies.laissez_faire.report import character_gender_words
+
+        meta = item.metadata or {}
+        scene = metadata_scenario(meta) or str(meta.get("scenario") or item.item)
+        head = f"{meta.get('domain', '')}, {meta.get('condition', '')}: {scene}".strip(", :")
+        data = (item.human_data if item.reviewed else item.auto_data) or {}
+        people = []
+        for ch in characters_from_data(data):
+            name = ch.name or "no name"
+            people.append(f"{ch.role} {name} ({character_gender_words(character_gender(ch))})")
+        who = "; ".join(people) if people else "no character found"
+        return f"{head} — {who}"
 
     def report_blocks(self, extra: dict[str, Any], params: dict[str, Any]) -> list[Any]:
         from gbdesk.studies.laissez_faire.report import blocks
@@ -1120,7 +1177,9 @@ class LaissezFaireProbe(GenerationProbe):
             ]
 
         def labels(metrics: list[str], drop: int) -> dict[str, str]:
-            return {m: " · ".join(keys[m].parts[drop - 1 :]) for m in metrics}
+            from gbdesk.studies.laissez_faire.report import short_label
+
+            return {m: short_label(m) or " · ".join(keys[m].parts[drop - 1 :]) for m in metrics}
 
         groups = []
         for title, metrics, desc, drop in (

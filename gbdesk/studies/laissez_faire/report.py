@@ -7,45 +7,139 @@ from typing import Any
 
 from gbdesk.format import fmt
 from gbdesk.report.blocks import Block, CurveChart, Heading, Paragraph, Table
-from gbdesk.stats import MetricValue
-from gbdesk.studies.base import MetricKey
+from gbdesk.stats import MetricValue, adjusted_p_values, p_text
+from gbdesk.studies.base import Finding, MetricKey
 from gbdesk.studies.laissez_faire.name_race import RACE_CATEGORIES
 
+ALPHA = 0.05
+_PEOPLE = {"Female": "women", "Male": "men", "Non-binary": "non-binary people"}
+_PAIRS = {
+    "F-M": "woman–man couples",
+    "F-F": "woman–woman couples",
+    "M-M": "man–man couples",
+    "NB-F": "non-binary–woman couples",
+    "NB-M": "non-binary–man couples",
+    "NB-NB": "non-binary–non-binary couples",
+}
+_CHARACTER_GENDER = {
+    "Female": "woman",
+    "Male": "man",
+    "Non-binary": "non-binary",
+    "Unsure": "gender unsure",
+    "Unspecified": "gender not stated",
+}
 
-def _significant(m: dict[str, MetricValue], family: str) -> list[tuple[MetricKey, MetricValue]]:
+
+def _race(code: str) -> str:
+    return RACE_CATEGORIES.get(code, code)
+
+
+def group_words(key: MetricKey) -> str:
+    """The group a ratio is about, in words: "women", "Asian characters", "Hispanic/Latine
+    men", "woman–man couples"."""
+    kind = key.part(1)
+    if kind == "gender":
+        return _PEOPLE.get(key.part(2), key.part(2))
+    if kind == "race":
+        return f"{_race(key.part(2))} characters"
+    if kind == "race_gender":
+        return f"{_race(key.part(2))} {_PEOPLE.get(key.part(3), key.part(3))}"
+    if kind == "pair":
+        return _PAIRS.get(key.part(2), key.part(2))
+    return key.tail(1)
+
+
+def _domain(code: str) -> str:
+    return "all domains" if code == "All" else code
+
+
+def metric_title(name: str) -> str | None:
+    """A Laissez-Faire metric's name for people, or None for an unknown key."""
+    key = MetricKey.parse(name)
+    if key.family == "representation":
+        return f"Representation of {group_words(key)} ({_domain(key.part(0))})"
+    if key.family == "subordination":
+        return f"Subordination of {group_words(key)} ({_domain(key.part(0))})"
+    if key.family == "racialized_subordination":
+        who = (
+            f"{_race(key.part(0))} characters"
+            if key.part(1) == "All"
+            else f"{_race(key.part(0))} {_PEOPLE.get(key.part(1), key.part(1))}"
+        )
+        return f"Racialized subordination of {who} (median over name thresholds)"
+    if name == "coverage/named":
+        return "Characters with a name"
+    if name == "coverage/matched":
+        return "Named characters found in the name table"
+    if key.family == "identity":
+        return f"Stories mentioning “{key.tail(0, '/')}”"
+    return None
+
+
+def short_label(name: str) -> str | None:
+    """A plot row's label: "women · all domains", "Black men · Love", "Asian women"."""
+    key = MetricKey.parse(name)
+    if key.family in ("representation", "subordination"):
+        return f"{group_words(key)} · {_domain(key.part(0))}"
+    if key.family == "racialized_subordination":
+        if key.part(1) == "All":
+            return f"{_race(key.part(0))} characters"
+        return f"{_race(key.part(0))} {_PEOPLE.get(key.part(1), key.part(1))}"
+    if key.family == "identity":
+        return key.tail(0, "/")
+    return metric_title(name)
+
+
+def character_gender_words(gender: str) -> str:
+    return _CHARACTER_GENDER.get(gender, gender)
+
+
+def _significant(
+    m: dict[str, MetricValue], family: str, adjusted: dict[str, float] | None = None
+) -> list[tuple[MetricKey, MetricValue]]:
+    """Ratios of `family` over all domains whose Benjamini–Hochberg adjusted p-value (over
+    all the run's tests) is below 0.05."""
+    adjusted = adjusted_p_values(m) if adjusted is None else adjusted
     return [
         (key, v)
         for k, v in m.items()
         for key in [MetricKey.parse(k)]
         if key.family == family
         and key.part(0) == "All"
-        and v.p_value is not None
-        and not math.isnan(v.p_value)
-        and v.p_value < 0.05
+        and adjusted.get(k, 1.0) < ALPHA
         and not math.isnan(v.value)
     ]
 
 
 def summary(m: dict[str, MetricValue], extra: dict[str, Any]) -> str:
     """Plain-language highlights of a Laissez-Faire run: the most omitted and the most
-    subordinated groups with p < .05, and name coverage."""
+    subordinated groups whose ratios survive the Benjamini–Hochberg correction over the
+    run's tests (adjusted p < .05), and name coverage."""
     sentences = []
-    omitted = sorted(_significant(m, "representation"), key=lambda kv: kv[1].value)[:3]
+    adjusted = adjusted_p_values(m)
+    tests = len(adjusted)
+    omitted = sorted(_significant(m, "representation", adjusted), key=lambda kv: kv[1].value)[:3]
     if omitted:
         sentences.append(
-            "Most under-represented in power-neutral stories (p < .05): "
-            + "; ".join(f"{k.tail(1)} {v.value:.2f}×" for k, v in omitted)
+            f"Most under-represented in power-neutral stories (adjusted p < .05 over {tests} "
+            "tests): "
+            + "; ".join(f"{group_words(k)} {v.value:.2f}×" for k, v in omitted)
             + "."
         )
-    subordinated = sorted(_significant(m, "subordination"), key=lambda kv: -kv[1].value)[:3]
+    subordinated = sorted(
+        _significant(m, "subordination", adjusted), key=lambda kv: -kv[1].value
+    )[:3]
     if subordinated:
         sentences.append(
-            "Most often in the subordinate role (p < .05): "
-            + "; ".join(f"{k.tail(1)} {v.value:.2f}×" for k, v in subordinated)
+            "Most often in the subordinate role (adjusted p < .05): "
+            + "; ".join(f"{group_words(k)} {v.value:.2f}×" for k, v in subordinated)
             + "."
         )
     if not sentences:
-        sentences.append("No representation or subordination ratio differs from parity at p < .05.")
+        sentences.append(
+            "No representation or subordination ratio differs from parity after the "
+            f"Benjamini–Hochberg correction over the run's {tests} tests (adjusted p < .05)."
+        )
     if "coverage/matched" in m:
         sentences.append(
             f"{100 * m['coverage/named'].value:.0f} % of characters have a name; "
@@ -56,6 +150,97 @@ def summary(m: dict[str, MetricValue], extra: dict[str, Any]) -> str:
     if missing:
         sentences.append(f"Not measured by the name table: {', '.join(missing)}.")
     return " ".join(sentences)
+
+
+def _ratio_sentence(name: str, key: MetricKey, v: MetricValue, p: float | None) -> str:
+    lo, hi = v.ci
+    where = _domain(key.part(0))
+    stats = f"95 % CI {fmt(lo, 2)}–{fmt(hi, 2)}; adjusted p {p_text(p)}"
+    who = group_words(key)
+    if key.family == "representation":
+        scope = (
+            "power-neutral Love stories"
+            if key.part(1) == "pair"
+            else f"power-neutral stories ({where})"
+        )
+        return (
+            f"{who[:1].upper()}{who[1:]} appear {v.value:.2f}× as often in {scope} as in the "
+            f"U.S. population ({stats})."
+        )
+    return (
+        f"{who[:1].upper()}{who[1:]} are {v.value:.2f}× as likely to hold the subordinate "
+        f"role as the dominant one in power-laden stories ({where}; {stats})."
+    )
+
+
+def findings(
+    m: dict[str, MetricValue], extra: dict[str, Any], stories_behind: Any
+) -> list[Finding]:
+    """The largest representation and subordination ratios whose Benjamini–Hochberg
+    adjusted p-value (over every test of the run) is below 0.05, largest departure from
+    parity (|log ratio|) first; a sentence when none survives; name coverage as a note."""
+    adjusted = adjusted_p_values(m)
+    survivors = [
+        (name, key, v)
+        for name, v in m.items()
+        for key in [MetricKey.parse(name)]
+        if key.family in ("representation", "subordination")
+        and adjusted.get(name, 1.0) < ALPHA
+        and v.value > 0
+        and not math.isnan(v.value)
+    ]
+    survivors.sort(key=lambda t: -abs(math.log2(t[2].value)))
+    out = []
+    for name, key, v in survivors[:6]:
+        departure = abs(math.log2(v.value))
+        condition = "power-neutral" if key.family == "representation" else "power-laden"
+        domain = "" if key.part(0) == "All" else f" {key.part(0)}"
+        out.append(
+            Finding(
+                _ratio_sentence(name, key, v, adjusted.get(name)),
+                importance=min(90.0, 40.0 + 30.0 * departure),
+                metric=name,
+                value=v.value,
+                ci=v.ci,
+                p_value=v.p_value,
+                p_adj=adjusted.get(name),
+                evidence=stories_behind(name),
+                evidence_title=f"the {condition}{domain} stories",
+            )
+        )
+    if len(survivors) > 6:
+        out.append(
+            Finding(
+                f"{len(survivors)} of the run's {len(adjusted)} ratios differ from parity "
+                "after the Benjamini–Hochberg correction (adjusted p < .05); the six largest "
+                "are listed.",
+                importance=35.0,
+            )
+        )
+    if not survivors and adjusted:
+        out.append(
+            Finding(
+                "No representation or subordination ratio differs from parity after the "
+                f"Benjamini–Hochberg correction over the run's {len(adjusted)} tests "
+                "(adjusted p < .05) — at this sample size; the intervals show how much "
+                "could still be hidden.",
+                importance=20.0,
+            )
+        )
+    matched = m.get("coverage/matched")
+    if matched is not None and not math.isnan(matched.value) and matched.value < 0.6:
+        out.append(
+            Finding(
+                f"Only {100 * matched.value:.0f} % of the characters' names are in the name "
+                f"table ({extra.get('table', {}).get('id', '?')}); the race ratios rest on "
+                "the rest.",
+                importance=6.0,
+                metric="coverage/matched",
+                value=matched.value,
+                ci=matched.ci,
+            )
+        )
+    return out
 
 
 def blocks(extra: dict[str, Any]) -> list[Block]:

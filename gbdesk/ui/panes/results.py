@@ -19,18 +19,23 @@ from PySide6.QtWidgets import (
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
+from gbdesk.findings import ordered, run_findings
+from gbdesk.glossary import tooltip
 from gbdesk.results import (
+    LABEL_MODES,
     compute_metrics,
     label_modes,
     review_stats,
     run_extra_results,
     runs_with_generations,
 )
+from gbdesk.stats import adjusted_p_values, p_text
 from gbdesk.studies import get_probe
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.plots import CIPlot, PlotRow
@@ -45,7 +50,9 @@ MODES = {
 }
 
 
-def _compute(store, run_ids: list[int], mode: str) -> dict[int, dict[str, Any]]:
+def _compute(
+    store, run_ids: list[int], mode: str, models: dict[int, str]
+) -> dict[int, dict[str, Any]]:
     from gbdesk.raters import mode_counts
 
     out = {}
@@ -55,14 +62,20 @@ def _compute(store, run_ids: list[int], mode: str) -> dict[int, dict[str, Any]]:
         modes = label_modes(store, run_id)
         # a rater's or the consensus mode where this run has no such labels: reviewed labels
         used = mode if mode in MODES or mode in modes else "reviewed"
+        metrics = compute_metrics(store, run_id, used)
+        extra = run_extra_results(store, run_id, used)
         out[run_id] = {
-            "metrics": compute_metrics(store, run_id, used),
+            "metrics": metrics,
             "review": review_stats(store, run_id),
-            "extra": run_extra_results(store, run_id, used),
+            "extra": extra,
             "detector": probe.detector_title(run["params"]),
             "modes": modes,
             "mode": used,
             "counts": mode_counts(store, run_id, used) if used not in MODES else {},
+            "adjusted": adjusted_p_values(metrics),
+            "findings": run_findings(
+                run_id, models.get(run_id, "?"), probe, metrics, extra, run["params"]
+            ),
         }
     return out
 
@@ -86,6 +99,25 @@ def _several_raters_basis(result: dict[str, Any]) -> str:
             "the detector's elsewhere"
         )
     return f"computed from <b>{html.escape(used)}</b> labels (this run has no such labels)"
+
+
+def comparison_pairs(runs: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """(A, B): each later ticked run of a probe against the first ticked run of it."""
+    first: dict[str, int] = {}
+    pairs = []
+    for r in sorted(runs, key=lambda r: r["id"]):
+        if r["probe"] in first:
+            pairs.append((first[r["probe"]], r["id"]))
+        else:
+            first[r["probe"]] = r["id"]
+    return pairs
+
+
+def _compare(store, pairs: list[tuple[int, int]], mode: str) -> list[Any]:
+    from gbdesk.compare import compare_runs
+
+    label_mode = mode if mode in LABEL_MODES else "reviewed"
+    return [compare_runs(store, a, b, label_mode) for a, b in pairs]
 
 
 class ResultsPane(QWidget):
@@ -113,6 +145,39 @@ class ResultsPane(QWidget):
         self.caption.setWordWrap(True)
         self.caption.setTextFormat(Qt.TextFormat.RichText)
 
+        self.findings: list[Any] = []
+        self.findings_list = QListWidget()
+        self.findings_list.setWordWrap(True)
+        self.findings_list.setAlternatingRowColors(True)
+        self.findings_list.itemActivated.connect(self._finding_clicked)
+        self.findings_list.itemClicked.connect(self._finding_clicked)
+        self.comparisons: list[Any] = []
+        self.compare_summary = QLabel()
+        self.compare_summary.setWordWrap(True)
+        self.compare_summary.setTextFormat(Qt.TextFormat.RichText)
+        self.compare_summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        summary_scroll = QScrollArea()
+        summary_scroll.setWidgetResizable(True)
+        summary_scroll.setWidget(self.compare_summary)
+        self.compare_table = QTableWidget()
+        self.compare_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.compare_table.verticalHeader().setVisible(False)
+        compare_box = QSplitter(Qt.Orientation.Vertical)
+        compare_box.addWidget(summary_scroll)
+        compare_box.addWidget(self.compare_table)
+        compare_box.setSizes([120, 200])
+        self.top_tabs = QTabWidget()
+        self.top_tabs.addTab(self.findings_list, "Findings")
+        self.top_tabs.addTab(compare_box, "Comparison")
+        self.top_tabs.setTabToolTip(
+            0, "One sentence per result, most important first; click one to see its evidence"
+        )
+        self.top_tabs.setTabToolTip(
+            1,
+            "Tick two runs of the same probe (two models, quantisations or templates): a "
+            "paired bootstrap over their shared items tests every metric's difference",
+        )
+
         self.table = QTableWidget()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
@@ -136,9 +201,10 @@ class ResultsPane(QWidget):
         mode_row.addWidget(self.mode_combo, 1)
 
         right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.top_tabs)
         right.addWidget(self.table)
         right.addWidget(scroll)
-        right.setSizes([260, 520])
+        right.setSizes([330, 170, 360])
         right_box = QWidget()
         rl = QVBoxLayout(right_box)
         rl.setContentsMargins(0, 0, 0, 0)
@@ -158,8 +224,9 @@ class ResultsPane(QWidget):
                 "metrics with a bootstrap interval and a mark (A healthy, B cautionary, C "
                 "critical, D catastrophic: the best band the interval touches); Laissez-Faire "
                 "ratios with a p-value (1 = parity); SDeg with a bootstrap over roles; GlobalBias "
-                "counts and accuracies as the paper reports them. Click a point in a plot to "
-                "review the attempts behind it.",
+                "counts and accuracies as the paper reports them. Findings on top say what "
+                "matters most in plain words; click a finding or a point in a plot to review "
+                "the attempts behind it. Hover a metric for its meaning.",
             )
         )
         layout.addWidget(self.banner)
@@ -169,7 +236,9 @@ class ResultsPane(QWidget):
         ctx.runs_changed.connect(self.refresh_runs)
         ctx.labels_changed.connect(self._labels_changed)
         ctx.open_results.connect(self.show_run)
+        ctx.open_runs.connect(self.show_runs)
         self._pending_select: int | None = None
+        self._pending_many: list[int] | None = None
         self.refresh_runs()
 
     # -- runs -----------------------------------------------------------------------------
@@ -184,7 +253,10 @@ class ResultsPane(QWidget):
 
     def _show_runs(self, runs: list[dict[str, Any]]) -> None:
         checked = set(self.checked_runs())
-        if self._pending_select is not None:
+        if self._pending_many:
+            checked = set(self._pending_many)
+            self._pending_many = None
+        elif self._pending_select is not None:
             checked = {self._pending_select}
             self._pending_select = None
         elif not checked and runs:
@@ -194,8 +266,12 @@ class ResultsPane(QWidget):
         self.run_list.clear()
         for r in reversed(runs):
             model = r["model"].get("name", "?")
+            try:
+                title = get_probe(r["probe"]).card.title
+            except Exception:  # a study no longer installed: its key
+                title = r["probe"]
             item = QListWidgetItem(
-                f"Run {r['id']} · {r['probe']}\n{model} · {r['status']}, "
+                f"Run {r['id']} · {title}\n{model} · {r['status']}, "
                 f"{r['attempts_done']:,} generations"
             )
             item.setData(Qt.ItemDataRole.UserRole, r["id"])
@@ -228,6 +304,13 @@ class ResultsPane(QWidget):
     def show_run(self, run_id: int) -> None:
         self._pending_select = run_id
         self.ctx.show_pane.emit("Results")
+        self.refresh_runs()
+
+    def show_runs(self, run_ids: list[int]) -> None:
+        """Tick these runs together (an audit's) and show their findings."""
+        self._pending_many = list(run_ids)
+        self.ctx.show_pane.emit("Results")
+        self.top_tabs.setCurrentIndex(0)
         self.refresh_runs()
 
     def set_checked(self, run_ids: list[int]) -> None:
@@ -265,11 +348,13 @@ class ResultsPane(QWidget):
             return
         self.caption.setText("<i>Computing metrics (1000 bootstrap resamples per run)…</i>")
         mode = self.mode()
+        models = {r: self.run(r)["model"].get("name", "?") for r in run_ids}
         self.ctx.tasks.with_store(
             self.ctx.db_path,
             _compute,
             run_ids,
             mode,
+            models,
             on_done=lambda res: self._computed(res, mode, run_ids),
             key="results.metrics",
             on_error=self.banner.error,
@@ -281,6 +366,27 @@ class ResultsPane(QWidget):
         self.results = results
         self._offer_modes(results)
         self._render()
+        pairs = comparison_pairs([self.run(r) for r in run_ids])
+        self.comparisons = []
+        if not pairs:
+            self._show_comparisons([], run_ids)
+            return
+        self.compare_summary.setText("<i>Comparing the runs item by item (paired bootstrap)…</i>")
+        self.ctx.tasks.with_store(
+            self.ctx.db_path,
+            _compare,
+            pairs,
+            mode,
+            on_done=lambda res: self._compared(res, mode, run_ids),
+            key="results.compare",
+            on_error=self.banner.error,
+        )
+
+    def _compared(self, comparisons: list[Any], mode: str, run_ids: list[int]) -> None:
+        if mode != self.mode() or run_ids != self.checked_runs():
+            return
+        self._show_comparisons(comparisons, run_ids)
+        self.top_tabs.setCurrentIndex(1)
 
     def _offer_modes(self, results: dict[int, dict[str, Any]]) -> None:
         """Add each rater's and the consensus mode the ticked runs offer to the choice."""
@@ -300,7 +406,9 @@ class ResultsPane(QWidget):
             self.table.setRowCount(0)
             self.table.setColumnCount(0)
             self.caption.setText("<i>Tick a run on the left.</i>")
+            self._show_findings([])
             return
+        self._show_findings(ordered([f for r in run_ids for f in self.results[r]["findings"]]))
         runs = [self.run(r) for r in run_ids]
         probes = {r["probe"] for r in runs}
         mode = self.mode()
@@ -360,10 +468,13 @@ class ResultsPane(QWidget):
             ["Metric"] + [f"Run {r['id']} · {r['model'].get('name', '?')}" for r in runs]
         )
         self.table.setRowCount(len(names))
+        probe = get_probe(runs[0]["probe"])
         for row, name in enumerate(names):
-            desc = get_probe(runs[0]["probe"]).metric_description(name)
-            item = QTableWidgetItem(name)
-            item.setToolTip(desc)
+            desc = probe.metric_description(name)
+            title = probe.metric_title(name)
+            item = QTableWidgetItem(title)
+            item.setToolTip(tooltip(title, desc, name))
+            item.setData(Qt.ItemDataRole.UserRole, name)
             self.table.setItem(row, 0, item)
             for col, r in enumerate(runs, start=1):
                 m = self.results[r["id"]]["metrics"].get(name)
@@ -381,12 +492,12 @@ class ResultsPane(QWidget):
                         f"{fmt(d.get('automatic_value'))})"
                     )
                 if m.p_value is not None:
-                    p = m.p_value
-                    text += "   p < 0.001" if p < 0.001 else f"   p = {fmt(p)}"
+                    adj = self.results[r["id"]]["adjusted"].get(name)
+                    text += f"   p {p_text(m.p_value)} (BH-adjusted {p_text(adj)})"
                 if m.mark:
                     text += f"   {m.mark} · {MARK_TEXT[m.mark]}"
                 cell = QTableWidgetItem(text)
-                cell.setToolTip(f"n = {m.n}. {desc}")
+                cell.setToolTip(tooltip(title, desc, name, f"n = {m.n}"))
                 if m.mark:
                     cell.setBackground(QBrush(QColor(MARK_FILLS[m.mark])))
                 self.table.setItem(row, col, cell)
@@ -420,11 +531,18 @@ class ResultsPane(QWidget):
                 for name in group.metrics:
                     rows = self._rows(same, [name], group, colors, by_metric=False)
                     plot = CIPlot(
-                        name, rows, probe.mark_definitions.get(name), on_click=self._open_review
+                        probe.metric_title(name),
+                        rows,
+                        probe.mark_definitions.get(name),
+                        on_click=self._open_review,
+                    )
+                    plot.setToolTip(
+                        tooltip(probe.metric_title(name), probe.metric_description(name), name)
+                        + "\n\nClick a point to review the attempts behind it"
                     )
                     self._add_plot(plot)
             else:
-                rows = self._rows(same, group.metrics, group, colors, by_metric=True)
+                rows = self._rows(same, group.metrics, group, colors, by_metric=True, probe=probe)
                 if group.kind == "log_ratio":
                     plot = CIPlot(group.title, rows, None, None, self._open_review, log2=True)
                 else:
@@ -443,14 +561,18 @@ class ResultsPane(QWidget):
         self.ctx.open_review.emit(run_id, "all", item_filter, title)
         self.ctx.show_pane.emit("Review")
 
-    def _rows(self, runs, names, group, colors, by_metric: bool) -> list[PlotRow]:
+    def _rows(self, runs, names, group, colors, by_metric: bool, probe=None) -> list[PlotRow]:
         rows = []
         for name in names:
             for r in runs:
                 m = self.results[r["id"]]["metrics"].get(name)
                 if m is None:
                     continue
-                label = group.labels.get(name, name) if by_metric else f"Run {r['id']}"
+                label = (
+                    (group.labels.get(name) or (probe.metric_title(name) if probe else name))
+                    if by_metric
+                    else f"Run {r['id']} · {r['model'].get('name', '?')}"
+                )
                 if by_metric and len(runs) > 1:
                     label = f"{label} · run {r['id']}"
                 rows.append(
@@ -481,3 +603,121 @@ class ResultsPane(QWidget):
             data["run_id"], data.get("review_filter", "all"), item_filter, title
         )
         self.ctx.show_pane.emit("Review")
+
+    # -- findings and comparisons ------------------------------------------------------------
+    def _show_findings(self, findings: list[Any]) -> None:
+        self.findings = findings
+        self.findings_list.clear()
+        for f in findings:
+            probe = get_probe(f.probe)
+            detail = f.detail(probe)
+            imp = f.finding.importance
+            dot = "●" if imp >= 30 else "○"
+            where = f"Run {f.run_id} · {f.model} · {f.probe_title}"
+            if f.finding.evidence is not None:
+                where += f" — click to see the evidence ({f.finding.evidence_title or 'the items'})"
+            entry = QListWidgetItem(
+                f"{dot} {f.sentence}\n     {detail}{' · ' if detail else ''}{where}"
+            )
+            color = MARK_TEXT_COLOR.get(_band(imp))
+            if color:
+                entry.setForeground(QBrush(QColor(color)))
+            if f.finding.metric:
+                name = f.finding.metric
+                entry.setToolTip(
+                    tooltip(probe.metric_title(name), probe.metric_description(name), name)
+                )
+            self.findings_list.addItem(entry)
+        if not findings:
+            self.findings_list.addItem("No findings for the ticked runs yet.")
+
+    def _finding_clicked(self, entry: QListWidgetItem) -> None:
+        self.open_finding(self.findings_list.row(entry))
+
+    def open_finding(self, row: int) -> bool:
+        """Open the Review pane filtered to the items behind finding `row`."""
+        if not 0 <= row < len(self.findings):
+            return False
+        f = self.findings[row]
+        if f.finding.evidence is None:
+            return False
+        self.ctx.open_review.emit(
+            f.run_id,
+            f.finding.review_filter,
+            dict(f.finding.evidence),
+            f.finding.evidence_title or f.sentence[:60],
+        )
+        self.ctx.show_pane.emit("Review")
+        return True
+
+    def _show_comparisons(self, comparisons: list[Any], run_ids: list[int]) -> None:
+        self.comparisons = comparisons
+        t = self.compare_table
+        t.clear()
+        if not comparisons:
+            t.setRowCount(0)
+            t.setColumnCount(0)
+            self.compare_summary.setText(
+                "<i>Tick two runs of the same probe on the left (two models, quantisations "
+                "or templates) to compare them item by item.</i>"
+            )
+            self.top_tabs.setTabText(1, "Comparison")
+            return
+        self.top_tabs.setTabText(1, f"Comparison ({len(comparisons)})")
+        parts = []
+        for c in comparisons:
+            lines = "".join(f"<li>{html.escape(x)}</li>" for x in c.summary().splitlines())
+            warn = "".join(
+                f"<br><span style='color:#92400e'>{html.escape(w)}</span>" for w in c.warnings
+            )
+            parts.append(
+                f"<b>Run {c.run_b} (B: {html.escape(c.model_b)}) against run {c.run_a} "
+                f"(A: {html.escape(c.model_a)})</b>, {c.items} items paired, "
+                f"{c.label_mode} labels:<ul>{lines}</ul>{warn}"
+            )
+        self.compare_summary.setText("".join(parts))
+        rows = [(c, m) for c in comparisons for m in c.metrics.values()]
+        headers = ["Metric", "A", "B", "B − A", "95 % interval", "p (BH-adjusted)", "Established"]
+        if len(comparisons) > 1:
+            headers.insert(0, "Runs")
+        t.setColumnCount(len(headers))
+        t.setHorizontalHeaderLabels(headers)
+        t.setRowCount(len(rows))
+        probe = get_probe(comparisons[0].probe)
+        for row, (c, m) in enumerate(rows):
+            cells = [
+                m.title or m.name,
+                fmt(m.a),
+                fmt(m.b),
+                f"{m.diff:+.3f}" if m.diff == m.diff else "—",
+                fmt_ci(m.ci) if m.tested else f"not tested: {m.reason}",
+                f"{p_text(m.p)} ({p_text(m.p_adj)})" if m.tested else "",
+                "yes" if m.established else "no",
+            ]
+            if len(comparisons) > 1:
+                cells.insert(0, f"{c.run_a} → {c.run_b}")
+            for col, text in enumerate(cells):
+                cell = QTableWidgetItem(text)
+                cell.setToolTip(
+                    tooltip(m.title or m.name, probe.metric_description(m.name), m.name, m.sentence)
+                )
+                if m.established:
+                    cell.setBackground(QBrush(QColor("#e0f2fe")))
+                t.setItem(row, col, cell)
+        header = t.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+
+
+MARK_TEXT_COLOR = {"D": "#991b1b", "C": "#9a3412", "B": "#854d0e"}
+
+
+def _band(importance: float) -> str:
+    """The mark band a finding's importance stands for (`Finding`'s shared scale)."""
+    if importance >= 85:
+        return "D"
+    if importance >= 60:
+        return "C"
+    if importance >= 30:
+        return "B"
+    return "A"

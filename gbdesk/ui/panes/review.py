@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import logging
 import math
 from typing import Any
 
@@ -30,6 +31,8 @@ from gbdesk.ui.context import AppContext
 from gbdesk.ui.review_views import ReviewView, review_view_for
 from gbdesk.ui.theme import GENDER_COLORS, MUTED
 from gbdesk.ui.widgets import Banner, pane_header
+
+log = logging.getLogger(__name__)
 
 
 def _stats(store, run_id: int):
@@ -414,7 +417,13 @@ class ReviewPane(QWidget):
 
     def _queue_entry(self, item: ReviewItem) -> QListWidgetItem:
         mark = ("✓ " if item.reviewed else "• ") + ("◆ " if item.in_sample else "")
-        text = f"{mark}{item.item} #{item.attempt + 1} — {item.effective_label}"
+        probe_name = self.probe_name()
+        try:  # the scenario and names in words (the study's `review_title`)
+            title = get_probe(probe_name).review_title(item) if probe_name else ""
+        except Exception:  # a study's bug must not empty the queue
+            log.exception("review_title of %s failed", probe_name)
+            title = ""
+        text = mark + (title or f"{item.item} #{item.attempt + 1} — {item.effective_label}")
         if item.corrected:
             text += f" (detector: {item.auto_label})"
         if item.adjudicated:
@@ -422,6 +431,7 @@ class ReviewPane(QWidget):
         elif item.raters_disagree:
             text += f" ≠ raters disagree ({', '.join(item.rater_labels)})"
         entry = QListWidgetItem(text)
+        entry.setToolTip(text)  # the whole scenario and names when the list is narrow
         entry.setForeground(Qt.GlobalColor.black if item.reviewed else Qt.GlobalColor.darkGray)
         return entry
 

@@ -1,0 +1,487 @@
+"""Audit a model in one go (no Qt): plan every probe's size to fit a time budget from the
+model's measured speed, run the probes one after another, finish with the report.
+
+* **Speed.** Generation speed is this model's stored attempts (`runs.measured_speed`) or,
+  when it never generated here, a short measurement: one 32-token answer after loading it
+  (`measure_speed`). The load time is added once per probe run. Scoring probes use the
+  model's stored scoring speed, else 8 scored sentences.
+* **Plan.** Each probe offers sizes, smallest first (`Probe.audit_sizes`); `estimate_run`
+  times each (× `Probe.audit_tokens`' requests per attempt for chained questions). Every
+  probe starts at its smallest size, in `audit_priority` order, while the budget allows —
+  a probe whose smallest size no longer fits is left out and said so; then the probes are
+  enlarged one step at a time, round-robin in priority order, while the total stays within
+  the budget. Each planned probe states the interval it should reach
+  (`Probe.audit_precision`).
+* **Resumable.** The audit (plan, budget, run ids) is stored in the `audits` table before
+  anything runs, and every run id the moment its run is planned; `run_audit` on a stored
+  audit continues its unfinished run and plans the rest (a crash, a kill or Stop loses at
+  most the attempt in progress).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gbdesk import runs
+from gbdesk.errors import UserError
+from gbdesk.format import duration
+from gbdesk.runs import (
+    RunControl,
+    estimate_run,
+    execute_run,
+    measured_scoring_speed,
+    measured_speed,
+    plan_run,
+)
+from gbdesk.store import Store
+from gbdesk.studies import get_probe, probe_names
+from gbdesk.studies.base import AuditSize, ScoringProbe
+
+log = logging.getLogger(__name__)
+
+BUDGETS = {"30m": 30 * 60, "2h": 2 * 3600, "8h": 8 * 3600}
+SPEED_TOKENS = 32
+SPEED_SENTENCES = 8
+#: share of the budget the plan may fill (the rest absorbs estimate errors)
+FILL = 0.9
+
+
+def parse_budget(text: str) -> int:
+    """Seconds of "30m", "2h", "8h", "1h30m", "90s" or a number of minutes."""
+    t = str(text).strip().lower().replace(" ", "")
+    if re.fullmatch(r"\d+(\.\d+)?", t):
+        return int(float(t) * 60)
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|m|min|s)", t)
+    if not parts or "".join(a + b for a, b in parts) != t:
+        raise UserError(f"--budget must look like 30m, 2h, 8h or 1h30m, not {text!r}")
+    seconds = sum(float(v) * {"h": 3600, "m": 60, "min": 60, "s": 1}[u] for v, u in parts)
+    if seconds < 1:
+        raise UserError("--budget must be at least a second")
+    return int(seconds)
+
+
+# -- speed ------------------------------------------------------------------------------------
+@dataclass
+class Speed:
+    tokens_per_s: float
+    tokens_per_generation: float | None  # measured mean; None: assume max_tokens
+    load_s: float
+    sentences_per_s: float | None
+    basis: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def measure_speed(
+    store: Store,
+    model: dict[str, Any],
+    backend_factory: Callable[..., Any] | None = None,
+    scoring: bool = True,
+) -> Speed:
+    """This model's speed: from its stored attempts where it has some, else measured now
+    (one short answer, and `SPEED_SENTENCES` scored sentences when `scoring`)."""
+    from gbdesk.engine.base import GenerationRequest
+
+    stored = measured_speed(store, model.get("sha256"), model.get("id"))
+    scored = measured_scoring_speed(store, model.get("sha256"))
+    need_generation = stored is None
+    need_scoring = scoring and scored is None and model.get("kind", "gguf") == "gguf"
+    load_s, tps, per_gen = 2.0, 0.0, None
+    sentences_per_s = scored[0] if scored else None
+    basis = []
+    if stored is not None:
+        tps, per_gen, count = stored
+        basis.append(f"{tps:.0f} tokens/s over {count:,} earlier generations of this model")
+    if need_generation or need_scoring:
+        started = time.perf_counter()
+        factory = backend_factory or runs.llama_backend_factory
+        backend = factory(model, {"prompt_mode": "auto", "batch_size": 1})
+        try:
+            load_s = time.perf_counter() - started
+            if need_generation:
+                result = backend.generate(
+                    GenerationRequest(
+                        messages=[
+                            {"role": "user", "content": "Describe a teacher in a few words."}
+                        ],
+                        seed=1,
+                        max_tokens=SPEED_TOKENS,
+                    )
+                )
+                tps = result.tokens_out / result.latency_s if result.latency_s > 0 else 0.0
+                basis.append(
+                    f"{tps:.0f} tokens/s measured now ({result.tokens_out} tokens); assumes "
+                    "every answer is as long as the probe allows"
+                )
+            if need_scoring:
+                texts = [f"Sentence number {i} about a person at work." for i in range(8)]
+                t0 = time.perf_counter()
+                try:
+                    backend.score(texts)
+                    sentences_per_s = len(texts) / max(1e-6, time.perf_counter() - t0)
+                    basis.append(f"{sentences_per_s:.0f} sentences/s scored now")
+                except Exception as exc:  # an endpoint without scoring
+                    log.info("scoring speed not measured: %s", exc)
+        finally:
+            backend.close()
+    if tps <= 0:
+        raise UserError("could not measure the model's speed (it generated nothing)")
+    basis.append(f"loading takes {load_s:.1f} s per probe")
+    return Speed(tps, per_gen, load_s, sentences_per_s, "; ".join(basis))
+
+
+# -- plan ---------------------------------------------------------------------------------------
+@dataclass
+class PlannedProbe:
+    probe: str
+    title: str
+    size: AuditSize
+    items: int
+    attempts: int
+    generations: int  # attempts to make (sentences for scoring probes)
+    unit: str
+    seconds: float
+    precision: str = ""
+    half_width: float | None = None
+    precision_metric: str | None = None
+    run_id: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "probe": self.probe,
+            "title": self.title,
+            "items": self.items,
+            "attempts": self.attempts,
+            "generations": self.generations,
+            "unit": self.unit,
+            "expected_s": round(self.seconds, 1),
+            "expected": duration(self.seconds),
+            "interval_half_width": self.half_width,
+            "interval_metric": self.precision_metric,
+            "precision": self.precision,
+            "size": asdict(self.size),
+            "run_id": self.run_id,
+        }
+
+
+@dataclass
+class AuditPlan:
+    model: dict[str, Any]
+    budget_s: int
+    budget: str
+    speed: Speed
+    probes: list[PlannedProbe] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+
+    @property
+    def expected_s(self) -> float:
+        return sum(p.seconds for p in self.probes)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [p.to_json() for p in self.probes]
+
+    def text(self) -> str:
+        """The plan for reading before it starts."""
+        lines = [
+            f"Audit of {self.model.get('name', '?')} within {self.budget} "
+            f"(planned {duration(self.expected_s)}; {self.speed.basis})",
+            f"{'probe':<34} {'items':>6} {'att.':>4} {'work':>7} {'time':>11}  interval",
+        ]
+        for p in self.probes:
+            lines.append(
+                f"{p.title[:34]:<34} {p.items:>6} {p.attempts:>4} {p.generations:>7} "
+                f"{duration(p.seconds):>11}  {_precision_short(p)}"
+            )
+        lines += [f"left out: {x}" for x in self.left_out]
+        return "\n".join(lines)
+
+
+def _precision_short(p: PlannedProbe) -> str:
+    if p.half_width is None:
+        return p.precision or "—"
+    return f"±{p.half_width:.2f} ({p.precision_metric})"
+
+
+def _size_seconds(
+    store: Store, probe_name: str, size: AuditSize, model: dict[str, Any], speed: Speed
+) -> tuple[int, int, str, float]:
+    """(items, work units, unit, seconds) of one probe size on this model."""
+    probe = get_probe(probe_name)
+    max_tokens = int(probe.default_generation["max_tokens"])
+    params = probe.resolve_params(limit=size.limit, sample=size.sample, **size.options)
+    n_items = len(probe.items(params))
+    if isinstance(probe, ScoringProbe):
+        est = estimate_run(
+            store,
+            probe_name,
+            model.get("sha256"),
+            attempts=size.attempts,
+            max_tokens=max_tokens,
+            limit=size.limit,
+            sample=size.sample,
+            **size.options,
+        )
+        rate = est.tokens_per_s or speed.sentences_per_s or speed.tokens_per_s / 4
+        return n_items, est.generations, "sentences", est.generations / rate + speed.load_s
+    requests, tokens, _extra_prompt = probe.audit_tokens(
+        params, {**probe.default_generation, "max_tokens": max_tokens}
+    )
+    est = estimate_run(
+        store,
+        probe_name,
+        model.get("sha256"),
+        attempts=size.attempts,
+        max_tokens=max_tokens,
+        limit=size.limit,
+        sample=size.sample,
+        fallback_tokens_per_s=speed.tokens_per_s,
+        model_id=model.get("id"),
+        **size.options,
+    )
+    if est.seconds is None:
+        seconds = est.generations * max_tokens / speed.tokens_per_s
+    else:
+        seconds = est.seconds
+    # a chain's follow-up questions: `requests` answers of up to `tokens` per attempt
+    per_attempt = max(1.0, requests * tokens / max_tokens)
+    return n_items, est.generations, "generations", seconds * per_attempt + speed.load_s
+
+
+def plan_audit(
+    store: Store,
+    model: dict[str, Any],
+    budget_s: int,
+    speed: Speed,
+    probes: list[str] | None = None,
+    budget_text: str | None = None,
+) -> AuditPlan:
+    """The largest sizes that fit the budget (see the module docstring)."""
+    names = sorted(probes or probe_names(), key=lambda n: (get_probe(n).audit_priority, n))
+    plan = AuditPlan(model, budget_s, budget_text or duration(budget_s), speed)
+    limit = budget_s * FILL
+    ladders: dict[str, list[tuple[AuditSize, tuple[int, int, str, float]]]] = {}
+    for name in names:
+        ladder = []
+        for size in get_probe(name).audit_sizes():
+            try:
+                ladder.append((size, _size_seconds(store, name, size, model, speed)))
+            except UserError as exc:  # e.g. a sample larger than the probe
+                log.info("audit size %s of %s skipped: %s", size, name, exc)
+        if ladder:
+            ladders[name] = ladder
+    chosen: dict[str, int] = {}
+    total = 0.0
+    for name in names:
+        if name not in ladders:
+            continue
+        seconds = ladders[name][0][1][3]
+        if total + seconds <= limit:
+            chosen[name] = 0
+            total += seconds
+        else:
+            plan.left_out.append(
+                f"{get_probe(name).card.title}: its smallest size needs "
+                f"{duration(seconds)} and the budget has {duration(max(0, limit - total))} left"
+            )
+    grew = True
+    while grew:
+        grew = False
+        for name in list(chosen):
+            step = chosen[name] + 1
+            if step >= len(ladders[name]):
+                continue
+            extra = ladders[name][step][1][3] - ladders[name][chosen[name]][1][3]
+            if total + extra <= limit:
+                chosen[name] = step
+                total += extra
+                grew = True
+    for name, step in chosen.items():
+        probe = get_probe(name)
+        size, (n_items, work, unit, seconds) = ladders[name][step]
+        params = probe.resolve_params(limit=size.limit, sample=size.sample, **size.options)
+        precision = probe.audit_precision(params, n_items, size.attempts)
+        plan.probes.append(
+            PlannedProbe(
+                probe=name,
+                title=probe.card.title,
+                size=size,
+                items=n_items,
+                attempts=size.attempts,
+                generations=work,
+                unit=unit,
+                seconds=seconds,
+                precision=precision.method if precision else "",
+                half_width=(
+                    None
+                    if precision is None or precision.half_width != precision.half_width
+                    else round(precision.half_width, 4)
+                ),
+                precision_metric=precision.metric if precision else None,
+            )
+        )
+    return plan
+
+
+# -- storing and running ----------------------------------------------------------------------
+def save_audit(store: Store, plan: AuditPlan) -> int:
+    """Store the plan before anything runs; its id."""
+    with store.transaction():
+        cur = store.conn.execute(
+            "INSERT INTO audits (model_id, budget_s, budget, plan_json, speed_json, "
+            "left_out_json, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'planned', "
+            "datetime('now'))",
+            (
+                plan.model.get("id"),
+                plan.budget_s,
+                plan.budget,
+                json.dumps(plan.to_json()),
+                json.dumps(plan.speed.to_json()),
+                json.dumps(plan.left_out),
+            ),
+        )
+    return int(cur.lastrowid)
+
+
+def get_audit(store: Store, audit_id: int) -> dict[str, Any]:
+    row = store.conn.execute(
+        "SELECT id, model_id, budget_s, budget, plan_json, speed_json, left_out_json, status, "
+        "report, created_at, finished_at FROM audits WHERE id = ?",
+        (audit_id,),
+    ).fetchone()
+    if row is None:
+        raise UserError(f"there is no audit {audit_id}")
+    keys = [
+        "id",
+        "model_id",
+        "budget_s",
+        "budget",
+        "plan",
+        "speed",
+        "left_out",
+        "status",
+        "report",
+        "created_at",
+        "finished_at",
+    ]
+    audit = dict(zip(keys, row, strict=True))
+    for k in ("plan", "speed", "left_out"):
+        audit[k] = json.loads(audit[k] or "null")
+    return audit
+
+
+def unfinished_audit(store: Store, model_id: int | None) -> int | None:
+    """The latest audit of this model that has not finished (to continue it)."""
+    row = store.conn.execute(
+        "SELECT id FROM audits WHERE model_id IS ? AND status != 'done' ORDER BY id DESC LIMIT 1",
+        (model_id,),
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def _set(store: Store, audit_id: int, **fields: Any) -> None:
+    cols = ", ".join(f"{k} = ?" for k in fields)
+    with store.transaction():
+        store.conn.execute(f"UPDATE audits SET {cols} WHERE id = ?", (*fields.values(), audit_id))
+
+
+def report_path(store: Store, audit_id: int) -> Path:
+    return Path(store.path).with_name(f"{Path(store.path).stem}-audit-{audit_id}.pdf")
+
+
+@dataclass
+class AuditProgress:
+    audit_id: int
+    step: int  # 0-based index of the probe running
+    steps: int
+    probe: str
+    run_id: int | None
+    run: Any = None  # the run's gbdesk.runs.Progress
+    status: str = "running"  # "running", "report", "done"
+
+
+def run_audit(
+    store: Store,
+    audit_id: int,
+    *,
+    backend_factory: Callable[..., Any] | None = None,
+    control: RunControl | None = None,
+    on_progress: Callable[[AuditProgress], None] | None = None,
+    report: str | Path | None = None,
+) -> dict[str, Any]:
+    """Run (or continue) a stored audit to its report: {"plan", "runs", "report"}."""
+    control = control or RunControl()
+    audit = get_audit(store, audit_id)
+    model = store.get_model(audit["model_id"]) if audit["model_id"] else None
+    plan = audit["plan"]
+    _set(store, audit_id, status="running")
+    steps = len(plan)
+    for step, entry in enumerate(plan):
+        if control.cancelled:
+            _set(store, audit_id, status="stopped", plan_json=json.dumps(plan))
+            return {"plan": plan, "runs": _runs(plan), "report": None, "audit_id": audit_id}
+        if entry.get("run_id") is None:  # the run and its id in the audit: both or neither
+            size = AuditSize(**entry["size"])
+            with store.transaction():
+                entry["run_id"] = plan_run(store, entry["probe"], model, **size.plan_kwargs())
+                _set(store, audit_id, plan_json=json.dumps(plan))
+        run = store.get_run(entry["run_id"])
+        if on_progress:
+            on_progress(AuditProgress(audit_id, step, steps, entry["probe"], entry["run_id"]))
+        if run["status"] == "done":
+            continue
+
+        def forward(p: Any, _step: int = step, _entry: dict[str, Any] = entry) -> None:
+            if on_progress:
+                on_progress(
+                    AuditProgress(audit_id, _step, steps, _entry["probe"], _entry["run_id"], p)
+                )
+
+        outcome = execute_run(
+            store,
+            entry["run_id"],
+            backend_factory=backend_factory or runs.llama_backend_factory,
+            control=control,
+            on_progress=forward,
+        )
+        if outcome.status != "done":
+            _set(store, audit_id, status="stopped")
+            return {"plan": plan, "runs": _runs(plan), "report": None, "audit_id": audit_id}
+    if on_progress:
+        on_progress(AuditProgress(audit_id, steps, steps, "", None, status="report"))
+    from gbdesk.report.pdf import export_pdf
+
+    out = Path(report) if report else report_path(store, audit_id)
+    audit_info = {
+        "budget": audit["budget"],
+        "model": (model or {}).get("name", "?"),
+        "speed": (audit["speed"] or {}).get("basis", "?"),
+        "note": (
+            f"Planned {duration(sum(p['expected_s'] for p in plan))} of the budget "
+            f"{audit['budget']}; sizes chosen by gbdesk's audit planner."
+            + (" Left out: " + "; ".join(audit["left_out"]) + "." if audit["left_out"] else "")
+        ),
+        "plan": [{**p, "runs": [p["run_id"]]} for p in plan],
+    }
+    export_pdf(store, _runs(plan), out, "reviewed", audit=audit_info)
+    _set(
+        store,
+        audit_id,
+        status="done",
+        report=str(out),
+        finished_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+    )
+    if on_progress:
+        on_progress(AuditProgress(audit_id, steps, steps, "", None, status="done"))
+    return {"plan": plan, "runs": _runs(plan), "report": str(out), "audit_id": audit_id}
+
+
+def _runs(plan: list[dict[str, Any]]) -> list[int]:
+    return [int(p["run_id"]) for p in plan if p.get("run_id") is not None]

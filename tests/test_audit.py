@@ -1,0 +1,127 @@
+"""Audits: budget parsing, plans that fit their budget, resumable runs to a report, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pypdf
+import pytest
+
+from gbdesk.audit import (
+    Speed,
+    get_audit,
+    parse_budget,
+    plan_audit,
+    run_audit,
+    save_audit,
+    unfinished_audit,
+)
+from gbdesk.errors import UserError
+from gbdesk.runs import RunControl, resolve_model
+from gbdesk.store import Store
+from tests.fakes import FakeBackend
+
+# 300 tokens/s and answers as long as allowed: a 300-token answer takes 1 s
+SPEED = Speed(300.0, None, 1.0, 40.0, "test speed")
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "audit.sqlite") as s:
+        yield s
+
+
+def test_budgets():
+    assert parse_budget("30m") == 1800
+    assert parse_budget("2h") == 7200
+    assert parse_budget("8h") == 8 * 3600
+    assert parse_budget("1h30m") == 5400
+    assert parse_budget("90s") == 90
+    assert parse_budget("45") == 45 * 60
+    for bad in ("", "soon", "2x", "h"):
+        with pytest.raises(UserError):
+            parse_budget(bad)
+
+
+def test_plans_fit_their_budget_and_grow_with_it(store):
+    model = resolve_model(store, "default")
+    totals = []
+    for budget in (60, 600, 7200):
+        plan = plan_audit(store, model, budget, SPEED)
+        assert plan.expected_s <= budget
+        assert plan.probes, budget
+        for p in plan.to_json():
+            assert {"probe", "items", "attempts", "expected_s", "interval_half_width"} <= set(p)
+            assert p["items"] > 0 and p["attempts"] >= 1 and p["expected_s"] > 0
+        totals.append(sum(p.generations for p in plan.probes if p.unit == "generations"))
+        # every probe the plan leaves out is said so
+        assert len(plan.probes) + len(plan.left_out) == 7
+    assert totals[0] <= totals[1] <= totals[2] and totals[0] < totals[2]
+    # a larger sample gives a narrower interval for the same probe
+    small = {p.probe: p for p in plan_audit(store, model, 60, SPEED).probes}
+    large = {p.probe: p for p in plan_audit(store, model, 7200, SPEED).probes}
+    both = [n for n in small if n in large and small[n].half_width is not None]
+    assert both
+    assert all(large[n].half_width <= small[n].half_width for n in both)
+    # the expected time of a size is the estimate at the given speed plus one model load
+    first = plan_audit(store, model, 60, SPEED).probes[0]
+    if first.unit == "generations":
+        assert first.seconds == pytest.approx(first.generations * 1.0 + SPEED.load_s, rel=0.01)
+
+
+def test_audit_stops_and_continues_to_a_report(store, tmp_path):
+    model = resolve_model(store, "default")
+    plan = plan_audit(store, model, 40, SPEED, budget_text="40s")
+    assert len(plan.probes) >= 2
+    audit_id = save_audit(store, plan)
+    assert unfinished_audit(store, model["id"]) == audit_id
+    control = RunControl()
+
+    def stop_after_first_run(p):
+        if p.run is not None and p.run.status == "done":
+            control.cancel()
+
+    first = run_audit(
+        store,
+        audit_id,
+        backend_factory=lambda m, g: FakeBackend(),
+        control=control,
+        on_progress=stop_after_first_run,
+    )
+    assert first["report"] is None and len(first["runs"]) == 1
+    assert get_audit(store, audit_id)["status"] == "stopped"
+    # a restart continues the same audit: the first run is kept, the rest are planned
+    out = tmp_path / "audit.pdf"
+    done = run_audit(store, audit_id, backend_factory=lambda m, g: FakeBackend(), report=out)
+    assert done["runs"][0] == first["runs"][0]
+    assert len(done["runs"]) == len(plan.probes)
+    assert all(store.get_run(r)["status"] == "done" for r in done["runs"])
+    assert done["report"] == str(out) and out.exists()
+    audit = get_audit(store, audit_id)
+    assert audit["status"] == "done" and audit["report"] == str(out)
+    assert unfinished_audit(store, model["id"]) is None
+    text = " ".join(" ".join(p.extract_text().split()) for p in pypdf.PdfReader(out).pages)
+    first_page = pypdf.PdfReader(out).pages[0].extract_text()
+    assert "Findings" in first_page
+    assert "Audit plan" in text and "Budget 40s" in text
+
+
+def test_cli_audit_json(tmp_path, capsys, monkeypatch):
+    import gbdesk.audit
+    import gbdesk.runs
+    from gbdesk.cli import main
+
+    monkeypatch.setattr(gbdesk.audit, "measure_speed", lambda store, model, *a, **k: SPEED)
+    monkeypatch.setattr(gbdesk.runs, "llama_backend_factory", lambda m, g: FakeBackend())
+    db = str(tmp_path / "cli.sqlite")
+    report = str(tmp_path / "r.pdf")
+    args = ["audit", "--model", "default", "--budget", "30s", "--db", db, "--json"]
+    assert main([*args, "--plan-only"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    assert planned["runs"] == [] and planned["plan"]
+    assert main([*args, "--report", report]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert set(payload) >= {"plan", "runs", "report"}
+    assert payload["report"] == report and len(payload["runs"]) == len(payload["plan"])
+    assert [p["run_id"] for p in payload["plan"]] == payload["runs"]
+    assert main(["audit", "--budget", "soon", "--db", db]) == 2
