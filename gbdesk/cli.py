@@ -121,6 +121,24 @@ def _run_id(text: str) -> int:
     return value
 
 
+def _label_mode(text: str) -> str:
+    """auto, reviewed, ppi, consensus or rater:NAME."""
+    if text in ("auto", "reviewed", "ppi", "consensus"):
+        return text
+    if text.startswith("rater:") and text[len("rater:") :].strip():
+        return _text(text)
+    raise argparse.ArgumentTypeError(
+        f"must be auto, reviewed, ppi, consensus or rater:NAME: {_shown(text)}"
+    )
+
+
+def _share(text: str) -> float:
+    value = _finite(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 0 and below 1: {_shown(text)}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="gbdesk",
@@ -237,10 +255,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", type=_run_id)
     p.add_argument(
         "--labels",
-        choices=("auto", "reviewed", "ppi"),
+        type=_label_mode,
         default="auto",
-        help="automatic labels; reviewed ones (human where present); or ppi: automatic "
-        "labels corrected by the reviewed random sample (prediction-powered intervals)",
+        metavar="MODE",
+        help="auto: automatic labels; reviewed: human where present; ppi: automatic "
+        "labels corrected by the reviewed random sample (prediction-powered intervals); "
+        "rater:NAME: one rater's labels; consensus: adjudicated where raters disagreed, "
+        "else a reviewer's",
     )
     _db_arg(p)
     _json_arg(p)
@@ -278,10 +299,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pdf", metavar="FILE", help="write the PDF report here")
     p.add_argument(
         "--labels",
-        choices=("auto", "reviewed", "ppi"),
+        type=_label_mode,
         default="reviewed",
+        metavar="MODE",
         help="labels the PDF's metrics use (default: reviewed, i.e. human where present; "
-        "ppi: prediction-powered estimates from the reviewed random sample)",
+        "ppi: prediction-powered estimates from the reviewed random sample; rater:NAME: one "
+        "rater's labels; consensus: adjudicated where raters disagreed)",
     )
     _db_arg(p)
     _json_arg(p)
@@ -320,6 +343,11 @@ def build_parser() -> argparse.ArgumentParser:
         "answers.csv: category, option; others: label)",
     )
     p.add_argument("--rater", required=True, help="who made these labels")
+    p.add_argument(
+        "--consensus",
+        action="store_true",
+        help="the labels are adjudicated ones (where raters disagreed), decided by --rater",
+    )
     _db_arg(p)
     _json_arg(p)
 
@@ -349,6 +377,75 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(p)
     _json_arg(p)
 
+    p = sub.add_parser(
+        "code",
+        help="code a run's texts with a codebook: draw the texts to code, import a rater's "
+        "codes, edit the codebook, show progress",
+    )
+    p.add_argument("run_id", type=_run_id)
+    action = p.add_mutually_exclusive_group(required=True)
+    action.add_argument(
+        "--select", action="store_true", help="draw the texts to code (per category, seeded)"
+    )
+    action.add_argument(
+        "--file",
+        help="CSV/JSONL of codes to store as --rater's (all or nothing): attempt_id, item + "
+        "attempt, or story (item#attempt); codes (names separated by ';'); memo",
+    )
+    action.add_argument("--add-code", metavar="NAME", type=_text, help="add a code")
+    action.add_argument(
+        "--rename", nargs=2, metavar=("CODE", "NEW_NAME"), type=_text, help="rename a code"
+    )
+    action.add_argument(
+        "--define", nargs=2, metavar=("CODE", "DEFINITION"), type=_text, help="define a code"
+    )
+    action.add_argument(
+        "--show", action="store_true", help="the codebook, the drawn texts and the progress"
+    )
+    p.add_argument("--rater", type=_text, help="who coded (--file), or who edits the codebook")
+    p.add_argument(
+        "--consensus",
+        action="store_true",
+        help="with --file: the codes are the adjudicated ones, decided by --rater",
+    )
+    p.add_argument("--definition", type=_text, default="", help="with --add-code")
+    p.add_argument(
+        "--per-category", type=_positive_int, default=3, help="texts per category (default 3)"
+    )
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the draw (default 0)")
+    p.add_argument(
+        "--threshold",
+        type=_share,
+        help="name-likelihood threshold of a name-based category (the probe's default: "
+        "0.6 for Laissez-Faire)",
+    )
+    p.add_argument(
+        "--categories", type=_text, help="comma-separated categories to draw (default: all)"
+    )
+    p.add_argument(
+        "--labels",
+        type=_label_mode,
+        default="reviewed",
+        metavar="MODE",
+        help="labels whose names the selection reads (default: reviewed)",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "agreement",
+        help="agreement between raters of a run: per label kind, and for codes per code "
+        "and overall (initial, current, after adjudication)",
+    )
+    p.add_argument("run_id", type=_run_id)
+    p.add_argument(
+        "--with-auto",
+        action="store_true",
+        help="count the automatic labeller as one more rater",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
     p = sub.add_parser("review", help="record a reviewer's label for an attempt")
     p.add_argument("attempt_id", type=_run_id)
     p.add_argument(
@@ -358,6 +455,11 @@ def build_parser() -> argparse.ArgumentParser:
         'e.g. [{"role": "subject", "name": "Jane", "references": ["she", "her"]}]',
     )
     p.add_argument("--reviewer", type=_text, required=True)
+    p.add_argument(
+        "--consensus",
+        action="store_true",
+        help="store the label as the adjudicated one (raters disagreed), decided by --reviewer",
+    )
     _db_arg(p)
     _json_arg(p)
     _add_study_commands(sub)
@@ -981,12 +1083,12 @@ def cmd_import_labels(args) -> int:
     from gbdesk.label_import import import_labels
 
     with _open_store(args.db) as store:
-        result = import_labels(store, args.run_id, args.file, args.rater)
-    _emit(
-        args,
-        result,
-        f"run {args.run_id}: {result['labelled']} attempts labelled by {result['rater']}",
-    )
+        result = import_labels(
+            store, args.run_id, args.file, args.rater, consensus=args.consensus
+        )
+    what = "adjudicated (consensus) by" if args.consensus else "labelled by"
+    text = f"run {args.run_id}: {result['labelled']} attempts {what} {result['rater']}"
+    _emit(args, result, text)
     return 0
 
 
@@ -1023,14 +1125,213 @@ def cmd_review(args) -> int:
             {},
         )
         label = probe.human_label(attempt["response"], metadata, args.label, args.reviewer)
-        label_id = store.add_human_label(
+        add = store.add_consensus_label if args.consensus else store.add_human_label
+        label_id = add(
             args.attempt_id, args.reviewer, label["label"], label.get("data"), label.get("evidence")
         )
-    _emit(
-        args,
-        {"label_id": label_id, "attempt_id": args.attempt_id, "label": label["label"]},
-        f"attempt {args.attempt_id}: {label['label']} (by {args.reviewer})",
+    kind = "consensus" if args.consensus else "human"
+    payload = {"label_id": label_id, "attempt_id": args.attempt_id, "label": label["label"]}
+    who = f"consensus, decided by {args.reviewer}" if args.consensus else f"by {args.reviewer}"
+    _emit(args, {**payload, "kind": kind}, f"attempt {args.attempt_id}: {label['label']} ({who})")
+    return 0
+
+
+def cmd_code(args) -> int:
+    from gbdesk import coding
+
+    if args.consensus and not args.file:
+        raise UserError("--consensus goes with --file")
+    with _open_store(args.db, writes=not args.show) as store:
+        store.get_run(args.run_id)
+        if args.select:
+            categories = (
+                [c.strip() for c in args.categories.split(",") if c.strip()]
+                if args.categories
+                else None
+            )
+            result = coding.draw_selection(
+                store,
+                args.run_id,
+                per_category=args.per_category,
+                seed=args.seed,
+                threshold=args.threshold,
+                categories=categories,
+                label_mode=args.labels,
+            )
+            lines = [
+                f"run {args.run_id}: {len(result['drawn'])} texts drawn to code "
+                f"({result['per_category']} per category, seed {result['seed']})",
+                f"rule: {result['rule']}",
+            ]
+            lines += [
+                f"  {c}: {sum(1 for d in result['drawn'] if d['category'] == c)} of "
+                f"{n} available"
+                for c, n in result["available"].items()
+            ]
+            lines += [
+                f"  {d['item']}#{d['attempt']} (attempt {d['attempt_id']}) · {d['category']} · "
+                f"{d['reason']}"
+                for d in result["drawn"]
+            ]
+            _emit(args, result, "\n".join(lines))
+            return 0
+        if args.file:
+            if not args.rater:
+                raise UserError("--file needs --rater NAME (who coded)")
+            result = coding.import_codes(
+                store, args.run_id, args.file, args.rater, consensus=args.consensus
+            )
+            what = "adjudicated codings" if args.consensus else "codings"
+            _emit(
+                args,
+                result,
+                f"run {args.run_id}: {result['coded']} {what} by {result['rater']} stored",
+            )
+            return 0
+        who = args.rater or ""
+        if args.add_code:
+            key = coding.add_code(store, args.run_id, args.add_code, args.definition, who)
+            _emit(args, {"code": key}, f"added code {args.add_code!r} (key {key})")
+            return 0
+        if args.rename:
+            key = coding.rename_code(store, args.run_id, args.rename[0], args.rename[1], who)
+            _emit(args, {"code": key}, f"code {key} is now called {args.rename[1]!r}")
+            return 0
+        if args.define:
+            key = coding.define_code(store, args.run_id, args.define[0], args.define[1], who)
+            _emit(args, {"code": key}, f"code {key} defined")
+            return 0
+        book = coding.codebook(store, args.run_id)
+        summary = coding.coding_summary(store, args.run_id)
+        items = coding.coding_items(store, args.run_id)
+    names = {e["code"]: e["name"] for e in book}
+    lines = ["codebook:"]
+    lines += [f"  {e['name']} ({e['code']}): {e['definition']}" for e in book]
+    if summary:
+        p = summary["progress"]
+        coded = ", ".join(f"{r} {n}/{p['drawn']}" for r, n in p["coded_by"].items())
+        lines.append(
+            f"{p['drawn']} texts drawn; coded: {coded or 'nobody yet'}; disputed "
+            f"{p['disputed']}, adjudicated {p['adjudicated']}, unresolved {p['unresolved']}"
+        )
+    for item in items:
+        codings = "; ".join(
+            f"{r}: {', '.join(names.get(c, c) for c in v['codes']) or coding.NO_CODE}"
+            for r, v in item.codings.items()
+        )
+        if item.consensus:
+            codings += f"; consensus ({item.consensus['by']}): " + (
+                ", ".join(names.get(c, c) for c in item.consensus["codes"]) or coding.NO_CODE
+            )
+        lines.append(f"  {item.story} · {item.category} · {codings or 'not coded'}")
+    payload = {
+        "run_id": args.run_id,
+        "codebook": book,
+        "summary": summary,
+        "texts": [
+            {
+                "attempt_id": i.attempt_id,
+                "story": i.story,
+                "category": i.category,
+                "reason": i.reason,
+                "codings": i.codings,
+                "consensus": i.consensus,
+            }
+            for i in items
+        ],
+    }
+    _emit(args, payload, "\n".join(lines))
+    return 0
+
+
+def _agreement_text(payload: dict[str, Any]) -> str:
+    def num(x: Any) -> str:
+        return "—" if x is None else f"{x:.3f}"
+
+    def pct(x: Any) -> str:
+        return "—" if x is None else f"{100 * x:.1f} %"
+
+    def figures(first: dict[str, Any], now: dict[str, Any], indent: str = "  ") -> list[str]:
+        rows = [
+            ("percent agreement", pct(first["percent_agreement"]["pairwise"]),
+             pct(now["percent_agreement"]["pairwise"])),
+            ("Cohen's κ", num(first["cohen_kappa"]["value"]), num(now["cohen_kappa"]["value"])),
+            ("Fleiss' κ", num(first["fleiss_kappa"]["value"]), num(now["fleiss_kappa"]["value"])),
+            ("Krippendorff's α", num(first["krippendorff_alpha"]["value"]),
+             num(now["krippendorff_alpha"]["value"])),
+        ]  # fmt: skip
+        out = [f"{indent}{'':<20} {'initial':>9} {'current':>9}"]
+        out += [f"{indent}{t:<20} {a:>9} {b:>9}" for t, a, b in rows]
+        reasons = {
+            f["reason"]
+            for f in (now["cohen_kappa"], now["fleiss_kappa"], now["krippendorff_alpha"])
+            if f.get("reason")
+        }
+        out += [f"{indent}(— {r})" for r in sorted(reasons)]
+        return out
+
+    def adjudication(adj: dict[str, Any], indent: str = "  ") -> list[str]:
+        vs = "; ".join(
+            f"{r} {pct(v['agreement'])} of {v['n_units']} (κ {num(v['cohen_kappa'])})"
+            for r, v in adj["raters_vs_final"].items()
+        )
+        return [
+            f"{indent}adjudication: {adj['n_disputed']} disputed, {adj['n_adjudicated']} "
+            f"adjudicated, {adj['n_unresolved']} unresolved; against the final labels: "
+            f"{vs or '—'}"
+        ]
+
+    head = (
+        f"run {payload['run_id']} ({payload['probe']}) · raters of its labels: "
+        f"{', '.join(payload['raters']) or 'none'}"
     )
+    if payload.get("coders"):
+        head += f" · coders: {', '.join(payload['coders'])}"
+    if payload["with_automatic"]:
+        head += " + the automatic labeller"
+    if payload["adjudicators"]:
+        head += f" · adjudicated by: {', '.join(payload['adjudicators'])}"
+    lines = [head]
+    rated = [k for k in payload["labels"].values() if k["current"]["n_units"]]
+    if not rated:
+        lines.append("\nLabels: no person has labelled this run yet.")
+    for kind in rated:
+        now = kind["current"]
+        lines.append(
+            f"\n{kind['title']}: {now['n_units']} units rated, {now['n_units_overlap']} by two "
+            f"raters or more; {kind['changed']} rating(s) changed since first given"
+        )
+        if now["n_units_overlap"]:
+            lines += figures(kind["initial"], now)
+            lines += adjudication(kind["adjudication"])
+    codes = payload.get("codes")
+    if codes:
+        now = codes["current"]
+        lines.append(
+            f"\nCodes ({', '.join(payload['coders'])}): {now['n_units']} texts coded, "
+            f"{now['n_units_overlap']} by two raters or more"
+        )
+        first_codes = {c["code"]: c for c in codes["initial"]["multi_code"]["codes"]}
+        for c in now["multi_code"]["codes"]:
+            name = codes["names"].get(c["code"], c["code"])
+            prevalence = pct(c["prevalence"])
+            lines.append(f"  code {name} (given in {prevalence} of codings):")
+            lines += figures(first_codes[c["code"]], c, "    ")
+        lines.append("  all codes pooled (every text × code):")
+        pooled = (codes["initial"]["multi_code"]["pooled"], now["multi_code"]["pooled"])
+        lines += figures(*pooled, "    ")
+        lines.append("  whole code sets (equal only when identical):")
+        lines += figures(codes["initial"], now, "    ")
+        lines += adjudication(codes["adjudication"])
+    return "\n".join(lines)
+
+
+def cmd_agreement(args) -> int:
+    from gbdesk.raters import run_agreement
+
+    with _open_store(args.db) as store:
+        payload = run_agreement(store, args.run_id, include_auto=args.with_auto)
+    _emit(args, payload, _agreement_text(payload))
     return 0
 
 
@@ -1051,6 +1352,8 @@ COMMANDS = {
     "sample": cmd_sample,
     "review": cmd_review,
     "label": cmd_label,
+    "code": cmd_code,
+    "agreement": cmd_agreement,
 }
 
 

@@ -50,7 +50,7 @@ from statsmodels.stats.multitest import multipletests
 from gbdesk.errors import UserError
 from gbdesk.format import fmt
 from gbdesk.resampling import Values, resample_values
-from gbdesk.results import LABEL_MODES, ensure_auto_labels, item_results
+from gbdesk.results import LABEL_MODES, ensure_auto_labels, is_label_mode, item_results
 from gbdesk.store import Store
 from gbdesk.studies import ItemResult, Probe, get_probe
 
@@ -178,8 +178,8 @@ def compare_runs(
     seed: int = 0,
 ) -> Comparison:
     """Compare run B with run A item by item (see the module docstring for the method)."""
-    if label_mode not in LABEL_MODES:
-        raise UserError(f"labels must be one of {', '.join(LABEL_MODES)}")
+    if not is_label_mode(label_mode):
+        raise UserError(f"labels must be one of {', '.join(LABEL_MODES)}, consensus or rater:NAME")
     if resamples < 1:
         raise UserError("--resamples must be at least 1")
     ra, rb = store.get_run(run_a), store.get_run(run_b)

@@ -173,7 +173,8 @@ def _read(
         store,
         "SELECT l.id, l.attempt_id, l.kind = 'human' FROM labels l "
         "JOIN attempts a ON a.id = l.attempt_id WHERE a.run_id = ? AND "
-        "((l.kind = 'auto' AND l.source LIKE ? ESCAPE '\\') OR l.kind = 'human')",
+        "((l.kind = 'auto' AND l.source LIKE ? ESCAPE '\\') OR l.kind = 'human') "
+        "AND l.facet = ''",
         (run_id, _like_prefix(probe.auto_source(run["params"]))),
         ["label_id", "attempt_id", "human"],
     )

@@ -107,12 +107,15 @@ def plan_labels(
     return planned
 
 
-def import_labels(store: Store, run_id: int, path: str | Path, rater: str) -> dict[str, Any]:
-    """Store the file's labels as `human:<rater>` labels (all or nothing)."""
+def import_labels(
+    store: Store, run_id: int, path: str | Path, rater: str, *, consensus: bool = False
+) -> dict[str, Any]:
+    """Store the file's labels as `human:<rater>` labels — or, with `consensus`, as
+    adjudicated labels decided by `rater` (`consensus:<rater>`) — all or nothing."""
     planned = plan_labels(store, run_id, path, rater)
+    add = store.add_consensus_label if consensus else store.add_human_label
     with store.transaction():
         for attempt_id, label in planned:
-            store.add_human_label(
-                attempt_id, rater, label["label"], label.get("data"), label.get("evidence")
-            )
-    return {"run_id": run_id, "rater": rater.strip(), "labelled": len(planned)}
+            add(attempt_id, rater, label["label"], label.get("data"), label.get("evidence"))
+    out = {"run_id": run_id, "rater": rater.strip(), "labelled": len(planned)}
+    return {**out, "kind": "consensus"} if consensus else out

@@ -27,6 +27,43 @@ LABEL_MODES = ("auto", "reviewed")
 #: every way metrics can be computed: the label modes, and "ppi" (automatic labels
 #: corrected by the human labels of a random review sample, `gbdesk.ppi_metrics`)
 METRIC_MODES = (*LABEL_MODES, "ppi")
+#: several raters: "rater:<name>" uses one rater's labels (the detector's elsewhere);
+#: "consensus" the adjudicated label where raters disagreed and someone decided, else the
+#: latest reviewer's, else the detector's
+RATER_PREFIX = "rater:"
+CONSENSUS = "consensus"
+
+
+def rater_mode(mode: str) -> str | None:
+    """The rater of a "rater:<name>" mode, else None."""
+    if isinstance(mode, str) and mode.startswith(RATER_PREFIX) and mode[len(RATER_PREFIX) :]:
+        return mode[len(RATER_PREFIX) :]
+    return None
+
+
+def is_label_mode(mode: str) -> bool:
+    """A mode that picks labels: "auto", "reviewed", "consensus" or "rater:<name>"."""
+    return mode in LABEL_MODES or mode == CONSENSUS or rater_mode(mode) is not None
+
+
+def label_modes(store: Store, run_id: int) -> dict[str, str]:
+    """The label modes a run offers (mode → title): automatic, reviewed, each rater's,
+    and consensus once two people labelled or someone adjudicated."""
+    modes = {
+        "auto": "Automatic labels (the detector's)",
+        "reviewed": "Reviewed labels (a reviewer's where present, the detector's elsewhere)",
+    }
+    raters = store.rater_labels(run_id)
+    for rater, labels in raters.items():
+        modes[f"{RATER_PREFIX}{rater}"] = (
+            f"{rater}'s labels ({len(labels)} attempts; the detector's elsewhere)"
+        )
+    if len(raters) >= 2 or store.labels(run_id, "consensus"):
+        modes[CONSENSUS] = (
+            "Consensus labels (adjudicated where raters disagreed, else a reviewer's, else "
+            "the detector's)"
+        )
+    return modes
 
 
 def _auto_source(store: Store, run_id: int) -> str | None:
@@ -53,11 +90,22 @@ def ensure_auto_labels(store: Store, run_id: int) -> int:
 
 def effective_labels(store: Store, run_id: int, label_mode: str) -> dict[int, dict[str, Any]]:
     """attempt id → the label row the metrics use in this mode."""
-    if label_mode not in LABEL_MODES:
-        raise ValueError(f"label mode must be one of {LABEL_MODES}")
+    if not is_label_mode(label_mode):
+        raise ValueError(f"label mode must be one of {LABEL_MODES}, {CONSENSUS} or rater:NAME")
     labels = store.labels(run_id, "auto", _auto_source(store, run_id))
-    if label_mode == "reviewed":
+    rater = rater_mode(label_mode)
+    if label_mode in ("reviewed", CONSENSUS):
         labels.update(store.labels(run_id, "human"))
+    if label_mode == CONSENSUS:
+        labels.update(store.labels(run_id, "consensus"))
+    if rater is not None:
+        by_rater = store.rater_labels(run_id)
+        if rater not in by_rater:
+            from gbdesk.errors import UserError
+
+            known = ", ".join(by_rater) or "nobody has labelled yet"
+            raise UserError(f"run {run_id} has no labels by {rater!r} (raters: {known})")
+        labels.update(by_rater[rater])
     return labels
 
 
@@ -80,6 +128,10 @@ def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[It
     return list(by_item.values())
 
 
+#: label modes the flat table serves (consensus and one rater's labels read the labels)
+FLAT_MODES = ("auto", "reviewed", "ppi")
+
+
 def flat_run(store: Store, run_id: int, label_mode: str) -> Any:
     """The run read from the flat table of label facts (`gbdesk.flat.FlatRun`) with the
     labels of `label_mode` ("ppi": the automatic ones), or None when its probe has none."""
@@ -96,7 +148,7 @@ def extra_results(
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
     got = None
-    if flat and probe.has_label_facts:
+    if flat and probe.has_label_facts and label_mode in FLAT_MODES:
         ensure_auto_labels(store, run_id)
         got = probe.flat_extra_results(flat_run(store, run_id, label_mode), run["params"])
     elif flat and isinstance(probe, ScoringProbe):
@@ -114,11 +166,12 @@ def compute_metrics(
     flat: bool = True,
 ) -> dict[str, MetricValue]:
     """The run's metrics from automatic labels ("auto"), reviewed ones ("reviewed": a
-    person's where present), or as prediction-powered estimates ("ppi"); cached. Probes
-    with a flat table compute "auto" and "reviewed" from it (`flat=False`: from every
-    label's JSON, the reference path the flat one must equal)."""
-    if label_mode not in METRIC_MODES:
-        raise ValueError(f"label mode must be one of {METRIC_MODES}")
+    person's where present), consensus or one rater's labels ("consensus", "rater:NAME"),
+    or as prediction-powered estimates ("ppi"); cached. Probes with a flat table compute
+    "auto" and "reviewed" from it (`flat=False`: from every label's JSON, the reference
+    path the flat one must equal)."""
+    if label_mode not in METRIC_MODES and not is_label_mode(label_mode):
+        raise ValueError(f"label mode must be one of {METRIC_MODES}, {CONSENSUS} or rater:NAME")
     run = store.get_run(run_id)
     # Recompute when labels, the run's parameters or the code that computes change.
     params = json.dumps(run["params"], sort_keys=True, default=str)
@@ -155,7 +208,7 @@ def compute_metrics(
         metrics = ppi_metric_values(store, run_id)
     else:
         metrics = None
-        if flat and probe.has_label_facts:
+        if flat and probe.has_label_facts and label_mode in FLAT_MODES:
             metrics = probe.flat_metrics(flat_run(store, run_id, label_mode), run["params"])
         elif flat and isinstance(probe, ScoringProbe):
             metrics = probe.frame_metrics(store.score_frame(run_id), run["params"])
@@ -188,6 +241,21 @@ def _nan(x: float | None) -> float:
 
 def _none(x: float) -> float | None:
     return None if x is None or math.isnan(x) else float(x)
+
+
+def run_extra_results(
+    store: Store, run_id: int, label_mode: str = "auto", flat: bool = True
+) -> dict[str, Any]:
+    """The probe's extra results (`extra_results`) from this mode's labels, plus the
+    run's codebook coding under "coding" when people coded its texts
+    (`gbdesk.coding.coding_summary`)."""
+    extra = extra_results(store, run_id, label_mode, flat=flat)
+    from gbdesk.coding import coding_summary
+
+    coding = coding_summary(store, run_id)
+    if coding is not None:
+        extra = {**extra, "coding": coding}
+    return extra
 
 
 @dataclass
@@ -279,18 +347,25 @@ def run_results(
     500,000 stories loads in seconds without reading every text (`flat=False`: the
     reference path, for the benchmarks)."""
     from gbdesk.findings import run_findings
+    from gbdesk.raters import mode_counts
 
     out = {}
     for run_id in run_ids:
         run = store.get_run(run_id)
         probe = get_probe(run["probe"])
-        metrics = compute_metrics(store, run_id, mode, flat=flat)
-        extra = extra_results(store, run_id, mode, flat=flat)
+        modes = label_modes(store, run_id)
+        # a rater's or the consensus mode where this run has no such labels: reviewed labels
+        used = mode if mode in METRIC_MODES or mode in modes else "reviewed"
+        metrics = compute_metrics(store, run_id, used, flat=flat)
+        extra = run_extra_results(store, run_id, used, flat=flat)
         out[run_id] = {
             "metrics": metrics,
             "review": review_stats(store, run_id, flat=flat),
             "extra": extra,
             "detector": probe.detector_title(run["params"]),
+            "modes": modes,
+            "mode": used,
+            "counts": mode_counts(store, run_id, used) if used not in METRIC_MODES else {},
             "adjusted": adjusted_p_values(metrics),
             "findings": run_findings(
                 run_id, (models or {}).get(run_id, "?"), probe, metrics, extra, run["params"]

@@ -1,7 +1,8 @@
 """The review queue (no Qt): attempts with their automatic and human labels.
 
-Filters select attempts nobody reviewed yet, disagreements (human ≠ automatic), or the
-probe's own filters (`Probe.review_filters`, e.g. undetected attempts and ties); an
+Filters select attempts nobody reviewed yet, disagreements (human ≠ automatic), attempts
+whose raters disagree and nobody adjudicated yet (the disagreement queue), adjudicated ones,
+or the probe's own filters (`Probe.review_filters`, e.g. undetected attempts and ties); an
 optional item filter narrows to items whose metadata match (e.g. `{"source": "bsri"}` —
 what a click on a plot asks for). Hard cases come first, as the probe ranks them
 (`Probe.review_category`, `Probe.review_margin`).
@@ -13,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gbdesk.raters import raters_disagree
 from gbdesk.results import ensure_auto_labels
 from gbdesk.store import Store
 from gbdesk.studies import Probe, get_probe
@@ -22,6 +24,8 @@ BASE_FILTERS = {
     "unreviewed": "Not yet reviewed",
     "sample": "In the random review sample",
     "disagreements": "Disagreements (human ≠ detector)",
+    "rater_disagreements": "Raters disagree (not adjudicated yet)",
+    "adjudicated": "Adjudicated (consensus label)",
 }
 
 
@@ -30,7 +34,9 @@ def filters_for(probe: Probe | None) -> dict[str, str]:
     own = dict(probe.review_filters) if probe is not None else {}
     return {"all": BASE_FILTERS["all"], "unreviewed": BASE_FILTERS["unreviewed"],
             "sample": BASE_FILTERS["sample"], **own,
-            "disagreements": BASE_FILTERS["disagreements"]}  # fmt: skip
+            "disagreements": BASE_FILTERS["disagreements"],
+            "rater_disagreements": BASE_FILTERS["rater_disagreements"],
+            "adjudicated": BASE_FILTERS["adjudicated"]}  # fmt: skip
 
 
 FILTERS = {**BASE_FILTERS, "undetected": "Undecided", "ties": "Ties"}  # every known name
@@ -57,6 +63,18 @@ class ReviewItem:
     extra: dict[str, Any] = field(default_factory=dict)
     probe: Probe | None = field(default=None, repr=False, compare=False)
     in_sample: bool = False  # part of the run's random review sample
+    # several raters: each rater's latest label row, and the adjudicated one
+    rater_labels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    consensus: dict[str, Any] | None = None
+    raters_disagree: bool = False  # raters' latest labels differ on some rated unit
+
+    @property
+    def adjudicated(self) -> bool:
+        return self.consensus is not None
+
+    @property
+    def consensus_by(self) -> str | None:
+        return self.consensus["source"].removeprefix("consensus:") if self.consensus else None
 
     @property
     def reviewed(self) -> bool:
@@ -109,11 +127,17 @@ def review_items(store: Store, run_id: int) -> list[ReviewItem]:
     auto = store.labels(run_id, "auto")
     human = store.labels(run_id, "human")
     extras = probe.review_extras(store, run_id)
+    by_rater: dict[int, dict[str, dict[str, Any]]] = {}
+    for rater, rows in store.rater_labels(run_id).items():
+        for attempt_id, row in rows.items():
+            by_rater.setdefault(attempt_id, {})[rater] = row
+    consensus = store.labels(run_id, "consensus")
     out = []
     for attempt in store.attempts(run_id):
         label = auto.get(attempt["id"], {})
         review = human.get(attempt["id"])
         idx, meta = items.get(attempt["item"], (0, {}))
+        rated = by_rater.get(attempt["id"], {})
         out.append(
             ReviewItem(
                 attempt_id=attempt["id"],
@@ -135,6 +159,9 @@ def review_items(store: Store, run_id: int) -> list[ReviewItem]:
                 probe=probe,
                 in_sample=attempt["id"] in sample,
                 extra=extras.get(attempt["id"], {}),
+                rater_labels=rated,
+                consensus=consensus.get(attempt["id"]),
+                raters_disagree=raters_disagree(probe, rated, meta) if len(rated) > 1 else False,
             )
         )
     return out
@@ -161,6 +188,10 @@ def matches(item: ReviewItem, filter_name: str, item_filter: dict[str, Any] | No
         return item.is_tie
     if filter_name == "disagreements":
         return item.corrected
+    if filter_name == "rater_disagreements":
+        return item.raters_disagree and not item.adjudicated
+    if filter_name == "adjudicated":
+        return item.adjudicated
     return True
 
 

@@ -22,3 +22,16 @@ def store(tmp_path):
     s = Store(tmp_path / "test.sqlite")
     yield s
     s.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _qt_application_first():
+    """One QApplication for the whole session, made before any test runs: the PDF writer
+    makes a bare QGuiApplication when none exists, and a widget test after it would abort
+    the process ("QWidget: Cannot create a QWidget without QApplication")."""
+    try:
+        from PySide6.QtWidgets import QApplication
+    except ImportError:  # Qt-free environments still run the core tests
+        yield None
+        return
+    yield QApplication.instance() or QApplication(["gbdesk-tests"])

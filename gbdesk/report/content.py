@@ -17,13 +17,14 @@ from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.errors import UserError
 from gbdesk.format import fmt
 from gbdesk.paths import resource
+from gbdesk.raters import agreement_blocks, labels_agreement, mode_counts
 from gbdesk.report.blocks import Block, ChartRow, Heading, IntervalChart, Paragraph, Table
 from gbdesk.results import (
     ReviewStats,
     compute_metrics,
     ensure_auto_labels,
-    extra_results,
     review_stats,
+    run_extra_results,
 )
 from gbdesk.stats import MetricValue
 from gbdesk.store import Store
@@ -46,6 +47,7 @@ class RunSection:
     detector: str
     extra: dict[str, Any] = field(default_factory=dict)
     blocks: list[Block] = field(default_factory=list)  # the metric groups, then the study's
+    label_counts: dict[str, int] = field(default_factory=dict)  # several raters (`mode_counts`)
     findings: list[RunFinding] = field(default_factory=list)
 
     @property
@@ -133,6 +135,22 @@ def labels_used(section: RunSection, label_mode: str) -> str:
         )
     if label_mode == "reviewed":
         return f"automatic labels ({section.detector}); none of the {unit} reviewed by a person"
+    counts = section.label_counts
+    if label_mode.startswith("rater:"):
+        rater = label_mode.removeprefix("rater:")
+        return (
+            f"{rater}'s labels: {counts.get('rater', 0):,} of {review.attempts:,} {unit} "
+            f"labelled by {rater}, {section.detector}'s labels elsewhere"
+        )
+    if label_mode == "consensus":
+        unresolved = counts.get("unresolved", 0)
+        return (
+            f"consensus labels: {counts.get('consensus', 0):,} {unit} adjudicated where raters "
+            f"disagreed, a reviewer's label for {counts.get('human', 0):,} {unit} otherwise "
+            f"(the latest, of {counts.get('raters', 0)} rater(s)), {section.detector}'s labels "
+            f"elsewhere"
+            + (f"; {unresolved:,} disagreement(s) not adjudicated yet" if unresolved else "")
+        )
     return f"automatic labels ({section.detector})"
 
 
@@ -293,9 +311,14 @@ def build_report(
             metrics=compute_metrics(store, run_id, label_mode, flat=flat),
             review=review_stats(store, run_id, flat=flat),
             detector=", ".join(detectors) or "—",
-            extra=extra_results(store, run_id, label_mode, flat=flat),
+            extra=run_extra_results(store, run_id, label_mode, flat=flat),
         )
         section.blocks = group_blocks(section) + probe.report_blocks(section.extra, run["params"])
+        raters = list(store.rater_labels(run_id))
+        if len(raters) >= 2:
+            section.blocks += agreement_blocks(labels_agreement(store, run_id), raters)
+        if label_mode not in ("auto", "reviewed", "ppi"):
+            section.label_counts = mode_counts(store, run_id, label_mode)
         section.findings = run_findings(
             run_id, section.model_label, probe, section.metrics, section.extra, run["params"]
         )

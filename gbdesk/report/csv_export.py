@@ -158,6 +158,8 @@ def metric_rows(store: Store, run_id: int) -> list[dict[str, Any]]:
     modes = ["auto"]
     if store.labels(run_id, "human"):
         modes.append("reviewed")
+    if len(store.rater_labels(run_id)) >= 2 or store.labels(run_id, "consensus"):
+        modes.append("consensus")
     rows = []
     for mode in modes:
         for name, m in compute_metrics(store, run_id, mode).items():
@@ -221,7 +223,8 @@ def probe_tables(
 
 
 def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> list[Path]:
-    """Write attempts.csv, metrics.csv and each probe's own tables for the runs."""
+    """Write attempts.csv, metrics.csv, each probe's own tables for the runs, and codes.csv
+    with codebook.csv for runs whose texts were coded."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise UserError(f"--csv must name a folder, and {out} is a file")
@@ -237,7 +240,10 @@ def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> lis
                 all_columns.append(c)
         all_rows += rows
         metrics += metric_rows(store, run_id)
-        for name, (cols, table_rows) in probe_tables(store, run_id).items():
+        from gbdesk.coding import csv_tables
+
+        tables = {**probe_tables(store, run_id), **csv_tables(store, run_id)}
+        for name, (cols, table_rows) in tables.items():
             known_cols, known_rows = extra.setdefault(name, ([], []))
             known_cols += [c for c in cols if c not in known_cols]
             known_rows += table_rows

@@ -999,43 +999,114 @@ class Store:
         label: str,
         data: dict[str, Any] | None = None,
         evidence: list[Any] | None = None,
+        facet: str = "",
     ) -> int:
-        """Record a reviewer's label; earlier human labels stay as history."""
+        """Record a reviewer's label; earlier human labels stay as history. `facet`: ''
+        for the probe's own label, e.g. 'codes' for a codebook coding."""
         reviewer = reviewer.strip() or "reviewer"
+        return self._add_label(
+            attempt_id, "human", f"human:{reviewer}", label, data, evidence, facet
+        )
+
+    def add_consensus_label(
+        self,
+        attempt_id: int,
+        decided_by: str,
+        label: str,
+        data: dict[str, Any] | None = None,
+        evidence: list[Any] | None = None,
+        facet: str = "",
+    ) -> int:
+        """Record an adjudicated label (raters disagreed; `decided_by` settled it)."""
+        decided_by = decided_by.strip() or "reviewer"
+        return self._add_label(
+            attempt_id, "consensus", f"consensus:{decided_by}", label, data, evidence, facet
+        )
+
+    def _add_label(
+        self,
+        attempt_id: int,
+        kind: str,
+        source: str,
+        label: str,
+        data: dict[str, Any] | None,
+        evidence: list[Any] | None,
+        facet: str,
+    ) -> int:
         with self._write():
             cur = self.conn.execute(
                 "INSERT INTO labels (attempt_id, kind, source, label, data_json, evidence_json, "
-                "created_at) VALUES (?, 'human', ?, ?, ?, ?, ?)",
+                "created_at, facet) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     attempt_id,
-                    f"human:{reviewer}",
+                    kind,
+                    source,
                     label,
                     json.dumps(data) if data is not None else None,
                     json.dumps(evidence) if evidence is not None else None,
                     now(),
+                    facet,
                 ),
             )
         return int(cur.lastrowid)
 
-    def labels(
-        self, run_id: int, kind: str, source_prefix: str | None = None
-    ) -> dict[int, dict[str, Any]]:
-        """The latest label of `kind` ('auto' or 'human') per attempt of a run; with
-        `source_prefix`, only labels whose source starts with it (one extractor's)."""
+    def _label_rows(
+        self, run_id: int, kind: str, source_prefix: str | None, facet: str
+    ) -> list[dict[str, Any]]:
         rows = self.query(
             """
             SELECT l.* FROM labels l JOIN attempts a ON a.id = l.attempt_id
             WHERE a.run_id = ? AND l.kind = ? AND l.source LIKE ? ESCAPE '\\'
-            ORDER BY l.id
+            AND l.facet = ? ORDER BY l.id
             """,
-            (run_id, kind, _like_prefix(source_prefix)),
+            (run_id, kind, _like_prefix(source_prefix), facet),
         )
-        latest: dict[int, dict[str, Any]] = {}
         for row in rows:
             row["data"] = _loads(row.pop("data_json"))
             row["evidence"] = _loads(row.pop("evidence_json"))
-            latest[row["attempt_id"]] = row
-        return latest
+        return rows
+
+    def labels(
+        self, run_id: int, kind: str, source_prefix: str | None = None, facet: str = ""
+    ) -> dict[int, dict[str, Any]]:
+        """The latest label of `kind` ('auto', 'human' or 'consensus') per attempt of a
+        run; with `source_prefix`, only labels whose source starts with it (one
+        extractor's). `facet`: '' (the probe's own label) unless asked otherwise."""
+        return {
+            row["attempt_id"]: row for row in self._label_rows(run_id, kind, source_prefix, facet)
+        }
+
+    def rater_labels(
+        self, run_id: int, facet: str = "", kind: str = "human", which: str = "latest"
+    ) -> dict[str, dict[int, dict[str, Any]]]:
+        """rater → attempt id → that rater's label ("latest", or "first": the label the
+        rater gave before any change). Raters are the `<name>` of `human:<name>` (of
+        `consensus:<name>` for kind 'consensus'), in order of their first label."""
+        if which not in ("latest", "first"):
+            raise ValueError("which must be 'latest' or 'first'")
+        out: dict[str, dict[int, dict[str, Any]]] = {}
+        prefix = f"{kind}:"
+        for row in self._label_rows(run_id, kind, prefix, facet):
+            by_attempt = out.setdefault(row["source"].removeprefix(prefix), {})
+            if which == "latest" or row["attempt_id"] not in by_attempt:
+                by_attempt[row["attempt_id"]] = row
+        return out
+
+    def raters(self) -> list[str]:
+        """Every rater of the probes' own labels in the database (`human:<name>`), sorted."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT source FROM labels WHERE kind = 'human' AND facet = ''"
+        )
+        return sorted({r[0].removeprefix("human:") for r in rows})
+
+    def label_facets(self, run_id: int) -> list[str]:
+        """The facets with a human or consensus label in this run ('' first)."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT l.facet FROM labels l JOIN attempts a ON a.id = l.attempt_id "
+            "WHERE a.run_id = ? AND l.kind != 'auto' ORDER BY l.facet",
+            (run_id,),
+        )
+        return [r[0] for r in rows]
 
     def unlabelled_attempts(self, run_id: int, source_prefix: str | None) -> list[dict[str, Any]]:
         """Attempts of a run (id, item, response) without an automatic label whose source
@@ -1162,6 +1233,87 @@ class Store:
             (run_id,),
         ).fetchone()
         return f"{n_attempts}:{max_attempt}:{n_labels}:{max_label}"
+
+    # -- codebooks and the attempts drawn for coding -------------------------------------
+    def codebook(self, run_id: int) -> list[dict[str, Any]]:
+        """The run's codes in order: code (a stable key), name, definition, origin,
+        changed_by, changed_at."""
+        return self.query(
+            "SELECT code, name, definition, position, origin, changed_by, changed_at "
+            "FROM codebook WHERE run_id = ? ORDER BY position, code",
+            (run_id,),
+        )
+
+    def put_code(
+        self,
+        run_id: int,
+        code: str,
+        name: str,
+        definition: str = "",
+        *,
+        origin: str = "",
+        changed_by: str | None = None,
+        position: int | None = None,
+    ) -> None:
+        """Add a code to the run's codebook, or change its name and definition (its key,
+        which the stored codings refer to, stays)."""
+        self._run_row(run_id)
+        with self._write():
+            existing = self.conn.execute(
+                "SELECT position, origin FROM codebook WHERE run_id = ? AND code = ?",
+                (run_id, code),
+            ).fetchone()
+            if existing is not None:
+                self.conn.execute(
+                    "UPDATE codebook SET name = ?, definition = ?, changed_by = ?, "
+                    "changed_at = ? WHERE run_id = ? AND code = ?",
+                    (name, definition, changed_by, now(), run_id, code),
+                )
+                return
+            if position is None:
+                position = self.conn.execute(
+                    "SELECT COALESCE(MAX(position), -1) + 1 FROM codebook WHERE run_id = ?",
+                    (run_id,),
+                ).fetchone()[0]
+            self.conn.execute(
+                "INSERT INTO codebook (run_id, code, name, definition, position, origin, "
+                "changed_by, changed_at) VALUES (?,?,?,?,?,?,?,?)",
+                (run_id, code, name, definition, position, origin, changed_by, now()),
+            )
+
+    def save_coding_selection(
+        self, run_id: int, rows: Iterable[dict[str, Any]], rule: dict[str, Any]
+    ) -> None:
+        """Replace the run's attempts drawn for coding (attempt_id, category, reason, in
+        order) and the rule that drew them (codings already made stay)."""
+        with self._write():
+            self.conn.execute("DELETE FROM coding_selection WHERE run_id = ?", (run_id,))
+            self.conn.executemany(
+                "INSERT INTO coding_selection (run_id, attempt_id, position, category, reason) "
+                "VALUES (?,?,?,?,?)",
+                [
+                    (run_id, int(r["attempt_id"]), i, r["category"], r.get("reason", ""))
+                    for i, r in enumerate(rows)
+                ],
+            )
+            self.conn.execute(
+                "INSERT OR REPLACE INTO coding_selection_info (run_id, rule_json, drawn_at) "
+                "VALUES (?, ?, ?)",
+                (run_id, json.dumps(rule, sort_keys=True), now()),
+            )
+
+    def coding_selection(self, run_id: int) -> list[dict[str, Any]]:
+        return self.query(
+            "SELECT attempt_id, category, reason FROM coding_selection WHERE run_id = ? "
+            "ORDER BY position",
+            (run_id,),
+        )
+
+    def coding_selection_info(self, run_id: int) -> dict[str, Any] | None:
+        rows = self.query("SELECT * FROM coding_selection_info WHERE run_id = ?", (run_id,))
+        if not rows:
+            return None
+        return {"rule": _loads(rows[0]["rule_json"], {}), "drawn_at": rows[0]["drawn_at"]}
 
     # -- the random review sample --------------------------------------------------------
     def save_review_sample(

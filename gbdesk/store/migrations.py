@@ -197,6 +197,80 @@ def _v5(conn: sqlite3.Connection) -> None:
 
 
 def _v6(conn: sqlite3.Connection) -> None:
+    """Several raters. Labels get a third kind, 'consensus' (an adjudicated label; source
+    `consensus:<who decided>`), and a `facet`: '' is the probe's own label, another name a
+    label of something else about the attempt (e.g. 'codes': a codebook coding, several
+    codes per story). SQLite cannot alter a CHECK constraint, so the labels table is
+    rebuilt with the same ids, rows and indexes. Each run may carry its own codebook and
+    the drawn selection of attempts to code."""
+    conn.execute(
+        """
+        CREATE TABLE labels_v6 (
+            id INTEGER PRIMARY KEY,
+            attempt_id INTEGER NOT NULL REFERENCES attempts(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL CHECK (kind IN ('auto', 'human', 'consensus')),
+            source TEXT NOT NULL,
+            label TEXT NOT NULL,
+            data_json TEXT,
+            evidence_json TEXT,
+            created_at TEXT NOT NULL,
+            facet TEXT NOT NULL DEFAULT ''
+        )
+        """
+    )
+    conn.execute(
+        "INSERT INTO labels_v6 (id, attempt_id, kind, source, label, data_json, evidence_json, "
+        "created_at) SELECT id, attempt_id, kind, source, label, data_json, evidence_json, "
+        "created_at FROM labels ORDER BY id"
+    )
+    conn.execute("DROP TABLE labels")  # its indexes go with it
+    conn.execute("ALTER TABLE labels_v6 RENAME TO labels")
+    conn.execute(
+        "CREATE UNIQUE INDEX labels_auto_once ON labels(attempt_id, source) WHERE kind = 'auto'"
+    )
+    conn.execute("CREATE INDEX labels_by_attempt ON labels(attempt_id, kind, id)")
+    conn.execute(
+        """
+        CREATE TABLE codebook (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            code TEXT NOT NULL,
+            name TEXT NOT NULL,
+            definition TEXT NOT NULL DEFAULT '',
+            position INTEGER NOT NULL,
+            origin TEXT NOT NULL DEFAULT '',
+            changed_by TEXT,
+            changed_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, code)
+        )
+        """
+    )
+    conn.execute(
+        """
+        CREATE TABLE coding_selection (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            attempt_id INTEGER NOT NULL REFERENCES attempts(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            category TEXT NOT NULL,
+            reason TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (run_id, attempt_id)
+        )
+        """
+    )
+    conn.execute(
+        """
+        CREATE TABLE coding_selection_info (
+            run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+            rule_json TEXT NOT NULL,
+            drawn_at TEXT NOT NULL
+        )
+        """
+    )
+    problems = conn.execute("PRAGMA foreign_key_check(labels)").fetchall()
+    if problems:
+        raise sqlite3.IntegrityError(f"labels rebuilt with broken references: {problems[:3]}")
+
+
+def _v7(conn: sqlite3.Connection) -> None:
     """The flat table of label facts (e.g. one row per extracted character): what fast
     metrics read instead of every label's JSON. Written with the labels of an import; any
     label without them (older databases, reviewed or relabelled ones) is flattened on the
@@ -222,7 +296,7 @@ def _v6(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX labels_unflat ON labels (attempt_id) WHERE flat IS NULL")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -22,7 +22,7 @@ import re
 import string
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -219,6 +219,17 @@ class LabellingPass:
 
 
 @dataclass(frozen=True)
+class CodingCandidates:
+    """The attempts a probe proposes for coding with a codebook, by category
+    (`Probe.coding_candidates`): the rule in words, the categories in the order samples are
+    drawn, and (attempt id, category, why) for every attempt in a category."""
+
+    rule: str
+    categories: list[str]
+    matches: list[tuple[int, str, str]]
+
+
+@dataclass(frozen=True)
 class Finding:
     """One result of a run in a plain sentence, for the Findings view (Results) and page 1
     of the report; Qt-free. A study returns them from `Probe.findings`.
@@ -378,6 +389,10 @@ class Probe(ABC):
     #: what the random review sample draws and prediction-powered metrics resample: the
     #: unit the metrics average over ("attempt", or "item" for means over items)
     ppi_unit: ClassVar[str] = "attempt"
+    #: the Qt view of the Review pane's coding mode (texts coded with a codebook, several
+    #: codes per text), "module:Class" as `review_view`; None: this probe has no coding mode
+    coding_view: ClassVar[str | None] = None
+    coding_title: ClassVar[str] = "Codes"  # what the coding mode is called
     #: a metric's name for people (the app, the report), by name or pattern like the card's
     #: `metrics` ("masculine_rate_{source}": "Share of male characters, {source} items"); the
     #: stored key stays in CSV and JSON (`metric_title`)
@@ -620,6 +635,37 @@ class Probe(ABC):
         """`estimated_accuracy` with the automatic labels read from a `FlatRun`: (whether it
         could be computed this way, the value)."""
         return False, None
+
+
+    # -- several raters ----------------------------------------------------------------------
+    def rated_units(
+        self, label: dict[str, Any], metadata: dict[str, Any]
+    ) -> dict[str, dict[str, Hashable]]:
+        """What a label says, as the units raters agree or disagree on: label kind → {part of
+        the attempt → value}, from a label row ({label, data, …}). Agreement between raters
+        is computed per kind over (attempt, part) units; a part left out (or None) is not
+        rated. The default: the label string, one unit per attempt."""
+        return {"label": {"": label.get("label")}}
+
+    def rating_kinds(self) -> dict[str, str]:
+        """Titles of the kinds `rated_units` returns (kind → words for tables)."""
+        return {"label": "Label"}
+
+    def default_codebook(self) -> dict[str, Any] | None:
+        """The codebook a run of this probe starts with in the coding mode: {"codes": [{code,
+        name, definition}, …], "origin": provenance in words}; None: an empty codebook."""
+        return None
+
+    def coding_candidates(
+        self,
+        attempts: list[dict[str, Any]],
+        params: dict[str, Any] | None,
+        threshold: float | None = None,
+    ) -> CodingCandidates | None:
+        """The attempts worth coding with the codebook, by category (`attempts` as in
+        `export_tables`, each with its `id`); `threshold` tunes a probe's rule (None: its
+        default). None: no selection rule (any attempt may be coded)."""
+        return None
 
     # -- resampling (paired comparisons, prediction-powered bootstraps) --------------------
     def resampled_metrics(

@@ -152,6 +152,13 @@ class CharacterProfileProbe(GenerationProbe):
     def detector_title(self, params: dict[str, Any] | None) -> str:
         return "the pronoun detector"
 
+    # -- several raters: one gender per generation ------------------------------------------
+    def rating_kinds(self) -> dict[str, str]:
+        return {"gender": "Character gender"}
+
+    def rated_units(self, label: dict[str, Any], metadata: dict[str, Any]) -> dict[str, dict]:
+        return {"gender": {"": label.get("label")}}
+
     metric_titles: ClassVar[dict[str, str]] = _TITLES
     audit_priority: ClassVar[int] = 10
 

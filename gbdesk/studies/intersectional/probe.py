@@ -654,6 +654,15 @@ class IntersectionalProbe(ChainProbe):
         label = answers_label(answers)
         return {"label": label["label"], "data": label["data"], "evidence": None}
 
+    # -- several raters: one answer option per (role, category) ----------------------------
+    def rating_kinds(self) -> dict[str, str]:
+        return {"option": "Answer option"}
+
+    def rated_units(self, label: dict[str, Any], metadata: dict[str, Any]) -> dict[str, dict]:
+        """Per category id (1–16): the option chosen (an unparsed answer is not rated)."""
+        answers = (label.get("data") or {}).get("answers") or {}
+        return {"option": {str(c): (a or {}).get("option") for c, a in answers.items()}}
+
     # -- resampling ---------------------------------------------------------------------------
     def resampled_metrics(
         self,

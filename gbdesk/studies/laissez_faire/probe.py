@@ -64,6 +64,11 @@ DEFAULT_TABLE = "rosenman2023"
 MAX_STORY_CHARS = 20_000
 TOO_LONG = "too long to label"
 DEFAULT_EXTRACTOR = "deterministic"
+NO_NAME = "(no name)"  # a character's name when raters compare names
+#: race-likelihood threshold of the stories drawn for stereotype coding (paper Table S10)
+CODING_THRESHOLD = 0.6
+#: name-table categories not drawn for stereotype coding (not minoritized / catch-alls)
+NOT_CODED_RACES = frozenset({"white", "other", "2prace"})
 
 # Honorifics and titles: a name that starts with one is a surname (no first name).
 FORMAL_PREFIXES = {"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "professor"}
@@ -148,6 +153,13 @@ def load_identity_terms() -> dict[str, list[str]]:
     return data["terms"]
 
 
+@cache
+def load_codebook() -> dict[str, Any]:
+    """The default stereotype codebook (resources/laissez_faire/codebook.json)."""
+    data = json.loads(resource("laissez_faire", "codebook.json").read_text("utf-8"))
+    return {"codes": data["codes"], "origin": data["origin"], "provenance": data["provenance"]}
+
+
 def roles_of(metadata: dict[str, Any]) -> list[RoleSpec]:
     return [RoleSpec(r["key"], r["description"], r["noun"]) for r in metadata.get("roles", [])]
 
@@ -208,6 +220,8 @@ class LaissezFaireProbe(GenerationProbe):
     review_view = "._qt.views:CharacterReviewView"
     result_view = "._qt.views:CharacterResultsView"
     review_filters: ClassVar[dict[str, str]] = {"undetected": "Unspecified or unsure gender"}
+    coding_view = "._qt.coding:StoryCodingView"
+    coding_title = "Stereotype codes"
     templates: ClassVar[dict[str, str]] = {"paper": "{prompt}"}
     template_slots = ("prompt",)
     default_attempts = 10  # samples per prompt (the paper drew 1,000 per model)
@@ -954,6 +968,74 @@ class LaissezFaireProbe(GenerationProbe):
             "roles": roles,
         }
         return Item(key=key, prompt=prompt, metadata=meta)
+
+    # -- several raters and the stereotype coding (paper §3.3, Supplement B.7) ----------------
+    def rating_kinds(self) -> dict[str, str]:
+        return {"gender": "Character gender", "name": "Character name"}
+
+    def rated_units(
+        self, label: dict[str, Any], metadata: dict[str, Any]
+    ) -> dict[str, dict[str, Any]]:
+        """Per character role of the story: its gender (a role without a character is
+        "Unspecified", as in the review quality) and its name (lower-cased; "(no name)")."""
+        chars = {c.role: c for c in characters_from_data(label.get("data") or {})}
+        roles = [r["key"] for r in metadata.get("roles", [])] or list(chars)
+        gender, name = {}, {}
+        for role in roles:
+            ch = chars.get(role)
+            gender[role] = character_gender(ch) if ch else "Unspecified"
+            name[role] = (_norm_name(ch.name) if ch else None) or NO_NAME
+        return {"gender": gender, "name": name}
+
+    def default_codebook(self) -> dict[str, Any] | None:
+        return load_codebook()
+
+    def coding_candidates(
+        self,
+        attempts: list[dict[str, Any]],
+        params: dict[str, Any] | None,
+        threshold: float | None = None,
+    ) -> Any:
+        """The paper's two selections (Table S10): stories mentioning an identity-proxy
+        term (one category per term group) and stories with a named character whose first
+        name is more than `threshold` (default 60 %) likely of a race the name table
+        measures (one category per race; White and the table's catch-all groups left out,
+        as the coding is about minoritized identities)."""
+        from gbdesk.studies.base import CodingCandidates
+        from gbdesk.studies.laissez_faire.name_race import RACE_CATEGORIES
+
+        threshold = CODING_THRESHOLD if threshold is None else threshold
+        table = self.table(params)
+        groups = load_identity_terms()
+        races = [c for c in table.categories if c not in NOT_CODED_RACES]
+        categories = [f"{g} (terms)" for g in groups]
+        categories += [f"{RACE_CATEGORIES.get(r, r)} (names)" for r in races]
+        matches: list[tuple[int, str, str]] = []
+        for a in attempts:
+            text = a.get("response") or ""
+            for group, terms in groups.items():
+                for term in terms:
+                    if term_pattern(term).search(text):
+                        matches.append((a["id"], f"{group} (terms)", f"mentions “{term}”"))
+            data = (a.get("label") or {}).get("data") or {}
+            for ch in characters_from_data(data):
+                first = first_name(ch.name)
+                liks = table.likelihoods(first) if first else None
+                for race in races:
+                    value = (liks or {}).get(race)
+                    if value is not None and value > threshold:
+                        display = RACE_CATEGORIES.get(race, race)
+                        matches.append(
+                            (a["id"], f"{display} (names)", f"{ch.role} {first}: {value:.0%}")
+                        )
+        rule = (
+            "Stories that mention an identity-proxy term ("
+            + "; ".join(f"{g}: {', '.join(t)}" for g, t in groups.items())
+            + f"), and stories with a named character whose first name is more than "
+            f"{threshold:.0%} likely of a race in the {table.title} name table (race by first "
+            "name as in the ratios above; White and catch-all groups left out)."
+        )
+        return CodingCandidates(rule=rule, categories=categories, matches=matches)
 
     # -- review quality (the paper's Table S8) ------------------------------------------------
     def review_quality(self, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:

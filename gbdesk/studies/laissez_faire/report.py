@@ -306,4 +306,29 @@ def blocks(extra: dict[str, Any]) -> list[Block]:
                 "(subordinate / dominant).",
             )
         )
+    if extra.get("coding"):
+        out += stereotype_blocks(extra["coding"])
     return out
+
+
+def stereotype_blocks(summary: dict[str, Any]) -> list[Block]:
+    """The stereotype coding of stories about omitted identities (paper §3.3, Supplement
+    B.7, Table 4): selection, codebook, agreement, clusters, representative stories."""
+    from gbdesk.coding import coding_blocks
+    from gbdesk.studies.laissez_faire.probe import load_codebook
+
+    provenance = load_codebook()["provenance"]
+    return [
+        Heading("Stereotypes in stories about omitted identities"),
+        Paragraph(
+            "As in Shieh et al. (2024, §3.3 and Supplement B.7): stories that mention an "
+            "identity-proxy term or whose named characters are likely of a minoritized race "
+            "were drawn per category, coded by several raters with a codebook of stereotypes "
+            "(several codes per story), disagreements adjudicated, and the stories clustered "
+            "by their combination of codes; one story from the largest cluster of each "
+            "category is quoted (the paper's Table 4).",
+            "muted",
+        ),
+        *coding_blocks(summary),
+        Paragraph(f"Codebook provenance: {provenance['definitions']}", "notice"),
+    ]

@@ -43,6 +43,10 @@ class ReportsPane(QWidget):
         self.mode_combo.addItem(
             "Prediction-powered (automatic + the reviewed random sample)", "ppi"
         )
+        self.mode_combo.addItem(
+            "Consensus labels (adjudicated where raters disagreed, else a reviewer's)",
+            "consensus",
+        )
         self.pdf_button = QPushButton("Export &PDF report…")
         self.pdf_button.clicked.connect(self.choose_pdf)
         self.csv_button = QPushButton("Export C&SV files…")
@@ -86,11 +90,24 @@ class ReportsPane(QWidget):
     def refresh(self) -> None:
         self.ctx.tasks.with_store(
             self.ctx.db_path,
-            runs_with_generations,
-            on_done=self._show,
+            lambda store: (runs_with_generations(store), store.raters()),
+            on_done=self._show_runs_and_raters,
             on_error=self.banner.error,
             key="reports.runs",
         )
+
+    def _show_runs_and_raters(self, loaded: tuple[list[dict[str, Any]], list[str]]) -> None:
+        runs, raters = loaded
+        self._offer_raters(raters)
+        self._show(runs)
+
+    def _offer_raters(self, raters: list[str]) -> None:
+        """One "<rater>'s labels" choice per person who labelled (a run without that
+        rater's labels cannot be exported with it: the export says so)."""
+        for rater in raters:
+            key = f"rater:{rater}"
+            if self.mode_combo.findData(key) < 0:
+                self.mode_combo.addItem(f"{rater}'s labels (the detector's elsewhere)", key)
 
     def _show(self, runs: list[dict[str, Any]]) -> None:
         checked = set(self.checked_runs())

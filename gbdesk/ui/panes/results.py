@@ -60,6 +60,27 @@ def _compute(
     return run_results_apart(store, run_ids, mode, models=models)
 
 
+def _several_raters_basis(result: dict[str, Any]) -> str:
+    """Which labels a rater's or the consensus mode used, in words."""
+    used, counts = result["mode"], result.get("counts") or {}
+    if used == "consensus":
+        text = (
+            f"computed from <b>consensus labels</b>: {counts.get('consensus', 0):,} adjudicated "
+            f"where raters disagreed, a reviewer's label for {counts.get('human', 0):,} "
+            "attempts otherwise, the detector's elsewhere"
+        )
+        if counts.get("unresolved"):
+            text += f" ({counts['unresolved']:,} disagreement(s) not adjudicated yet)"
+        return text
+    if used.startswith("rater:"):
+        rater = html.escape(used.removeprefix("rater:"))
+        return (
+            f"computed from <b>{rater}'s labels</b> ({counts.get('rater', 0):,} attempts), "
+            "the detector's elsewhere"
+        )
+    return f"computed from <b>{html.escape(used)}</b> labels (this run has no such labels)"
+
+
 def comparison_pairs(runs: list[dict[str, Any]]) -> list[tuple[int, int]]:
     """(A, B): each later ticked run of a probe against the first ticked run of it."""
     first: dict[str, int] = {}
@@ -328,6 +349,7 @@ class ResultsPane(QWidget):
         if mode != self.mode() or run_ids != self.checked_runs():
             return  # the selection changed meanwhile; a newer computation is on its way
         self.results = results
+        self._offer_modes(results)
         self._render()
         pairs = comparison_pairs([self.run(r) for r in run_ids])
         self.comparisons = []
@@ -350,6 +372,17 @@ class ResultsPane(QWidget):
             return
         self._show_comparisons(comparisons, run_ids)
         self.top_tabs.setCurrentIndex(1)
+
+    def _offer_modes(self, results: dict[int, dict[str, Any]]) -> None:
+        """Add each rater's and the consensus mode the ticked runs offer to the choice."""
+        offered = {}
+        for r in results.values():
+            offered.update({k: v for k, v in r.get("modes", {}).items() if k not in MODES})
+        self.mode_combo.blockSignals(True)
+        for key, text in offered.items():
+            if self.mode_combo.findData(key) < 0:
+                self.mode_combo.addItem(text, key)
+        self.mode_combo.blockSignals(False)
 
     def _render(self) -> None:
         run_ids = [r for r in self.checked_runs() if r in self.results]
@@ -375,6 +408,10 @@ class ResultsPane(QWidget):
         elif mode == "auto":
             detectors = sorted({self.results[r]["detector"] for r in run_ids})
             basis = f"Computed from <b>automatic labels</b> ({html.escape(', '.join(detectors))})."
+        elif mode not in MODES:
+            basis = "; ".join(
+                f"Run {r}: " + _several_raters_basis(self.results[r]) for r in run_ids
+            )
         else:
             basis = (
                 f"Computed from <b>reviewed labels</b>: {reviewed:,} human label(s) "

@@ -10,6 +10,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QHBoxLayout,
     QLabel,
@@ -18,6 +19,7 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QPushButton,
     QSplitter,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -34,14 +36,43 @@ log = logging.getLogger(__name__)
 
 
 def _stats(store, run_id: int):
-    """Review statistics and the random review sample's progress."""
+    """Review statistics, the random review sample's progress, and the agreement between
+    raters (None while fewer than two people labelled)."""
     from gbdesk.ppi_metrics import sample_progress
 
-    return review_stats(store, run_id), sample_progress(store, run_id)
+    agreement = None
+    if len(store.rater_labels(run_id)) >= 2:
+        from gbdesk.raters import labels_agreement
+
+        agreement = labels_agreement(store, run_id)
+    return review_stats(store, run_id), sample_progress(store, run_id), agreement
 
 
 def _load(store, run_id: int, filter_name: str, item_filter: dict | None, order: str):
     return review_queue(store, run_id, filter_name, item_filter, order), _stats(store, run_id)
+
+
+def agreement_line(agreement: dict[str, Any]) -> str:
+    """One line of the agreement between raters per label kind (current labels)."""
+
+    def num(x: float | None) -> str:
+        return "—" if x is None else f"{x:.2f}"
+
+    parts = []
+    for kind in agreement.values():
+        now = kind["current"]
+        if not now["n_units_overlap"]:
+            continue
+        adj = kind["adjudication"]
+        parts.append(
+            f"{html.escape(kind['title'])}: {now['percent_agreement']['pairwise']:.0%} agree, "
+            f"κ {num(now['cohen_kappa']['value'])}, α {num(now['krippendorff_alpha']['value'])} "
+            f"over {now['n_units_overlap']} units; {adj['n_disputed']} disputed, "
+            f"{adj['n_adjudicated']} adjudicated"
+        )
+    if not parts:
+        return "Raters: no unit rated by two people yet."
+    return "<b>Agreement between raters</b> — " + " · ".join(parts) + "."
 
 
 class ReviewPane(QWidget):
@@ -73,16 +104,30 @@ class ReviewPane(QWidget):
         self.order_combo.currentIndexChanged.connect(self.reload)
         self.reviewer = QLineEdit(ctx.reviewer)
         self.reviewer.setPlaceholderText("your name")
-        self.reviewer.editingFinished.connect(
-            lambda: ctx.settings.setValue("reviewer", self.reviewer.text().strip())
+        self.reviewer.editingFinished.connect(self._reviewer_changed)
+        self.adjudicate = QCheckBox("Ad&judicate")
+        self.adjudicate.setToolTip(
+            "Decide where raters disagree: the labels (or codes) you give now are stored as "
+            "the consensus, with your name, apart from every rater's own labels. Use the "
+            "filter “Raters disagree” to see what is left to decide."
         )
         # views that show each reviewer's own label follow a change of name
         self.reviewer.editingFinished.connect(lambda: self._show_current(self.queue.currentRow()))
+        self.adjudicate.toggled.connect(self._adjudicate_toggled)
+        self.mode_combo = QComboBox()
+        self.mode_combo.addItem("Labels", "labels")
+        self.mode_combo.setToolTip(
+            "Labels: check the automatic labels. The study's coding mode: code texts with a "
+            "codebook (several codes per text), as several raters, and adjudicate."
+        )
+        self.mode_combo.setVisible(False)
+        self.mode_combo.currentIndexChanged.connect(self._mode_changed)
         self.filter_chip = QPushButton()
         self.filter_chip.setVisible(False)
         self.filter_chip.setToolTip("Clear this filter")
         self.filter_chip.clicked.connect(self.clear_item_filter)
         top = QHBoxLayout()
+        self._top_labels: dict[QWidget, QLabel] = {}
         for label, w in (
             ("Ru&n", self.run_combo),
             ("&Show", self.filter_combo),
@@ -91,8 +136,11 @@ class ReviewPane(QWidget):
         ):
             lab = QLabel(label)
             lab.setBuddy(w)
+            self._top_labels[w] = lab
             top.addWidget(lab)
             top.addWidget(w)
+        top.addWidget(self.adjudicate)
+        top.addWidget(self.mode_combo)
         top.addWidget(self.filter_chip)
         top.addStretch(1)
         self.sample_button = QPushButton("Draw a review &sample…")
@@ -112,6 +160,8 @@ class ReviewPane(QWidget):
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.buttons = QHBoxLayout()
+        self.adopt_row = QHBoxLayout()  # "take <rater>'s label" when adjudicating
+        self.adopt_buttons: list[QPushButton] = []
         self.label_buttons: list[QPushButton] = []
         self.confirm_button = QPushButton("Confirm detector's label  (Enter)")
         self.confirm_button.clicked.connect(self.confirm)
@@ -124,6 +174,7 @@ class ReviewPane(QWidget):
         rl.setContentsMargins(0, 0, 0, 0)
         rl.addLayout(self.view_holder, 1)
         rl.addWidget(self.status)
+        rl.addLayout(self.adopt_row)
         rl.addLayout(self.buttons)
         splitter = QSplitter()
         splitter.addWidget(self.queue)
@@ -141,7 +192,18 @@ class ReviewPane(QWidget):
         )
         layout.addWidget(self.banner)
         layout.addLayout(top)
-        layout.addWidget(splitter, 1)
+        from gbdesk.ui.coding_panel import CodingPanel
+
+        self.coding = CodingPanel(
+            ctx,
+            lambda: self.reviewer.text().strip(),
+            self.adjudicate.isChecked,
+            self.banner,
+        )
+        self.stack = QStackedWidget()
+        self.stack.addWidget(splitter)
+        self.stack.addWidget(self.coding)
+        layout.addWidget(self.stack, 1)
         layout.addWidget(self.stats)
 
         for seq in ("Return", "Enter"):
@@ -215,6 +277,8 @@ class ReviewPane(QWidget):
             return
         if probe_name != self.view_probe:
             self._install_view(probe_name)
+        if self.coding_mode():
+            self.coding.set_run(self.run_id(), probe_name)
         self.reload()
 
     def _fill_filters(self, probe_name: str | None) -> None:
@@ -258,6 +322,64 @@ class ReviewPane(QWidget):
                 self._label_shortcuts.append(shortcut)
         self.buttons.addWidget(self.confirm_button)
         self.buttons.addStretch(1)
+        self._offer_coding(probe)
+
+    # -- the coding mode (texts coded with a codebook) ----------------------------------------
+    def _offer_coding(self, probe) -> None:
+        """Offer the probe's coding mode, if it has one (keeping the mode chosen)."""
+        coding = self.coding_mode()
+        self.mode_combo.blockSignals(True)
+        while self.mode_combo.count() > 1:
+            self.mode_combo.removeItem(1)
+        if probe.coding_view:
+            self.mode_combo.addItem(probe.coding_title, "coding")
+        self.mode_combo.setVisible(bool(probe.coding_view))
+        self.mode_combo.setCurrentIndex(1 if coding and probe.coding_view else 0)
+        self.mode_combo.blockSignals(False)
+        self._apply_mode()
+
+    def coding_mode(self) -> bool:
+        return self.mode_combo.currentData() == "coding"
+
+    def set_coding_mode(self, on: bool) -> None:
+        index = self.mode_combo.findData("coding" if on else "labels")
+        if index >= 0:
+            self.mode_combo.setCurrentIndex(index)
+
+    def _mode_changed(self, *_: Any) -> None:
+        self._apply_mode()
+        if self.coding_mode():
+            self.coding.set_run(self.run_id(), self.probe_name())
+        else:
+            self.reload()
+
+    def _apply_mode(self) -> None:
+        coding = self.coding_mode()
+        self.stack.setCurrentIndex(1 if coding else 0)
+        # the labels' filter, order, sample and statistics mean nothing to the coding
+        for widget in (self.filter_combo, self.order_combo, self.sample_button, self.stats):
+            widget.setVisible(not coding)
+            if widget in self._top_labels:
+                self._top_labels[widget].setVisible(not coding)
+        for shortcut in self._label_shortcuts:
+            shortcut.setEnabled(not coding)
+
+    def _reviewer_changed(self) -> None:
+        """Remember the name; in the coding mode, show the queue and progress as this
+        rater's (what they coded, what is left)."""
+        self.ctx.settings.setValue("reviewer", self.reviewer.text().strip())
+        if self.coding_mode():
+            self.coding.rater_changed()
+
+    def _adjudicate_toggled(self, on: bool) -> None:
+        if on and not self.coding_mode():
+            index = self.filter_combo.findData("rater_disagreements")
+            if index >= 0 and self.filter_combo.currentData() in ("all", "unreviewed"):
+                self.filter_combo.setCurrentIndex(index)
+        if self.coding_mode():
+            self.coding.refresh_current()
+        else:
+            self._show_current(self.queue.currentRow())
 
     def reload(self, *_: Any) -> None:
         run_id = self.run_id()
@@ -306,6 +428,10 @@ class ReviewPane(QWidget):
         text = mark + (title or f"{item.item} #{item.attempt + 1} — {item.effective_label}")
         if item.corrected:
             text += f" (detector: {item.auto_label})"
+        if item.adjudicated:
+            text += f" ≡ consensus by {item.consensus_by}"
+        elif item.raters_disagree:
+            text += f" ≠ raters disagree ({', '.join(item.rater_labels)})"
         entry = QListWidgetItem(text)
         entry.setToolTip(text)  # the whole scenario and names when the list is narrow
         entry.setForeground(Qt.GlobalColor.black if item.reviewed else Qt.GlobalColor.darkGray)
@@ -345,8 +471,43 @@ class ReviewPane(QWidget):
                 f"Label: <b>{auto}</b> — <b>automatic</b> "
                 f"({html.escape(item.auto_source)}); not yet reviewed."
             )
+        self._show_raters(item)
+
+    def _show_raters(self, item: ReviewItem | None) -> None:
+        """Each rater's label of a disputed attempt, the consensus, and (when adjudicating)
+        a button per rater to take that rater's label as the consensus."""
+        for b in self.adopt_buttons:
+            b.setParent(None)
+        self.adopt_buttons = []
+        while self.adopt_row.count():
+            self.adopt_row.takeAt(0)
+        if item is None or (len(item.rater_labels) < 2 and not item.adjudicated):
+            return
+        lines = [
+            f"{html.escape(r)}: <b>{html.escape(row['label'])}</b>"
+            for r, row in item.rater_labels.items()
+        ]
+        if item.consensus:
+            lines.append(
+                f"consensus by {html.escape(item.consensus_by or '')}: "
+                f"<b>{html.escape(item.consensus['label'])}</b>"
+            )
+        elif item.raters_disagree:
+            lines.append("<span style='color:#b45309'>raters disagree — not adjudicated</span>")
+        self.status.setText(self.status.text() + "<br>Raters — " + " · ".join(lines))
+        if not self.adjudicate.isChecked():
+            return
+        for rater, row in item.rater_labels.items():
+            button = QPushButton(f"Take {rater}'s label as the consensus")
+            button.clicked.connect(lambda _c=False, r=row: self.save_label(dict(r)))
+            self.adopt_row.addWidget(button)
+            self.adopt_buttons.append(button)
+        self.adopt_row.addStretch(1)
 
     def move(self, step: int) -> None:
+        if self.coding_mode():
+            self.coding.move(step)
+            return
         if not self.items:
             return
         row = min(max(0, self.queue.currentRow() + step), len(self.items) - 1)
@@ -356,6 +517,9 @@ class ReviewPane(QWidget):
     def confirm(self) -> None:
         """Enter: store the detector's label as the reviewer's — or, for views that edit
         structured labels (Laissez-Faire characters), what the view now shows."""
+        if self.coding_mode():
+            self.coding.save()
+            return
         item = self.current()
         if item is None:
             return
@@ -384,10 +548,14 @@ class ReviewPane(QWidget):
         self.banner.clear()
         run_id = item.run_id
 
+        adjudicating = self.adjudicate.isChecked()
+        if adjudicating and not item.rater_labels:
+            self.banner.warn("Nobody has labelled this attempt yet: nothing to adjudicate.")
+            return
+
         def save(store):
-            store.add_human_label(
-                item.attempt_id, reviewer, value, label.get("data"), label.get("evidence")
-            )
+            add = store.add_consensus_label if adjudicating else store.add_human_label
+            add(item.attempt_id, reviewer, value, label.get("data"), label.get("evidence"))
             return _stats(store, run_id)
 
         def saved(stats) -> None:
@@ -397,9 +565,19 @@ class ReviewPane(QWidget):
         # optimistic update so the keyboard flow never waits on the database
         from datetime import datetime, timezone
 
-        item.human_label, item.reviewer = value, reviewer
-        item.human_data = label.get("data")
-        item.reviewed_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        if adjudicating:
+            item.consensus = {
+                "label": value,
+                "data": label.get("data"),
+                "source": f"consensus:{reviewer}",
+                "created_at": stamp,
+            }
+        else:
+            item.human_label, item.reviewer = value, reviewer
+            item.human_data = label.get("data")
+            item.reviewed_at = stamp
+            item.rater_labels[reviewer] = {"label": value, "data": label.get("data")}
         row = self.queue.currentRow()
         self.queue.item(row).setText(self._queue_entry(item).text())
         self.queue.item(row).setForeground(Qt.GlobalColor.black)
@@ -410,7 +588,7 @@ class ReviewPane(QWidget):
             self._show_current(row)
 
     def _show_stats(self, loaded) -> None:
-        stats, sample = loaded
+        stats, sample, agreement = loaded
 
         def pct(x: float | None) -> str:
             return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.0%}"
@@ -441,6 +619,8 @@ class ReviewPane(QWidget):
                 for label, v in stats.per_label.items()
             )
             parts.append(f"Detector against your labels — {per}; agreement {pct(stats.accuracy)}.")
+        if agreement:
+            parts.append(agreement_line(agreement))
         self.stats.setText("<br>".join(parts))
 
     def draw_sample(self, size: int | None = None, seed: int | None = None) -> None:

@@ -405,6 +405,22 @@ class CharacterResultsView(ResultView):
         )
         layout.addWidget(self.terms)
 
+        self.coding = None
+        if extra.get("coding"):
+            from gbdesk.ui.coding_views import CodingSummaryView
+
+            layout.addWidget(
+                QLabel(
+                    "<b>Stereotype coding</b> (paper §3.3): agreement between raters and the "
+                    "stories clustered by their codes — code stories in Review → "
+                    "“Stereotype codes”"
+                )
+            )
+            self.coding = CodingSummaryView()
+            self.coding.setMinimumHeight(420)
+            self.coding.show_summary(extra["coding"])
+            layout.addWidget(self.coding)
+
     @staticmethod
     def _table_style(table: QTableWidget) -> None:
         table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
