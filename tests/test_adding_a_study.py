@@ -5,6 +5,7 @@ without any edit to gbdesk's own files."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -148,6 +149,9 @@ def test_toy_study_in_the_app(toy_site, tmp_path, qtbot, monkeypatch):
         window.show_pane("Results")
         qtbot.waitUntil(lambda: bool(results.results), timeout=30000)
         assert "pink_gap" in results.results[1]["metrics"]
-        assert len(results.plots) >= 2
-    finally:
+        qtbot.waitUntil(lambda: len(results.plots) >= 2, timeout=30000)  # one per event turn
+    finally:  # forget the toy study: later tests see the built-in catalogue only
+        monkeypatch.undo()
+        importlib.invalidate_caches()
         studies.reload()
+        assert "shirt_colour" not in studies.probe_names()

@@ -108,9 +108,15 @@ def test_migration_rebuilds_labels_keeping_ids_rows_and_indexes(tmp_path):
         assert (
             store.conn.execute(
                 "SELECT name, sql FROM sqlite_master WHERE tbl_name = 'labels' "
-                "AND type = 'index' ORDER BY name"
+                "AND type = 'index' AND name != 'labels_unflat' ORDER BY name"
             ).fetchall()
-            == indexes
+            == indexes  # labels_unflat: added by the later flat-table migration
+        )
+        assert (
+            store.conn.execute(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'labels_unflat'"
+            ).fetchone()[0]
+            == 1
         )
         assert store.conn.execute("PRAGMA foreign_key_check").fetchall() == []
         assert store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

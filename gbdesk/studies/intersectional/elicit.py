@@ -27,6 +27,7 @@ from gbdesk.engine.base import GenerationResult
 from gbdesk.errors import UserError, short_repr
 from gbdesk.stats import MetricValue, wilson_interval
 from gbdesk.studies.base import (
+    AuditSize,
     ChainProbe,
     GenerationProbe,
     Item,
@@ -306,6 +307,10 @@ class ElicitationProbe(GenerationProbe):
     template_slots = ("people", "broader")
     default_attempts = 1
     reviewable = False
+    def audit_sizes(self) -> list[AuditSize]:
+        """None: building a dataset is its own workflow, not a step of a model's audit."""
+        return []
+
     options: ClassVar[tuple[ProbeOption, ...]] = (
         ProbeOption(
             "groups",
@@ -637,6 +642,10 @@ class FilterProbe(ChainProbe):
     templates: ClassVar[dict[str, str]] = {"reconstruction": FILTER_PROMPT}
     template_slots = ("people", "stereotype", "explanation", "broader", "choices")
     default_attempts = 1
+    def audit_sizes(self) -> list[AuditSize]:
+        """None: building a dataset is its own workflow, not a step of a model's audit."""
+        return []
+
     options: ClassVar[tuple[ProbeOption, ...]] = (
         ProbeOption(
             "elicitation",
