@@ -68,7 +68,8 @@ def db_state(db: Path) -> str:
         ]
         digest = hashlib.sha256()
         for table in tables:
-            for row in conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid'):
+            rows = conn.execute(f'SELECT * FROM "{table}"').fetchall()  # some: WITHOUT ROWID
+            for row in sorted(rows, key=repr):
                 digest.update(repr(row).encode("utf-8", "backslashreplace"))
         return digest.hexdigest()
 
