@@ -1,0 +1,179 @@
+"""Intersectional-style chains: batched (one continuous stream) against sequential.
+
+An attempt of the intersectional probe is a chain: one role text (the probe's role
+prompt for a group, the run's temperature and max_tokens), then 16 answers "in
+character" — each prompt is the role text followed by one category question, decoded
+under an enum JSON schema, at most 24 tokens, temperature 0 — exactly the requests
+`IntersectionalProbe.run_attempt` makes. Both sides run the same attempts (first N
+groups, per-attempt seeds) on one model worker:
+
+  sequential  `probe.run_attempt` with `backend.generate`, one request at a time (the
+              run loop today; prompts reuse cached 32-token chunks of the previous one);
+  batched     `gbdesk.engine.chains.run_chains`: the attempts as generator chains in one
+              continuous-batching stream; the 16 answer prompts of a role share its text
+              (decoded once, copied), several chains in flight.
+
+Rounds alternate the order (sequential first, then batched first, …); reported: wall
+seconds per side, the median of the per-round ratios (target batched ≥ 2×), the stream's
+sharing counters, and how many answers parsed as an option on each side (texts differ:
+the stream computes with other arithmetic settings than `generate`).
+
+    python benchmarks/chain.py [--attempts 6] [--role-tokens 160] [--rounds 3] [--slots N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+from gbdesk.engine.base import DEFAULT_MIN_P, DEFAULT_TOP_K, GenerationRequest, attempt_seed
+from gbdesk.engine.chains import run_chains
+from gbdesk.engine.default_model import default_model_path
+from gbdesk.engine.llama_backend import LlamaCppBackend
+from gbdesk.probes import get_probe
+from gbdesk.probes.intersectional import ANSWER_PROMPT, load_categories, map_answer
+
+
+def generation(role_tokens: int) -> dict:
+    return {
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "top_k": DEFAULT_TOP_K,
+        "min_p": DEFAULT_MIN_P,
+        "max_tokens": role_tokens,
+        "seed": 0,
+    }
+
+
+def attempts(n: int) -> list[tuple[dict, int, str]]:
+    probe = get_probe("intersectional")
+    items = probe.items(probe.resolve_params(limit=n))
+    return [(i.metadata, attempt_seed(0, i.key, 0), i.prompt) for i in items]
+
+
+def request(gen: dict, content: str, seed: int, **overrides) -> GenerationRequest:
+    return GenerationRequest(
+        messages=[{"role": "user", "content": content}],
+        seed=seed,
+        temperature=overrides.get("temperature", gen["temperature"]),
+        top_p=gen["top_p"],
+        max_tokens=overrides.get("max_tokens", gen["max_tokens"]),
+        top_k=gen["top_k"],
+        min_p=gen["min_p"],
+        json_schema=overrides.get("json_schema"),
+    )
+
+
+def chain(gen: dict, metadata: dict, seed: int, prompt: str):
+    """`IntersectionalProbe.run_attempt` as a chain: the same requests, answers batched."""
+    (role,) = yield [request(gen, prompt, seed)]
+    temperature = float(metadata.get("answer_temperature", 0.0))
+    cats = load_categories()
+    replies = yield [
+        request(
+            gen,
+            ANSWER_PROMPT.format(
+                role=role.text.strip(),
+                question=cat["example_question"],
+                options=", ".join(cat["options"]),
+            ),
+            seed + cat["id"],
+            temperature=temperature,
+            max_tokens=24,
+            json_schema={"type": "string", "enum": cat["options"]},
+        )
+        for cat in cats
+    ]
+    parsed = sum(
+        map_answer(r.text, c["options"]) is not None for r, c in zip(replies, cats, strict=True)
+    )
+    return role.text, parsed, sum(r.tokens_out for r in [role, *replies])
+
+
+def sequential(backend, gen: dict, work) -> tuple[float, int, int]:
+    probe = get_probe("intersectional")
+
+    def ask(messages, seed, **overrides):
+        overrides.pop("stream", None)
+        return backend.generate(request(gen, messages[0]["content"], seed, **overrides))
+
+    started = time.perf_counter()
+    parsed = tokens = 0
+    for metadata, seed, prompt in work:
+        result, label = probe.run_attempt(ask, metadata, seed, gen, prompt=prompt)
+        answers = label["data"]["answers"].values()
+        parsed += sum(a["option"] is not None for a in answers)
+        tokens += result.tokens_out
+    return time.perf_counter() - started, parsed, tokens
+
+
+def batched(backend, gen: dict, work, slots: int | None) -> tuple[float, int, int, dict]:
+    done: dict[int, tuple] = {}
+    started = time.perf_counter()
+    outcome = run_chains(
+        backend, (chain(gen, m, s, p) for m, s, p in work), done.__setitem__, slots=slots
+    )
+    elapsed = time.perf_counter() - started
+    parsed = sum(v[1] for v in done.values())
+    tokens = sum(v[2] for v in done.values())
+    return elapsed, parsed, tokens, outcome.stats
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--attempts", type=int, default=6)
+    parser.add_argument("--role-tokens", type=int, default=160)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--slots", type=int, default=None)
+    args = parser.parse_args()
+    gen = generation(args.role_tokens)
+    work = attempts(args.attempts)
+    with LlamaCppBackend(default_model_path()) as backend:
+        slots, why = backend.stream_slots()
+        slots = args.slots or slots
+        print(
+            f"{len(work)} intersectional attempts (role ≤ {args.role_tokens} tokens, then 16 "
+            f"answers ≤ 24 tokens under an enum schema), model {default_model_path().name}, "
+            f"{backend.n_threads} threads; batched: {slots} slots ({why})"
+        )
+        seq_runs, bat_runs = [], []
+        for r in range(args.rounds):
+            if r % 2 == 0:
+                seq_runs.append(sequential(backend, gen, work))
+                bat_runs.append(batched(backend, gen, work, slots))
+            else:
+                bat_runs.append(batched(backend, gen, work, slots))
+                seq_runs.append(sequential(backend, gen, work))
+            s, b = seq_runs[-1], bat_runs[-1]
+            print(
+                f"  round {r + 1}: sequential {s[0]:6.1f} s, batched {b[0]:6.1f} s, "
+                f"ratio {s[0] / b[0]:.2f}×",
+                flush=True,
+            )
+    ratios = [s[0] / b[0] for s, b in zip(seq_runs, bat_runs, strict=True)]
+    n_answers = 16 * len(work)
+    stats = bat_runs[-1][3]
+    print()
+    print(f"median sequential {statistics.median(s[0] for s in seq_runs):.1f} s, "
+          f"batched {statistics.median(b[0] for b in bat_runs):.1f} s")  # fmt: skip
+    print(f"median of the per-round ratios: {statistics.median(ratios):.2f}×")
+    print(
+        f"answers parsed: sequential {seq_runs[0][1]}/{n_answers}, batched "
+        f"{bat_runs[0][1]}/{n_answers}; generated tokens: sequential {seq_runs[0][2]}, "
+        f"batched {bat_runs[0][2]}"
+    )
+    keys = ("admitted", "prompt_tokens", "shared_tokens", "prompt_decoded", "copies", "moves",
+            "steps", "dummy_rows", "wall_s")  # fmt: skip
+    print("stream counters (last round): " + json.dumps({k: stats.get(k) for k in keys}))
+    same = all(b[1] == bat_runs[0][1] and b[2] == bat_runs[0][2] for b in bat_runs)
+    print(f"batched results identical in every round: {same}")
+    verdict = "met" if statistics.median(ratios) >= 2 else "NOT met"
+    print(f"target batched ≥ 2× (median per-round ratio): {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
