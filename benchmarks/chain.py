@@ -19,6 +19,12 @@ sharing counters, and how many answers parsed as an option on each side (texts d
 the stream computes with other arithmetic settings than `generate`).
 
     python benchmarks/chain.py [--attempts 6] [--role-tokens 160] [--rounds 3] [--slots N]
+
+--copy-cost measures instead what a cross-stream KV copy costs in prompt tokens (the
+basis of `gbdesk.engine.continuous.DEFAULT_MIN_SHARED`): a 2-token decode after copying
+a 144-token stream against one without, and a 48-token prompt chunk, in this process.
+
+    python benchmarks/chain.py --copy-cost
 """
 
 from __future__ import annotations
@@ -122,13 +128,61 @@ def batched(backend, gen: dict, work, slots: int | None) -> tuple[float, int, in
     return elapsed, parsed, tokens, outcome.stats
 
 
+def copy_cost(reps: int = 15) -> int:
+    import llama_cpp
+
+    from gbdesk.engine.continuous import ContinuousBatcher
+    from gbdesk.engine.llama_compat import load_llama
+    from gbdesk.engine.llama_worker import LlamaGenerator
+
+    llm = load_llama(default_model_path(), n_ctx=4096, n_threads=2, verbose=False)
+    generator = LlamaGenerator(llm, "auto")
+    for n_ctx_seq in (512, 1024, 2048):
+        b = ContinuousBatcher(generator, slots=4, n_threads=2)
+        b._open_context(n_ctx_seq)
+        mem = b._memory
+
+        def decode(seq: int, pos0: int, n: int, b=b) -> float:
+            for r in range(n):
+                b._b_token[r] = 1000 + r
+                b._b_pos[r] = pos0 + r
+                b._b_seq[r][0] = seq
+                b._b_logits[r] = 1 if r == n - 1 else 0
+            return b._decode(n)
+
+        for p in range(0, 144, 48):
+            decode(0, p, 48)
+        copy, plain, chunk = [], [], []
+        for _ in range(reps):
+            llama_cpp.llama_memory_seq_cp(mem, 0, 1, -1, -1)
+            llama_cpp.llama_memory_seq_rm(mem, 1, 144, -1)
+            copy.append(decode(1, 144, 2))
+            llama_cpp.llama_memory_seq_rm(mem, 1, -1, -1)
+            decode(2, 0, 2)
+            plain.append(decode(2, 2, 2))
+            llama_cpp.llama_memory_seq_rm(mem, 2, -1, -1)
+            chunk.append(decode(3, 0, 48))
+            llama_cpp.llama_memory_seq_rm(mem, 3, -1, -1)
+        c, p, k = (statistics.median(x) for x in (copy, plain, chunk))
+        print(
+            f"{b.n_ctx_seq} cells per stream: copy {1e3 * (c - p):.1f} ms, a prompt token "
+            f"{1e3 * k / 48:.2f} ms: a copy costs {(c - p) / (k / 48):.1f} prompt tokens",
+            flush=True,
+        )
+        b.close()
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", type=int, default=6)
     parser.add_argument("--role-tokens", type=int, default=160)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--slots", type=int, default=None)
+    parser.add_argument("--copy-cost", action="store_true")
     args = parser.parse_args()
+    if args.copy_cost:
+        return copy_cost()
     gen = generation(args.role_tokens)
     work = attempts(args.attempts)
     with LlamaCppBackend(default_model_path()) as backend:

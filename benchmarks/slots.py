@@ -7,7 +7,14 @@ Printed: generated tokens per second of decoding (median over rounds) and its ra
 one slot. `gbdesk.engine.slots.CPU_SLOT_CAP` is where the gain levels off.
 
     python benchmarks/slots.py [--prompts 32] [--max-tokens 96] [--rounds 2] \
-        [--slots 1,2,4,8,12,16,24,32]
+        [--slots 1,2,4,8,12,16,24,32] [--threads N] [--clock wall|cpu]
+
+On a machine shared with other work, wall-clock rates follow the neighbours' load more
+than the slot count, and ggml's spinning thread barriers make contention worse for
+small batches. ``--threads 1 --clock cpu`` measures instead generated tokens per second
+of this process's CPU time with one thread: how the compute per token falls as slots
+are added, robust to neighbours (the crossover is per core, so it carries over to more
+threads to first order).
 """
 
 from __future__ import annotations
@@ -43,20 +50,22 @@ def requests(n: int, max_tokens: int) -> list[dict]:
     ]
 
 
-def run(generator, reqs: list[dict], slots: int, threads: int) -> tuple[float, int, list[str]]:
+def run(
+    generator, reqs: list[dict], slots: int, threads: int, clock=time.perf_counter
+) -> tuple[float, int, list[str]]:
     batcher = ContinuousBatcher(generator, slots=slots, n_threads=threads)
     try:
         for i, r in enumerate(reqs):
             batcher.add(i, r)
         texts: dict[int, str] = {}
         tokens = 0
-        started = time.perf_counter()
+        started = clock()
         while batcher.has_work:
             for kind, key, payload in batcher.step():
                 if kind == "item":
                     texts[key] = payload["text"]
                     tokens += payload["tokens_out"]
-        elapsed = time.perf_counter() - started
+        elapsed = clock() - started
     finally:
         batcher.close()
     return tokens / elapsed, tokens, [texts[i] for i in range(len(reqs))]
@@ -68,22 +77,25 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--slots", default="1,2,4,8,12,16,24,32")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     args = parser.parse_args()
     counts = [int(x) for x in args.slots.split(",")]
-    threads = default_threads()
+    threads = args.threads or default_threads()
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     llm = load_llama(default_model_path(), n_ctx=4096, n_threads=threads, verbose=False)
     generator = LlamaGenerator(llm, "auto")
     reqs = requests(args.prompts, args.max_tokens)
     print(
         f"{len(reqs)} prompts × max_tokens {args.max_tokens}, {threads} threads, "
-        f"model {default_model_path().name}"
+        f"model {default_model_path().name}, {args.clock} clock"
     )
     rates: dict[int, list[float]] = {c: [] for c in counts}
     reference: list[str] | None = None
     same = True
     for r in range(args.rounds):
         for c in counts if r % 2 == 0 else counts[::-1]:
-            rate, tokens, texts = run(generator, reqs, c, threads)
+            rate, tokens, texts = run(generator, reqs, c, threads, clock)
             rates[c].append(rate)
             reference = reference or texts
             same = same and texts == reference

@@ -75,9 +75,10 @@ from gbdesk.engine.scoring import DEFAULT_N_UBATCH
 
 log = logging.getLogger(__name__)
 
-# A copied prefix must save at least this many prompt tokens: a cross-stream copy moves
-# the whole stream (n_ctx_seq cells), measured on SmolLM2-135M at 512 cells as costing
-# about what decoding ~4 prompt tokens does (benchmarks/chain.py --copy-cost).
+# A copied prefix must save at least this many prompt tokens, and n_ctx_seq / 128: a
+# cross-stream copy moves the whole stream. Measured on SmolLM2-135M, 2 threads (shared
+# machine): a copy costs what decoding ~2.3 prompt tokens does at 512 cells per stream,
+# ~5.3 at 1024 (benchmarks/chain.py --copy-cost).
 DEFAULT_MIN_SHARED = 16
 _CTX_ROUND = 256
 _MIN_CTX_SEQ = 512
@@ -443,11 +444,11 @@ class ContinuousBatcher:
             known = s.history + s.pending
             share = min(_common_prefix(known, tokens), limit)
             keep = min(share, s.n_past)
-            if share > keep and share - best_idle_keep >= self.min_shared:
+            if share > keep and share - best_idle_keep >= self._copy_threshold():
                 wait = True  # its prompt is not decoded yet
             if keep > best_live_keep:
                 best_live, best_live_keep = i, keep
-        if best_live_keep - best_idle_keep >= self.min_shared:
+        if best_live_keep - best_idle_keep >= self._copy_threshold():
             # copy into a free slot whose own cells are the least use
             target = min(free, key=lambda i: (self._slots[i].n_past > 0, i))
             return target, best_live, best_live_keep
@@ -456,6 +457,9 @@ class ContinuousBatcher:
         if best_idle_keep > 0:
             return best_idle, -1, best_idle_keep
         return min(free), -1, 0
+
+    def _copy_threshold(self) -> int:
+        return max(self.min_shared, self.n_ctx_seq // 128)
 
     def _occupy(self, slot_id: int, source: int, keep: int) -> None:
         """Make slot `slot_id`'s stream hold exactly the first `keep` tokens it will use."""
