@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Sequence
@@ -21,6 +23,7 @@ from typing import Any, NoReturn
 from gbdesk import __version__
 from gbdesk.errors import EngineError, UserError
 from gbdesk.format import duration, fmt
+from gbdesk.limits import LIMITS, SEED_RANGE
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,13 +39,84 @@ def _json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON value on stdout")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+def _shown(text: str) -> str:
+    """An argument quoted for a message, cut to one short line."""
+    return repr(text if len(text) <= 24 else text[:20] + "…")
+
+
+def _whole(text: str) -> int:
+    """A whole number of at most 18 digits (int() of a 5,000-digit text would raise)."""
+    body = text.strip(" \t")
+    digits = body.removeprefix("-").removeprefix("+")
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
+        raise argparse.ArgumentTypeError(f"not a whole number (at most 18 digits): {_shown(text)}")
+    return -int(digits) if body.startswith("-") else int(digits)
+
+
+def _positive_int(text: str, maximum: int = 10**18) -> int:
+    value = _whole(text)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+        raise argparse.ArgumentTypeError(f"must be at least 1: {_shown(text)}")
+    if value > maximum:
+        raise argparse.ArgumentTypeError(f"must be at most {maximum:,}: {_shown(text)}")
+    return value
+
+
+def _bounded(name: str):
+    """A positive whole number up to `LIMITS[name]`."""
+
+    def parse(text: str) -> int:
+        return _positive_int(text, LIMITS[name])
+
+    parse.__name__ = name  # argparse names the type in its messages
+    return parse
+
+
+def _seed(text: str) -> int:
+    value = _whole(text)
+    if not SEED_RANGE[0] <= value <= SEED_RANGE[1]:
+        raise argparse.ArgumentTypeError(f"must be between -2^63 and 2^63 - 1: {_shown(text)}")
+    return value
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {_shown(text)}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number: {_shown(text)}")
+    return value
+
+
+def _temperature(text: str) -> float:
+    value = _finite(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be ≥ 0: {_shown(text)}")
+    return value
+
+
+def _top_p(text: str) -> float:
+    value = _finite(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1]: {_shown(text)}")
+    return value
+
+
+def _text(text: str) -> str:
+    """Text that can be stored: not bytes the terminal could not decode (Python passes
+    them on as lone surrogates, which SQLite refuses)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError("not UTF-8 text (check the terminal's encoding)") from None
+    return text
+
+
+def _run_id(text: str) -> int:
+    value = _whole(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a run or attempt id: {_shown(text)}")
     return value
 
 
@@ -55,7 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gbdesk {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
-    p = sub.add_parser("probes", help="list the probes")
+    p = sub.add_parser("probes", help="list the probes (of every installed study)")
+    p.add_argument(
+        "--markdown", action="store_true", help="print the README's probe table instead"
+    )
     _json_arg(p)
 
     p = sub.add_parser("card", help="show a probe's card (what it measures, data, limits)")
@@ -64,9 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("items", help="list a probe's items and prompts")
     p.add_argument("--probe", required=True)
-    p.add_argument("--template", help="template text or preset name")
-    p.add_argument("--limit", type=_positive_int, help="keep the first N items")
-    p.add_argument("--sample", type=_positive_int, help="a seeded random sample of K items")
+    p.add_argument("--template", type=_text, help="template text or preset name")
+    p.add_argument("--limit", type=_bounded("limit"), help="keep the first N items")
+    p.add_argument("--sample", type=_bounded("sample"), help="a seeded random sample of K items")
     _json_arg(p)
 
     p = sub.add_parser(
@@ -87,11 +164,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(llama-server, vLLM, Ollama, llama-cpp-python's server)",
     )
     p.add_argument(
-        "--endpoint-model", dest="endpoint_model", metavar="NAME", help="model name at --endpoint"
+        "--endpoint-model",
+        dest="endpoint_model",
+        type=_text,
+        metavar="NAME",
+        help="model name at --endpoint",
     )
     p.add_argument(
         "--concurrency",
-        type=_positive_int,
+        type=_bounded("concurrency"),
         help="requests in flight at once (--endpoint only; default 1)",
     )
     p.add_argument(
@@ -101,16 +182,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="environment variable holding the endpoint's API key (default: GBDESK_API_KEY, "
         "then the OS keyring); the key is never stored",
     )
-    p.add_argument("--attempts", type=_positive_int, help="samples per prompt")
-    p.add_argument("--limit", type=_positive_int, help="keep the first N items")
-    p.add_argument("--sample", type=_positive_int, help="a seeded random sample of K items")
+    p.add_argument("--attempts", type=_bounded("attempts"), help="samples per prompt")
+    p.add_argument("--limit", type=_bounded("limit"), help="keep the first N items")
+    p.add_argument("--sample", type=_bounded("sample"), help="a seeded random sample of K items")
     p.add_argument(
-        "--seed", type=int, default=0, help="run seed (per-attempt seeds derive from it)"
+        "--seed", type=_seed, default=0, help="run seed (per-attempt seeds derive from it)"
     )
-    p.add_argument("--temperature", type=float)
-    p.add_argument("--top-p", type=float, dest="top_p")
-    p.add_argument("--max-tokens", type=_positive_int, dest="max_tokens")
-    p.add_argument("--template", help="template text or preset name")
+    p.add_argument("--temperature", type=_temperature)
+    p.add_argument("--top-p", type=_top_p, dest="top_p")
+    p.add_argument("--max-tokens", type=_bounded("max_tokens"), dest="max_tokens")
+    p.add_argument("--template", type=_text, help="template text or preset name")
     p.add_argument(
         "--prompt-mode",
         choices=("auto", "chat", "completion"),
@@ -119,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--batch",
-        type=_positive_int,
+        type=_bounded("batch_size"),
         default=1,
         dest="batch_size",
         help="local models: decode N attempts at once (faster; texts differ from --batch 1 "
@@ -128,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--set",
         dest="options",
+        type=_text,
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -142,70 +224,150 @@ def build_parser() -> argparse.ArgumentParser:
     _json_arg(p)
 
     p = sub.add_parser("resume", help="continue an interrupted or cancelled run")
-    p.add_argument("run_id", type=int)
+    p.add_argument("run_id", type=_run_id)
     _db_arg(p)
     _json_arg(p)
 
     p = sub.add_parser("metrics", help="metrics of a run with 95%% CIs and marks")
-    p.add_argument("run_id", type=int)
+    p.add_argument("run_id", type=_run_id)
     p.add_argument(
         "--labels",
-        choices=("auto", "reviewed"),
+        choices=("auto", "reviewed", "ppi"),
         default="auto",
-        help="automatic labels, or reviewed ones (human where present)",
+        help="automatic labels; reviewed ones (human where present); or ppi: automatic "
+        "labels corrected by the reviewed random sample (prediction-powered intervals)",
     )
     _db_arg(p)
     _json_arg(p)
 
+    p = sub.add_parser(
+        "compare", help="compare two runs of a probe item by item (paired bootstrap, BH)"
+    )
+    p.add_argument("run_a", type=int, metavar="RUN_A")
+    p.add_argument("run_b", type=int, metavar="RUN_B", help="differences are B − A")
+    p.add_argument("--labels", choices=("auto", "reviewed"), default="auto")
+    p.add_argument("--resamples", type=_positive_int, default=1000, help="default 1000")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+    _db_arg(p)
+    _json_arg(p)
+
     p = sub.add_parser("export", help="export runs as CSV files and/or a PDF report")
-    p.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")
+    p.add_argument("run_ids", type=_run_id, nargs="+", metavar="RUN_ID")
     p.add_argument("--csv", metavar="DIR", help="write attempts.csv and metrics.csv here")
     p.add_argument("--pdf", metavar="FILE", help="write the PDF report here")
     p.add_argument(
         "--labels",
-        choices=("auto", "reviewed"),
+        choices=("auto", "reviewed", "ppi"),
         default="reviewed",
-        help="labels the PDF's metrics use (default: reviewed, i.e. human where present)",
+        help="labels the PDF's metrics use (default: reviewed, i.e. human where present; "
+        "ppi: prediction-powered estimates from the reviewed random sample)",
     )
     _db_arg(p)
     _json_arg(p)
 
     p = sub.add_parser("import", help="analyse generations made elsewhere")
     p.add_argument("--probe", required=True)
-    p.add_argument("--file", required=True, help="CSV or JSONL with prompt and response columns")
-    p.add_argument("--model-name", help="name of the model that wrote the responses")
-    p.add_argument("--template", help="template the prompts were made with (text or preset)")
+    p.add_argument(
+        "--file",
+        required=True,
+        help="CSV or JSONL with response and item or prompt columns (e.g. an exported "
+        "attempts.csv), or the probe's own layout",
+    )
+    p.add_argument("--model-name", type=_text, help="name of the model that wrote the responses")
+    p.add_argument(
+        "--template", type=_text, help="template the prompts were made with (text or preset)"
+    )
+    p.add_argument(
+        "--deal-rows",
+        action="store_true",
+        help="rows without an item column whose prompt several items share are dealt to "
+        "those items in turn (otherwise such a file is refused)",
+    )
     _db_arg(p)
     _json_arg(p)
 
-    p = sub.add_parser("label", help="label a run's stored stories with another extractor")
-    p.add_argument("run_id", type=int)
-    p.add_argument("--extractor", choices=("llm", "deterministic"), default="llm")
-    p.add_argument(
-        "--labeler-model", default="default", help="GGUF path or 'default' for the LLM extractor"
+    p = sub.add_parser(
+        "import-labels",
+        help="store a rater's hand labels for a run from CSV/JSONL (e.g. an edited export)",
     )
+    p.add_argument("run_id", type=int)
+    p.add_argument(
+        "--file",
+        required=True,
+        help="rows keyed by attempt_id, item + attempt, or prompt + response; the label "
+        "columns depend on the probe (characters.csv: role, name, gender, references; "
+        "answers.csv: category, option; others: label)",
+    )
+    p.add_argument("--rater", required=True, help="who made these labels")
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "label", help="label a run's stored texts with one of its probe's labelling passes"
+    )
+    p.add_argument("run_id", type=_run_id)
+    p.add_argument(
+        "--extractor",
+        default="llm",
+        metavar="PASS",
+        help="the labelling pass (see the probe's card; default: llm)",
+    )
+    p.add_argument(
+        "--labeler-model", default="default", help="GGUF path or 'default' for a model-based pass"
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "sample",
+        help="draw a uniformly random review sample of a run (for --labels ppi)",
+    )
+    p.add_argument("run_id", type=int)
+    p.add_argument("--size", type=_positive_int, required=True, help="units to draw")
+    p.add_argument("--seed", type=int, default=0)
     _db_arg(p)
     _json_arg(p)
 
     p = sub.add_parser("review", help="record a reviewer's label for an attempt")
-    p.add_argument("attempt_id", type=int)
+    p.add_argument("attempt_id", type=_run_id)
     p.add_argument(
         "label",
-        help="a label (male/female/undetected), or for laissez_faire JSON: "
-        '[{"role": "subject", "name": "Jane", "references": ["she", "her"]}]',
+        type=_text,
+        help="a label (e.g. male/female/undetected), or JSON for probes with structured labels, "
+        'e.g. [{"role": "subject", "name": "Jane", "references": ["she", "her"]}]',
     )
-    p.add_argument("--reviewer", required=True)
+    p.add_argument("--reviewer", type=_text, required=True)
     _db_arg(p)
     _json_arg(p)
     return parser
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def _open_store(path: str | None):
+_db_in_use: list[Path] = []  # the database this command opened (for database-fault messages)
+
+
+def _open_store(path: str | None, writes: bool = False):
+    """Open the database; say on stderr where the copy made before a layout update is.
+    `writes`: check now that the database can take writes (not damaged, read-only or
+    locked), before any slow work, rather than at the first write."""
     from gbdesk.paths import default_db_path
     from gbdesk.store import Store
 
-    return Store(path or default_db_path())
+    target = Path(path) if path else default_db_path()
+    _db_in_use[:] = [target]
+    store = Store(target)
+    if store.backup_path is not None:
+        from gbdesk.store.db import backup_notice
+
+        version = store.migrated_from
+        print(f"gbdesk: {backup_notice(store.path, store.backup_path, version)}", file=sys.stderr)
+    if writes:
+        try:
+            store.check_writable()
+        except BaseException:
+            store.close()
+            raise
+    return store
 
 
 def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
@@ -277,16 +439,36 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     ci_width = max([19, *(len(ci) for ci in cis.values())])
     with_p = any(m.get("p_value") is not None for m in metrics.values())
     p_head = f"{'p':>7}  " if with_p else ""
-    rows = [f"{'metric':<{width}} {'value':>8}  {'95% CI':<{ci_width}} {p_head}mark  {'n':>5}"]
+    ppi = any((m.get("details") or {}).get("kind") == "ppi" for m in metrics.values())
+    ppi_head = f"{'automatic':>9}  {'bias':>7}  " if ppi else ""
+    rows = [
+        f"{'metric':<{width}} {'value':>8}  {'95% CI':<{ci_width}} {p_head}{ppi_head}"
+        f"mark  {'n':>5}"
+    ]
+    reasons: dict[str, list[str]] = {}
     for name, m in metrics.items():
         p_cell = ""
         if with_p:
             p = m.get("p_value")
             p_cell = f"{'<0.001' if p is not None and p < 0.001 else fmt(p):>7}  "
+        ppi_cell = ""
+        if ppi:
+            d = m.get("details") or {}
+            ppi_cell = f"{fmt(d.get('automatic_value')):>9}  {fmt(d.get('bias')):>7}  "
+            if not d.get("valid", True):
+                reasons.setdefault(d.get("reason") or "no interval", []).append(name)
         rows.append(
-            f"{name:<{width}} {fmt(m['value']):>8}  {cis[name]:<{ci_width}} {p_cell}"
+            f"{name:<{width}} {fmt(m['value']):>8}  {cis[name]:<{ci_width}} {p_cell}{ppi_cell}"
             f"{m['mark'] or '—':<4}  {m['n']:>5}"
         )
+    if ppi:
+        rows.append(
+            "\nvalue and 95 % CI: prediction-powered (automatic labels corrected by the "
+            "reviewed random sample); automatic: the same from automatic labels alone; bias: "
+            "automatic − human on the reviewed sample."
+        )
+        for reason, names in reasons.items():
+            rows.append(f"no interval for {len(names)} metric(s): {reason}")
     return "\n".join(rows)
 
 
@@ -313,8 +495,11 @@ def _tiny_notice(store, run_id: int) -> str:
 
 # -- commands ---------------------------------------------------------------------------------
 def cmd_probes(args) -> int:
-    from gbdesk.probes import get_probe, probe_names
+    from gbdesk.studies import get_probe, probe_names, probe_table_markdown
 
+    if args.markdown:
+        print(probe_table_markdown())
+        return 0
     probes = [get_probe(n).describe() for n in probe_names()]
     text = "\n".join(
         f"{p['name']:<15} {p['items']:>5} items  {p['title']}  (licence: {p['card']['licence']})"
@@ -325,7 +510,7 @@ def cmd_probes(args) -> int:
 
 
 def cmd_card(args) -> int:
-    from gbdesk.probes import get_probe
+    from gbdesk.studies import get_probe
 
     probe = get_probe(args.probe)
     _emit(args, {"probe": probe.name, "card": probe.card.to_json()}, probe.card.to_text(probe.name))
@@ -333,7 +518,7 @@ def cmd_card(args) -> int:
 
 
 def cmd_items(args) -> int:
-    from gbdesk.probes import get_probe
+    from gbdesk.studies import get_probe
 
     probe = get_probe(args.probe)
     params = probe.resolve_params(template=args.template, limit=args.limit, sample=args.sample)
@@ -381,8 +566,8 @@ def _model_line(m: dict[str, Any]) -> str:
 
 def cmd_run(args) -> int:
     from gbdesk.engine.llama_backend import LlamaCppBackend
-    from gbdesk.probes import get_probe
     from gbdesk.runs import plan_run, resolve_model
+    from gbdesk.studies import get_probe
 
     # fail fast on a typo or a bad parameter, before loading anything
     get_probe(args.probe).resolve_params(
@@ -404,7 +589,7 @@ def cmd_run(args) -> int:
             "--endpoint needs --endpoint-model NAME (the model name the server serves; "
             "its /v1/models lists them)"
         )
-    with _open_store(args.db) as store:
+    with _open_store(args.db, writes=True) as store:
         if args.endpoint:
             from gbdesk.engine.http_backend import HttpBackend, register_endpoint
 
@@ -459,6 +644,7 @@ def cmd_run(args) -> int:
 
 def _execute(args, store, run_id: int, backend_factory=None) -> int:
     from gbdesk.runs import execute_run, llama_backend_factory
+    from gbdesk.store.db import DatabaseFault, database_fault
 
     try:
         execute_run(
@@ -467,6 +653,15 @@ def _execute(args, store, run_id: int, backend_factory=None) -> int:
             on_progress=_ProgressPrinter(),
             backend_factory=backend_factory or llama_backend_factory,
         )
+    except (sqlite3.Error, DatabaseFault) as exc:
+        fault = database_fault(exc, store.path, store.BUSY_TIMEOUT_S)
+        if fault is None or fault.kind in ("corrupt", "notadb"):
+            raise
+        raise DatabaseFault(
+            f"{fault}; run {run_id} keeps every attempt saved before — continue it with: "
+            f"gbdesk resume {run_id}",
+            fault.kind,
+        ) from exc
     except KeyboardInterrupt:
         print(
             f"\ninterrupted; run {run_id} is saved — continue it with: gbdesk resume {run_id}",
@@ -499,16 +694,21 @@ def _options(pairs: list[str]) -> dict[str, str]:
 def cmd_label(args) -> int:
     from gbdesk.labeling import label_run
 
-    with _open_store(args.db) as store:
+    with _open_store(args.db, writes=True) as store:
         result = label_run(
             store, args.run_id, args.extractor, args.labeler_model, on_progress=_ProgressPrinter()
         )
     _emit(
         args,
         {"run_id": args.run_id, **result},
-        f"run {args.run_id}: {result['labelled']} stories labelled by {result['source']} "
-        f"({result['fallbacks']} fell back to the deterministic extractor); the run's "
-        f"metrics now use this extractor",
+        f"run {args.run_id}: {result['labelled']} {result.get('unit', 'attempts')} labelled by "
+        f"{result['source']}"
+        + (
+            f" ({result['fallbacks']} fell back to the built-in labeller)"
+            if result.get("fallbacks")
+            else ""
+        )
+        + "; the run's metrics now use these labels",
     )
     return 0
 
@@ -535,14 +735,14 @@ def cmd_runs(args) -> int:
             f"{r['attempts_done']:>5}/{r['attempts_total']:<5} {r['model']}"
             for r in payload
         )
-        or "no runs yet — start one with: gbdesk run --probe inventories"
+        or "no runs yet — start one with: gbdesk run --probe PROBE (see: gbdesk probes)"
     )
     _emit(args, payload, text)
     return 0
 
 
 def cmd_resume(args) -> int:
-    with _open_store(args.db) as store:
+    with _open_store(args.db, writes=True) as store:
         run = store.get_run(args.run_id)
         if run["status"] == "done":
             print(f"run {args.run_id} is already complete", file=sys.stderr)
@@ -562,9 +762,42 @@ def cmd_metrics(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from gbdesk.compare import compare_runs
+
+    with _open_store(args.db) as store:
+        c = compare_runs(
+            store, args.run_a, args.run_b, args.labels, resamples=args.resamples, seed=args.seed
+        )
+    lines = [
+        f"run {c.run_b} (B: {c.model_b}) against run {c.run_a} (A: {c.model_a}) · {c.probe} · "
+        f"{c.items} items paired · {c.label_mode} labels · {c.resamples} paired resamples "
+        f"(seed {c.seed})"
+    ]
+    lines += [f"warning: {w}" for w in c.warnings]
+    width = max([24, *(len(n) for n in c.metrics)])
+    lines.append(f"{'metric':<{width}} {'A':>8} {'B':>8} {'B − A':>8}  {'95% CI':<19} p_adj")
+    for name, m in c.metrics.items():
+        cells = f"[{fmt(m.ci[0])}, {fmt(m.ci[1])}]  {fmt(m.p_adj)}" if m.tested else "not tested"
+        star = " *" if m.established else ""
+        lines.append(f"{name:<{width}} {fmt(m.a):>8} {fmt(m.b):>8} {fmt(m.diff):>8}  {cells}{star}")
+    lines += ["", c.summary()]
+    reasons: dict[str, int] = {}
+    for m in c.metrics.values():
+        if m.reason:
+            reasons[m.reason] = reasons.get(m.reason, 0) + 1
+    lines += [f"not tested ({n}): {reason}" for reason, n in reasons.items()]
+    _emit(args, c.to_json(), "\n".join(lines))
+    return 0
+
+
 def cmd_export(args) -> int:
     if not args.csv and not args.pdf:
         raise UserError("say where to export: --csv DIR and/or --pdf FILE")
+    if args.pdf and Path(args.pdf).is_dir():  # before any metric is computed and cached
+        raise UserError(f"--pdf must name a file, and {args.pdf} is a folder")
+    if args.csv and Path(args.csv).exists() and not Path(args.csv).is_dir():
+        raise UserError(f"--csv must name a folder, and {args.csv} is a file")
     written: list[str] = []
     with _open_store(args.db) as store:
         for run_id in args.run_ids:
@@ -581,21 +814,57 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_sample(args) -> int:
+    from gbdesk.ppi_metrics import draw_sample
+
+    with _open_store(args.db) as store:
+        result = draw_sample(store, args.run_id, args.size, args.seed)
+    unit = "items (all their attempts)" if result["unit"] == "item" else "attempts"
+    _emit(
+        args,
+        result,
+        f"run {args.run_id}: review sample of {result['size']} of {result['of']} {unit}, "
+        f"seed {result['seed']} — review them (Review → “In the random review sample”, or "
+        f"gbdesk import-labels), then: gbdesk metrics {args.run_id} --labels ppi",
+    )
+    return 0
+
+
+def cmd_import_labels(args) -> int:
+    from gbdesk.label_import import import_labels
+
+    with _open_store(args.db) as store:
+        result = import_labels(store, args.run_id, args.file, args.rater)
+    _emit(
+        args,
+        result,
+        f"run {args.run_id}: {result['labelled']} attempts labelled by {result['rater']}",
+    )
+    return 0
+
+
 def cmd_import(args) -> int:
     from gbdesk.importer import import_generations
 
-    with _open_store(args.db) as store:
+    with _open_store(args.db, writes=True) as store:
         result = import_generations(
-            store, args.probe, args.file, model_name=args.model_name, template=args.template
+            store,
+            args.probe,
+            args.file,
+            model_name=args.model_name,
+            template=args.template,
+            deal_rows=args.deal_rows,
         )
+    for warning in result.get("warnings") or []:
+        print(f"gbdesk: note: {warning}", file=sys.stderr)
     _emit(args, result, f"imported {result['attempts']} attempts as run {result['run_id']}")
     return 0
 
 
 def cmd_review(args) -> int:
-    from gbdesk.probes import get_probe
+    from gbdesk.studies import get_probe
 
-    with _open_store(args.db) as store:
+    with _open_store(args.db, writes=True) as store:
         attempt = store.get_attempt(args.attempt_id)
         probe = get_probe(store.get_run(attempt["run_id"])["probe"])
         metadata = next(
@@ -627,8 +896,11 @@ COMMANDS = {
     "runs": cmd_runs,
     "resume": cmd_resume,
     "metrics": cmd_metrics,
+    "compare": cmd_compare,
     "export": cmd_export,
     "import": cmd_import,
+    "import-labels": cmd_import_labels,
+    "sample": cmd_sample,
     "review": cmd_review,
     "label": cmd_label,
 }
@@ -640,6 +912,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gbdesk.engine.llama_worker import main as worker_main
 
         return worker_main()
+    from gbdesk.logs import setup_logging
+
+    log_file = setup_logging()
+    # A log file that cannot be written (a full disk) must not print tracebacks on stderr.
+    logging.raiseExceptions = False
     try:
         if not argv:
             from gbdesk.ui.app import main as gui_main
@@ -653,6 +930,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"gbdesk: error: {exc}", file=sys.stderr)
         return 2
+    except sqlite3.Error as exc:
+        from gbdesk.store.db import database_fault
+
+        fault = database_fault(exc, _db_in_use[0] if _db_in_use else None)
+        if fault is None:
+            return _unexpected(exc, argv, log_file)
+        logging.getLogger("gbdesk.cli").warning("database fault: %s", exc)
+        print(f"gbdesk: error: {fault}", file=sys.stderr)
+        return 2
     except EngineError as exc:
         print(f"gbdesk: error: {exc}", file=sys.stderr)
         return 1
@@ -661,3 +947,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug: one line here, the traceback in the log file
+        return _unexpected(exc, argv, log_file)
+
+
+def _unexpected(exc: Exception, argv: list[str], log_file: Path | None) -> int:
+    logging.getLogger("gbdesk.cli").error("unexpected error in: gbdesk %s", argv[:1], exc_info=exc)
+    where = f"; details in {log_file}" if log_file else ""
+    print(f"gbdesk: unexpected error: {type(exc).__name__}: {exc}{where}", file=sys.stderr)
+    return 1

@@ -3,6 +3,16 @@
 from __future__ import annotations
 
 
+def short_repr(value: object, limit: int = 40) -> str:
+    """`repr` of a value for a one-line message: cut to about `limit` characters, line
+    breaks escaped; never raises (a 5,000-digit int is shown by its digit count)."""
+    try:
+        text = repr(value)
+    except ValueError:  # int too long to print
+        return "a number too long to show"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class GbdeskError(Exception):
     """Base class of every error gbdesk reports to a person."""
 

@@ -70,3 +70,20 @@ def ratio_ticks(lo: float, hi: float, max_ticks: int = 9) -> list[tuple[float, s
 def ratio_label(k: int) -> str:
     """Tick label for 2**k on a log-ratio axis: 4, 2, 1, 1/2, 1/4."""
     return f"{2**k:g}" if k >= 0 else f"1/{2**-k:g}"
+
+
+def pct(x: float | None, digits: int = 0) -> str:
+    """A share as a percentage ("42 %"), or an em dash."""
+    return "—" if _missing(x) else f"{100 * x:.{digits}f} %"  # type: ignore[operator]
+
+
+def value_phrase(value: float, ci: tuple[float, float], mark: str | None = None) -> str:
+    """"0.42 (95 % CI 0.30 to 0.51), mark B (cautionary)" for sentences."""
+    from gbdesk.stats import MARK_MEANINGS
+
+    if _missing(value):
+        return "not measurable"
+    lo, hi = ci
+    interval = "" if _missing(lo) else f" (95 % CI {lo:.2f} to {hi:.2f})"
+    marked = f", mark {mark} ({MARK_MEANINGS[mark]})" if mark else ""
+    return f"{value:.2f}{interval}{marked}"

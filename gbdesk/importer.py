@@ -1,67 +1,213 @@
-"""Import generations made elsewhere (an API model, another tool) into a run.
+"""Import results made elsewhere (an API model, another tool) as runs.
 
-The file is CSV or JSONL with columns `prompt` and `response` (optional `attempt`).
-Every prompt must equal a prompt the probe produces with the chosen template;
-otherwise nothing is imported and the offending line numbers are reported.
+Every probe reads its own file layout (`Probe.plan_import`; the default, here, reads
+`prompt` + `response` rows). Planning reads and validates the *whole* file and returns
+the runs to create — nothing is written — so a bad line anywhere means nothing is
+imported and every offending line is reported. `write_imported_runs` then writes all
+planned runs in one transaction: an import is complete or absent, even if the process
+is killed or the disk fills up half-way.
 """
 
 from __future__ import annotations
 
-import csv
 import json
+import math
+import re
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gbdesk import __version__
+from gbdesk.csvfile import csv_records
 from gbdesk.errors import UserError
-from gbdesk.probes import get_probe
 from gbdesk.store import Store
+from gbdesk.store.db import prepare_attempts
+from gbdesk.studies import get_probe
+from gbdesk.studies.base import Item, Probe
 
 MAX_LISTED = 12
 
 
+@dataclass
+class ImportedAttempt:
+    """One attempt of an imported run, labelled already (the probe's automatic label)."""
+
+    item: str
+    attempt: int
+    response: str
+    label: dict[str, Any]
+    prompt: str | None = None  # the item's prompt when None
+    scores: list[dict[str, Any]] | None = None
+
+
+@dataclass
+class ImportedRun:
+    """A run to create from an imported file: one model's items and attempts."""
+
+    model: str
+    params: dict[str, Any]
+    items: list[Item]
+    attempts: list[ImportedAttempt]
+    extra: dict[str, int] = field(default_factory=dict)  # counts reported per run, summed
+    notes: dict[str, Any] = field(default_factory=dict)  # reported once for the import
+
+
+#: Digits Python turns into an int (its `int_max_str_digits` guard); longer ones are refused.
+MAX_INT_DIGITS = 4300
+
+
+class _BadNumber(ValueError):
+    """A JSON number gbdesk refuses: NaN/Infinity, out of float range, or too many digits."""
+
+
+def _json_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _BadNumber(
+            f"a number has {len(text.lstrip('-')):,} digits (at most {MAX_INT_DIGITS:,}; "
+            "put it in quotes to import it as text)"
+        )
+    return int(text)
+
+
+def _json_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _BadNumber(f"the number {text[:20]}{'…' if len(text) > 20 else ''} is out of range")
+    return value
+
+
+def _json_constant(name: str) -> Any:
+    raise _BadNumber(f"{name} is not a JSON value")
+
+
+def parse_json_line(line: str) -> Any:
+    """One JSON value, strictly: no NaN/Infinity, finite numbers, ints of at most
+    `MAX_INT_DIGITS` digits. Raises ValueError with a one-line reason."""
+    try:
+        return json.loads(
+            line,
+            parse_int=_json_int,
+            parse_float=_json_float,
+            parse_constant=_json_constant,
+        )
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg}, column {exc.colno})") from None
+    except _BadNumber as exc:
+        raise ValueError(str(exc)) from None
+    except RecursionError:
+        raise ValueError("not valid JSON (nested too deeply)") from None
+
+
 def read_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, record) pairs from a CSV or JSONL file."""
+    """(line number, record) pairs from a CSV or JSONL file.
+
+    CSV: the whole file goes through the `csv` module, so a quoted field may hold any line
+    break or separator (U+2028, U+0085, form feed …) and up to `limits.MAX_CSV_FIELD` characters;
+    the line number is the physical line ("\\n", "\\r\\n" or "\\r") where the record starts;
+    cells are text, a short row's missing cells are None, a long row or a repeated header
+    column is refused. JSONL: one JSON object per line, lines end at "\\n" only (separators
+    inside strings stay there); numbers must be finite with at most `MAX_INT_DIGITS` digits.
+    """
     p = Path(path)
     if not p.is_file():
         raise UserError(f"file not found: {p}")
     try:
-        text = p.read_text(encoding="utf-8-sig")
+        with p.open(encoding="utf-8-sig", newline="") as fh:  # "\r\n" in a field stays
+            text = fh.read()
     except UnicodeDecodeError:
         raise UserError(f"{p} is not UTF-8 text") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {p}: {exc.strerror or exc}") from None
     if not text.strip():
         raise UserError(f"{p} is empty")
     if p.suffix.lower() in (".jsonl", ".ndjson") or text.lstrip().startswith("{"):
-        rows = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{p}, line {number}: not valid JSON ({exc.msg})") from None
-            if not isinstance(record, dict):
-                raise UserError(f"{p}, line {number}: expected a JSON object")
-            rows.append((number, record))
-        return rows
-    reader = csv.DictReader(text.splitlines(keepends=True), strict=True)
+        return _jsonl_rows(p, text)
+    return _csv_rows(p, text)
+
+
+def _jsonl_rows(p: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
     rows = []
-    start = 2
-    try:
-        for record in reader:
-            if None in record:
-                raise UserError(f"{p}, line {start}: more cells than header columns")
-            rows.append((start, record))
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        raise UserError(f"{p}, line {reader.line_num}: malformed CSV ({exc})") from None
-    if reader.fieldnames is None:
-        raise UserError(f"{p} has no header row")
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = parse_json_line(line.removesuffix("\r"))
+        except ValueError as exc:
+            raise UserError(f"{p}, line {number}: {exc}") from None
+        if not isinstance(record, dict):
+            raise UserError(f"{p}, line {number}: expected a JSON object")
+        if _SURROGATE_ESCAPE.search(line) and not _encodable(record):
+            raise UserError(
+                f"{p}, line {number}: a string holds a lone surrogate escape (such as "
+                "\\ud800), which is not text"
+            )
+        rows.append((number, record))
     return rows
 
 
-def _require_columns(
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _encodable(value: Any) -> bool:
+    """Can `value` (parsed JSON) be stored as UTF-8? Not if a string holds a surrogate that
+    a JSON escape such as \\ud800 put there without its pair."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _csv_rows(p: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+    header, records = csv_records(text, str(p))
+    if header is None:
+        raise UserError(f"{p} has no header row")
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for line, cells in records:
+        record: dict[str, Any] = dict.fromkeys(header)  # a short row's missing cells: None
+        record.update(zip(header, cells, strict=False))
+        rows.append((line, record))
+    return rows
+
+
+_KINDS = {
+    bool: "true or false",
+    int: "a number",
+    float: "a number",
+    list: "a list",
+    dict: "an object",
+}
+
+
+def require_text(
+    path: str | Path, rows: list[tuple[int, dict[str, Any]]], columns: tuple[str, ...]
+) -> None:
+    """Refuse rows whose `columns` are not text: a JSON null, a missing CSV cell, a number
+    (`"response": 5` — give `"5"` to import it as text), true/false, a list or an object.
+    Every offending line is listed, per column and kind."""
+    problems: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for number, record in rows:
+        for column in columns:
+            value = record.get(column)
+            if value is None:
+                problems[(column, "no")].append(number)
+            elif not isinstance(value, str):
+                problems[(column, _KINDS.get(type(value), type(value).__name__))].append(number)
+    messages = []
+    for (column, kind), numbers in problems.items():
+        verb = "has" if len(numbers) == 1 else "have"
+        if kind == "no":
+            messages.append(f"{line_list(numbers)} {verb} no {column} (null or a missing cell)")
+        else:
+            messages.append(
+                f"{line_list(numbers)} {verb} {kind} as {column}, not text (put it in quotes "
+                "to import it as text)"
+            )
+    refuse(path, messages)
+
+
+def require_columns(
     path: str | Path, rows: list[tuple[int, dict[str, Any]]], required: tuple[str, ...]
 ) -> None:
     if not rows:
@@ -72,12 +218,25 @@ def _require_columns(
         raise UserError(f"{path} lacks the column(s) {', '.join(missing)} (it has: {have})")
 
 
-def _lines(numbers: list[int]) -> str:
+def line_list(numbers: list[int]) -> str:
+    """"line 3" / "lines 3, 5, 9 and 20 more"."""
     shown = ", ".join(str(n) for n in numbers[:MAX_LISTED])
     more = f" and {len(numbers) - MAX_LISTED} more" if len(numbers) > MAX_LISTED else ""
     return f"line{'s' if len(numbers) > 1 else ''} {shown}{more}"
 
 
+def refuse(path: str | Path, problems: list[str]) -> None:
+    """Raise the one-line error of a file that cannot be imported, if there are problems."""
+    if problems:
+        raise UserError(f"nothing imported from {path}: " + "; ".join(problems))
+
+
+def model_of(record: dict[str, Any], model_name: str | None) -> str:
+    """The row's `model` column, else the --model-name, else "imported"."""
+    return str(record.get("model") or "").strip() or model_name or "imported"
+
+
+# -- the whole import --------------------------------------------------------------------------
 def import_generations(
     store: Store,
     probe_name: str,
@@ -85,459 +244,330 @@ def import_generations(
     *,
     model_name: str | None = None,
     template: str | None = None,
+    deal_rows: bool = False,
 ) -> dict[str, Any]:
     """Create imported run(s) from the file: one run, or one per value of an optional
-    `model` column. Returns {run_id, attempts} (and {runs: […]} for several models)."""
+    `model` column. Returns {run_id, attempts} (and {runs: […]} for several models).
+    `deal_rows`: rows without an `item` whose prompt several items share are dealt to
+    those items in turn (otherwise such a file is refused)."""
     probe = get_probe(probe_name)
-    if probe_name == "globalbias_profiles":
-        return import_profiles(store, probe, path, model_name=model_name)
-    if probe_name == "intersectional_sdeg":
-        return import_role_answers(store, probe, path, model_name=model_name)
+    planned = probe.plan_import(path, model_name=model_name, template=template, deal_rows=deal_rows)
+    if not planned:
+        raise UserError(f"nothing imported from {path}: it holds no results")
+    return write_imported_runs(store, probe, path, planned)
+
+
+def write_imported_runs(
+    store: Store, probe: Probe, path: str | Path, planned: list[ImportedRun]
+) -> dict[str, Any]:
+    """Write every planned run in one transaction; returns the import's summary.
+
+    A kill, a full disk or any error before the commit leaves no run and no attempt: the
+    rows are built first, and then written (bulk inserts) under one write lock, which a
+    100,000-row import holds for about 2 s.
+    """
+    source = str(Path(path).resolve())
+    rows = []
+    for plan in planned:
+        prompts = {i.key: i.prompt for i in plan.items}
+        per_item: dict[str, int] = defaultdict(int)
+        for a in plan.attempts:
+            per_item[a.item] = max(per_item[a.item], a.attempt + 1)
+        attempts = prepare_attempts(
+            {
+                "item": a.item,
+                "attempt": a.attempt,
+                "prompt": a.prompt if a.prompt is not None else prompts[a.item],
+                "response": a.response,
+                "prompt_mode": "imported",
+                "auto_label": a.label,
+                "scores": a.scores,
+            }
+            for a in plan.attempts
+        )
+        rows.append((max(per_item.values(), default=0), attempts))
+    runs = []
+    with store.transaction():
+        for plan, (attempts_per_item, attempts) in zip(planned, rows, strict=True):
+            model_id = store.register_model(
+                {
+                    "kind": "external",
+                    "name": plan.model,
+                    "path": f"external:{plan.model}",
+                    "sha256": None,
+                }
+            )
+            run_id = store.create_run(
+                probe=probe.name,
+                probe_version=probe.version,
+                model_id=model_id,
+                params={**plan.params, "imported_from": source},
+                generation={"attempts": attempts_per_item, "imported": True},
+                items=[(i.key, i.prompt, i.metadata) for i in plan.items],
+                attempts_per_item=0,
+                app_version=__version__,
+                llama_cpp_version=None,
+                source="imported",
+            )
+            stored = store.add_attempts(run_id, attempts)
+            store.finish_import(run_id, stored)
+            runs.append({"model": plan.model, "run_id": run_id, "attempts": stored, **plan.extra})
+    result: dict[str, Any] = {
+        "run_id": runs[0]["run_id"],
+        "attempts": sum(r["attempts"] for r in runs),
+    }
+    for key in planned[0].extra:
+        result[key] = sum(r[key] for r in runs)
+    for plan in planned:
+        for key, value in plan.notes.items():
+            result.setdefault(key, value)
+    if len(runs) > 1:
+        result["runs"] = runs
+    return result
+
+
+# -- the default layout: item / prompt + response ----------------------------------------------
+DEAL_HINT = (
+    "add an `item` column (as in attempts.csv) or pass --deal-rows to deal them to the items "
+    "in turn"
+)
+
+
+def plan_prompt_response_import(
+    probe: Probe,
+    path: str | Path,
+    *,
+    model_name: str | None = None,
+    template: str | None = None,
+    deal_rows: bool = False,
+) -> list[ImportedRun]:
+    """Rows with `response` and an `item` key (as attempts.csv has) or a `prompt`
+    (optional `attempt`, `item_index`, `model`), placed on the probe's items; one run per
+    model. See `_place` for how rows are matched."""
     rows = read_rows(path)
-    if probe.kind == "scoring":
-        return import_apx_table(store, probe, path, rows, model_name=model_name)
-    _require_columns(path, rows, ("prompt", "response"))
+    if not rows:
+        raise UserError(f"{path} has a header but no rows")
+    keyed = any(str(r.get("item") or "").strip() for _, r in rows)
+    required = ("response",) if keyed else ("prompt", "response")
+    require_columns(path, rows, required)
+    require_text(path, rows, required)
     params = probe.resolve_params(template=template)
     groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for number, record in rows:
-        label = str(record.get("model") or "").strip() or model_name or "imported"
-        groups.setdefault(label, []).append((number, record))
-    # validate every group before writing anything
-    planned = [(name, _place(probe, params, group, path)) for name, group in groups.items()]
-    runs = [
-        {"model": name, **_write(store, probe, params, path, name, items, placed)}
-        for name, (items, placed) in planned
-    ]
-    result: dict[str, Any] = {
-        "run_id": runs[0]["run_id"],
-        "attempts": sum(r["attempts"] for r in runs),
-    }
-    if len(runs) > 1:
-        result["runs"] = runs
-    return result
+        groups.setdefault(model_of(record, model_name), []).append((number, record))
+    planned = []
+    for name, group in groups.items():
+        items, placed = _place(probe, params, group, path, deal_rows=deal_rows)
+        metadata = {i.key: i.metadata for i in items}
+        rank = {i.key: n for n, i in enumerate(items)}
+        attempts = []
+        for (key, index), (_, record) in sorted(
+            placed.items(), key=lambda kv: (rank[kv[0][0]], kv[0][1])
+        ):
+            response = record.get("response")
+            text = "" if response is None else str(response)
+            attempts.append(ImportedAttempt(key, index, text, probe.label(text, metadata[key])))
+        planned.append(ImportedRun(name, params, items, attempts))
+    return planned
+
+
+def _short(text: str, width: int = 160) -> str:
+    """The text on one line, its middle cut when long."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 3
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+def whole_number(value: Any) -> int | None:
+    """A whole number ≥ 0 from a cell; None when empty; raises ValueError otherwise."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError
+        value = int(value)
+    number = int(str(value).strip())
+    if number < 0:
+        raise ValueError
+    return number
+
+
+def _template_hint(probe: Probe, params: dict[str, Any], key: str, prompt: str) -> str:
+    """Which template the prompts of mismatched rows were made with, when a preset fits."""
+    for name in probe.templates:
+        if name == params.get("template_name"):
+            continue
+        try:
+            other = probe.resolve_params(template=name)
+        except UserError:
+            continue
+        for item in probe.items(other):
+            if item.key == key:
+                if item.prompt.strip() == prompt.strip():
+                    return f" (they match the template '{name}': pass --template {name})"
+                break
+    return " (made with another template? pass it with --template)"
 
 
 def _place(
-    probe, params: dict[str, Any], rows: list[tuple[int, dict[str, Any]]], path: str | Path
-) -> tuple[list[Any], dict[tuple[str, int], tuple[int, dict]]]:
-    """Match rows to items; raise `UserError` listing every row that does not fit."""
-    items = list(probe.items(params))
+    probe: Probe,
+    params: dict[str, Any],
+    rows: list[tuple[int, dict[str, Any]]],
+    path: str | Path,
+    *,
+    deal_rows: bool = False,
+) -> tuple[list[Item], dict[tuple[str, int], tuple[int, dict]]]:
+    """Match rows to items; raise `UserError` listing every row that does not fit.
+
+    A row with an `item` key goes to that item (one of the probe's items for `params`, or
+    one `probe.import_item` rebuilds from the row, e.g. a custom story prompt); its prompt,
+    when given, must be the item's. A row without one goes to the item whose prompt it
+    has; a prompt several items share is refused unless `deal_rows`, when such rows are
+    dealt to those items in turn (GenderBench sampled each of them separately). The row's
+    `attempt` is kept; rows without one take the item's next free attempt in file order.
+    Returns the items that received rows — in `item_index` order when every row has one
+    (as attempts.csv does: the original run's order), else in the probe's order, with
+    rebuilt items after them by key — and (item, attempt) → (line, row)."""
+    catalogue = list(probe.items(params))
+    by_key = {i.key: i for i in catalogue}
     by_prompt: dict[str, list[str]] = defaultdict(list)
-    for item in items:
-        by_prompt[item.prompt].append(item.key)  # identical prompts (duplicated items) share
+    for item in catalogue:
+        by_prompt[item.prompt.strip()].append(item.key)  # duplicated items share a prompt
+    rebuilt: dict[str, Item] = {}
 
     unmatched: list[int] = []
+    unknown: list[int] = []
+    unknown_keys: list[str] = []
+    mismatched: list[int] = []
+    first_mismatch: tuple[str, str] | None = None
+    ambiguous: dict[str, list[int]] = {}
     bad_attempt: list[int] = []
+    bad_index: list[int] = []
     duplicates: list[int] = []
-    placed: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
-    seen_per_prompt: dict[tuple[str, int | None], int] = defaultdict(int)
+    # (line, row, candidate keys, attempt or None)
+    entries: list[tuple[int, dict[str, Any], list[str], int | None]] = []
+    index_of: dict[str, int] = {}
+    all_indexed = True
     for number, record in rows:
         prompt = str(record.get("prompt") or "")
-        keys = by_prompt.get(prompt) or by_prompt.get(prompt.strip())
-        if not keys and hasattr(probe, "import_item"):
-            custom = probe.import_item(record)  # e.g. a story prompt outside the 100
-            if custom is not None:
-                if custom.key not in {i.key for i in items}:
-                    items.append(custom)
-                by_prompt[prompt] = keys = [custom.key]
-        if not keys:
-            unmatched.append(number)
-            continue
-        raw_attempt = record.get("attempt")
-        attempt: int | None = None
-        if raw_attempt not in (None, ""):
-            try:
-                attempt = int(raw_attempt)
-                if attempt < 0:
-                    raise ValueError
-            except (TypeError, ValueError):
-                bad_attempt.append(number)
+        key = str(record.get("item") or "").strip()
+        if key:
+            item = by_key.get(key) or rebuilt.get(key)
+            if item is None:
+                custom = probe.import_item(record)
+                if custom is not None and custom.key == key:
+                    item = rebuilt[key] = custom
+            if item is None:
+                unknown.append(number)
+                if key not in unknown_keys:
+                    unknown_keys.append(key)
                 continue
-        k = seen_per_prompt[(prompt, attempt)]
-        seen_per_prompt[(prompt, attempt)] += 1
-        if attempt is None:
-            key, index = keys[k % len(keys)], k // len(keys)
+            if prompt.strip() and prompt.strip() != item.prompt.strip():
+                mismatched.append(number)
+                first_mismatch = first_mismatch or (key, prompt)
+                continue
+            keys = [key]
         else:
-            if k >= len(keys):
-                duplicates.append(number)
+            keys = list(by_prompt.get(prompt.strip(), []))
+            if not keys:
+                custom = probe.import_item(record)  # e.g. a story prompt outside the 100
+                if custom is not None:
+                    rebuilt.setdefault(custom.key, custom)
+                    keys = [custom.key]
+            if not keys:
+                unmatched.append(number)
                 continue
-            key, index = keys[k], attempt
-        placed[(key, index)] = (number, record)
+            if len(keys) > 1 and not deal_rows:
+                ambiguous.setdefault(prompt.strip(), []).append(number)
+                continue
+        try:
+            attempt = whole_number(record.get("attempt"))
+        except (TypeError, ValueError):
+            bad_attempt.append(number)
+            continue
+        try:
+            position = whole_number(record.get("item_index"))
+        except (TypeError, ValueError):
+            bad_index.append(number)
+            continue
+        if position is None or len(keys) > 1:
+            all_indexed = False
+        else:
+            index_of[keys[0]] = min(position, index_of.get(keys[0], position))
+        entries.append((number, record, keys, attempt))
+
+    # rows with an attempt first (in file order), then the others on the free attempts
+    placed: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
+    dealt: dict[tuple[str, int | None], int] = defaultdict(int)
+    for number, record, keys, attempt in entries:
+        if attempt is None:
+            continue
+        k = dealt[(keys[0], attempt)]
+        dealt[(keys[0], attempt)] += 1
+        if k >= len(keys) or (keys[k], attempt) in placed:
+            duplicates.append(number)
+            continue
+        placed[(keys[k], attempt)] = (number, record)
+    next_free: dict[str, int] = defaultdict(int)
+    for number, record, keys, attempt in entries:
+        if attempt is not None:
+            continue
+        k = dealt[(keys[0], None)]
+        dealt[(keys[0], None)] += 1
+        key = keys[k % len(keys)]
+        while (key, next_free[key]) in placed:
+            next_free[key] += 1
+        placed[(key, next_free[key])] = (number, record)
 
     problems = []
-    template_name = params["template_name"]
-    if unmatched:
-        hint = (
-            " (or give domain, condition, subject and object columns)"
-            if hasattr(probe, "import_item")
-            else ""
-        )
+    if unknown:
         problems.append(
-            f"{_lines(unmatched)} match no {probe.name} prompt made with the template "
-            f"'{template_name}'{hint}"
+            f"{line_list(unknown)} name an item that is not one of {probe.name}'s items "
+            f"(e.g. '{_short(unknown_keys[0], 40)}'; rename or remove the `item` column to "
+            "match rows by their prompt)"
+        )
+    if mismatched:
+        key, prompt = first_mismatch or ("", "")
+        problems.append(
+            f"{line_list(mismatched)} have a prompt that is not their item's prompt with the "
+            f"template '{params.get('template_name')}'" + _template_hint(probe, params, key, prompt)
+        )
+    if unmatched:
+        problems.append(
+            f"{line_list(unmatched)} match no {probe.name} prompt made with the template "
+            f"'{params['template_name']}'{probe.import_hint()}"
+        )
+    if ambiguous:
+        example = next(iter(ambiguous))
+        lines = sorted(n for ns in ambiguous.values() for n in ns)
+        n = len(ambiguous)
+        problems.append(
+            f"{n} prompt{'s are' if n > 1 else ' is'} shared by several items "
+            f"(e.g. '{_short(example)}', {line_list(lines)}); {DEAL_HINT}"
         )
     if bad_attempt:
-        problems.append(f"{_lines(bad_attempt)} have an attempt that is not a whole number ≥ 0")
+        problems.append(f"{line_list(bad_attempt)} have an attempt that is not a whole number ≥ 0")
+    if bad_index:
+        problems.append(
+            f"{line_list(bad_index)} have an item_index that is not a whole number ≥ 0"
+        )
     if duplicates:
-        problems.append(f"{_lines(duplicates)} repeat a (prompt, attempt) pair")
-    if problems:
-        raise UserError(f"nothing imported from {path}: " + "; ".join(problems))
+        several = len({str(r.get("run_id") or "") for _, r in rows}) > 1
+        problems.append(
+            f"{line_list(duplicates)} repeat an (item, attempt) of an earlier line"
+            + ("; the file holds several runs (run_id): import one at a time" if several else "")
+        )
+    refuse(path, problems)
+
+    used = {key for key, _ in placed}
+    canonical = {i.key: n for n, i in enumerate(catalogue)}
+    items = [by_key.get(key) or rebuilt[key] for key in used]
+    if all_indexed and used <= index_of.keys():
+        items.sort(key=lambda i: (index_of[i.key], canonical.get(i.key, len(canonical)), i.key))
+    else:
+        items.sort(key=lambda i: (canonical.get(i.key, len(canonical)), i.key))
     return items, placed
-
-
-def _imported_run(
-    store: Store,
-    probe,
-    model: str,
-    params: dict[str, Any],
-    path: str | Path,
-    items: list[tuple[str, str, dict[str, Any]]],
-    attempts: int,
-) -> int:
-    """A new run of the probe for stories/scores made elsewhere by `model` (an external
-    model row); attempts are added by the caller, then `_finish_import`."""
-    model_id = store.register_model(
-        {"kind": "external", "name": model, "path": f"external:{model}", "sha256": None}
-    )
-    return store.create_run(
-        probe=probe.name,
-        probe_version=probe.version,
-        model_id=model_id,
-        params={**params, "imported_from": str(Path(path).resolve())},
-        generation={"attempts": attempts, "imported": True},
-        items=items,
-        attempts_per_item=0,
-        app_version=__version__,
-        llama_cpp_version=None,
-        source="imported",
-    )
-
-
-def _finish_import(store: Store, run_id: int, count: int) -> None:
-    store.db["runs"].update(
-        run_id, {"attempts_total": count, "status": "done", "finished_at": _now()}
-    )
-
-
-def _write(
-    store: Store,
-    probe,
-    params: dict[str, Any],
-    path: str | Path,
-    name: str,
-    items: list[Any],
-    placed: dict[tuple[str, int], tuple[int, dict]],
-) -> dict[str, Any]:
-    attempts_per_item: dict[str, int] = defaultdict(int)
-    for key, index in placed:
-        attempts_per_item[key] = max(attempts_per_item[key], index + 1)
-    run_id = _imported_run(
-        store,
-        probe,
-        name,
-        params,
-        path,
-        [(i.key, i.prompt, i.metadata) for i in items],
-        max(attempts_per_item.values()),
-    )
-    prompts = {i.key: i.prompt for i in items}
-    metadata = {i.key: i.metadata for i in items}
-    for (key, index), (_, record) in sorted(placed.items()):
-        response = record.get("response")
-        store.add_attempt(
-            run_id,
-            key,
-            index,
-            prompts[key],
-            "" if response is None else str(response),
-            prompt_mode="imported",
-            auto_label=probe.label("" if response is None else str(response), metadata[key]),
-        )
-    _finish_import(store, run_id, len(placed))
-    return {"run_id": run_id, "attempts": len(placed)}
-
-
-def import_apx_table(
-    store: Store,
-    probe,
-    path: str | Path,
-    rows: list[tuple[int, dict[str, Any]]],
-    *,
-    model_name: str | None = None,
-) -> dict[str, Any]:
-    """An APX table computed elsewhere (columns group, descriptor, template 1–3, apx;
-    optional axis, model) as an imported GlobalBias run per model. Group labels are kept
-    exactly as given; descriptors are matched to the shipped list (for their axis)."""
-    import math
-
-    from gbdesk.probes.globalbias import load_descriptors
-
-    _require_columns(path, rows, ("group", "descriptor", "template", "apx"))
-    shipped = {d["descriptor"]: d for d in load_descriptors()}
-    folded = {k.casefold(): v for k, v in shipped.items()}
-    bad_template, bad_apx, empty = [], [], []
-    by_model: dict[str, dict[tuple[int, str], list[dict[str, Any]]]] = {}
-    unmatched: set[str] = set()
-    for number, record in rows:
-        group = str(record.get("group") or "")
-        descriptor = str(record.get("descriptor") or "").strip()
-        if not group.strip() or not descriptor:
-            empty.append(number)
-            continue
-        try:
-            template = int(str(record.get("template")).strip())
-            if template not in (1, 2, 3):
-                raise ValueError
-        except ValueError:
-            bad_template.append(number)
-            continue
-        try:
-            apx = float(str(record.get("apx")).strip())
-            if not math.isfinite(apx):
-                raise ValueError
-        except ValueError:
-            bad_apx.append(number)
-            continue
-        known = shipped.get(descriptor) or folded.get(descriptor.casefold())
-        if known is None:
-            unmatched.add(descriptor)
-        axis = str(record.get("axis") or "").strip() or (known or {}).get("axis", "")
-        model = str(record.get("model") or "").strip() or model_name or "imported"
-        by_model.setdefault(model, {}).setdefault((template, group), []).append(
-            {
-                "group": group,
-                "descriptor": known["descriptor"] if known else descriptor,
-                "template": template,
-                "apx": apx,
-                "axis": axis,
-            }
-        )
-    problems = []
-    if empty:
-        problems.append(f"{_lines(empty)} lack a group or a descriptor")
-    if bad_template:
-        problems.append(f"{_lines(bad_template)} have a template that is not 1, 2 or 3")
-    if bad_apx:
-        problems.append(f"{_lines(bad_apx)} have an apx that is not a number")
-    if problems:
-        raise UserError(f"nothing imported from {path}: " + "; ".join(problems))
-    runs = []
-    for model, blocks in by_model.items():
-        items = [
-            (
-                f"import/t{t}/{g}",
-                f"{g} · template {t} ({len(b)} descriptors)",
-                {"template": t, "group": g},
-            )
-            for (t, g), b in blocks.items()
-        ]
-        params = probe.resolve_params()
-        params["unmatched_descriptors"] = sorted(unmatched)
-        run_id = _imported_run(store, probe, model, params, path, items, 1)
-        for (key, prompt, meta), b in zip(items, blocks.values(), strict=True):
-            seen = {r["descriptor"] for r in b}
-            if len(seen) != len(b):
-                raise UserError(
-                    f"nothing imported from {path}: group {meta['group']!r}, template "
-                    f"{meta['template']} repeats a descriptor"
-                )
-            store.add_attempt(
-                run_id,
-                key,
-                0,
-                prompt,
-                f"{len(b)} imported APX values",
-                prompt_mode="imported",
-                auto_label=probe.label("", meta),
-                scores=b,
-            )
-        _finish_import(store, run_id, len(items))
-        runs.append(
-            {
-                "model": model,
-                "run_id": run_id,
-                "attempts": len(items),
-                "rows": sum(len(b) for b in blocks.values()),
-            }
-        )
-    result: dict[str, Any] = {
-        "run_id": runs[0]["run_id"],
-        "attempts": sum(r["attempts"] for r in runs),
-        "rows": sum(r["rows"] for r in runs),
-        "unmatched_descriptors": len(unmatched),
-    }
-    if len(runs) > 1:
-        result["runs"] = runs
-    return result
-
-
-def import_profiles(
-    store: Store, probe, path: str | Path, *, model_name: str | None = None
-) -> dict[str, Any]:
-    """Character profiles generated elsewhere, in the released GlobalBias files' layout
-    (one row per profile: flattened fields, `name`, `run_id`, `Ethnicity`, `Gender`,
-    `Group`; list fields as Python tuple literals). One item per name, one attempt per run,
-    in file order; the response is the profile as JSON."""
-    import json
-    import math
-
-    from gbdesk.probes.globalbias_profiles_stats import (
-        LIST_FIELDS,
-        PHYSICAL_COLUMNS,
-        SCALAR_FIELDS,
-        read_profiles_csv,
-    )
-
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"file not found: {p}")
-    df = read_profiles_csv(p)
-    if df.empty:
-        raise UserError(f"{p} has no profiles")
-
-    def clean(v: Any) -> Any:
-        if isinstance(v, float) and math.isnan(v):
-            return None
-        return v.item() if hasattr(v, "item") else v
-
-    runs = {r: i for i, r in enumerate(dict.fromkeys(str(x) for x in df["run_id"]))}
-    items: dict[tuple[str, str, int], dict[str, Any]] = {}
-    attempts: list[tuple[tuple[str, str, int], int, dict[str, Any]]] = []
-    seen: dict[tuple[str, str, str], int] = {}
-    for record in df.to_dict("records"):
-        name, group, run = str(record["name"]), str(record["Group"]), str(record["run_id"])
-        k = seen.get((name, group, run), 0)
-        seen[(name, group, run)] = k + 1
-        key = (name, group, k)
-        items.setdefault(
-            key,
-            {
-                "name": name,
-                "ethnicity": clean(record["Ethnicity"]),
-                "gender": clean(record["Gender"]),
-                "group": group,
-            },
-        )
-        profile: dict[str, Any] = {"name": name}
-        for f in SCALAR_FIELDS:
-            if f != "name" and f in record:
-                profile[f] = clean(record[f])
-        for f in LIST_FIELDS:
-            profile[f] = list(record.get(f) or ())
-        profile["physical_characteristics"] = {
-            c.split(".", 1)[1]: clean(record.get(c)) for c in PHYSICAL_COLUMNS
-        }
-        attempts.append((key, runs[run], profile))
-    keys = {key: f"p{i:04d}-{key[0]}" for i, key in enumerate(items)}
-    model = model_name or "imported"
-    run_id = _imported_run(
-        store,
-        probe,
-        model,
-        probe.resolve_params(),
-        p,
-        [
-            (keys[key], f"profile of {meta['name']}", {"people": [meta]})
-            for key, meta in items.items()
-        ],
-        len(runs),
-    )
-    stored = 0
-    for key, attempt, profile in attempts:
-        text = json.dumps([profile], ensure_ascii=False)
-        meta = {"people": [items[key]]}
-        if store.add_attempt(
-            run_id,
-            keys[key],
-            attempt,
-            f"profile of {items[key]['name']}",
-            text,
-            prompt_mode="imported",
-            auto_label=probe.label(text, meta),
-        ):
-            stored += 1
-    _finish_import(store, run_id, stored)
-    return {"run_id": run_id, "attempts": stored}
-
-
-def import_role_answers(
-    store: Store, probe, path: str | Path, *, model_name: str | None = None
-) -> dict[str, Any]:
-    """Answers produced elsewhere (columns group, role, category, answer; optional model):
-    one attempt per (group, role) with its answers mapped to the category's options.
-    `group` is one of the 106 (as `White;old` or its id), `category` a name or 1–16, `role`
-    the role's text or id."""
-    from gbdesk.probes.intersectional import load_categories, load_groups, map_answer
-
-    rows = read_rows(path)
-    _require_columns(path, rows, ("group", "role", "category", "answer"))
-    groups = {g["group"].casefold(): g for g in load_groups()}
-    groups.update({g["group_id"]: g for g in load_groups()})
-    cats = {c["category"].casefold(): c for c in load_categories()}
-    cats.update({str(c["id"]): c for c in load_categories()})
-    bad_group, bad_cat = [], []
-    by_model: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
-    for number, record in rows:
-        g = groups.get(str(record.get("group") or "").strip().casefold())
-        c = cats.get(str(record.get("category") or "").strip().casefold())
-        if g is None:
-            bad_group.append(number)
-            continue
-        if c is None:
-            bad_cat.append(number)
-            continue
-        model = str(record.get("model") or "").strip() or model_name or "imported"
-        role = str(record.get("role") or "")
-        answer = "" if record.get("answer") is None else str(record["answer"])
-        by_model.setdefault(model, {}).setdefault(g["group_id"], {}).setdefault(role, {})[
-            str(c["id"])
-        ] = {"raw": answer, "option": map_answer(answer, c["options"])}
-    problems = []
-    if bad_group:
-        problems.append(f"{_lines(bad_group)} name no group of the 106 (e.g. White;old)")
-    if bad_cat:
-        problems.append(f"{_lines(bad_cat)} name no category (a name or 1–16)")
-    if problems:
-        raise UserError(f"nothing imported from {path}: " + "; ".join(problems))
-    params = probe.resolve_params()
-    by_id = {g["group_id"]: g for g in load_groups()}
-    runs = []
-    for model, per_group in by_model.items():
-        items = [probe._item(by_id[gid], params["template"]) for gid in per_group]
-        run_id = _imported_run(
-            store,
-            probe,
-            model,
-            params,
-            path,
-            [(i.key, i.prompt, i.metadata) for i in items],
-            max(len(r) for r in per_group.values()),
-        )
-        count = 0
-        for item, roles in zip(items, per_group.values(), strict=True):
-            for index, (role, answers) in enumerate(roles.items()):
-                store.add_attempt(
-                    run_id,
-                    item.key,
-                    index,
-                    item.prompt,
-                    role,
-                    prompt_mode="imported",
-                    auto_label=probe._answers_label(answers),
-                )
-                count += 1
-        _finish_import(store, run_id, count)
-        runs.append({"model": model, "run_id": run_id, "attempts": count})
-    result: dict[str, Any] = {
-        "run_id": runs[0]["run_id"],
-        "attempts": sum(r["attempts"] for r in runs),
-    }
-    if len(runs) > 1:
-        result["runs"] = runs
-    return result
-
-
-def _now() -> str:
-    from gbdesk.store.db import now
-
-    return now()

@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gbdesk import __version__
-from gbdesk.probes import ItemResult, get_probe
 from gbdesk.stats import MetricValue
 from gbdesk.store import Store
+from gbdesk.studies import ItemResult, ScoringProbe, get_probe
 
 LABEL_MODES = ("auto", "reviewed")
+#: every way metrics can be computed: the label modes, and "ppi" (automatic labels
+#: corrected by the human labels of a random review sample, `gbdesk.ppi_metrics`)
+METRIC_MODES = (*LABEL_MODES, "ppi")
 
 
 def _auto_source(store: Store, run_id: int) -> str | None:
@@ -55,8 +58,9 @@ def effective_labels(store: Store, run_id: int, label_mode: str) -> dict[int, di
 
 
 def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[ItemResult]:
-    """Items (in run order) with the effective labels of their stored attempts."""
-    labels = effective_labels(store, run_id, label_mode)
+    """Items (in run order) with the effective labels of their stored attempts (the
+    automatic ones for "ppi", whose correction applies to metrics only)."""
+    labels = effective_labels(store, run_id, "auto" if label_mode == "ppi" else label_mode)
     by_item: dict[str, ItemResult] = {
         row["item"]: ItemResult(row["item"], row["metadata"], []) for row in store.run_items(run_id)
     }
@@ -66,7 +70,7 @@ def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[It
         result.labels.append(label["label"] if label else "undetected")
         result.label_data.append((label or {}).get("data") or {})
         result.responses.append(attempt["response"])
-    if get_probe(store.get_run(run_id)["probe"]).kind == "scoring":
+    if isinstance(get_probe(store.get_run(run_id)["probe"]), ScoringProbe):
         for score in store.scores(run_id):
             by_item[score["item"]].scores.append(score)
     return list(by_item.values())
@@ -75,6 +79,10 @@ def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[It
 def compute_metrics(
     store: Store, run_id: int, label_mode: str = "auto", use_cache: bool = True
 ) -> dict[str, MetricValue]:
+    """The run's metrics from automatic labels ("auto"), reviewed ones ("reviewed": a
+    person's where present), or as prediction-powered estimates ("ppi"); cached."""
+    if label_mode not in METRIC_MODES:
+        raise ValueError(f"label mode must be one of {METRIC_MODES}")
     ensure_auto_labels(store, run_id)
     run = store.get_run(run_id)
     # Recompute when labels, the run's parameters or the code that computes change.
@@ -93,11 +101,17 @@ def compute_metrics(
                     mark=row["mark"],
                     n=row["n"],
                     p_value=row.get("p_value"),
+                    details=json.loads(row["details_json"]) if row.get("details_json") else None,
                 )
                 for name, row in cached.items()
             }
     probe = get_probe(run["probe"])
-    metrics = probe.metrics(item_results(store, run_id, label_mode), params=run["params"])
+    if label_mode == "ppi":
+        from gbdesk.ppi_metrics import ppi_metric_values
+
+        metrics = ppi_metric_values(store, run_id)
+    else:
+        metrics = probe.metrics(item_results(store, run_id, label_mode), params=run["params"])
     store.save_metrics(
         run_id,
         label_mode,
@@ -111,6 +125,7 @@ def compute_metrics(
                 "mark": m.mark,
                 "n": m.n,
                 "p_value": m.p_value,
+                "details": m.details,
             }
             for name, m in metrics.items()
         ],
@@ -136,6 +151,7 @@ class ReviewStats:
     per_label: dict[str, dict[str, float]]  # label → precision, recall, support
     accuracy: float
     quality: dict[str, Any] = field(default_factory=dict)  # probe-specific (e.g. names)
+    estimate: dict[str, Any] | None = None  # the labels' estimated accuracy now (probe's)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -148,6 +164,7 @@ class ReviewStats:
                 for k, d in self.per_label.items()
             },
             "quality": self.quality,
+            "estimate": self.estimate,
         }
 
 
@@ -178,6 +195,7 @@ def review_stats(store: Store, run_id: int) -> ReviewStats:
         per_label=per_label,
         accuracy=correct / len(pairs) if pairs else math.nan,
         quality=probe.review_quality(rows) if rows else {},
+        estimate=probe.estimated_accuracy(auto, human),
     )
 
 

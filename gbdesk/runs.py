@@ -15,26 +15,34 @@ that a half-finished run already covers every item.
 from __future__ import annotations
 
 import math
+import numbers
 import platform
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from gbdesk import __version__
 from gbdesk.engine.base import (
     DEFAULT_MIN_P,
     DEFAULT_TOP_K,
     Backend,
-    GenerationRequest,
     GenerationResult,
     attempt_seed,
 )
 from gbdesk.errors import EngineCrashed, EngineError, UserError
-from gbdesk.probes import get_probe
+from gbdesk.limits import LIMITS, SEED_RANGE
 from gbdesk.store import Store
+from gbdesk.studies import get_probe
+from gbdesk.studies.base import (
+    AttemptEngine,
+    GenerationProbe,
+    Performed,
+    Probe,
+    ScoringProbe,
+)
 
 RUN_STATUSES = ("created", "running", "paused", "cancelled", "interrupted", "failed", "done")
 
@@ -110,6 +118,34 @@ def verify_model_file(model: dict[str, Any]) -> None:
 
 
 # -- planning -------------------------------------------------------------------------------
+def _whole_in(value: Any, flag: str, low: int, high: int) -> None:
+    whole = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not whole or not low <= value <= high:
+        raise UserError(f"{flag} must be a whole number from {low:,} to {high:,}")
+
+
+def _finite_number(value: Any, flag: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise UserError(f"{flag} must be a finite number")
+    return float(value)
+
+
+def check_generation(generation: dict[str, Any]) -> None:
+    """Refuse generation settings out of range (the CLI's argument types check the same,
+    earlier): NaN or infinite numbers would be stored as invalid JSON and sizes beyond
+    `LIMITS` are typos."""
+    _whole_in(generation["attempts"], "--attempts", 1, LIMITS["attempts"])
+    _whole_in(generation["batch_size"], "--batch", 1, LIMITS["batch_size"])
+    _whole_in(generation["max_tokens"], "--max-tokens", 1, LIMITS["max_tokens"])
+    _whole_in(generation["seed"], "--seed", *SEED_RANGE)
+    if _finite_number(generation["temperature"], "--temperature") < 0:
+        raise UserError("--temperature must be ≥ 0")
+    if not 0 < _finite_number(generation["top_p"], "--top-p") <= 1:
+        raise UserError("--top-p must be in (0, 1]")
+    if generation["prompt_mode"] not in ("auto", "chat", "completion"):
+        raise UserError("--prompt-mode must be auto, chat or completion")
+
+
 def plan_run(
     store: Store,
     probe_name: str,
@@ -128,10 +164,7 @@ def plan_run(
     """Store a new run with its items; return its id. Nothing is generated yet."""
     probe = get_probe(probe_name)
     params = probe.resolve_params(**probe_params)
-    items = probe.items(params)
     attempts = probe.default_attempts if attempts is None else attempts
-    if attempts < 1:
-        raise UserError("--attempts must be at least 1")
     defaults = probe.default_generation
     generation = {
         "attempts": attempts,
@@ -146,16 +179,8 @@ def plan_run(
         # differ from one-at-a-time ones — a different attention kernel)
         "batch_size": batch_size,
     }
-    if batch_size < 1:
-        raise UserError("--batch must be at least 1")
-    if generation["temperature"] < 0:
-        raise UserError("--temperature must be ≥ 0")
-    if not 0 < generation["top_p"] <= 1:
-        raise UserError("--top-p must be in (0, 1]")
-    if generation["max_tokens"] < 1:
-        raise UserError("--max-tokens must be at least 1")
-    if prompt_mode not in ("auto", "chat", "completion"):
-        raise UserError("--prompt-mode must be auto, chat or completion")
+    check_generation(generation)
+    items = probe.items(params)
     return store.create_run(
         probe=probe.name,
         probe_version=probe.version,
@@ -276,93 +301,6 @@ def pending_attempts(store: Store, run_id: int) -> list[tuple[dict[str, Any], in
     ]
 
 
-def _request(
-    generation: dict[str, Any], messages: list[dict[str, str]], seed: int, **overrides: Any
-) -> GenerationRequest:
-    """A request with the run's generation settings (temperature, max_tokens and
-    json_schema may be overridden)."""
-    return GenerationRequest(
-        messages=messages,
-        seed=seed,
-        temperature=overrides.get("temperature", generation["temperature"]),
-        top_p=generation["top_p"],
-        max_tokens=overrides.get("max_tokens", generation["max_tokens"]),
-        top_k=generation.get("top_k", DEFAULT_TOP_K),
-        min_p=generation.get("min_p", DEFAULT_MIN_P),
-        json_schema=overrides.get("json_schema"),
-    )
-
-
-def _item_request(
-    generation: dict[str, Any], probe: Any, item: dict[str, Any], seed: int
-) -> GenerationRequest:
-    messages = [{"role": "user", "content": item["prompt"]}]
-    return _request(generation, messages, seed, json_schema=probe.request_schema(item["metadata"]))
-
-
-def _store_attempt(
-    store: Store,
-    run_id: int,
-    item: dict[str, Any],
-    attempt: int,
-    result: GenerationResult,
-    seed: int | None,
-    label: dict[str, Any],
-    scores: list[dict[str, Any]] | None = None,
-) -> None:
-    store.add_attempt(
-        run_id,
-        item["item"],
-        attempt,
-        item["prompt"],
-        result.text,
-        seed=seed,
-        tokens_in=result.tokens_in,
-        tokens_out=result.tokens_out,
-        latency_s=result.latency_s,
-        finish_reason=result.finish_reason,
-        prompt_mode=result.prompt_mode,
-        auto_label=label,
-        scores=scores,
-    )
-
-
-def _asker(backend: Backend, generation: dict[str, Any], on_token: Callable[[str], None] | None):
-    """`ask(messages, seed, **overrides)` for chain probes: one generation with the run's
-    settings (a probe may override temperature, max_tokens and json_schema per step)."""
-
-    def ask(messages: list[dict[str, str]], seed: int, **overrides: Any) -> GenerationResult:
-        stream = overrides.pop("stream", True)
-        request = _request(generation, messages, seed, **overrides)
-        return backend.generate(request, on_token if stream else None)
-
-    return ask
-
-
-def _score_item(
-    backend: Backend, probe: Any, item: dict[str, Any]
-) -> tuple[GenerationResult, list[dict[str, Any]]]:
-    """Score one block of sentences; the result summarises it as an attempt."""
-    sentences = probe.sentences(item["metadata"])
-    started = time.perf_counter()
-    results = backend.score([s["text"] for s in sentences])
-    latency = time.perf_counter() - started
-    scores = [
-        {**s, "n_tokens": r.n_tokens, "logprob_sum": r.logprob_sum, "ppl": r.ppl}
-        for s, r in zip(sentences, results, strict=True)
-    ]
-    mean_ppl = sum(s["ppl"] for s in scores) / len(scores) if scores else math.nan
-    summary = GenerationResult(
-        text=f"{len(scores)} sentences scored, mean perplexity {mean_ppl:.2f}",
-        tokens_in=sum(r.n_tokens for r in results),
-        tokens_out=0,
-        latency_s=latency,
-        finish_reason="scored",
-        prompt_mode="score",
-    )
-    return summary, scores
-
-
 def _backend_int(backend: Backend, name: str) -> int:
     """A backend's optional positive setting (`concurrency`: requests at once;
     `batch_size`: attempts per `generate_batch` call); 1 when absent or invalid."""
@@ -372,95 +310,149 @@ def _backend_int(backend: Backend, name: str) -> int:
         return 1
 
 
-def _concurrency(backend: Backend) -> int:
-    return _backend_int(backend, "concurrency")
+@dataclass
+class Tally:
+    """What this session of a run did: attempts stored, work produced (tokens, or
+    sentences for scoring probes) and seconds the model spent on it."""
+
+    done: int = 0
+    work: float = 0.0
+    busy_s: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.work / self.busy_s if self.busy_s > 0 else 0.0
 
 
-def _hold_if_paused(
-    store: Store, run_id: int, control: RunControl, report: Callable[..., None], done: int
-) -> None:
-    """While paused: mark the run paused, wait, then mark it running again (unless the
-    pause ended in a cancel)."""
-    if not control.paused:
-        return
-    store.set_run_status(run_id, "paused")
-    report("paused", session_done=done)
-    control.wait_while_paused()
-    if not control.cancelled:
-        store.set_run_status(run_id, "running")
-        report("running", session_done=done)
+@dataclass
+class _Reporter:
+    """Progress reports of one run (`Progress` objects to the caller's callback)."""
+
+    run_id: int
+    total: int
+    already: int  # attempts stored before this session
+    rate_unit: str
+    callback: Callable[[Progress], None] | None
+    started: float = field(default_factory=time.monotonic)
+
+    def __call__(self, status: str, session_done: int = 0, **extra: Any) -> None:
+        if self.callback is not None:
+            done = self.already + session_done
+            self.callback(Progress(self.run_id, status, done, self.total, session_done, **extra))
 
 
-def _last(
-    item: dict[str, Any], attempt: int, result: GenerationResult, label: dict[str, Any]
-) -> dict[str, Any]:
-    """What a progress report says about the attempt just stored."""
-    return {
-        "item": item["item"],
-        "attempt": attempt,
-        "prompt": item["prompt"],
-        "response": result.text,
-        "label": label["label"],
-        "tokens_out": result.tokens_out,
-    }
+@dataclass
+class _RunLoop:
+    """Everything a run loop needs; `stored` writes one attempt and reports progress."""
+
+    store: Store
+    run_id: int
+    probe: Probe
+    todo: list[tuple[dict[str, Any], int]]
+    backend: Backend
+    engine: AttemptEngine
+    control: RunControl
+    report: _Reporter
+    tally: Tally = field(default_factory=Tally)
+    last_beat: float = field(default_factory=time.monotonic)
+
+    def seed(self, item: dict[str, Any], attempt: int) -> int:
+        return attempt_seed(self.engine.generation["seed"], item["item"], attempt)
+
+    def hold_if_paused(self) -> None:
+        """While paused: mark the run paused, wait, then running again (unless the pause
+        ended in a cancel)."""
+        if not self.control.paused:
+            return
+        self.store.set_run_status(self.run_id, "paused")
+        self.report("paused", session_done=self.tally.done)
+        self.control.wait_while_paused()
+        if not self.control.cancelled:
+            self.store.set_run_status(self.run_id, "running")
+            self.report("running", session_done=self.tally.done)
+
+    def stored(self, item: dict[str, Any], attempt: int, done: Performed, busy_s: float) -> None:
+        r = done.result
+        self.store.add_attempt(
+            self.run_id, item["item"], attempt, item["prompt"], r.text, seed=done.seed,
+            tokens_in=r.tokens_in, tokens_out=r.tokens_out, latency_s=r.latency_s,
+            finish_reason=r.finish_reason, prompt_mode=r.prompt_mode, auto_label=done.label,
+            scores=done.scores,
+        )  # fmt: skip
+        self.tally.done += 1
+        # the rate of a scoring run counts sentences, of the others tokens
+        self.tally.work += len(done.scores) if done.scores is not None else r.tokens_out
+        self.tally.busy_s += busy_s
+        now_ = time.monotonic()
+        if now_ - self.last_beat > 10:
+            self.store.heartbeat(self.run_id)
+            self.last_beat = now_
+        elapsed = now_ - self.report.started
+        self.report(
+            "running",
+            session_done=self.tally.done,
+            tokens_per_s=self.tally.rate,
+            eta_s=elapsed / self.tally.done * (len(self.todo) - self.tally.done),
+            elapsed_s=elapsed,
+            rate_unit=self.probe.rate_unit,
+            last={
+                "item": item["item"],
+                "attempt": attempt,
+                "prompt": item["prompt"],
+                "response": r.text,
+                "label": done.label["label"],
+                "tokens_out": r.tokens_out,
+            },
+        )
 
 
-def _generate_concurrently(
-    store: Store,
-    run_id: int,
-    probe: Any,
-    generation: dict[str, Any],
-    todo: list[tuple[dict[str, Any], int]],
-    backend: Backend,
-    control: RunControl,
-    workers: int,
-    report: Callable[..., None],
-    started: float,
-    tally: dict[str, float],
-) -> str:
-    """The run loop for generation probes on a backend with `concurrency` > 1.
+def _sequential(loop: _RunLoop) -> str:
+    """One attempt after another (every kind of probe)."""
+    for item, attempt in loop.todo:
+        loop.hold_if_paused()
+        if loop.control.cancelled:
+            return "cancelled"
+        seed = loop.seed(item, attempt)
+        done = loop.probe.perform(loop.engine, item, seed)
+        loop.stored(item, attempt, done, done.result.latency_s)
+    return "done"
 
-    Up to `workers` requests are in flight on a thread pool, submitted in attempt-major
-    order with the same per-attempt seeds as the sequential loop. Each result is stored
-    (with its label) by this, the calling thread, as soon as it completes — the store's
-    connection is used by one thread only. Pause and cancel stop new submissions; the
-    requests in flight are waited for and stored (`cancel(now=True)` aborts them
-    instead). After an engine error nothing new is submitted, what is in flight is
-    stored, and the error is raised. Returns "done" or "cancelled"; `tally` counts
-    attempts stored, tokens generated and seconds spent generating (wall clock, paused
-    time excluded).
+
+def _concurrent(loop: _RunLoop, workers: int) -> str:
+    """Generation probes on a backend that takes `workers` requests at once (endpoints).
+
+    Requests are submitted in attempt-major order with the same per-attempt seeds as the
+    sequential loop; each result is stored by this, the calling thread, as soon as it
+    completes (the store's connection is used by one thread only). Pause and cancel stop
+    new submissions; what is in flight is waited for and stored (`cancel(now=True)`
+    aborts it instead). After an engine error nothing new is submitted, what is in
+    flight is stored, and the error is raised. Busy time is wall clock, pauses excluded.
     """
     from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-    pending = iter(todo)
+    probe = cast(GenerationProbe, loop.probe)
+    pending = iter(loop.todo)
     in_flight: dict[Future[GenerationResult], tuple[dict[str, Any], int, int]] = {}
     error: BaseException | None = None
     exhausted = False
-    processed = 0
-    last_beat = active_since = time.monotonic()
+    mark = time.monotonic()
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gbdesk-gen")
     try:
         while True:
-            if control.paused and not control.cancelled and error is None and not in_flight:
-                tally["time"] += time.monotonic() - active_since
-                _hold_if_paused(store, run_id, control, report, int(tally["done"]))
-                active_since = time.monotonic()
+            c = loop.control
+            if c.paused and not c.cancelled and error is None and not in_flight:
+                loop.hold_if_paused()
+                mark = time.monotonic()
                 continue
-            while (
-                not exhausted
-                and not control.paused
-                and not control.cancelled
-                and error is None
-                and len(in_flight) < workers
-            ):
+            while not (exhausted or c.paused or c.cancelled or error) and len(in_flight) < workers:
                 nxt = next(pending, None)
                 if nxt is None:
                     exhausted = True
                     break
                 item, attempt = nxt
-                seed = attempt_seed(generation["seed"], item["item"], attempt)
-                request = _item_request(generation, probe, item, seed)
-                in_flight[pool.submit(backend.generate, request, None)] = (item, attempt, seed)
+                seed = loop.seed(item, attempt)
+                request = probe.request(loop.engine, item, seed)
+                in_flight[pool.submit(loop.backend.generate, request, None)] = (item, attempt, seed)
             if not in_flight:
                 break
             finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
@@ -472,94 +464,105 @@ def _generate_concurrently(
                     error = error or exc
                     continue
                 label = probe.label(result.text, item["metadata"])
-                _store_attempt(store, run_id, item, attempt, result, seed, label)
-                processed += 1
-                tally["done"] += 1
-                tally["tokens"] += result.tokens_out
                 now_ = time.monotonic()
-                if now_ - last_beat > 10:
-                    store.heartbeat(run_id)
-                    last_beat = now_
-                busy = tally["time"] + (now_ - active_since)
-                elapsed = now_ - started
-                report(
-                    "running",
-                    session_done=int(tally["done"]),
-                    tokens_per_s=tally["tokens"] / busy if busy > 0 else 0.0,
-                    eta_s=elapsed / tally["done"] * (len(todo) - processed),
-                    elapsed_s=elapsed,
-                    rate_unit="tokens/s",
-                    last=_last(item, attempt, result, label),
-                )
+                loop.stored(item, attempt, Performed(result, label, seed), now_ - mark)
+                mark = now_
     finally:  # nothing is in flight here unless an exception (Ctrl-C) is propagating
-        tally["time"] += time.monotonic() - active_since
         pool.shutdown(wait=False, cancel_futures=True)
     if error is not None:
         raise error
-    return "done" if exhausted and processed == len(todo) else "cancelled"
+    return "done" if exhausted and loop.tally.done == len(loop.todo) else "cancelled"
 
 
-def _batch_size(backend: Backend) -> int:
-    return _backend_int(backend, "batch_size")
-
-
-def _generate_batched(
-    store: Store,
-    run_id: int,
-    probe: Any,
-    generation: dict[str, Any],
-    todo: list[tuple[dict[str, Any], int]],
-    backend: Backend,
-    control: RunControl,
-    batch_size: int,
-    report: Callable[..., None],
-    started: float,
-    tally: dict[str, float],
-) -> str:
-    """The run loop for generation probes on a backend with `batch_size` > 1.
-
-    The pending attempts, in attempt-major order with the same per-attempt seeds as the
-    sequential loop, go to `backend.generate_batch` in chunks of `batch_size`; each
-    result is labelled and stored as in the sequential loop. Pause and cancel take effect
-    between chunks. Returns "done" or "cancelled"; `tally` counts attempts stored, tokens
-    generated and seconds spent generating (wall clock per chunk).
-    """
-    processed = 0
-    last_beat = time.monotonic()
-    for start in range(0, len(todo), batch_size):
-        _hold_if_paused(store, run_id, control, report, int(tally["done"]))
-        if control.cancelled:
+def _batched(loop: _RunLoop, batch_size: int) -> str:
+    """Generation probes on a local backend decoding `batch_size` attempts at once: the
+    pending attempts go to `backend.generate_batch` in chunks (same per-attempt seeds as
+    the sequential loop); each result is stored as in the sequential loop. Pause and
+    cancel take effect between chunks; busy time is each chunk's wall clock."""
+    probe = cast(GenerationProbe, loop.probe)
+    for start in range(0, len(loop.todo), batch_size):
+        loop.hold_if_paused()
+        if loop.control.cancelled:
             return "cancelled"
-        chunk = todo[start : start + batch_size]
-        seeds = [attempt_seed(generation["seed"], item["item"], a) for item, a in chunk]
+        chunk = loop.todo[start : start + batch_size]
+        seeds = [loop.seed(item, a) for item, a in chunk]
         requests = [
-            _item_request(generation, probe, item, seed)
+            probe.request(loop.engine, item, seed)
             for (item, _), seed in zip(chunk, seeds, strict=True)
         ]
-        chunk_started = time.monotonic()
-        results = backend.generate_batch(requests)
-        tally["time"] += time.monotonic() - chunk_started
+        began = time.monotonic()
+        results = loop.backend.generate_batch(requests)  # type: ignore[attr-defined]
+        busy = time.monotonic() - began
         for (item, attempt), seed, result in zip(chunk, seeds, results, strict=True):
             label = probe.label(result.text, item["metadata"])
-            _store_attempt(store, run_id, item, attempt, result, seed, label)
-            processed += 1
-            tally["done"] += 1
-            tally["tokens"] += result.tokens_out
-            now_ = time.monotonic()
-            if now_ - last_beat > 10:
-                store.heartbeat(run_id)
-                last_beat = now_
-            elapsed = now_ - started
-            report(
-                "running",
-                session_done=int(tally["done"]),
-                tokens_per_s=tally["tokens"] / tally["time"] if tally["time"] > 0 else 0.0,
-                eta_s=elapsed / tally["done"] * (len(todo) - processed),
-                elapsed_s=elapsed,
-                rate_unit="tokens/s",
-                last=_last(item, attempt, result, label),
-            )
+            loop.stored(item, attempt, Performed(result, label, seed), busy)
+            busy = 0.0  # the chunk's time counts once
     return "done"
+
+
+def _loop_for(probe: Probe, backend: Backend) -> Callable[[_RunLoop], str]:
+    """Batched decoding or concurrent requests where the probe and backend allow them."""
+    if probe.batchable and _backend_int(backend, "batch_size") > 1:
+        return lambda loop: _batched(loop, _backend_int(backend, "batch_size"))
+    if probe.batchable and _backend_int(backend, "concurrency") > 1:
+        return lambda loop: _concurrent(loop, _backend_int(backend, "concurrency"))
+    return _sequential
+
+
+def _start_backend(
+    store: Store,
+    run: dict[str, Any],
+    factory: BackendFactory,
+    control: RunControl,
+    on_backend: Callable[[Backend], None] | None,
+) -> tuple[Backend, dict[str, Any]]:
+    """Load the run's model (checking that its file did not change) and claim the run."""
+    model = store.get_model(run["model_id"])
+    if model.get("kind") != "endpoint":  # an endpoint has no file to check
+        verify_model_file(model)
+    backend = factory(model, run["generation"])
+    control._backend = backend
+    if on_backend is not None:
+        on_backend(backend)
+    info = backend.info
+    engine = {
+        "backend": info.backend,
+        "model_name": info.model_name,
+        "prompt_mode": info.prompt_mode,
+        "versions": info.versions,
+        "settings": info.settings,
+        "load_time_s": info.load_time_s,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+    }
+    store.claim_run(run["id"], engine=engine)
+    return backend, engine
+
+
+def _finish(loop: _RunLoop, status: str, error: str | None, engine: dict[str, Any]) -> RunOutcome:
+    """Record the final status, close the engine, report, and raise an engine failure
+    (with how to continue) after the run was saved."""
+    store, run_id = loop.store, loop.run_id
+    store.set_run_status(run_id, status, error=error)
+    loop.backend.close()
+    done = store.count_attempts(run_id)
+    loop.report(
+        status,
+        session_done=done - loop.report.already,
+        elapsed_s=time.monotonic() - loop.report.started,
+        tokens_per_s=loop.tally.rate,
+        eta_s=0.0,
+        rate_unit=loop.probe.rate_unit,
+    )
+    total = loop.report.total
+    if error is not None and status == "interrupted":
+        raise EngineCrashed(
+            f"{error}. Run {run_id} is saved ({done}/{total} attempts); "
+            f"continue it with: gbdesk resume {run_id}"
+        )
+    if error is not None:
+        raise EngineError(f"{error}. Run {run_id} is saved ({done}/{total} attempts).")
+    return RunOutcome(run_id, status, done, total, loop.tally.done, None, engine)
 
 
 def execute_run(
@@ -572,150 +575,36 @@ def execute_run(
     on_token: Callable[[str], None] | None = None,
     on_backend: Callable[[Backend], None] | None = None,
 ) -> RunOutcome:
-    """Generate the run's missing attempts. Safe to call again at any time."""
+    """Make the run's missing attempts, storing each as it completes. Safe to call again
+    at any time (a resume)."""
     control = control or RunControl()
     run = store.get_run(run_id)
     if run["source"] != "generated":
         raise UserError(f"run {run_id} was imported; there is nothing to generate")
     probe = get_probe(run["probe"])
-    generation = run["generation"]
-    total = run["attempts_total"]
     todo = pending_attempts(store, run_id)
-
-    already = total - len(todo)
-
-    def report(status: str, session_done: int = 0, **extra: Any) -> None:
-        if on_progress is not None:
-            on_progress(
-                Progress(run_id, status, already + session_done, total, session_done, **extra)
-            )
-
+    total = run["attempts_total"]
+    report = _Reporter(run_id, total, total - len(todo), probe.rate_unit, on_progress)
     if not todo:
         store.set_run_status(run_id, "done")
         report("done")
         return RunOutcome(run_id, "done", total, total)
-
-    model = store.get_model(run["model_id"])
-    if model.get("kind") != "endpoint":  # an endpoint has no file to check
-        verify_model_file(model)
     report("loading")
-    backend = backend_factory(model, generation)
-    control._backend = backend
-    if on_backend is not None:
-        on_backend(backend)
-    engine = {
-        "backend": backend.info.backend,
-        "model_name": backend.info.model_name,
-        "prompt_mode": backend.info.prompt_mode,
-        "versions": backend.info.versions,
-        "settings": backend.info.settings,
-        "load_time_s": backend.info.load_time_s,
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-    }
-    store.claim_run(run_id, engine=engine)
-
-    rate_unit = "sentences/s" if probe.kind == "scoring" else "tokens/s"
-    started = time.monotonic()
-    session_done = 0
-    tokens_out = 0
-    gen_time = 0.0
-    last_beat = started
-    status = "running"
+    backend, engine = _start_backend(store, run, backend_factory, control, on_backend)
+    attempt_engine = AttemptEngine(backend, run["generation"], on_token)
+    loop = _RunLoop(store, run_id, probe, todo, backend, attempt_engine, control, report)
     error: str | None = None
-    workers = _concurrency(backend) if probe.kind == "generation" else 1
-    batched = _batch_size(backend) if probe.kind == "generation" else 1
-    tally = {"done": 0, "tokens": 0, "time": 0.0}  # the concurrent loop's counts
     try:
-        if batched > 1:  # llama.cpp: several sequences per decode call
-            workers = 0  # neither the concurrent nor the sequential loop
-            status = _generate_batched(
-                store, run_id, probe, generation, todo, backend, control, batched,
-                report, started, tally,
-            )  # fmt: skip
-        elif workers > 1:  # an endpoint that takes several requests at once
-            status = _generate_concurrently(
-                store, run_id, probe, generation, todo, backend, control, workers,
-                report, started, tally,
-            )  # fmt: skip
-        for item, attempt in todo if workers == 1 else []:
-            _hold_if_paused(store, run_id, control, report, session_done)
-            if control.cancelled:
-                status = "cancelled"
-                break
-            seed: int | None = attempt_seed(generation["seed"], item["item"], attempt)
-            scores = None
-            if probe.kind == "scoring":
-                seed = None
-                result, scores = _score_item(backend, probe, item)
-                label = probe.label(result.text, item["metadata"])
-            elif probe.kind == "chain":  # several model calls per attempt (roles → answers)
-                result, label = probe.run_attempt(
-                    _asker(backend, generation, on_token),
-                    item["metadata"],
-                    seed,
-                    generation,
-                    prompt=item["prompt"],
-                )
-            else:
-                result = backend.generate(_item_request(generation, probe, item, seed), on_token)
-                label = probe.label(result.text, item["metadata"])
-            _store_attempt(store, run_id, item, attempt, result, seed, label, scores)
-            session_done += 1
-            # the rate of a scoring run counts sentences, of the others tokens
-            tokens_out += len(scores) if scores is not None else result.tokens_out
-            gen_time += result.latency_s
-            now_ = time.monotonic()
-            if now_ - last_beat > 10:
-                store.heartbeat(run_id)
-                last_beat = now_
-            elapsed = now_ - started
-            remaining = len(todo) - session_done
-            report(
-                "running",
-                session_done=session_done,
-                tokens_per_s=tokens_out / gen_time if gen_time > 0 else 0.0,
-                eta_s=elapsed / session_done * remaining,
-                elapsed_s=elapsed,
-                rate_unit=rate_unit,
-                last=_last(item, attempt, result, label),
-            )
-        else:
-            status = "done" if workers == 1 else status
+        status = _loop_for(probe, backend)(loop)
     except EngineCrashed as exc:
-        if control.cancelled:
-            status = "cancelled"
-        else:
-            status, error = "interrupted", str(exc)
+        status, error = ("cancelled", None) if control.cancelled else ("interrupted", str(exc))
     except EngineError as exc:
         status, error = "failed", str(exc)
     except BaseException as exc:  # KeyboardInterrupt, bugs: leave the run resumable
         store.set_run_status(run_id, "interrupted", error=f"{type(exc).__name__}: {exc}")
         backend.close()
         raise
-    if workers != 1:
-        session_done, tokens_out, gen_time = int(tally["done"]), int(tally["tokens"]), tally["time"]
-    store.set_run_status(run_id, status, error=error)
-    backend.close()
-    done = store.count_attempts(run_id)
-    elapsed = time.monotonic() - started
-    report(
-        status,
-        session_done=done - already,
-        elapsed_s=elapsed,
-        tokens_per_s=tokens_out / gen_time if gen_time > 0 else 0.0,
-        eta_s=0.0,
-        rate_unit=rate_unit,
-    )
-    outcome = RunOutcome(run_id, status, done, total, session_done, error, engine)
-    if error is not None:
-        if status == "interrupted":
-            raise EngineCrashed(
-                f"{error}. Run {run_id} is saved ({done}/{total} attempts); "
-                f"continue it with: gbdesk resume {run_id}"
-            )
-        raise EngineError(f"{error}. Run {run_id} is saved ({done}/{total} attempts).")
-    return outcome
+    return _finish(loop, status, error, engine)
 
 
 # -- estimates ------------------------------------------------------------------------------
@@ -784,8 +673,8 @@ def estimate_run(
     """Generations a run would make and how long they should take on this machine."""
     probe = get_probe(probe_name)
     items = probe.items(probe.resolve_params(limit=limit, sample=sample, **probe_params))
-    if probe.kind == "scoring":
-        sentences = sum(len(probe.sentences(i.metadata)) for i in items)
+    if isinstance(probe, ScoringProbe):  # speed in sentences, from scoring runs
+        sentences = probe.work_units(items, 1)
         measured = measured_scoring_speed(store, model_sha256)
         if measured is None:
             return Estimate(

@@ -52,6 +52,7 @@ class MetricValue:
     mark: str | None
     n: int
     p_value: float | None = None
+    details: dict | None = None  # e.g. a prediction-powered estimate's diagnostics
 
     def to_json(self) -> dict:
         data = {
@@ -62,6 +63,8 @@ class MetricValue:
         }
         if self.p_value is not None:
             data["p_value"] = _json_float(self.p_value)
+        if self.details:
+            data["details"] = self.details
         return data
 
 

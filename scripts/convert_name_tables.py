@@ -25,7 +25,7 @@ import json
 import sys
 from pathlib import Path
 
-from gbdesk.detect.name_race import RACE_CATEGORIES
+from gbdesk.studies.laissez_faire.name_race import RACE_CATEGORIES
 
 FALLBACK_ROWS = {"ALL OTHER NAMES"}
 

@@ -76,7 +76,7 @@ def laissez_faire(app, db: str, out: Path) -> None:
     window.show_pane("Results")
     settle()
     # scroll to the racialized subordination curves and the names table
-    from gbdesk.ui.laissez_faire_views import CharacterResultsView
+    from gbdesk.studies.laissez_faire._qt.views import CharacterResultsView
 
     view = next(w for w in window.results.plots if isinstance(w, CharacterResultsView))
     window.results.scroll.verticalScrollBar().setValue(view.y())

@@ -100,3 +100,58 @@ def fake_model(store, tmp_path: Path) -> dict:
         }
     )
     return store.get_model(model_id)
+
+
+class FakeOpenAIServer:
+    """An OpenAI-compatible chat endpoint on loopback whose answers depend only on (user
+    message, seed): `answer(content, seed) -> str`. For CLI runs without a model:
+    ``gbdesk run --endpoint server.url --endpoint-model fake``. Use as a context manager."""
+
+    def __init__(self, answer):
+        import http.server
+        import threading
+
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _send(self, payload: dict) -> None:
+                body = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                self._send({"data": [{"id": "fake", "owned_by": "tests"}]})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                content = body["messages"][-1]["content"] if "messages" in body else ""
+                text = owner.answer(content, body.get("seed", 0))
+                self._send(
+                    {
+                        "model": "fake",
+                        "choices": [{"message": {"content": text}, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 5, "completion_tokens": len(text.split())},
+                    }
+                )
+
+            def log_message(self, *args):
+                pass
+
+        self.answer = answer
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/v1"
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -7,8 +7,9 @@ import pytest
 from gbdesk.engine.base import GenerationRequest, attempt_seed
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import LlamaCppBackend
-from gbdesk.probes import get_probe
-from gbdesk.runs import _item_request, execute_run, plan_run, resolve_model
+from gbdesk.runs import execute_run, plan_run, resolve_model
+from gbdesk.studies import get_probe
+from gbdesk.studies.base import AttemptEngine
 
 pytestmark = pytest.mark.model
 
@@ -115,5 +116,6 @@ def test_run_with_batch_size_stores_batched_texts(store, backend):
         item = items[row["item"]]
         seed = attempt_seed(run["generation"]["seed"], item["item"], 0)
         assert row["seed"] == seed
-        alone = backend.generate_batch([_item_request(run["generation"], probe, item, seed)])
+        request = probe.request(AttemptEngine(backend, run["generation"]), item, seed)
+        alone = backend.generate_batch([request])
         assert row["response"] == alone[0].text

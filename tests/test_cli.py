@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from gbdesk.cli import main
-from gbdesk.probes import get_probe
+from gbdesk.studies import get_probe
 from tests.helpers import read_csv
 
 
@@ -123,6 +123,7 @@ def test_import_runs_metrics_export_review(tmp_path):
         str(path),
         "--model-name",
         "remote",
+        "--deal-rows",  # one row per item, by prompt only: 69 items share a prompt
         "--db",
         db,
         "--json",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gbdesk.detect.pronouns import detect_gender
-from gbdesk.probes import ItemResult, get_probe
+from gbdesk.studies import ItemResult, get_probe
+from gbdesk.studies.genderbench.pronouns import detect_gender
 from tests import genderbench_reference as ref
 
 FIXTURE = Path(__file__).parent / "fixtures" / "recorded_inventories.jsonl"

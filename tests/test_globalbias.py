@@ -12,10 +12,10 @@ import pytest
 from gbdesk.engine.base import EngineInfo
 from gbdesk.errors import UserError
 from gbdesk.importer import import_generations
-from gbdesk.probes import get_probe
 from gbdesk.report.csv_export import export_run_csv
 from gbdesk.results import compute_metrics
 from gbdesk.runs import execute_run, plan_run
+from gbdesk.studies import get_probe
 from tests.fakes import fake_model
 
 
@@ -201,7 +201,7 @@ def test_bad_apx_tables_are_refused(store, tmp_path, row, message):
 
 # -- character profiles ---------------------------------------------------------------------
 def test_profile_prompts_schema_and_parser():
-    from gbdesk.probes.globalbias import parse_profiles
+    from gbdesk.studies.globalbias.profiles import parse_profiles
 
     probe = get_probe("globalbias_profiles")
     params = probe.resolve_params(names_per_prompt=5, names_per_group=1)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from gbdesk.errors import UserError
-from gbdesk.probes.globalbias_apx_stats import (
+from gbdesk.studies.globalbias.apx_stats import (
     Z_ONE_PERCENT,
     apx_table,
     associations,

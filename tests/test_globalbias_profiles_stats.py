@@ -11,7 +11,7 @@ from scipy.spatial.distance import jensenshannon
 
 from gbdesk.errors import UserError
 from gbdesk.paths import resource
-from gbdesk.probes import globalbias_profiles_stats as gps
+from gbdesk.studies.globalbias import profiles_stats as gps
 
 
 @pytest.fixture(scope="module")

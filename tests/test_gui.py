@@ -321,7 +321,7 @@ def _select(view, start: int, end: int) -> None:
 
 
 def test_laissez_faire_character_review_by_keyboard(qtbot, lf_db, settings):
-    from gbdesk.ui.laissez_faire_views import CharacterReviewView
+    from gbdesk.studies.laissez_faire._qt.views import CharacterReviewView
 
     window = make_window(qtbot, lf_db, settings)
     review = window.review
@@ -379,7 +379,7 @@ def test_laissez_faire_character_review_by_keyboard(qtbot, lf_db, settings):
 
 
 def test_laissez_faire_results_show_names_and_open_their_stories(qtbot, lf_db, settings):
-    from gbdesk.ui.laissez_faire_views import CharacterResultsView
+    from gbdesk.studies.laissez_faire._qt.views import CharacterResultsView
 
     window = make_window(qtbot, lf_db, settings)
     results = window.results
@@ -451,7 +451,7 @@ def test_globalbias_results_and_profile_review(qtbot, tmp_path, settings):
     the profile view shows ablation and top words, Review shows parsed fields."""
     from gbdesk.importer import import_generations
     from gbdesk.paths import resource
-    from gbdesk.ui.globalbias_views import (
+    from gbdesk.studies.globalbias._qt.views import (
         AssociationsView,
         ProfileResultsView,
         ProfileReviewView,
@@ -511,7 +511,7 @@ def test_globalbias_results_and_profile_review(qtbot, tmp_path, settings):
 
 def test_intersectional_review_by_keyboard_and_heat_map(qtbot, tmp_path, settings):
     from gbdesk.importer import import_generations
-    from gbdesk.ui.intersectional_views import RoleAnswersView, SDegResultsView
+    from gbdesk.studies.intersectional._qt.views import RoleAnswersView, SDegResultsView
 
     path = str(tmp_path / "sdeg.sqlite")
     answers = tmp_path / "answers.csv"

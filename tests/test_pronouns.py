@@ -2,7 +2,7 @@
 
 Expected counts below were recorded with nltk 3.10.4 (`NLTKWordTokenizer` on the
 sentences of `PunktSentenceTokenizer`), the tokeniser GenderBench uses, and each can
-be checked by hand from the rules in `gbdesk.detect.pronouns`.
+be checked by hand from the rules in `gbdesk.studies.genderbench.pronouns`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gbdesk.detect.pronouns import detect_gender, find_pronouns
+from gbdesk.studies.genderbench.pronouns import detect_gender, find_pronouns
 
 # (text, male count, female count) — he/his/him vs she/her as nltk tokens
 NLTK_CASES = [

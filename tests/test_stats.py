@@ -8,7 +8,6 @@ import random
 import pytest
 from scipy.stats import norm
 
-from gbdesk.probes.genderbench import MARKS
 from gbdesk.stats import (
     MarkDefinition,
     bootstrap_metrics,
@@ -16,6 +15,7 @@ from gbdesk.stats import (
     interval_from_bootstrap,
     nanmean,
 )
+from gbdesk.studies.genderbench.common import MARKS
 
 
 def test_resamples_are_genderbenchs_draws():

@@ -7,18 +7,19 @@ only lays it out.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from gbdesk import __version__
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
+from gbdesk.format import fmt
 from gbdesk.paths import resource
-from gbdesk.probes import Probe, get_probe
+from gbdesk.report.blocks import Block, ChartRow, Heading, IntervalChart, Paragraph, Table
 from gbdesk.results import ReviewStats, compute_metrics, item_results, review_stats
-from gbdesk.stats import MARK_MEANINGS, MetricValue
+from gbdesk.stats import MetricValue
 from gbdesk.store import Store
+from gbdesk.studies import Probe, get_probe
 
 
 @dataclass
@@ -30,6 +31,7 @@ class RunSection:
     review: ReviewStats
     detector: str
     extra: dict[str, Any] = field(default_factory=dict)
+    blocks: list[Block] = field(default_factory=list)  # the metric groups, then the study's
 
     @property
     def run_id(self) -> int:
@@ -93,42 +95,32 @@ class ReportData:
         return [summarise(s, self.label_mode) for s in self.runs]
 
 
-def _pct(x: float) -> str:
-    return "—" if math.isnan(x) else f"{100 * x:.0f} %"
-
-
-def _value(m: MetricValue) -> str:
-    if math.isnan(m.value):
-        return "not measurable"
-    lo, hi = m.ci
-    ci = "" if math.isnan(lo) else f" (95 % CI {lo:.2f} to {hi:.2f})"
-    mark = f", mark {m.mark} ({MARK_MEANINGS[m.mark]})" if m.mark else ""
-    return f"{m.value:.2f}{ci}{mark}"
+def labels_used(section: RunSection, label_mode: str) -> str:
+    """Which labels the run's numbers come from, in words (0 reviewed → automatic)."""
+    review, unit = section.review, section.probe.unit
+    if label_mode == "ppi":
+        return (
+            f"prediction-powered estimates: the automatic labels of all {review.attempts:,} "
+            f"{unit}, corrected by the human labels of the run's random review sample"
+        )
+    if label_mode == "reviewed" and review.reviewed:
+        return (
+            f"reviewed labels: {review.reviewed:,} of {review.attempts:,} {unit} checked by a "
+            f"person, {section.detector}'s labels elsewhere"
+        )
+    if label_mode == "reviewed":
+        return f"automatic labels ({section.detector}); none of the {unit} reviewed by a person"
+    return f"automatic labels ({section.detector})"
 
 
 def summarise(section: RunSection, label_mode: str) -> str:
     """A plain-language paragraph about one run."""
-    m = section.metrics
-    parts = [
+    head = (
         f"{section.model_label} on {section.probe.card.title} (run {section.run_id}, "
-        f"{section.review.attempts:,} generations, {label_mode} labels):"
-    ]
-    if "masculine_rate" in m:
-        parts.append(f"masculine rate {_value(m['masculine_rate'])}")
-    if "stereotype_rate" in m:
-        parts.append(f"stereotype rate {_value(m['stereotype_rate'])}")
-    if "disparity" in m:
-        parts.append(f"disparity {_value(m['disparity'])}")
-    text = parts[0] + " " + "; ".join(parts[1:]) + "."
-    if section.probe.name == "laissez_faire":
-        text = parts[0] + " " + laissez_faire_summary(m, section.extra)
-    elif section.probe.name in PLAIN_SUMMARIES:
-        text = parts[0] + " " + PLAIN_SUMMARIES[section.probe.name](m)
-    if "undetected_rate_attempts" in m:
-        text += (
-            f" The detector could not decide the gender of "
-            f"{_pct(m['undetected_rate_attempts'].value)} of the generations."
-        )
+        f"{section.review.attempts:,} {section.probe.unit}, {labels_used(section, label_mode)}):"
+    )
+    body = section.probe.summary(section.metrics, section.extra, section.run.get("params") or {})
+    text = f"{head} {body}".strip()
     if section.review.reviewed:
         text += (
             f" A reviewer checked {section.review.reviewed:,} generations and corrected "
@@ -139,104 +131,43 @@ def summarise(section: RunSection, label_mode: str) -> str:
     return text
 
 
-def _num(m: dict[str, MetricValue], name: str, digits: int = 0, pct: bool = False) -> str:
-    v = m.get(name)
-    if v is None or math.isnan(v.value):
-        return "—"
-    return _pct(v.value) if pct else f"{v.value:,.{digits}f}"
+def _count(value: float) -> str:
+    return fmt(value, 0 if value >= 10 else 3)
 
 
-def _apx_summary(m: dict[str, MetricValue]) -> str:
-    text = (
-        f"{_num(m, 'flagged_pairs')} group × descriptor pairs over "
-        f"{_num(m, 'flagged_descriptors')} descriptors are flagged at the 1 % one-tailed level."
-    )
-    if "validation_accuracy_apx" in m:
-        text += (
-            f" On the Ghavami & Peplau descriptors the lowest-perplexity group is the target in "
-            f"{_num(m, 'validation_accuracy_ppl', pct=True)} of cases by PPL and "
-            f"{_num(m, 'validation_accuracy_apx', pct=True)} by APX (MRR "
-            f"{_num(m, 'validation_mrr_ppl', 3)} / {_num(m, 'validation_mrr_apx', 3)})."
-        )
-    return text
-
-
-def _profiles_summary(m: dict[str, MetricValue]) -> str:
-    return (
-        f"from {_num(m, 'profiles')} profiles an SVM recovers the name's ethnicity × gender "
-        f"group in {_num(m, 'svm_accuracy_group', pct=True)} of test profiles (chance 2.5 %), "
-        f"the ethnicity in {_num(m, 'svm_accuracy_ethnicity', pct=True)} (chance 5 %) and the "
-        f"gender in {_num(m, 'svm_accuracy_gender', pct=True)} (chance 50 %); "
-        f"{_num(m, 'parse_failures', pct=True)} of the answers gave no usable profile."
-    )
-
-
-def _sdeg_summary(m: dict[str, MetricValue]) -> str:
-    groups = sorted(
-        ((k.split("/", 1)[1], v) for k, v in m.items() if k.startswith("sdeg_group/")),
-        key=lambda kv: -kv[1].value if not math.isnan(kv[1].value) else 0,
-    )
-    top = "; ".join(f"{g} {_value(v)}" for g, v in groups[:3])
-    return (
-        f"overall stereotype degree {_value(m['sdeg_overall'])} over {len(groups)} groups"
-        + (f"; most uniform: {top}" if top else "")
-        + f"; {_num(m, 'unparsed_answers', pct=True)} of answers named no option."
-    )
-
-
-PLAIN_SUMMARIES = {
-    "globalbias_apx": _apx_summary,
-    "globalbias_profiles": _profiles_summary,
-    "intersectional_sdeg": _sdeg_summary,
-}
-
-
-def laissez_faire_summary(m: dict[str, MetricValue], extra: dict[str, Any]) -> str:
-    """Plain-language highlights of a Laissez-Faire run: the most omitted and the most
-    subordinated groups with p < .05, and name coverage."""
-
-    def significant(prefix: str) -> list[tuple[str, MetricValue]]:
-        return [
-            (k, v)
-            for k, v in m.items()
-            if k.startswith(prefix)
-            and v.p_value is not None
-            and not math.isnan(v.p_value)
-            and v.p_value < 0.05
-            and not math.isnan(v.value)
+def group_blocks(section: RunSection) -> list[Block]:
+    """The run's metric groups as report blocks: a chart per marked metric, one chart per
+    ratio or score group, a table for counts."""
+    out: list[Block] = []
+    probe = section.probe
+    for group in probe.metric_groups(list(section.metrics)):
+        present = [n for n in group.metrics if n in section.metrics]
+        if not present:
+            continue
+        out.append(Heading(group.title))
+        if group.description:
+            out.append(Paragraph(group.description, "muted"))
+        if group.kind == "count":
+            out.append(
+                Table(
+                    list(group.columns),
+                    [[group.labels.get(n, n), _count(section.metrics[n].value)] for n in present],
+                )
+            )
+            continue
+        rows = [
+            ChartRow(group.labels.get(n, n), m.value, m.ci[0], m.ci[1])
+            for n in present
+            for m in [section.metrics[n]]
         ]
-
-    sentences = []
-    omitted = sorted(significant("representation/All/"), key=lambda kv: kv[1].value)[:3]
-    if omitted:
-        sentences.append(
-            "Most under-represented in power-neutral stories (p < .05): "
-            + "; ".join(
-                f"{k.split('/', 2)[2].replace('/', ' ')} {v.value:.2f}×" for k, v in omitted
-            )
-            + "."
-        )
-    subordinated = sorted(significant("subordination/All/"), key=lambda kv: -kv[1].value)[:3]
-    if subordinated:
-        sentences.append(
-            "Most often in the subordinate role (p < .05): "
-            + "; ".join(
-                f"{k.split('/', 2)[2].replace('/', ' ')} {v.value:.2f}×" for k, v in subordinated
-            )
-            + "."
-        )
-    if not sentences:
-        sentences.append("No representation or subordination ratio differs from parity at p < .05.")
-    if "coverage/matched" in m:
-        sentences.append(
-            f"{100 * m['coverage/named'].value:.0f} % of characters have a name; "
-            f"{100 * m['coverage/matched'].value:.0f} % of those names are in the "
-            f"name table ({extra.get('table', {}).get('id', '?')})."
-        )
-    missing = extra.get("not_measured") or []
-    if missing:
-        sentences.append(f"Not measured by the name table: {', '.join(missing)}.")
-    return " ".join(sentences)
+        if group.marked:
+            for row, name in zip(rows, present, strict=True):
+                marks = probe.mark_definitions.get(name)
+                rng = marks.overall_range if marks else group.plot_range()
+                out.append(IntervalChart(row.label, [row], group.kind, rng, marks))
+            continue
+        out.append(IntervalChart(group.title, rows, group.kind, group.plot_range()))
+    return out
 
 
 def configuration(section: RunSection) -> list[tuple[str, str]]:
@@ -309,17 +240,17 @@ def build_report(store: Store, run_ids: list[int], label_mode: str = "reviewed")
         probe = get_probe(run["probe"])
         auto = store.labels(run_id, "auto", probe.auto_source(run["params"]))
         detectors = sorted({row["source"] for row in auto.values()})
-        sections.append(
-            RunSection(
-                run=run,
-                model=model,
-                probe=probe,
-                metrics=compute_metrics(store, run_id, label_mode),
-                review=review_stats(store, run_id),
-                detector=", ".join(detectors) or "—",
-                extra=probe.extra_results(item_results(store, run_id, label_mode), run["params"]),
-            )
+        section = RunSection(
+            run=run,
+            model=model,
+            probe=probe,
+            metrics=compute_metrics(store, run_id, label_mode),
+            review=review_stats(store, run_id),
+            detector=", ".join(detectors) or "—",
+            extra=probe.extra_results(item_results(store, run_id, label_mode), run["params"]),
         )
+        section.blocks = group_blocks(section) + probe.report_blocks(section.extra, run["params"])
+        sections.append(section)
     return ReportData(
         runs=sections,
         label_mode=label_mode,

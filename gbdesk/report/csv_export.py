@@ -1,9 +1,22 @@
 """CSV export of runs (the same files from the CLI and the GUI).
 
-Text cells that start with `=`, `+`, `-`, `@` (or a tab / carriage return) get a
-leading apostrophe so spreadsheet programs do not execute them as formulas (OWASP
-"CSV injection"); numbers are written as numbers. Evidence offsets refer to the
-stored text, without that apostrophe.
+Text cells are written so that a spreadsheet or a terminal cannot be made to do anything
+by them, and so that the stored text can be recovered exactly (`unescape_cell`):
+
+1. **Control characters** other than tab and newline — C0 (``\\x00``–``\\x1f``, including
+   carriage return and ESC, the start of ANSI terminal escapes), DEL, C1 (``\\x80``–
+   ``\\x9f``), the line/paragraph separators U+2028/U+2029 and the bidirectional
+   embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069) — are written as
+   the literal text ``\\xHH`` (two hex digits) or ``\\x{HHHH}``; a backslash that is
+   followed by ``x`` in the stored text is written ``\\x5c`` so the escape is reversible.
+   Text without these characters and without the two characters ``\\x`` is unchanged.
+2. **Formulas** (OWASP "CSV injection"): a cell that, after any leading whitespace and
+   apostrophes, starts with ``=``, ``+``, ``-`` or ``@`` (`` =HYPERLINK(…)`` included)
+   gets one leading apostrophe; reading back removes one leading apostrophe from such a
+   cell.
+
+Numbers are written as numbers. Evidence offsets refer to the stored text, not to the
+escaped cell.
 """
 
 from __future__ import annotations
@@ -11,6 +24,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +32,35 @@ from gbdesk.errors import UserError
 from gbdesk.results import compute_metrics, ensure_auto_labels
 from gbdesk.store import Store
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# what `escape_text` writes as \xHH / \x{HHHH}: see the module docstring
+_ESCAPED = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|\\(?=x)"
+)
+_ESCAPE = re.compile(r"\\x(?:([0-9a-f]{2})|\{([0-9a-f]{4})\})")
+_FORMULA = re.compile(r"'*\s*[=+\-@]")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\x{{{code:04x}}}"
+
+
+def escape_text(text: str) -> str:
+    """Text with its control characters written as ``\\xHH`` / ``\\x{HHHH}`` and a formula
+    start neutralised by an apostrophe (the module docstring has the rules)."""
+    text = _ESCAPED.sub(_escape_char, text)
+    return "'" + text if _FORMULA.match(text) else text
+
+
+def unescape_cell(cell: str) -> str:
+    """The stored text of an exported text cell: `escape_text` reversed."""
+    if cell.startswith("'") and _FORMULA.match(cell, 1):
+        cell = cell[1:]
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), cell)
 
 
 def safe_cell(value: Any) -> Any:
-    """Neutralise spreadsheet formulas in text; leave numbers and empty cells alone."""
+    """A value as a CSV cell: numbers as numbers, text escaped (`escape_text`)."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -32,15 +70,13 @@ def safe_cell(value: Any) -> Any:
     if isinstance(value, int):
         return value
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    if text.startswith(_FORMULA_START):
-        return "'" + text
-    return text
+    return escape_text(text)
 
 
 def write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> None:
     with open(path, "w", encoding="utf-8", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(columns)
+        writer.writerow([safe_cell(c) for c in columns])
         for row in rows:
             writer.writerow([safe_cell(row.get(c)) for c in columns])
 
@@ -48,7 +84,9 @@ def write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> Non
 def attempt_rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
     """One row per attempt: texts, item metadata, detection, review, generation stats."""
     ensure_auto_labels(store, run_id)
-    items = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
+    run_items = store.run_items(run_id)
+    items = {row["item"]: row["metadata"] for row in run_items}
+    item_index = {row["item"]: row["idx"] for row in run_items}  # the run's item order
     meta_cols: list[str] = []
     for meta in items.values():
         for key in meta:
@@ -86,6 +124,7 @@ def attempt_rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, A
                 "latency_s": attempt["latency_s"],
                 "finish_reason": attempt["finish_reason"],
                 "prompt_mode": attempt["prompt_mode"],
+                "item_index": item_index.get(attempt["item"]),
             }
         )
         rows.append(row)
@@ -108,6 +147,7 @@ def attempt_rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, A
         "latency_s",
         "finish_reason",
         "prompt_mode",
+        "item_index",
     ]
     return columns, rows
 
@@ -161,8 +201,8 @@ def probe_tables(
 ) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
     """The probe's own CSV tables (e.g. Laissez-Faire's characters.csv) for a run,
     from reviewed labels (a reviewer's where present) by default."""
-    from gbdesk.probes import get_probe
     from gbdesk.results import effective_labels
+    from gbdesk.studies import ScoringProbe, get_probe
 
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
@@ -173,7 +213,7 @@ def probe_tables(
         {**a, "metadata": items.get(a["item"], {}), "label": labels.get(a["id"]), "scores": []}
         for a in store.attempts(run_id)
     ]
-    if probe.kind == "scoring":
+    if isinstance(probe, ScoringProbe):
         by_item = {a["item"]: a for a in attempts}
         for score in store.scores(run_id):
             by_item[score["item"]]["scores"].append(score)

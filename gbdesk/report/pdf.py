@@ -30,7 +30,6 @@ from PySide6.QtGui import (
     QTextDocument,
 )
 
-from gbdesk.detect.name_race import RACE_CATEGORIES
 from gbdesk.errors import UserError
 from gbdesk.format import (
     MARK_COLORS,
@@ -40,8 +39,15 @@ from gbdesk.format import (
     log2_or_nan,
     ratio_ticks,
 )
-from gbdesk.probes.base import MetricGroup
-from gbdesk.report.content import ReportData, RunSection, build_report, chat_template, configuration
+from gbdesk.report.blocks import Block, CurveChart, Heading, IntervalChart, Paragraph, Table
+from gbdesk.report.content import (
+    ReportData,
+    RunSection,
+    build_report,
+    chat_template,
+    configuration,
+    labels_used,
+)
 from gbdesk.stats import MARK_MEANINGS, MarkDefinition
 from gbdesk.store import Store
 
@@ -73,11 +79,34 @@ def ensure_gui_app() -> QGuiApplication:
     return app  # type: ignore[return-value]
 
 
-def e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+#: Longest text the report shows whole; longer ones (a 10 MB response, a model name or a
+#: template pasted by mistake) are cut with a note, so one text cannot stall the layout.
+MAX_TEXT_CHARS = 3000
+
+
+def cut(text: str, limit: int = MAX_TEXT_CHARS, full: str = "the CSV export") -> str:
+    """`text`, or its first `limit` characters and "… (N characters cut; the full text is
+    in <full>)"."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} characters cut; the full text is in {full})"
+
+
+def e(text: Any, limit: int = MAX_TEXT_CHARS, full: str = "the CSV export") -> str:
+    """HTML-escaped text, cut to `limit` characters (`cut`)."""
+    return html.escape(cut(str(text), limit, full), quote=True)
 
 
 # -- charts -------------------------------------------------------------------------------
+def _label(text: Any, limit: int = 80) -> str:
+    """A chart label on one line, cut with "…" (a chart has no room for a note)."""
+    text = str(text)
+    short = " ".join(text[: limit * 4].split())
+    if len(short) > limit or len(text) > limit * 4:
+        return short[: limit - 1] + "…"
+    return short
+
+
 def ci_chart(
     rows: list[tuple[str, float, float, float, str]],
     marks: MarkDefinition | None,
@@ -91,6 +120,8 @@ def ci_chart(
 
     With `log`, values are ratios drawn on a log2 axis whose ticks read as ratios, with a
     dashed parity line at 1."""
+    rows = [(_label(label), v, lo, hi, c) for label, v, lo, hi, c in rows]
+    title = _label(title, 200)
     if log:
         rows = [
             (label, log2_or_nan(v), log2_or_nan(lo), log2_or_nan(hi), c)
@@ -246,64 +277,33 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
     metrics = section.metrics
     with_p = any(m.p_value is not None for m in metrics.values())
     with_mark = any(m.mark for m in metrics.values())
+    with_ppi = any((m.details or {}).get("kind") == "ppi" for m in metrics.values())
     rows = []
     for name, m in metrics.items():
         lo, hi = m.ci
         cells = [f"<td>{e(name)}</td><td>{fmt(m.value)}</td><td>[{fmt(lo)}, {fmt(hi)}]</td>"]
+        if with_ppi:
+            d = m.details or {}
+            reason = e(d.get("reason", ""))
+            note = "" if d.get("valid") else f" <span class='muted'>({reason})</span>"
+            cells.append(
+                f"<td>{fmt(d.get('automatic_value'))}{note}</td><td>{fmt(d.get('bias'))}</td>"
+            )
         if with_p:
             cells.append(f"<td>{_p_text(m.p_value)}</td>")
         if with_mark:
             cells.append(_mark_cell(m.mark, MARK_MEANINGS[m.mark]) if m.mark else "<td></td>")
         rows.append(f"<tr>{''.join(cells)}<td>{m.n}</td></tr>")
     head = "<th>Metric</th><th>Value</th><th>95 % CI</th>"
+    head += "<th>Automatic only</th><th>Labeller bias</th>" if with_ppi else ""
     head += ("<th>p</th>" if with_p else "") + ("<th>Mark</th>" if with_mark else "")
     title = "Metrics" if len(metrics) <= 12 else f"All {len(metrics)} metrics"
     doc.add(f"<h3>{title}</h3><table width='100%'><tr>{head}<th>n</th></tr>{''.join(rows)}</table>")
 
 
-def _group(section: RunSection, group: MetricGroup, doc: _Doc) -> None:
-    """One metric group: a chart per marked metric, one chart for a ratio or score group,
-    a table for counts."""
-    probe = section.probe
-    present = [n for n in group.metrics if n in section.metrics]
-    if not present:
-        return
-    doc.add(f"<h3>{e(group.title)}</h3><p class='muted'>{e(group.description)}</p>")
-    if group.kind == "count":
-        cells = "".join(
-            f"<tr><td>{e(group.labels.get(n, n))}</td><td>"
-            f"{fmt(section.metrics[n].value, 0 if section.metrics[n].value >= 10 else 3)}"
-            "</td></tr>"
-            for n in present
-        )
-        head = ("Term", "Stories") if probe.name == "laissez_faire" else ("Metric", "Value")
-        doc.add(f"<table><tr><th>{head[0]}</th><th>{head[1]}</th></tr>{cells}</table>")
-        return
-    chart_rows = [
-        (group.labels.get(n, n), m.value, m.ci[0], m.ci[1], RUN_COLORS[0])
-        for n in present
-        for m in [section.metrics[n]]
-    ]
-    if group.marked:
-        for (label, val, lo, hi, color), name in zip(chart_rows, present, strict=True):
-            marks = probe.mark_definitions.get(name)
-            rng = marks.overall_range if marks else (0.0, 1.0)
-            image = ci_chart([(label, val, lo, hi, color)], marks, rng, label, row_height=60)
-            doc.add(f"<p>{doc.image(image, 440)}</p>")
-        return
-    if group.kind == "log_ratio":
-        image = ci_chart(chart_rows, None, (-1.0, 1.0), group.title, log=True, row_height=40)
-    else:
-        title = group.title.lower()
-        rng = (-1.0, 1.0) if ("stereotype" in title or "correlation" in title) else (0.0, 1.0)
-        if group.kind == "unit":
-            rng = (0.0, 1.0)
-        image = ci_chart(chart_rows, None, rng, group.title)
-    doc.add(f"<p>{doc.image(image, 440)}</p>")
-
-
 def curves_chart(curves: dict[str, dict[str, Any]], title: str, width: int = 1400) -> QImage:
     """Racialized subordination ratio (log2 axis) against the likelihood threshold."""
+    title = _label(title, 200)
     height, left, right, top, bottom = 620, 110, 260, 56, 70
     image = QImage(width, height, QImage.Format.Format_ARGB32)
     image.fill(QColor("white"))
@@ -363,125 +363,50 @@ def curves_chart(curves: dict[str, dict[str, Any]], title: str, width: int = 140
         p.drawText(
             QRectF(plot.right() + 12, top + 30 * i, right - 14, 28),
             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-            key,
+            _label(key),
         )
     p.end()
     return image
 
 
-def _laissez_faire_extra(extra: dict[str, Any], doc: _Doc) -> None:
-    """The paper's name view (Table 3), the racialized subordination curves, and what the
-    name table cannot measure."""
-    table = extra.get("table") or {}
-    measured = ", ".join(RACE_CATEGORIES.get(c, c) for c in table.get("categories", []))
-    doc.add(
-        f"<p class='muted'>Race from first names by fractional counting with the "
-        f"{e(table.get('title', table.get('id', '?')))} table (measuring {e(measured)}); "
-        f"gender from the {e(extra.get('word_list', '?'))} word list.</p>"
-    )
-    missing = extra.get("not_measured") or []
-    if missing:
-        doc.add(
-            f"<p class='notice'>Not measured: {e(', '.join(missing))} — the name table has no "
-            "such category, so these groups are absent from every ratio above.</p>"
-        )
-    curves = {k: v for k, v in (extra.get("racialized_curves") or {}).items() if "/All" in k}
-    if curves:
-        doc.add("<h3>Racialized subordination curves</h3>")
+def _block(block: Block, doc: _Doc) -> None:
+    """Lay out one report block (the same for every study)."""
+    if isinstance(block, Heading):
+        doc.add(f"<h3>{e(block.text)}</h3>")
+    elif isinstance(block, Paragraph):
+        style = {"muted": " class='muted'", "notice": " class='notice'"}.get(block.style, "")
+        doc.add(f"<p{style}>{e(block.text)}</p>")
+    elif isinstance(block, Table):
+        if block.title:
+            doc.add(f"<h3>{e(block.title)}</h3>")
+        if block.caption:
+            doc.add(f"<p class='muted'>{e(block.caption)}</p>")
+        if block.rows:
+            head = "".join(f"<th>{e(c)}</th>" for c in block.columns)
+            body = "".join(
+                "<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in block.rows
+            )
+            width = " width='100%'" if len(block.columns) > 2 else ""
+            doc.add(f"<table{width}><tr>{head}</tr>{body}</table>")
+    elif isinstance(block, IntervalChart):
+        rows = [(r.label, r.value, r.lo, r.hi, RUN_COLORS[0]) for r in block.rows]
+        if block.marks is not None:
+            image = ci_chart(rows, block.marks, block.x_range, block.title, row_height=60)
+        else:
+            log = block.kind == "log_ratio"
+            image = ci_chart(
+                rows, None, block.x_range, block.title, log=log, row_height=40 if log else 46
+            )
+        doc.add(f"<p>{doc.image(image, 440)}</p>")
+    elif isinstance(block, CurveChart):
         image = curves_chart(
-            {k.replace("/All", ""): v for k, v in curves.items()},
-            "Subordination ratio by name-likelihood threshold (all genders)",
+            {
+                k: {"thresholds": [x for x, _ in pts], "ratios": [y for _, y in pts]}
+                for k, pts in block.series.items()
+            },
+            block.title,
         )
         doc.add(f"<p>{doc.image(image, 440)}</p>")
-    top = extra.get("top_names") or {}
-    if any(top.values()):
-        doc.add(
-            "<h3>Most frequent names per race</h3><p class='muted'>As in the paper's Table 3: "
-            "counts in power-neutral (Baseline), dominant and subordinate roles and the name's "
-            "subordination ratio (subordinate / dominant).</p>"
-        )
-        body = "".join(
-            f"<tr><td>{e(race)}</td><td>{e(r['name'])}</td><td>{fmt(r['likelihood'], 2)}</td>"
-            f"<td>{fmt(r['neutral'], 0)}</td><td>{fmt(r['dominant'], 0)}</td>"
-            f"<td>{fmt(r['subordinate'], 0)}</td><td>{fmt(r['subordination'], 2)}</td></tr>"
-            for race, rows in top.items()
-            for r in rows[:5]
-        )
-        doc.add(
-            "<table width='100%'><tr><th>Race</th><th>Name</th><th>Likelihood</th>"
-            "<th>Baseline</th><th>Dominant</th><th>Subordinate</th><th>Ratio</th></tr>"
-            f"{body}</table>"
-        )
-
-
-def _globalbias_extra(extra: dict[str, Any], doc: _Doc, limit: int = 60) -> None:
-    """The flagged group × descriptor pairs and the flags per group."""
-    rows = extra.get("associations") or []
-    flagged = [r for r in rows if r.get("flagged")]
-    doc.add(
-        f"<h3>Flagged associations</h3><p class='muted'>{len(flagged):,} of {len(rows):,} "
-        "group × descriptor pairs have a bias score below the descriptor's mean − 2.326 SD "
-        "over the groups (1 % one-tailed; lower = more associated; the age axis is not "
-        f"tested). The {min(limit, len(flagged))} strongest are listed; associations.csv "
-        "holds them all.</p>"
-    )
-    if flagged:
-        body = "".join(
-            f"<tr><td>{e(r['group'])}</td><td>{e(r['descriptor'])}</td><td>{e(r.get('set', ''))}"
-            f"</td><td>{fmt(r['bias_score'], 3)}</td><td>{fmt(r['mean'], 3)}</td>"
-            f"<td>{fmt(r['threshold'], 3)}</td></tr>"
-            for r in sorted(flagged, key=lambda r: r["bias_score"] - r["threshold"])[:limit]
-        )
-        doc.add(
-            "<table width='100%'><tr><th>Group</th><th>Descriptor</th><th>Set</th>"
-            "<th>Bias score</th><th>Descriptor mean</th><th>Threshold</th></tr>"
-            f"{body}</table>"
-        )
-        per_group: dict[str, int] = {}
-        for r in flagged:
-            per_group[r["group"]] = per_group.get(r["group"], 0) + 1
-        listed = ", ".join(
-            f"{e(g)} {n}" for g, n in sorted(per_group.items(), key=lambda kv: -kv[1])
-        )
-        doc.add(f"<p><b>Flags per group:</b> {listed}.</p>")
-
-
-def _profiles_extra(extra: dict[str, Any], doc: _Doc) -> None:
-    """Drop-one-feature ablation and the Jensen–Shannon top words of a few fields."""
-    rows = extra.get("ablation") or []
-    if rows:
-        targets = list(dict.fromkeys(r["target"] for r in rows))
-        features = list(dict.fromkeys(r["feature"] for r in rows))
-        delta = {(r["feature"], r["target"]): r["delta"] for r in rows}
-        body = "".join(
-            f"<tr><td>{e(f.replace('physical_characteristics.', ''))}</td>"
-            + "".join(f"<td>{fmt(100 * delta.get((f, t), math.nan), 1)}</td>" for t in targets)
-            + "</tr>"
-            for f in features
-        )
-        doc.add(
-            "<h3>Drop-one-feature ablation</h3><p class='muted'>Change in accuracy "
-            "(percentage points, same split) when a field is left out; negative = the field "
-            "gives the group away. Single-split noise is about ±2 points.</p>"
-            f"<table><tr><th>Field left out</th>{''.join(f'<th>{e(t)}</th>' for t in targets)}"
-            f"</tr>{body}</table>"
-        )
-    top = extra.get("top_words") or {}
-    for field in ("occupation", "religion", "personality_traits", "hobbies"):
-        words = top.get(field) or []
-        if not words:
-            continue
-        body = "".join(
-            f"<tr><td>{e(w['group'])}</td><td>{e(w['word'])}</td><td>{fmt(w['contribution'], 3)}"
-            f"</td><td>{fmt(100 * w['share_in'], 1)} %</td><td>{fmt(100 * w['share_out'], 1)} %"
-            "</td></tr>"
-            for w in words
-        )
-        doc.add(
-            f"<h3>Top differentiating words: {e(field)}</h3>"
-            "<table width='100%'><tr><th>Group</th><th>Word</th><th>JSD contribution</th>"
-            f"<th>In group</th><th>Elsewhere</th></tr>{body}</table>"
-        )
 
 
 def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
@@ -494,18 +419,15 @@ def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
         from gbdesk.engine.default_model import TINY_MODEL_NOTICE
 
         doc.add(f"<p class='notice'>{e(TINY_MODEL_NOTICE)}</p>")
-    doc.add(f"<p class='muted'>Metrics from {e(label_mode)} labels. {e(probe.card.measures)}</p>")
-    for group in probe.metric_groups(list(section.metrics)):
-        _group(section, group, doc)
-    if section.probe.name == "laissez_faire" and section.extra:
-        _laissez_faire_extra(section.extra, doc)
-    if section.probe.name == "globalbias_apx" and section.extra:
-        _globalbias_extra(section.extra, doc)
-    if section.probe.name == "globalbias_profiles" and section.extra:
-        _profiles_extra(section.extra, doc)
+    doc.add(
+        f"<p class='muted'>Numbers from {e(labels_used(section, label_mode))}. "
+        f"{e(probe.card.measures)}</p>"
+    )
+    for block in section.blocks:
+        _block(block, doc)
     _metric_table(section, doc)
-    if probe.kind == "scoring":
-        return  # perplexities have no detector to review
+    if not probe.reviewable:
+        return  # e.g. perplexities: no detector to review
     review = section.review
     doc.add("<h3>Detector quality and review</h3>")
     summary = probe.quality_summary(review.quality) if review.reviewed else None
@@ -569,7 +491,7 @@ def _appendix(data: ReportData, doc: _Doc) -> None:
         if template:
             doc.add(
                 "<p><b>Chat template</b> (from the GGUF file)</p>"
-                f"<pre class='mono'>{e(template)}</pre>"
+                f"<pre class='mono'>{e(template, 20_000, 'the model file')}</pre>"
             )
     if data.datasets:
         rows = "".join(
@@ -593,8 +515,9 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     models = ", ".join(data.models)
     doc.add(
         f"<h1>gbdesk bias audit</h1><p class='muted'>{e(models)} · generated "
-        f"{e(data.created_at)} by gbdesk {e(data.app_version)} · metrics from "
-        f"{e(data.label_mode)} labels</p>"
+        f"{e(data.created_at)} by gbdesk {e(data.app_version)} · "
+        + "; ".join(f"run {s.run_id}: {e(labels_used(s, data.label_mode))}" for s in data.runs)
+        + "</p>"
     )
     doc.add("<h2>Summary</h2>" + "".join(f"<p>{e(s)}</p>" for s in data.summary()))
     _verdict(data, doc)
@@ -609,7 +532,7 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     doc.doc.setDefaultFont(font)
     doc.doc.setHtml("<html><body>" + "".join(doc.parts) + "</body></html>")
     writer = QPdfWriter(str(out))
-    writer.setTitle(f"gbdesk bias audit — {models}")
+    writer.setTitle(_label(f"gbdesk bias audit — {models}", 200))
     writer.setCreator(f"gbdesk {data.app_version}")
     writer.setResolution(300)
     writer.setPageLayout(

@@ -1,5 +1,5 @@
 """SQLite persistence (sqlite-utils, WAL, versioned schema)."""
 
-from gbdesk.store.db import Store
+from gbdesk.store.db import DatabaseFault, Store
 
-__all__ = ["Store"]
+__all__ = ["DatabaseFault", "Store"]

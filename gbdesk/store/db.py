@@ -3,15 +3,28 @@
 One file holds any number of runs of any number of models. WAL mode lets the GUI
 read while a run writes; every attempt is committed, with its automatic label, the
 moment it completes, so a crash loses at most the attempt in flight.
+
+Database faults — a read-only file, a lock held by another program for longer than the
+busy timeout, a damaged file, a full disk, an I/O error — become a `DatabaseFault` (a
+`UserError`: one line saying what happened and what to do) when they leave a
+`with Store(...)` block or `Store()` itself. Before its first write, each process checks
+a database once with `PRAGMA quick_check` and writes nothing into one that fails it.
+Before a schema migration the database is copied next to itself with SQLite's backup API.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
+import re
 import socket
 import sqlite3
-from collections.abc import Iterable, Sequence
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,7 +33,9 @@ import psutil
 import sqlite_utils
 
 from gbdesk.errors import UserError
-from gbdesk.store.migrations import LATEST_VERSION, migrate
+from gbdesk.store.migrations import latest_version, migrate, refuse_foreign
+
+log = logging.getLogger(__name__)
 
 ACTIVE_STATUSES = ("running", "paused")
 FINAL_STATUSES = ("done",)
@@ -59,42 +74,491 @@ def _loads(text: str | None, default: Any = None) -> Any:
     return json.loads(text) if text else default
 
 
+# -- database faults ----------------------------------------------------------------------------
+class DatabaseFault(UserError):
+    """The database file cannot be used as asked (read-only, locked, damaged, disk full, I/O
+    error, cannot be opened). `kind` names which; the message is one line."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+# primary SQLite result codes (https://sqlite.org/rescode.html)
+_KIND_BY_CODE = {
+    3: "readonly",  # SQLITE_PERM
+    5: "locked",  # SQLITE_BUSY
+    6: "locked",  # SQLITE_LOCKED
+    8: "readonly",  # SQLITE_READONLY
+    10: "ioerr",  # SQLITE_IOERR
+    11: "corrupt",  # SQLITE_CORRUPT
+    13: "full",  # SQLITE_FULL
+    14: "cantopen",  # SQLITE_CANTOPEN
+    26: "notadb",  # SQLITE_NOTADB
+}
+_KIND_BY_MESSAGE = (  # Python < 3.11 has no sqlite_errorcode
+    ("readonly database", "readonly"),
+    ("access permission denied", "readonly"),
+    ("database is locked", "locked"),
+    ("database table is locked", "locked"),
+    ("disk image is malformed", "corrupt"),
+    ("file is not a database", "notadb"),
+    ("database or disk is full", "full"),
+    ("disk i/o error", "ioerr"),
+    ("unable to open database file", "cantopen"),
+)
+
+
+def fault_kind(exc: BaseException) -> str | None:
+    """Which database fault an sqlite3 error is ("readonly", "locked", "corrupt", "notadb",
+    "full", "ioerr", "cantopen"), or None for anything else (a bug: a constraint, bad SQL)."""
+    if isinstance(exc, DatabaseFault):
+        return exc.kind
+    if not isinstance(exc, sqlite3.Error):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and (code & 0xFF) in _KIND_BY_CODE:
+        return _KIND_BY_CODE[code & 0xFF]
+    text = str(exc).lower()
+    return next((kind for needle, kind in _KIND_BY_MESSAGE if needle in text), None)
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def database_fault(
+    exc: BaseException, path: str | os.PathLike | None, busy_timeout_s: float | None = None
+) -> DatabaseFault | None:
+    """The one-line `DatabaseFault` for an sqlite3 error, or None if it is no database fault."""
+    if isinstance(exc, DatabaseFault):
+        return exc
+    kind = fault_kind(exc)
+    if kind is None:
+        return None
+    return DatabaseFault(fault_message(kind, path, str(exc), busy_timeout_s), kind)
+
+
+def fault_message(
+    kind: str, path: str | os.PathLike | None, detail: str, busy_timeout_s: float | None = None
+) -> str:
+    """What happened to the database and what to do, in one line."""
+    where = f"the database {path}" if path else "the database"
+    detail = _one_line(detail)
+    if len(detail) > 200:
+        detail = detail[:197] + "..."
+    wait = busy_timeout_s if busy_timeout_s is not None else Store.BUSY_TIMEOUT_S
+    messages = {
+        "readonly": f"{where} is read-only, so nothing was saved ({detail}): make the file and "
+        "its folder writable, or work on a copy in a writable folder",
+        "locked": f"{where} is locked by another program (another gbdesk, or a database tool "
+        f"with unsaved changes) and stayed locked for more than {wait:g} s, so this step was "
+        "not saved: wait for that program to finish or close it, then try again",
+        "corrupt": f"{where} is damaged ({detail}); gbdesk writes nothing into it: restore a "
+        "backup copy, or rescue what is readable with the sqlite3 tool "
+        f"(sqlite3 {path or 'DATABASE'} .recover | sqlite3 rescued.sqlite) and open the rescue",
+        "notadb": f"{path or 'this file'} is not a gbdesk database, or its first page is damaged "
+        f"({detail}): choose another file, or restore a backup copy",
+        "full": f"the disk holding {where} is full, so this step was not saved (everything "
+        "saved before is intact): free some disk space, then try again",
+        "ioerr": f"the disk reported an error while gbdesk used {where} ({detail}), so this "
+        "step was not saved: check the disk or network drive, then try again",
+        "cantopen": f"cannot open {where} ({detail}): check that its folder exists and that "
+        "gbdesk may read and write there",
+    }
+    return messages[kind]
+
+
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER")
+_WRITE_BEGINS = ("BEGIN IMMEDIATE", "BEGIN EXCLUSIVE")
+
+
+def _is_write(sql: str) -> bool:
+    head = sql.lstrip()[:16].upper()
+    return head.startswith(_WRITES) or " ".join(head.split())[:15] in _WRITE_BEGINS
+
+
+class _GuardedConnection(sqlite3.Connection):
+    """A connection that calls `guard` once before its first writing statement (the
+    integrity check: nothing is written into a damaged database)."""
+
+    guard: Any = None
+    guard_passed = False
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if not self.guard_passed and self.guard is not None and _is_write(sql):
+            self.guard()
+            self.guard_passed = True
+        return super().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        if not self.guard_passed and self.guard is not None and _is_write(sql):
+            self.guard()
+            self.guard_passed = True
+        return super().executemany(sql, parameters)
+
+
+_checks_lock = threading.Lock()
+# (st_dev, st_ino) → (quick_check's verdict, the files' signature when it was last known good)
+_checked: dict[tuple[int, int], tuple[str, tuple[int, ...]]] = {}
+_backups_lock = threading.Lock()
+_backups: dict[str, list[tuple[Path, int]]] = {}  # database → [(copy, version it had)]
+
+
+def _file_key(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _signature(path: Path) -> tuple[int, ...]:
+    """Size and modification time of the database and its write-ahead log: any change made
+    by another program (or process) changes it."""
+    sig: list[int] = []
+    for file in (path, Path(f"{path}-wal")):
+        try:
+            st = file.stat()
+        except OSError:
+            sig += [0, 0]
+            continue
+        # an empty log is no change (each connection may create or remove one)
+        sig += [st.st_size, st.st_mtime_ns if st.st_size else 0]
+    return tuple(sig)
+
+
+def forget_checks() -> None:
+    """Check every database again before its next write in this process."""
+    with _checks_lock:
+        _checked.clear()
+
+
+def take_backup_notices(path: str | os.PathLike) -> list[str]:
+    """One sentence per copy this process made of `path` before migrating it (each is
+    given once), e.g. for the app to say where the copy is."""
+    with _backups_lock:
+        made = _backups.pop(str(Path(path).resolve()), [])
+    return [backup_notice(Path(path), copy, version) for copy, version in made]
+
+
+def backup_notice(path: Path, copy: Path, version: int) -> str:
+    return (
+        f"gbdesk updated the database {path} to a newer layout; a copy of it as it was "
+        f"before (layout v{version}) is at {copy}"
+    )
+
+
+_INSERT_SCORE = (
+    "INSERT INTO scores (attempt_id, run_id, idx, grp, descriptor, axis, template, name, text, "
+    "n_tokens, logprob_sum, ppl, apx) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+
+
+def _score_rows(
+    attempt_id: int, run_id: int, scores: Sequence[dict[str, Any]]
+) -> list[tuple[Any, ...]]:
+    return [
+        (
+            attempt_id,
+            run_id,
+            i,
+            s["group"],
+            s["descriptor"],
+            s.get("axis"),
+            s["template"],
+            s.get("name"),
+            s.get("text"),
+            s.get("n_tokens"),
+            s.get("logprob_sum"),
+            s.get("ppl"),
+            s.get("apx"),
+        )
+        for i, s in enumerate(scores)
+    ]
+
+
+def _auto_label_row(
+    stamp: str,
+    source: str,
+    label: str,
+    data: dict[str, Any] | None = None,
+    evidence: list[Any] | None = None,
+) -> tuple[Any, ...]:
+    """(source, label, data_json, evidence_json, created_at) of an automatic label."""
+    return (
+        source,
+        label,
+        json.dumps(data) if data is not None else None,
+        json.dumps(evidence) if evidence is not None else None,
+        stamp,
+    )
+
+
+@dataclass
+class PreparedAttempts:
+    """Attempts made ready for `Store.add_attempts` (rows without the run id, labels and
+    scores by (item, attempt)): the JSON encoding is done before the write lock."""
+
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    labels: dict[tuple[str, int], tuple[Any, ...]] = field(default_factory=dict)
+    scores: dict[tuple[str, int], Sequence[dict[str, Any]]] = field(default_factory=dict)
+
+
+def prepare_attempts(attempts: Iterable[dict[str, Any]]) -> PreparedAttempts:
+    """Rows for `Store.add_attempts`; a repeated (item, attempt) keeps its first occurrence,
+    as `add_attempt` does."""
+    stamp = now()
+    prepared = PreparedAttempts()
+    seen: set[tuple[str, int]] = set()
+    for a in attempts:
+        key = (a["item"], a["attempt"])
+        if key in seen:
+            continue
+        seen.add(key)
+        prepared.rows.append(
+            (
+                a["item"],
+                a["attempt"],
+                a["prompt"],
+                a["response"],
+                a.get("seed"),
+                a.get("tokens_in"),
+                a.get("tokens_out"),
+                a.get("latency_s"),
+                a.get("finish_reason"),
+                a.get("prompt_mode"),
+                stamp,
+            )
+        )
+        if a.get("auto_label") is not None:
+            prepared.labels[key] = _auto_label_row(stamp, **a["auto_label"])
+        if a.get("scores"):
+            prepared.scores[key] = a["scores"]
+    return prepared
+
+
 class Store:
     """A gbdesk database. Open one per thread (sqlite connections are per thread)."""
 
+    BUSY_TIMEOUT_S = 30.0  # how long a write waits for another program's lock
+
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        self.backup_path: Path | None = None  # the copy made before migrating, if any
         if self.path.exists() and self.path.is_dir():
             raise UserError(f"--db points at a folder, not a database file: {self.path}")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                str(self.path), timeout=30, isolation_level=None, check_same_thread=False
-            )
-            conn.execute("PRAGMA journal_mode = WAL")
-        except sqlite3.DatabaseError as exc:
-            raise UserError(f"cannot open the database {self.path}: {exc}") from None
         except OSError as exc:
             raise UserError(f"cannot create the database {self.path}: {exc}") from None
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA busy_timeout = 30000")
-        self.conn = conn
-        self.db = sqlite_utils.Database(conn)
+        self.read_only = False  # opened read-only (a read-only file or file system)
         try:
-            self.migrated_from = migrate(conn)
-        except sqlite3.DatabaseError as exc:
-            raise UserError(f"{self.path} is not a gbdesk database: {exc}") from None
-        self.schema_version = LATEST_VERSION
+            self._open()
+        except sqlite3.Error as exc:
+            if fault_kind(exc) not in ("cantopen", "readonly") or not self.path.is_file():
+                raise self._open_error(exc) from None
+            # A read-only file or file system: a read-only connection can still read it.
+            # Where not even the WAL index can be made next to it, read it as immutable —
+            # unless a write-ahead log holds committed pages (immutable would skip them).
+            wal = Path(f"{self.path}-wal")
+            try:
+                try:
+                    self._open(read_only=True)
+                except sqlite3.Error as again:
+                    if fault_kind(again) != "cantopen" or (wal.exists() and wal.stat().st_size):
+                        raise
+                    self._open(read_only=True, immutable=True)
+            except sqlite3.Error as again:
+                raise self._open_error(again) from None
+            self.read_only = True
+            log.info("opened %s read-only (%s)", self.path, exc)
+        self.schema_version = latest_version()
+
+    def _open(self, read_only: bool = False, immutable: bool = False) -> None:
+        target = str(self.path)
+        if read_only:
+            target = f"{self.path.resolve().as_uri()}?mode=ro{'&immutable=1' if immutable else ''}"
+        conn = sqlite3.connect(
+            target,
+            timeout=self.BUSY_TIMEOUT_S,
+            isolation_level=None,
+            check_same_thread=False,
+            factory=_GuardedConnection,
+            uri=read_only,
+        )
+        try:
+            conn.guard = self._guard
+            refuse_foreign(conn, f"the database {self.path}")  # before WAL changes its header
+            if not read_only:
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA busy_timeout = {int(self.BUSY_TIMEOUT_S * 1000)}")
+            self.conn = conn
+            self.db = sqlite_utils.Database(conn)
+            self._in_transaction = False
+            self.migrated_from = migrate(
+                conn, backup=self._backup_before_migration, name=f"the database {self.path}"
+            )
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+            raise
+
+    def _open_error(self, exc: sqlite3.Error) -> UserError:
+        fault = database_fault(exc, self.path, self.BUSY_TIMEOUT_S)
+        writable = os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)
+        if fault is not None and fault.kind == "cantopen" and self.path.is_file() and not writable:
+            fault = DatabaseFault(fault_message("readonly", self.path, str(exc)), "readonly")
+        return fault or UserError(f"cannot open the database {self.path}: {exc}")
 
     def close(self) -> None:
-        self.conn.close()
+        unchanged = _signature(self.path)
+        try:
+            self.conn.close()
+        except sqlite3.Error as exc:  # nothing to save any more; say so in the log
+            log.warning("closing %s: %s", self.path, exc)
+        self._still_good(unchanged)  # closing may copy the log into the file
+
+    def _still_good(self, unchanged: tuple[int, ...] | None = None) -> None:
+        """After this process's own write (or close): the database is as good as when it
+        was checked — if it was good, and (with `unchanged`) nothing else changed it since."""
+        key = _file_key(self.path)
+        with _checks_lock:
+            known = _checked.get(key) if key else None
+            if known and known[0] == "ok" and (unchanged is None or known[1] == unchanged):
+                _checked[key] = ("ok", _signature(self.path))
+
+    # -- integrity and backups --------------------------------------------------------------
+    def _guard(self) -> None:
+        """Refuse to write into a database that fails `PRAGMA quick_check` — checked at the
+        first write of a connection, skipped when this process checked the file before and
+        nothing but this process changed it since (size and mtime of the file and its log).
+        Costs about 0.3 s per 100 MB when the file is in the OS cache."""
+        key = _file_key(self.path)
+        signature = _signature(self.path)
+        with _checks_lock:
+            known = _checked.get(key) if key else None
+        verdict = known[0] if known is not None and known[1] == signature else None
+        if verdict is None:
+            started = time.perf_counter()
+            try:
+                rows = [r[0] for r in self.conn.execute("PRAGMA quick_check").fetchall()]
+                verdict = "ok" if rows == ["ok"] else "; ".join(rows[:3])
+            except sqlite3.DatabaseError as exc:
+                if fault_kind(exc) not in ("corrupt", "notadb"):
+                    raise
+                verdict = str(exc)
+            log.info(
+                "quick_check of %s: %s (%.2f s)", self.path, verdict, time.perf_counter() - started
+            )
+            if key is not None:
+                with _checks_lock:
+                    _checked[key] = (verdict, signature)
+        if verdict != "ok":
+            message = fault_message("corrupt", self.path, f"quick_check: {verdict}")
+            raise DatabaseFault(message, "corrupt")
+
+    def check_integrity(self) -> None:
+        """Run the write guard now (a `DatabaseFault` if the database is damaged), e.g. before
+        loading a model for a run that would then find it cannot save anything."""
+        if not self.conn.guard_passed:
+            self._guard()
+            self.conn.guard_passed = True
+
+    def check_writable(self) -> None:
+        """Fail now, in one line, if this database cannot take a write (damaged, read-only,
+        locked longer than the busy timeout) — before a command loads a model or reads a
+        large file only to find that it cannot save anything."""
+        if self.read_only:
+            detail = "a read-only file or file system"
+            raise DatabaseFault(fault_message("readonly", self.path, detail), "readonly")
+        self.check_integrity()
+        with self.transaction():
+            pass  # takes the write lock, and gives it back at once
+
+    def _backup_before_migration(self, version: int) -> None:
+        """Copy the database (at schema `version`) next to itself with SQLite's backup API;
+        called by `migrate` under the write lock, before the first step."""
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        target = self.path.with_name(f"{self.path.name}.v{version}-backup-{stamp}")
+        n = 1
+        while target.exists():
+            n += 1
+            target = self.path.with_name(f"{self.path.name}.v{version}-backup-{stamp}-{n}")
+        source = sqlite3.connect(str(self.path))  # a reader: sees the committed database
+        copy: sqlite3.Connection | None = None
+        try:
+            copy = sqlite3.connect(str(target))
+            source.backup(copy)
+            copy.close()
+            copy = None
+        except sqlite3.Error as exc:
+            if copy is not None:
+                copy.close()
+            for leftover in (target, Path(f"{target}-journal"), Path(f"{target}-wal")):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
+            fault = database_fault(exc, target)
+            reason = str(fault) if fault else _one_line(str(exc))
+            raise DatabaseFault(
+                f"the database {self.path} needs a layout update, but copying it first failed "
+                f"— {reason}; nothing was changed",
+                fault.kind if fault else "ioerr",
+            ) from None
+        finally:
+            source.close()
+        log.info("copied %s (layout v%d) to %s before migrating it", self.path, version, target)
+        self.backup_path = target
+        with _backups_lock:
+            _backups.setdefault(str(self.path.resolve()), []).append((target, version))
+
+    # -- transactions -----------------------------------------------------------------------
+    def _rollback(self, exc: BaseException) -> None:
+        """Undo the open transaction (SQLite may have undone it already, e.g. on a full
+        disk); on a full disk, also give the write-ahead log's space back."""
+        if self.conn.in_transaction:
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error as err:
+                log.warning("rollback in %s failed: %s", self.path, err)
+        if fault_kind(exc) == "full":
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction around several store calls: all of them are committed
+        together or none is (an exception, a full disk or a kill rolls everything back)."""
+        if self._in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        self._in_transaction = True
+        try:
+            yield
+            self.conn.execute("COMMIT")
+        except BaseException as exc:
+            self._rollback(exc)
+            raise
+        finally:
+            self._in_transaction = False
+        self._still_good()
+
+    def _write(self) -> contextlib.AbstractContextManager[None]:
+        """A write: its own immediate transaction, or part of `transaction()`'s."""
+        return self.transaction()
 
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         self.close()
+        if isinstance(exc, sqlite3.Error):
+            fault = database_fault(exc, self.path, self.BUSY_TIMEOUT_S)
+            if fault is not None:
+                raise fault from exc
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
         return list(self.db.query(sql, params))
@@ -105,16 +569,25 @@ class Store:
         row = dict(record)
         row.setdefault("kind", "gguf")
         row.setdefault("added_at", now())
-        existing = self.query(
-            "SELECT id FROM models WHERE kind = ? AND path = ? AND sha256 IS ?",
-            (row["kind"], row["path"], row.get("sha256")),
-        )
-        if existing:
-            model_id = existing[0]["id"]
-            row.pop("added_at")
-            self.db["models"].update(model_id, row)
-            return model_id
-        return int(self.db["models"].insert(row).last_pk)
+        columns = [c for c in row if c.isidentifier()]  # model rows are built by gbdesk
+        with self._write():
+            existing = self.conn.execute(
+                "SELECT id FROM models WHERE kind = ? AND path = ? AND sha256 IS ?",
+                (row["kind"], row["path"], row.get("sha256")),
+            ).fetchone()
+            if existing:
+                update = [c for c in columns if c != "added_at"]
+                self.conn.execute(
+                    f"UPDATE models SET {', '.join(f'{c} = ?' for c in update)} WHERE id = ?",
+                    [*(row[c] for c in update), existing[0]],
+                )
+                return int(existing[0])
+            cur = self.conn.execute(
+                f"INSERT INTO models ({', '.join(columns)}) "
+                f"VALUES ({', '.join('?' for _ in columns)})",
+                [row[c] for c in columns],
+            )
+            return int(cur.lastrowid)
 
     def get_model(self, model_id: int) -> dict[str, Any]:
         rows = self.query("SELECT * FROM models WHERE id = ?", (model_id,))
@@ -152,8 +625,7 @@ class Store:
     ) -> int:
         """Create a run and its planned items (key, prompt, metadata) in one transaction."""
         items = list(items)
-        with self.conn:
-            self.conn.execute("BEGIN IMMEDIATE")
+        with self._write():
             cur = self.conn.execute(
                 "INSERT INTO runs (probe, probe_version, model_id, source, params_json, "
                 "generation_json, engine_json, app_version, llama_cpp_version, status, "
@@ -242,25 +714,44 @@ class Store:
             versions = engine.get("versions", {})
             if versions.get("llama_cpp_python"):
                 fields["llama_cpp_version"] = versions["llama_cpp_python"]
-        self.db["runs"].update(run_id, fields)
+        self._update_run(run_id, fields)
+
+    def _update_run(self, run_id: int, fields: dict[str, Any]) -> None:
+        columns = list(fields)  # names chosen here, never from input
+        with self._write():
+            self.conn.execute(
+                f"UPDATE runs SET {', '.join(f'{c} = ?' for c in columns)} WHERE id = ?",
+                [*(fields[c] for c in columns), run_id],
+            )
 
     def update_run_params(self, run_id: int, params: dict[str, Any]) -> None:
         """Replace a run's analysis parameters (e.g. which extractor its metrics use)."""
         self._run_row(run_id)
-        self.conn.execute(
-            "UPDATE runs SET params_json = ? WHERE id = ?",
-            (json.dumps(params, sort_keys=True), run_id),
-        )
-        self.conn.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
+        with self._write():
+            self.conn.execute(
+                "UPDATE runs SET params_json = ? WHERE id = ?",
+                (json.dumps(params, sort_keys=True), run_id),
+            )
+            self.conn.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
+
+    def finish_import(self, run_id: int, attempts: int) -> None:
+        """An imported run is complete: its attempt count and status."""
+        with self._write():
+            self.conn.execute(
+                "UPDATE runs SET attempts_total = ?, status = 'done', finished_at = ? "
+                "WHERE id = ?",
+                (attempts, now(), run_id),
+            )
 
     def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
         fields: dict[str, Any] = {"status": status, "error": error, "heartbeat_at": now()}
         if status == "done":
             fields["finished_at"] = now()
-        self.db["runs"].update(run_id, fields)
+        self._update_run(run_id, fields)
 
     def heartbeat(self, run_id: int) -> None:
-        self.conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (now(), run_id))
+        with self._write():
+            self.conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (now(), run_id))
 
     def run_items(self, run_id: int) -> list[dict[str, Any]]:
         rows = self.query(
@@ -308,8 +799,7 @@ class Store:
         Returns the new id, or None when (run, item, attempt) was already stored —
         inserting twice is harmless, which makes resuming idempotent.
         """
-        with self.conn:
-            self.conn.execute("BEGIN IMMEDIATE")
+        with self._write():
             cur = self.conn.execute(
                 "INSERT OR IGNORE INTO attempts (run_id, item, attempt, prompt, response, seed, "
                 "tokens_in, tokens_out, latency_s, finish_reason, prompt_mode, created_at) "
@@ -335,30 +825,52 @@ class Store:
             if auto_label is not None:
                 self._put_auto_label(attempt_id, **auto_label)
             if scores:
+                self.conn.executemany(_INSERT_SCORE, _score_rows(attempt_id, run_id, scores))
+        return attempt_id
+
+    def add_attempts(
+        self, run_id: int, attempts: Sequence[dict[str, Any]] | PreparedAttempts
+    ) -> int:
+        """Store many attempts at once (an import) in one transaction; returns how many were
+        new. `attempts`: dicts of `add_attempt`'s arguments (item, attempt, prompt, response,
+        and optionally prompt_mode, auto_label, scores…), or `prepare_attempts` of them —
+        prepared before `transaction()`, so other writers wait for the inserts only."""
+        prepared = (
+            attempts if isinstance(attempts, PreparedAttempts) else prepare_attempts(attempts)
+        )
+        with self._write():
+            existing = self.attempt_keys(run_id) if self.count_attempts(run_id) else set()
+            before = self.conn.total_changes
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO attempts (run_id, item, attempt, prompt, response, seed, "
+                "tokens_in, tokens_out, latency_s, finish_reason, prompt_mode, created_at) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                ((run_id, *row) for row in prepared.rows),
+            )
+            added = self.conn.total_changes - before
+            if prepared.labels or prepared.scores:
+                ids = {
+                    (item, attempt): attempt_id
+                    for attempt_id, item, attempt in self.conn.execute(
+                        "SELECT id, item, attempt FROM attempts WHERE run_id = ?", (run_id,)
+                    )
+                    if (item, attempt) not in existing
+                }
                 self.conn.executemany(
-                    "INSERT INTO scores (attempt_id, run_id, idx, grp, descriptor, axis, "
-                    "template, name, text, n_tokens, logprob_sum, ppl, apx) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT OR REPLACE INTO labels (attempt_id, kind, source, label, data_json, "
+                    "evidence_json, created_at) VALUES (?, 'auto', ?, ?, ?, ?, ?)",
+                    [(ids[key], *row) for key, row in prepared.labels.items() if key in ids],
+                )
+                self.conn.executemany(
+                    _INSERT_SCORE,
                     [
-                        (
-                            attempt_id,
-                            run_id,
-                            i,
-                            s["group"],
-                            s["descriptor"],
-                            s.get("axis"),
-                            s["template"],
-                            s.get("name"),
-                            s.get("text"),
-                            s.get("n_tokens"),
-                            s.get("logprob_sum"),
-                            s.get("ppl"),
-                            s.get("apx"),
-                        )
-                        for i, s in enumerate(scores)
+                        row
+                        for key, scores in prepared.scores.items()
+                        if key in ids
+                        for row in _score_rows(ids[key], run_id, scores)
                     ],
                 )
-        return attempt_id
+        return added
 
     def scores(self, run_id: int) -> list[dict[str, Any]]:
         """Every stored score of a run, in run order (perplexity probes)."""
@@ -397,18 +909,11 @@ class Store:
         self.conn.execute(
             "INSERT OR REPLACE INTO labels (attempt_id, kind, source, label, data_json, "
             "evidence_json, created_at) VALUES (?, 'auto', ?, ?, ?, ?, ?)",
-            (
-                attempt_id,
-                source,
-                label,
-                json.dumps(data) if data is not None else None,
-                json.dumps(evidence) if evidence is not None else None,
-                now(),
-            ),
+            (attempt_id, *_auto_label_row(now(), source, label, data, evidence)),
         )
 
     def set_auto_label(self, attempt_id: int, **label: Any) -> None:
-        with self.conn:
+        with self._write():
             self._put_auto_label(attempt_id, **label)
 
     def add_human_label(
@@ -421,7 +926,7 @@ class Store:
     ) -> int:
         """Record a reviewer's label; earlier human labels stay as history."""
         reviewer = reviewer.strip() or "reviewer"
-        with self.conn:
+        with self._write():
             cur = self.conn.execute(
                 "INSERT INTO labels (attempt_id, kind, source, label, data_json, evidence_json, "
                 "created_at) VALUES (?, 'human', ?, ?, ?, ?, ?)",
@@ -468,6 +973,38 @@ class Store:
         ).fetchone()
         return f"{n_attempts}:{max_attempt}:{n_labels}:{max_label}"
 
+    # -- the random review sample --------------------------------------------------------
+    def save_review_sample(
+        self, run_id: int, attempt_ids: Iterable[int], *, seed: int, size: int, unit: str
+    ) -> None:
+        """Replace the run's random review sample (its attempts, the units drawn, seed)."""
+        with self._write():
+            self.conn.execute("DELETE FROM review_samples WHERE run_id = ?", (run_id,))
+            self.conn.executemany(
+                "INSERT INTO review_samples (run_id, attempt_id) VALUES (?, ?)",
+                [(run_id, int(a)) for a in attempt_ids],
+            )
+            self.conn.execute(
+                "INSERT OR REPLACE INTO review_sample_info (run_id, unit, size, seed, drawn_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (run_id, unit, size, seed, now()),
+            )
+            self.conn.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
+
+    def review_sample(self, run_id: int) -> list[int]:
+        """The attempt ids of the run's random review sample (empty when none was drawn)."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT attempt_id FROM review_samples WHERE run_id = ? ORDER BY attempt_id",
+                (run_id,),
+            )
+        ]
+
+    def review_sample_info(self, run_id: int) -> dict[str, Any] | None:
+        rows = self.query("SELECT * FROM review_sample_info WHERE run_id = ?", (run_id,))
+        return rows[0] if rows else None
+
     # -- metrics cache --------------------------------------------------------------------
     def cached_metrics(
         self, run_id: int, label_mode: str, fingerprint: str
@@ -483,15 +1020,26 @@ class Store:
     def save_metrics(
         self, run_id: int, label_mode: str, fingerprint: str, rows: list[dict[str, Any]]
     ) -> None:
-        with self.conn:
-            self.conn.execute("BEGIN IMMEDIATE")
+        """Cache a run's metrics. The cache is optional: on a read-only or locked database or
+        a full disk the metrics are still shown, just not kept (logged)."""
+        try:
+            self._save_metrics(run_id, label_mode, fingerprint, rows)
+        except sqlite3.Error as exc:
+            if self._in_transaction or fault_kind(exc) not in ("readonly", "locked", "full"):
+                raise
+            log.warning("metrics of run %s not cached in %s: %s", run_id, self.path, exc)
+
+    def _save_metrics(
+        self, run_id: int, label_mode: str, fingerprint: str, rows: list[dict[str, Any]]
+    ) -> None:
+        with self._write():
             self.conn.execute(
                 "DELETE FROM metrics WHERE run_id = ? AND label_mode = ?", (run_id, label_mode)
             )
             stamp = now()
             self.conn.executemany(
                 "INSERT INTO metrics (run_id, label_mode, name, value, ci_lo, ci_hi, mark, n, "
-                "p_value, fingerprint, computed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "p_value, fingerprint, computed_at, details_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         run_id,
@@ -505,6 +1053,7 @@ class Store:
                         r.get("p_value"),
                         fingerprint,
                         stamp,
+                        json.dumps(r["details"]) if r.get("details") else None,
                     )
                     for r in rows
                 ],

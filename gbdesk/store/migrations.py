@@ -148,32 +148,98 @@ def _v3(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX scores_run ON scores (run_id)")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
+def _v4(conn: sqlite3.Connection) -> None:
+    """The random review sample of a run (prediction-powered metrics), and per-metric
+    details (e.g. a prediction-powered estimate's diagnostics) in the metrics cache."""
+    conn.execute(
+        """
+        CREATE TABLE review_samples (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            attempt_id INTEGER NOT NULL REFERENCES attempts(id) ON DELETE CASCADE,
+            PRIMARY KEY (run_id, attempt_id)
+        )
+        """
+    )
+    conn.execute(
+        """
+        CREATE TABLE review_sample_info (
+            run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+            unit TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            seed INTEGER NOT NULL,
+            drawn_at TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute("ALTER TABLE metrics ADD COLUMN details_json TEXT")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4]
 LATEST_VERSION = len(MIGRATIONS)
 
 
-def migrate(conn: sqlite3.Connection) -> int:
-    """Bring the database to `LATEST_VERSION`; return the version it had before."""
-    before = conn.execute("PRAGMA user_version").fetchone()[0]
-    if before > LATEST_VERSION:
-        from gbdesk.errors import UserError
+def latest_version() -> int:
+    """The schema version this gbdesk writes (read at call time, so tests can extend
+    `MIGRATIONS`)."""
+    return len(MIGRATIONS)
 
+
+def refuse_foreign(conn: sqlite3.Connection, name: str = "this database") -> None:
+    """Refuse an SQLite file of another program: tables, but no gbdesk schema version."""
+    from gbdesk.errors import UserError
+
+    if conn.execute("PRAGMA user_version").fetchone()[0] != 0:
+        return
+    foreign = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 1"
+    ).fetchone()
+    if foreign:
         raise UserError(
-            f"this database has schema version {before}, newer than this gbdesk understands "
-            f"({LATEST_VERSION}); update gbdesk"
+            f"{name} is an SQLite database of another program (it has a table "
+            f"'{foreign[0]}' but no gbdesk layout); gbdesk leaves it unchanged: choose another file"
         )
-    for version in range(before + 1, LATEST_VERSION + 1):
+
+
+def migrate(
+    conn: sqlite3.Connection,
+    backup: Callable[[int], None] | None = None,
+    name: str = "this database",
+) -> int:
+    """Bring the database to the latest version; return the version it had before.
+
+    `backup(version)` is called once, under the write lock and before the first step, when
+    an existing gbdesk database (version ≥ 1) is about to be migrated. An SQLite file of
+    another program (tables, but version 0) and a newer gbdesk's database are refused.
+    """
+    from gbdesk.errors import UserError
+
+    latest = latest_version()
+    before = conn.execute("PRAGMA user_version").fetchone()[0]
+    if before > latest:
+        raise UserError(
+            f"{name} has schema version {before}, newer than this gbdesk understands "
+            f"({latest}): update gbdesk, or open another database"
+        )
+    backed_up = False
+    for version in range(before + 1, latest + 1):
         conn.execute("BEGIN IMMEDIATE")
         try:
             # Re-read under the write lock: another connection (a second thread or
             # process opening the same new file) may have applied it meanwhile.
-            if conn.execute("PRAGMA user_version").fetchone()[0] >= version:
+            current = conn.execute("PRAGMA user_version").fetchone()[0]
+            if current >= version:
                 conn.execute("COMMIT")
                 continue
+            if current == 0:
+                refuse_foreign(conn, name)
+            elif before >= 1 and backup is not None and not backed_up:
+                backup(current)
+                backed_up = True
             MIGRATIONS[version - 1](conn)
             conn.execute(f"PRAGMA user_version = {version}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if getattr(conn, "in_transaction", True):
+                conn.execute("ROLLBACK")
             raise
     return before

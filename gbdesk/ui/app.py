@@ -21,6 +21,9 @@ def _check_display() -> None:
 
 
 def main() -> int:
+    from gbdesk.logs import setup_logging
+
+    setup_logging()
     _check_display()
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication

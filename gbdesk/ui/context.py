@@ -20,6 +20,8 @@ class AppContext(QObject):
     open_results = Signal(int)  # run id
     show_pane = Signal(str)
     message = Signal(str)  # status-bar text
+    db_problem = Signal(str)  # the database cannot be used (damaged, read-only, locked…)
+    db_notice = Signal(str)  # e.g. where the copy made before a layout update is
 
     def __init__(self, db_path: str, settings: QSettings, backend_factory=None, parent=None):
         super().__init__(parent)
@@ -33,6 +35,30 @@ class AppContext(QObject):
         self.db_path = path
         self.settings.setValue("db_path", path)
         self.db_changed.emit()
+        self.check_db()
+
+    def check_db(self) -> None:
+        """Open the database off the UI thread (migrating it, after a backup copy, if it
+        is older) and check it (`PRAGMA quick_check`); the outcome arrives as `db_problem`
+        or `db_notice` (the panes' own tasks report their errors in their banners)."""
+        path = self.db_path
+
+        def check(store: Any) -> list[str]:
+            from gbdesk.store.db import take_backup_notices
+
+            store.check_integrity()
+            return take_backup_notices(store.path)
+
+        def done(notices: list[str]) -> None:
+            if path == self.db_path:
+                for notice in notices:
+                    self.db_notice.emit(notice)
+
+        def failed(message: str) -> None:
+            if path == self.db_path:
+                self.db_problem.emit(message)
+
+        self.tasks.with_store(path, check, on_done=done, on_error=failed, key="db.check")
 
     def setting(self, key: str, default: Any = None, type_: type | None = None) -> Any:
         if type_ is None:

@@ -28,6 +28,7 @@ from gbdesk.ui.panes.reports import ReportsPane
 from gbdesk.ui.panes.results import ResultsPane
 from gbdesk.ui.panes.review import ReviewPane
 from gbdesk.ui.panes.runs import RunsPane
+from gbdesk.ui.widgets import Banner
 
 PANES = ["Models", "Runs", "Review", "Results", "Reports"]
 
@@ -69,6 +70,8 @@ class MainWindow(QMainWindow):
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.setContentsMargins(6, 6, 6, 6)
+        self.db_banner = Banner()  # the database as a whole: damaged, read-only, updated…
+        layout.addWidget(self.db_banner)
         layout.addWidget(splitter)
         self.setCentralWidget(central)
 
@@ -77,6 +80,8 @@ class MainWindow(QMainWindow):
         self.ctx.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.ctx.show_pane.connect(self.show_pane)
         self.ctx.db_changed.connect(self._show_db)
+        self.ctx.db_problem.connect(self._db_problem)
+        self.ctx.db_notice.connect(self._db_notice)
         self.ctx.tasks.failed.connect(lambda m: self.statusBar().showMessage(m, 15000))
         self._build_menus()
         self._show_db()
@@ -87,6 +92,7 @@ class MainWindow(QMainWindow):
         else:
             self.resize(1320, 860)
         self.show_pane(str(settings.value("pane", "Runs")))
+        self.ctx.check_db()
 
     # -- navigation -----------------------------------------------------------------------
     def show_pane(self, name: str) -> None:
@@ -125,11 +131,34 @@ class MainWindow(QMainWindow):
         data.triggered.connect(self._show_datasets)
         about = QAction("&About gbdesk", self)
         about.triggered.connect(self._about)
+        logs = QAction("Open &log folder", self)
+        logs.triggered.connect(self.open_log_folder)
         help_menu.addAction(data)
+        help_menu.addAction(logs)
         help_menu.addAction(about)
+
+    def open_log_folder(self) -> bool:
+        """Show the folder of gbdesk's log file (to attach it to a bug report)."""
+        from PySide6.QtCore import QUrl
+        from PySide6.QtGui import QDesktopServices
+
+        from gbdesk.logs import log_dir
+
+        folder = log_dir()
+        self.statusBar().showMessage(f"Log folder: {folder}", 10000)
+        return QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
 
     def _show_db(self) -> None:
         self.db_label.setText(f"Database: {self.ctx.db_path}")
+        self.db_banner.clear()
+
+    def _db_problem(self, message: str) -> None:
+        self.db_banner.error(
+            f"{message[:1].upper()}{message[1:]}. (Use File → Open database… to choose another.)"
+        )
+
+    def _db_notice(self, message: str) -> None:
+        self.db_banner.info(f"{message[:1].upper()}{message[1:]}.")
 
     def _open_db(self) -> None:
         path, _ = QFileDialog.getOpenFileName(

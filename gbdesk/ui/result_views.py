@@ -1,19 +1,13 @@
-"""Probe-specific result views shown below the metric plots (registry, imported lazily)."""
+"""Probe-specific result views shown below the metric plots (`Probe.result_view`)."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-RESULT_VIEWS = {
-    "laissez_faire": "gbdesk.ui.laissez_faire_views:CharacterResultsView",
-    "globalbias_apx": "gbdesk.ui.globalbias_views:AssociationsView",
-    "globalbias_profiles": "gbdesk.ui.globalbias_views:ProfileResultsView",
-    "intersectional_sdeg": "gbdesk.ui.intersectional_views:SDegResultsView",
-}
+from gbdesk.studies.base import Probe
 
 
 class ResultView(QWidget):
@@ -34,10 +28,6 @@ class ResultView(QWidget):
         self.box = QVBoxLayout(self)
 
 
-def result_view_for(probe_name: str):
+def result_view_for(probe: Probe) -> type[ResultView] | None:
     """The widget class for a probe's extra results, or None."""
-    target = RESULT_VIEWS.get(probe_name)
-    if target is None:
-        return None
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+    return probe.view_class("result_view")

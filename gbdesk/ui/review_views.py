@@ -1,21 +1,20 @@
-"""Per-probe review views: how an attempt and its evidence are shown to a reviewer.
+"""Review views: how an attempt and its evidence are shown to a reviewer.
 
-A probe plugs in its own view by registering a `ReviewView` subclass under its name
-in `REVIEW_VIEWS`; probes without one get `PronounReviewView`, which highlights
-the evidence spans stored with the automatic label.
+A probe names its own `ReviewView` subclass in `Probe.review_view` (a study's private
+`_qt` package); probes without one get `GenericReviewView`, which highlights the
+evidence spans stored with the automatic label.
 """
 
 from __future__ import annotations
 
 import html
-import importlib
 from typing import Any
 
 from PySide6.QtWidgets import QLabel, QTextBrowser, QVBoxLayout, QWidget
 
-from gbdesk.probes.base import Probe
 from gbdesk.review import ReviewItem
-from gbdesk.ui.theme import GENDER_COLORS, MUTED
+from gbdesk.studies.base import Probe
+from gbdesk.ui.theme import MUTED
 
 
 def tint(color: str, strength: float = 0.14) -> str:
@@ -69,48 +68,32 @@ class TextReviewView(ReviewView):
         layout.addWidget(self.header)
         layout.addWidget(self.text, 1)
 
+    def show_empty(self) -> None:
+        self.header.setText("")
+        self.text.setHtml(f"<p style='color:{MUTED}'>Nothing to review with this filter.</p>")
 
-class PronounReviewView(TextReviewView):
-    """The response with every counted pronoun coloured by gender."""
+
+class GenericReviewView(TextReviewView):
+    """The prompt and the response with the automatic label's evidence highlighted (for
+    probes without a view of their own)."""
 
     def show_item(self, item: ReviewItem | None, probe: Probe) -> None:
         if item is None:
-            self.header.setText("")
-            self.text.setHtml(f"<p style='color:{MUTED}'>Nothing to review with this filter.</p>")
+            self.show_empty()
             return
-        data = item.auto_data or {}
-        legend = " · ".join(
-            f"<span style='color:{GENDER_COLORS[k]}; font-weight:bold'>{label}</span> {n}"
-            for k, label, n in (
-                ("male", "he/his/him", data.get("male_count", 0)),
-                ("female", "she/her", data.get("female_count", 0)),
-                ("neutral", "they/them/their", data.get("neutral_count", 0)),
-            )
-        )
         meta = ", ".join(f"{k}: {v}" for k, v in item.metadata.items())
         self.header.setText(
             f"<b>{html.escape(item.item)}</b>, attempt {item.attempt + 1} "
             f"<span style='color:{MUTED}'>({html.escape(meta)})</span><br>"
-            f"Counted pronouns: {legend}"
+            f"Automatic label: <b>{html.escape(item.auto_label)}</b>"
         )
         self.text.setHtml(
             f"<p style='color:{MUTED}'><b>Prompt:</b> {html.escape(item.prompt)}</p><hr>"
             f"<p style='font-size:12pt; line-height:140%'>"
-            f"{highlight(item.response, item.evidence, GENDER_COLORS)}</p>"
+            f"{highlight(item.response, item.evidence, {})}</p>"
         )
 
 
-# probe name → "module:Class" of its review view, imported when first needed
-REVIEW_VIEWS: dict[str, str] = {
-    "laissez_faire": "gbdesk.ui.laissez_faire_views:CharacterReviewView",
-    "globalbias_profiles": "gbdesk.ui.globalbias_views:ProfileReviewView",
-    "intersectional_sdeg": "gbdesk.ui.intersectional_views:RoleAnswersView",
-}
-
-
-def review_view_for(probe_name: str) -> type[ReviewView]:
-    target = REVIEW_VIEWS.get(probe_name)
-    if target is None:
-        return PronounReviewView
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+def review_view_for(probe: Probe) -> type[ReviewView]:
+    """The probe's own review view (`Probe.review_view`), or the generic one."""
+    return probe.view_class("review_view") or GenericReviewView

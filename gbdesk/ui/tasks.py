@@ -7,7 +7,7 @@ execute in a `RunThread` whose model lives in the worker process.
 
 from __future__ import annotations
 
-import traceback
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +16,8 @@ from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal
 from gbdesk.errors import EngineCrashed, GbdeskError
 from gbdesk.runs import RunControl, execute_run, llama_backend_factory
 from gbdesk.store import Store
+
+log = logging.getLogger(__name__)
 
 
 class _Signals(QObject):
@@ -34,10 +36,13 @@ class _Task(QRunnable):
         try:
             result = self.fn(*self.args)
         except GbdeskError as exc:
+            log.info("background task: %s", exc)
             self.signals.failed.emit(str(exc))
-        except Exception as exc:  # a bug: show it rather than lose it
-            traceback.print_exc()
-            self.signals.failed.emit(f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # a bug: show it and log it rather than lose it
+            log.exception("background task failed")
+            self.signals.failed.emit(
+                f"{type(exc).__name__}: {exc} (details in the log: Help → Open log folder)"
+            )
         else:
             self.signals.done.emit(result)
 
@@ -136,10 +141,13 @@ class _StoreJobThread(QThread):
             with Store(self.db_path) as store:
                 result = self.work(store)
         except (EngineCrashed, GbdeskError) as exc:
+            log.warning("%s: %s", type(self).__name__, exc)
             self.failed.emit(str(exc), True)
-        except Exception as exc:  # a bug: show it rather than lose it
-            traceback.print_exc()
-            self.failed.emit(f"{type(exc).__name__}: {exc}", True)
+        except Exception as exc:  # a bug: show it and log it rather than lose it
+            log.exception("%s failed", type(self).__name__)
+            self.failed.emit(
+                f"{type(exc).__name__}: {exc} (details in the log: Help → Open log folder)", True
+            )
         else:
             self.completed.emit(result)
 
@@ -166,15 +174,22 @@ class RunThread(_StoreJobThread):
 
 
 class LabelThread(_StoreJobThread):
-    """Labels a Laissez-Faire run's stored stories with the LLM extractor on a labeler model
+    """Runs a probe's labelling pass over a run's stored texts with a labeler model
     (`gbdesk.labeling.label_run`); `completed` carries label_run's summary dict."""
 
     def __init__(
-        self, db_path: str, run_id: int, labeler_path: str, backend_factory=None, parent=None
+        self,
+        db_path: str,
+        run_id: int,
+        labeler_path: str,
+        backend_factory=None,
+        parent=None,
+        pass_name: str = "llm",
     ):
         super().__init__(db_path, run_id, parent)
         self.labeler_path = labeler_path
         self.backend_factory = backend_factory
+        self.pass_name = pass_name
 
     def work(self, store: Store) -> Any:
         from gbdesk.labeling import label_run
@@ -182,7 +197,7 @@ class LabelThread(_StoreJobThread):
         result = label_run(
             store,
             self.run_id,
-            "llm",
+            self.pass_name,
             self.labeler_path,
             backend_factory=self.backend_factory,
             on_progress=self.progress.emit,

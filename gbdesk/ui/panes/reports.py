@@ -40,6 +40,9 @@ class ReportsPane(QWidget):
         self.mode_combo = QComboBox()
         self.mode_combo.addItem("Reviewed labels (a reviewer's where present)", "reviewed")
         self.mode_combo.addItem("Automatic labels only", "auto")
+        self.mode_combo.addItem(
+            "Prediction-powered (automatic + the reviewed random sample)", "ppi"
+        )
         self.pdf_button = QPushButton("Export &PDF report…")
         self.pdf_button.clicked.connect(self.choose_pdf)
         self.csv_button = QPushButton("Export C&SV files…")

@@ -24,13 +24,13 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
-from gbdesk.probes import get_probe
 from gbdesk.results import (
     compute_metrics,
     item_results,
     review_stats,
     runs_with_generations,
 )
+from gbdesk.studies import get_probe
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.plots import CIPlot, PlotRow
 from gbdesk.ui.result_views import result_view_for
@@ -40,6 +40,7 @@ from gbdesk.ui.widgets import Banner, pane_header
 MODES = {
     "auto": "Automatic labels (the detector's)",
     "reviewed": "Reviewed labels (a reviewer's where present, the detector's elsewhere)",
+    "ppi": "Prediction-powered (automatic labels corrected by the reviewed random sample)",
 }
 
 
@@ -262,7 +263,14 @@ class ResultsPane(QWidget):
         probes = {r["probe"] for r in runs}
         mode = self.mode()
         reviewed = sum(self.results[r]["review"].reviewed for r in run_ids)
-        if mode == "auto":
+        if mode == "ppi":
+            basis = (
+                "<b>Prediction-powered estimates</b>: the automatic labels of every attempt, "
+                "corrected by the human labels of the run's random review sample; the "
+                "intervals hold whatever the labeller gets wrong. Each cell also shows the "
+                "automatic-only value and the labeller's bias measured on the sample."
+            )
+        elif mode == "auto":
             detectors = sorted({self.results[r]["detector"] for r in run_ids})
             basis = f"Computed from <b>automatic labels</b> ({html.escape(', '.join(detectors))})."
         else:
@@ -271,6 +279,15 @@ class ResultsPane(QWidget):
                 "override the detector; the detector's labels are used elsewhere."
             )
         notes = [basis]
+        for r in run_ids:
+            review = self.results[r]["review"]
+            if review.estimate and review.estimate.get("text"):
+                notes.append(f"Run {r}: {html.escape(review.estimate['text'])}.")
+            elif review.attempts:
+                notes.append(
+                    f"Run {r}: {review.reviewed:,} of {review.attempts:,} labels checked by a "
+                    "person."
+                )
         if any(
             r["model"].get("kind") == "gguf" and is_default_model(r["model"].get("path", ""))
             for r in runs
@@ -308,6 +325,15 @@ class ResultsPane(QWidget):
                     self.table.setItem(row, col, QTableWidgetItem(""))
                     continue
                 text = f"{fmt(m.value)}  {fmt_ci(m.ci)}"
+                d = m.details or {}
+                if d.get("kind") == "ppi":
+                    text = (
+                        f"{fmt(m.value)}  {fmt_ci(m.ci)}   (automatic "
+                        f"{fmt(d.get('automatic_value'))}, bias {fmt(d.get('bias'))})"
+                        if d.get("valid")
+                        else f"no interval: {d.get('reason', '')} (automatic "
+                        f"{fmt(d.get('automatic_value'))})"
+                    )
                 if m.p_value is not None:
                     p = m.p_value
                     text += "   p < 0.001" if p < 0.001 else f"   p = {fmt(p)}"
@@ -355,23 +381,12 @@ class ResultsPane(QWidget):
                 rows = self._rows(same, group.metrics, group, colors, by_metric=True)
                 if group.kind == "log_ratio":
                     plot = CIPlot(group.title, rows, None, None, self._open_review, log2=True)
-                elif group.kind == "count":
-                    top = max([1.0, *(r.value for r in rows if r.value == r.value)])
-                    plot = CIPlot(group.title, rows, None, (0.0, top), self._open_review)
                 else:
-                    x_range = (
-                        (0.0, 1.0)
-                        if all("rate" in n or "coverage" in n for n in group.metrics)
-                        else (-1.0, 1.0)
-                    )
-                    if "stereotype" in group.title.lower() or "correlation" in group.title.lower():
-                        x_range = (-1.0, 1.0)
-                    if group.kind == "unit":
-                        x_range = (0.0, 1.0)
+                    x_range = group.plot_range(r.value for r in rows)
                     plot = CIPlot(group.title, rows, None, x_range, self._open_review)
                 self._add_plot(plot)
         extra = self.results[same[0]["id"]].get("extra")
-        view = result_view_for(probe.name)
+        view = result_view_for(probe)
         if extra and view is not None:
             widget = view(extra, self._open_review_data, same[0]["id"])
             self.plots.append(widget)

@@ -9,7 +9,6 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QCheckBox,
     QComboBox,
     QHBoxLayout,
     QLabel,
@@ -22,18 +21,24 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk.probes import get_probe
 from gbdesk.results import review_stats, runs_with_generations
-from gbdesk.review import FILTERS, ReviewItem, review_queue
+from gbdesk.review import ORDERS, ReviewItem, filters_for, review_queue
+from gbdesk.studies import get_probe
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.review_views import ReviewView, review_view_for
 from gbdesk.ui.theme import GENDER_COLORS, MUTED
 from gbdesk.ui.widgets import Banner, pane_header
 
 
-def _load(store, run_id: int, filter_name: str, item_filter: dict | None, hard_first: bool):
-    queue = review_queue(store, run_id, filter_name, item_filter, hard_first)
-    return queue, review_stats(store, run_id)
+def _stats(store, run_id: int):
+    """Review statistics and the random review sample's progress."""
+    from gbdesk.ppi_metrics import sample_progress
+
+    return review_stats(store, run_id), sample_progress(store, run_id)
+
+
+def _load(store, run_id: int, filter_name: str, item_filter: dict | None, order: str):
+    return review_queue(store, run_id, filter_name, item_filter, order), _stats(store, run_id)
 
 
 class ReviewPane(QWidget):
@@ -52,12 +57,17 @@ class ReviewPane(QWidget):
         self.run_combo = QComboBox()
         self.run_combo.currentIndexChanged.connect(self._run_changed)
         self.filter_combo = QComboBox()
-        for key, text in FILTERS.items():
-            self.filter_combo.addItem(text, key)
+        self._fill_filters(None)
         self.filter_combo.currentIndexChanged.connect(self.reload)
-        self.hard_first = QCheckBox("Hard cases first")
-        self.hard_first.setChecked(True)
-        self.hard_first.toggled.connect(self.reload)
+        self.order_combo = QComboBox()
+        for key, text in ORDERS.items():
+            self.order_combo.addItem(text, key)
+        self.order_combo.setToolTip(
+            "Hard cases first: as the labeller ranks them (ties, undecided, narrow margins). "
+            "Least sure first: lowest calibrated confidence first, where the labeller gives one "
+            "(reviewing these fixes the most errors per story read)."
+        )
+        self.order_combo.currentIndexChanged.connect(self.reload)
         self.reviewer = QLineEdit(ctx.reviewer)
         self.reviewer.setPlaceholderText("your name")
         self.reviewer.editingFinished.connect(
@@ -71,15 +81,25 @@ class ReviewPane(QWidget):
         for label, w in (
             ("Ru&n", self.run_combo),
             ("&Show", self.filter_combo),
+            ("&Order", self.order_combo),
             ("Re&viewer", self.reviewer),
         ):
             lab = QLabel(label)
             lab.setBuddy(w)
             top.addWidget(lab)
             top.addWidget(w)
-        top.addWidget(self.hard_first)
         top.addWidget(self.filter_chip)
         top.addStretch(1)
+        self.sample_button = QPushButton("Draw a review &sample…")
+        self.sample_button.setToolTip(
+            "Mark a uniformly random, seeded set of this run's attempts (whole items where the "
+            "metrics average over items) for review. Reviewing them lets Results give every "
+            "metric as a prediction-powered estimate whose interval stays valid whatever the "
+            "automatic labeller gets wrong. Only a random sample supports this: review it in "
+            "run order, not least-sure-first."
+        )
+        self.sample_button.clicked.connect(self.draw_sample)
+        top.addWidget(self.sample_button)
 
         self.queue = QListWidget()
         self.queue.currentRowChanged.connect(self._show_current)
@@ -192,10 +212,21 @@ class ReviewPane(QWidget):
             self._install_view(probe_name)
         self.reload()
 
+    def _fill_filters(self, probe_name: str | None) -> None:
+        """The filters of the run's probe; the current choice is kept when it exists."""
+        current = self.filter_combo.currentData()
+        self.filter_combo.blockSignals(True)
+        self.filter_combo.clear()
+        for key, text in filters_for(get_probe(probe_name) if probe_name else None).items():
+            self.filter_combo.addItem(text, key)
+        self.filter_combo.setCurrentIndex(max(0, self.filter_combo.findData(current)))
+        self.filter_combo.blockSignals(False)
+
     def _install_view(self, probe_name: str) -> None:
         if self.view is not None:
             self.view.setParent(None)
-        self.view = review_view_for(probe_name)()
+        self._fill_filters(probe_name)
+        self.view = review_view_for(get_probe(probe_name))()
         self.view_holder.addWidget(self.view)
         self.view_probe = probe_name
         for b in self.label_buttons:
@@ -233,7 +264,7 @@ class ReviewPane(QWidget):
             run_id,
             self.filter_combo.currentData(),
             self.item_filter,
-            self.hard_first.isChecked(),
+            self.order_combo.currentData(),
             on_done=self._show_queue,
             on_error=self.banner.error,
             key="review.queue",
@@ -260,7 +291,7 @@ class ReviewPane(QWidget):
         self._show_stats(stats)
 
     def _queue_entry(self, item: ReviewItem) -> QListWidgetItem:
-        mark = "✓ " if item.reviewed else "• "
+        mark = ("✓ " if item.reviewed else "• ") + ("◆ " if item.in_sample else "")
         text = f"{mark}{item.item} #{item.attempt + 1} — {item.effective_label}"
         if item.corrected:
             text += f" (detector: {item.auto_label})"
@@ -342,7 +373,7 @@ class ReviewPane(QWidget):
             store.add_human_label(
                 item.attempt_id, reviewer, value, label.get("data"), label.get("evidence")
             )
-            return review_stats(store, run_id)
+            return _stats(store, run_id)
 
         def saved(stats) -> None:
             self.ctx.labels_changed.emit(run_id)
@@ -363,7 +394,9 @@ class ReviewPane(QWidget):
         else:
             self._show_current(row)
 
-    def _show_stats(self, stats) -> None:
+    def _show_stats(self, loaded) -> None:
+        stats, sample = loaded
+
         def pct(x: float | None) -> str:
             return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.0%}"
 
@@ -377,6 +410,14 @@ class ReviewPane(QWidget):
             if probe_name and stats.reviewed
             else None
         )
+        if sample:
+            unit = "items" if sample["unit"] == "item" else "attempts"
+            parts.append(
+                f"Random review sample: <b>{sample['reviewed']}</b> of {sample['size']} {unit} "
+                f"reviewed (seed {sample['seed']}) — prediction-powered results need at least 30."
+            )
+        if stats.estimate and stats.estimate.get("text"):
+            parts.append(html.escape(stats.estimate["text"]) + ".")
         if summary:
             parts.append(html.escape(summary))
         elif stats.reviewed:
@@ -387,20 +428,63 @@ class ReviewPane(QWidget):
             parts.append(f"Detector against your labels — {per}; agreement {pct(stats.accuracy)}.")
         self.stats.setText("<br>".join(parts))
 
+    def draw_sample(self, size: int | None = None, seed: int | None = None) -> None:
+        """Ask for a size and seed (unless given), draw the run's random review sample and
+        show it (filter "In the random review sample")."""
+        run_id = self.run_id()
+        if run_id is None:
+            return
+        if size is None:
+            from PySide6.QtWidgets import QInputDialog
+
+            size, ok = QInputDialog.getInt(
+                self,
+                "Random review sample",
+                "How many units to review by hand (30 at least; 100–300 is typical):",
+                100,
+                1,
+                1_000_000,
+            )
+            if not ok:
+                return
+        seed = 0 if seed is None else seed
+
+        def draw(store):
+            from gbdesk.ppi_metrics import draw_sample
+
+            return draw_sample(store, run_id, size, seed)
+
+        def drawn(result) -> None:
+            unit = "items (all their attempts)" if result["unit"] == "item" else "attempts"
+            self.banner.ok(
+                f"Run {run_id}: random review sample of {result['size']} of {result['of']} "
+                f"{unit} (seed {result['seed']}). Review them in run order; Results can then "
+                "show prediction-powered estimates."
+            )
+            self.filter_combo.setCurrentIndex(max(0, self.filter_combo.findData("sample")))
+            self.order_combo.setCurrentIndex(max(0, self.order_combo.findData("run")))
+            self.reload()
+            self.ctx.labels_changed.emit(run_id)
+
+        self.ctx.tasks.with_store(self.ctx.db_path, draw, on_done=drawn, on_error=self.banner.error)
+
     # -- navigation from Results --------------------------------------------------------
     def open_filtered(self, run_id: int, filter_name: str, item_filter: Any, title: str) -> None:
         index = self.run_combo.findData(run_id)
         if index < 0:
             return
         self.item_filter = dict(item_filter) if item_filter else None
-        self.filter_combo.blockSignals(True)
-        self.filter_combo.setCurrentIndex(max(0, self.filter_combo.findData(filter_name)))
-        self.filter_combo.blockSignals(False)
         self.filter_chip.setText(f"Filtered: {title}  ✕" if title else "")
         self.filter_chip.setVisible(bool(self.item_filter))
         self.run_combo.blockSignals(True)
         self.run_combo.setCurrentIndex(index)
         self.run_combo.blockSignals(False)
+        probe_name = self.probe_name()
+        if probe_name is not None and probe_name != self.view_probe:
+            self._install_view(probe_name)
+        self.filter_combo.blockSignals(True)
+        self.filter_combo.setCurrentIndex(max(0, self.filter_combo.findData(filter_name)))
+        self.filter_combo.blockSignals(False)
         self._run_changed()
         self.queue.setFocus()
 

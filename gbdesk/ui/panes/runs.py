@@ -37,8 +37,8 @@ from PySide6.QtWidgets import (
 
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.models import list_models
-from gbdesk.probes import get_probe, probe_names
 from gbdesk.runs import estimate_run, plan_run, resolve_model
+from gbdesk.studies import get_probe, probe_names
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.tasks import LabelThread, RunThread
 from gbdesk.ui.theme import duration
@@ -250,12 +250,13 @@ class RunsPane(QWidget):
         self.resume_button.clicked.connect(self.resume_selected)
         self.results_button = QPushButton("Open res&ults")
         self.results_button.clicked.connect(self._open_results)
-        self.label_button = QPushButton("E&xtract characters with the selected model")
+        # a labelling pass of the selected run's probe (e.g. Laissez-Faire's LLM extractor)
+        self.label_button = QPushButton("Label with the selected model")
         self.label_button.setToolTip(
-            "Laissez-Faire runs: run the paper's labelling prompt (Table S7) on the model chosen "
-            "above, as a labeler, over the run's stored stories; the run's metrics then use it. "
-            "Resumable."
+            "For probes with a labelling pass: label the run's stored texts with the model "
+            "chosen above; the run's metrics then use these labels. Resumable."
         )
+        self.label_pass: str | None = None
         self.label_button.clicked.connect(self.label_selected)
         hist_buttons = QHBoxLayout()
         hist_buttons.addWidget(self.resume_button)
@@ -294,7 +295,7 @@ class RunsPane(QWidget):
         ctx.db_changed.connect(self.refresh)
         ctx.models_changed.connect(self._reload_models)
         ctx.runs_changed.connect(self.refresh_history)
-        last = ctx.setting("probe", "inventories")
+        last = ctx.setting("probe", probe_names()[0] if probe_names() else "")
         for row in range(self.probe_list.count()):
             if self.probe_list.item(row).data(Qt.ItemDataRole.UserRole) == last:
                 self.probe_list.setCurrentRow(row)
@@ -623,9 +624,9 @@ class RunsPane(QWidget):
         self.ctx.runs_changed.emit()
 
     def label_selected(self) -> None:
-        """Label the selected Laissez-Faire run with the LLM extractor on the selected model."""
+        """Run the selected run's labelling pass with the selected model as labeler."""
         run, m = self.selected_history(), self.selected_model()
-        if run is None or m is None or self.ctx.running:
+        if run is None or m is None or self.ctx.running or self.label_pass is None:
             return
         if not self._model_allowed():
             self.banner.error(f"{m['name']} may not fit in memory; tick “Load anyway” in Models.")
@@ -637,6 +638,7 @@ class RunsPane(QWidget):
             m["path"],
             (lambda model: factory(model, {})) if factory else None,
             self,
+            pass_name=self.label_pass,
         )
         thread.progress.connect(self._on_label_progress)
         thread.completed.connect(self._on_labelled)
@@ -646,8 +648,7 @@ class RunsPane(QWidget):
         self.thread = thread
         self.ctx.run_thread = thread
         self.banner.info(
-            f"Run {run['id']}: extracting characters with {m['name']} (loading it in a worker "
-            "process)…"
+            f"Run {run['id']}: labelling with {m['name']} (loading it in a worker process)…"
         )
         self._set_running(True)
         thread.start()
@@ -657,21 +658,28 @@ class RunsPane(QWidget):
         self.progress.setValue(p.done)
         eta = f" · about {duration(p.eta_s)} left" if p.eta_s is not None else ""
         self.progress_label.setText(
-            f"Run {p.run_id}: characters extracted from {p.done:,} / {p.total:,} stories{eta}"
+            f"Run {p.run_id}: labelled {p.done:,} / {p.total:,} attempts{eta}"
         )
 
     def _on_labelled(self, result: dict[str, Any]) -> None:
         run_id = result["run_id"]
         if result["status"] == "done":
             self.banner.ok(
-                f"Run {run_id}: {result['labelled']:,} stories labelled by {result['source']} "
-                f"({result['fallbacks']:,} unreadable answers fell back to the deterministic "
-                "extractor). Its metrics now use this extractor."
+                f"Run {run_id}: {result['labelled']:,} {result.get('unit', 'attempts')} labelled "
+                f"by {result['source']}"
+                + (
+                    f" ({result['fallbacks']:,} unreadable answers fell back to the built-in "
+                    "labeller)"
+                    if result.get("fallbacks")
+                    else ""
+                )
+                + ". Its metrics now use these labels."
             )
         else:
             self.banner.info(
-                f"Run {run_id}: extraction {result['status']} after {result['labelled']:,} "
-                "stories; press the button again to continue where it stopped."
+                f"Run {run_id}: labelling {result['status']} after {result['labelled']:,} "
+                f"{result.get('unit', 'attempts')}; press the button again to continue where it "
+                "stopped."
             )
         self.ctx.labels_changed.emit(run_id)
 
@@ -819,9 +827,17 @@ class RunsPane(QWidget):
         )
         self.resume_button.setEnabled(can_resume)
         self.results_button.setEnabled(run is not None)
+        passes = (
+            [p for p in get_probe(run["probe"]).labelling_passes() if p.needs_model] if run else []
+        )
+        self.label_pass = passes[0].name if passes else None
+        if passes:
+            self.label_button.setText(
+                "E&xtract: " + passes[0].title[0].lower() + passes[0].title[1:]
+            )
+            self.label_button.setToolTip(passes[0].description + " Resumable.")
         self.label_button.setEnabled(
-            run is not None
-            and run["probe"] == "laissez_faire"
+            bool(passes)
             and run["attempts_done"] > 0
             and not self.ctx.running
             and self.selected_model() is not None

@@ -1,0 +1,51 @@
+"""Reading CSV text the same way everywhere (no Qt, light imports).
+
+The whole text goes through the `csv` module (never `str.splitlines`, which would also
+break at U+2028, U+0085, form feeds and other separators inside quoted fields), with
+fields up to `limits.MAX_CSV_FIELD` characters, and every record carries the physical line
+("\\n", "\\r\\n" or "\\r") it starts on, for messages.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from gbdesk.errors import UserError, short_repr
+from gbdesk.limits import allow_big_csv_fields
+
+
+def csv_records(
+    text: str, where: str, *, strict: bool = True
+) -> tuple[list[str] | None, list[tuple[int, list[str]]]]:
+    """(header, [(start line, cells), …]) of CSV `text`; blank lines are skipped.
+
+    Raises `UserError` ("<where>, line N: …") for malformed CSV (at the line where the
+    broken record starts), a header that repeats a column, or a row with more cells than
+    the header. Rows with fewer cells are returned as they are (the caller decides)."""
+    allow_big_csv_fields()
+    reader = csv.reader(io.StringIO(text, newline=""), strict=strict)
+    header: list[str] | None = None
+    rows: list[tuple[int, list[str]]] = []
+    start = 1  # the physical line the next record starts on
+    try:
+        for cells in reader:
+            line, start = start, reader.line_num + 1
+            if not cells:
+                continue  # a blank line
+            if header is None:
+                header = cells
+                repeated = sorted({c for c in cells if cells.count(c) > 1})
+                if repeated:
+                    names = ", ".join(short_repr(c) for c in repeated)
+                    raise UserError(f"{where}, line {line}: the header repeats {names}")
+                continue
+            if len(cells) > len(header):
+                raise UserError(
+                    f"{where}, line {line}: more cells ({len(cells)}) than header columns "
+                    f"({len(header)})"
+                )
+            rows.append((line, cells))
+    except csv.Error as exc:
+        raise UserError(f"{where}, line {start}: malformed CSV ({exc})") from None
+    return header, rows

@@ -1,1 +1,0 @@
-"""Reusable detectors (no Qt, no model)."""

