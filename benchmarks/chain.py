@@ -8,8 +8,10 @@ under an enum JSON schema, at most 24 tokens, temperature 0 — exactly the requ
 groups, per-attempt seeds) on one model worker:
 
   sequential  `probe.run_attempt` with `backend.generate`, one request at a time (the
-              run loop today; prompts reuse cached 32-token chunks of the previous one);
-  batched     `gbdesk.engine.chains.run_chains`: the attempts as generator chains in one
+              run loop with --batch 1; prompts reuse cached 32-token chunks of the
+              previous one);
+  batched     `probe.attempt_chain` through `gbdesk.engine.chains.run_chains` (the
+              default run loop): the attempts as generator chains in one
               continuous-batching stream; the 16 answer prompts of a role share its text
               (decoded once, copied), several chains in flight.
 
@@ -35,12 +37,12 @@ import statistics
 import sys
 import time
 
-from gbdesk.engine.base import DEFAULT_MIN_P, DEFAULT_TOP_K, GenerationRequest, attempt_seed
+from gbdesk.engine.base import DEFAULT_MIN_P, DEFAULT_TOP_K, attempt_seed
 from gbdesk.engine.chains import run_chains
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import LlamaCppBackend
-from gbdesk.probes import get_probe
-from gbdesk.probes.intersectional import ANSWER_PROMPT, load_categories, map_answer
+from gbdesk.studies import get_probe
+from gbdesk.studies.base import AttemptEngine
 
 
 def generation(role_tokens: int) -> dict:
@@ -60,71 +62,34 @@ def attempts(n: int) -> list[tuple[dict, int, str]]:
     return [(i.metadata, attempt_seed(0, i.key, 0), i.prompt) for i in items]
 
 
-def request(gen: dict, content: str, seed: int, **overrides) -> GenerationRequest:
-    return GenerationRequest(
-        messages=[{"role": "user", "content": content}],
-        seed=seed,
-        temperature=overrides.get("temperature", gen["temperature"]),
-        top_p=gen["top_p"],
-        max_tokens=overrides.get("max_tokens", gen["max_tokens"]),
-        top_k=gen["top_k"],
-        min_p=gen["min_p"],
-        json_schema=overrides.get("json_schema"),
-    )
-
-
-def chain(gen: dict, metadata: dict, seed: int, prompt: str):
-    """`IntersectionalProbe.run_attempt` as a chain: the same requests, answers batched."""
-    (role,) = yield [request(gen, prompt, seed)]
-    temperature = float(metadata.get("answer_temperature", 0.0))
-    cats = load_categories()
-    replies = yield [
-        request(
-            gen,
-            ANSWER_PROMPT.format(
-                role=role.text.strip(),
-                question=cat["example_question"],
-                options=", ".join(cat["options"]),
-            ),
-            seed + cat["id"],
-            temperature=temperature,
-            max_tokens=24,
-            json_schema={"type": "string", "enum": cat["options"]},
-        )
-        for cat in cats
-    ]
-    parsed = sum(
-        map_answer(r.text, c["options"]) is not None for r, c in zip(replies, cats, strict=True)
-    )
-    return role.text, parsed, sum(r.tokens_out for r in [role, *replies])
+def parsed_of(label: dict) -> int:
+    return sum(a["option"] is not None for a in label["data"]["answers"].values())
 
 
 def sequential(backend, gen: dict, work) -> tuple[float, int, int]:
+    """`IntersectionalProbe.run_attempt` (the one-at-a-time run loop's path)."""
     probe = get_probe("intersectional")
-
-    def ask(messages, seed, **overrides):
-        overrides.pop("stream", None)
-        return backend.generate(request(gen, messages[0]["content"], seed, **overrides))
-
+    engine = AttemptEngine(backend, gen)
     started = time.perf_counter()
     parsed = tokens = 0
     for metadata, seed, prompt in work:
-        result, label = probe.run_attempt(ask, metadata, seed, gen, prompt=prompt)
-        answers = label["data"]["answers"].values()
-        parsed += sum(a["option"] is not None for a in answers)
+        result, label = probe.run_attempt(engine.generate, metadata, seed, gen, prompt=prompt)
+        parsed += parsed_of(label)
         tokens += result.tokens_out
     return time.perf_counter() - started, parsed, tokens
 
 
 def batched(backend, gen: dict, work, slots: int | None) -> tuple[float, int, int, dict]:
+    """`IntersectionalProbe.attempt_chain` through `run_chains` (the batched run loop's)."""
+    probe = get_probe("intersectional")
+    engine = AttemptEngine(backend, gen)
     done: dict[int, tuple] = {}
     started = time.perf_counter()
-    outcome = run_chains(
-        backend, (chain(gen, m, s, p) for m, s, p in work), done.__setitem__, slots=slots
-    )
+    chains = (probe.attempt_chain(engine.request, m, s, gen, prompt=p) for m, s, p in work)
+    outcome = run_chains(backend, chains, done.__setitem__, slots=slots)
     elapsed = time.perf_counter() - started
-    parsed = sum(v[1] for v in done.values())
-    tokens = sum(v[2] for v in done.values())
+    parsed = sum(parsed_of(label) for _, label in done.values())
+    tokens = sum(result.tokens_out for result, _ in done.values())
     return elapsed, parsed, tokens, outcome.stats
 
 

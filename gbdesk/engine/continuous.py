@@ -544,7 +544,8 @@ class ContinuousBatcher:
             self._b_seq[m][0] = dummy
             self._b_logits[m] = 0
             m += 1
-        elapsed = self._decode(m)
+        started = time.perf_counter()
+        self._decode(m)
         if pad:
             self._seq_rm(dummy, dummy_pos)
             self.stats["dummy_rows"] += 1
@@ -552,8 +553,12 @@ class ContinuousBatcher:
         for row, slot in enumerate(live):
             slot.history.append(int(slot.next_token))  # type: ignore[arg-type]
             slot.n_past += 1
-            slot.cost += elapsed / n
             self._take(slot, row)
+        # a sequence's latency is its share of the step's wall time (decode and sampling),
+        # so that a run's summed latencies are its busy time (the estimate's speed)
+        share = (time.perf_counter() - started) / n
+        for slot in live:
+            slot.cost += share
 
     def _take(self, slot: _Slot, row: int) -> None:
         """Sample `slot` from logits row `row`; EOG, stop strings, max_tokens as generate."""

@@ -93,8 +93,10 @@ class LlamaCppBackend:
     ):
         self.model_path = str(model_path)
         self.n_threads = n_threads or default_threads()
-        # attempts a run loop sends per `generate_batch` call (1: one `generate` at a time)
-        self.batch_size = max(1, int(batch_size))
+        # how a run loop decodes: 1 one `generate` at a time; N > 1 continuous batching
+        # with N sequences at once; 0 continuous batching with an automatic count
+        # (`stream_slots`)
+        self.batch_size = max(0, int(batch_size))
         self._aborted = False
         self._next_id = 0
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -305,18 +307,27 @@ class LlamaCppBackend:
                 raise EngineError(f"llama.cpp refused the request: {message.get('message')}")
 
     # -- continuous batching ------------------------------------------------------------
-    def stream_slots(self, requests: list[GenerationRequest] | None = None) -> tuple[int, str]:
+    def stream_slots(
+        self,
+        requests: list[GenerationRequest] | None = None,
+        *,
+        max_tokens: int | None = None,
+        prefer: int | None = None,
+    ) -> tuple[int, str]:
         """How many sequences `generate_stream` keeps live, and why (for the UI).
 
         ``batch_size`` when it was set above 1, otherwise `choose_slots` from the model's
-        metadata and the free memory (`gbdesk.engine.slots`).
+        metadata and the free memory (`gbdesk.engine.slots`); `prefer` (e.g. the count a
+        resumed run used before) replaces the CPU cap, within the memory bound.
         """
         if self.batch_size > 1:
             return self.batch_size, f"{self.batch_size} sequences at once (set by the run)"
         from gbdesk.engine.slots import choose_slots
 
-        longest = max((r.max_tokens for r in requests or []), default=300)
-        return choose_slots(self.model_path, n_ctx_seq=longest + 512, n_threads=self.n_threads)
+        longest = max((r.max_tokens for r in requests or []), default=max_tokens or 300)
+        return choose_slots(
+            self.model_path, n_ctx_seq=longest + 512, n_threads=self.n_threads, override=prefer
+        )
 
     def open_stream(
         self,

@@ -20,7 +20,7 @@ import random
 import string
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -197,7 +197,6 @@ class ProbeCard:
         lines += [f"  - {x}" for x in self.limitations]
         lines += ["", f"Source: {self.citation}"]
         return "\n".join(lines)
-
 
 
 @dataclass(frozen=True)
@@ -720,6 +719,25 @@ class ChainProbe(Probe):
             engine.generate, item["metadata"], seed, engine.generation, prompt=item["prompt"]
         )
         return Performed(result, label, seed)
+
+    @property
+    def chain_batchable(self) -> bool:
+        """Whether `attempt_chain` is implemented: the run loop may then run several
+        attempts' chains at once through continuous batching (`gbdesk.engine.chains`)."""
+        return False
+
+    def attempt_chain(
+        self,
+        request: Callable[..., GenerationRequest],
+        metadata: dict[str, Any],
+        seed: int,
+        generation: dict[str, Any],
+        prompt: str | None = None,
+    ) -> Generator[list[GenerationRequest], list[GenerationResult], Any]:
+        """The attempt as a chain (`gbdesk.engine.chains`): yields lists of requests made
+        with ``request(messages, seed, **overrides)``, receives their results in order, and
+        returns ``(summary result, label)`` as `run_attempt` does."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from typing import Any, ClassVar
 
-from gbdesk.engine.base import GenerationResult
+from gbdesk.engine.base import GenerationRequest, GenerationResult
 from gbdesk.errors import UserError, short_repr
 from gbdesk.paths import resource
 from gbdesk.stats import MetricValue
@@ -304,38 +304,75 @@ class IntersectionalProbe(ChainProbe):
         prompt: str | None = None,
     ) -> tuple[GenerationResult, dict[str, Any]]:
         started = time.perf_counter()
-        role_prompt = prompt or self.templates["paper"].format(
-            count=1, people=people_phrase(metadata, 1)
-        )
-        role = ask([{"role": "user", "content": role_prompt}], seed)
-        tokens_in, tokens_out = role.tokens_in, role.tokens_out
-        answers = {}
+        role = ask([{"role": "user", "content": self._role_prompt(metadata, prompt)}], seed)
+        replies = [
+            ask(messages, answer_seed, **overrides, stream=False)
+            for messages, answer_seed, overrides in self._answer_asks(role, metadata, seed)
+        ]
+        return self._summary(role, replies, time.perf_counter() - started)
+
+    @property
+    def chain_batchable(self) -> bool:
+        return True
+
+    def attempt_chain(
+        self,
+        request: Callable[..., GenerationRequest],
+        metadata: dict[str, Any],
+        seed: int,
+        generation: dict[str, Any],
+        prompt: str | None = None,
+    ) -> Generator[list[GenerationRequest], list[GenerationResult], Any]:
+        """`run_attempt` as a chain: the role, then its 16 answers at once (they share the
+        role text as prompt prefix). Latency: the model time of its requests."""
+        (role,) = yield [
+            request([{"role": "user", "content": self._role_prompt(metadata, prompt)}], seed)
+        ]
+        replies = yield [
+            request(messages, answer_seed, **overrides)
+            for messages, answer_seed, overrides in self._answer_asks(role, metadata, seed)
+        ]
+        return self._summary(role, replies, sum(r.latency_s for r in (role, *replies)))
+
+    def _role_prompt(self, metadata: dict[str, Any], prompt: str | None) -> str:
+        return prompt or self.templates["paper"].format(count=1, people=people_phrase(metadata, 1))
+
+    @staticmethod
+    def _answer_asks(
+        role: GenerationResult, metadata: dict[str, Any], seed: int
+    ) -> list[tuple[list[dict[str, str]], int, dict[str, Any]]]:
+        """(messages, seed, overrides) of the 16 answers in character."""
         temperature = float(metadata.get("answer_temperature", 0.0))
+        asks = []
         for cat in load_categories():
             question = ANSWER_PROMPT.format(
                 role=role.text.strip(),
                 question=cat["example_question"],
                 options=", ".join(cat["options"]),
             )
-            reply = ask(
-                [{"role": "user", "content": question}],
-                seed + cat["id"],
-                temperature=temperature,
-                max_tokens=24,
-                json_schema={"type": "string", "enum": cat["options"]},
-                stream=False,
-            )
-            tokens_in += reply.tokens_in
-            tokens_out += reply.tokens_out
+            overrides = {
+                "temperature": temperature,
+                "max_tokens": 24,
+                "json_schema": {"type": "string", "enum": cat["options"]},
+            }
+            asks.append(([{"role": "user", "content": question}], seed + cat["id"], overrides))
+        return asks
+
+    @staticmethod
+    def _summary(
+        role: GenerationResult, replies: list[GenerationResult], latency_s: float
+    ) -> tuple[GenerationResult, dict[str, Any]]:
+        answers = {}
+        for cat, reply in zip(load_categories(), replies, strict=True):
             answers[str(cat["id"])] = {
                 "raw": reply.text,
                 "option": map_answer(reply.text, cat["options"]),
             }
         result = GenerationResult(
             text=role.text,
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            latency_s=time.perf_counter() - started,
+            tokens_in=role.tokens_in + sum(r.tokens_in for r in replies),
+            tokens_out=role.tokens_out + sum(r.tokens_out for r in replies),
+            latency_s=latency_s,
             finish_reason=role.finish_reason,
             prompt_mode=role.prompt_mode,
         )
