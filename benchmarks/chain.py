@@ -57,7 +57,7 @@ def generation(role_tokens: int) -> dict:
 
 
 def attempts(n: int) -> list[tuple[dict, int, str]]:
-    probe = get_probe("intersectional")
+    probe = get_probe("intersectional_sdeg")
     items = probe.items(probe.resolve_params(limit=n))
     return [(i.metadata, attempt_seed(0, i.key, 0), i.prompt) for i in items]
 
@@ -68,7 +68,7 @@ def parsed_of(label: dict) -> int:
 
 def sequential(backend, gen: dict, work) -> tuple[float, int, int]:
     """`IntersectionalProbe.run_attempt` (the one-at-a-time run loop's path)."""
-    probe = get_probe("intersectional")
+    probe = get_probe("intersectional_sdeg")
     engine = AttemptEngine(backend, gen)
     started = time.perf_counter()
     parsed = tokens = 0
@@ -81,7 +81,7 @@ def sequential(backend, gen: dict, work) -> tuple[float, int, int]:
 
 def batched(backend, gen: dict, work, slots: int | None) -> tuple[float, int, int, dict]:
     """`IntersectionalProbe.attempt_chain` through `run_chains` (the batched run loop's)."""
-    probe = get_probe("intersectional")
+    probe = get_probe("intersectional_sdeg")
     engine = AttemptEngine(backend, gen)
     done: dict[int, tuple] = {}
     started = time.perf_counter()

@@ -88,7 +88,9 @@ def test_schema_constrained_chains_batch_with_the_same_texts(store):
     number of sequences at once."""
     runs = []
     for batch in (2, 16):
-        run_id = plan(store, "intersectional", limit=2, attempts=1, max_tokens=12, batch_size=batch)
+        run_id = plan(
+            store, "intersectional_sdeg", limit=2, attempts=1, max_tokens=12, batch_size=batch
+        )
         assert execute_run(store, run_id).status == "done"
         assert store.get_run(run_id)["engine"]["batching"]["slots"] == batch
         runs.append(run_id)
