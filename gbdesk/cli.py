@@ -497,6 +497,8 @@ def _run_summary(store, run_id: int) -> dict[str, Any]:
         "status": run["status"],
         "attempts": run["attempts_done"],
         "attempts_total": run["attempts_total"],
+        # sequences decoded at once by the last session (continuous batching when > 1)
+        "batch_size": (run["engine"].get("batching") or {}).get("slots", 1),
     }
 
 
