@@ -10,6 +10,11 @@ independent of the order and the session they are generated in.
 
 Attempts are generated attempt-major (every item once, then every item again …) so
 that a half-finished run already covers every item.
+
+Local models decode with continuous batching by default (`_streamed`, `_chained`: several
+attempts live in the worker, each stored as it finishes and replaced by the next); the
+run's ``batch_size`` (0 automatic, N, or 1 for one at a time) and the count used (the
+engine settings' ``batching``) are kept with the run, so a resume decodes the same way.
 """
 
 from __future__ import annotations
