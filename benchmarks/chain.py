@@ -145,12 +145,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--slots", type=int, default=None)
     parser.add_argument("--copy-cost", action="store_true")
+    parser.add_argument("--threads", type=int, default=None, help="default: one per core")
     args = parser.parse_args()
     if args.copy_cost:
         return copy_cost()
     gen = generation(args.role_tokens)
     work = attempts(args.attempts)
-    with LlamaCppBackend(default_model_path()) as backend:
+    with LlamaCppBackend(default_model_path(), n_threads=args.threads) as backend:
         slots, why = backend.stream_slots()
         slots = args.slots or slots
         print(

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from gbdesk.engine.default_model import default_model_path
+from gbdesk.engine.llama_backend import LlamaCppBackend
 from gbdesk.engine.slots import choose_slots
 from gbdesk.runs import estimate_run, execute_run, plan_run, resolve_model
 from gbdesk.store import Store
@@ -37,6 +38,7 @@ def main() -> int:
     parser.add_argument("--target-s", type=float, default=300.0)
     parser.add_argument("--calibrate", type=int, default=48, help="calibration items")
     parser.add_argument("--max-tokens", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=None, help="default: one per core")
     args = parser.parse_args()
     probe = get_probe(args.probe)
     max_tokens = args.max_tokens or probe.default_generation["max_tokens"]
@@ -47,6 +49,12 @@ def main() -> int:
         f"{default_model_path().name}; batch: {why}",
         flush=True,
     )
+
+    def factory(model, generation):  # the default factory's backend, with --threads
+        return LlamaCppBackend(
+            model["path"], batch_size=generation["batch_size"], n_threads=args.threads
+        )
+
     with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "est.sqlite") as store:
         model = resolve_model(store, "default")
         calib = plan_run(
@@ -54,7 +62,7 @@ def main() -> int:
             max_tokens=max_tokens,
         )  # fmt: skip
         t0 = time.perf_counter()
-        execute_run(store, calib)
+        execute_run(store, calib, backend_factory=factory)
         used = store.get_run(calib)["engine"]["batching"]["slots"]
         print(
             f"calibration: {args.calibrate} generations in {time.perf_counter() - t0:.1f} s "
@@ -84,7 +92,7 @@ def main() -> int:
             max_tokens=max_tokens,
         )  # fmt: skip
         started = time.perf_counter()
-        outcome = execute_run(store, run_id)
+        outcome = execute_run(store, run_id, backend_factory=factory)
         ended = time.perf_counter()
         assert outcome.status == "done", outcome
         rows = store.attempts(run_id)

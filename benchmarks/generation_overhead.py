@@ -67,13 +67,16 @@ def workload(n: int) -> list[tuple[str, str, int]]:
     return [(i.key, i.prompt, attempt_seed(SEED, i.key, 0)) for i in items]
 
 
+THREADS = [default_threads()]  # --threads
+
+
 def plain_loop(prompts, max_tokens: int) -> tuple[float, float, int, list[str]]:
     started = time.perf_counter()
     llm = load_llama(
         default_model_path(),
         n_ctx=DEFAULT_N_CTX,
-        n_threads=default_threads(),
-        n_threads_batch=default_threads(),
+        n_threads=THREADS[0],
+        n_threads_batch=THREADS[0],
         chat_format="chat_template.default",
         verbose=False,
     )
@@ -105,7 +108,10 @@ def gbdesk_run(
 
     def factory(model, generation):
         return LlamaCppBackend(
-            model["path"], prompt_mode=generation.get("prompt_mode", "auto"), batch_size=batch_size
+            model["path"],
+            prompt_mode=generation.get("prompt_mode", "auto"),
+            batch_size=batch_size,
+            n_threads=THREADS[0],
         )
 
     def on_progress(p: Progress) -> None:
@@ -140,7 +146,7 @@ def gbdesk_run(
 
 def single_sequence_texts(prompts, max_tokens: int) -> tuple[list[str], list[str]]:
     """Each request alone: a batch of one, and gbdesk's sequential `generate`."""
-    with LlamaCppBackend(default_model_path()) as backend:
+    with LlamaCppBackend(default_model_path(), n_threads=THREADS[0]) as backend:
         requests = [
             GenerationRequest(
                 messages=[{"role": "user", "content": prompt}],
@@ -233,7 +239,7 @@ def continuous_run(
         texts[i] = r.text
         lengths[i] = r.tokens_out
 
-    with LlamaCppBackend(default_model_path()) as backend:
+    with LlamaCppBackend(default_model_path(), n_threads=THREADS[0]) as backend:
         n = slots or backend.stream_slots(requests)[0]
         loop_start = time.perf_counter()
         backend.generate_stream(requests, on_result, slots=n)
@@ -290,7 +296,7 @@ def continuous_main(prompts, args) -> int:
     texts = cont_runs[0][3]
     rounds_same = all(c[3] == texts for c in cont_runs)
     alone: dict[int, str] = {}
-    with LlamaCppBackend(default_model_path()) as backend:
+    with LlamaCppBackend(default_model_path(), n_threads=THREADS[0]) as backend:
         for i, req in enumerate(requests_of(prompts, args.max_tokens)):
             backend.generate_stream([req], lambda _, r, i=i: alone.__setitem__(i, r.text), slots=1)
     k = len(prompts)
@@ -314,11 +320,13 @@ def main() -> int:
         "--continuous", type=int, nargs="?", const=0, default=None, metavar="N",
         help="continuous batching with N slots (no N: the automatic count)",
     )  # fmt: skip
+    parser.add_argument("--threads", type=int, default=None, help="default: one per core")
     args = parser.parse_args()
+    THREADS[0] = args.threads or default_threads()
     prompts = workload(args.prompts)
     print(
         f"{len(prompts)} prompts × max_tokens {args.max_tokens}, temperature 1.0, top_p 1.0, "
-        f"{default_threads()} threads, n_ctx {DEFAULT_N_CTX}, model {default_model_path().name}"
+        f"{THREADS[0]} threads, n_ctx {DEFAULT_N_CTX}, model {default_model_path().name}"
     )
     if args.continuous is not None:
         return continuous_main(prompts, args)
