@@ -73,6 +73,13 @@ def _bounded(name: str):
     return parse
 
 
+def _batch_size(text: str) -> int:
+    """`--batch`: "auto" (0) or a positive whole number up to the limit."""
+    if text.strip().lower() == "auto":
+        return 0
+    return _positive_int(text, LIMITS["batch_size"])
+
+
 def _seed(text: str) -> int:
     value = _whole(text)
     if not SEED_RANGE[0] <= value <= SEED_RANGE[1]:
@@ -223,11 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--batch",
-        type=_bounded("batch_size"),
-        default=1,
+        type=_batch_size,
+        default=0,
         dest="batch_size",
-        help="local models: decode N attempts at once (faster; texts differ from --batch 1 "
-        "and the setting is kept with the run)",
+        metavar="N|auto",
+        help="local models: continuous batching with N sequences at once (default auto: "
+        "chosen from the model's size and the free memory); 1 decodes one attempt at a time "
+        "(slower; its texts differ from batched ones, which do not depend on N). Kept with "
+        "the run: a resume decodes the same way",
     )
     p.add_argument(
         "--set",
@@ -562,11 +572,19 @@ class _ProgressPrinter:
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
         self.last = 0.0
+        self.slots_shown = False
 
     def __call__(self, p) -> None:
         if p.status == "loading":
             print(f"[run {p.run_id}] loading the model…", file=sys.stderr, flush=True)
             return
+        if p.slots > 1 and not self.slots_shown:
+            self.slots_shown = True
+            print(
+                f"[run {p.run_id}] continuous batching: {p.slots} sequences at once",
+                file=sys.stderr,
+                flush=True,
+            )
         line = (
             f"[run {p.run_id}] {p.done}/{p.total} ({100 * p.fraction:.1f}%) "
             f"· {p.tokens_per_s:.0f} {'sent/s' if p.rate_unit == 'sentences/s' else 'tok/s'} "
@@ -659,6 +677,8 @@ def _run_summary(store, run_id: int) -> dict[str, Any]:
         "status": run["status"],
         "attempts": run["attempts_done"],
         "attempts_total": run["attempts_total"],
+        # sequences decoded at once by the last session (continuous batching when > 1)
+        "batch_size": (run["engine"].get("batching") or {}).get("slots", 1),
     }
 
 

@@ -10,6 +10,11 @@ independent of the order and the session they are generated in.
 
 Attempts are generated attempt-major (every item once, then every item again …) so
 that a half-finished run already covers every item.
+
+Local models decode with continuous batching by default (`_streamed`, `_chained`: several
+attempts live in the worker, each stored as it finishes and replaced by the next); the
+run's ``batch_size`` (0 automatic, N, or 1 for one at a time) and the count used (the
+engine settings' ``batching``) are kept with the run, so a resume decodes the same way.
 """
 
 from __future__ import annotations
@@ -38,11 +43,16 @@ from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import (
     AttemptEngine,
+    ChainProbe,
     GenerationProbe,
     Performed,
     Probe,
     ScoringProbe,
 )
+
+# `plan_run(batch_size=AUTO_BATCH)`: continuous batching, sequences at once chosen from the
+# model's size and the free memory when the run starts (`gbdesk.engine.slots`)
+AUTO_BATCH = 0
 
 RUN_STATUSES = ("created", "running", "paused", "cancelled", "interrupted", "failed", "done")
 
@@ -135,7 +145,7 @@ def check_generation(generation: dict[str, Any]) -> None:
     earlier): NaN or infinite numbers would be stored as invalid JSON and sizes beyond
     `LIMITS` are typos."""
     _whole_in(generation["attempts"], "--attempts", 1, LIMITS["attempts"])
-    _whole_in(generation["batch_size"], "--batch", 1, LIMITS["batch_size"])
+    _whole_in(generation["batch_size"], "--batch", 0, LIMITS["batch_size"])
     _whole_in(generation["max_tokens"], "--max-tokens", 1, LIMITS["max_tokens"])
     _whole_in(generation["seed"], "--seed", *SEED_RANGE)
     if _finite_number(generation["temperature"], "--temperature") < 0:
@@ -158,7 +168,7 @@ def plan_run(
     max_tokens: int | None = None,
     prompt_mode: str = "auto",
     source: str = "generated",
-    batch_size: int = 1,
+    batch_size: int = AUTO_BATCH,
     **probe_params: Any,
 ) -> int:
     """Store a new run with its items; return its id. Nothing is generated yet."""
@@ -175,8 +185,10 @@ def plan_run(
         "top_k": DEFAULT_TOP_K,
         "min_p": DEFAULT_MIN_P,
         "prompt_mode": prompt_mode,
-        # local batched decoding: recorded so a resume decodes the same way (batched texts
-        # differ from one-at-a-time ones — a different attention kernel)
+        # local decoding: 0 continuous batching with an automatic sequence count (the
+        # default), N > 1 with N sequences, 1 one attempt at a time. Recorded so a resume
+        # decodes the same way (batched texts differ from one-at-a-time ones — other
+        # arithmetic settings — but not between batch sizes)
         "batch_size": batch_size,
     }
     check_generation(generation)
@@ -208,6 +220,7 @@ class Progress:
     elapsed_s: float = 0.0
     last: dict[str, Any] | None = None
     rate_unit: str = "tokens/s"  # "sentences/s" for perplexity probes
+    slots: int = 1  # sequences decoded at once (continuous batching when > 1)
 
     @property
     def fraction(self) -> float:
@@ -266,7 +279,7 @@ def llama_backend_factory(model: dict[str, Any], generation: dict[str, Any]) -> 
     return LlamaCppBackend(
         model["path"],
         prompt_mode=generation.get("prompt_mode", "auto"),
-        batch_size=int(generation.get("batch_size", 1)),
+        batch_size=int(generation.get("batch_size", 1)),  # older runs: one at a time
     )
 
 
@@ -355,6 +368,7 @@ class _RunLoop:
     report: _Reporter
     tally: Tally = field(default_factory=Tally)
     last_beat: float = field(default_factory=time.monotonic)
+    slots: int = 1  # sequences decoded at once (continuous batching when > 1)
 
     def seed(self, item: dict[str, Any], attempt: int) -> int:
         return attempt_seed(self.engine.generation["seed"], item["item"], attempt)
@@ -395,6 +409,7 @@ class _RunLoop:
             eta_s=elapsed / self.tally.done * (len(self.todo) - self.tally.done),
             elapsed_s=elapsed,
             rate_unit=self.probe.rate_unit,
+            slots=self.slots,
             last={
                 "item": item["item"],
                 "attempt": attempt,
@@ -500,8 +515,182 @@ def _batched(loop: _RunLoop, batch_size: int) -> str:
     return "done"
 
 
-def _loop_for(probe: Probe, backend: Backend) -> Callable[[_RunLoop], str]:
-    """Batched decoding or concurrent requests where the probe and backend allow them."""
+# A text passed to `execute_run`'s on_token that starts with this character begins the
+# text of another sequence (continuous batching streams one sequence at a time: the most
+# recently admitted one, whose text so far comes in one piece).
+NEW_TEXT = "\f"
+
+
+def _stop_asked(control: RunControl) -> Callable[[], bool]:
+    return lambda: control.paused or control.cancelled
+
+
+def _stream_tokens(on_token: Callable[[str], None] | None) -> Callable[[int, str], None] | None:
+    """`generate_stream`'s (index, text) token callback as the run's on_token(text)."""
+    if on_token is None:
+        return None
+    current: list[int | None] = [None]
+
+    def emit(index: int, text: str) -> None:
+        if index != current[0]:
+            current[0] = index
+            text = NEW_TEXT + text
+        on_token(text)
+
+    return emit
+
+
+def stream_requests(
+    backend: Any,
+    requests: list[Any],
+    on_result: Callable[[int, GenerationResult], None],
+    control: RunControl,
+    *,
+    slots: int | None = None,
+    on_token: Callable[[str], None] | None = None,
+    hold: Callable[[], None] | None = None,
+) -> str:
+    """Generate `requests` with continuous batching (`backend.generate_stream`), calling
+    ``on_result(index, result)`` as each finishes; "done" or "cancelled".
+
+    Pause and cancel (`control`) stop admission: the live sequences finish and are
+    delivered, then this waits (``hold()``, default `control.wait_while_paused`) and
+    continues with the rest, or returns "cancelled". `cancel(now=True)` kills the worker
+    instead (`EngineCrashed` propagates)."""
+    remaining = list(range(len(requests)))
+    tokens = _stream_tokens(on_token)
+    while remaining:
+        if control.paused and not control.cancelled:
+            (hold or control.wait_while_paused)()
+        if control.cancelled:
+            return "cancelled"
+        batch = remaining
+
+        def delivered(j: int, result: GenerationResult, batch: list[int] = batch) -> None:
+            on_result(batch[j], result)
+
+        def token(j: int, text: str, batch: list[int] = batch) -> None:
+            assert tokens is not None
+            tokens(batch[j], text)
+
+        outcome = backend.generate_stream(
+            [requests[i] for i in batch],
+            delivered,
+            should_stop=_stop_asked(control),
+            on_token=token if tokens is not None else None,
+            slots=slots,
+        )
+        remaining = [batch[j] for j in outcome.not_started]
+    return "done"
+
+
+def _streamed(loop: _RunLoop) -> str:
+    """Generation probes with continuous batching (`stream_requests`): up to `loop.slots`
+    attempts decode together and a finished one is stored at once and replaced by the
+    next (same per-attempt seeds as the sequential loop; the texts do not depend on the
+    slot count, the order or a pause). Busy time is wall clock between stored attempts,
+    pauses excluded."""
+    probe = cast(GenerationProbe, loop.probe)
+    todo = loop.todo
+    seeds = [loop.seed(item, a) for item, a in todo]
+    requests = [
+        probe.request(loop.engine, item, seed) for (item, _), seed in zip(todo, seeds, strict=True)
+    ]
+    mark = [time.monotonic()]
+
+    def on_result(i: int, result: GenerationResult) -> None:
+        item, attempt = todo[i]
+        label = probe.label(result.text, item["metadata"])
+        now_ = time.monotonic()
+        loop.stored(item, attempt, Performed(result, label, seeds[i]), now_ - mark[0])
+        mark[0] = now_
+
+    def hold() -> None:
+        loop.hold_if_paused()
+        mark[0] = time.monotonic()
+
+    return stream_requests(
+        loop.backend, requests, on_result, loop.control,
+        slots=loop.slots, on_token=loop.engine.on_token, hold=hold,
+    )  # fmt: skip
+
+
+def _chained(loop: _RunLoop) -> str:
+    """Chain probes with continuous batching (`gbdesk.engine.chains.run_chains`): the
+    probe's `attempt_chain` generators, up to `loop.slots` attempts in flight, each
+    step's requests decoded together (answers sharing a role decode it once). Each
+    attempt is stored as its chain returns; pause and cancel as in `_streamed`."""
+    from gbdesk.engine.chains import run_chains
+
+    probe = cast(ChainProbe, loop.probe)
+    todo = loop.todo
+    seeds = [loop.seed(item, a) for item, a in todo]
+    remaining = list(range(len(todo)))
+    while remaining:
+        loop.hold_if_paused()
+        if loop.control.cancelled:
+            return "cancelled"
+        batch = remaining
+        mark = [time.monotonic()]
+
+        def chains(batch: list[int] = batch) -> Any:
+            for i in batch:
+                item = todo[i][0]
+                yield probe.attempt_chain(
+                    loop.engine.request,
+                    item["metadata"],
+                    seeds[i],
+                    loop.engine.generation,
+                    prompt=item["prompt"],
+                )
+
+        def on_done(j: int, value: Any, batch: list[int] = batch, mark: list[float] = mark) -> None:
+            i = batch[j]
+            item, attempt = todo[i]
+            result, label = value
+            now_ = time.monotonic()
+            loop.stored(item, attempt, Performed(result, label, seeds[i]), now_ - mark[0])
+            mark[0] = now_
+
+        outcome = run_chains(
+            loop.backend, chains(), on_done, should_stop=_stop_asked(loop.control),
+            slots=loop.slots,
+        )  # fmt: skip
+        finished = set(outcome.completed)
+        remaining = [i for j, i in enumerate(batch) if j not in finished]
+    return "done"
+
+
+def _batching(backend: Backend, probe: Probe, run: dict[str, Any]) -> dict[str, Any] | None:
+    """How a local backend batches this run's attempts (recorded with the run's engine
+    settings), or None: one at a time. A backend's ``batch_size`` of 1 means one at a
+    time; 0 (automatic) or N > 1 continuous batching where the probe allows it. A resumed
+    automatic run keeps the sequence count it had (within the memory free now)."""
+    size = getattr(backend, "batch_size", 1)
+    if size == 1 or not hasattr(backend, "generate_stream"):
+        return None
+    if not (probe.batchable or (isinstance(probe, ChainProbe) and probe.chain_batchable)):
+        return None
+    before = (run.get("engine") or {}).get("batching") or {}
+    prefer = before.get("slots") if size == 0 else None
+    slots, why = backend.stream_slots(  # type: ignore[attr-defined]
+        max_tokens=int(run["generation"].get("max_tokens") or 300), prefer=prefer
+    )
+    return {
+        "mode": "continuous",
+        "requested": "auto" if size == 0 else int(size),
+        "slots": int(slots),
+        "reason": why,
+    }
+
+
+def _loop_for(
+    probe: Probe, backend: Backend, batching: dict[str, Any] | None
+) -> Callable[[_RunLoop], str]:
+    """Continuous batching, chunked batches or concurrent requests where the probe and
+    backend allow them; otherwise one attempt after another."""
+    if batching is not None:
+        return _chained if isinstance(probe, ChainProbe) else _streamed
     if probe.batchable and _backend_int(backend, "batch_size") > 1:
         return lambda loop: _batched(loop, _backend_int(backend, "batch_size"))
     if probe.batchable and _backend_int(backend, "concurrency") > 1:
@@ -525,6 +714,7 @@ def _start_backend(
     if on_backend is not None:
         on_backend(backend)
     info = backend.info
+    batching = _batching(backend, get_probe(run["probe"]), run)
     engine = {
         "backend": info.backend,
         "model_name": info.model_name,
@@ -535,6 +725,8 @@ def _start_backend(
         "platform": platform.platform(),
         "machine": platform.machine(),
     }
+    if batching is not None:
+        engine["batching"] = batching
     store.claim_run(run["id"], engine=engine)
     return backend, engine
 
@@ -593,9 +785,12 @@ def execute_run(
     backend, engine = _start_backend(store, run, backend_factory, control, on_backend)
     attempt_engine = AttemptEngine(backend, run["generation"], on_token)
     loop = _RunLoop(store, run_id, probe, todo, backend, attempt_engine, control, report)
+    batching = engine.get("batching")
+    if batching is not None:
+        loop.slots = int(batching["slots"])
     error: str | None = None
     try:
-        status = _loop_for(probe, backend)(loop)
+        status = _loop_for(probe, backend, batching)(loop)
     except EngineCrashed as exc:
         status, error = ("cancelled", None) if control.cancelled else ("interrupted", str(exc))
     except EngineError as exc:
@@ -619,19 +814,41 @@ class Estimate:
 
 
 def measured_speed(
-    store: Store, model_sha256: str | None, model_id: int | None = None
+    store: Store,
+    model_sha256: str | None,
+    model_id: int | None = None,
+    *,
+    slots: int | None = None,
+    probe: str | None = None,
 ) -> tuple[float, float, int] | None:
     """(tokens/s, tokens per generation, attempts measured) over this model's stored attempts
     (a GGUF by its sha256, an endpoint by its model row), or None when it never generated
-    here. Rates are per request: with concurrent requests the caller divides time by them."""
+    here. Rates are per request: with concurrent requests the caller divides time by them.
+
+    `slots` keeps the runs decoded with that many sequences at once (1: one at a time;
+    continuous batching records its count with the run, and an attempt's latency is its
+    share of the batch's time, so the rate is the batch's throughput); `probe` keeps one
+    probe's runs (its answers' length)."""
     if not model_sha256 and model_id is None:
         return None
     key, value = ("m.sha256", model_sha256) if model_sha256 else ("m.id", model_id)
+    where, args = [f"{key} = ?"], [value]
+    if slots is not None:
+        decoded = "json_extract(r.engine_json, '$.batching.slots')"
+        if int(slots) <= 1:
+            where.append(f"({decoded} IS NULL OR {decoded} <= 1)")
+        else:
+            where.append(f"{decoded} = ?")
+            args.append(int(slots))
+    if probe is not None:
+        where.append("r.probe = ?")
+        args.append(probe)
     row = store.conn.execute(
         "SELECT SUM(a.tokens_out), SUM(a.latency_s), COUNT(*), AVG(a.tokens_out) "
         "FROM attempts a JOIN runs r ON r.id = a.run_id JOIN models m ON m.id = r.model_id "
-        f"WHERE {key} = ? AND a.latency_s > 0 AND COALESCE(a.prompt_mode, '') != 'score'",
-        (value,),
+        f"WHERE {' AND '.join(where)} AND a.latency_s > 0 "
+        "AND COALESCE(a.prompt_mode, '') != 'score'",
+        args,
     ).fetchone()
     tokens, seconds, count, mean_tokens = row
     if not count or not seconds:
@@ -668,9 +885,14 @@ def estimate_run(
     fallback_tokens_per_s: float | None = None,
     model_id: int | None = None,
     concurrency: int = 1,
+    slots: int | None = None,
     **probe_params: Any,
 ) -> Estimate:
-    """Generations a run would make and how long they should take on this machine."""
+    """Generations a run would make and how long they should take on this machine.
+
+    `slots`: sequences a local model decodes at once (`LlamaCppBackend.stream_slots`; 1
+    or None: one at a time). The speed is this model's measured at that count on this
+    probe when there is such a measurement, else at that count on any probe, else any."""
     probe = get_probe(probe_name)
     params = probe.resolve_params(limit=limit, sample=sample, **probe_params)
     items = probe.items(probe.bind(store, params))
@@ -697,11 +919,28 @@ def estimate_run(
         )
     n_items = len(items)
     generations = n_items * attempts
-    speed = measured_speed(store, model_sha256, model_id)
+    speed, basis = None, ""
+    at = f" with {slots} sequences at once" if slots and slots > 1 else ""
+    tiers = [
+        ({"probe": probe.name}, f"of this probe{at}"),
+        ({}, f"of this model{at}"),
+    ]
+    if slots is not None:
+        tiers = [({"slots": slots, **kw}, what) for kw, what in tiers]
+        tiers.append(({}, "of this model (other batch sizes)"))
+    else:
+        tiers = [({}, "of this model")]
+    for kw, what in tiers:
+        speed = measured_speed(store, model_sha256, model_id, **kw)
+        if speed is not None:
+            basis = f"measured on {speed[2]:,} earlier generations {what}"
+            same_probe = "probe" in kw
+            break
     if speed is not None:
         tps, mean_tokens, count = speed
-        per_generation = min(float(mean_tokens), float(max_tokens))
-        basis = f"measured on {count} earlier generations of this model"
+        per_generation = float(mean_tokens)
+        if not (same_probe and isinstance(probe, ChainProbe)):  # a chain's sum of answers
+            per_generation = min(per_generation, float(max_tokens))
     elif fallback_tokens_per_s:
         tps, per_generation = fallback_tokens_per_s, float(max_tokens)
         basis = "measured by a test load; assumes every answer uses max_tokens"

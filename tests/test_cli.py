@@ -58,6 +58,7 @@ def test_card_is_readable(capsys):
         ["import", "--probe", "inventories", "--file", "/no/such.csv"],
         ["metrics", "99"],
         ["run", "--probe", "inventories", "--attempts", "zero"],
+        ["run", "--probe", "inventories", "--batch", "0"],
         ["frobnicate"],
         ["run", "--probe", "laissez_faire", "--set", "domains=Loev"],
         ["run", "--probe", "laissez_faire", "--set", "bogus=1"],
@@ -202,3 +203,13 @@ def test_import_runs_metrics_export_review(tmp_path):
 def test_runs_empty_state(tmp_path, capsys):
     assert main(["runs", "--db", str(tmp_path / "x.sqlite")]) == 0
     assert "no runs yet" in capsys.readouterr().out
+
+
+def test_batch_option_is_automatic_by_default():
+    from gbdesk.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["run", "--probe", "inventories"]).batch_size == 0
+    assert parser.parse_args(["run", "--probe", "inventories", "--batch", "auto"]).batch_size == 0
+    assert parser.parse_args(["run", "--probe", "inventories", "--batch", "1"]).batch_size == 1
+    assert parser.parse_args(["run", "--probe", "inventories", "--batch", "8"]).batch_size == 8

@@ -97,6 +97,7 @@ def test_short_run_reaches_100_percent_on_the_default_model(qtbot, tmp_path, set
     pane.preset_combo.setCurrentText("Quick look (20 items, 1 attempt)")
     pane.limit.setValue(2)
     pane.max_tokens.setValue(16)
+    assert pane.batch.currentText() == "Automatic"  # continuous batching by default
     qtbot.mouseClick(pane.start_button, Qt.MouseButton.LeftButton)
     wait_for(qtbot, lambda: window.ctx.running, timeout=TIMEOUT)
     wait_for(qtbot, lambda: not window.ctx.running, timeout=300_000)
@@ -105,6 +106,9 @@ def test_short_run_reaches_100_percent_on_the_default_model(qtbot, tmp_path, set
     settle(qtbot, window)
     assert pane.runs[0]["status"] == "done"
     assert pane.history.item(0, 3).text() == "done"
+    with Store(str(tmp_path / "r.sqlite")) as store:
+        run = store.get_run(pane.runs[0]["id"])
+    assert run["generation"]["batch_size"] == 0 and run["engine"]["batching"]["slots"] >= 2
 
 
 def test_pause_and_cancel_from_the_runs_pane(qtbot, tmp_path, settings):

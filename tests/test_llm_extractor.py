@@ -160,3 +160,40 @@ def test_label_run_refuses_other_probes(tmp_path):
         run_id = plan_run(store, "inventories", model, attempts=1, limit=2)
         with pytest.raises(UserError, match="no labelling pass"):
             label_run(store, run_id, "llm")
+
+
+class StreamingLabeler(ScriptedLabeler):
+    """A labeler with continuous batching: results arrive out of request order, and a
+    stop asked after the first result leaves the rest not started (as `generate_stream`)."""
+
+    batch_size = 0
+
+    def generate_stream(self, requests, on_result, *, should_stop=None, on_token=None, slots=None):
+        from gbdesk.engine.llama_backend import StreamOutcome
+
+        outcome = StreamOutcome()
+        for i in reversed(range(len(requests))):
+            if should_stop is not None and should_stop():
+                outcome.stopped = True
+                break
+            on_result(i, self.generate(requests[i]))
+            outcome.completed.append(i)
+        outcome.not_started = [i for i in range(len(requests)) if i not in outcome.completed]
+        return outcome
+
+
+def test_llm_pass_batched_gives_the_labels_of_the_sequential_pass(tmp_path):
+    with Store(tmp_path / "db.sqlite") as store:
+        run_id = _lf_run(store, tmp_path)
+        label_run(
+            store, run_id, "llm", "default", backend_factory=lambda m: ScriptedLabeler(_answer)
+        )
+        one_by_one = {k: v["data"] for k, v in store.labels(run_id, "auto", "llm/").items()}
+    with Store(tmp_path / "db2.sqlite") as store:
+        run_id = _lf_run(store, tmp_path)
+        streaming = StreamingLabeler(_answer)
+        result = label_run(store, run_id, "llm", "default", backend_factory=lambda m: streaming)
+        assert result["status"] == "done" and result["labelled"] == 6
+        assert len(streaming.requests) == 6 and streaming.closed
+        batched = {k: v["data"] for k, v in store.labels(run_id, "auto", "llm/").items()}
+    assert batched == one_by_one  # by attempt id

@@ -156,6 +156,8 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
         "3",
         "--max-tokens",
         "40",
+        "--batch",  # two at a time: the kill comes with attempts left to generate
+        "2",
         "--seed",
         "9",
         "--db",
@@ -190,9 +192,10 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
     assert len(keys) == len(set(keys)) == 9
     assert labels == 9
 
-    # an uninterrupted run with the same seed writes exactly the same texts
+    # an uninterrupted run with the same seed writes exactly the same texts, whatever
+    # the batch size
     fresh = str(tmp_path / "fresh.sqlite")
-    gbdesk(*[a if a != db else fresh for a in args])
+    gbdesk(*[{db: fresh, "2": "5"}.get(a, a) for a in args])
     query = "SELECT item, attempt, seed, response FROM attempts ORDER BY item, attempt"
     with sqlite3.connect(db) as a, sqlite3.connect(fresh) as b:
         assert a.execute(query).fetchall() == b.execute(query).fetchall()
@@ -201,7 +204,9 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
 def test_worker_crash_leaves_run_resumable(tmp_path):
     store = Store(tmp_path / "crash.sqlite")
     model = resolve_model(store, "default")
-    run_id = plan_run(store, "inventories", model, attempts=1, limit=3, max_tokens=16)
+    # one at a time: exactly one attempt is stored before the crash (batched runs:
+    # tests/test_batched_runs.py)
+    run_id = plan_run(store, "inventories", model, attempts=1, limit=3, max_tokens=16, batch_size=1)
     backends = []
 
     def crash_after_first(progress):

@@ -175,7 +175,10 @@ def test_batch_size_is_kept_with_the_run_and_reaches_the_backend(store, tmp_path
     assert llama_backend_factory({"kind": "gguf", "path": "x.gguf"}, generation) == "backend"
     assert seen["batch_size"] == 4
     with pytest.raises(UserError, match="--batch"):
-        plan_run(store, "inventories", model, limit=2, batch_size=0)
+        plan_run(store, "inventories", model, limit=2, batch_size=-1)
+    # the default: continuous batching with an automatic sequence count
+    auto = plan_run(store, "inventories", model, limit=2)
+    assert store.get_run(auto)["generation"]["batch_size"] == 0
 
 
 def test_estimates_use_the_chosen_engines_measured_speed(store, tmp_path):

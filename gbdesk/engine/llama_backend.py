@@ -19,6 +19,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +93,10 @@ class LlamaCppBackend:
     ):
         self.model_path = str(model_path)
         self.n_threads = n_threads or default_threads()
-        # attempts a run loop sends per `generate_batch` call (1: one `generate` at a time)
-        self.batch_size = max(1, int(batch_size))
+        # how a run loop decodes: 1 one `generate` at a time; N > 1 continuous batching
+        # with N sequences at once; 0 continuous batching with an automatic count
+        # (`stream_slots`)
+        self.batch_size = max(0, int(batch_size))
         self._aborted = False
         self._next_id = 0
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -180,6 +184,21 @@ class LlamaCppBackend:
             if line:
                 return json.loads(line)
 
+    def _next_line(self, timeout: float | None, during: str) -> str | None:
+        """The worker's next non-empty line; None if none came within `timeout`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                line = self._lines.get(timeout=remaining)
+            except queue.Empty:
+                return None
+            if line is None:
+                self._lines.put(None)  # later reads see the end too
+                raise self._crash_error(during)
+            if line.strip():
+                return line
+
     def stderr_tail(self, lines: int = 8) -> str:
         try:
             self._stderr.flush()
@@ -248,10 +267,12 @@ class LlamaCppBackend:
     def generate_batch(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         """Generate several requests together (one llama.cpp sequence each); results in order.
 
-        A request's text depends only on the request and its seed, not on what else is in
-        the batch, but is not the text `generate` gives for it: the batched context
-        computes with other settings (gbdesk.engine.batch_generation). Requests with a
-        json_schema are generated one after another, as by `generate`. No streaming.
+        The continuous batching engine (`gbdesk.engine.continuous`) with one slot per
+        request: a request's text depends only on the request and its seed, not on what
+        else is in the batch, and equals the text `generate_stream` gives it, but not the
+        text `generate` gives (other arithmetic settings). Requests with a json_schema are
+        batched too (grammar-constrained sampler per sequence). No streaming; prefer
+        `generate_stream`, which does not wait for a batch's longest answer.
         """
         requests = list(requests)
         if not requests:
@@ -284,6 +305,146 @@ class LlamaCppBackend:
                 ]
             elif event == "error":
                 raise EngineError(f"llama.cpp refused the request: {message.get('message')}")
+
+    # -- continuous batching ------------------------------------------------------------
+    def stream_slots(
+        self,
+        requests: list[GenerationRequest] | None = None,
+        *,
+        max_tokens: int | None = None,
+        prefer: int | None = None,
+    ) -> tuple[int, str]:
+        """How many sequences `generate_stream` keeps live, and why (for the UI).
+
+        ``batch_size`` when it was set above 1, otherwise `choose_slots` from the model's
+        metadata and the free memory (`gbdesk.engine.slots`); `prefer` (e.g. the count a
+        resumed run used before) replaces the CPU cap, within the memory bound.
+        """
+        if self.batch_size > 1:
+            return self.batch_size, f"{self.batch_size} sequences at once (set by the run)"
+        from gbdesk.engine.slots import choose_slots
+
+        longest = max((r.max_tokens for r in requests or []), default=max_tokens or 300)
+        return choose_slots(
+            self.model_path, n_ctx_seq=longest + 512, n_threads=self.n_threads, override=prefer
+        )
+
+    def open_stream(
+        self,
+        *,
+        slots: int | None = None,
+        on_token: StreamTokenCallback | None = None,
+        min_shared: int | None = None,
+    ) -> GenerationStream:
+        """A continuous-batching session in the worker (see `GenerationStream`).
+
+        Only one can be open at a time, and nothing else may be sent to this backend
+        until it ended (`GenerationStream.ended`).
+        """
+        if slots is None:
+            slots, _ = self.stream_slots()
+        self._next_id += 1
+        stream = GenerationStream(self, self._next_id, max(1, int(slots)), on_token)
+        message: dict[str, Any] = {
+            "op": "stream_open",
+            "id": stream.id,
+            "slots": stream.slots,
+            "watch": on_token is not None,
+        }
+        if min_shared is not None:
+            message["min_shared"] = int(min_shared)
+        self._send(message)
+        while True:
+            reply = self._receive(timeout=None, during="opening a generation stream")
+            if reply.get("id") != stream.id:
+                continue  # a stale event of an earlier call
+            if reply.get("event") == "error":
+                raise EngineError(f"llama.cpp refused the stream: {reply.get('message')}")
+            if reply.get("event") == "stream_open":
+                stream.info = reply.get("info", {})
+                stream.slots = int(stream.info.get("slots", stream.slots))
+                self.info.settings.setdefault("continuous", stream.info.get("settings", {}))
+                return stream
+
+    def generate_stream(
+        self,
+        requests: list[GenerationRequest],
+        on_result: Callable[[int, GenerationResult], None],
+        *,
+        should_stop: Callable[[], bool] | None = None,
+        on_token: StreamTokenCallback | None = None,
+        slots: int | None = None,
+        poll_s: float = 0.2,
+    ) -> StreamOutcome:
+        """Generate `requests` with continuous batching; each result as soon as it is done.
+
+        Up to `slots` sequences (default: `stream_slots`) are decoded together; when one
+        finishes, ``on_result(index, result)`` is called at once (index into
+        `requests`; the caller stores it) and the next request takes its place. A
+        request's text depends only on the request and its seed — not on the slot count,
+        the order, its neighbours or when it was admitted — and equals `generate_batch`'s
+        text for it (not `generate`'s). Requests sharing a prompt prefix decode it once
+        (`gbdesk.engine.continuous`). Requests go to the worker a few at a time (about
+        twice `slots` outstanding).
+
+        ``should_stop()`` is polled after every event and at least every `poll_s`
+        seconds; once it returns true no further request is admitted, the live ones
+        finish and are delivered, and the call returns: ``outcome.not_started`` lists
+        the indices never generated (call again with them to continue, e.g. after a
+        pause). To stop at once, `abort()` the backend from another thread: the call
+        raises `EngineCrashed` and the results delivered so far are the ones done.
+        ``on_token(index, text)`` streams the text of one sequence at a time: the most
+        recently admitted one when the previous one finished (its text so far comes as
+        one piece, so a new index means a new text). A request that cannot be generated
+        (prompt longer than the context, a schema llama.cpp cannot compile) stops
+        admission; the live ones are delivered, then `EngineError` is raised.
+        """
+        requests = list(requests)
+        outcome = StreamOutcome()
+        if not requests:
+            return outcome
+        if slots is None:
+            slots, _ = self.stream_slots(requests)
+        stream = self.open_stream(slots=slots, on_token=on_token)
+        window = 2 * stream.slots + 4
+        fed = 0
+        errors: dict[int, str] = {}
+        stopping = False
+        try:
+            while not stream.ended:
+                if not stopping and should_stop is not None and should_stop():
+                    stopping = True
+                    stream.drain()
+                if not stopping and fed < len(requests):
+                    n = min(len(requests) - fed, window - stream.outstanding)
+                    if n > 0:
+                        stream.submit(requests[fed : fed + n])
+                        fed += n
+                    if fed == len(requests):
+                        stream.close()
+                for kind, key, payload in stream.poll(timeout=poll_s):
+                    if kind == "result":
+                        outcome.completed.append(key)
+                        on_result(key, payload)
+                    elif kind == "error":
+                        errors[key] = payload
+                        if not stopping:
+                            stopping = True
+                            stream.drain()
+                    if not stopping and should_stop is not None and should_stop():
+                        stopping = True
+                        stream.drain()
+        except BaseException:
+            stream.abort_quietly()
+            raise
+        done = set(outcome.completed)
+        outcome.not_started = [i for i in range(len(requests)) if i not in done and i not in errors]
+        outcome.stopped = stopping and not errors
+        outcome.stats = stream.stats
+        if errors:
+            key, message = next(iter(errors.items()))
+            raise EngineError(f"llama.cpp refused request {key}: {message}")
+        return outcome
 
     def score(self, texts: list[str]) -> list[ScoreResult]:
         """Log-likelihood of each text (see `ScoreResult`), in order.
@@ -351,3 +512,131 @@ class LlamaCppBackend:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+StreamTokenCallback = Callable[[int, str], None]
+
+
+@dataclass
+class StreamOutcome:
+    """What `generate_stream` did: indices delivered (in completion order), never
+    started (after a stop), whether it was stopped, and the worker's counters."""
+
+    completed: list[int] = field(default_factory=list)
+    not_started: list[int] = field(default_factory=list)
+    stopped: bool = False
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class GenerationStream:
+    """A continuous-batching session in the worker (`LlamaCppBackend.open_stream`).
+
+    `submit` queues requests at any time (they get consecutive keys from 0); `poll`
+    returns what happened: ``("result", key, GenerationResult)`` as each request
+    finishes, ``("error", key, message)`` for a request that could not be generated,
+    ``("end", None, None)`` once the stream is over (after `close` or `drain`, when the
+    last live sequence finished). Token events go to `on_token(key, text)` inside
+    `poll`. Protocol: `gbdesk.engine.llama_worker`.
+    """
+
+    def __init__(
+        self,
+        backend: LlamaCppBackend,
+        stream_id: int,
+        slots: int,
+        on_token: StreamTokenCallback | None,
+    ):
+        self.backend = backend
+        self.id = stream_id
+        self.slots = slots
+        self.on_token = on_token
+        self.info: dict[str, Any] = {}
+        self.next_key = 0
+        self.finished: set[int] = set()
+        self.closed = False
+        self.ended = False
+        self.dropped: list[int] = []
+        self.stats: dict[str, Any] = {}
+
+    @property
+    def outstanding(self) -> int:
+        """Requests submitted and neither delivered, failed nor dropped."""
+        return self.next_key - len(self.finished) - len(self.dropped)
+
+    def submit(self, requests: list[GenerationRequest]) -> list[int]:
+        if self.closed:
+            raise EngineError("the generation stream no longer takes requests")
+        keys = list(range(self.next_key, self.next_key + len(requests)))
+        self.next_key += len(requests)
+        if requests:
+            items = [[k, r.to_json()] for k, r in zip(keys, requests, strict=True)]
+            self.backend._send({"op": "stream_add", "id": self.id, "items": items})
+        return keys
+
+    def close(self) -> None:
+        """No more requests: the stream ends when the submitted ones are done."""
+        if not self.closed:
+            self.closed = True
+            self.backend._send({"op": "stream_close", "id": self.id})
+
+    def drain(self) -> None:
+        """Admit nothing more: queued requests are dropped, live ones finish."""
+        self.closed = True
+        self.backend._send({"op": "stream_drain", "id": self.id})
+
+    def abort_quietly(self) -> None:
+        """Drop everything, live sequences too, and wait for the end (cleanup after an
+        exception); gives up silently if the worker is gone."""
+        if self.ended:
+            return
+        with contextlib.suppress(EngineError):
+            self.closed = True
+            self.backend._send({"op": "stream_abort", "id": self.id})
+            while not self.ended:
+                self.poll(timeout=None, tokens=False)
+
+    def poll(self, timeout: float | None, tokens: bool = True) -> list[tuple[str, Any, Any]]:
+        """Events that arrived within `timeout` seconds (None: wait for at least one)."""
+        events: list[tuple[str, Any, Any]] = []
+        wait = timeout
+        while not self.ended:
+            line = self.backend._next_line(wait, during="generating")
+            if line is None:
+                break
+            wait = 0.0  # take whatever else is already there, then return
+            message = json.loads(line)
+            if message.get("id") != self.id:
+                continue  # a stale event of an earlier call
+            kind = message.get("event")
+            if kind == "token":
+                if tokens and self.on_token is not None:
+                    self.on_token(int(message["key"]), message["text"])
+            elif kind == "item":
+                key = int(message["key"])
+                self.finished.add(key)
+                events.append(("result", key, _result_from_json(message["result"])))
+            elif kind == "item_error":
+                key = int(message["key"])
+                self.finished.add(key)
+                events.append(("error", key, message.get("message", "")))
+            elif kind == "stream_end":
+                self.ended = True
+                self.closed = True
+                self.dropped = [int(k) for k in message.get("dropped", [])]
+                self.stats = message.get("stats", {})
+                events.append(("end", None, None))
+            elif kind == "error":
+                self.ended = True
+                raise EngineError(f"llama.cpp failed while generating: {message.get('message')}")
+        return events
+
+
+def _result_from_json(r: dict[str, Any]) -> GenerationResult:
+    return GenerationResult(
+        text=r["text"],
+        tokens_in=r["tokens_in"],
+        tokens_out=r["tokens_out"],
+        latency_s=r["latency_s"],
+        finish_reason=r["finish_reason"],
+        prompt_mode=r["prompt_mode"],
+    )

@@ -27,10 +27,28 @@ info carries its settings under "scoring". "settings" in a score result are the 
 settings: the numbers depend on them. Both load keys are optional (defaults: false,
 512). Generation never touches the scoring context, and vice versa.
 
-"generate_batch" (`gbdesk.engine.batch_generation.BatchGenerator`) decodes its requests
-together, one sequence each, in a third context created on first use; results come in
-request order. Its texts depend only on each request (and seed), not on the batch, but
-differ from "generate"'s (other arithmetic settings; see that module).
+Continuous batching (`gbdesk.engine.continuous.ContinuousBatcher`, a third context
+created on first use and kept between streams):
+  → {"op": "stream_open", "id": n, "slots": k, "watch": bool, "min_shared": m?}
+  ← {"event": "stream_open", "id": n, "info": {"slots": k, "settings": {...}}}
+  → {"op": "stream_add", "id": n, "items": [[key, {...GenerationRequest...}], ...]}  (any time)
+  ← {"event": "token", "id": n, "key": key, "text": …}   (with "watch": one sequence at a
+     time: the most recently admitted once the previous watched one finished)
+  ← {"event": "item", "id": n, "key": key, "result": {...as for generate...}}  (as each
+     request finishes) or {"event": "item_error", "id": n, "key": key, "message": …}
+  → {"op": "stream_close", "id": n}   no more requests; the stream ends when they are done
+  → {"op": "stream_drain", "id": n}   admit nothing more: queued requests are dropped,
+                                      live sequences finish and are delivered
+  → {"op": "stream_abort", "id": n}   drop queued and live requests at once
+  ← {"event": "stream_end", "id": n, "dropped": [key, ...], "stats": {...}}
+  ← {"event": "error", "id": n, "message": …}   llama_decode failed; the stream is gone
+Between two decode steps the worker reads every message waiting on stdin (a reader
+thread queues them), so drain and new requests take effect within one step. One stream
+at a time; "generate" and "score" still work while a stream is open (they run between
+its steps). "generate_batch" runs its requests through the same engine with one slot
+per request and answers with every result at once, in request order: its texts are the
+stream's texts (they depend only on each request and seed, not on the batch) but differ
+from "generate"'s (other arithmetic settings; see `gbdesk.engine.continuous`).
 """
 
 from __future__ import annotations
@@ -38,7 +56,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import sys
+import threading
 import time
 import traceback
 from typing import Any, TextIO
@@ -275,75 +295,195 @@ def _load(message: dict[str, Any]) -> tuple[Any, LlamaGenerator, dict[str, Any]]
     return llm, generator, info
 
 
+class _Inbox:
+    """Protocol lines from stdin, read by a thread so that the main loop can poll
+    between decode steps (portable: no select() on pipes)."""
+
+    def __init__(self, stream: TextIO):
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: TextIO) -> None:
+        for line in stream:
+            if line.strip():
+                self._queue.put(line)
+        self._queue.put(None)
+
+    def get(self, block: bool) -> str | bool | None:
+        """The next line; None at end of input; False if `block` is off and none waits."""
+        try:
+            return self._queue.get(block=block)
+        except queue.Empty:
+            return False
+
+
+class _StreamSession:
+    """The open continuous-batching stream: its id, what happens when it runs dry."""
+
+    def __init__(self, stream_id: Any, batcher: Any):
+        self.id = stream_id
+        self.batcher = batcher
+        self.closing = False  # no more requests will come: end when the work is done
+        self.dropped: list[Any] = []
+        self.started = time.perf_counter()
+
+
 def main() -> int:
     out = _open_protocol_stream()
 
     def send(obj: dict[str, Any]) -> None:
         out.write(json.dumps(obj) + "\n")
 
+    inbox = _Inbox(sys.stdin)
     generator = None
     scorer: Scorer | None = None
-    batcher: Any = None
+    batcher: Any = None  # the ContinuousBatcher, kept between streams (its context)
+    session: _StreamSession | None = None
     n_threads = 1
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        message = json.loads(line)
+
+    def get_batcher(slots: int, watch: bool = False, **kw: Any) -> Any:
+        nonlocal batcher
+        from gbdesk.engine.continuous import ContinuousBatcher
+
+        if batcher is not None and batcher.slots == batcher.clamp_slots(slots) and not kw:
+            batcher.reset(watch=watch)
+            return batcher
+        if batcher is not None:
+            batcher.close()
+            batcher = None
+        batcher = ContinuousBatcher(generator, slots=slots, n_threads=n_threads, watch=watch, **kw)
+        return batcher
+
+    def end_session(reason: str | None = None) -> None:
+        nonlocal session
+        assert session is not None
+        stats = dict(session.batcher.stats)
+        stats["wall_s"] = time.perf_counter() - session.started
+        message = {"event": "stream_end", "id": session.id, "dropped": session.dropped}
+        message["stats"] = stats
+        if reason:
+            message["reason"] = reason
+        send(message)
+        session = None
+
+    def handle(message: dict[str, Any]) -> int | None:
+        nonlocal generator, scorer, n_threads, session, batcher
         op = message.get("op")
-        try:
-            if op == "load":
-                from gbdesk.engine.scoring import DEFAULT_N_BATCH
+        if op == "load":
+            from gbdesk.engine.scoring import DEFAULT_N_BATCH
 
-                llm, generator, info = _load(message)
-                n_threads = int(message["n_threads"])
-                score_batch = int(message.get("score_batch", DEFAULT_N_BATCH))
-                scorer = Scorer(llm, int(message["n_threads"]), score_batch)
-                if message.get("scoring"):
-                    info["scoring"] = scorer.get().settings()
-                send({"event": "ready", "info": info})
-            elif op == "generate":
-                if generator is None:
-                    raise RuntimeError("no model loaded")
-                request_id = message["id"]
-                emit = None
-                if message.get("stream"):
+            llm, generator, info = _load(message)
+            n_threads = int(message["n_threads"])
+            score_batch = int(message.get("score_batch", DEFAULT_N_BATCH))
+            scorer = Scorer(llm, int(message["n_threads"]), score_batch)
+            if message.get("scoring"):
+                info["scoring"] = scorer.get().settings()
+            send({"event": "ready", "info": info})
+        elif op == "generate":
+            if generator is None:
+                raise RuntimeError("no model loaded")
+            request_id = message["id"]
+            emit = None
+            if message.get("stream"):
 
-                    def emit(text: str, request_id=request_id) -> None:
-                        send({"event": "token", "id": request_id, "text": text})
+                def emit(text: str, request_id=request_id) -> None:
+                    send({"event": "token", "id": request_id, "text": text})
 
-                result = generator.generate(message["request"], emit)
-                send({"event": "result", "id": request_id, "result": result})
-            elif op == "generate_batch":
-                if generator is None:
-                    raise RuntimeError("no model loaded")
-                requests = message.get("requests")
-                if not isinstance(requests, list):
-                    raise ValueError("'requests' must be a list of requests")
-                if batcher is None:
-                    from gbdesk.engine.batch_generation import BatchGenerator
-
-                    batcher = BatchGenerator(generator, n_threads=n_threads)
-                results = batcher.generate(requests)
-                send({"event": "result", "id": message["id"], "result": {"results": results}})
-            elif op == "score":
-                if scorer is None:
-                    raise RuntimeError("no model loaded")
-                result = scorer.score(message.get("texts"))
-                send({"event": "result", "id": message["id"], "result": result})
-            elif op == "shutdown":
-                if scorer is not None:
-                    scorer.close()
-                if batcher is not None:
-                    batcher.close()
-                return 0
+            result = generator.generate(message["request"], emit)
+            send({"event": "result", "id": request_id, "result": result})
+        elif op == "generate_batch":
+            if generator is None:
+                raise RuntimeError("no model loaded")
+            if session is not None:
+                raise RuntimeError("a generation stream is open")
+            requests = message.get("requests")
+            if not isinstance(requests, list):
+                raise ValueError("'requests' must be a list of requests")
+            results = get_batcher(max(1, len(requests))).generate_all(requests)
+            send({"event": "result", "id": message["id"], "result": {"results": results}})
+        elif op == "stream_open":
+            if generator is None:
+                raise RuntimeError("no model loaded")
+            if session is not None:
+                raise RuntimeError("a generation stream is already open")
+            extra = {}
+            if message.get("min_shared") is not None:
+                extra["min_shared"] = int(message["min_shared"])
+            b = get_batcher(
+                int(message.get("slots") or 1), watch=bool(message.get("watch")), **extra
+            )
+            session = _StreamSession(message["id"], b)
+            send({"event": "stream_open", "id": message["id"], "info": b.info()})
+        elif op in ("stream_add", "stream_drain", "stream_close", "stream_abort"):
+            if session is None or session.id != message.get("id"):
+                raise RuntimeError(f"no open generation stream with id {message.get('id')!r}")
+            if op == "stream_add":
+                for key, request in message.get("items") or []:
+                    session.batcher.add(key, request)
+            elif op == "stream_drain":
+                session.dropped.extend(session.batcher.drain())
+                session.closing = True
+            elif op == "stream_close":
+                session.closing = True
             else:
-                raise ValueError(f"unknown op {op!r}")
-        except Exception as exc:  # reported to the caller; the worker stays usable
-            traceback.print_exc(file=sys.stderr)
-            send({"event": "error", "id": message.get("id"), "message": str(exc) or repr(exc)})
-            if op == "load":
-                return 1
-    return 0
+                session.dropped.extend(session.batcher.abort())
+                session.closing = True
+        elif op == "score":
+            if scorer is None:
+                raise RuntimeError("no model loaded")
+            result = scorer.score(message.get("texts"))
+            send({"event": "result", "id": message["id"], "result": result})
+        elif op == "shutdown":
+            if scorer is not None:
+                scorer.close()
+            if batcher is not None:
+                batcher.close()
+            return 0
+        else:
+            raise ValueError(f"unknown op {op!r}")
+        return None
+
+    while True:
+        busy = session is not None and session.batcher.has_work
+        line = inbox.get(block=not busy)
+        while line:  # every message that is waiting, before the next decode step
+            message = json.loads(line)
+            try:
+                code = handle(message)
+            except Exception as exc:  # reported to the caller; the worker stays usable
+                traceback.print_exc(file=sys.stderr)
+                send({"event": "error", "id": message.get("id"), "message": str(exc) or repr(exc)})
+                if message.get("op") == "load":
+                    return 1
+                code = None
+            if code is not None:
+                return code
+            line = inbox.get(block=False)
+        if line is None:  # the parent closed our stdin
+            return 0
+        if session is None:
+            continue
+        if session.batcher.has_work:
+            try:
+                events = session.batcher.step()
+            except Exception as exc:  # llama_decode failed: the stream cannot go on
+                traceback.print_exc(file=sys.stderr)
+                send({"event": "error", "id": session.id, "message": str(exc) or repr(exc)})
+                batcher.close()
+                batcher = None
+                session = None
+                continue
+            for event in events:
+                kind, key, payload = event
+                if kind == "token":
+                    send({"event": "token", "id": session.id, "key": key, "text": payload})
+                elif kind == "item":
+                    send({"event": "item", "id": session.id, "key": key, "result": payload})
+                else:
+                    send({"event": "item_error", "id": session.id, "key": key, "message": payload})
+        if session.closing and not session.batcher.has_work:
+            end_session()
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import re
 import string
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Generator, Hashable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -967,6 +967,25 @@ class ChainProbe(Probe):
             engine.generate, item["metadata"], seed, engine.generation, prompt=item["prompt"]
         )
         return Performed(result, label, seed)
+
+    @property
+    def chain_batchable(self) -> bool:
+        """Whether `attempt_chain` is implemented: the run loop may then run several
+        attempts' chains at once through continuous batching (`gbdesk.engine.chains`)."""
+        return False
+
+    def attempt_chain(
+        self,
+        request: Callable[..., GenerationRequest],
+        metadata: dict[str, Any],
+        seed: int,
+        generation: dict[str, Any],
+        prompt: str | None = None,
+    ) -> Generator[list[GenerationRequest], list[GenerationResult], Any]:
+        """The attempt as a chain (`gbdesk.engine.chains`): yields lists of requests made
+        with ``request(messages, seed, **overrides)``, receives their results in order, and
+        returns ``(summary result, label)`` as `run_attempt` does."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)

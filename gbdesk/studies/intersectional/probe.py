@@ -21,10 +21,10 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from typing import Any, ClassVar
 
-from gbdesk.engine.base import GenerationResult
+from gbdesk.engine.base import GenerationRequest, GenerationResult
 from gbdesk.errors import UserError, short_repr
 from gbdesk.paths import resource
 from gbdesk.stats import MetricValue
@@ -537,41 +537,86 @@ class IntersectionalProbe(ChainProbe):
         generation: dict[str, Any],
         prompt: str | None = None,
     ) -> tuple[GenerationResult, dict[str, Any]]:
+        started = time.perf_counter()
+        role = ask([{"role": "user", "content": self._role_prompt(metadata, prompt)}], seed)
+        replies = [
+            ask(messages, answer_seed, **overrides, stream=False)
+            for messages, answer_seed, overrides in self._answer_asks(role, metadata, seed)
+        ]
+        return self._summary(role, replies, metadata, time.perf_counter() - started)
+
+    @property
+    def chain_batchable(self) -> bool:
+        return True
+
+    def attempt_chain(
+        self,
+        request: Callable[..., GenerationRequest],
+        metadata: dict[str, Any],
+        seed: int,
+        generation: dict[str, Any],
+        prompt: str | None = None,
+    ) -> Generator[list[GenerationRequest], list[GenerationResult], Any]:
+        """`run_attempt` as a chain: the role, then its answers at once (they share the
+        role text as prompt prefix). Latency: the model time of its requests."""
+        (role,) = yield [
+            request([{"role": "user", "content": self._role_prompt(metadata, prompt)}], seed)
+        ]
+        replies = yield [
+            request(messages, answer_seed, **overrides)
+            for messages, answer_seed, overrides in self._answer_asks(role, metadata, seed)
+        ]
+        return self._summary(
+            role, replies, metadata, sum(r.latency_s for r in (role, *replies))
+        )
+
+    def _role_prompt(self, metadata: dict[str, Any], prompt: str | None) -> str:
+        return prompt or self.templates["paper"].format(count=1, people=people_phrase(metadata, 1))
+
+    @staticmethod
+    def _answer_asks(
+        role: GenerationResult, metadata: dict[str, Any], seed: int
+    ) -> list[tuple[list[dict[str, str]], int, dict[str, Any]]]:
+        """(messages, seed, overrides) of the answers in character (the item's questions)."""
         from gbdesk.studies.intersectional.questions import question_seed
 
-        started = time.perf_counter()
-        role_prompt = prompt or self.templates["paper"].format(
-            count=1, people=people_phrase(metadata, 1)
-        )
-        role = ask([{"role": "user", "content": role_prompt}], seed)
-        tokens_in, tokens_out = role.tokens_in, role.tokens_out
-        answers = {}
         temperature = float(metadata.get("answer_temperature", 0.0))
+        asks = []
         for position, q in enumerate(questions_of(metadata)):
             question = ANSWER_PROMPT.format(
                 role=role.text.strip(),
                 question=q["question"],
                 options=", ".join(q["options"]),
             )
-            reply = ask(
-                [{"role": "user", "content": question}],
-                seed + question_seed(q, position),
-                temperature=temperature,
-                max_tokens=24,
-                json_schema={"type": "string", "enum": q["options"]},
-                stream=False,
-            )
-            tokens_in += reply.tokens_in
-            tokens_out += reply.tokens_out
+            overrides = {
+                "temperature": temperature,
+                "max_tokens": 24,
+                "json_schema": {"type": "string", "enum": q["options"]},
+            }
+            asks.append(
+                ([{"role": "user", "content": question}], seed + question_seed(q, position),
+                 overrides)
+            )  # fmt: skip
+        return asks
+
+    @staticmethod
+    def _summary(
+        role: GenerationResult,
+        replies: list[GenerationResult],
+        metadata: dict[str, Any],
+        latency_s: float,
+    ) -> tuple[GenerationResult, dict[str, Any]]:
+        answers = {}
+        for q, reply in zip(questions_of(metadata), replies, strict=True):
             answers[str(q["id"])] = {
                 "raw": reply.text,
                 "option": map_answer(reply.text, q["options"]),
             }
         result = GenerationResult(
             text=role.text,
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            latency_s=time.perf_counter() - started,
+            tokens_in=role.tokens_in + sum(r.tokens_in for r in replies),
+            tokens_out=role.tokens_out + sum(r.tokens_out for r in replies),
+            latency_s=latency_s,
             finish_reason=role.finish_reason,
             prompt_mode=role.prompt_mode,
         )

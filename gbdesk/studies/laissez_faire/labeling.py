@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gbdesk.errors import EngineCrashed
-from gbdesk.runs import Progress, RunControl, resolve_model
+from gbdesk.runs import AUTO_BATCH, Progress, RunControl, resolve_model, stream_requests
 from gbdesk.store import Store
 from gbdesk.studies.base import LabellingPass
 from gbdesk.studies.laissez_faire.probe import (
@@ -63,7 +63,8 @@ def llm_pass(
         from gbdesk.runs import llama_backend_factory
 
         def backend_factory(m: dict[str, Any]) -> Any:
-            return llama_backend_factory(m, {})  # a GGUF file, or an endpoint
+            # a GGUF file (continuous batching, automatic count), or an endpoint
+            return llama_backend_factory(m, {"batch_size": AUTO_BATCH})
 
     backend = backend_factory(model)
     control._backend = backend
@@ -75,8 +76,49 @@ def llm_pass(
     todo = [a for a in attempts if a["id"] not in done]
     total, started, fallbacks, labelled = len(attempts), time.monotonic(), 0, 0
     status = "done"
+
+    def store_characters(attempt: dict[str, Any], characters: list, fallback: bool, raw: str):
+        nonlocal fallbacks, labelled
+        label = character_label(characters, source)
+        label["data"]["fallback"] = fallback
+        label["data"]["raw"] = raw
+        store.set_auto_label(attempt["id"], **label)
+        fallbacks += fallback
+        labelled += 1
+        if on_progress is not None:
+            elapsed = time.monotonic() - started
+            on_progress(
+                Progress(
+                    run_id, "labelling", total - len(todo) + labelled, total, labelled, 0.0,
+                    elapsed / labelled * (len(todo) - labelled), elapsed,
+                )
+            )  # fmt: skip
+
+    streaming = _streams(backend)
     try:
-        for attempt in todo:
+        if streaming:  # continuous batching: every story's request at once
+            asked = []
+            for attempt in todo:
+                meta = metadata.get(attempt["item"], {})
+                roles, scenario = roles_of(meta), metadata_scenario(meta)
+                if roles:
+                    asked.append((attempt, roles, scenario))
+                else:
+                    store_characters(attempt, [], False, "")
+
+            def on_result(i: int, result: Any) -> None:
+                attempt, roles, scenario = asked[i]
+                chars = llm.from_reply(attempt["response"], roles, scenario, result.text)
+                store_characters(attempt, chars, llm.last_fallback, llm.last_raw)
+
+            requests = [llm.request(a["response"], r, sc) for a, r, sc in asked]
+            try:
+                status = stream_requests(backend, requests, on_result, control)
+            except EngineCrashed:
+                if not control.cancelled:
+                    raise
+                status = "cancelled"
+        for attempt in [] if streaming else todo:
             control.wait_while_paused()
             if control.cancelled:
                 status = "cancelled"
@@ -91,26 +133,7 @@ def llm_pass(
                     status = "cancelled"
                     break
                 raise
-            label = character_label(characters, source)
-            label["data"]["fallback"] = llm.last_fallback
-            label["data"]["raw"] = llm.last_raw
-            store.set_auto_label(attempt["id"], **label)
-            fallbacks += llm.last_fallback
-            labelled += 1
-            if on_progress is not None:
-                elapsed = time.monotonic() - started
-                on_progress(
-                    Progress(
-                        run_id,
-                        "labelling",
-                        total - len(todo) + labelled,
-                        total,
-                        labelled,
-                        0.0,
-                        elapsed / labelled * (len(todo) - labelled),
-                        elapsed,
-                    )
-                )
+            store_characters(attempt, characters, llm.last_fallback, llm.last_raw)
     finally:
         backend.close()
     if status == "done":
@@ -123,6 +146,12 @@ def llm_pass(
         "fallbacks": fallbacks,
         "status": status,
     }
+
+
+def _streams(backend: Any) -> bool:
+    """Whether the labeler decodes with continuous batching (a local model not set to
+    one request at a time)."""
+    return hasattr(backend, "generate_stream") and getattr(backend, "batch_size", 1) != 1
 
 
 HYBRID_THRESHOLD = 0.8  # ask the labeler about characters the extractor is less sure of
@@ -160,7 +189,7 @@ def hybrid_pass(
         from gbdesk.runs import llama_backend_factory
 
         def backend_factory(m: dict[str, Any]) -> Any:
-            return llama_backend_factory(m, {})
+            return llama_backend_factory(m, {"batch_size": AUTO_BATCH})
 
     backend = backend_factory(model)
     control._backend = backend
@@ -195,6 +224,7 @@ def hybrid_pass(
         counts["replaced"] += len(replaced)
         counts["fallbacks"] += bool(raw) and answer is None
 
+    streaming = _streams(backend)
     try:
         pending: list[tuple[dict[str, Any], list, Any]] = []
         for index, attempt in enumerate(attempts):
@@ -207,7 +237,9 @@ def hybrid_pass(
                 store_label(attempt, chars, None, "")
             else:
                 pending.append((attempt, chars, metadata.get(attempt["item"], {})))
-            if len(pending) >= batch or (index == len(attempts) - 1 and pending):
+            if streaming:
+                pass  # every pending story goes to one stream below
+            elif len(pending) >= batch or (index == len(attempts) - 1 and pending):
                 requests = [
                     llm.request(a["response"], roles_of(m), metadata_scenario(m))
                     for a, _, m in pending
@@ -243,6 +275,30 @@ def hybrid_pass(
                         elapsed,
                     )
                 )
+        if streaming and pending and status == "done":  # continuous batching
+            asked = pending
+
+            def on_result(i: int, result: Any) -> None:
+                a, chars_a, m = asked[i]
+                story, roles = a["response"], roles_of(m)
+                answer = llm.parse(story, roles, metadata_scenario(m), result.text)
+                store_label(a, chars_a, answer, result.text)
+                counts["asked"] += 1
+                if on_progress is not None:
+                    elapsed = time.monotonic() - started
+                    done_ = total - len(attempts) + counts["labelled"]
+                    on_progress(Progress(run_id, "labelling", done_, total, counts["labelled"],
+                                         0.0, None, elapsed))  # fmt: skip
+
+            requests = [
+                llm.request(a["response"], roles_of(m), metadata_scenario(m)) for a, _, m in asked
+            ]
+            try:
+                status = stream_requests(backend, requests, on_result, control)
+            except EngineCrashed:
+                if not control.cancelled:
+                    raise
+                status = "cancelled"
     finally:
         backend.close()
     if status == "done":

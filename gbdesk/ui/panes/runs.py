@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.models import list_models
-from gbdesk.runs import estimate_run, plan_run, resolve_model
+from gbdesk.runs import NEW_TEXT, estimate_run, plan_run, resolve_model
 from gbdesk.studies import get_probe, probe_names
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.tasks import LabelThread, RunThread
@@ -157,6 +157,19 @@ class RunsPane(QWidget):
         self.temperature = QDoubleSpinBox(minimum=0.0, maximum=2.0, singleStep=0.1, decimals=2)
         self.max_tokens = QSpinBox(minimum=1, maximum=8192)
         self.seed = QSpinBox(minimum=0, maximum=2**31 - 1)
+        # local models: sequences decoded at once (continuous batching); data = batch_size
+        self.batch = QComboBox()
+        self.batch.addItem("Automatic", 0)
+        self.batch.addItem("1 — one at a time (slower)", 1)
+        for n in (2, 4, 8, 16, 32):
+            self.batch.addItem(f"{n} at once", n)
+        self.batch.setToolTip(
+            "Local models decode several generations at once and start the next as soon as "
+            "one finishes. Automatic chooses from the model's size and the free memory. "
+            "Texts do not depend on the number, but differ from one-at-a-time decoding. "
+            "Kept with the run: resuming decodes the same way."
+        )
+        self.batch.currentIndexChanged.connect(self._params_edited)
         for w in (self.attempts, self.limit, self.sample, self.max_tokens, self.seed):
             w.valueChanged.connect(self._params_edited)
         self.temperature.valueChanged.connect(self._params_edited)
@@ -178,6 +191,7 @@ class RunsPane(QWidget):
         form.addRow("Tem&perature", self.temperature)
         form.addRow("Max &tokens", self.max_tokens)
         form.addRow("&Seed", self.seed)
+        form.addRow("&Decode at once", self.batch)
         form.addRow("Estimate", self.estimate)
 
         self.start_button = QPushButton("&Start run")
@@ -431,6 +445,7 @@ class RunsPane(QWidget):
             "temperature": self.temperature.value(),
             "max_tokens": self.max_tokens.value(),
             "seed": self.seed.value(),
+            "batch_size": int(self.batch.currentData() or 0),
             "template": self.template_edit.text(),
             "options": self.option_values(),
         }
@@ -481,6 +496,7 @@ class RunsPane(QWidget):
                 self.model_warning.setToolTip(TINY_MODEL_NOTICE)
         self.model_warning.setText(warning.strip())
         self.model_warning.setVisible(bool(warning))
+        self.batch.setEnabled(not (m and m.get("endpoint")))  # endpoints: concurrency instead
         self._estimate_timer.start()
         self._set_running(self.ctx.running)
 
@@ -500,6 +516,13 @@ class RunsPane(QWidget):
         speed = self.ctx.setting(f"speed/{m['path']}", None) if m else None
 
         def compute(store):
+            slots = None
+            if m and not m.get("endpoint"):
+                slots = params["batch_size"]
+                if slots == 0:
+                    from gbdesk.engine.slots import choose_slots
+
+                    slots, _ = choose_slots(m["path"], n_ctx_seq=params["max_tokens"] + 512)
             return estimate_run(
                 store,
                 probe,
@@ -511,6 +534,7 @@ class RunsPane(QWidget):
                 fallback_tokens_per_s=float(speed) if speed else None,
                 model_id=m.get("model_id") if m and m.get("endpoint") else None,
                 concurrency=int(m.get("concurrency") or 1) if m and m.get("endpoint") else 1,
+                slots=slots,
                 **_filled(params["options"]),
             )
 
@@ -575,6 +599,7 @@ class RunsPane(QWidget):
                 seed=params["seed"],
                 temperature=params["temperature"],
                 max_tokens=params["max_tokens"],
+                batch_size=params["batch_size"],
                 template=params["template"],
                 limit=params["limit"],
                 sample=params["sample"],
@@ -718,17 +743,23 @@ class RunsPane(QWidget):
         if p.status == "running" and p.session_done == 1:
             self.banner.info(f"Run {p.run_id} is running.")
         if p.last:
+            at_once = f" {p.slots} generations at once; the newest:" if p.slots > 1 else ""
             self.live_caption.setText(
                 f"Last: {p.last['item']} attempt {p.last['attempt'] + 1} → detected "
-                f"{p.last['label']} ({p.last['tokens_out']} tokens). Next generation:"
+                f"{p.last['label']} ({p.last['tokens_out']} tokens)."
+                + (at_once or " Next generation:")
             )
-            self.live.clear()
+            if p.slots <= 1:  # batched: the streamed text is another sequence's
+                self.live.clear()
         if p.status == "paused":
             self.banner.info(f"Run {p.run_id} is paused. Press Resume (Ctrl+P) to continue.")
         if p.session_done == 1 or (p.session_done and p.session_done % 10 == 0):
             self.ctx.runs_changed.emit()
 
     def _on_token(self, text: str) -> None:
+        if text.startswith(NEW_TEXT):  # continuous batching: another sequence's text
+            self.live.clear()
+            text = text[len(NEW_TEXT) :]
         self.live.moveCursor(self.live.textCursor().MoveOperation.End)
         self.live.insertPlainText(text)
 

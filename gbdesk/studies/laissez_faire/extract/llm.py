@@ -177,7 +177,15 @@ class LLMExtractor:
         if not roles:
             return []
         result = self.backend.generate(self.request(story, roles, scenario))
-        characters = self.parse(story, roles, scenario, result.text)
+        return self.from_reply(story, roles, scenario, result.text)
+
+    def from_reply(
+        self, story: str, roles: list[RoleSpec], scenario: str, text: str
+    ) -> list[CharacterExtraction]:
+        """`extract`'s answer from the labeler's reply `text` to `request` (made elsewhere,
+        e.g. batched): the parsed characters, or the deterministic extractor's when the
+        reply is not a JSON object (`last_fallback`)."""
+        characters = self.parse(story, roles, scenario, text)
         self.last_fallback = characters is None
         if characters is None:
             from gbdesk.studies.laissez_faire.extract.deterministic import DeterministicExtractor
