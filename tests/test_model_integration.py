@@ -94,7 +94,9 @@ def test_tiny_run_metrics_and_export(tmp_path):
         "--json",
     )
     result = json.loads(out.stdout)
+    batch_size = result.pop("batch_size")  # continuous batching by default
     assert result == {"run_id": 1, "status": "done", "attempts": 6, "attempts_total": 6}
+    assert batch_size >= 2
     assert "[run 1] 6/6 (100.0%)" in out.stderr  # progress goes to stderr
     metrics = json.loads(gbdesk("metrics", "1", "--db", db, "--json").stdout)["metrics"]
     assert metrics["undetected_rate_attempts"]["n"] == 6
