@@ -396,13 +396,16 @@ def _label_chunk(probe_name: str, rows: list[tuple[str, dict[str, Any]]]) -> lis
 def label_all(
     probe: Probe, rows: list[tuple[str, dict[str, Any]]], workers: int | None = None
 ) -> list[dict[str, Any]]:
-    """`probe.label(text, metadata)` of every row, in order: in worker processes for a big
-    import (each label depends on its text alone, so the result is the same), else here.
+    """`probe.label(text, metadata)` of every row, in order: here, or in `workers` worker
+    processes for a big import (each label depends on its text alone, so the result is the
+    same; `GBDESK_IMPORT_WORKERS` sets the default).
     Not in a frozen app (its executable cannot start a Python worker)."""
     import os
     import sys
 
-    cores = min(4, os.cpu_count() or 1) if workers is None else workers
+    # Default: here. Worker processes were slower on a 2-core laptop (249 vs 300 stories/s,
+    # benchmarks/scale.py) and outlive a killed import while they finish their chunk.
+    cores = int(os.environ.get("GBDESK_IMPORT_WORKERS", "1")) if workers is None else workers
     if cores < 2 or len(rows) < PARALLEL_LABELS or getattr(sys, "frozen", False):
         return [probe.label(text, metadata) for text, metadata in rows]
     import multiprocessing

@@ -560,6 +560,7 @@ def test_server_killed_mid_run_then_resumed(tmp_path):
         "status": "done",
         "attempts": 10,
         "attempts_total": 10,
+        "batch_size": 1,  # an endpoint: requests one at a time (the server batches)
     }
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT item, attempt, seed FROM attempts").fetchall()
