@@ -1,3 +1,4 @@
-"""gbdesk: offline auditing of local language models for gender and intersectional bias."""
+"""gbdesk: offline auditing of local language models for gender bias, alone and combined
+with other identities."""
 
 __version__ = "0.1.0"

@@ -149,8 +149,8 @@ def _share(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="gbdesk",
-        description="Audit a local language model for gender and intersectional bias. "
-        "Without arguments, opens the desktop app.",
+        description="Audit a local language model for gender bias, alone and combined with "
+        "other identities. Without arguments, opens the desktop app.",
     )
     parser.add_argument("--version", action="version", version=f"gbdesk {__version__}")
     parser.add_argument(
@@ -426,8 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--threshold",
         type=_share,
-        help="name-likelihood threshold of a name-based category (the probe's default: "
-        "0.6 for Laissez-Faire)",
+        help="name-likelihood threshold of a name-based category (default: the probe's own)",
     )
     p.add_argument(
         "--categories", type=_text, help="comma-separated categories to draw (default: all)"

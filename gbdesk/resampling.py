@@ -65,7 +65,7 @@ class Features:
 
 def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
     """The fast paths multiply small matrices: one BLAS thread is as fast, and several
-    thrash when the cores are busy (1.5 s instead of 4.1 s for a 1,000-story Laissez-Faire
+    thrash when the cores are busy (1.5 s instead of 4.1 s for a 1,000-story
     comparison on a loaded 2-core machine)."""
     try:
         from threadpoolctl import threadpool_limits  # installed with scikit-learn

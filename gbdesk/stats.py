@@ -1,9 +1,9 @@
 """Statistics shared by the probes: bootstrap CIs, marks, interval tests.
 
-The bootstrap reproduces GenderBench (`genderbench/probing/probe.py`): items are
+The bootstrap reproduces the reference harness of the profile probes (`probing/probe.py`): items are
 resampled with Python's `random.choices` after seeding (default seed 123), 1000
 times; for each metric the interval is `norm.interval(0.95, *norm.fit(values))`,
-i.e. mean ± 1.96·σ of the bootstrap distribution (σ with ddof 0). GenderBench drops
+i.e. mean ± 1.96·σ of the bootstrap distribution (σ with ddof 0). The reference harness drops
 the point estimate; gbdesk keeps it beside the interval.
 """
 
@@ -28,7 +28,7 @@ MARK_MEANINGS = {
 
 
 def nanmean(values: Iterable[float]) -> float:
-    """Mean of the values that are not NaN; NaN when none is left (GenderBench's nanmean)."""
+    """Mean of the values that are not NaN; NaN when none is left (the harness's nanmean)."""
     kept = [float(v) for v in values if not math.isnan(v)]
     if not kept:
         return math.nan
@@ -73,9 +73,9 @@ def _json_float(x: float) -> float | None:
 
 
 def bootstrap_resamples(n_items: int, cycles: int = 1000, seed: int = 123) -> list[list[int]]:
-    """Index lists of the bootstrap resamples, identical to GenderBench's item draws.
+    """Index lists of the bootstrap resamples, identical to the reference harness's item draws.
 
-    GenderBench seeds Python's global `random` and calls `random.choices(items, k=n)`;
+    The reference harness seeds Python's global `random` and calls `random.choices(items, k=n)`;
     `choices` depends only on the number of items, so drawing indices reproduces the
     same resamples.
     """
@@ -85,7 +85,7 @@ def bootstrap_resamples(n_items: int, cycles: int = 1000, seed: int = 123) -> li
 
 
 def interval_from_bootstrap(values: Sequence[float], alpha: float = 0.95) -> tuple[float, float]:
-    """GenderBench's interval from the bootstrap distribution of one metric."""
+    """The reference harness's interval from the bootstrap distribution of one metric."""
     if all(math.isnan(v) for v in values):
         return (math.nan, math.nan)
     if len(set(values)) == 1:
@@ -118,7 +118,7 @@ def bootstrap_metrics(
 
 @dataclass(frozen=True)
 class MarkDefinition:
-    """Mark bands of one metric (GenderBench's `MarkDefinition`).
+    """Mark bands of one metric (the reference harness's `MarkDefinition`).
 
     `ranges` maps a letter to one or more closed [low, high] bands. The mark of an
     interval is the best letter whose band overlaps it.
@@ -132,7 +132,7 @@ class MarkDefinition:
     def from_edges(
         cls, metric: str, edges: Sequence[float], description: str = ""
     ) -> MarkDefinition:
-        """Five edges → four consecutive bands A…D (GenderBench's list form)."""
+        """Five edges → four consecutive bands A…D (the reference harness's list form)."""
         if len(edges) != 5:
             raise ValueError("mark edges need five values")
         bands = {

@@ -60,6 +60,21 @@ def test_no_study_name_outside_the_studies():
     assert not problems, problems
 
 
+def test_no_study_named_in_the_core_prose():
+    """Comments, docstrings and messages of the core speak of probes in general: a study's
+    name in any spelling (laissez_faire, Laissez-Faire, GlobalBias …) stays in its package."""
+    _, study_names = names()
+    spelled = "|".join(re.escape(n).replace("_", "[-_ ]?") for n in study_names)
+    pattern = re.compile(rf"\b({spelled})\b", re.IGNORECASE)
+    problems = [
+        f"{path.relative_to(ROOT)}:{i}"
+        for path in core_files()
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert not problems, problems
+
+
 def test_core_imports_only_the_catalogue_and_the_base_classes():
     problems = []
     for path in core_files():

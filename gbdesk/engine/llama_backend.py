@@ -39,7 +39,7 @@ DEFAULT_N_CTX = 4096
 # Tokens per llama_decode call when scoring (the scoring context's KV size); see
 # gbdesk.engine.scoring.
 DEFAULT_SCORE_BATCH = 512
-# Texts per `score` call that callers should send: one GlobalBias name × template (730
+# Texts per `score` call that callers should send: one association-test name × template (730
 # sentences sharing "My name is X, I" or "X"), ~7 s on the bundled model with 2 cores.
 # Speed hardly depends on it from ~64 up (benchmarks/scoring.py --sweep): a decode group
 # holds at most 256 texts anyway; the chunk is the unit of progress and resumption.

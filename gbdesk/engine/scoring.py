@@ -24,7 +24,7 @@ How it is batched
 The texts of one call are put into a token trie. A trie node is evaluated once, in one
 cell of a unified KV cache, with the sequence ids of every text that passes through it
 (``batch.n_seq_id[i] > 1``), so a shared prefix ("My name is Adebayo, I", shared by 730
-GlobalBias sentences) costs its tokens once per decode group. Only nodes with children
+association-test sentences) costs its tokens once per decode group. Only nodes with children
 are decoded, each with ``logits = 1``: its logits row scores every child token (a
 sentence's last token is a target only and never decoded). Sequence ids are given to the
 decoded nodes whose children are all leaves, in depth-first order, so every node's ids
@@ -35,7 +35,7 @@ cleared. A single text longer than `n_batch` forms a group of its own, decoded i
 slices of `n_batch` (the context grows to hold it, up to the model's training context).
 Log-softmax runs in numpy, in float64, on a zero-copy view of llama.cpp's float32 logits
 buffer (64 rows at a time); the target tokens' logits are picked by fancy indexing: no
-Python loop over the vocabulary. On GlobalBias sentences in their natural order a
+Python loop over the vocabulary. On association-test sentences in their natural order a
 sentence costs 2.0 decoded tokens instead of the 10.2 of one-at-a-time evaluation; the
 same batches without prefix sharing decode 10.0 tokens per sentence and score 22
 sentences/s instead of 95 (CPU time, 730 sentences of one name).
@@ -68,13 +68,13 @@ settings (`Llama(flash_attn=True)`), for any batch composition, n_batch (16 to 1
 tried), n_ubatch below 64 or thread count (1 to 3): scores agree to 3e-14 nats per
 sentence (float64 summation order), so a text's score does not depend on its chunk.
 Speed does not suffer: in one run flash attention off/on scored 64/71 sentences/s. By
-CPU time on one GlobalBias name (2,190 sentences), n_ubatch 48 scores 111 sentences/s,
+CPU time on one association-test name (2,190 sentences), n_ubatch 48 scores 111 sentences/s,
 32 and 63 101-104, 16 is ~25 % slower.
 
 Accuracy. Against llama-cpp-python's *default* arithmetic (flash attention off)
 one-at-a-time, scores differ by a median of 0.15-0.3 and at most 1.2-1.6 nats per
 sentence (PPL up to ~16 %). Neither is clearly more accurate: against an exact float64
-forward pass (the GGUF's dequantized weights in numpy) on 360 GlobalBias sentences, every
+forward pass (the GGUF's dequantized weights in numpy) on 360 association-test sentences, every
 llama.cpp variant is off by a median of ~0.35 nats per sentence (default 0.347, flash
 attention 0.365, f32 KV cache without flash attention 0.352; max 1.2-1.6): llama.cpp's
 reduced precision (int8 activations in the quantized matmuls, f16 K/V, float32), and the
@@ -84,7 +84,7 @@ scores only between runs made with the same settings (`BatchScorer.settings()`, 
 in the engine info).
 
 n_batch (tokens per decode group, also the KV size): 512. With n_seq_max 256 (llama.cpp's
-maximum) a group holds ~250 GlobalBias sentences (~500 tokens), so 1024 changes nothing;
+maximum) a group holds ~250 association-test sentences (~500 tokens), so 1024 changes nothing;
 256 decodes 3 % more tokens (prefixes re-evaluated per group) at the same speed.
 """
 

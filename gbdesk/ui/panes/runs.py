@@ -264,7 +264,7 @@ class RunsPane(QWidget):
         self.resume_button.clicked.connect(self.resume_selected)
         self.results_button = QPushButton("Open res&ults")
         self.results_button.clicked.connect(self._open_results)
-        # a labelling pass of the selected run's probe (e.g. Laissez-Faire's LLM extractor)
+        # a labelling pass of the selected run's probe (e.g. an LLM character extractor)
         self.label_button = QPushButton("Label with the selected model")
         self.label_button.setToolTip(
             "For probes with a labelling pass: label the run's stored texts with the model "
