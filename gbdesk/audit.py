@@ -210,6 +210,17 @@ def _precision_short(p: PlannedProbe) -> str:
     return f"±{p.half_width:.2f} ({p.precision_metric})"
 
 
+def _audit_slots(model: dict[str, Any], max_tokens: int) -> int | None:
+    """Sequences a local model will decode at once in the audit's runs (they use automatic
+    continuous batching: `LlamaCppBackend.stream_slots`), None for an endpoint."""
+    path = model.get("path")
+    if model.get("kind", "gguf") != "gguf" or not path or not Path(path).is_file():
+        return None
+    from gbdesk.engine.slots import choose_slots
+
+    return choose_slots(path, n_ctx_seq=max_tokens + 512)[0]
+
+
 def _size_seconds(
     store: Store, probe_name: str, size: AuditSize, model: dict[str, Any], speed: Speed
 ) -> tuple[int, int, str, float]:
@@ -234,6 +245,7 @@ def _size_seconds(
     requests, tokens, _extra_prompt = probe.audit_tokens(
         params, {**probe.default_generation, "max_tokens": max_tokens}
     )
+    slots = _audit_slots(model, max_tokens)
     est = estimate_run(
         store,
         probe_name,
@@ -244,6 +256,7 @@ def _size_seconds(
         sample=size.sample,
         fallback_tokens_per_s=speed.tokens_per_s,
         model_id=model.get("id"),
+        slots=slots,
         **size.options,
     )
     if est.seconds is None:

