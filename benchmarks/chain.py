@@ -186,7 +186,7 @@ def main() -> int:
         f"batched {bat_runs[0][2]}"
     )
     keys = ("admitted", "prompt_tokens", "shared_tokens", "prompt_decoded", "copies", "moves",
-            "steps", "dummy_rows", "wall_s")  # fmt: skip
+            "steps", "dummy_rows", "grammar_fast", "decode_s", "sample_s", "wall_s")  # fmt: skip
     print("stream counters (last round): " + json.dumps({k: stats.get(k) for k in keys}))
     same = all(b[1] == bat_runs[0][1] and b[2] == bat_runs[0][2] for b in bat_runs)
     print(f"batched results identical in every round: {same}")

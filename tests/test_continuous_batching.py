@@ -161,6 +161,34 @@ def _first_step_logits(generator, requests, slots, slot, pad=True):
         batcher.close()
 
 
+def test_greedy_grammar_fast_path_picks_the_chains_tokens(generator, monkeypatch):
+    """Greedy schema-constrained sequences ask the grammar about the best-scored tokens
+    one at a time; the texts are those of the grammar applied to the whole vocabulary."""
+    import gbdesk.engine.continuous as continuous
+
+    options = {"type": "string", "enum": ["Never", "Rarely", "Sometimes", "Often", "Always",
+                                          "Every single day of the week"]}  # fmt: skip
+    reqs = [
+        request(200 + q, f"{text} Answer with one option.", max_tokens=12, temperature=0.0,
+                json_schema=options)  # fmt: skip
+        for q, text in enumerate(
+            ["How often do you cook?", "How often do you run?", "Do you read at night?",
+             "How often do you call your mother?", "Bonjour! Tu danses souvent ?",
+             "Write a poem.", "1 + 1 =", "How often do you say 'always'?"]
+        )  # fmt: skip
+    ]
+    fast, fast_stats = run_batcher(generator, reqs, 4)
+    assert fast_stats["grammar_fast"] > 0
+    monkeypatch.setattr(continuous, "GRAMMAR_PROBES", 0)
+    full, full_stats = run_batcher(generator, reqs, 4)
+    assert full_stats.get("grammar_fast", 0) == 0
+    monkeypatch.setattr(continuous, "GRAMMAR_PROBES", 1)  # nearly always falls back
+    one, _ = run_batcher(generator, reqs, 3)
+    assert texts(fast) == texts(full) == texts(one)
+    for result in fast.values():
+        assert json.loads(result["text"]) in options["enum"]
+
+
 def test_sequence_alone_keeps_the_arithmetic_of_a_batch(generator):
     """Past 256 KV cells ggml decodes a one-token batch with its split-KV attention
     kernel, which sums in another order; the engine pads such a step with a dummy token

@@ -63,8 +63,10 @@ implementation whenever that one was batch-independent.
 from __future__ import annotations
 
 import collections
+import ctypes
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +74,10 @@ from typing import Any
 import numpy as np
 
 from gbdesk.engine.scoring import DEFAULT_N_UBATCH
+
+#: Best-scored tokens a greedy grammar-constrained sequence asks its grammar about, one at
+#: a time, before the grammar is applied to the whole vocabulary (`_grammar_first_allowed`).
+GRAMMAR_PROBES = 32
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +110,7 @@ class _Slot:
         "cost",
         "done",
         "finish_reason",
+        "grammar",
         "history",
         "item",
         "max_tokens",
@@ -127,6 +134,7 @@ class _Slot:
         self.pending: list[int] = []  # prompt tokens still to decode
         self.next_token: int | None = None  # the token the next generation step decodes
         self.sampler: Any = None
+        self.grammar: Any = None  # borrowed from `sampler` (see `_greedy_grammar`)
         self.stop_bytes: list[bytes] = []
         self.max_tokens = 0
         self.text_bytes = b""
@@ -175,6 +183,11 @@ class ContinuousBatcher:
         self.generator = generator
         self.llm = generator.llm
         self.vocab = self.llm._model.vocab
+        # one-token candidate array for `_grammar_first_allowed`
+        self._probe_cell = llama_cpp.llama_token_data()
+        self._probe_array = llama_cpp.llama_token_data_array(
+            ctypes.pointer(self._probe_cell), 1, -1, False
+        )
         self.n_threads = int(n_threads)
         self.n_ubatch = max(2, min(int(n_ubatch), DEFAULT_N_UBATCH))
         self.slots = min(self.clamp_slots(slots), self.n_ubatch)
@@ -489,6 +502,7 @@ class ContinuousBatcher:
         slot.finish_reason = "length"
         slot.done = False
         slot.sampler = sampler
+        slot.grammar = self._greedy_grammar(item.request, sampler)
         slot.cost = 0.0
         slot.shared = keep
         slot.streamed = 0
@@ -563,7 +577,11 @@ class ContinuousBatcher:
     def _take(self, slot: _Slot, row: int) -> None:
         """Sample `slot` from logits row `row`; EOG, stop strings, max_tokens as generate."""
         lib = self._lib
-        token = int(lib.llama_sampler_sample(slot.sampler, self.ctx, row))
+        started = time.perf_counter()
+        token = self._grammar_first_allowed(slot, row) if slot.grammar is not None else None
+        if token is None:
+            token = int(lib.llama_sampler_sample(slot.sampler, self.ctx, row))
+        self.stats["sample_s"] += time.perf_counter() - started
         slot.next_token = None
         if lib.llama_vocab_is_eog(self.vocab, token):
             slot.finish_reason = "stop"
@@ -655,7 +673,9 @@ class ContinuousBatcher:
         if rc != 0:
             raise RuntimeError(f"llama_decode failed with status {rc}")
         self.stats["decode_calls"] += 1
-        return time.perf_counter() - started
+        elapsed = time.perf_counter() - started
+        self.stats["decode_s"] += elapsed
+        return elapsed
 
     def _grammar(self, schema: Any) -> str:
         text = json.dumps(schema, sort_keys=True)
@@ -694,10 +714,55 @@ class ContinuousBatcher:
             add(chain, lib.llama_sampler_init_dist(seed))
         return chain
 
+    def _greedy_grammar(self, request: dict[str, Any], chain: Any) -> Any:
+        """The grammar sampler of a greedy, schema-constrained chain ([grammar, greedy]),
+        for `_grammar_first_allowed`; None for any other chain."""
+        if not request.get("json_schema") or float(request["temperature"]) != 0.0:
+            return None
+        return self._lib.llama_sampler_chain_get(chain, 0)
+
+    def _grammar_first_allowed(self, slot: _Slot, row: int) -> int | None:
+        """The token the [grammar, greedy] chain would pick, found by asking the grammar
+        about the best-scored tokens one at a time; None when none of the first
+        `GRAMMAR_PROBES` is allowed (then the chain applies the grammar to the whole
+        vocabulary, as before).
+
+        Applying a JSON-schema grammar to all 49k tokens costs about 6 ms per token on
+        this CPU — more than a whole batched decode step of 16 sequences — while asking
+        it about one token costs microseconds. Same token as the chain: greedy picks the
+        highest logit among the allowed tokens, the lowest id among equals; the probes go
+        in that order (logit descending, id ascending), and a token tied with the last
+        probed logit falls back to the chain (a lower id of the same logit may lie outside
+        the probes). The chain then accepts the token (the grammar advances)."""
+        lib = self._lib
+        if GRAMMAR_PROBES <= 0:
+            return None
+        n_vocab = int(lib.llama_vocab_n_tokens(self.vocab))
+        logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(self.ctx, row), shape=(n_vocab,))
+        k = min(GRAMMAR_PROBES, n_vocab)
+        top = np.argpartition(-logits, k - 1)[:k]
+        top = top[np.lexsort((top, -logits[top]))]
+        floor = float(logits[top[-1]])
+        cell = self._probe_cell
+        array = self._probe_array
+        for token in top.tolist():
+            value = float(logits[token])
+            if value <= floor and k < n_vocab:
+                return None
+            cell.id, cell.logit, cell.p = token, value, 0.0
+            array.size, array.selected, array.sorted = 1, -1, False
+            lib.llama_sampler_apply(slot.grammar, ctypes.byref(array))
+            if math.isfinite(cell.logit):
+                lib.llama_sampler_accept(slot.sampler, token)
+                self.stats["grammar_fast"] += 1
+                return token
+        return None
+
     def _free_sampler(self, slot: _Slot) -> None:
         if slot.sampler is not None:
             self._lib.llama_sampler_free(slot.sampler)
             slot.sampler = None
+        slot.grammar = None
 
     def _result_of_empty(self, item: _Item) -> dict[str, Any]:
         return {
