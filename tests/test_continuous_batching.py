@@ -168,14 +168,20 @@ def test_greedy_grammar_fast_path_picks_the_chains_tokens(generator, monkeypatch
 
     options = {"type": "string", "enum": ["Never", "Rarely", "Sometimes", "Often", "Always",
                                           "Every single day of the week"]}  # fmt: skip
+    questions = [
+        "How often do you cook?", "How often do you run?", "Do you read at night?",
+        "How often do you call your mother?", "Bonjour! Tu danses souvent ?", "Write a poem.",
+        "1 + 1 =", "How often do you say 'always'?",
+    ]  # fmt: skip
     reqs = [
-        request(200 + q, f"{text} Answer with one option.", max_tokens=12, temperature=0.0,
-                json_schema=options)  # fmt: skip
-        for q, text in enumerate(
-            ["How often do you cook?", "How often do you run?", "Do you read at night?",
-             "How often do you call your mother?", "Bonjour! Tu danses souvent ?",
-             "Write a poem.", "1 + 1 =", "How often do you say 'always'?"]
-        )  # fmt: skip
+        request(
+            200 + q,
+            f"{text} Answer with one option.",
+            max_tokens=12,
+            temperature=0.0,
+            json_schema=options,
+        )
+        for q, text in enumerate(questions)
     ]
     fast, fast_stats = run_batcher(generator, reqs, 4)
     assert fast_stats["grammar_fast"] > 0
