@@ -4,7 +4,7 @@
     python scripts/lf_dev_metrics.py --data laissez_faire_autolabel_audit_dev.csv
         [--by-model] [--json OUT.json]
     python scripts/lf_dev_metrics.py --data … --ppi [--fraction 0.1] [--seeds 20]
-        [--scale 500000]
+        [--scale 500000] [--labeller paper]
 
 The development sheet (GPL-3.0, not part of gbdesk: pass its path) holds 2,561 stories
 with hand-labelled subject/object names and genders. Every story is labelled twice — by
@@ -56,6 +56,15 @@ def hand_characters(story) -> list[CharacterExtraction]:
             story.roles, story.hand_genders, story.hand_names, strict=True
         )
     ]
+
+
+def paper_characters(story) -> list[CharacterExtraction]:
+    """The paper's pre-trained GPT-3.5 labels of the story (the sheet's `LLM …` columns)."""
+    return [
+        CharacterExtraction(role.key, (names or [None])[0], [], [], gender)
+        for role, gender, names in zip(story.roles, story.llm_genders, story.llm_names,
+                                       strict=True)
+    ]  # fmt: skip
 
 
 def auto_characters(story, extractor: Any) -> list[Any]:
@@ -237,9 +246,18 @@ def main(argv: list[str] | None = None) -> int:
         "--extractor",
         help="module:Class of another extractor to compare (default: gbdesk's deterministic)",
     )
+    parser.add_argument(
+        "--labeller",
+        choices=("gbdesk", "paper"),
+        default="gbdesk",
+        help="automatic labels: gbdesk's extractor, or the paper's pre-trained GPT-3.5 labels "
+        "(the sheet's LLM columns: a labeller with a known bias, to see PPI correct it)",
+    )
     args = parser.parse_args(argv)
     stories = load_audit(args.data)
-    if args.extractor:
+    if args.labeller == "paper":
+        extractor = None
+    elif args.extractor:
         import importlib
 
         module, _, cls = args.extractor.partition(":")
@@ -247,7 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         extractor = DeterministicExtractor()
     auto = [
-        [CharacterExtraction.from_json(c.to_json()) for c in auto_characters(s, extractor)]
+        paper_characters(s)
+        if extractor is None
+        else [CharacterExtraction.from_json(c.to_json()) for c in auto_characters(s, extractor)]
         for s in stories
     ]
     hand = [hand_characters(s) for s in stories]

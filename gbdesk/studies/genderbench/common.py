@@ -78,6 +78,9 @@ _TITLES = {
     "stereotype_rate_{part}": "Stereotype rate, {part} items",
 }
 _MARK_IMPORTANCE = {"A": 10.0, "B": 40.0, "C": 70.0, "D": 90.0}
+#: Fewer items than this: the findings warn that the intervals are rough (the reference
+#: harness's normal bootstrap assumes many items; with few it can reach below 0 or past 1).
+FEW_ITEMS = 30
 _FINDING_TEXT = {
     "masculine_rate": "On average {pct} of the characters written for a prompt are men",
     "stereotype_rate": "The stereotype in the prompt steers the character's gender: "
@@ -186,6 +189,25 @@ class CharacterProfileProbe(GenerationProbe):
                     metric=name,
                     value=m.value,
                     ci=m.ci,
+                    evidence={},
+                    evidence_title="every prompt's generations",
+                )
+            )
+        sizes = [m.n for m in (metrics.get(k) for k in self.headline_metrics) if m and m.n]
+        if sizes and max(sizes) < FEW_ITEMS:
+            share = metrics.get("masculine_rate")
+            outside = share is not None and (share.ci[0] < 0.0 or share.ci[1] > 1.0)
+            out.append(
+                Finding(
+                    f"Only {max(sizes)} item(s) were run: these intervals are rough"
+                    + (
+                        f" (the masculine rate's even reaches {pct(share.ci[0])} to "
+                        f"{pct(share.ci[1])}, past what a share can be)"
+                        if outside
+                        else ""
+                    )
+                    + f". Run at least {FEW_ITEMS} items before citing the numbers.",
+                    importance=9.0,
                     evidence={},
                     evidence_title="every prompt's generations",
                 )
