@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -45,11 +47,24 @@ def label_facts(probe: Any, label: dict[str, Any], response: str) -> list[tuple[
     for ch in characters_from_data(label.get("data") or {}):
         genders = SEP.join(character_gender(ch, w) for w in WORD_LISTS)
         rows.append(("ch", ch.role, ch.name, genders, None, ch.confidence))
-    for terms in load_identity_terms().values():
-        for term in terms:
-            if term_pattern(term).search(response or ""):
-                rows.append(("term", term, None, None, None, None))
+    if _any_term(load_identity_terms()).search(response or ""):  # most stories have none
+        for terms in load_identity_terms().values():
+            for term in terms:
+                if term_pattern(term).search(response or ""):
+                    rows.append(("term", term, None, None, None, None))
     return rows
+
+
+def _any_term(groups: dict[str, list[str]]) -> re.Pattern[str]:
+    """One pattern that matches where any term's `term_pattern` does (and only there):
+    one search tells a story without identity terms."""
+    return _any_of(tuple(t for ts in groups.values() for t in ts))
+
+
+@lru_cache(maxsize=4)
+def _any_of(terms: tuple[str, ...]) -> re.Pattern[str]:
+    either = "|".join(re.escape(t) for t in terms)
+    return re.compile(r"(?<!\w)(?:" + either + r")(?!\w)", re.IGNORECASE)
 
 
 def _seq_sum(values: np.ndarray) -> float:
