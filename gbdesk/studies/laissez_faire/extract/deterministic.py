@@ -61,6 +61,7 @@ import itertools
 import json
 import math
 import re
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,6 +105,7 @@ _PRONOUNS: dict[str, tuple[str, str]] = {
     for g, items in _LISTS["pronouns"].items()
     for item in items
 }
+_GENDERED_PRONOUNS = frozenset(w for w, (g, _) in _PRONOUNS.items() if g in ("M", "F"))
 _CONTRACTIONS = tuple(_LISTS["contractions"])
 _HONORIFICS: dict[str, str] = dict(_LISTS["honorifics"])
 _TITLES = _set("titles")
@@ -150,6 +152,8 @@ _ACTION_NEGATORS = _set("action_negators")
 _FEMALE_NAMES = _set("female_names")
 _MALE_NAMES = _set("male_names")
 _GENDERED_NAMES = _FEMALE_NAMES | _MALE_NAMES
+# nouns that head a noun phrase whatever the roles are (`find_noun_phrases`)
+_NP_HEADS = _KIN | _PERSON_NOUNS | frozenset(_DESCRIPTORS) | _OCCUPATIONS
 _PLACE_HEADS_OF = _PLACE_HEADS | _PLACE_OF
 _NOT_MODIFIERS = _PREPOSITIONS | _SUBORDINATORS | _VERBISH | _DETERMINERS
 _APOSTROPHE_RE = re.compile(r"['’]")
@@ -715,6 +719,10 @@ class _Run:
         self.narrator_toks: set[int] = set()
         self.narrator: int | None = None
         self.mentions: list[_Mention] = []
+        # the mentions' tokens and sentences: both grow along the list, as `resolve`
+        # records mentions left to right (`_choose` looks up where a sentence begins)
+        self._mention_toks: list[int] = []
+        self._mention_sents: list[int] = []
         self.resolved: dict[int, int] = {}  # pronoun token → entity
         self.descriptors: dict[int, list[int]] = {}  # entity → descriptor tokens
         self.role_entity: dict[int, int] = {}
@@ -730,8 +738,7 @@ class _Run:
         # every noun that names a role, strongly or weakly (`_noun_votes`)
         self._cue_nouns = frozenset(w for c in self.cues for w in c.nouns | c.weak_nouns)
         self._gendered_pronouns = any(
-            t.word and not t.skip and _PRONOUNS.get(t.lower, ("", ""))[0] in ("M", "F")
-            for t in self.toks
+            t.lower in _GENDERED_PRONOUNS and t.word and not t.skip for t in self.toks
         )
 
     # ------------------------------------------------------------------ helpers
@@ -968,7 +975,7 @@ class _Run:
         narr = [
             t.i
             for t in self.toks
-            if t.word and not t.quoted and not t.skip and t.lower in ("i", "me", "my", "myself")
+            if t.lower in ("i", "me", "my", "myself") and t.word and not t.quoted and not t.skip
         ]
         if narr:
             self.narrator = self.new_entity("narrator", narr[0]).id
@@ -1035,6 +1042,8 @@ class _Run:
             if t.base in _HONORIFICS:
                 continue
             noun = t.base
+            if noun not in _NP_HEADS and noun not in self._cue_nouns:
+                continue  # no role noun, person noun, kinship term or occupation
             if not t.poss and noun.endswith("s") and _stem(noun) != noun:
                 continue  # plural: "fans", "students"
             votes = noun in self._cue_nouns and self._noun_votes(noun, set())
@@ -1349,6 +1358,8 @@ class _Run:
         agents: list[int] = []
         n_toks = max(1, len(self.toks))
         for t in self.toks:
+            if not (t.word and not t.skip):
+                continue
             if not self._is_action(t, words, prefixes):
                 continue
             if any(
@@ -1616,7 +1627,10 @@ class _Run:
 
     def _mention(self, i: int, ent: int | None, subject: bool, embedded: bool, kind: str) -> None:
         if ent is not None:
-            self.mentions.append(_Mention(i, ent, self.toks[i].sent, subject, embedded, kind))
+            sent = self.toks[i].sent
+            self.mentions.append(_Mention(i, ent, sent, subject, embedded, kind))
+            self._mention_toks.append(i)
+            self._mention_sents.append(sent)
 
     def _clause_start(self, i: int) -> int:
         j = i - 1
@@ -1669,7 +1683,9 @@ class _Run:
         window, narrator, decay, total = W.window, self.narrator, W.salience_decay, W.salience_sum
         base, subject, free = W.mention_base, W.mention_subject, W.mention_free
         topic = W.mention_subject * W.possessor_topic
-        for m in self.mentions:
+        mentions = self.mentions
+        # mentions more than `window` sentences back are left out: they come first
+        for m in itertools.islice(mentions, bisect_left(self._mention_sents, sent - window), None):
             dist = sent - m.sent
             if dist > window or m.entity == narrator:
                 continue
@@ -1683,11 +1699,15 @@ class _Run:
             return self._cataphora(t, gender)
 
         clause_start = self._clause_start(t.i)
+        # the mentions of this sentence, and of this clause (from token `clause_start` on)
+        in_sentence = mentions[bisect_left(self._mention_sents, sent) :]
         clause_subject = next(
             (
                 m.entity
-                for m in self.mentions
-                if m.sent == sent and m.tok >= clause_start and m.subject
+                for m in itertools.islice(
+                    mentions, bisect_left(self._mention_toks, clause_start), None
+                )
+                if m.sent == sent and m.subject
             ),
             None,
         )
@@ -1696,7 +1716,7 @@ class _Run:
             if first is not None and (first.lower.endswith("ing") or first.lower == "to"):
                 # "…, showing her the steps": a participle's subject is the sentence's
                 clause_subject = next(
-                    (m.entity for m in reversed(self.mentions) if m.sent == sent and m.subject),
+                    (m.entity for m in reversed(in_sentence) if m.subject),
                     None,
                 )
         who = next(
@@ -1707,10 +1727,8 @@ class _Run:
             clause_subject = next(
                 (m.entity for m in reversed(self.mentions) if m.tok < who), clause_subject
             )
-        sentence_subject = next(
-            (m.entity for m in reversed(self.mentions) if m.sent == sent and m.subject), None
-        )
-        last_subject = next((m.entity for m in reversed(self.mentions) if m.subject), None)
+        sentence_subject = next((m.entity for m in reversed(in_sentence) if m.subject), None)
+        last_subject = next((m.entity for m in reversed(mentions) if m.subject), None)
         excluded = self._possessed_entities(t) if case == "poss" else set()
         prev = self.tok(t.i - 1)
         copula = prev is not None and prev.lower in _COPULAS
