@@ -61,7 +61,7 @@ import itertools
 import json
 import math
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,6 +105,7 @@ _PRONOUNS: dict[str, tuple[str, str]] = {
     for g, items in _LISTS["pronouns"].items()
     for item in items
 }
+_NARRATOR_WORDS = frozenset(("i", "me", "my", "myself"))
 _GENDERED_PRONOUNS = frozenset(w for w, (g, _) in _PRONOUNS.items() if g in ("M", "F"))
 _CONTRACTIONS = tuple(_LISTS["contractions"])
 _HONORIFICS: dict[str, str] = dict(_LISTS["honorifics"])
@@ -305,6 +306,16 @@ def _split_sentences(story: str, toks: list[_Tok]) -> None:
     sent = 0
     at_start = True
     n = len(toks)
+    # the tokens a line break follows (no token holds one: it lies between two tokens)
+    breaks: set[int] = set()
+    newline = story.find("\n")
+    if newline >= 0 and n:
+        starts = [t.start for t in toks]
+        while newline >= 0:
+            k = bisect_right(starts, newline) - 1
+            if 0 <= k < n - 1:
+                breaks.add(k)
+            newline = story.find("\n", newline + 1)
     for k, t in enumerate(toks):
         t.sent = sent
         if t.word:
@@ -316,7 +327,7 @@ def _split_sentences(story: str, toks: list[_Tok]) -> None:
             ):
                 t.initial = True
             at_start = False
-        if k + 1 < n and toks[k + 1].start != t.end and "\n" in story[t.end : toks[k + 1].start]:
+        if k in breaks:
             sent += 1
             at_start = True
             continue
@@ -710,6 +721,7 @@ class _Run:
         _mark_preamble(story, self.toks)
         _mark_quotes(story, self.toks)
         _split_sentences(story, self.toks)
+        self._n_toks = len(self.toks)
         self.cues = list(_cached_role_cues(tuple(roles), scenario))
         self.love_pair = all(c.spec.key in ("first", "second") for c in self.cues)
         self.entities: list[_Entity] = []
@@ -748,7 +760,7 @@ class _Run:
         return e
 
     def tok(self, i: int) -> _Tok | None:
-        return self.toks[i] if 0 <= i < len(self.toks) else None
+        return self.toks[i] if 0 <= i < self._n_toks else None
 
     def sentence(self, sent: int) -> list[_Tok]:
         """The tokens of sentence `sent` (sentence numbers never decrease along the
@@ -975,7 +987,7 @@ class _Run:
         narr = [
             t.i
             for t in self.toks
-            if t.lower in ("i", "me", "my", "myself") and t.word and not t.quoted and not t.skip
+            if t.lower in _NARRATOR_WORDS and t.word and not t.quoted and not t.skip
         ]
         if narr:
             self.narrator = self.new_entity("narrator", narr[0]).id
@@ -1254,6 +1266,20 @@ class _Run:
         (assignment, its score, the runner-up's score)."""
         best, best_score = None, float("-inf")
         second_score = float("-inf")
+        keys = [e.id if e is not None else None for e in options]
+        ids = [k for k in keys if k is not None]
+        if len(set(ids)) == len(ids) and n_roles <= len(options):
+            # distinct options (as `assign_roles` gives): no assignment repeats one, and
+            # each (role, option) score is looked up once
+            table = [[pair_score[(r, k)] for k in keys] for r in range(n_roles)]
+            for picks in itertools.permutations(range(len(options)), n_roles):
+                score = sum([table[r][j] for r, j in enumerate(picks)])
+                if score > best_score:
+                    second_score = best_score
+                    best, best_score = tuple(options[j] for j in picks), score
+                elif score > second_score:
+                    second_score = score
+            return best, best_score, second_score
         for combo in itertools.permutations(options, n_roles):
             used = [e.id for e in combo if e is not None]
             if len(set(used)) != len(used):
