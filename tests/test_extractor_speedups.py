@@ -13,7 +13,7 @@ from gbdesk.studies.laissez_faire.extract.gender_words import (
     reference_words,
     word_sets,
 )
-from gbdesk.studies.laissez_faire.flat import _any_term
+from gbdesk.studies.laissez_faire.flat import _any_term, _may_hold_a_term
 from gbdesk.studies.laissez_faire.probe import load_identity_terms, term_pattern
 
 OLD_TOKEN_RE = re.compile(r"[^\W_](?:[\w]|[-'’](?=[^\W_]))*|\S")
@@ -102,12 +102,19 @@ def test_stem_as_before():
 def test_identity_term_prefilter_finds_every_story_with_a_term():
     groups = load_identity_terms()
     terms = [t for ts in groups.values() for t in ts]
-    around = [(a, b) for a in ("", " ", "x", "-") for b in ("", "s", ".")]
+    around = [(a, b) for a in ("", " ", "x", "-", "“") for b in ("", "s", ".", "’")]
     texts = TRICKY + [f"{a}{t}{b}" for t in terms for a, b in around]
-    texts += [t.upper() for t in texts] + ["the Gay-Lussac law", "NAVAJO", "samoans"]
+    # characters beyond ASCII that equal an ASCII letter ignoring case: Kelvin sign, long
+    # s, dotless i, dotted capital I
+    odd = {"k": "\u212a", "s": "\u017f", "i": "\u0131", "I": "\u0130"}
+    texts += ["".join(odd.get(c, c) for c in text) for text in texts]
+    texts += [t.upper() for t in texts] + ["the Gay-Lussac law", "NAVAJO", "samoans", "gay’s"]
     for text in texts:
         any_term = any(term_pattern(t).search(text) for t in terms)
         assert bool(_any_term(groups).search(text)) == any_term, text
+        if any_term:
+            assert _may_hold_a_term(text, groups), text
+    assert not _may_hold_a_term("A quiet story, “nothing” — at all.", groups)
 
 
 def test_gender_hits_as_before():
