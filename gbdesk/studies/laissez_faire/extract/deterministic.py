@@ -842,13 +842,16 @@ class _Run:
         toks = self.toks
         n = len(toks)
         cand = [t.cap and self._name_like(t) for t in toks]
+        named = [t for t in toks if cand[t.i]]  # the candidates, in story order
         # a word used as a thing/place anywhere is no name anywhere
-        things = {t.base for t in toks if cand[t.i] and self._not_a_person(t)}
-        for t in toks:
-            if cand[t.i] and t.base in things:
-                cand[t.i] = False
-        mid = Counter(t.base for t in toks if cand[t.i] and not t.initial)
-        outside = {t.base for t in toks if cand[t.i] and not t.quoted}
+        things = {t.base for t in named if self._not_a_person(t)}
+        if things:
+            for t in named:
+                if t.base in things:
+                    cand[t.i] = False
+            named = [t for t in named if cand[t.i]]
+        mid = Counter(t.base for t in named if not t.initial)
+        outside = {t.base for t in named if not t.quoted}
         i = 0
         while i < n:
             if not cand[i]:
