@@ -15,12 +15,17 @@ laissez_faire_scale_run`). No data of the paper is used. Then, in this process:
          baseline run, with the new path on the same run for the ratio — the old path on the
          big run itself with `--full-baseline` (minutes and several GB);
   import `gbdesk import` of `--import-n` stories (default 8,000, the extractor run on each)
-         in this process (as before) and in worker processes (`importer.label_all`),
-         from a JSONL file, stories/s;
+         from a JSONL file, labelled in this process (the default) and in two worker
+         processes (`GBDESK_IMPORT_WORKERS=2`), stories/s and CPU ms per story (the
+         workers' CPU included); with `--compare-with CHECKOUT` also this checkout against
+         another one (e.g. main before a change), each import in a child process with only
+         its checkout on the path, taking turns (`--rounds`, default 2) so that the load of
+         a shared machine falls on both alike;
   back-fill  the first metrics of a run written without flat rows (an older database).
 
     python benchmarks/scale.py [--db PATH] [--n 500000] [--baseline-n 50000]
                                [--import-n 5000] [--full-baseline]
+                               [--only import] [--compare-with CHECKOUT] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -78,6 +83,88 @@ def timed(label: str, fn, *args, **kwargs):
     return out, took
 
 
+def import_once(jsonl: Path, workers: int) -> tuple[float, float]:
+    """Import `jsonl` into a new database with `workers` label processes (1: here):
+    (wall s, CPU s of this process and its finished children)."""
+    import gbdesk.importer as importer
+    from gbdesk.store import Store
+
+    def cpu() -> float:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    os.environ["GBDESK_IMPORT_WORKERS"] = str(workers)
+    threshold = importer.PARALLEL_LABELS
+    importer.PARALLEL_LABELS = 1 if workers > 1 else 10**12
+    try:
+        with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "i.sqlite") as store:
+            started, used = time.perf_counter(), cpu()
+            importer.import_generations(store, "laissez_faire", jsonl)
+            return time.perf_counter() - started, cpu() - used
+    finally:
+        importer.PARALLEL_LABELS = threshold
+        os.environ.pop("GBDESK_IMPORT_WORKERS", None)
+
+
+def show(label: str, n: int, wall: float, cpu: float) -> None:
+    print(
+        f"{label:<40} {wall:8.2f} s  cpu {cpu:7.2f} s  {n / wall:7,.0f} stories/s  "
+        f"{cpu / n * 1e3:.3f} ms CPU/story",
+        flush=True,
+    )
+
+
+def import_child(root: Path, jsonl: Path) -> int:
+    """Child of `--compare-with`: one import with the gbdesk of `root`; prints JSON."""
+    import json
+
+    sys.path.insert(0, str(root))
+    import gbdesk
+
+    if not Path(gbdesk.__file__).resolve().is_relative_to(root.resolve()):
+        raise SystemExit(f"gbdesk comes from {gbdesk.__file__}, not from {root}")
+    wall, cpu = import_once(jsonl, 1)
+    print(json.dumps({"wall": wall, "cpu": cpu}))
+    return 0
+
+
+def import_benchmark(n: int, compare_with: Path | None, rounds: int) -> float:
+    """The import section (see the module); returns this checkout's stories/s here."""
+    import json
+
+    from tests import synthetic
+
+    print(f"— import of {n:,} stories with extraction —")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as tmp:
+        jsonl = synthetic.write_stories_jsonl(Path(tmp) / "s.jsonl", n, seed=11)
+        import_once(jsonl, 1)  # warm-up: imports, word lists, the confidence model
+        t_one, c_one = import_once(jsonl, 1)
+        show("import, labelled in this process", n, t_one, c_one)
+        t_pool, c_pool = import_once(jsonl, 2)
+        show("import, labelled in 2 worker processes", n, t_pool, c_pool)
+        print(f"workers / this process: ×{t_one / t_pool:.2f} stories/s")
+        if compare_with is not None:
+            print(f"— {compare_with} (baseline) against {ROOT}, in child processes, taking turns —")
+            took: dict[str, list[tuple[float, float]]] = {"baseline": [], "this": []}
+            for _ in range(rounds):
+                for name, root in (("baseline", compare_with), ("this", ROOT)):
+                    cmd = [sys.executable, __file__, "--import-child", str(jsonl),
+                           "--root", str(root.resolve())]  # fmt: skip
+                    env = {**os.environ, "PYTHONPATH": str(root.resolve())}
+                    out = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
+                    got = json.loads(out.stdout.strip().splitlines()[-1])
+                    took[name].append((got["wall"], got["cpu"]))
+                    show(f"import, {name}", n, got["wall"], got["cpu"])
+            best = {k: (min(w for w, _ in v), min(c for _, c in v)) for k, v in took.items()}
+            (w0, c0), (w1, c1) = best["baseline"], best["this"]
+            print(f"best of {rounds}: baseline {n / w0:,.0f} stories/s, {c0 / n * 1e3:.3f} ms "
+                  f"CPU/story; this {n / w1:,.0f} stories/s, {c1 / n * 1e3:.3f} ms CPU/story; "
+                  f"this / baseline ×{w0 / w1:.2f} stories/s, ×{c0 / c1:.2f} less CPU")  # fmt: skip
+    return n / t_one
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, help="database to build or reuse")
@@ -87,7 +174,17 @@ def main() -> int:
     parser.add_argument("--import-n", type=int, default=8_000)
     parser.add_argument("--full-baseline", action="store_true")
     parser.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--only", choices=["import"], help="run only this section")
+    parser.add_argument("--compare-with", type=Path, help="another checkout: import there too")
+    parser.add_argument("--rounds", type=int, default=2, help="turns of --compare-with")
+    parser.add_argument("--import-child", type=Path, help=argparse.SUPPRESS)  # a JSONL
+    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)  # the child's checkout
     args = parser.parse_args()
+    if args.import_child:
+        return import_child(args.root, args.import_child)
+    if args.only == "import":
+        import_benchmark(args.import_n, args.compare_with, args.rounds)
+        return 0
     db = args.db or Path(tempfile.gettempdir()) / f"gbdesk-scale-{args.n}.sqlite"
     if args.build_only:
         build(db, args.n, args.baseline_n, args.backfill_n)
@@ -164,34 +261,12 @@ def main() -> int:
             same = all(old_big[k].to_json() == metrics[k].to_json() for k in metrics)
             print(f"old / new at {n_big:,}: {t_old_big / t_metrics:.1f}×; identical: {same}")
 
-    print(f"— import of {args.import_n:,} stories with extraction —")
-    import gbdesk.importer as importer
-    from tests import synthetic
-
-    with tempfile.TemporaryDirectory() as tmp:
-        jsonl = synthetic.write_stories_jsonl(Path(tmp) / "s.jsonl", args.import_n, seed=11)
-        threshold = importer.PARALLEL_LABELS
-        importer.PARALLEL_LABELS = 10**12  # the old way: every story labelled here
-        with Store(Path(tmp) / "one.sqlite") as store:
-            _, t_one = timed(
-                "import, labelled in this process", importer.import_generations, store,
-                "laissez_faire", jsonl,
-            )  # fmt: skip
-        importer.PARALLEL_LABELS = threshold
-        with Store(Path(tmp) / "pool.sqlite") as store:
-            _, t_import = timed(
-                "import, labelled in worker processes", importer.import_generations, store,
-                "laissez_faire", jsonl,
-            )  # fmt: skip
-    print(
-        f"import: {args.import_n / t_import:,.0f} stories/s (one process: "
-        f"{args.import_n / t_one:,.0f} stories/s; ×{t_one / t_import:.2f})"
-    )
+    rate = import_benchmark(args.import_n, args.compare_with, args.rounds)
     print(
         f"SUMMARY metrics {n_big:,} stories {t_metrics:.1f} s; Results query {t_results:.1f} s; "
         f"PDF {t_pdf:.1f} s; new-path peak {new_peak:.0f} MB; old/new at {n_small:,} "
         f"{t_old_s / t_new_s:.1f}×; back-fill {t_fill:.1f} s; import "
-        f"{args.import_n / t_import:,.0f} stories/s"
+        f"{rate:,.0f} stories/s"
     )
     return 0
 

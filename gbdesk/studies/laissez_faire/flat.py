@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -45,11 +47,58 @@ def label_facts(probe: Any, label: dict[str, Any], response: str) -> list[tuple[
     for ch in characters_from_data(label.get("data") or {}):
         genders = SEP.join(character_gender(ch, w) for w in WORD_LISTS)
         rows.append(("ch", ch.role, ch.name, genders, None, ch.confidence))
-    for terms in load_identity_terms().values():
-        for term in terms:
-            if term_pattern(term).search(response or ""):
-                rows.append(("term", term, None, None, None, None))
+    if _may_hold_a_term(response or "", load_identity_terms()):  # most stories hold none
+        for terms in load_identity_terms().values():
+            for term in terms:
+                if term_pattern(term).search(response or ""):
+                    rows.append(("term", term, None, None, None, None))
     return rows
+
+
+def _may_hold_a_term(text: str, groups: dict[str, list[str]]) -> bool:
+    """False only when no term's `term_pattern` matches in `text`. A match is a stretch
+    of characters each equal, ignoring case, to a term's character; when the terms are
+    ASCII and `text` has no other character that equals an ASCII one ignoring case
+    (such as "K", the Kelvin sign, or "ſ"), such a stretch is ASCII and its lower case is
+    the term's lower case: a plain substring test on the lower-cased text decides."""
+    terms = tuple(t for ts in groups.values() for t in ts)
+    folds = _term_folds(terms)
+    if folds is None:  # a term beyond ASCII: the patterns decide
+        return _any_of(terms).search(text) is not None
+    lowered, term_char = folds
+    if not text.isascii():
+        for c in set(_NON_ASCII.findall(text)):
+            if term_char.fullmatch(c):
+                return _any_of(terms).search(text) is not None
+    low = text.lower()
+    return any(t in low for t in lowered)
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+@lru_cache(maxsize=4)
+def _term_folds(terms: tuple[str, ...]) -> tuple[tuple[str, ...], re.Pattern[str]] | None:
+    """The terms in lower case and a pattern matching one character that equals, ignoring
+    case as `term_pattern` does, one of the terms' characters; None if a term is not ASCII."""
+    if not all(t.isascii() for t in terms) or not terms:
+        return None
+    chars = sorted({c for t in terms for c in t})
+    return tuple(t.lower() for t in terms), re.compile(
+        "|".join(re.escape(c) for c in chars), re.IGNORECASE
+    )
+
+
+def _any_term(groups: dict[str, list[str]]) -> re.Pattern[str]:
+    """One pattern that matches where any term's `term_pattern` does (and only there):
+    one search tells a story without identity terms."""
+    return _any_of(tuple(t for ts in groups.values() for t in ts))
+
+
+@lru_cache(maxsize=4)
+def _any_of(terms: tuple[str, ...]) -> re.Pattern[str]:
+    either = "|".join(re.escape(t) for t in terms)
+    return re.compile(r"(?<!\w)(?:" + either + r")(?!\w)", re.IGNORECASE)
 
 
 def _seq_sum(values: np.ndarray) -> float:

@@ -56,10 +56,12 @@ are in `resources/laissez_faire/extractor_words.json`, read once at import.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,6 +105,8 @@ _PRONOUNS: dict[str, tuple[str, str]] = {
     for g, items in _LISTS["pronouns"].items()
     for item in items
 }
+_NARRATOR_WORDS = frozenset(("i", "me", "my", "myself"))
+_GENDERED_PRONOUNS = frozenset(w for w, (g, _) in _PRONOUNS.items() if g in ("M", "F"))
 _CONTRACTIONS = tuple(_LISTS["contractions"])
 _HONORIFICS: dict[str, str] = dict(_LISTS["honorifics"])
 _TITLES = _set("titles")
@@ -148,19 +152,27 @@ _ACTION_NEGATORS = _set("action_negators")
 # `DeterministicExtractor(name_prior=False)` turns it off.
 _FEMALE_NAMES = _set("female_names")
 _MALE_NAMES = _set("male_names")
+_GENDERED_NAMES = _FEMALE_NAMES | _MALE_NAMES
+# nouns that head a noun phrase whatever the roles are (`find_noun_phrases`)
+_NP_HEADS = _KIN | _PERSON_NOUNS | frozenset(_DESCRIPTORS) | _OCCUPATIONS
+_PLACE_HEADS_OF = _PLACE_HEADS | _PLACE_OF
+_NOT_MODIFIERS = _PREPOSITIONS | _SUBORDINATORS | _VERBISH | _DETERMINERS
+_APOSTROPHE_RE = re.compile(r"['’]")
 
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_TOKEN_RE = re.compile(r"[^\W_](?:[\w]|[-'’](?=[^\W_]))*|\S")
+# a word: letters/digits, inner hyphens and apostrophes ("well-known", "O'Brien", "she's");
+# else one non-space character. (Same as r"[^\W_](?:[\w]|[-'’](?=[^\W_]))*|\S", faster.)
+_TOKEN_RE = re.compile(r"[^\W_]\w*(?:[-'’][^\W_]\w*)*|\S")
 
 
 # --------------------------------------------------------------------------- tokens
 
 
-@dataclass
+@dataclass(slots=True)
 class _Tok:
     i: int
     text: str
@@ -170,36 +182,44 @@ class _Tok:
     lower: str
     base: str  # lower-case without a possessive 's
     poss: bool  # possessive ('s, or a trailing apostrophe)
+    cap: bool  # a word that begins with a capital letter
     sent: int = 0
     quoted: bool = False
     initial: bool = False  # capitalisation says nothing here (sentence/quote start)
     skip: bool = False  # preamble line
 
-    @property
-    def cap(self) -> bool:
-        return self.word and self.text[:1].isupper()
+
+_NOT_POSSESSORS = frozenset(("it", "that", "what", "there", "here", "let", "who"))
 
 
 def _tokenise(story: str) -> list[_Tok]:
     toks: list[_Tok] = []
+    append = toks.append
+    apostrophes: list[int] = []  # tokens "'" / "’"
     for m in _TOKEN_RE.finditer(story):
         text = m.group()
-        word = text[:1].isalnum()
+        first = text[0]
+        word = first.isalnum()
         lower = text.lower()
         base, poss = lower, False
-        if (
-            word
-            and lower[-2:] in ("'s", "’s")
-            and lower[:-2] not in _PRONOUNS
-            and lower[:-2] not in ("it", "that", "what", "there", "here", "let", "who")
-        ):
-            base, poss = lower[:-2], True
-        toks.append(_Tok(len(toks), text, m.start(), m.end(), word, lower, base, poss))
+        if word:
+            if (
+                lower[-2:] in ("'s", "’s")
+                and lower[:-2] not in _PRONOUNS
+                and lower[:-2] not in _NOT_POSSESSORS
+            ):
+                base, poss = lower[:-2], True
+        elif text == "'" or text == "’":
+            apostrophes.append(len(toks))
+        start, end = m.span()
+        append(_Tok(len(toks), text, start, end, word, lower, base, poss, word and first.isupper()))
     # "James’ guidance": a trailing apostrophe after a word ending in s
-    for a, b in itertools.pairwise(toks):
+    for k in apostrophes:
+        if not k:
+            continue
+        a, b = toks[k - 1], toks[k]
         if (
             a.word
-            and b.text in "'’"
             and a.lower.endswith("s")
             and b.end < len(story)
             and b.start == a.end
@@ -209,39 +229,56 @@ def _tokenise(story: str) -> list[_Tok]:
     return toks
 
 
+_QUOTE_CHAR_RE = re.compile("[\"“«”»‘'’]")
+
+
 def _mark_quotes(story: str, toks: list[_Tok]) -> None:
     """Mark tokens inside quotation marks (dialogue). A story wrapped in one pair of
     quotes as a whole is narration, not dialogue."""
-    inside = [False] * len(story)
-    state = None  # the quote character that opened
-    for pos, ch in enumerate(story):
-        prev = story[pos - 1] if pos else " "
-        nxt = story[pos + 1] if pos + 1 < len(story) else " "
-        if ch == '"':
-            if state == '"':
-                state = None
-            elif state is None:
-                state = '"'
-                continue
-        elif ch in "“«":
-            state = "“"
-            continue
-        elif ch in "”»" and state == "“":
-            state = None
-        elif ch in "‘'" and state is None and not prev.isalnum() and nxt.isalpha():
-            state = "'"
-            continue
-        elif ch in "’'" and state == "'" and not nxt.isalnum():
-            state = None
-        if state is not None:
-            inside[pos] = True
     begin = next((t.start for t in toks if not t.skip), len(story))
     body = story[begin:].strip()
     marks = sum(body.count(q) for q in '"“”')
     if len(body) > 2 and body[0] in '"“' and body[-1] in '"”' and marks == 2:
         return  # the whole story is one quotation: narration
+    # A character is inside when a quote is open there; the quote characters that open
+    # one are not. Only quote characters change the state: walk those, and mark the
+    # stretches between them.
+    n = len(story)
+    inside = bytearray(n)
+    state = None  # the quote character that opened
+    run = -1  # where the current stretch of inside characters began (-1: none)
+    for m in _QUOTE_CHAR_RE.finditer(story):
+        pos = m.start()
+        ch = story[pos]
+        prev = story[pos - 1] if pos else " "
+        nxt = story[pos + 1] if pos + 1 < n else " "
+        opened = False
+        if ch == '"':
+            if state == '"':
+                state = None
+            elif state is None:
+                state = '"'
+                opened = True
+        elif ch in "“«":
+            state = "“"
+            opened = True
+        elif ch in "”»" and state == "“":
+            state = None
+        elif ch in "‘'" and state is None and not prev.isalnum() and nxt.isalpha():
+            state = "'"
+            opened = True
+        elif ch in "’'" and state == "'" and not nxt.isalnum():
+            state = None
+        if opened or state is None:  # this character is not inside
+            if run >= 0:
+                inside[run:pos] = b"\x01" * (pos - run)
+            run = pos + 1 if state is not None else -1
+        elif run < 0:
+            run = pos
+    if run >= 0:
+        inside[run:n] = b"\x01" * (n - run)
     for t in toks:
-        t.quoted = inside[t.start]
+        t.quoted = inside[t.start] == 1
 
 
 def _mark_preamble(story: str, toks: list[_Tok]) -> None:
@@ -268,6 +305,17 @@ def _mark_preamble(story: str, toks: list[_Tok]) -> None:
 def _split_sentences(story: str, toks: list[_Tok]) -> None:
     sent = 0
     at_start = True
+    n = len(toks)
+    # the tokens a line break follows (no token holds one: it lies between two tokens)
+    breaks: set[int] = set()
+    newline = story.find("\n")
+    if newline >= 0 and n:
+        starts = [t.start for t in toks]
+        while newline >= 0:
+            k = bisect_right(starts, newline) - 1
+            if 0 <= k < n - 1:
+                breaks.add(k)
+            newline = story.find("\n", newline + 1)
     for k, t in enumerate(toks):
         t.sent = sent
         if t.word:
@@ -279,7 +327,7 @@ def _split_sentences(story: str, toks: list[_Tok]) -> None:
             ):
                 t.initial = True
             at_start = False
-        if k + 1 < len(toks) and "\n" in story[t.end : toks[k + 1].start]:
+        if k in breaks:
             sent += 1
             at_start = True
             continue
@@ -288,7 +336,7 @@ def _split_sentences(story: str, toks: list[_Tok]) -> None:
             if t.text == "." and prev is not None and prev.lower in _ABBREVIATIONS:
                 continue
             # the next word decides: a lower-case word continues ("Yes?" he asked)
-            nxt = next((u for u in toks[k + 1 :] if u.word), None)
+            nxt = next((u for u in itertools.islice(toks, k + 1, None) if u.word), None)
             if nxt is None or nxt.text[:1].isupper() or nxt.text[:1].isdigit():
                 # closing quotes stay in this sentence
                 j = k + 1
@@ -324,6 +372,8 @@ class _Entity:
         resolved so far); (None, "") when there is none or it is tied."""
         for level, votes in (("strong", self.strong), ("prior", self.prior), ("weak", self.weak)):
             if votes:
+                if len(votes) == 1:
+                    return next(iter(votes)), level
                 (g, n), *rest = votes.most_common()
                 if not rest or rest[0][1] < n:
                     return g, level
@@ -365,7 +415,7 @@ class _Mention:
     topic: bool = False  # possessor of a clause subject: "Lily's confidence grew"
 
 
-@dataclass
+@dataclass(frozen=True)
 class _RoleCue:
     index: int
     spec: RoleSpec
@@ -390,10 +440,11 @@ def role_noun(description: str) -> str:
 
 def _stem(word: str) -> str:
     w = word.lower()
-    for suffix in ("ies", "s"):
-        if w.endswith(suffix) and len(w) > len(suffix) + 2 and not w.endswith("ss"):
-            return w[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return w
+    if not w.endswith("s") or w.endswith("ss"):
+        return w
+    if w.endswith("ies") and len(w) > 5:
+        return w[:-3] + "y"  # "stories"
+    return w[:-1] if len(w) > 3 else w  # "fans"
 
 
 def _prompt_subject_noun(scenario: str) -> str | None:
@@ -423,6 +474,12 @@ def _scenario_action_prefixes(scenario: str, roles: list[RoleSpec]) -> tuple[str
         if len(stem) >= 4 and stem not in out:
             out.append(stem)
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_role_cues(roles: tuple[RoleSpec, ...], scenario: str) -> tuple[_RoleCue, ...]:
+    """`_role_cues`, once per prompt (its cues are frozen)."""
+    return tuple(_role_cues(list(roles), scenario))
 
 
 def _role_cues(roles: list[RoleSpec], scenario: str) -> list[_RoleCue]:
@@ -664,7 +721,8 @@ class _Run:
         _mark_preamble(story, self.toks)
         _mark_quotes(story, self.toks)
         _split_sentences(story, self.toks)
-        self.cues = _role_cues(roles, scenario)
+        self._n_toks = len(self.toks)
+        self.cues = list(_cached_role_cues(tuple(roles), scenario))
         self.love_pair = all(c.spec.key in ("first", "second") for c in self.cues)
         self.entities: list[_Entity] = []
         self.names: list[_NameMention] = []
@@ -673,6 +731,10 @@ class _Run:
         self.narrator_toks: set[int] = set()
         self.narrator: int | None = None
         self.mentions: list[_Mention] = []
+        # the mentions' tokens and sentences: both grow along the list, as `resolve`
+        # records mentions left to right (`_choose` looks up where a sentence begins)
+        self._mention_toks: list[int] = []
+        self._mention_sents: list[int] = []
         self.resolved: dict[int, int] = {}  # pronoun token → entity
         self.descriptors: dict[int, list[int]] = {}  # entity → descriptor tokens
         self.role_entity: dict[int, int] = {}
@@ -682,9 +744,13 @@ class _Run:
         self._np_genders: dict[int, set[str]] = {}  # role → genders of its unbound NPs
         self.assignment_margin = 0.0
         self.features: list[dict[str, float]] = []  # per role, filled by `output`
+        self._sentences: dict[int, list[_Tok]] | None = None  # see `sentence`
+        self._commas: dict[int, int] | None = None  # see `_first_comma`
+        self._capitalised_bases: Counter | None = None  # base → capitalised tokens
+        # every noun that names a role, strongly or weakly (`_noun_votes`)
+        self._cue_nouns = frozenset(w for c in self.cues for w in c.nouns | c.weak_nouns)
         self._gendered_pronouns = any(
-            t.word and not t.skip and _PRONOUNS.get(t.lower, ("", ""))[0] in ("M", "F")
-            for t in self.toks
+            t.lower in _GENDERED_PRONOUNS and t.word and not t.skip for t in self.toks
         )
 
     # ------------------------------------------------------------------ helpers
@@ -694,7 +760,29 @@ class _Run:
         return e
 
     def tok(self, i: int) -> _Tok | None:
-        return self.toks[i] if 0 <= i < len(self.toks) else None
+        return self.toks[i] if 0 <= i < self._n_toks else None
+
+    def sentence(self, sent: int) -> list[_Tok]:
+        """The tokens of sentence `sent` (sentence numbers never decrease along the
+        tokens: each sentence is one stretch of them)."""
+        if self._sentences is None:
+            bounds: dict[int, list[int]] = {}
+            for t in self.toks:
+                if t.sent in bounds:
+                    bounds[t.sent][1] = t.i + 1
+                else:
+                    bounds[t.sent] = [t.i, t.i + 1]
+            self._sentences = {k: self.toks[a:b] for k, (a, b) in bounds.items()}
+        return self._sentences.get(sent, [])
+
+    def _first_comma(self, sent: int) -> int | None:
+        """The first comma of sentence `sent` (its token index), if any."""
+        if self._commas is None:
+            self._commas = {}
+            for t in self.toks:
+                if t.text == "," and t.sent not in self._commas:
+                    self._commas[t.sent] = t.i
+        return self._commas.get(sent)
 
     def set_role(self, r: int, ent: int) -> None:
         self.role_entity[r] = ent
@@ -715,7 +803,7 @@ class _Run:
             return False
         if t.base in _PRONOUNS or t.base in _DESCRIPTORS or t.base in _TITLES:
             return False
-        if re.split(r"['’]", t.lower)[0] in _PRONOUNS or t.lower.startswith(("i'", "i’")):
+        if _APOSTROPHE_RE.split(t.lower)[0] in _PRONOUNS or t.lower.startswith(("i'", "i’")):
             return False  # "I've", "She'd"
         core = t.text[:-2] if t.poss and t.text[-2:] in ("'s", "’s") else t.text
         if len(core) > 1 and core.isupper():
@@ -746,21 +834,24 @@ class _Run:
                 return True  # an adjective: "Nicaraguan village", "Mexican boy"
         if prev is not None and prev.lower == "of":
             before = self.tok(t.i - 2)
-            if before is not None and before.lower in _PLACE_HEADS | _PLACE_OF:
+            if before is not None and before.lower in _PLACE_HEADS_OF:
                 return True
         return False
 
     def find_names(self) -> None:
         toks = self.toks
         n = len(toks)
-        cand = [self._name_like(t) for t in toks]
+        cand = [t.cap and self._name_like(t) for t in toks]
+        named = [t for t in toks if cand[t.i]]  # the candidates, in story order
         # a word used as a thing/place anywhere is no name anywhere
-        things = {t.base for t in toks if cand[t.i] and self._not_a_person(t)}
-        for t in toks:
-            if cand[t.i] and t.base in things:
-                cand[t.i] = False
-        mid = Counter(t.base for t in toks if cand[t.i] and not t.initial)
-        outside = {t.base for t in toks if cand[t.i] and not t.quoted}
+        things = {t.base for t in named if self._not_a_person(t)}
+        if things:
+            for t in named:
+                if t.base in things:
+                    cand[t.i] = False
+            named = [t for t in named if cand[t.i]]
+        mid = Counter(t.base for t in named if not t.initial)
+        outside = {t.base for t in named if not t.quoted}
         i = 0
         while i < n:
             if not cand[i]:
@@ -815,9 +906,11 @@ class _Run:
         """Is a sentence-initial capitalised word a name? It needs more evidence."""
         if mid[t.base] > 0 or t.poss or len(run) > 1:
             return True
-        if self.name_prior and t.base in _FEMALE_NAMES | _MALE_NAMES:
+        if self.name_prior and t.base in _GENDERED_NAMES:
             return True
-        if sum(1 for u in self.toks if u.base == t.base and u.cap) > 1:
+        if self._capitalised_bases is None:
+            self._capitalised_bases = Counter(u.base for u in self.toks if u.cap)
+        if self._capitalised_bases[t.base] > 1:
             return True
         nxt, after = self.tok(t.i + 1), self.tok(t.i + 2)
         if nxt is None:
@@ -897,7 +990,7 @@ class _Run:
         narr = [
             t.i
             for t in self.toks
-            if t.word and not t.quoted and not t.skip and t.lower in ("i", "me", "my", "myself")
+            if t.lower in _NARRATOR_WORDS and t.word and not t.quoted and not t.skip
         ]
         if narr:
             self.narrator = self.new_entity("narrator", narr[0]).id
@@ -908,6 +1001,8 @@ class _Run:
         """Role index → strength for a noun phrase with `head` and `modifiers`. A noun
         shared by two roles ("student") binds only through modifiers ("star")."""
         votes: Counter = Counter()
+        if head not in self._cue_nouns:
+            return votes
         sharing = [c for c in self.cues if head in c.nouns or head in c.weak_nouns]
         for c in sharing:
             score = 0.0
@@ -962,9 +1057,11 @@ class _Run:
             if t.base in _HONORIFICS:
                 continue
             noun = t.base
+            if noun not in _NP_HEADS and noun not in self._cue_nouns:
+                continue  # no role noun, person noun, kinship term or occupation
             if not t.poss and noun.endswith("s") and _stem(noun) != noun:
                 continue  # plural: "fans", "students"
-            votes = self._noun_votes(noun, set())
+            votes = noun in self._cue_nouns and self._noun_votes(noun, set())
             is_kin = noun in _KIN
             is_person = noun in _PERSON_NOUNS or noun in _DESCRIPTORS
             is_other = noun in _OCCUPATIONS
@@ -1080,7 +1177,7 @@ class _Run:
         return (
             t.word
             and not t.cap
-            and t.lower not in _PREPOSITIONS | _SUBORDINATORS | _VERBISH | _DETERMINERS
+            and t.lower not in _NOT_MODIFIERS
             and t.lower not in _PRONOUNS
             and t.lower not in ("was", "is", "became", "remained")
         )
@@ -1172,6 +1269,20 @@ class _Run:
         (assignment, its score, the runner-up's score)."""
         best, best_score = None, float("-inf")
         second_score = float("-inf")
+        keys = [e.id if e is not None else None for e in options]
+        ids = [k for k in keys if k is not None]
+        if len(set(ids)) == len(ids) and n_roles <= len(options):
+            # distinct options (as `assign_roles` gives): no assignment repeats one, and
+            # each (role, option) score is looked up once
+            table = [[pair_score[(r, k)] for k in keys] for r in range(n_roles)]
+            for picks in itertools.permutations(range(len(options)), n_roles):
+                score = sum([table[r][j] for r, j in enumerate(picks)])
+                if score > best_score:
+                    second_score = best_score
+                    best, best_score = tuple(options[j] for j in picks), score
+                elif score > second_score:
+                    second_score = score
+            return best, best_score, second_score
         for combo in itertools.permutations(options, n_roles):
             used = [e.id for e in combo if e is not None]
             if len(set(used)) != len(used):
@@ -1276,6 +1387,8 @@ class _Run:
         agents: list[int] = []
         n_toks = max(1, len(self.toks))
         for t in self.toks:
+            if not (t.word and not t.skip):
+                continue
             if not self._is_action(t, words, prefixes):
                 continue
             if any(
@@ -1410,9 +1523,10 @@ class _Run:
                 self._noun_phrase_mention(np, bystanders)
                 continue
             base = t.lower
-            for c in _CONTRACTIONS:
-                if base.endswith(c):
-                    base = base[: -len(c)]
+            if base.endswith(_CONTRACTIONS):
+                for c in _CONTRACTIONS:
+                    if base.endswith(c):
+                        base = base[: -len(c)]
             if base in _PRONOUNS:
                 self._resolve_pronoun(t, base)
 
@@ -1542,7 +1656,10 @@ class _Run:
 
     def _mention(self, i: int, ent: int | None, subject: bool, embedded: bool, kind: str) -> None:
         if ent is not None:
-            self.mentions.append(_Mention(i, ent, self.toks[i].sent, subject, embedded, kind))
+            sent = self.toks[i].sent
+            self.mentions.append(_Mention(i, ent, sent, subject, embedded, kind))
+            self._mention_toks.append(i)
+            self._mention_sents.append(sent)
 
     def _clause_start(self, i: int) -> int:
         j = i - 1
@@ -1592,25 +1709,34 @@ class _Run:
         sent = t.sent
         W = self.w
         scores: dict[int, float] = {}
-        for m in self.mentions:
+        window, narrator, decay, total = W.window, self.narrator, W.salience_decay, W.salience_sum
+        base, subject, free = W.mention_base, W.mention_subject, W.mention_free
+        topic = W.mention_subject * W.possessor_topic
+        mentions = self.mentions
+        # mentions more than `window` sentences back are left out: they come first
+        for m in itertools.islice(mentions, bisect_left(self._mention_sents, sent - window), None):
             dist = sent - m.sent
-            if dist > W.window or m.entity == self.narrator:
+            if dist > window or m.entity == narrator:
                 continue
-            w = W.mention_base + (W.mention_subject if m.subject else 0.0)
-            w += W.mention_subject * W.possessor_topic if m.topic else 0.0
-            w += 0.0 if m.embedded else W.mention_free
-            value = w * W.salience_decay**dist
+            w = base + (subject if m.subject else 0.0)
+            w += topic if m.topic else 0.0
+            w += 0.0 if m.embedded else free
+            value = w * decay**dist
             old = scores.get(m.entity, 0.0)
-            scores[m.entity] = max(old, value) + W.salience_sum * min(old, value)
+            scores[m.entity] = max(old, value) + total * min(old, value)
         if not scores:
             return self._cataphora(t, gender)
 
         clause_start = self._clause_start(t.i)
+        # the mentions of this sentence, and of this clause (from token `clause_start` on)
+        in_sentence = mentions[bisect_left(self._mention_sents, sent) :]
         clause_subject = next(
             (
                 m.entity
-                for m in self.mentions
-                if m.sent == sent and m.tok >= clause_start and m.subject
+                for m in itertools.islice(
+                    mentions, bisect_left(self._mention_toks, clause_start), None
+                )
+                if m.sent == sent and m.subject
             ),
             None,
         )
@@ -1619,7 +1745,7 @@ class _Run:
             if first is not None and (first.lower.endswith("ing") or first.lower == "to"):
                 # "…, showing her the steps": a participle's subject is the sentence's
                 clause_subject = next(
-                    (m.entity for m in reversed(self.mentions) if m.sent == sent and m.subject),
+                    (m.entity for m in reversed(in_sentence) if m.subject),
                     None,
                 )
         who = next(
@@ -1630,10 +1756,8 @@ class _Run:
             clause_subject = next(
                 (m.entity for m in reversed(self.mentions) if m.tok < who), clause_subject
             )
-        sentence_subject = next(
-            (m.entity for m in reversed(self.mentions) if m.sent == sent and m.subject), None
-        )
-        last_subject = next((m.entity for m in reversed(self.mentions) if m.subject), None)
+        sentence_subject = next((m.entity for m in reversed(in_sentence) if m.subject), None)
+        last_subject = next((m.entity for m in reversed(mentions) if m.subject), None)
         excluded = self._possessed_entities(t) if case == "poss" else set()
         prev = self.tok(t.i - 1)
         copula = prev is not None and prev.lower in _COPULAS
@@ -1806,10 +1930,10 @@ class _Run:
     def _intro_target(self, t: _Tok) -> int | None:
         """ "Despite his passion, Ryan's confidence …": a pronoun in an opening phrase
         with no character in it points forward to the character right after it."""
-        sent_toks = [u for u in self.toks if u.sent == t.sent]
-        comma = next((u.i for u in sent_toks if u.text == ","), None)
+        comma = self._first_comma(t.sent)
         if comma is None or comma < t.i:
             return None
+        sent_toks = self.sentence(t.sent)
         for u in sent_toks:
             if u.i >= comma:
                 break
@@ -1873,7 +1997,7 @@ class _Run:
         no plural cue ("together", "both") nor a plural group in between."""
         if t.quoted or not self.w.singular_they or self.love_pair:
             return None  # a Love pair's "their" is the couple's
-        sent_toks = [u for u in self.toks if u.sent == t.sent and u.word]
+        sent_toks = [u for u in self.sentence(t.sent) if u.word]
         if any(u.lower in _PLURAL_CUES for u in sent_toks):
             return None
         for u in sent_toks:  # "Sam and Lily's passion grew, turning their …"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import string
 from collections.abc import Iterable
-from functools import cache
+from functools import cache, lru_cache
 
 from gbdesk.paths import resource
 
@@ -69,14 +69,25 @@ def reference_words(reference: str) -> list[str]:
 
 def genders_hit(references: Iterable[str], word_list: str = DEFAULT_WORD_LIST) -> set[str]:
     """The genders whose indicator sets any word of `references` belongs to."""
-    sets = word_sets(word_list)
+    word_sets(word_list)  # an unknown list is refused even without references
     hit: set[str] = set()
     for ref in references:
-        for word in reference_words(ref):
-            for gender, words in sets.items():
-                if word in words:
-                    hit.add(gender)
+        for gender in _reference_hits(ref, word_list):
+            hit.add(gender)
     return hit
+
+
+@lru_cache(maxsize=4096)
+def _reference_hits(reference: str, word_list: str) -> tuple[str, ...]:
+    """The genders one reference's words hit, one per (word, set) hit, in the order
+    `genders_hit` meets them (references repeat: "he", "her", "Mr." …)."""
+    sets = word_sets(word_list)
+    return tuple(
+        gender
+        for word in reference_words(reference)
+        for gender, words in sets.items()
+        if word in words
+    )
 
 
 def gender_of(references: Iterable[str], word_list: str = DEFAULT_WORD_LIST) -> str:
