@@ -7,7 +7,8 @@ thread) and shown on the Results pane; the measurement ends when the run's metri
 plots and extra results are on screen and no background task is left. Reported: the worst
 and the 99th-percentile lateness, the worst while the results were being computed (before
 they arrive; after, the UI thread lays out the plots), and the time until the results were
-shown. Rounds:
+shown. The window settles (its panes' tasks done, Results' plots laid out) before the timer
+starts, and the measurement lasts until Results has laid out every plot of the run. Rounds:
 
   new   the Results pane as it is (metrics and extra results from the flat table);
   old   the same window with the pane's query on the reference path (`_compute(…,
@@ -60,7 +61,9 @@ def measure(db: Path, run_id: int, settings_dir: Path, old: bool, timeout_s: flo
     settle = QEventLoop()
     idle = QTimer()
     idle.setInterval(50)
-    idle.timeout.connect(lambda: None if window.ctx.tasks.busy else settle.quit())
+    idle.timeout.connect(
+        lambda: None if window.ctx.tasks.busy or window.results.rendering() else settle.quit()
+    )
     idle.start()
     settle.exec()
     idle.stop()
@@ -93,7 +96,7 @@ def measure(db: Path, run_id: int, settings_dir: Path, old: bool, timeout_s: flo
             if run_id in pane.results and pane.checked_runs() == [run_id]:
                 if shown[0] is None:
                     shown[0] = time.perf_counter() - started
-                if not window.ctx.tasks.busy:
+                if not window.ctx.tasks.busy and not pane.rendering():
                     loop.quit()
             if time.perf_counter() - started > timeout_s:
                 loop.quit()
