@@ -20,7 +20,7 @@ starts, and the measurement lasts until Results has laid out every plot of the r
         every `--token-ms` ms) on a copy of the database; measured from Start until the run
         is done and the panes have refreshed.
 
-The metrics cache is emptied before each round. Target: worst stall < 100 ms.
+The metrics cache is emptied before each Results round. Target: worst stall < 100 ms.
 
     QT_QPA_PLATFORM=offscreen python benchmarks/ui_latency.py --db PATH [--run ID] [--no-old]
         [--stream N [--token-ms MS]] [--no-new]
