@@ -6,12 +6,13 @@ import html
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
+    QHeaderView,
     QLabel,
-    QListView,
+    QTableView,
     QVBoxLayout,
     QWidget,
 )
@@ -90,7 +91,7 @@ class Separator(QFrame):
         self.setStyleSheet("color:#e5e7eb")
 
 
-class _LazyRows(QAbstractListModel):
+class _LazyRows(QAbstractTableModel):
     """Rows whose text is made only when a row is shown (then kept)."""
 
     def __init__(self, parent: QObject | None = None):
@@ -101,6 +102,9 @@ class _LazyRows(QAbstractListModel):
 
     def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else self.n
+
+    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else 1
 
     def entry(self, row: int) -> tuple[str, Any]:
         got = self.cache.get(row)
@@ -131,11 +135,13 @@ class LazyListRow:
         return self.text()
 
 
-class LazyList(QListView):
+class LazyList(QTableView):
     """A list of any length (hundreds of thousands of rows) that describes only the rows
     on screen: `set_rows(n, describe)` with `describe(row) -> (text, foreground or None)`.
     Offers the parts of `QListWidget` the panes use (`currentRowChanged`, `currentRow`,
-    `setCurrentRow`, `count`, `item(row).text()`, `clear`, `addItem(text)`)."""
+    `setCurrentRow`, `count`, `item(row).text()`, `clear`, `addItem(text)`). A one-column
+    table of fixed row height rather than a `QListView`, whose layout asks the model
+    about every row."""
 
     currentRowChanged = Signal(int)
 
@@ -143,8 +149,18 @@ class LazyList(QListView):
         super().__init__(parent)
         self._rows = _LazyRows(self)
         self.setModel(self._rows)
-        self.setUniformItemSizes(True)  # no row is measured until it is shown
+        self.horizontalHeader().hide()
+        self.horizontalHeader().setStretchLastSection(True)
+        rows = self.verticalHeader()
+        rows.hide()
+        rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # no row is measured
+        rows.setDefaultSectionSize(self.fontMetrics().height() + 6)
+        self.setShowGrid(False)
+        self.setWordWrap(False)
+        self.setTabKeyNavigation(False)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.selectionModel().currentRowChanged.connect(
             lambda current, _previous: self.currentRowChanged.emit(current.row())
         )
@@ -161,7 +177,7 @@ class LazyList(QListView):
     def refresh_row(self, row: int) -> None:
         """Describe the row again (its item changed)."""
         self._rows.cache.pop(row, None)
-        index = self._rows.index(row)
+        index = self._rows.index(row, 0)
         self._rows.dataChanged.emit(index, index)
 
     def clear(self) -> None:
@@ -189,6 +205,6 @@ class LazyList(QListView):
 
     def setCurrentRow(self, row: int) -> None:
         if 0 <= row < self._rows.n:
-            self.setCurrentIndex(self._rows.index(row))
+            self.setCurrentIndex(self._rows.index(row, 0))
         else:
             self.setCurrentIndex(QModelIndex())
