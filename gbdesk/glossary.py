@@ -6,6 +6,7 @@ in the metric's name or meaning (`terms_in`).
 
 from __future__ import annotations
 
+import functools
 import re
 
 GLOSSARY: dict[str, str] = {
@@ -54,17 +55,26 @@ _ALIASES = {
 }
 
 
+def _alias_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
+    """One search for any of a term's words: a word starting with a space matches as
+    written, any other at a word start."""
+    return re.compile(
+        "|".join(re.escape(w) if w.startswith(" ") else rf"\b{re.escape(w)}" for w in words)
+    )
+
+
+_PATTERNS = {term: _alias_pattern(words) for term, words in _ALIASES.items()}
+
+
 def terms_in(*texts: str) -> list[str]:
     """The glossary terms whose words occur in the texts, in glossary order."""
-    text = " " + " ".join(t.lower() for t in texts if t) + " "
-    return [
-        term
-        for term, words in _ALIASES.items()
-        if any(
-            re.search(re.escape(w) if w.startswith(" ") else rf"\b{re.escape(w)}", text)
-            for w in words
-        )
-    ]
+    return list(_terms_in(" " + " ".join(t.lower() for t in texts if t) + " "))
+
+
+@functools.lru_cache(maxsize=4096)
+def _terms_in(text: str) -> tuple[str, ...]:
+    # a metric's title and meaning recur in every cell of its row and every redraw
+    return tuple(term for term, pattern in _PATTERNS.items() if pattern.search(text))
 
 
 def tooltip(title: str, meaning: str, key: str = "", extra: str = "") -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from gbdesk.studies.base import Probe
@@ -26,6 +27,28 @@ class ResultView(QWidget):
         self.open_review = open_review
         self.run_id = run_id
         self.box = QVBoxLayout(self)
+        self._steps: list[Callable[[], None]] = []
+        self._step_timer = QTimer(self)  # the view's own: gone with the view
+        self._step_timer.setSingleShot(True)
+        self._step_timer.setInterval(0)
+        self._step_timer.timeout.connect(self._next_step)
+
+    def later(self, step: Callable[[], None]) -> None:
+        """Run a part of building the view (e.g. drawing a plot) in a later turn of the
+        event loop, one part per turn, so the window stays responsive while it appears."""
+        self._steps.append(step)
+        if not self._step_timer.isActive():
+            self._step_timer.start()
+
+    def building(self) -> bool:
+        """Whether parts of the view are still to be drawn."""
+        return bool(self._steps)
+
+    def _next_step(self) -> None:
+        if self._steps:
+            self._steps.pop(0)()
+        if self._steps:
+            self._step_timer.start()
 
 
 def result_view_for(probe: Probe) -> type[ResultView] | None:

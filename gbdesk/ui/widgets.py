@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import html
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QHeaderView,
+    QLabel,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gbdesk.ui.theme import MARK_COLORS, MARK_TEXT
 
@@ -80,3 +89,122 @@ class Separator(QFrame):
         super().__init__()
         self.setFrameShape(QFrame.Shape.HLine)
         self.setStyleSheet("color:#e5e7eb")
+
+
+class _LazyRows(QAbstractTableModel):
+    """Rows whose text is made only when a row is shown (then kept)."""
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.n = 0
+        self.describe: Callable[[int], tuple[str, Any]] = lambda row: ("", None)
+        self.cache: dict[int, tuple[str, Any]] = {}
+
+    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else self.n
+
+    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else 1
+
+    def entry(self, row: int) -> tuple[str, Any]:
+        got = self.cache.get(row)
+        if got is None:
+            got = self.cache[row] = self.describe(row)
+        return got
+
+    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < self.n:
+            return None
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+            return self.entry(index.row())[0]
+        if role == Qt.ItemDataRole.ForegroundRole:
+            return self.entry(index.row())[1]
+        return None
+
+
+class LazyListRow:
+    """What `LazyList.item(row)` returns: the row's text (as `QListWidgetItem.text`)."""
+
+    def __init__(self, model: _LazyRows, row: int):
+        self._model, self._row = model, row
+
+    def text(self) -> str:
+        return self._model.entry(self._row)[0]
+
+    def toolTip(self) -> str:
+        return self.text()
+
+
+class LazyList(QTableView):
+    """A list of any length (hundreds of thousands of rows) that describes only the rows
+    on screen: `set_rows(n, describe)` with `describe(row) -> (text, foreground or None)`.
+    Offers the parts of `QListWidget` the panes use (`currentRowChanged`, `currentRow`,
+    `setCurrentRow`, `count`, `item(row).text()`, `clear`, `addItem(text)`). A one-column
+    table of fixed row height rather than a `QListView`, whose layout asks the model
+    about every row."""
+
+    currentRowChanged = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._rows = _LazyRows(self)
+        self.setModel(self._rows)
+        self.horizontalHeader().hide()
+        self.horizontalHeader().setStretchLastSection(True)
+        rows = self.verticalHeader()
+        rows.hide()
+        rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # no row is measured
+        rows.setDefaultSectionSize(self.fontMetrics().height() + 6)
+        self.setShowGrid(False)
+        self.setWordWrap(False)
+        self.setTabKeyNavigation(False)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.selectionModel().currentRowChanged.connect(
+            lambda current, _previous: self.currentRowChanged.emit(current.row())
+        )
+        self._fixed: list[str] = []
+
+    def set_rows(self, n: int, describe: Callable[[int], tuple[str, Any]]) -> None:
+        rows = self._rows
+        rows.beginResetModel()
+        rows.n, rows.describe, rows.cache = n, describe, {}
+        self._fixed = []
+        rows.endResetModel()
+        self.currentRowChanged.emit(-1)
+
+    def refresh_row(self, row: int) -> None:
+        """Describe the row again (its item changed)."""
+        self._rows.cache.pop(row, None)
+        index = self._rows.index(row, 0)
+        self._rows.dataChanged.emit(index, index)
+
+    def clear(self) -> None:
+        self.set_rows(0, lambda row: ("", None))
+
+    def addItem(self, text: str) -> None:
+        """A row of plain text (e.g. a notice that the list is empty)."""
+        self._fixed.append(text)
+        fixed = list(self._fixed)
+        rows = self._rows
+        rows.beginResetModel()
+        rows.n, rows.describe, rows.cache = len(fixed), lambda row: (fixed[row], None), {}
+        rows.endResetModel()
+        self._fixed = fixed
+
+    def count(self) -> int:
+        return self._rows.n
+
+    def item(self, row: int) -> LazyListRow | None:
+        return LazyListRow(self._rows, row) if 0 <= row < self._rows.n else None
+
+    def currentRow(self) -> int:
+        index = self.currentIndex()
+        return index.row() if index.isValid() else -1
+
+    def setCurrentRow(self, row: int) -> None:
+        if 0 <= row < self._rows.n:
+            self.setCurrentIndex(self._rows.index(row, 0))
+        else:
+            self.setCurrentIndex(QModelIndex())

@@ -519,9 +519,17 @@ class ResultsPane(QWidget):
         view = result_view_for(probe)
         if extra and view is not None:
             steps.append(partial(self._add_result_view, view, extra, same[0]["id"]))
-        steps.append(lambda: self.plot_layout.addStretch(1))
+        # the stretch first, each plot above it: the plots already shown keep their size
+        # (no relayout and repaint of all of them) while the next ones arrive
+        self.plot_layout.addStretch(1)
         self._plot_steps = steps
         self._next_plot()
+
+    def rendering(self) -> bool:
+        """Whether plots or a result view are still being laid out (one per turn)."""
+        return bool(self._plot_steps) or any(
+            getattr(p, "building", lambda: False)() for p in self.plots
+        )
 
     def _next_plot(self) -> None:
         if not self._plot_steps:
@@ -536,7 +544,7 @@ class ResultsPane(QWidget):
             f"<span style='color:#6b7280'>{html.escape(group.description)}</span>"
         )
         header.setWordWrap(True)
-        self.plot_layout.addWidget(header)
+        self._place(header)
 
     def _add_marked_plot(self, probe: Any, same: list, name: str, group: Any, colors) -> None:
         rows = self._rows(same, [name], group, colors, by_metric=False)
@@ -564,7 +572,7 @@ class ResultsPane(QWidget):
     def _add_result_view(self, view: Any, extra: dict[str, Any], run_id: int) -> None:
         widget = view(extra, self._open_review_data, run_id)
         self.plots.append(widget)
-        self.plot_layout.addWidget(widget)
+        self._place(widget)
 
     def _open_review_data(self, run_id: int, item_filter: dict[str, Any], title: str) -> None:
         self.ctx.open_review.emit(run_id, "all", item_filter, title)
@@ -603,7 +611,11 @@ class ResultsPane(QWidget):
 
     def _add_plot(self, plot: CIPlot) -> None:
         self.plots.append(plot)
-        self.plot_layout.addWidget(plot)
+        self._place(plot)
+
+    def _place(self, widget: QWidget) -> None:
+        """Below the plots shown so far, above the closing stretch."""
+        self.plot_layout.insertWidget(max(0, self.plot_layout.count() - 1), widget)
 
     def _open_review(self, data: dict[str, Any]) -> None:
         item_filter = data.get("filter") or {}

@@ -8,15 +8,13 @@ import math
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtGui import QBrush, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QListWidget,
-    QListWidgetItem,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -30,7 +28,7 @@ from gbdesk.studies import get_probe
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.review_views import ReviewView, review_view_for
 from gbdesk.ui.theme import GENDER_COLORS, MUTED
-from gbdesk.ui.widgets import Banner, pane_header
+from gbdesk.ui.widgets import Banner, LazyList, pane_header
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +152,7 @@ class ReviewPane(QWidget):
         self.sample_button.clicked.connect(self.draw_sample)
         top.addWidget(self.sample_button)
 
-        self.queue = QListWidget()
+        self.queue = LazyList()  # a run's every attempt: only the rows on screen are described
         self.queue.currentRowChanged.connect(self._show_current)
         self.view_holder = QVBoxLayout()
         self.status = QLabel()
@@ -402,9 +400,7 @@ class ReviewPane(QWidget):
         current = self.current()
         self.items = items
         self.queue.blockSignals(True)
-        self.queue.clear()
-        for item in items:
-            self.queue.addItem(self._queue_entry(item))
+        self.queue.set_rows(len(items), lambda row: self._queue_entry(items[row]))
         self.queue.blockSignals(False)
         row = 0
         if current is not None:
@@ -417,7 +413,8 @@ class ReviewPane(QWidget):
             self._show_current(-1)
         self._show_stats(stats)
 
-    def _queue_entry(self, item: ReviewItem) -> QListWidgetItem:
+    def _queue_entry(self, item: ReviewItem) -> tuple[str, Any]:
+        """A queue row's text and colour (asked only when the row is on screen)."""
         mark = ("✓ " if item.reviewed else "• ") + ("◆ " if item.in_sample else "")
         probe_name = self.probe_name()
         try:  # the scenario and names in words (the study's `review_title`)
@@ -432,10 +429,8 @@ class ReviewPane(QWidget):
             text += f" ≡ consensus by {item.consensus_by}"
         elif item.raters_disagree:
             text += f" ≠ raters disagree ({', '.join(item.rater_labels)})"
-        entry = QListWidgetItem(text)
-        entry.setToolTip(text)  # the whole scenario and names when the list is narrow
-        entry.setForeground(Qt.GlobalColor.black if item.reviewed else Qt.GlobalColor.darkGray)
-        return entry
+        # the text is also the row's tooltip: the whole scenario and names when the list is narrow
+        return text, QBrush(Qt.GlobalColor.black if item.reviewed else Qt.GlobalColor.darkGray)
 
     def current(self) -> ReviewItem | None:
         row = self.queue.currentRow()
@@ -579,8 +574,7 @@ class ReviewPane(QWidget):
             item.reviewed_at = stamp
             item.rater_labels[reviewer] = {"label": value, "data": label.get("data")}
         row = self.queue.currentRow()
-        self.queue.item(row).setText(self._queue_entry(item).text())
-        self.queue.item(row).setForeground(Qt.GlobalColor.black)
+        self.queue.refresh_row(row)
         self.ctx.tasks.with_store(self.ctx.db_path, save, on_done=saved, on_error=self.banner.error)
         if row + 1 < len(self.items):
             self.queue.setCurrentRow(row + 1)

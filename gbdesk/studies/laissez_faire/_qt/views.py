@@ -348,7 +348,8 @@ class CharacterResultsView(ResultView):
         self.curves.setXRange(0, 100)
         self.curves.setMouseEnabled(x=False, y=False)
         layout.addWidget(self.curves)
-        self._draw_curves("All")
+        # the curves with their legend take a while to draw: in the next turn
+        self.later(lambda: self._draw_curves(self.gender_combo.currentText()))
 
         layout.addWidget(
             QLabel(
