@@ -201,8 +201,8 @@ class CharacterProfileProbe(GenerationProbe):
                 Finding(
                     f"Only {max(sizes)} item(s) were run: these intervals are rough"
                     + (
-                        f" (the masculine rate's even reaches {pct(share.ci[0])} to "
-                        f"{pct(share.ci[1])}, past what a share can be)"
+                        f" (the masculine rate's interval, {pct(share.ci[0])} to "
+                        f"{pct(share.ci[1])}, even reaches past what a share can be)"
                         if outside
                         else ""
                     )
