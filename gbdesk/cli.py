@@ -622,6 +622,29 @@ def _metrics_payload(store, run_id: int, labels: str) -> dict[str, Any]:
     return {"run_id": run_id, "probe": run["probe"], "labels": labels, "metrics": out}
 
 
+def _findings_text(store, run_id: int, labels: str) -> str:
+    """The run's findings in words, most important first (as on the report's first page)."""
+    from gbdesk.findings import ordered, run_findings
+    from gbdesk.results import compute_metrics, run_extra_results
+    from gbdesk.studies import get_probe
+
+    run = store.get_run(run_id)
+    probe = get_probe(run["probe"])
+    try:
+        metrics = compute_metrics(store, run_id, labels)
+        extra = run_extra_results(store, run_id, labels)
+    except UserError:
+        raise
+    except Exception:  # the table is printed already: say the findings failed, and why
+        logging.getLogger(__name__).exception("findings of run %s", run_id)
+        return "\n\nFindings: could not be computed (see the log)."
+    found = ordered(run_findings(run_id, "", probe, metrics, extra, run["params"]))
+    if not found:
+        return ""
+    lines = [f"{k}. {f.sentence}" for k, f in enumerate(found, start=1)]
+    return "\n\nFindings:\n" + "\n".join(lines)
+
+
 def _metrics_table(payload: dict[str, Any]) -> str:
     metrics = payload["metrics"]
     width = max([28, *(len(name) for name in metrics)])
@@ -665,7 +688,8 @@ def _metrics_table(payload: dict[str, Any]) -> str:
             "automatic − human on the reviewed sample."
         )
         for reason, names in reasons.items():
-            rows.append(f"no interval for {len(names)} metric(s): {reason}")
+            which = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            rows.append(f"no interval for {which}: {reason}")
     return "\n".join(rows)
 
 
@@ -874,7 +898,8 @@ def _execute(args, store, run_id: int, backend_factory=None) -> int:
     payload = _metrics_payload(store, run_id, "auto")
     print(
         f"run {run_id}: {summary['status']}, {summary['attempts']}/{summary['attempts_total']} "
-        f"attempts\n\n{_metrics_table(payload)}{_tiny_notice(store, run_id)}\n\n"
+        f"attempts\n\n{_metrics_table(payload)}{_findings_text(store, run_id, 'auto')}"
+        f"{_tiny_notice(store, run_id)}\n\n"
         f"Export: gbdesk export {run_id} --csv DIR  (database: {store.path})"
     )
     return 0
@@ -952,9 +977,11 @@ def cmd_metrics(args) -> int:
     with _open_store(args.db) as store:
         payload = _metrics_payload(store, args.run_id, args.labels)
         notice = _tiny_notice(store, args.run_id)
+        findings = "" if args.json else _findings_text(store, args.run_id, args.labels)
     text = (
         f"run {args.run_id} ({payload['probe']}, {args.labels} labels)\n"
         + _metrics_table(payload)
+        + findings
         + notice
     )
     _emit(args, payload, text)

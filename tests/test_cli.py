@@ -165,6 +165,11 @@ def test_import_runs_metrics_export_review(tmp_path):
     assert m["masculine_rate"]["mark"] in ("A", "B", "C", "D")
     lo, hi = m["masculine_rate"]["ci"]
     assert lo <= m["masculine_rate"]["value"] <= hi
+    # the table is followed by the findings in words, as on the report's first page
+    _, text, _ = gbdesk("metrics", str(run_id), "--db", db)
+    findings = text.split("Findings:\n", 1)[1].splitlines()
+    assert findings[0].startswith("1. ") and f"mark {m['masculine_rate']['mark']}" in text
+    assert "Only" not in text  # 149 items: no small-run warning
 
     out_dir = tmp_path / "csv"
     gbdesk("export", str(run_id), "--csv", str(out_dir), "--db", db)
