@@ -607,12 +607,11 @@ class _ProgressPrinter:
             self.last = now
 
 
-def _metrics_payload(store, run_id: int, labels: str) -> dict[str, Any]:
-    from gbdesk.results import compute_metrics
+def _metrics_payload(store, run_id: int, labels: str, metrics: dict[str, Any]) -> dict[str, Any]:
+    """The JSON of `gbdesk metrics` from the run's `compute_metrics`."""
     from gbdesk.stats import adjusted_p_values
 
     run = store.get_run(run_id)
-    metrics = compute_metrics(store, run_id, labels)
     adjusted = adjusted_p_values(metrics)  # Benjamini–Hochberg over the run's tests
     out = {}
     for name, m in metrics.items():
@@ -622,16 +621,16 @@ def _metrics_payload(store, run_id: int, labels: str) -> dict[str, Any]:
     return {"run_id": run_id, "probe": run["probe"], "labels": labels, "metrics": out}
 
 
-def _findings_text(store, run_id: int, labels: str) -> str:
-    """The run's findings in words, most important first (as on the report's first page)."""
+def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> str:
+    """The run's findings in words, most important first (as on the report's first page),
+    from its `metrics` in this label mode."""
     from gbdesk.findings import ordered, run_findings
-    from gbdesk.results import compute_metrics, run_extra_results
+    from gbdesk.results import run_extra_results
     from gbdesk.studies import get_probe
 
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
     try:
-        metrics = compute_metrics(store, run_id, labels)
         extra = run_extra_results(store, run_id, labels)
     except UserError:
         raise
@@ -895,10 +894,14 @@ def _execute(args, store, run_id: int, backend_factory=None) -> int:
     if args.json:
         _emit(args, summary, "")
         return 0
-    payload = _metrics_payload(store, run_id, "auto")
+    from gbdesk.results import compute_metrics
+
+    metrics = compute_metrics(store, run_id, "auto")
+    payload = _metrics_payload(store, run_id, "auto", metrics)
+    findings = _findings_text(store, run_id, "auto", metrics)
     print(
         f"run {run_id}: {summary['status']}, {summary['attempts']}/{summary['attempts_total']} "
-        f"attempts\n\n{_metrics_table(payload)}{_findings_text(store, run_id, 'auto')}"
+        f"attempts\n\n{_metrics_table(payload)}{findings}"
         f"{_tiny_notice(store, run_id)}\n\n"
         f"Export: gbdesk export {run_id} --csv DIR  (database: {store.path})"
     )
@@ -974,10 +977,13 @@ def cmd_resume(args) -> int:
 
 
 def cmd_metrics(args) -> int:
+    from gbdesk.results import compute_metrics
+
     with _open_store(args.db) as store:
-        payload = _metrics_payload(store, args.run_id, args.labels)
+        metrics = compute_metrics(store, args.run_id, args.labels)
+        payload = _metrics_payload(store, args.run_id, args.labels, metrics)
         notice = _tiny_notice(store, args.run_id)
-        findings = "" if args.json else _findings_text(store, args.run_id, args.labels)
+        findings = "" if args.json else _findings_text(store, args.run_id, args.labels, metrics)
     text = (
         f"run {args.run_id} ({payload['probe']}, {args.labels} labels)\n"
         + _metrics_table(payload)

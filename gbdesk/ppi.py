@@ -606,6 +606,34 @@ def _multinomial(rng: np.random.Generator, size: int, counts: np.ndarray, rows: 
     return rng.multinomial(size, p, size=rows).astype(float)
 
 
+def _one_unit_changed(
+    theta: ThetaMany,
+    which: str,
+    base_w: np.ndarray,
+    edit: Callable[[np.ndarray, np.ndarray], None],
+    n: int,
+    chunk: int = 256,
+) -> dict[str, tuple[float, np.ndarray]]:
+    """Per statistic of `theta(which, ·)`: its value at the weights `base_w` (one row) and
+    its values with one reviewed unit changed at a time — `edit(w, rows)` changes row k of
+    `w` (a copy of `base_w`) for unit `rows[k]`; evaluated `chunk` units at a time."""
+    base = theta(which, base_w)
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in base}
+    for start in range(0, n, chunk):
+        rows = np.arange(start, min(n, start + chunk))
+        w = np.tile(base_w, (len(rows), 1))
+        edit(w, rows)
+        changed = theta(which, w)
+        for name in base:
+            v = changed.get(name)
+            if v is not None:
+                parts[name].append(np.asarray(v, dtype=float))
+    return {
+        name: (float(b[0]), np.concatenate(parts[name]) if parts[name] else np.empty(0))
+        for name, b in base.items()
+    }
+
+
 def _informative_units(theta: ThetaMany, n: int, chunk: int = 256) -> dict[str, int]:
     """Per statistic, how many reviewed units change it when their human labels are
     swapped for the automatic ones (all other reviewed units keeping their human labels).
@@ -615,27 +643,20 @@ def _informative_units(theta: ThetaMany, n: int, chunk: int = 256) -> dict[str, 
     interval back, however biased the labeller is elsewhere. `theta("mixed", w)` evaluates
     the reviewed units' human labels (first n columns) and automatic labels (last n)
     together; a `theta` without that set gives {} (no per-statistic check)."""
-    base_w = np.hstack([np.ones((1, n)), np.zeros((1, n))])
-    try:
-        base = theta("mixed", base_w)
-    except KeyError:
-        return {}
-    if not base:
-        return {}
-    counts = dict.fromkeys(base, 0)
-    for start in range(0, n, chunk):
-        rows = np.arange(start, min(n, start + chunk))
-        w = np.tile(base_w, (len(rows), 1))
+
+    def swap(w: np.ndarray, rows: np.ndarray) -> None:
         w[np.arange(len(rows)), rows] = 0.0
         w[np.arange(len(rows)), n + rows] = 1.0
-        swapped = theta("mixed", w)
-        for name, b in base.items():
-            v = swapped.get(name)
-            if v is None:
-                continue
-            b0 = float(b[0])
-            same = np.isclose(v, b0, rtol=1e-12, atol=1e-12) | (np.isnan(v) & math.isnan(b0))
-            counts[name] += int(np.sum(~same))
+
+    base_w = np.hstack([np.ones((1, n)), np.zeros((1, n))])
+    try:
+        values = _one_unit_changed(theta, "mixed", base_w, swap, n, chunk)
+    except KeyError:
+        return {}
+    counts = {}
+    for name, (b0, v) in values.items():
+        same = np.isclose(v, b0, rtol=1e-12, atol=1e-12) | (np.isnan(v) & math.isnan(b0))
+        counts[name] = int(np.sum(~same))
     return counts
 
 
@@ -651,23 +672,19 @@ def _support(theta: ThetaMany, n: int, chunk: int = 256) -> dict[str, tuple[int,
     textbook n·p ≥ 5 and n·(1 − p) ≥ 5): for a share, the units that raise it are those
     with more than the average share of the outcome, those that lower it the ones with
     less. Counted by leaving each reviewed unit out of the human labels in turn."""
-    ones = np.ones((1, n))
-    base = theta("human", ones)
-    counts = {name: [0, 0] for name in base}
-    for start in range(0, n, chunk):
-        rows = np.arange(start, min(n, start + chunk))
-        w = np.ones((len(rows), n))
+
+    def leave_out(w: np.ndarray, rows: np.ndarray) -> None:
         w[np.arange(len(rows)), rows] = 0.0
-        left_out = theta("human", w)
-        for name, b in base.items():
-            v = left_out.get(name)
-            b0 = float(b[0])
-            if v is None or not math.isfinite(b0):
-                continue
-            changed = ~np.isclose(v, b0, rtol=1e-12, atol=1e-12) & np.isfinite(v)
-            counts[name][0] += int(np.sum(changed & (v < b0)))
-            counts[name][1] += int(np.sum(changed & (v > b0)))
-    return {name: (up, down) for name, (up, down) in counts.items()}
+
+    support = {}
+    for name, (b0, v) in _one_unit_changed(theta, "human", np.ones((1, n)), leave_out, n,
+                                           chunk).items():  # fmt: skip
+        if not math.isfinite(b0):
+            support[name] = (0, 0)
+            continue
+        changed = ~np.isclose(v, b0, rtol=1e-12, atol=1e-12) & np.isfinite(v)
+        support[name] = (int(np.sum(changed & (v < b0))), int(np.sum(changed & (v > b0))))
+    return support
 
 
 def _support_reason(support: tuple[int, int] | None, min_per_outcome: int) -> str:

@@ -183,6 +183,7 @@ class ContinuousBatcher:
         self.generator = generator
         self.llm = generator.llm
         self.vocab = self.llm._model.vocab
+        self._n_vocab = int(llama_cpp.llama_vocab_n_tokens(self.vocab))
         # one-token candidate array for `_grammar_first_allowed`
         self._probe_cell = llama_cpp.llama_token_data()
         self._probe_array = llama_cpp.llama_token_data_array(
@@ -737,7 +738,7 @@ class ContinuousBatcher:
         lib = self._lib
         if GRAMMAR_PROBES <= 0:
             return None
-        n_vocab = int(lib.llama_vocab_n_tokens(self.vocab))
+        n_vocab = self._n_vocab
         logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(self.ctx, row), shape=(n_vocab,))
         k = min(GRAMMAR_PROBES, n_vocab)
         top = np.argpartition(-logits, k - 1)[:k]

@@ -252,15 +252,7 @@ class LlamaCppBackend:
             if event == "token" and on_token is not None:
                 on_token(message["text"])
             elif event == "result":
-                r = message["result"]
-                return GenerationResult(
-                    text=r["text"],
-                    tokens_in=r["tokens_in"],
-                    tokens_out=r["tokens_out"],
-                    latency_s=r["latency_s"],
-                    finish_reason=r["finish_reason"],
-                    prompt_mode=r["prompt_mode"],
-                )
+                return _result_from_json(message["result"])
             elif event == "error":
                 raise EngineError(f"llama.cpp refused the request: {message.get('message')}")
 
@@ -292,17 +284,7 @@ class LlamaCppBackend:
                         f"the model worker returned {len(rows)} results for "
                         f"{len(requests)} requests"
                     )
-                return [
-                    GenerationResult(
-                        text=r["text"],
-                        tokens_in=r["tokens_in"],
-                        tokens_out=r["tokens_out"],
-                        latency_s=r["latency_s"],
-                        finish_reason=r["finish_reason"],
-                        prompt_mode=r["prompt_mode"],
-                    )
-                    for r in rows
-                ]
+                return [_result_from_json(r) for r in rows]
             elif event == "error":
                 raise EngineError(f"llama.cpp refused the request: {message.get('message')}")
 

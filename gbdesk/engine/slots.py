@@ -16,6 +16,7 @@ load).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import TYPE_CHECKING
@@ -58,15 +59,27 @@ def kv_bytes_per_cell(info: GGUFInfo) -> int | None:
 
 def kv_bytes_per_slot(model_path: str | os.PathLike[str], n_ctx_seq: int) -> int | None:
     """Bytes of one slot's f16 KV stream of `n_ctx_seq` cells; None if unknown."""
+    try:
+        stat = os.stat(model_path)
+    except OSError as exc:
+        log.warning("cannot read %s for the KV size: %s", model_path, exc)
+        return None
+    per_cell = _kv_bytes_per_cell_of(os.fspath(model_path), stat.st_mtime_ns, stat.st_size)
+    return per_cell * n_ctx_seq if per_cell else None
+
+
+@functools.lru_cache(maxsize=16)
+def _kv_bytes_per_cell_of(path: str, mtime_ns: int, size: int) -> int | None:
+    """`kv_bytes_per_cell` of a GGUF file, read once per file version (the header with its
+    tokenizer arrays takes ~50 ms to read; estimates and audit plans ask many times)."""
     from gbdesk.engine.gguf_meta import read_gguf
 
     try:
-        info = read_gguf(model_path)
+        info = read_gguf(path)
     except Exception as exc:  # not a readable GGUF: no memory bound from it
-        log.warning("cannot read %s for the KV size: %s", model_path, exc)
+        log.warning("cannot read %s for the KV size: %s", path, exc)
         return None
-    per_cell = kv_bytes_per_cell(info)
-    return per_cell * n_ctx_seq if per_cell else None
+    return kv_bytes_per_cell(info)
 
 
 def choose_slots(
