@@ -22,10 +22,14 @@ laissez_faire_scale_run`). No data of the paper is used. Then, in this process:
          its checkout on the path, taking turns (`--rounds`, default 2) so that the load of
          a shared machine falls on both alike;
   back-fill  the first metrics of a run written without flat rows (an older database).
+  review (only with `--only review`) the Review pane's queue of the big run
+         (`review.review_queue`, hardest first, as the pane loads it in a thread): wall
+         and CPU seconds and the peak memory, each in a child process of its own; with
+         `--compare-with CHECKOUT` the other checkout's queue too, taking turns.
 
     python benchmarks/scale.py [--db PATH] [--n 500000] [--baseline-n 50000]
                                [--import-n 5000] [--full-baseline]
-                               [--only import] [--compare-with CHECKOUT] [--rounds 2]
+                               [--only import|review] [--compare-with CHECKOUT] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -129,6 +133,56 @@ def import_child(root: Path, jsonl: Path) -> int:
     return 0
 
 
+def review_child(root: Path, db: Path, run_id: int) -> int:
+    """Child of the review section: the Review queue of `run_id` with the gbdesk of `root`;
+    prints JSON (wall s, CPU s, peak MB of this process, queue length)."""
+    import json
+
+    sys.path.insert(0, str(root))
+    import gbdesk
+
+    if not Path(gbdesk.__file__).resolve().is_relative_to(root.resolve()):
+        raise SystemExit(f"gbdesk comes from {gbdesk.__file__}, not from {root}")
+    from gbdesk.review import review_queue
+    from gbdesk.store import Store
+
+    with Store(db) as store:
+        started, cpu = time.perf_counter(), time.process_time()
+        queue = review_queue(store, run_id, "all", None, "hard")
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    print(json.dumps({"wall": wall, "cpu": cpu, "peak": peak_mb(), "n": len(queue)}))
+    return 0
+
+
+def review_benchmark(db: Path, compare_with: Path | None, rounds: int) -> None:
+    """The review section (see the module)."""
+    import json
+
+    from gbdesk.store import Store
+
+    with Store(db) as store:
+        run_id = min(r["id"] for r in store.list_runs())
+    print(f"— the Review queue of run {run_id} of {db} —")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    sides = [("this", ROOT)] if compare_with is None else [("baseline", compare_with),
+                                                           ("this", ROOT)]  # fmt: skip
+    took: dict[str, list[dict]] = {name: [] for name, _ in sides}
+    for _ in range(rounds if compare_with is not None else 1):
+        for name, root in sides:
+            cmd = [sys.executable, __file__, "--review-child", str(run_id), "--db", str(db),
+                   "--root", str(root.resolve())]  # fmt: skip
+            env = {**os.environ, "PYTHONPATH": str(root.resolve())}
+            out = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
+            got = json.loads(out.stdout.strip().splitlines()[-1])
+            took[name].append(got)
+            print(f"Review queue, {name:<8} {got['n']:>9,} attempts {got['wall']:8.2f} s  "
+                  f"cpu {got['cpu']:7.2f} s   peak {got['peak']:6.0f} MB", flush=True)  # fmt: skip
+    if compare_with is not None:
+        b = {k: min(v, key=lambda g: g["wall"]) for k, v in took.items()}
+        print(f"best of {rounds}: this / baseline ×{b['baseline']['wall'] / b['this']['wall']:.2f}"
+              f" faster, peak memory ×{b['this']['peak'] / b['baseline']['peak']:.2f}")  # fmt: skip
+
+
 def import_benchmark(n: int, compare_with: Path | None, rounds: int) -> float:
     """The import section (see the module); returns this checkout's stories/s here."""
     import json
@@ -174,14 +228,22 @@ def main() -> int:
     parser.add_argument("--import-n", type=int, default=8_000)
     parser.add_argument("--full-baseline", action="store_true")
     parser.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--only", choices=["import"], help="run only this section")
+    parser.add_argument("--only", choices=["import", "review"], help="run only this section")
     parser.add_argument("--compare-with", type=Path, help="another checkout: import there too")
     parser.add_argument("--rounds", type=int, default=2, help="turns of --compare-with")
     parser.add_argument("--import-child", type=Path, help=argparse.SUPPRESS)  # a JSONL
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)  # the child's checkout
+    parser.add_argument("--review-child", type=int, help=argparse.SUPPRESS)  # a run id
     args = parser.parse_args()
     if args.import_child:
         return import_child(args.root, args.import_child)
+    if args.review_child:
+        return review_child(args.root, args.db, args.review_child)
+    if args.only == "review":
+        if args.db is None or not args.db.exists():
+            parser.error("--only review needs --db: a database this script built")
+        review_benchmark(args.db, args.compare_with, args.rounds)
+        return 0
     if args.only == "import":
         import_benchmark(args.import_n, args.compare_with, args.rounds)
         return 0

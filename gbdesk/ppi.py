@@ -660,18 +660,30 @@ def _informative_units(theta: ThetaMany, n: int, chunk: int = 256) -> dict[str, 
     return counts
 
 
-def _support(theta: ThetaMany, n: int, chunk: int = 256) -> dict[str, tuple[int, int]]:
-    """Per statistic, how many reviewed units pull its human-label value up and how many
-    pull it down: (units whose removal lowers it, units whose removal raises it).
+def _effective_count(pulls: np.ndarray) -> float:
+    """Kish's effective number of units behind a sum of same-signed pulls: (Σ d)² / Σ d².
+    Equal pulls give their count; a few large pulls among many small ones count as few."""
+    total = float(np.sum(pulls))
+    squares = float(np.sum(pulls**2))
+    return total * total / squares if squares > 0 else 0.0
+
+
+def _support(theta: ThetaMany, n: int, chunk: int = 256) -> dict[str, tuple[float, float]]:
+    """Per statistic, how many reviewed units, in effect, pull its human-label value up and
+    how many pull it down.
 
     The run-wide count of reviewed units says little about a metric computed on a part of
     them (one domain's stories, one group's characters): 256 reviewed stories may hold 3
     with a character of that group, and a bootstrap over so few gives an interval that
     covers far less often than it claims. This is the per-metric version of `ppi_mean`'s
     rule for binary shares (at least `MIN_PER_OUTCOME` units of each outcome, the
-    textbook n·p ≥ 5 and n·(1 − p) ≥ 5): for a share, the units that raise it are those
-    with more than the average share of the outcome, those that lower it the ones with
-    less. Counted by leaving each reviewed unit out of the human labels in turn."""
+    textbook n·p ≥ 5 and n·(1 − p) ≥ 5). Each reviewed unit is left out of the human
+    labels in turn; its pull is how much the value drops (a unit that raises it) or rises
+    (one that lowers it) without it. The units on each side are counted by Kish's
+    effective number (`_effective_count`), so for a share of equal units this is the
+    number of units with and without the outcome; where the outcome is spread unevenly
+    (a race share made of first-name likelihoods: many names give a group 1 %, a few give
+    it 80 %) the few heavy units are what count."""
 
     def leave_out(w: np.ndarray, rows: np.ndarray) -> None:
         w[np.arange(len(rows)), rows] = 0.0
@@ -680,14 +692,18 @@ def _support(theta: ThetaMany, n: int, chunk: int = 256) -> dict[str, tuple[int,
     for name, (b0, v) in _one_unit_changed(theta, "human", np.ones((1, n)), leave_out, n,
                                            chunk).items():  # fmt: skip
         if not math.isfinite(b0):
-            support[name] = (0, 0)
+            support[name] = (0.0, 0.0)
             continue
         changed = ~np.isclose(v, b0, rtol=1e-12, atol=1e-12) & np.isfinite(v)
-        support[name] = (int(np.sum(changed & (v < b0))), int(np.sum(changed & (v > b0))))
+        pull = b0 - v  # > 0: the unit raises the value
+        support[name] = (
+            _effective_count(pull[changed & (pull > 0)]),
+            _effective_count(-pull[changed & (pull < 0)]),
+        )
     return support
 
 
-def _support_reason(support: tuple[int, int] | None, min_per_outcome: int) -> str:
+def _support_reason(support: tuple[float, float] | None, min_per_outcome: int) -> str:
     """Why a statistic gets no interval from its reviewed units, or ""."""
     if support is None:
         return ""
@@ -699,11 +715,17 @@ def _support_reason(support: tuple[int, int] | None, min_per_outcome: int) -> st
         )
     if min(up, down) < min_per_outcome:
         return (
-            f"too few reviewed units bear on this metric: {up} raise it and {down} lower "
-            f"it (at least {min_per_outcome} of each needed for an interval, e.g. "
-            f"{min_per_outcome} reviewed units with a character of this group)"
+            f"too few reviewed units bear on this metric: {_count_words(up)} raise it and "
+            f"{_count_words(down)} lower it (at least {min_per_outcome} of each needed for "
+            f"an interval, e.g. {min_per_outcome} reviewed units with a character of this "
+            "group; units that carry little of it count as part of a unit)"
         )
     return ""
+
+
+def _count_words(count: float) -> str:
+    """A whole effective count as an integer, another one as "in effect 2.4"."""
+    return f"{count:.0f}" if abs(count - round(count)) < 1e-6 else f"in effect {count:.1f}"
 
 
 def ppi_bootstrap_many(

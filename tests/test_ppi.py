@@ -563,3 +563,42 @@ def test_a_metric_few_reviewed_units_bear_on_gets_no_interval():
     domain = res["domain"]
     assert not domain.valid
     assert "4 raise it and 8 lower it" in domain.reason
+
+
+def test_effective_count_of_pulls_is_kishs():
+    from gbdesk.ppi import _effective_count
+
+    assert _effective_count(np.full(7, 0.25)) == pytest.approx(7.0)  # equal pulls: their count
+    assert _effective_count(np.array([1.0, 1.0, 2.0])) == pytest.approx(16 / 6)  # (Σd)²/Σd²
+    assert _effective_count(np.array([])) == 0.0
+
+
+def test_a_share_carried_by_a_few_heavy_units_gets_no_interval():
+    """A race share from first-name likelihoods: 197 reviewed units give the group 1–3 %,
+    3 give it 80 %. Fifty units raise the share (more than the mean), so counting units
+    would allow an interval, but almost all of the share sits in 3 of them: in effect
+    3.4 units raise it, and the metric is refused. The same share spread evenly keeps
+    its interval."""
+    from gbdesk.ppi import ppi_bootstrap_many
+
+    rng = np.random.default_rng(8)
+    n, big = 200, 4000
+    heavy = np.r_[np.full(150, 0.01), np.full(47, 0.03), np.full(3, 0.8)]
+    even = (rng.random(n) < 0.3).astype(float)
+    human = {"heavy": heavy, "even": even}
+    labeled = {k: v.copy() for k, v in human.items()}
+    for v in labeled.values():
+        v[:20] = v[:20] * 0.5 + 0.1  # the labeller errs on 20 reviewed units
+    unl = {"heavy": rng.choice(heavy, big), "even": (rng.random(big) < 0.35).astype(float)}
+
+    def theta(which, w):
+        if which == "mixed":
+            raise KeyError(which)
+        data = {"human": human, "labeled": labeled, "unlabeled": unl,
+                "all": {k: np.r_[labeled[k], unl[k]] for k in human}}[which]  # fmt: skip
+        return {k: (w @ data[k]) / w.sum(axis=1) for k in human}
+
+    res = ppi_bootstrap_many(theta, n, np.ones(big), 20, n_resamples=300, seed=4)
+    assert res["even"].valid
+    assert not res["heavy"].valid and math.isnan(res["heavy"].ci[0])
+    assert "in effect 3.4 raise it and 150 lower it" in res["heavy"].reason

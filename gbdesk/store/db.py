@@ -1076,6 +1076,29 @@ class Store:
             row["attempt_id"]: row for row in self._label_rows(run_id, kind, source_prefix, facet)
         }
 
+    def label_texts(
+        self, run_id: int, kind: str, facet: str = ""
+    ) -> dict[int, tuple[str, str, str | None, str | None]]:
+        """As `labels` (the latest label of `kind` per attempt), but only (source, label,
+        data JSON, evidence JSON), the JSON left as stored: cheap for a whole big run."""
+        rows = self.conn.execute(
+            "SELECT l.attempt_id, l.source, l.label, l.data_json, l.evidence_json "
+            "FROM labels l JOIN attempts a ON a.id = l.attempt_id "
+            "WHERE a.run_id = ? AND l.kind = ? AND l.facet = ? ORDER BY l.id",
+            (run_id, kind, facet),
+        )
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+    def iter_attempt_texts(self, run_id: int) -> Iterator[tuple[int, str, int, str, str]]:
+        """(id, item, attempt, prompt, response) of a run's attempts in `attempts` order,
+        one row at a time."""
+        yield from self.conn.execute(
+            "SELECT a.id, a.item, a.attempt, a.prompt, a.response FROM attempts a "
+            "JOIN run_items i ON i.run_id = a.run_id AND i.item = a.item "
+            "WHERE a.run_id = ? ORDER BY i.idx, a.attempt",
+            (run_id,),
+        )
+
     def rater_labels(
         self, run_id: int, facet: str = "", kind: str = "human", which: str = "latest"
     ) -> dict[str, dict[int, dict[str, Any]]]:
