@@ -13,6 +13,7 @@ import json
 import logging
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,24 +89,28 @@ def ensure_auto_labels(store: Store, run_id: int) -> int:
     return len(missing)
 
 
-def effective_labels(store: Store, run_id: int, label_mode: str) -> dict[int, dict[str, Any]]:
-    """attempt id → the label row the metrics use in this mode."""
+def effective_labels(
+    store: Store, run_id: int, label_mode: str, attempt_ids: Sequence[int] | None = None
+) -> dict[int, dict[str, Any]]:
+    """attempt id → the label row the metrics use in this mode (`attempt_ids`: of these
+    attempts only)."""
     if not is_label_mode(label_mode):
         raise ValueError(f"label mode must be one of {LABEL_MODES}, {CONSENSUS} or rater:NAME")
-    labels = store.labels(run_id, "auto", _auto_source(store, run_id))
+    ids = attempt_ids
+    labels = store.labels(run_id, "auto", _auto_source(store, run_id), attempt_ids=ids)
     rater = rater_mode(label_mode)
     if label_mode in ("reviewed", CONSENSUS):
-        labels.update(store.labels(run_id, "human"))
+        labels.update(store.labels(run_id, "human", attempt_ids=ids))
     if label_mode == CONSENSUS:
-        labels.update(store.labels(run_id, "consensus"))
+        labels.update(store.labels(run_id, "consensus", attempt_ids=ids))
     if rater is not None:
-        by_rater = store.rater_labels(run_id)
-        if rater not in by_rater:
+        by_rater = store.rater_labels(run_id, attempt_ids=ids)
+        if rater not in by_rater and (ids is None or rater not in store.rater_labels(run_id)):
             from gbdesk.errors import UserError
 
             known = ", ".join(by_rater) or "nobody has labelled yet"
             raise UserError(f"run {run_id} has no labels by {rater!r} (raters: {known})")
-        labels.update(by_rater[rater])
+        labels.update(by_rater.get(rater, {}))
     return labels
 
 

@@ -297,3 +297,45 @@ def test_laissez_faire_import_explains_unmatched_prompts(store, tmp_path):
     with pytest.raises(UserError, match="domain, condition, subject and object columns"):
         import_generations(store, "laissez_faire", path)
     assert store.list_runs() == []
+
+
+def test_export_in_chunks_writes_the_same_files(store, tmp_path, monkeypatch):
+    """The export writes a chunk of attempts at a time (constant memory at 500,000
+    stories): files are byte-identical whatever the chunk size, across runs of two probes
+    whose columns differ (a later run's columns pad the earlier rows), with a human
+    label; no spool or partial file is left behind, and a failed export leaves no file."""
+    import gbdesk.report.csv_export as csv_export
+    from gbdesk.runs import execute_run, plan_run, resolve_model
+    from tests.fakes import FakeBackend, recorded_laissez_faire
+
+    model = resolve_model(store, "default")
+    lf = plan_run(store, "laissez_faire", model, attempts=2, limit=7)
+    execute_run(store, lf, backend_factory=lambda m, g: FakeBackend(recorded_laissez_faire()))
+    ps = prompts()
+    path = tmp_path / "gen.csv"
+    write_csv(path, [(ps[0], "She and her cat."), (ps[21], "He and his dog.")])
+    gb = import_generations(store, "inventories", path, deal_rows=True)["run_id"]
+    first = store.attempts(lf)[3]
+    label = store.labels(lf, "auto")[first["id"]]
+    store.add_human_label(first["id"], "ana", label["label"], label["data"])
+
+    def export(folder, chunk):
+        monkeypatch.setattr(csv_export, "EXPORT_CHUNK", chunk)
+        files = export_run_csv(store, [lf, gb], tmp_path / folder)
+        return {f.name: f.read_bytes() for f in files}
+
+    whole, chunked = export("whole", 10**9), export("chunked", 3)
+    assert list(whole) == ["attempts.csv", "metrics.csv", "characters.csv"]
+    assert chunked == whole
+    rows = read_csv(tmp_path / "whole" / "attempts.csv")
+    assert len(rows) == 16 and rows[-1]["source"] == "bsri" and rows[0]["source"] == ""
+    assert rows[3]["reviewer"] == "ana"
+    assert sorted(p.name for p in (tmp_path / "chunked").iterdir()) == sorted(whole)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk gone")
+
+    monkeypatch.setattr(csv_export, "metric_rows", broken)
+    with pytest.raises(RuntimeError):
+        export_run_csv(store, [lf], tmp_path / "failed")
+    assert list((tmp_path / "failed").iterdir()) == []

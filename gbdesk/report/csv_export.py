@@ -25,6 +25,7 @@ import csv
 import json
 import math
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ def safe_cell(value: Any) -> Any:
     return escape_text(text)
 
 
-def write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> None:
+def write_csv(path: Path, columns: list[str], rows: Iterable[dict[str, Any]]) -> None:
     with open(path, "w", encoding="utf-8", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow([safe_cell(c) for c in columns])
@@ -81,54 +82,85 @@ def write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> Non
             writer.writerow([safe_cell(row.get(c)) for c in columns])
 
 
-def attempt_rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
-    """One row per attempt: texts, item metadata, detection, review, generation stats."""
-    ensure_auto_labels(store, run_id)
-    run_items = store.run_items(run_id)
-    items = {row["item"]: row["metadata"] for row in run_items}
-    item_index = {row["item"]: row["idx"] for row in run_items}  # the run's item order
+#: attempts read, labelled and written at a time by the export (its memory is this many
+#: attempts' rows, not the run's: a 500,000-story run exports in constant memory)
+EXPORT_CHUNK = 5_000
+
+
+class _Spool:
+    """A CSV table written as its rows come, whose columns are learnt on the way.
+
+    Rows go to a spool file at once, as the cells `safe_cell` makes, under the columns
+    known when they came, after a header of the columns known at the first row (a later
+    column is appended, so an earlier row is a prefix of the full list). `finish` moves
+    the spool into place when that header is the final one, in the order asked for (the
+    usual case); otherwise it writes the final file with the columns reordered and the
+    earlier rows padded."""
+
+    def __init__(self, folder: Path, name: str) -> None:
+        self.name = name
+        self.columns: list[str] = []
+        self._known: set[str] = set()
+        self._header: list[str] | None = None
+        self._path = folder / f"{name}.spool"
+        self._fh = open(self._path, "w", encoding="utf-8", newline="")  # noqa: SIM115
+        self._writer = csv.writer(self._fh)
+
+    def add_columns(self, columns: Iterable[str]) -> None:
+        for c in columns:
+            if c not in self._known:
+                self._known.add(c)
+                self.columns.append(c)
+
+    def write(self, rows: Iterable[dict[str, Any]]) -> None:
+        columns = self.columns
+        for row in rows:
+            if self._header is None:
+                self._header = list(columns)
+                self._writer.writerow([safe_cell(c) for c in columns])
+            self._writer.writerow([safe_cell(row.get(c)) for c in columns])
+
+    def finish(self, path: Path, order: list[str] | None = None) -> None:
+        """Write `path` with the columns in `order` (default: as first seen)."""
+        self._fh.close()
+        order = self.columns if order is None else order
+        if self._header == order:
+            self._path.replace(path)
+            return
+        where = {c: i for i, c in enumerate(self.columns)}
+        picks = [where[c] for c in order]
+        partial = path.with_name(path.name + ".partial")
+        with (
+            open(self._path, encoding="utf-8", newline="") as src,
+            open(partial, "w", encoding="utf-8", newline="") as dst,
+        ):
+            writer = csv.writer(dst)
+            writer.writerow([safe_cell(c) for c in order])
+            reader = csv.reader(src)
+            if self._header is not None:
+                next(reader)  # the spool's own header
+            for cells in reader:
+                n = len(cells)
+                writer.writerow([cells[i] if i < n else "" for i in picks])
+        self._path.unlink()
+        partial.replace(path)
+
+    def discard(self) -> None:
+        self._fh.close()
+        self._path.unlink(missing_ok=True)
+
+
+def _meta_columns(items: dict[str, dict[str, Any]]) -> list[str]:
     meta_cols: list[str] = []
     for meta in items.values():
         for key in meta:
             if key not in meta_cols:
                 meta_cols.append(key)
-    auto = store.labels(run_id, "auto")
-    human = store.labels(run_id, "human")
-    rows = []
-    data_cols: list[str] = []
-    for attempt in store.attempts(run_id):
-        label = auto.get(attempt["id"])
-        review = human.get(attempt["id"])
-        row: dict[str, Any] = {
-            "run_id": run_id,
-            "item": attempt["item"],
-            "attempt": attempt["attempt"],
-            "prompt": attempt["prompt"],
-            "response": attempt["response"],
-            **items.get(attempt["item"], {}),
-            "detected": label["label"] if label else "",
-            "detector": label["source"] if label else "",
-        }
-        for key, value in ((label or {}).get("data") or {}).items():
-            row[key] = value
-            if key not in data_cols:
-                data_cols.append(key)
-        row.update(
-            {
-                "human_label": review["label"] if review else "",
-                "reviewer": review["source"].removeprefix("human:") if review else "",
-                "reviewed_at": review["created_at"] if review else "",
-                "seed": attempt["seed"],
-                "tokens_in": attempt["tokens_in"],
-                "tokens_out": attempt["tokens_out"],
-                "latency_s": attempt["latency_s"],
-                "finish_reason": attempt["finish_reason"],
-                "prompt_mode": attempt["prompt_mode"],
-                "item_index": item_index.get(attempt["item"]),
-            }
-        )
-        rows.append(row)
-    columns = [
+    return meta_cols
+
+
+def _attempt_columns(meta_cols: list[str], data_cols: list[str]) -> list[str]:
+    return [
         "run_id",
         "item",
         "attempt",
@@ -149,7 +181,65 @@ def attempt_rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, A
         "prompt_mode",
         "item_index",
     ]
-    return columns, rows
+
+
+def _attempt_row_chunks(
+    store: Store, run_id: int, data_cols: list[str], chunk: int | None = None
+) -> Iterator[list[dict[str, Any]]]:
+    """attempts.csv rows of a run, a chunk of attempts at a time; the label data's keys
+    are added to `data_cols` in order of first appearance as the rows come."""
+    ensure_auto_labels(store, run_id)
+    run_items = store.run_items(run_id)
+    items = {row["item"]: row["metadata"] for row in run_items}
+    item_index = {row["item"]: row["idx"] for row in run_items}  # the run's item order
+    known = set(data_cols)
+    for attempts in store.attempt_chunks(run_id, chunk or EXPORT_CHUNK):
+        ids = [a["id"] for a in attempts]
+        auto = store.labels(run_id, "auto", attempt_ids=ids)
+        human = store.labels(run_id, "human", attempt_ids=ids)
+        rows = []
+        for attempt in attempts:
+            label = auto.get(attempt["id"])
+            review = human.get(attempt["id"])
+            row: dict[str, Any] = {
+                "run_id": run_id,
+                "item": attempt["item"],
+                "attempt": attempt["attempt"],
+                "prompt": attempt["prompt"],
+                "response": attempt["response"],
+                **items.get(attempt["item"], {}),
+                "detected": label["label"] if label else "",
+                "detector": label["source"] if label else "",
+            }
+            for key, value in ((label or {}).get("data") or {}).items():
+                row[key] = value
+                if key not in known:
+                    known.add(key)
+                    data_cols.append(key)
+            row.update(
+                {
+                    "human_label": review["label"] if review else "",
+                    "reviewer": review["source"].removeprefix("human:") if review else "",
+                    "reviewed_at": review["created_at"] if review else "",
+                    "seed": attempt["seed"],
+                    "tokens_in": attempt["tokens_in"],
+                    "tokens_out": attempt["tokens_out"],
+                    "latency_s": attempt["latency_s"],
+                    "finish_reason": attempt["finish_reason"],
+                    "prompt_mode": attempt["prompt_mode"],
+                    "item_index": item_index.get(attempt["item"]),
+                }
+            )
+            rows.append(row)
+        yield rows
+
+
+def attempt_rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
+    """One row per attempt: texts, item metadata, detection, review, generation stats."""
+    data_cols: list[str] = []
+    rows = [r for part in _attempt_row_chunks(store, run_id, data_cols) for r in part]
+    items = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
+    return _attempt_columns(_meta_columns(items), data_cols), rows
 
 
 def metric_rows(store: Store, run_id: int) -> list[dict[str, Any]]:
@@ -198,60 +288,104 @@ METRIC_COLUMNS = [
 ]
 
 
-def probe_tables(
-    store: Store, run_id: int, label_mode: str = "reviewed"
-) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
-    """The probe's own CSV tables (e.g. a story probe's characters.csv) for a run,
-    from reviewed labels (a reviewer's where present) by default."""
+def _probe_table_chunks(
+    store: Store, run_id: int, label_mode: str = "reviewed", chunk: int | None = None
+) -> Iterator[dict[str, tuple[list[str], list[dict[str, Any]]]]]:
+    """The probe's own CSV tables of a run (`Probe.export_tables`), from reviewed labels
+    (a reviewer's where present) by default: a chunk of attempts at a time for a probe
+    whose tables have rows of one attempt each (`export_tables_per_attempt`), else all
+    attempts at once."""
     from gbdesk.results import effective_labels
     from gbdesk.studies import ScoringProbe, get_probe
 
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
     ensure_auto_labels(store, run_id)
-    labels = effective_labels(store, run_id, label_mode)
     items = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
-    attempts = [
-        {**a, "metadata": items.get(a["item"], {}), "label": labels.get(a["id"]), "scores": []}
-        for a in store.attempts(run_id)
-    ]
-    if isinstance(probe, ScoringProbe):
-        by_item = {a["item"]: a for a in attempts}
-        for score in store.scores(run_id):
-            by_item[score["item"]]["scores"].append(score)
-    return probe.export_tables(attempts, run["params"])
+    per_attempt = probe.export_tables_per_attempt and not isinstance(probe, ScoringProbe)
+    parts = (
+        store.attempt_chunks(run_id, chunk or EXPORT_CHUNK)
+        if per_attempt
+        else iter([store.attempts(run_id)])
+    )
+    for part in parts:
+        ids = [a["id"] for a in part] if per_attempt else None
+        labels = effective_labels(store, run_id, label_mode, attempt_ids=ids)
+        attempts = [
+            {**a, "metadata": items.get(a["item"], {}), "label": labels.get(a["id"]),
+             "scores": []}
+            for a in part
+        ]  # fmt: skip
+        if isinstance(probe, ScoringProbe):
+            by_item = {a["item"]: a for a in attempts}
+            for score in store.scores(run_id):
+                by_item[score["item"]]["scores"].append(score)
+        yield probe.export_tables(attempts, run["params"])
+
+
+def probe_tables(
+    store: Store, run_id: int, label_mode: str = "reviewed"
+) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
+    """The probe's own CSV tables (e.g. a story probe's characters.csv) for a run,
+    from reviewed labels (a reviewer's where present) by default."""
+    out: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
+    for tables in _probe_table_chunks(store, run_id, label_mode):
+        for name, (cols, rows) in tables.items():
+            known_cols, known_rows = out.setdefault(name, ([], []))
+            known_cols += [c for c in cols if c not in known_cols]
+            known_rows += rows
+    return out
 
 
 def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> list[Path]:
     """Write attempts.csv, metrics.csv, each probe's own tables for the runs, and codes.csv
-    with codebook.csv for runs whose texts were coded."""
+    with codebook.csv for runs whose texts were coded.
+
+    Rows are written as they are made, a chunk of attempts at a time (`EXPORT_CHUNK`), to
+    spool files in the folder; each file is moved into place when it is complete, so an
+    export that fails leaves no half-written file under a final name."""
+    from gbdesk.coding import csv_tables
+
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise UserError(f"--csv must name a folder, and {out} is a file")
     out.mkdir(parents=True, exist_ok=True)
-    all_columns: list[str] = []
-    all_rows: list[dict[str, Any]] = []
-    metrics: list[dict[str, Any]] = []
-    extra: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
-    for run_id in run_ids:
-        columns, rows = attempt_rows(store, run_id)
-        for c in columns:
-            if c not in all_columns:
-                all_columns.append(c)
-        all_rows += rows
-        metrics += metric_rows(store, run_id)
-        from gbdesk.coding import csv_tables
+    spools: dict[str, _Spool] = {}
 
-        tables = {**probe_tables(store, run_id), **csv_tables(store, run_id)}
-        for name, (cols, table_rows) in tables.items():
-            known_cols, known_rows = extra.setdefault(name, ([], []))
-            known_cols += [c for c in cols if c not in known_cols]
-            known_rows += table_rows
-    attempts_path, metrics_path = out / "attempts.csv", out / "metrics.csv"
-    write_csv(attempts_path, all_columns, all_rows)
-    write_csv(metrics_path, METRIC_COLUMNS, metrics)
-    written = [attempts_path, metrics_path]
-    for name, (cols, table_rows) in extra.items():
-        write_csv(out / name, cols, table_rows)
-        written.append(out / name)
-    return written
+    def spool(name: str) -> _Spool:
+        if name not in spools:
+            spools[name] = _Spool(out, name)
+        return spools[name]
+
+    attempt_order: list[str] = []
+    metrics: list[dict[str, Any]] = []
+    try:
+        for run_id in run_ids:
+            items = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
+            meta_cols, data_cols = _meta_columns(items), []
+            sheet = spool("attempts.csv")
+            for rows in _attempt_row_chunks(store, run_id, data_cols):
+                sheet.add_columns(_attempt_columns(meta_cols, data_cols))
+                sheet.write(rows)
+            attempt_order += [
+                c for c in _attempt_columns(meta_cols, data_cols) if c not in attempt_order
+            ]
+            metrics += metric_rows(store, run_id)
+            for tables in (*_probe_table_chunks(store, run_id), csv_tables(store, run_id)):
+                for name, (cols, table_rows) in tables.items():
+                    table = spool(name)
+                    table.add_columns(cols)
+                    table.write(table_rows)
+        attempts_path, metrics_path = out / "attempts.csv", out / "metrics.csv"
+        spool("attempts.csv").finish(attempts_path, attempt_order)
+        write_csv(metrics_path, METRIC_COLUMNS, metrics)
+        written = [attempts_path, metrics_path]
+        for name, table in spools.items():
+            if name != "attempts.csv":
+                table.finish(out / name)
+                written.append(out / name)
+        return written
+    except BaseException:
+        for table in spools.values():
+            table.discard()
+        raise

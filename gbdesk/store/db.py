@@ -967,6 +967,18 @@ class Store:
             (run_id,),
         )
 
+    def attempt_chunks(self, run_id: int, size: int) -> Iterator[list[dict[str, Any]]]:
+        """`attempts(run_id)` in lists of at most `size` rows, read as they are used."""
+        cur = self.conn.execute(
+            "SELECT a.* FROM attempts a "
+            "JOIN run_items i ON i.run_id = a.run_id AND i.item = a.item "
+            "WHERE a.run_id = ? ORDER BY i.idx, a.attempt",
+            (run_id,),
+        )
+        columns = [d[0] for d in cur.description]
+        while rows := cur.fetchmany(size):
+            yield [dict(zip(columns, row, strict=True)) for row in rows]
+
     def get_attempt(self, attempt_id: int) -> dict[str, Any]:
         rows = self.query("SELECT * FROM attempts WHERE id = ?", (attempt_id,))
         if not rows:
@@ -1051,30 +1063,51 @@ class Store:
         return int(cur.lastrowid)
 
     def _label_rows(
-        self, run_id: int, kind: str, source_prefix: str | None, facet: str
+        self,
+        run_id: int,
+        kind: str,
+        source_prefix: str | None,
+        facet: str,
+        attempt_ids: Sequence[int] | None = None,
     ) -> list[dict[str, Any]]:
-        rows = self.query(
-            """
-            SELECT l.* FROM labels l JOIN attempts a ON a.id = l.attempt_id
-            WHERE a.run_id = ? AND l.kind = ? AND l.source LIKE ? ESCAPE '\\'
-            AND l.facet = ? ORDER BY l.id
-            """,
-            (run_id, kind, _like_prefix(source_prefix), facet),
-        )
+        if attempt_ids is None:
+            rows = self.query(
+                """
+                SELECT l.* FROM labels l JOIN attempts a ON a.id = l.attempt_id
+                WHERE a.run_id = ? AND l.kind = ? AND l.source LIKE ? ESCAPE '\\'
+                AND l.facet = ? ORDER BY l.id
+                """,
+                (run_id, kind, _like_prefix(source_prefix), facet),
+            )
+        else:  # driven by the ids (CROSS JOIN keeps that order): index labels_by_attempt
+            rows = self.query(
+                """
+                SELECT l.* FROM json_each(?) j CROSS JOIN labels l ON l.attempt_id = j.value
+                JOIN attempts a ON a.id = l.attempt_id
+                WHERE a.run_id = ? AND l.kind = ? AND l.source LIKE ? ESCAPE '\\'
+                AND l.facet = ? ORDER BY l.id
+                """,
+                (json.dumps(list(attempt_ids)), run_id, kind, _like_prefix(source_prefix), facet),
+            )
         for row in rows:
             row["data"] = _loads(row.pop("data_json"))
             row["evidence"] = _loads(row.pop("evidence_json"))
         return rows
 
     def labels(
-        self, run_id: int, kind: str, source_prefix: str | None = None, facet: str = ""
+        self,
+        run_id: int,
+        kind: str,
+        source_prefix: str | None = None,
+        facet: str = "",
+        attempt_ids: Sequence[int] | None = None,
     ) -> dict[int, dict[str, Any]]:
         """The latest label of `kind` ('auto', 'human' or 'consensus') per attempt of a
         run; with `source_prefix`, only labels whose source starts with it (one
-        extractor's). `facet`: '' (the probe's own label) unless asked otherwise."""
-        return {
-            row["attempt_id"]: row for row in self._label_rows(run_id, kind, source_prefix, facet)
-        }
+        extractor's). `facet`: '' (the probe's own label) unless asked otherwise.
+        `attempt_ids`: only these attempts' labels (a chunk of a big run)."""
+        rows = self._label_rows(run_id, kind, source_prefix, facet, attempt_ids)
+        return {row["attempt_id"]: row for row in rows}
 
     def label_texts(
         self, run_id: int, kind: str, facet: str = ""
@@ -1100,16 +1133,22 @@ class Store:
         )
 
     def rater_labels(
-        self, run_id: int, facet: str = "", kind: str = "human", which: str = "latest"
+        self,
+        run_id: int,
+        facet: str = "",
+        kind: str = "human",
+        which: str = "latest",
+        attempt_ids: Sequence[int] | None = None,
     ) -> dict[str, dict[int, dict[str, Any]]]:
         """rater → attempt id → that rater's label ("latest", or "first": the label the
         rater gave before any change). Raters are the `<name>` of `human:<name>` (of
-        `consensus:<name>` for kind 'consensus'), in order of their first label."""
+        `consensus:<name>` for kind 'consensus'), in order of their first label.
+        `attempt_ids`: only these attempts' labels."""
         if which not in ("latest", "first"):
             raise ValueError("which must be 'latest' or 'first'")
         out: dict[str, dict[int, dict[str, Any]]] = {}
         prefix = f"{kind}:"
-        for row in self._label_rows(run_id, kind, prefix, facet):
+        for row in self._label_rows(run_id, kind, prefix, facet, attempt_ids):
             by_attempt = out.setdefault(row["source"].removeprefix(prefix), {})
             if which == "latest" or row["attempt_id"] not in by_attempt:
                 by_attempt[row["attempt_id"]] = row

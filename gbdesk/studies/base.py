@@ -386,6 +386,9 @@ class Probe(ABC):
     review_filters: ClassVar[dict[str, str]] = {}
     #: whether people review this probe's automatic labels (not for scores)
     reviewable: ClassVar[bool] = True
+    #: every row of `export_tables` comes from one attempt (the export may then hand it
+    #: the attempts a chunk at a time); False: the tables need all attempts at once
+    export_tables_per_attempt: ClassVar[bool] = False
     #: what the random review sample draws and prediction-powered metrics resample: the
     #: unit the metrics average over ("attempt", or "item" for means over items)
     ppi_unit: ClassVar[str] = "attempt"

@@ -770,6 +770,8 @@ class LaissezFaireProbe(GenerationProbe):
         }
 
     # -- export, review and import ----------------------------------------------------------------
+    export_tables_per_attempt: ClassVar[bool] = True
+
     def export_tables(
         self, attempts: list[dict[str, Any]], params: dict[str, Any] | None
     ) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
