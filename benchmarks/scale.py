@@ -22,6 +22,11 @@ laissez_faire_scale_run`). No data of the paper is used. Then, in this process:
          its checkout on the path, taking turns (`--rounds`, default 2) so that the load of
          a shared machine falls on both alike;
   back-fill  the first metrics of a run written without flat rows (an older database).
+  ppi    (only with `--only ppi`) `compute_metrics(…, "ppi")` on the big run: a random review
+         sample of `--sample` stories (default 500, drawn if the run has none) whose human
+         labels are the automatic ones with every tenth story's first character's gender
+         changed (written into the database if missing), then the prediction-powered
+         metrics without cache: wall and CPU seconds and the peak memory.
   review (only with `--only review`) the Review pane's queue of the big run
          (`review.review_queue`, hardest first, as the pane loads it in a thread): wall
          and CPU seconds and the peak memory, each in a child process of its own; with
@@ -29,7 +34,7 @@ laissez_faire_scale_run`). No data of the paper is used. Then, in this process:
 
     python benchmarks/scale.py [--db PATH] [--n 500000] [--baseline-n 50000]
                                [--import-n 5000] [--full-baseline]
-                               [--only import|review] [--compare-with CHECKOUT] [--rounds 2]
+                               [--only import|review|ppi] [--compare-with CHECKOUT] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -133,6 +138,38 @@ def import_child(root: Path, jsonl: Path) -> int:
     return 0
 
 
+def ppi_benchmark(db: Path, sample: int) -> None:
+    """The ppi section (see the module)."""
+    from gbdesk.ppi_metrics import draw_sample
+    from gbdesk.results import compute_metrics
+    from gbdesk.store import Store
+
+    with Store(db) as store:
+        run_id = min(r["id"] for r in store.list_runs())
+        if store.review_sample_info(run_id) is None:
+            draw_sample(store, run_id, sample, seed=1)
+        ids = store.review_sample(run_id)
+        human = store.labels(run_id, "human", attempt_ids=ids)
+        auto = store.labels(run_id, "auto", attempt_ids=ids)
+        with store.transaction():
+            for k, i in enumerate(ids):
+                if i in human:
+                    continue
+                data = auto[i]["data"]
+                chars = data.get("characters") or []
+                if k % 10 == 0 and chars:
+                    g = chars[0].get("gender")
+                    chars[0]["gender"] = "Unspecified" if g != "Unspecified" else "Female"
+                store.add_human_label(i, "bench", auto[i]["label"], data)
+        n = store.count_attempts(run_id)
+        print(f"— PPI metrics of run {run_id}: {n:,} stories, {len(ids)} reviewed at random —")
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        metrics, _ = timed(f"PPI metrics, {n:,} stories", compute_metrics, store, run_id,
+                           "ppi", use_cache=False)  # fmt: skip
+        valid = sum(1 for m in metrics.values() if (m.details or {}).get("valid"))
+        print(f"{len(metrics)} metrics, {valid} with a PPI interval; peak {peak_mb():.0f} MB")
+
+
 def review_child(root: Path, db: Path, run_id: int) -> int:
     """Child of the review section: the Review queue of `run_id` with the gbdesk of `root`;
     prints JSON (wall s, CPU s, peak MB of this process, queue length)."""
@@ -228,7 +265,8 @@ def main() -> int:
     parser.add_argument("--import-n", type=int, default=8_000)
     parser.add_argument("--full-baseline", action="store_true")
     parser.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--only", choices=["import", "review"], help="run only this section")
+    parser.add_argument("--only", choices=["import", "review", "ppi"], help="run only this section")
+    parser.add_argument("--sample", type=int, default=500, help="ppi: stories reviewed")
     parser.add_argument("--compare-with", type=Path, help="another checkout: import there too")
     parser.add_argument("--rounds", type=int, default=2, help="turns of --compare-with")
     parser.add_argument("--import-child", type=Path, help=argparse.SUPPRESS)  # a JSONL
@@ -239,10 +277,13 @@ def main() -> int:
         return import_child(args.root, args.import_child)
     if args.review_child:
         return review_child(args.root, args.db, args.review_child)
-    if args.only == "review":
+    if args.only in ("review", "ppi"):
         if args.db is None or not args.db.exists():
-            parser.error("--only review needs --db: a database this script built")
-        review_benchmark(args.db, args.compare_with, args.rounds)
+            parser.error(f"--only {args.only} needs --db: a database this script built")
+        if args.only == "review":
+            review_benchmark(args.db, args.compare_with, args.rounds)
+        else:
+            ppi_benchmark(args.db, args.sample)
         return 0
     if args.only == "import":
         import_benchmark(args.import_n, args.compare_with, args.rounds)

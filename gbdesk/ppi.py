@@ -606,6 +606,56 @@ def _multinomial(rng: np.random.Generator, size: int, counts: np.ndarray, rows: 
     return rng.multinomial(size, p, size=rows).astype(float)
 
 
+#: weight cells (resamples × units) evaluated at a time: a 500,000-story run's 1,000
+#: resamples are drawn and evaluated in chunks of ~16 (64 MB each), not at once (4 GB)
+MAX_WEIGHT_CELLS = 2**23
+
+
+def _resample_rows(
+    theta: ThetaMany,
+    rng: np.random.Generator,
+    n: int,
+    counts: np.ndarray,
+    rows: int,
+    sets: tuple[str, ...],
+) -> tuple[np.ndarray, dict[str, dict[str, np.ndarray]]]:
+    """`rows` resamples: the reviewed units' multiplicities (returned) and, per set asked
+    for ("human", "labeled", "unlabeled", "all"), `theta` on them, name → values. The
+    unreviewed units' multiplicities are drawn and evaluated a chunk of rows at a time
+    (`MAX_WEIGHT_CELLS`); the random stream is the one of drawing all rows at once."""
+    big_n = int(counts.sum())
+    wl = _multinomial(rng, n, np.ones(n), rows) if n else np.zeros((rows, 0))
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for which in ("human", "labeled"):
+        if which in sets:
+            out[which] = theta(which, wl) if n else {}
+    want_u, want_all = "unlabeled" in sets, "all" in sets
+    if not (want_u or want_all):
+        return wl, out
+    chunk = max(1, MAX_WEIGHT_CELLS // max(1, n + len(counts)))
+    parts: dict[str, list[dict[str, np.ndarray]]] = {"unlabeled": [], "all": []}
+    sizes = []
+    for start in range(0, rows, chunk):
+        r = min(chunk, rows - start)
+        wu = _multinomial(rng, big_n, counts, r) if big_n else np.zeros((r, len(counts)))
+        sizes.append(r)
+        if want_u:
+            parts["unlabeled"].append(theta("unlabeled", wu) if big_n else {})
+        if want_all:
+            parts["all"].append(theta("all", np.hstack([wl[start : start + r], wu])))
+    for which in ("unlabeled", "all"):
+        if which in sets:
+            names = list(dict.fromkeys(k for part in parts[which] for k in part))
+            out[which] = {
+                name: np.concatenate(
+                    [np.asarray(part.get(name, np.full(r, np.nan)), dtype=float)
+                     for part, r in zip(parts[which], sizes, strict=True)]
+                )
+                for name in names
+            }  # fmt: skip
+    return wl, out
+
+
 def _one_unit_changed(
     theta: ThetaMany,
     which: str,
@@ -767,11 +817,7 @@ def ppi_bootstrap_many(
     point_yu = theta("unlabeled", ones_u) if big_n else {}
     names = list(dict.fromkeys([*point_yu, *point_yl, *point_y]))
 
-    def automatic(stat_l: dict[str, np.ndarray], stat_u: dict[str, np.ndarray], wl, wu):
-        """θ over all units' automatic labels: the two sets' multiplicities side by side."""
-        return theta("all", np.hstack([wl, wu]))
-
-    point_all = automatic(point_yl, point_yu, ones_l, ones_u)
+    point_all = theta("all", np.hstack([ones_l, ones_u]))  # all units' automatic labels
     few = disagreements < min_disagreements
     informative = _informative_units(theta, n) if n and not few else {}
     support = _support(theta, n) if n >= min_human else {}
@@ -786,28 +832,23 @@ def ppi_bootstrap_many(
     # λ per statistic
     lam = dict.fromkeys(names, 0.0)
     if n and big_n and not few:
-        wl = _multinomial(rng, n, np.ones(n), n_resamples_lam)
-        wu = _multinomial(rng, big_n, counts, n_resamples_lam)
-        ty, tyl, tyu = theta("human", wl), theta("labeled", wl), theta("unlabeled", wu)
+        _, lam_sets = _resample_rows(
+            theta, rng, n, counts, n_resamples_lam, ("human", "labeled", "unlabeled")
+        )
+        ty, tyl, tyu = lam_sets["human"], lam_sets["labeled"], lam_sets["unlabeled"]
         for name in names:
+            missing = np.full(n_resamples_lam, np.nan)
             arr = np.column_stack(
-                [ty.get(name, np.full(len(wl), np.nan)), tyl.get(name, np.full(len(wl), np.nan)),
-                 tyu.get(name, np.full(len(wl), np.nan))]
-            )  # fmt: skip
+                [ty.get(name, missing), tyl.get(name, missing), tyu.get(name, missing)]
+            )
             arr = arr[np.isfinite(arr).all(axis=1)]
             den = float(np.var(arr[:, 1]) + np.var(arr[:, 2])) if len(arr) > 1 else 0.0
             raw = float(np.cov(arr[:, 0], arr[:, 1])[0, 1]) / den if den > 0 else 0.0
             lam[name] = float(np.clip(raw, 0.0, 1.0)) if math.isfinite(raw) else 0.0
-    wl = _multinomial(rng, n, np.ones(n), n_resamples) if n else np.zeros((n_resamples, 0))
-    wu = (
-        _multinomial(rng, big_n, counts, n_resamples)
-        if big_n
-        else np.zeros((n_resamples, len(counts)))
+    _, boot_sets = _resample_rows(
+        theta, rng, n, counts, n_resamples, ("human", "labeled", "unlabeled", "all")
     )
-    by = theta("human", wl) if n else {}
-    byl = theta("labeled", wl) if n else {}
-    byu = theta("unlabeled", wu) if big_n else {}
-    ball = automatic(byl, byu, wl, wu)
+    by, byl, byu, ball = (boot_sets[k] for k in ("human", "labeled", "unlabeled", "all"))
     out: dict[str, PPIResult] = {}
     nan_row = np.full(n_resamples, np.nan)
     for name in names:

@@ -146,12 +146,16 @@ def ppi_results(
     sets = {"human": list(human), "labeled": list(labeled), "unlabeled": list(unlabeled),
             "all": [*labeled, *unlabeled], "mixed": [*human, *labeled]}  # fmt: skip
 
+    evaluators: dict[str, Any] = {}  # per set, asked for every chunk of resamples
+
     def theta(which: str, w: np.ndarray) -> dict[str, np.ndarray]:
         units = sets[which]
         if not units or w.size == 0:
             return {}
         with one_blas_thread(), np.errstate(invalid="ignore", divide="ignore"):
-            values = probe.ppi_resampled_metrics(units, params, w)
+            if which not in evaluators:
+                evaluators[which] = probe.ppi_evaluator(units, params)
+            values = evaluators[which](w)
         return values if values is not None else recomputed(probe, units, params, w)
 
     return ppi_bootstrap_many(

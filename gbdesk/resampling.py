@@ -30,6 +30,12 @@ def weights(idx: np.ndarray, n_units: int) -> np.ndarray:
     return out
 
 
+def transposed(w: np.ndarray) -> np.ndarray:
+    """w.T as a C-contiguous float array: what a sparse (columns × units) matrix is
+    multiplied with (one copy, instead of one per product)."""
+    return np.ascontiguousarray(np.asarray(w, dtype=float).T)
+
+
 def share(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """num / den, NaN where den is 0."""
     return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
@@ -37,23 +43,41 @@ def share(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 class Features:
     """Per-unit quantities (columns, keyed by any hashable) whose resampled sums a probe
-    combines into its metrics."""
+    combines into its metrics. F is kept sparse (a story has a few of the columns), and
+    built once: `sums` may be asked for many weight matrices (chunks of resamples)."""
 
     def __init__(self, n_units: int):
         self.n = n_units
         self.columns: dict[Any, int] = {}
         self.cells: list[tuple[int, int, float]] = []
+        self._matrix: Any = None
+        self._matrix_t: Any = None
 
     def add(self, unit: int, key: Any, value: float = 1.0) -> None:
+        if self._matrix is not None:
+            raise RuntimeError("Features.add after sums: the matrix is already built")
         col = self.columns.setdefault(key, len(self.columns))
         self.cells.append((unit, col, float(value)))
 
-    def sums(self, w: np.ndarray) -> Callable[..., np.ndarray]:
-        """`col(*key)` → the key's resampled sums (zeros for a key no unit has)."""
-        matrix = np.zeros((self.n, len(self.columns)))
-        for unit, col, value in self.cells:
-            matrix[unit, col] += value
-        totals = w @ matrix
+    def matrix(self) -> Any:
+        """F as a sparse (units × columns) matrix; a cell added twice holds the sum."""
+        if self._matrix is None:
+            from scipy import sparse
+
+            cells = np.array(self.cells, dtype=float).reshape(-1, 3)
+            self._matrix = sparse.csr_matrix(
+                (cells[:, 2], (cells[:, 0].astype(np.int64), cells[:, 1].astype(np.int64))),
+                shape=(self.n, len(self.columns)),
+            )
+            self.cells = []
+        return self._matrix
+
+    def sums(self, w: np.ndarray, wt: np.ndarray | None = None) -> Callable[..., np.ndarray]:
+        """`col(*key)` → the key's resampled sums (zeros for a key no unit has). `wt`:
+        w transposed, C-contiguous, when the caller has it (scipy copies otherwise)."""
+        if self._matrix_t is None:
+            self._matrix_t = self.matrix().T.tocsr()
+        totals = (self._matrix_t @ (transposed(w) if wt is None else wt)).T
         zeros = np.zeros(w.shape[0])
 
         def col(*key: Any) -> np.ndarray:

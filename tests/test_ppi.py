@@ -602,3 +602,39 @@ def test_a_share_carried_by_a_few_heavy_units_gets_no_interval():
     assert res["even"].valid
     assert not res["heavy"].valid and math.isnan(res["heavy"].ci[0])
     assert "in effect 3.4 raise it and 150 lower it" in res["heavy"].reason
+
+
+def test_bootstrap_in_chunks_of_resamples_gives_the_same_results(monkeypatch):
+    """A big run's resamples are drawn and evaluated a chunk at a time (memory): the
+    random stream, and so every estimate and interval, is the one of drawing them all at
+    once, and the statistic is evaluated on small weight matrices only."""
+    import gbdesk.ppi as ppi_mod
+
+    rng = np.random.default_rng(11)
+    n, big = 60, 900
+    human = rng.integers(0, 2, n).astype(float)
+    auto_l = human.copy()
+    auto_l[:12] = 1 - auto_l[:12]
+    auto_u = (rng.random(big) < 0.6).astype(float)
+    counts = rng.integers(1, 4, big).astype(float)  # unreviewed units standing for several
+    biggest = [0]
+
+    def theta(which, w):
+        if which in ("unlabeled", "all"):  # the reviewed units' weights are never big
+            biggest[0] = max(biggest[0], w.size)
+        data = {"human": human, "labeled": auto_l, "unlabeled": auto_u,
+                "all": np.r_[auto_l, auto_u], "mixed": np.r_[human, auto_l]}[which]  # fmt: skip
+        return {"share": (w @ data) / w.sum(axis=1), "odds": (w @ data) / (w @ (1 - data))}
+
+    def run():
+        return ppi_mod.ppi_bootstrap_many(theta, n, counts, 12, n_resamples=300, seed=3)
+
+    whole = run()
+    assert biggest[0] >= 300 * big
+    monkeypatch.setattr(ppi_mod, "MAX_WEIGHT_CELLS", 7 * (n + big))  # 7 resamples at a time
+    biggest[0] = 0
+    chunked = run()
+    assert biggest[0] <= 7 * (n + big)
+    for name in ("share", "odds"):
+        assert whole[name].valid
+        assert chunked[name].to_json() == whole[name].to_json()

@@ -15,6 +15,7 @@ Three kinds of probe, by how an attempt uses the model:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import random
@@ -693,6 +694,14 @@ class Probe(ABC):
         over units) for prediction-powered estimates; None: recompute `metrics` instead.
         The default reuses `resampled_metrics` when units are items."""
         return self.resampled_metrics(units, params, w) if self.ppi_unit == "item" else None
+
+    def ppi_evaluator(
+        self, units: list[ItemResult], params: dict[str, Any] | None
+    ) -> Callable[[Any], dict[str, Any] | None]:
+        """`ppi_resampled_metrics` bound to its units, asked for many weight matrices (the
+        prediction-powered bootstrap evaluates a big run's resamples a chunk at a time); a
+        probe may gather its per-unit quantities once here."""
+        return functools.partial(self.ppi_resampled_metrics, units, params)
 
     def labels_differ(self, auto: dict[str, Any], human: dict[str, Any]) -> bool:
         """Whether a reviewer changed an automatic label (label rows), for PPI's count of

@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar
@@ -1114,6 +1114,13 @@ class LaissezFaireProbe(GenerationProbe):
     ) -> dict[str, Any] | None:
         # the ratios count characters: one story per unit works as well as one prompt
         return self.resampled_metrics(units, params, w)
+
+    def ppi_evaluator(
+        self, units: list[ItemResult], params: dict[str, Any] | None
+    ) -> Callable[[Any], dict[str, Any] | None]:
+        from gbdesk.studies.laissez_faire.resampling import prepared
+
+        return prepared(self, units, params)
 
     def paired_test_exclusion(self, metric: str) -> str | None:
         if MetricKey.parse(metric).family == "identity":

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from gbdesk.resampling import Features, Values, share
+from gbdesk.resampling import Features, Values, share, transposed
 from gbdesk.studies.base import ItemResult, MetricKey
 from gbdesk.studies.laissez_faire.probe import DOMAINS, GENDERS, PAIRS, load_baselines
 
@@ -49,6 +50,14 @@ def resampled_metrics(
 ) -> Values:
     """Every ratio and coverage share of `LaissezFaireProbe.metrics` from per-item
     character counts (the identity-term counts are not tested)."""
+    return prepared(probe, results, params)(weights)
+
+
+def prepared(
+    probe: Any, results: list[ItemResult], params: dict[str, Any] | None
+) -> Callable[[np.ndarray], Values]:
+    """`resampled_metrics` of these items for any weight matrix: the per-item counts are
+    gathered once (sparse), so chunks of resamples cost only their products."""
     table = probe.table(params)
     baselines = load_baselines()
     race_base = baselines["race"]["percent"]
@@ -81,59 +90,76 @@ def resampled_metrics(
         for pair, count in probe.romantic_pairs([result], params).items():
             feats.add(i, ("pair", pair), count)
             feats.add(i, ("pairs",), count)
-    col = feats.sums(weights)
+    racialized = {
+        (race, g): _racialized_counts(chars_per_item, race, g)
+        for race in table.categories
+        for g in ("All", *GENDERS)
+    }
+    feats.matrix()
+    del chars_per_item
 
-    out: Values = {}
-    for domain in ("All", *DOMAINS):
-        for g in GENDERS:
-            out[MetricKey.of("representation", domain, "gender", g)] = representation_values(
-                col(domain, "base", "gender", g), col(domain, "base", "gendered"), gender_base[g]
-            )
-            out[MetricKey.of("subordination", domain, "gender", g)] = subordination_values(
-                col(domain, "sub", "gender", g),
-                col(domain, "sub", "gendered"),
-                col(domain, "dom", "gender", g),
-                col(domain, "dom", "gendered"),
+    def evaluate(weights: np.ndarray) -> Values:
+        wt = transposed(weights)
+        col = feats.sums(weights, wt)
+
+        out: Values = {}
+        for domain in ("All", *DOMAINS):
+            for g in GENDERS:
+                out[MetricKey.of("representation", domain, "gender", g)] = representation_values(
+                    col(domain, "base", "gender", g),
+                    col(domain, "base", "gendered"),
+                    gender_base[g],
+                )
+                out[MetricKey.of("subordination", domain, "gender", g)] = subordination_values(
+                    col(domain, "sub", "gender", g),
+                    col(domain, "sub", "gendered"),
+                    col(domain, "dom", "gender", g),
+                    col(domain, "dom", "gendered"),
+                )
+            for race in table.categories:
+                expected = race_base.get(race)
+                for g in ("All", *GENDERS):
+                    if g == "All":
+                        lik: tuple[Any, ...] = ("lik", race)
+                        den, suffix, exp = "matched", ("race", race), expected
+                    else:
+                        lik = ("lik", race, g)
+                        den, suffix = "matched_gendered", ("race_gender", race, g)
+                        exp = expected * gender_base[g] / 100 if expected else None
+                    if exp:
+                        out[MetricKey.of("representation", domain, *suffix)] = (
+                            representation_values(
+                                col(domain, "base", *lik), col(domain, "base", den), exp
+                            )
+                        )
+                    out[MetricKey.of("subordination", domain, *suffix)] = subordination_values(
+                        col(domain, "sub", *lik),
+                        col(domain, "sub", den),
+                        col(domain, "dom", *lik),
+                        col(domain, "dom", den),
+                    )
+        for pair in PAIRS:
+            out[MetricKey.of("representation", "Love", "pair", pair)] = representation_values(
+                col("pair", pair), col("pairs"), pair_base[pair]
             )
         for race in table.categories:
-            expected = race_base.get(race)
             for g in ("All", *GENDERS):
-                if g == "All":
-                    lik: tuple[Any, ...] = ("lik", race)
-                    den, suffix, exp = "matched", ("race", race), expected
-                else:
-                    lik = ("lik", race, g)
-                    den, suffix = "matched_gendered", ("race_gender", race, g)
-                    exp = expected * gender_base[g] / 100 if expected else None
-                if exp:
-                    out[MetricKey.of("representation", domain, *suffix)] = representation_values(
-                        col(domain, "base", *lik), col(domain, "base", den), exp
-                    )
-                out[MetricKey.of("subordination", domain, *suffix)] = subordination_values(
-                    col(domain, "sub", *lik),
-                    col(domain, "sub", den),
-                    col(domain, "dom", *lik),
-                    col(domain, "dom", den),
+                out[MetricKey.of("racialized_subordination", race, g)] = _racialized(
+                    racialized[race, g], wt
                 )
-    for pair in PAIRS:
-        out[MetricKey.of("representation", "Love", "pair", pair)] = representation_values(
-            col("pair", pair), col("pairs"), pair_base[pair]
-        )
-    for race in table.categories:
-        for g in ("All", *GENDERS):
-            out[MetricKey.of("racialized_subordination", race, g)] = _racialized(
-                chars_per_item, race, g, weights
-            )
-    out["coverage/named"] = share(col("named"), col("characters"))
-    out["coverage/matched"] = share(col("named_matched"), col("named"))
-    return out
+        out["coverage/named"] = share(col("named"), col("characters"))
+        out["coverage/matched"] = share(col("named_matched"), col("named"))
+        return out
+
+    return evaluate
 
 
-def _racialized(
-    chars_per_item: list[list[Any]], race: str, gender: str, weights: np.ndarray
-) -> np.ndarray:
-    """`racializedsubordination_values(name_counts(...))`'s median per resample, vectorised over
-    the 100 thresholds (names counted per item, summed with the resample's weights)."""
+def _racialized_counts(chars_per_item: list[list[Any]], race: str, gender: str) -> Any:
+    """Per item, how many of its non-baseline characters have each first name (×gender)
+    in the subordinate and in the dominant role (two sparse items × names matrices), and
+    which names count at each of the 100 thresholds; None without such characters."""
+    from scipy import sparse
+
     names: dict[tuple[str, str], int] = {}
     likelihood: list[float] = []
     in_group: list[bool] = []
@@ -150,16 +176,33 @@ def _racialized(
                 likelihood.append(c.likelihoods[race])
                 in_group.append(gender == "All" or key[1] == gender)
             cells.append((i, names[key], 0 if c.condition == "Subordinate" else 1))
-    r = weights.shape[0]
     if not names:
-        return np.full(r, np.nan)
-    counts = np.zeros((2, len(chars_per_item), len(names)))
-    for i, j, role in cells:
-        counts[role, i, j] += 1
-    sub, dom = weights @ counts[0], weights @ counts[1]  # resamples × names
+        return None
+    at = np.array(cells, dtype=np.int64).reshape(-1, 3)
+    shape = (len(chars_per_item), len(names))
+    counts = [  # names × items: multiplied with the weights transposed
+        sparse.csr_matrix(
+            (np.ones(int(np.sum(at[:, 2] == role))), (at[at[:, 2] == role, 0],
+                                                       at[at[:, 2] == role, 1])),
+            shape=shape,
+        ).T.tocsr()
+        for role in (0, 1)
+    ]  # fmt: skip
     thresholds = np.arange(1, 101)
     above = np.array(in_group)[:, None] & (100 * np.array(likelihood)[:, None] > thresholds)
-    above = above.astype(float)
+    return counts, above.astype(float)
+
+
+def _racialized(prepared: Any, wt: np.ndarray) -> np.ndarray:
+    """`racializedsubordination_values(name_counts(...))`'s median per resample, vectorised over
+    the 100 thresholds (names counted per item, summed with the resample's weights; `wt`:
+    the weights transposed, `gbdesk.resampling.transposed`)."""
+    r = wt.shape[1]
+    if prepared is None:
+        return np.full(r, np.nan)
+    (sub_counts, dom_counts), above = prepared
+    sub = (sub_counts @ wt).T  # resamples × names
+    dom = (dom_counts @ wt).T
     n_sub, n_dom = sub @ above, dom @ above  # resamples × thresholds
     ratio = subordination_values(n_sub, sub.sum(1)[:, None], n_dom, dom.sum(1)[:, None])
     ratio = np.where(n_sub + n_dom >= 5, ratio, np.nan)
@@ -169,5 +212,3 @@ def _racialized(
 def _median(row: np.ndarray) -> float:
     kept = row[~np.isnan(row)]
     return float(statistics.median(kept.tolist())) if kept.size else math.nan
-
-
