@@ -27,6 +27,7 @@ from gbdesk.store import Store
 from gbdesk.studies import ItemResult, Probe, get_probe
 
 DEFAULT_RESAMPLES = 1000
+UNIT_CHUNK = 5_000  # attempts read at a time by `run_units`
 
 
 def sample_units(store: Store, run_id: int) -> tuple[str, list[str]]:
@@ -100,32 +101,39 @@ def run_units(
 ) -> tuple[list[ItemResult], list[ItemResult], list[ItemResult], int]:
     """(human units, their automatic twins, the other units, disagreements) of a run: the
     reviewed units of the random sample with their latest human labels, the same units
-    and every other unit with their automatic labels."""
+    and every other unit with their automatic labels. Attempt units are read a chunk at
+    a time (`UNIT_CHUNK`): only what a unit keeps (label, data, text) stays in memory."""
     probe = get_probe(store.get_run(run_id)["probe"])
     items = {r["item"]: r for r in store.run_items(run_id)}
-    auto = store.labels(run_id, "auto", auto_source)
     human = store.labels(run_id, "human")
     sampled = set(store.review_sample(run_id))
-    attempts = store.attempts(run_id)
     if probe.ppi_unit == "item":
+        auto = store.labels(run_id, "auto", auto_source)
         groups: dict[str, list[dict[str, Any]]] = {}
-        for a in attempts:
+        for a in store.attempts(run_id):
             groups.setdefault(a["item"], []).append(a)
-        keyed = [(k, v) for k, v in groups.items()]
+        parts: Any = [(auto, list(groups.items()))]
     else:
-        keyed = [(a["item"], [a]) for a in attempts]
+        parts = (
+            (
+                store.labels(run_id, "auto", auto_source, attempt_ids=[a["id"] for a in chunk]),
+                [(a["item"], [a]) for a in chunk],
+            )
+            for chunk in store.attempt_chunks(run_id, UNIT_CHUNK)
+        )
     h_units, l_units, u_units, differ = [], [], [], 0
-    for key, group in keyed:
-        ids = [a["id"] for a in group]
-        responses = [a["response"] for a in group]
-        auto_unit = _unit(items[key], [auto.get(i) for i in ids], responses)
-        if all(i in sampled and i in human for i in ids):
-            human_unit = _unit(items[key], [human[i] for i in ids], responses)
-            h_units.append(human_unit)
-            l_units.append(auto_unit)
-            differ += any(probe.labels_differ(auto.get(i) or {}, human[i]) for i in ids)
-        else:
-            u_units.append(auto_unit)
+    for auto, keyed in parts:
+        for key, group in keyed:
+            ids = [a["id"] for a in group]
+            responses = [a["response"] for a in group]
+            auto_unit = _unit(items[key], [auto.get(i) for i in ids], responses)
+            if all(i in sampled and i in human for i in ids):
+                human_unit = _unit(items[key], [human[i] for i in ids], responses)
+                h_units.append(human_unit)
+                l_units.append(auto_unit)
+                differ += any(probe.labels_differ(auto.get(i) or {}, human[i]) for i in ids)
+            else:
+                u_units.append(auto_unit)
     return h_units, l_units, u_units, differ
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import warnings
+from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -49,27 +50,32 @@ class Features:
     def __init__(self, n_units: int):
         self.n = n_units
         self.columns: dict[Any, int] = {}
-        self.cells: list[tuple[int, int, float]] = []
+        # the cells as added (unit, column, value), in compact arrays until `matrix`
+        self._units, self._cols, self._values = array("q"), array("q"), array("d")
         self._matrix: Any = None
         self._matrix_t: Any = None
 
     def add(self, unit: int, key: Any, value: float = 1.0) -> None:
         if self._matrix is not None:
             raise RuntimeError("Features.add after sums: the matrix is already built")
-        col = self.columns.setdefault(key, len(self.columns))
-        self.cells.append((unit, col, float(value)))
+        self._units.append(unit)
+        self._cols.append(self.columns.setdefault(key, len(self.columns)))
+        self._values.append(value)
 
     def matrix(self) -> Any:
         """F as a sparse (units × columns) matrix; a cell added twice holds the sum."""
         if self._matrix is None:
             from scipy import sparse
 
-            cells = np.array(self.cells, dtype=float).reshape(-1, 3)
             self._matrix = sparse.csr_matrix(
-                (cells[:, 2], (cells[:, 0].astype(np.int64), cells[:, 1].astype(np.int64))),
+                (
+                    np.frombuffer(self._values, dtype=np.float64),
+                    (np.frombuffer(self._units, dtype=np.int64),
+                     np.frombuffer(self._cols, dtype=np.int64)),
+                ),
                 shape=(self.n, len(self.columns)),
-            )
-            self.cells = []
+            )  # fmt: skip
+            self._units, self._cols, self._values = array("q"), array("q"), array("d")
         return self._matrix
 
     def sums(self, w: np.ndarray, wt: np.ndarray | None = None) -> Callable[..., np.ndarray]:
