@@ -339,3 +339,34 @@ def test_export_in_chunks_writes_the_same_files(store, tmp_path, monkeypatch):
     with pytest.raises(RuntimeError):
         export_run_csv(store, [lf], tmp_path / "failed")
     assert list((tmp_path / "failed").iterdir()) == []
+
+
+def test_export_writes_each_chunk_before_making_the_next(store, tmp_path, monkeypatch):
+    """Constant memory needs the chunks to stream: a chunk's characters.csv rows are
+    written before the next chunk's are made, never all made first."""
+    import gbdesk.report.csv_export as csv_export
+    from gbdesk.runs import execute_run, plan_run, resolve_model
+    from gbdesk.studies.laissez_faire.probe import LaissezFaireProbe
+    from tests.fakes import FakeBackend, recorded_laissez_faire
+
+    model = resolve_model(store, "default")
+    lf = plan_run(store, "laissez_faire", model, attempts=1, limit=9)
+    execute_run(store, lf, backend_factory=lambda m, g: FakeBackend(recorded_laissez_faire()))
+    events: list[str] = []
+    make, write = LaissezFaireProbe.export_tables, csv_export._Spool.write
+
+    def made(self, attempts, params):
+        events.append(f"make {len(attempts)}")
+        return make(self, attempts, params)
+
+    def written(self, rows):
+        rows = list(rows)
+        if self.name == "characters.csv":
+            events.append("write")
+        return write(self, rows)
+
+    monkeypatch.setattr(LaissezFaireProbe, "export_tables", made)
+    monkeypatch.setattr(csv_export._Spool, "write", written)
+    monkeypatch.setattr(csv_export, "EXPORT_CHUNK", 4)
+    export_run_csv(store, [lf], tmp_path / "out")
+    assert events == ["make 4", "write", "make 4", "write", "make 1", "write"]

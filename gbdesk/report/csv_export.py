@@ -22,6 +22,7 @@ escaped cell.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import re
@@ -371,7 +372,8 @@ def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> lis
                 c for c in _attempt_columns(meta_cols, data_cols) if c not in attempt_order
             ]
             metrics += metric_rows(store, run_id)
-            for tables in (*_probe_table_chunks(store, run_id), csv_tables(store, run_id)):
+            chunks = _probe_table_chunks(store, run_id)
+            for tables in itertools.chain(chunks, [csv_tables(store, run_id)]):
                 for name, (cols, table_rows) in tables.items():
                     table = spool(name)
                     table.add_columns(cols)
