@@ -618,8 +618,8 @@ def _resample_rows(
     counts: np.ndarray,
     rows: int,
     sets: tuple[str, ...],
-) -> tuple[np.ndarray, dict[str, dict[str, np.ndarray]]]:
-    """`rows` resamples: the reviewed units' multiplicities (returned) and, per set asked
+) -> dict[str, dict[str, np.ndarray]]:
+    """`rows` resamples: per set asked
     for ("human", "labeled", "unlabeled", "all"), `theta` on them, name → values. The
     unreviewed units' multiplicities are drawn and evaluated a chunk of rows at a time
     (`MAX_WEIGHT_CELLS`); the random stream is the one of drawing all rows at once."""
@@ -631,7 +631,7 @@ def _resample_rows(
             out[which] = theta(which, wl) if n else {}
     want_u, want_all = "unlabeled" in sets, "all" in sets
     if not (want_u or want_all):
-        return wl, out
+        return out
     chunk = max(1, MAX_WEIGHT_CELLS // max(1, n + len(counts)))
     parts: dict[str, list[dict[str, np.ndarray]]] = {"unlabeled": [], "all": []}
     sizes = []
@@ -653,7 +653,7 @@ def _resample_rows(
                 )
                 for name in names
             }  # fmt: skip
-    return wl, out
+    return out
 
 
 def _one_unit_changed(
@@ -832,7 +832,7 @@ def ppi_bootstrap_many(
     # λ per statistic
     lam = dict.fromkeys(names, 0.0)
     if n and big_n and not few:
-        _, lam_sets = _resample_rows(
+        lam_sets = _resample_rows(
             theta, rng, n, counts, n_resamples_lam, ("human", "labeled", "unlabeled")
         )
         ty, tyl, tyu = lam_sets["human"], lam_sets["labeled"], lam_sets["unlabeled"]
@@ -845,7 +845,7 @@ def ppi_bootstrap_many(
             den = float(np.var(arr[:, 1]) + np.var(arr[:, 2])) if len(arr) > 1 else 0.0
             raw = float(np.cov(arr[:, 0], arr[:, 1])[0, 1]) / den if den > 0 else 0.0
             lam[name] = float(np.clip(raw, 0.0, 1.0)) if math.isfinite(raw) else 0.0
-    _, boot_sets = _resample_rows(
+    boot_sets = _resample_rows(
         theta, rng, n, counts, n_resamples, ("human", "labeled", "unlabeled", "all")
     )
     by, byl, byu, ball = (boot_sets[k] for k in ("human", "labeled", "unlabeled", "all"))

@@ -93,7 +93,8 @@ def effective_labels(
     store: Store, run_id: int, label_mode: str, attempt_ids: Sequence[int] | None = None
 ) -> dict[int, dict[str, Any]]:
     """attempt id → the label row the metrics use in this mode (`attempt_ids`: of these
-    attempts only)."""
+    attempts only; a rater with no label among them then gives none, without the error a
+    whole run without that rater's labels raises)."""
     if not is_label_mode(label_mode):
         raise ValueError(f"label mode must be one of {LABEL_MODES}, {CONSENSUS} or rater:NAME")
     ids = attempt_ids
@@ -105,7 +106,7 @@ def effective_labels(
         labels.update(store.labels(run_id, "consensus", attempt_ids=ids))
     if rater is not None:
         by_rater = store.rater_labels(run_id, attempt_ids=ids)
-        if rater not in by_rater and (ids is None or rater not in store.rater_labels(run_id)):
+        if rater not in by_rater and ids is None:
             from gbdesk.errors import UserError
 
             known = ", ".join(by_rater) or "nobody has labelled yet"

@@ -151,10 +151,11 @@ class _Spool:
         self._path.unlink(missing_ok=True)
 
 
-def _meta_columns(items: dict[str, dict[str, Any]]) -> list[str]:
+def _meta_columns(run_items: list[dict[str, Any]]) -> list[str]:
+    """The items' metadata keys, in order of first appearance."""
     meta_cols: list[str] = []
-    for meta in items.values():
-        for key in meta:
+    for row in run_items:
+        for key in row["metadata"]:
             if key not in meta_cols:
                 meta_cols.append(key)
     return meta_cols
@@ -185,12 +186,16 @@ def _attempt_columns(meta_cols: list[str], data_cols: list[str]) -> list[str]:
 
 
 def _attempt_row_chunks(
-    store: Store, run_id: int, data_cols: list[str], chunk: int | None = None
+    store: Store,
+    run_id: int,
+    run_items: list[dict[str, Any]],
+    data_cols: list[str],
+    chunk: int | None = None,
 ) -> Iterator[list[dict[str, Any]]]:
-    """attempts.csv rows of a run, a chunk of attempts at a time; the label data's keys
-    are added to `data_cols` in order of first appearance as the rows come."""
+    """attempts.csv rows of a run (`run_items`: its `Store.run_items`), a chunk of
+    attempts at a time; the label data's keys are added to `data_cols` in order of first
+    appearance as the rows come."""
     ensure_auto_labels(store, run_id)
-    run_items = store.run_items(run_id)
     items = {row["item"]: row["metadata"] for row in run_items}
     item_index = {row["item"]: row["idx"] for row in run_items}  # the run's item order
     known = set(data_cols)
@@ -238,9 +243,9 @@ def _attempt_row_chunks(
 def attempt_rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
     """One row per attempt: texts, item metadata, detection, review, generation stats."""
     data_cols: list[str] = []
-    rows = [r for part in _attempt_row_chunks(store, run_id, data_cols) for r in part]
-    items = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
-    return _attempt_columns(_meta_columns(items), data_cols), rows
+    run_items = store.run_items(run_id)
+    rows = [r for part in _attempt_row_chunks(store, run_id, run_items, data_cols) for r in part]
+    return _attempt_columns(_meta_columns(run_items), data_cols), rows
 
 
 def metric_rows(store: Store, run_id: int) -> list[dict[str, Any]]:
@@ -362,10 +367,10 @@ def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> lis
     metrics: list[dict[str, Any]] = []
     try:
         for run_id in run_ids:
-            items = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
-            meta_cols, data_cols = _meta_columns(items), []
+            run_items = store.run_items(run_id)
+            meta_cols, data_cols = _meta_columns(run_items), []
             sheet = spool("attempts.csv")
-            for rows in _attempt_row_chunks(store, run_id, data_cols):
+            for rows in _attempt_row_chunks(store, run_id, run_items, data_cols):
                 sheet.add_columns(_attempt_columns(meta_cols, data_cols))
                 sheet.write(rows)
             attempt_order += [

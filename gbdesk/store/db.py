@@ -70,6 +70,13 @@ def _like_prefix(prefix: str | None) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+#: a run's attempts in run order (its items' order, then attempt number)
+_RUN_ATTEMPTS = (
+    "FROM attempts a JOIN run_items i ON i.run_id = a.run_id AND i.item = a.item "
+    "WHERE a.run_id = ? ORDER BY i.idx, a.attempt"
+)
+
+
 def _loads(text: str | None, default: Any = None) -> Any:
     return json.loads(text) if text else default
 
@@ -960,21 +967,11 @@ class Store:
         return frame
 
     def attempts(self, run_id: int) -> list[dict[str, Any]]:
-        return self.query(
-            "SELECT a.* FROM attempts a "
-            "JOIN run_items i ON i.run_id = a.run_id AND i.item = a.item "
-            "WHERE a.run_id = ? ORDER BY i.idx, a.attempt",
-            (run_id,),
-        )
+        return self.query(f"SELECT a.* {_RUN_ATTEMPTS}", (run_id,))
 
     def attempt_chunks(self, run_id: int, size: int) -> Iterator[list[dict[str, Any]]]:
         """`attempts(run_id)` in lists of at most `size` rows, read as they are used."""
-        cur = self.conn.execute(
-            "SELECT a.* FROM attempts a "
-            "JOIN run_items i ON i.run_id = a.run_id AND i.item = a.item "
-            "WHERE a.run_id = ? ORDER BY i.idx, a.attempt",
-            (run_id,),
-        )
+        cur = self.conn.execute(f"SELECT a.* {_RUN_ATTEMPTS}", (run_id,))
         columns = [d[0] for d in cur.description]
         while rows := cur.fetchmany(size):
             yield [dict(zip(columns, row, strict=True)) for row in rows]
@@ -1126,10 +1123,7 @@ class Store:
         """(id, item, attempt, prompt, response) of a run's attempts in `attempts` order,
         one row at a time."""
         yield from self.conn.execute(
-            "SELECT a.id, a.item, a.attempt, a.prompt, a.response FROM attempts a "
-            "JOIN run_items i ON i.run_id = a.run_id AND i.item = a.item "
-            "WHERE a.run_id = ? ORDER BY i.idx, a.attempt",
-            (run_id,),
+            f"SELECT a.id, a.item, a.attempt, a.prompt, a.response {_RUN_ATTEMPTS}", (run_id,)
         )
 
     def rater_labels(

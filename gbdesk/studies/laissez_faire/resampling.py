@@ -180,14 +180,11 @@ def _racialized_counts(chars_per_item: list[list[Any]], race: str, gender: str) 
         return None
     at = np.array(cells, dtype=np.int64).reshape(-1, 3)
     shape = (len(chars_per_item), len(names))
-    counts = [  # names × items: multiplied with the weights transposed
-        sparse.csr_matrix(
-            (np.ones(int(np.sum(at[:, 2] == role))), (at[at[:, 2] == role, 0],
-                                                       at[at[:, 2] == role, 1])),
-            shape=shape,
-        ).T.tocsr()
-        for role in (0, 1)
-    ]  # fmt: skip
+    counts = []  # names × items: multiplied with the weights transposed
+    for role in (0, 1):
+        cells = at[at[:, 2] == role]
+        ones = np.ones(len(cells))
+        counts.append(sparse.csr_matrix((ones, (cells[:, 1], cells[:, 0])), shape=shape[::-1]))
     thresholds = np.arange(1, 101)
     above = np.array(in_group)[:, None] & (100 * np.array(likelihood)[:, None] > thresholds)
     return counts, above.astype(float)
