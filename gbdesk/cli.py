@@ -748,9 +748,23 @@ def cmd_items(args) -> int:
     payload = {
         "probe": probe.name,
         "template": params["template"],
-        "items": [{"item": i.key, "prompt": i.prompt, **i.metadata} for i in items],
+        # `prompts`: every prompt of the item with its metadata (one for most probes);
+        # `prompt`: the first one's text
+        "items": [
+            {
+                "item": i.key,
+                "prompt": i.prompt,
+                **i.metadata,
+                "prompts": i.prompts_json() or [{"text": i.prompt, "metadata": {}}],
+            }
+            for i in items
+        ],
     }
-    _emit(args, payload, "\n".join(f"{i.key}\t{i.prompt}" for i in items))
+    lines = []
+    for i in items:
+        lines.append(f"{i.key}\t{i.prompt}")
+        lines += [f"  prompt {n + 1}\t{p.text}" for n, p in enumerate(i.prompts) if n]
+    _emit(args, payload, "\n".join(lines))
     return 0
 
 

