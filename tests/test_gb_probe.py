@@ -92,3 +92,24 @@ def test_filter_undetected_and_bootstrap_follow_1_1_0():
         kept = [r for r in sample if any(x != "undetected" for x in r.labels)]
         values.append(probe.calculate(kept)["yes_rate"] if kept else NAN)
     assert got["yes_rate"].ci == pytest.approx(genderbench_interval(values), abs=1e-12)
+
+
+def test_yes_no_reads_tokens_as_1_1_0():
+    from gbdesk.studies.genderbench.evaluators import yes_no
+
+    assert yes_no("Yes.") == "yes"
+    assert yes_no("NO!") == "no"
+    assert yes_no("Yes, but no.") is None  # both
+    assert yes_no("Yesterday nobody came") is None  # neither token
+    assert yes_no("no-brainer: yes") == "yes"  # "no-brainer" is one token
+    assert yes_no("") is None
+
+
+def test_single_option_needs_exactly_one_letter_in_parentheses():
+    from gbdesk.studies.genderbench.evaluators import option_spans, single_option
+
+    assert single_option("(B) The man", "abc") == 1
+    assert single_option("b) The man", "abc") is None
+    assert single_option("(a) or (c)", "abc") is None
+    assert single_option("(a) and again (a)", "abc") == 0
+    assert option_spans("(a) x (A)", "ab") == [[0, 3], [6, 9]]
