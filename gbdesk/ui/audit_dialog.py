@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from PySide6.QtCore import QThread, QUrl, Signal
+from PySide6.QtCore import Qt, QThread, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -39,7 +39,9 @@ BUDGET_CHOICES = [
 ]
 
 
-def _plan(store: Store, model_spec: str, budget: str, backend_factory: Any) -> dict[str, Any]:
+def _plan(
+    store: Store, model_spec: str, budget: str, backend_factory: Any, harness: str | None = None
+) -> dict[str, Any]:
     from gbdesk.audit import (
         get_audit,
         measure_speed,
@@ -52,7 +54,9 @@ def _plan(store: Store, model_spec: str, budget: str, backend_factory: Any) -> d
     model = resolve_model(store, model_spec)
     pending = unfinished_audit(store, model["id"])
     speed = measure_speed(store, model, backend_factory)
-    plan = plan_audit(store, model, parse_budget(budget), speed, budget_text=budget)
+    plan = plan_audit(
+        store, model, parse_budget(budget), speed, budget_text=budget, harness=harness
+    )
     return {
         "model": model,
         "plan": plan,
@@ -130,10 +134,29 @@ class AuditDialog(QDialog):
             self.budget.addItem(text, key)
         self.budget.setEditable(True)  # "45m", "1h30m" … also work
         self.budget.setToolTip("How long the audit may take: 30m, 2h, 8h, or e.g. 1h30m")
+        self.what = QComboBox()
+        self.what.addItem("Every probe of every study", None)
+        from gbdesk.studies import harnesses
+
+        for name, harness in harnesses().items():
+            self.what.addItem(harness.title, name)
+            self.what.setItemData(
+                self.what.count() - 1, harness.description, Qt.ItemDataRole.ToolTipRole
+            )
+        self.what.setToolTip(
+            "What the audit runs: every probe, or a study's own harness (its probes with "
+            "their own templates and sizes, cut to the budget)"
+        )
         self.plan_button = QPushButton("&Plan")
         self.plan_button.clicked.connect(self.plan_now)
         row = QHBoxLayout()
-        row.addWidget(QLabel("Time budget:"))
+        what_label = QLabel("&Run:")
+        what_label.setBuddy(self.what)
+        row.addWidget(what_label)
+        row.addWidget(self.what, 1)
+        budget_label = QLabel("Time &budget:")
+        budget_label.setBuddy(self.budget)
+        row.addWidget(budget_label)
         row.addWidget(self.budget, 1)
         row.addWidget(self.plan_button)
 
@@ -204,6 +227,7 @@ class AuditDialog(QDialog):
             self.model_spec,
             self.budget_text(),
             self.ctx.backend_factory,
+            self.what.currentData(),
             on_done=self._planned,
             on_error=self._plan_failed,
             key="audit.plan",

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -403,11 +403,6 @@ class GenderBenchProbe(GenerationProbe):
         return f"{what} #{item.attempt + 1} — {item.effective_label}"
 
     # -- audits and subsets -----------------------------------------------------------
-    def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:
-        """The stratum of an item whose balance a subset must keep (e.g. its stereotype
-        group); None: any subset will do."""
-        return None
-
     def audit_precision(
         self, params: dict[str, Any], n_items: int, attempts: int
     ) -> Precision | None:
