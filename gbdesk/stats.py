@@ -105,15 +105,18 @@ def bootstrap_metrics(
     cycles: int = 1000,
     seed: int = 123,
     alpha: float = 0.95,
+    interval: Callable[[Sequence[float], float], tuple[float, float]] | None = None,
 ) -> dict[str, tuple[float, float]]:
-    """Run `calculate` on every resample of item indices; return each metric's interval."""
+    """Run `calculate` on every resample of item indices; return each metric's interval
+    (`interval(values, alpha)`, by default `interval_from_bootstrap`)."""
+    interval = interval or interval_from_bootstrap
     buffer: dict[str, list[float]] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for sample in bootstrap_resamples(n_items, cycles, seed):
             for name, value in calculate(sample).items():
                 buffer.setdefault(name, []).append(float(value))
-    return {name: interval_from_bootstrap(values, alpha) for name, values in buffer.items()}
+    return {name: interval(values, alpha) for name, values in buffer.items()}
 
 
 @dataclass(frozen=True)
