@@ -302,8 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--harness",
         metavar="NAME",
-        help="run a study's harness (e.g. genderbench-1.1: GenderBench's fourteen probes with "
-        "their own templates and sizes, cut to the budget); default: every probe",
+        help="run a study's harness: its probes with their own templates and sizes, cut to "
+        "the budget (`gbdesk probes` lists the harnesses); default: every probe",
     )
     p.add_argument("--new", action="store_true", help="plan a new audit even if one is unfinished")
     _db_arg(p)
@@ -662,7 +662,7 @@ def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> 
 
 
 def _metrics_heading(payload: dict[str, Any]) -> str:
-    """"run 1 — Gender inventories (GenderBench), automatic labels" and a line break."""
+    """"run 1 — <the probe's title>, automatic labels" and a line break."""
     from gbdesk.studies import get_probe
 
     labels = {
@@ -736,7 +736,7 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     if cut:
         rows.append(
             "* interval cut at what the metric can be (e.g. 0–1 for a share): the "
-            "bootstrap's normal fit reached past it; the mark is GenderBench's, from the "
+            "bootstrap's normal fit reached past it; the mark is the study's, from the "
             "uncut interval (--json has both)"
         )
     if payload.get("unfinished"):
@@ -787,17 +787,26 @@ def _tiny_notice(store, run_id: int) -> str:
 
 # -- commands ---------------------------------------------------------------------------------
 def cmd_probes(args) -> int:
-    from gbdesk.studies import get_probe, probe_names, probe_table_markdown
+    from gbdesk.studies import get_probe, harnesses, probe_names, probe_table_markdown
 
     if args.markdown:
         print(probe_table_markdown())
         return 0
     probes = [get_probe(n).describe() for n in probe_names()]
     text = "\n".join(
-        f"{p['name']:<15} {p['items']:>5} items  {p['title']}  (licence: {p['card']['licence']})"
+        f"{p['name']:<22} {p['items']:>6} items  {p['title']}  (licence: {p['card']['licence']})"
         for p in probes
     )
-    _emit(args, {"probes": probes}, text)
+    sets = [
+        {"name": h.name, "title": h.title, "probes": list(h.probes), "template": h.template,
+         "description": h.description}
+        for h in harnesses().values()
+    ]  # fmt: skip
+    if sets:
+        text += "\n\nharnesses (gbdesk audit --harness NAME):\n" + "\n".join(
+            f"{h['name']:<22} {h['title']}: {len(h['probes'])} probes" for h in sets
+        )
+    _emit(args, {"probes": probes, "harnesses": sets}, text)
     return 0
 
 

