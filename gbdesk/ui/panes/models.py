@@ -302,6 +302,8 @@ class ModelsPane(QWidget):
         layout.addWidget(self.load_anyway)
         layout.addWidget(self.test_result)
         ctx.db_changed.connect(self.refresh)
+        ctx.models_changed.connect(self._models_changed)  # e.g. `gbdesk models --add`
+        self._saying = False
         self.refresh()
 
     # -- data --------------------------------------------------------------------------
@@ -330,7 +332,19 @@ class ModelsPane(QWidget):
         for m in models:
             if not m.get("error") and not m.get("sha256") and not m.get("endpoint"):
                 self._hash(m["path"])
-        self.ctx.models_changed.emit()
+        self._say_models_changed()
+
+    def _say_models_changed(self) -> None:
+        self._saying = True
+        try:
+            self.ctx.models_changed.emit()
+        finally:
+            self._saying = False
+
+    def _models_changed(self) -> None:
+        """The catalogue changed elsewhere (another window, the CLI): list it again."""
+        if not self._saying:
+            self.refresh()
 
     def _fill_row(self, row: int, m: dict[str, Any]) -> None:
         tip = m.get("path", "")
@@ -468,7 +482,7 @@ class ModelsPane(QWidget):
             self.ctx.settings.setValue("model_path", m["path"])
             self.ctx.message.emit(f"New runs will use {m['name']}")
             self.model_chosen.emit(m["path"])
-            self.ctx.models_changed.emit()
+            self._say_models_changed()
 
     def _test_selected(self) -> None:
         m = self.selected()
