@@ -3,10 +3,10 @@ with it, shown in `gbdesk models` and the Models pane; a probe that needs what t
 lacks is refused before its run is planned.
 
 The stand-in below answers like the servers people already run: chat generation works,
-and `/v1/completions` with `echo` is refused with HTTP 400 (as llama.cpp's llama-server
-does: "Only no echo is supported") or ignored — the completion comes back without the
-prompt and without logprobs (as Ollama and LM Studio do). The real `llama_cpp.server` is
-checked in test_http_backend.py.
+and `/v1/completions` with `echo` is refused with an error (as llama.cpp's llama-server
+does: HTTP 500 "Only no echo is supported") or ignored — the completion comes back
+without the prompt and without logprobs (as Ollama and LM Studio do). The real
+`llama_cpp.server` is checked in test_http_backend.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from gbdesk.engine.http_backend import (
     normalize_base_url,
     register_endpoint,
 )
-from gbdesk.errors import UserError
+from gbdesk.errors import EngineCrashed, EngineError, UserError
 from gbdesk.runs import plan_run
 from gbdesk.store import Store
 
@@ -65,10 +65,8 @@ class NoEcho(http.server.BaseHTTPRequestHandler):
                 },
             )
         elif body.get("echo") and type(self).mode == "refuse":
-            self._send(
-                400,
-                {"error": {"message": "Only no echo is supported", "type": "invalid_request"}},
-            )
+            # llama-server: its parser throws, the handler answers with a server error
+            self._send(500, {"error": {"message": "Only no echo is supported", "type": "server"}})
         else:
             self._send(
                 200,
@@ -119,20 +117,26 @@ def test_presets_name_the_servers_people_already_run(capsys):
 
 
 def test_capabilities_are_found_with_one_small_request_each(no_echo):
-    with HttpBackend(no_echo, MODEL) as backend:
+    with HttpBackend(no_echo, MODEL, backoff_s=5.0) as backend:
         before = len(NoEcho.bodies)
         found = backend.capabilities()
+        # scoring anyway fails at once, in one line — never empty scores, never 30 s of
+        # retries (llama-server's refusal is an HTTP 500)
+        with pytest.raises(EngineError, match="cannot score log-likelihoods") as info:
+            backend.score(["Jamal was a pilot."])
+        assert not isinstance(info.value, EngineCrashed) and echo_requests() == 2
     assert found["chat"]["ok"] is True  # the connection's one-token chat request
     assert found["prompt_logprobs"]["ok"] is False
     assert found["top_logprobs"]["ok"] is False
     note = found["prompt_logprobs"]["note"]
     if NoEcho.mode == "refuse":
-        assert "HTTP 400: Only no echo is supported" in note
+        assert "HTTP 500: Only no echo is supported" in note
     else:
         assert "echo=true with logprobs is ignored" in note
-    # one request for prompt logprobs, one for top logprobs (chat was already answered)
+    # one request for prompt logprobs, one for top logprobs (chat was already answered),
+    # then the scoring attempt's one
     asked = NoEcho.bodies[before:]
-    assert len(asked) == 2 and echo_requests() == 1
+    assert len(asked) == 3 and asked[0][1]["echo"] and asked[2][1]["echo"]
     assert asked[1][1]["logprobs"] is True and asked[1][1]["top_logprobs"] == 5
 
 

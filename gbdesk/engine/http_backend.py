@@ -93,10 +93,10 @@ MAX_CONCURRENCY = 64
 # "HTTP version not supported" (a proxy's 52x included).
 RETRY_STATUSES = frozenset({408, 425, 429, *range(500, 600)} - {501, 505})
 # 5xx answers that retrying cannot fix (llama-cpp-python's server reports request
-# validation errors and context overflows as HTTP 500).
+# validation errors and context overflows as HTTP 500; llama-server refuses echo so).
 _PERMANENT = re.compile(
     r"validation error|exceed(s|ed)? (the )?context|context (window|length)|"
-    r"maximum context|not supported|unsupported",
+    r"maximum context|not supported|unsupported|only no echo",
     re.I,
 )
 # Sampling extensions of llama.cpp-family servers (and vLLM): llama.cpp's own top-k 40 and
