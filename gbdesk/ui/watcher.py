@@ -11,7 +11,8 @@ seconds), `labels_changed(run)` for new labels, samples or codings of a run,
 `models_changed` for the model catalogue. Nothing is checked while a long task of the
 app's own is writing (a run, a labelling pass, an audit): the pane that started it
 refreshes when it ends. Changes the app itself announces (a pane emitting one of those
-signals after its own write) are absorbed, so the panes do not refresh twice.
+signals after its own write) are absorbed — a change is announced only once it has gone
+unannounced for `GRACE_S` — so the panes do not refresh twice.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from PySide6.QtCore import QObject, QTimer
 log = logging.getLogger(__name__)
 
 INTERVAL_MS = 1000  # how often data_version is asked
+# a change is announced once it has stood this long unannounced: a pane that wrote it
+# says so itself as soon as its task returns, and is then not echoed
+GRACE_S = 1.5
 PROGRESS_EVERY_S = 5.0  # another process's run adding attempts: runs_changed at most this often
 MANY_LABELS = 50_000  # more new labels than this: every run counts as changed (no lookup)
 
@@ -97,7 +101,9 @@ class DbWatcher(QObject):
         self._conn: sqlite3.Connection | None = None
         self._version: int | None = None
         self._seen = Snapshot()  # what the panes were last told (or told themselves)
-        self._pending = False  # progress held back by the throttle
+        self._pending = False  # a change held back (grace, or the progress throttle)
+        self._noticed: float | None = None  # when the change now held back was first seen
+        self.grace_s = GRACE_S
         self._last_progress = 0.0
         self._emitting = False
         self.emitted: list[tuple[str, Any]] = []  # what it said, newest last (tests, logs)
@@ -117,7 +123,7 @@ class DbWatcher(QObject):
         it holds now as known (another database was opened: the panes load it themselves),
         else compare it with what was known at the next tick."""
         self._close()
-        self._version, self._pending = None, False
+        self._version, self._pending, self._noticed = None, False, None
         path = Path(self.ctx.db_path)
         if not path.is_file():
             if absorb:
@@ -193,6 +199,14 @@ class DbWatcher(QObject):
 
     def _announce(self, now: Snapshot) -> None:
         seen = self._seen
+        if now == seen:  # nothing new, or the app announced it itself meanwhile
+            self._pending, self._noticed = False, None
+            return
+        if self._noticed is None:
+            self._noticed = time.monotonic()
+        if time.monotonic() - self._noticed < self.grace_s:
+            self._pending = True  # give the pane that wrote it time to say so
+            return
         runs_moved = now.runs != seen.runs
         progress = now.attempts_max != seen.attempts_max
         progressing: set[int] = set()
@@ -215,7 +229,7 @@ class DbWatcher(QObject):
         if progress and not (runs_moved or labelled or models or due):
             self._pending = True  # another process's run is adding attempts: later
             return
-        self._pending = False
+        self._pending, self._noticed = False, None
         self._seen = now
         self._emitting = True
         try:
