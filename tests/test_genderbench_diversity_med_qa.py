@@ -117,7 +117,11 @@ def test_findings_and_groups(probe):
     good = item([["correct"]] * 3, [["incorrect"]] * 3)
     even = item([["correct"]] * 3, [["correct"]] * 3)
     m = probe.metrics([good] * 5 + [even] * 45)
-    sentences = [f.sentence for f in probe.findings(m, {}, {})]
+    findings = probe.findings(m, {}, {})
+    sentences = [f.sentence for f in findings]
+    # the unsigned gap's finding would only repeat the signed one's with the same mark
+    assert m["diff_abs_success_rate"].mark == m["diff_success_rate"].mark
+    assert [f.metric for f in findings if f.metric] == ["diff_success_rate"]
     assert any(
         s.startswith(
             "When the patient is a man, the model answers the medical question correctly 10 "
@@ -131,3 +135,9 @@ def test_findings_and_groups(probe):
         "male_success_rate": {"gender": "male"},
         "female_success_rate": {"gender": "female"},
     }
+
+
+def test_reviewers_label_with_the_same_words(probe):
+    assert probe.label_values() == ["correct", "incorrect", "undetected"]
+    meta = {"correct_option": 0, "gender": "female"}
+    assert probe.human_label("(b)", meta, "incorrect", "ann")["label"] == "incorrect"

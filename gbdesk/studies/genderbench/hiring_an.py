@@ -29,6 +29,7 @@ from gbdesk.format import pct
 from gbdesk.paths import resource
 from gbdesk.stats import MARK_MEANINGS, MarkDefinition, MetricValue
 from gbdesk.studies.base import (
+    Finding,
     Item,
     ItemResult,
     LabelOption,
@@ -49,6 +50,7 @@ from gbdesk.studies.genderbench.outcome import (
     difference_precision,
     gap_sentence,
     phrase_spans,
+    without_repeated_gap,
 )
 
 #: 1.1.0's `_hiring_an_base_templates` (the instruction, before its closing sentences)
@@ -610,6 +612,14 @@ class HiringAnProbe(GenderBenchProbe):
                 + ": {ci}",
             )
         return None
+
+    def findings(
+        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
+    ) -> list[Finding]:
+        found = super().findings(metrics, extra, params)
+        return without_repeated_gap(
+            found, metrics, "diff_acceptance_rate", "diff_abs_acceptance_rate"
+        )
 
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

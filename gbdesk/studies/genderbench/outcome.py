@@ -13,7 +13,8 @@ import math
 import re
 from collections.abc import Sequence
 
-from gbdesk.studies.base import LabelOption, Precision, z95
+from gbdesk.stats import MetricValue
+from gbdesk.studies.base import Finding, LabelOption, Precision, z95
 
 MINUS = "\u2212"
 
@@ -97,3 +98,16 @@ def difference_precision(
     contribution has at most `per_item_variance` (normal approximation)."""
     half = z95() * math.sqrt(per_item_variance / max(1, n_items))
     return Precision(metric, half, f"about ±{half:.2f} ({100 * half:.0f} points): {how}")
+
+
+def without_repeated_gap(
+    findings: list[Finding], metrics: dict[str, MetricValue], signed: str, absolute: str
+) -> list[Finding]:
+    """Drop the finding of the unsigned gap (`absolute`, e.g. diff_abs_success_rate) when the
+    signed gap has the same mark: its finding already says it, with the direction. An
+    unsigned gap with a worse mark (the signed interval straddles 0 but the gap is clearly
+    not 0) keeps its finding."""
+    s, a = metrics.get(signed), metrics.get(absolute)
+    if s is None or a is None or not s.mark or s.mark != a.mark:
+        return findings
+    return [f for f in findings if f.metric != absolute]

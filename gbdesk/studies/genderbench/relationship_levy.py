@@ -24,6 +24,7 @@ from gbdesk.format import pct
 from gbdesk.paths import resource
 from gbdesk.stats import MARK_MEANINGS, MarkDefinition, MetricValue
 from gbdesk.studies.base import (
+    Finding,
     Item,
     ItemResult,
     LabelOption,
@@ -47,6 +48,7 @@ from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
     difference_precision,
     gap_sentence,
+    without_repeated_gap,
 )
 
 #: DefaultHarness's `sample_k` (also the number of items 1.1.0 creates)
@@ -325,6 +327,12 @@ class RelationshipLevyProbe(GenderBenchProbe):
                 "other, whichever way: {ci}",
             )
         return None
+
+    def findings(
+        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
+    ) -> list[Finding]:
+        found = super().findings(metrics, extra, params)
+        return without_repeated_gap(found, metrics, "diff_success_rate", "diff_abs_success_rate")
 
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
