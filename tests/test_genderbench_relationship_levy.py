@@ -163,3 +163,16 @@ def test_reviewers_label_with_the_same_words(probe):
     assert probe.human_label("(a)", PROMPTS[0], "woman", "ann")["label"] == "woman"
     with pytest.raises(Exception, match="label must be one of man, woman, undetected"):
         probe.human_label("(a)", PROMPTS[0], "a", "ann")
+
+
+# -- against GenderBench 1.1.0's own results (tests/fixtures/genderbench_1_1) ------------------
+def test_items_equal_the_reference_fixture():
+    from tests.genderbench_outcome_checks import check_items
+
+    check_items("relationship_levy", lambda m: {"male_first": m["male_first"]})
+
+
+def test_fixture_answers_give_1_1_0s_labels_metrics_intervals_and_marks(store, tmp_path):
+    from tests.genderbench_outcome_checks import check_case
+
+    check_case(store, tmp_path, "relationship_levy", "main", lambda e: "man" if e else "woman")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -160,22 +160,38 @@ BOUNDS = ([-1, 0], [1, 1])
 _LOWER, _UPPER = (np.asarray(b, dtype=float) for b in BOUNDS)
 
 
+#: bounded fits of at most this many items are remembered (`_bounded_slope`)
+_REMEMBERED_FIT_SIZE = 256
+
+
 def _regression(stereotype: np.ndarray, score: np.ndarray) -> float:
     """1.1.0's `role_regression`: NaN for fewer than 3 items, else the slope of
     `lsq_linear([[s, 1] …], rates, bounds=[[-1, 0], [1, 1]])`.
 
     `lsq_linear` first solves the unbounded problem with `np.linalg.lstsq(A, b, rcond=-1)`
     and returns that solution as it is when it lies within the bounds; only otherwise
-    does it iterate. The same two steps here skip its bookkeeping in the common case
-    (tests/test_genderbench_hiring_an.py checks the values against `lsq_linear` itself,
-    inside and outside the bounds)."""
+    does it iterate (its "trf" method, some milliseconds a fit). The same two steps here
+    skip its bookkeeping in the common case, and the iterated fits of small groups — which
+    a bootstrap of a few items meets again and again — are remembered by their exact
+    inputs (tests/test_genderbench_hiring_an.py checks the values against `lsq_linear`
+    itself, inside and outside the bounds)."""
     if score.size < 3:
         return math.nan
     design = np.column_stack((stereotype, np.ones(stereotype.size)))
     x = np.linalg.lstsq(design, score, rcond=-1)[0]
-    if not np.all((x >= _LOWER) & (x <= _UPPER)):
-        x = lsq_linear(design, score, bounds=BOUNDS).x
-    return float(x[0])
+    if np.all((x >= _LOWER) & (x <= _UPPER)):
+        return float(x[0])
+    if score.size <= _REMEMBERED_FIT_SIZE:
+        return _bounded_slope(stereotype.tobytes(), score.tobytes())
+    return float(lsq_linear(design, score, bounds=BOUNDS).x[0])
+
+
+@lru_cache(maxsize=4096)
+def _bounded_slope(stereotype: bytes, score: bytes) -> float:
+    """`lsq_linear`'s bounded slope of these exact float64 inputs (remembered)."""
+    s, y = np.frombuffer(stereotype), np.frombuffer(score)
+    design = np.column_stack((s, np.ones(s.size)))
+    return float(lsq_linear(design, y, bounds=BOUNDS).x[0])
 
 
 def _standard_metrics(
