@@ -99,3 +99,18 @@ def check_case(
         want_mark = None if value is None else MARK_LETTERS[value]
         assert metrics[name].mark == want_mark, name
     return metrics
+
+
+def check_resamples(probe: Any, items: list[Any], rng: Any, rounds: int = 20) -> None:
+    """The probe's vectorised `calculate_at` on resamples equals its `calculate` on the
+    drawn items that kept a readable answer (1.1.0's filter_undetected), name for name."""
+    prepared = probe.prepare(items)
+    n = len(items)
+    for _ in range(rounds):
+        idx = [rng.randrange(n) for _ in range(n)]
+        kept = [items[i] for i in idx if any(x != "undetected" for x in items[i].labels)]
+        want = probe.calculate(kept)
+        got = probe.calculate_at(prepared, idx)
+        assert set(got) == set(want) | {"undetected_rate_items", "undetected_rate_attempts"}
+        for name, value in want.items():
+            assert got[name] == value or (value != value and got[name] != got[name]), name

@@ -153,15 +153,9 @@ def test_vectorised_resamples_equal_the_calculator(probe):
         )
         for k in range(120)
     ]
-    prepared = probe.prepare(items)
-    for _ in range(10):
-        idx = [rng.randrange(120) for _ in range(120)]
-        kept = [items[i] for i in idx if items[i].labels != ["undetected"]]
-        want = probe.calculate(kept)
-        got = probe.calculate_at(prepared, idx)
-        assert set(got) == set(want) | {"undetected_rate_items", "undetected_rate_attempts"}
-        for name, value in want.items():
-            assert got[name] == pytest.approx(value, nan_ok=True, abs=1e-15)
+    from tests.genderbench_outcome_checks import check_resamples
+
+    check_resamples(probe, items, rng, rounds=10)
 
 
 def test_findings_read_plainly(probe):
@@ -220,3 +214,14 @@ def test_fixture_answers_give_1_1_0s_labels_metrics_intervals_and_marks(store, t
 
     labels = {"yes": "accepted", "no": "rejected"}
     check_case(store, tmp_path, "hiring_an", case, labels.__getitem__)
+
+
+def test_a_limited_run_keeps_both_genders(probe):
+    from gbdesk.errors import UserError
+
+    items = probe.items(probe.resolve_params(template="genderbench-1.1", limit=6))
+    assert sorted(i.metadata["gender"] for i in items) == ["female"] * 3 + ["male"] * 3
+    every = [i.key for i in probe.items(probe.resolve_params(template="genderbench-1.1"))]
+    assert set(i.key for i in items) <= set(every)  # 1.1.0's items, never others
+    with pytest.raises(UserError, match="acceptance gap"):
+        probe.items(probe.resolve_params(template="genderbench-1.1", limit=1))

@@ -35,7 +35,6 @@ from gbdesk.studies.base import (
 )
 from gbdesk.studies.genderbench.evaluators import yes_no
 from gbdesk.studies.genderbench.gb_probe import (
-    UNDETECTED,
     GenderBenchProbe,
     marks,
     symmetric_marks,
@@ -43,6 +42,7 @@ from gbdesk.studies.genderbench.gb_probe import (
 )
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
+    ItemTallies,
     difference_precision,
     gap_sentence,
     interval_points,
@@ -91,23 +91,17 @@ def discrim_eval_items() -> tuple[tuple[tuple[str, str, str], dict[str, Any]], .
     return tuple(out)
 
 
-class _Counts:
-    """Per item: yes and no counts per gender, and its undetected and total attempts."""
+class _Counts(ItemTallies):
+    """Per item: yes and no counts per gender (and `ItemTallies`)."""
 
     def __init__(self, results: list[ItemResult]):
-        n = len(results)
-        self.counts = np.zeros((n, len(GENDERS), 2), dtype=np.int64)
-        self.undetected = np.zeros(n, dtype=np.int64)
-        self.attempts = np.zeros(n, dtype=np.int64)
+        super().__init__(results)
+        self.counts = np.zeros((len(results), len(GENDERS), 2), dtype=np.int64)
         for row, r in enumerate(results):
             for position, label in enumerate(r.labels):
                 gender = _gender_of(r, position)
-                if label == UNDETECTED:
-                    self.undetected[row] += 1
-                elif label in ("yes", "no") and gender in GENDERS:
+                if label in ("yes", "no") and gender in GENDERS:
                     self.counts[row, GENDERS.index(gender), int(label == "no")] += 1
-            self.attempts[row] = len(r.labels)
-        self.detected = self.undetected < self.attempts
 
 
 def _gender_of(result: ItemResult, position: int) -> str | None:
@@ -149,6 +143,7 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
         LabelOption("yes", "Yes", "Y", "#15803d"),
         LabelOption("no", "No", "N", "#b91c1c"),
         UNDETECTED_OPTION,
+        ItemTallies,
     ]
     mark_definitions: ClassVar[dict[str, MarkDefinition]] = marks(
         MarkDefinition.from_edges(
@@ -259,14 +254,9 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
         return _Counts(results)
 
     def calculate_at(self, prepared: _Counts, idx: Any) -> dict[str, float]:
-        idx = np.asarray(idx, dtype=np.intp)
-        kept = idx[prepared.detected[idx]]
-        metrics = _metrics_from_counts(prepared.counts[kept].sum(axis=0))
-        metrics["undetected_rate_items"] = 1 - len(kept) / len(idx)
-        metrics["undetected_rate_attempts"] = float(
-            prepared.undetected[idx].sum() / prepared.attempts[idx].sum()
+        return prepared.metrics_at(
+            idx, lambda kept: _metrics_from_counts(prepared.counts[kept].sum(axis=0))
         )
-        return metrics
 
     # -- presentation ------------------------------------------------------------------
     def breakdown_groups(self, present: set[str] | None) -> list[MetricGroup]:

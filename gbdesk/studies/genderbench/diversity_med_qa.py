@@ -36,13 +36,13 @@ from gbdesk.studies.base import (
 from gbdesk.studies.genderbench.evaluators import option_spans, single_option
 from gbdesk.studies.genderbench.gb_probe import (
     RANDOM_SEED,
-    UNDETECTED,
     GenderBenchProbe,
     marks,
     symmetric_marks,
 )
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
+    ItemTallies,
     difference_precision,
     gap_sentence,
     without_repeated_gap,
@@ -79,25 +79,19 @@ def option_orders(count: int, k: int = NUM_REORDERINGS) -> tuple[tuple[tuple[int
     return tuple(tuple(rng.sample(every, k=k)) for _ in range(count))
 
 
-class _Counts:
-    """Per item: correct and incorrect answers about the male and the female patient,
-    undetected and total attempts."""
+class _Counts(ItemTallies):
+    """Per item: correct and incorrect answers about the male and the female patient (and
+    `ItemTallies`)."""
 
     def __init__(self, results: list[ItemResult]):
-        n = len(results)
-        self.counts = np.zeros((n, 2, 2), dtype=np.int64)  # gender × (correct, incorrect)
-        self.undetected = np.zeros(n, dtype=np.int64)
-        self.attempts = np.zeros(n, dtype=np.int64)
+        super().__init__(results)
+        # gender × (correct, incorrect)
+        self.counts = np.zeros((len(results), 2, 2), dtype=np.int64)
         for i, r in enumerate(results):
             for position, label in enumerate(r.labels):
-                if label == UNDETECTED:
-                    self.undetected[i] += 1
-                    continue
                 gender = (r.prompt_metadata(position) or r.metadata).get("gender")
                 if label in ("correct", "incorrect") and gender in GENDERS:
                     self.counts[i, GENDERS.index(gender), int(label == "incorrect")] += 1
-            self.attempts[i] = len(r.labels)
-        self.detected = self.undetected < self.attempts
         with np.errstate(invalid="ignore", divide="ignore"):
             right, total = self.counts[:, :, 0], self.counts.sum(axis=2)
             #: each item's success rate per gender, NaN without a readable answer (zero_div)
@@ -145,6 +139,7 @@ class DiversityMedQaProbe(GenderBenchProbe):
         LabelOption("correct", "Correct answer", "C", "#15803d"),
         LabelOption("incorrect", "Wrong answer", "W", "#b91c1c"),
         UNDETECTED_OPTION,
+        ItemTallies,
     ]
     mark_definitions: ClassVar[dict[str, MarkDefinition]] = marks(
         MarkDefinition.from_edges(
@@ -263,14 +258,7 @@ class DiversityMedQaProbe(GenderBenchProbe):
         return _Counts(results)
 
     def calculate_at(self, prepared: _Counts, idx: Any) -> dict[str, float]:
-        idx = np.asarray(idx, dtype=np.intp)
-        kept = idx[prepared.detected[idx]]
-        metrics = _metrics_from_rates(prepared.rates[kept])
-        metrics["undetected_rate_items"] = 1 - len(kept) / len(idx)
-        metrics["undetected_rate_attempts"] = float(
-            prepared.undetected[idx].sum() / prepared.attempts[idx].sum()
-        )
-        return metrics
+        return prepared.metrics_at(idx, lambda kept: _metrics_from_rates(prepared.rates[kept]))
 
     # -- presentation ------------------------------------------------------------------
     def breakdown_groups(self, present: set[str] | None) -> list[MetricGroup]:

@@ -39,7 +39,6 @@ from gbdesk.studies.base import (
 )
 from gbdesk.studies.genderbench.gb_probe import (
     RANDOM_SEED,
-    UNDETECTED,
     GenderBenchProbe,
     marks,
     symmetric_marks,
@@ -47,6 +46,7 @@ from gbdesk.studies.genderbench.gb_probe import (
 from gbdesk.studies.genderbench.jobs_lum import kennison_jobs
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
+    ItemTallies,
     difference_precision,
     gap_sentence,
     phrase_spans,
@@ -114,11 +114,12 @@ def harness_ids(k: int = HARNESS_SAMPLE) -> tuple[int, ...]:
     return tuple(random.Random(RANDOM_SEED).sample(range(total), k))
 
 
-class _Prepared:
+class _Prepared(ItemTallies):
     """Per item: its acceptance share (NaN without a readable answer), gender, race,
-    qualification and the occupation's stereotype score; undetected and total attempts."""
+    qualification and the occupation's stereotype score (and `ItemTallies`)."""
 
     def __init__(self, results: list[ItemResult]):
+        super().__init__(results)
         n = len(results)
         self.score = np.full(n, np.nan)
         self.male = np.zeros(n, dtype=bool)
@@ -135,19 +136,14 @@ class _Prepared:
         self.stereotype = np.array(
             [float(r.metadata.get("stereotype", math.nan)) for r in results], dtype=float
         )
-        self.undetected = np.zeros(n, dtype=np.int64)
-        self.attempts = np.zeros(n, dtype=np.int64)
         for i, r in enumerate(results):
             yes = r.labels.count("accepted")
             no = r.labels.count("rejected")
             if yes + no:
                 self.score[i] = yes / (yes + no)
-            self.undetected[i] = r.labels.count(UNDETECTED)
-            self.attempts[i] = len(r.labels)
             gender = r.metadata.get("gender")
             self.male[i] = gender == "male"
             self.female[i] = gender == "female"
-        self.detected = self.undetected < self.attempts
 
 
 def _mean(values: np.ndarray) -> float:
@@ -262,6 +258,7 @@ class HiringAnProbe(GenderBenchProbe):
         LabelOption("accepted", "Accepted", "A", "#15803d"),
         LabelOption("rejected", "Rejected", "R", "#b91c1c"),
         UNDETECTED_OPTION,
+        ItemTallies,
     ]
     mark_definitions: ClassVar[dict[str, MarkDefinition]] = marks(
         symmetric_marks(
@@ -445,14 +442,7 @@ class HiringAnProbe(GenderBenchProbe):
         return _Prepared(results)
 
     def calculate_at(self, prepared: _Prepared, idx: Any) -> dict[str, float]:
-        idx = np.asarray(idx, dtype=np.intp)
-        kept = idx[prepared.detected[idx]]
-        metrics = _metrics_of(prepared, kept)
-        metrics["undetected_rate_items"] = 1 - len(kept) / len(idx)
-        metrics["undetected_rate_attempts"] = float(
-            prepared.undetected[idx].sum() / prepared.attempts[idx].sum()
-        )
-        return metrics
+        return prepared.metrics_at(idx, lambda kept: _metrics_of(prepared, kept))
 
     def support(self, results: list[ItemResult], name: str) -> int:
         """The items with a readable decision that a metric rests on: those of its race,
@@ -656,6 +646,8 @@ class HiringAnProbe(GenderBenchProbe):
         if undetected is not None and not math.isnan(undetected.value):
             parts.append(f"{pct(undetected.value)} of the emails used neither decision phrase.")
         return " ".join(parts)
+
+    balance_needed_for = "the acceptance gap (men minus women)"
 
     def balance_key(self, metadata: dict[str, Any]) -> Any:
         """Both genders of names must stay in a subset (the gap compares them)."""

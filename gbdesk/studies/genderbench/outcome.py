@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
 
 from gbdesk.stats import MetricValue
-from gbdesk.studies.base import Finding, LabelOption, Precision, z95
+from gbdesk.studies.base import Finding, ItemResult, LabelOption, Precision, z95
+from gbdesk.studies.genderbench.gb_probe import UNDETECTED
 
 MINUS = "\u2212"
 
@@ -111,3 +115,28 @@ def without_repeated_gap(
     if s is None or a is None or not s.mark or s.mark != a.mark:
         return findings
     return [f for f in findings if f.metric != absolute]
+
+
+class ItemTallies:
+    """Per item (parallel to the results): its undetected and total attempts, and whether
+    it kept a readable answer. A probe's per-item arrays for the bootstrap extend it."""
+
+    def __init__(self, results: list[ItemResult]):
+        self.undetected = np.array([r.labels.count(UNDETECTED) for r in results], dtype=np.int64)
+        self.attempts = np.array([len(r.labels) for r in results], dtype=np.int64)
+        self.detected = self.undetected < self.attempts
+
+    def metrics_at(
+        self, idx: Any, metrics_of: Callable[[np.ndarray], dict[str, float]]
+    ) -> dict[str, float]:
+        """1.1.0's `filter_undetected` on the items at positions `idx` (a resample, with
+        repeats, in draw order): `metrics_of` the positions of those that kept a readable
+        answer, plus the two undetected rates over all of them."""
+        idx = np.asarray(idx, dtype=np.intp)
+        kept = idx[self.detected[idx]]
+        metrics = metrics_of(kept)
+        metrics["undetected_rate_items"] = 1 - len(kept) / len(idx)
+        metrics["undetected_rate_attempts"] = float(
+            self.undetected[idx].sum() / self.attempts[idx].sum()
+        )
+        return metrics

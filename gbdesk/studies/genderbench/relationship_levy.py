@@ -37,7 +37,6 @@ from gbdesk.studies.base import (
 from gbdesk.studies.genderbench.evaluators import option_spans, single_option
 from gbdesk.studies.genderbench.gb_probe import (
     RANDOM_SEED,
-    UNDETECTED,
     GenderBenchProbe,
     marks,
     nanmean,
@@ -46,6 +45,7 @@ from gbdesk.studies.genderbench.gb_probe import (
 from gbdesk.studies.genderbench.hiring_an import bloomberg_names
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
+    ItemTallies,
     difference_precision,
     gap_sentence,
     without_repeated_gap,
@@ -108,22 +108,17 @@ def man_chosen(option: int, male_first: bool) -> bool:
     return option != int(male_first)
 
 
-class _Scores:
-    """Per item: share of its readable answers that side with the man (NaN: none),
-    undetected and total attempts."""
+class _Scores(ItemTallies):
+    """Per item: share of its readable answers that side with the man (NaN: none; and
+    `ItemTallies`)."""
 
     def __init__(self, results: list[ItemResult]):
-        n = len(results)
-        self.score = np.full(n, np.nan)
-        self.undetected = np.zeros(n, dtype=np.int64)
-        self.attempts = np.zeros(n, dtype=np.int64)
+        super().__init__(results)
+        self.score = np.full(len(results), np.nan)
         for i, r in enumerate(results):
             man, woman = r.labels.count("man"), r.labels.count("woman")
             if man + woman:
                 self.score[i] = man / (man + woman)
-            self.undetected[i] = r.labels.count(UNDETECTED)
-            self.attempts[i] = len(r.labels)
-        self.detected = self.undetected < self.attempts
 
 
 def _metrics_from_scores(scores: np.ndarray) -> dict[str, float]:
@@ -157,6 +152,7 @@ class RelationshipLevyProbe(GenderBenchProbe):
         LabelOption("man", "The man is right", "M", "#1f5fbf"),
         LabelOption("woman", "The woman is right", "W", "#c2410c"),
         UNDETECTED_OPTION,
+        ItemTallies,
     ]
     mark_definitions: ClassVar[dict[str, MarkDefinition]] = marks(
         MarkDefinition.from_edges(
@@ -283,14 +279,7 @@ class RelationshipLevyProbe(GenderBenchProbe):
         return _Scores(results)
 
     def calculate_at(self, prepared: _Scores, idx: Any) -> dict[str, float]:
-        idx = np.asarray(idx, dtype=np.intp)
-        kept = idx[prepared.detected[idx]]
-        metrics = _metrics_from_scores(prepared.score[kept])
-        metrics["undetected_rate_items"] = 1 - len(kept) / len(idx)
-        metrics["undetected_rate_attempts"] = float(
-            prepared.undetected[idx].sum() / prepared.attempts[idx].sum()
-        )
-        return metrics
+        return prepared.metrics_at(idx, lambda kept: _metrics_from_scores(prepared.score[kept]))
 
     # -- presentation ------------------------------------------------------------------
     def breakdown_groups(self, present: set[str] | None) -> list[MetricGroup]:
