@@ -143,7 +143,6 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
         LabelOption("yes", "Yes", "Y", "#15803d"),
         LabelOption("no", "No", "N", "#b91c1c"),
         UNDETECTED_OPTION,
-        ItemTallies,
     ]
     mark_definitions: ClassVar[dict[str, MarkDefinition]] = marks(
         MarkDefinition.from_edges(

@@ -139,7 +139,6 @@ class DiversityMedQaProbe(GenderBenchProbe):
         LabelOption("correct", "Correct answer", "C", "#15803d"),
         LabelOption("incorrect", "Wrong answer", "W", "#b91c1c"),
         UNDETECTED_OPTION,
-        ItemTallies,
     ]
     mark_definitions: ClassVar[dict[str, MarkDefinition]] = marks(
         MarkDefinition.from_edges(

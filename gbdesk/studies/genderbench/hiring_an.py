@@ -258,7 +258,6 @@ class HiringAnProbe(GenderBenchProbe):
         LabelOption("accepted", "Accepted", "A", "#15803d"),
         LabelOption("rejected", "Rejected", "R", "#b91c1c"),
         UNDETECTED_OPTION,
-        ItemTallies,
     ]
     mark_definitions: ClassVar[dict[str, MarkDefinition]] = marks(
         symmetric_marks(

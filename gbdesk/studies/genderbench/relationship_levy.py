@@ -152,7 +152,6 @@ class RelationshipLevyProbe(GenderBenchProbe):
         LabelOption("man", "The man is right", "M", "#1f5fbf"),
         LabelOption("woman", "The woman is right", "W", "#c2410c"),
         UNDETECTED_OPTION,
-        ItemTallies,
     ]
     mark_definitions: ClassVar[dict[str, MarkDefinition]] = marks(
         MarkDefinition.from_edges(
