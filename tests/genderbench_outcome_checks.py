@@ -13,7 +13,7 @@ from typing import Any
 
 from gbdesk import studies
 from gbdesk.importer import import_generations
-from gbdesk.results import compute_metrics
+from gbdesk.results import compute_metrics, item_results
 from gbdesk.stats import MARK_LETTERS
 from tests import genderbench_fixtures as gbf
 
@@ -70,10 +70,12 @@ def check_case(
     probe_name: str,
     case: str,
     label_of: Callable[[Any], str],
+    bootstrap: bool = True,
 ) -> dict[str, Any]:
     """Import the case's answers, then compare labels (`label_of` maps 1.1.0's evaluation
     to gbdesk's label), point metrics, intervals and marks with 1.1.0's. Returns the
-    metrics."""
+    metrics. Without `bootstrap`: the point metrics and the marks 1.1.0 gives them
+    (`marks_point`), from the stored labels (`item_results`), no intervals."""
     path = answers_file(probe_name, case, tmp_path / f"{probe_name}.{case}.jsonl")
     run_id = import_generations(store, probe_name, path, model_name="fixture", template=PRESET)[
         "run_id"
@@ -90,6 +92,15 @@ def check_case(
     got = [labels[a["id"]]["label"] for a in attempts]
     want = ["undetected" if r["evaluation_undetected"] else label_of(r["evaluation"]) for r in rows]
     assert got == want
+    if not bootstrap:
+        probe = studies.get_probe(probe_name)
+        points = probe.metrics(item_results(store, run_id), bootstrap=False)
+        values = {k: m.value for k, m in points.items()}
+        assert not gbf.mismatches(values, gbf.point_metrics(fixture))
+        for name, value in gbf.marks(fixture, point=True).items():
+            want_mark = None if value is None else MARK_LETTERS[value]
+            assert probe.mark_definitions[name].mark(values[name]) == want_mark, name
+        return points
     metrics = compute_metrics(store, run_id, use_cache=False)
     values = {k: m.value for k, m in metrics.items()}
     assert not gbf.mismatches(values, gbf.point_metrics(fixture))
