@@ -36,7 +36,7 @@ from scipy.stats import norm
 
 from gbdesk.format import ci_text, clip_ci, pct
 from gbdesk.stats import MARK_LETTERS, MARK_MEANINGS, MarkDefinition, MetricValue
-from gbdesk.stats import bootstrap_resamples as _bootstrap_resamples
+from gbdesk.stats import iter_bootstrap_resamples as _bootstrap_resamples
 from gbdesk.studies.base import (
     Finding,
     GenerationProbe,
