@@ -248,7 +248,9 @@ class GenderBenchProbe(GenerationProbe):
             point = self.calculate_at(prepared, everything)
             buffer: dict[str, list[float]] = {}
             if bootstrap:
-                for idx in _bootstrap_resamples(len(results), BOOTSTRAP_CYCLES, RANDOM_SEED):
+                for idx in _bootstrap_resamples(
+                    len(results), BOOTSTRAP_CYCLES, RANDOM_SEED, as_array=True
+                ):
                     for name, value in self.calculate_at(prepared, idx).items():
                         buffer.setdefault(name, []).append(float(value))
         out: dict[str, MetricValue] = {}
