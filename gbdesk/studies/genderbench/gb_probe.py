@@ -335,8 +335,7 @@ class GenderBenchProbe(GenerationProbe):
             if m is None or math.isnan(m.value) or not m.mark:
                 continue
             sentence = self.finding_sentence(name, m) or (
-                f"{self.metric_title(name)}: {m.value:.2f} "
-                f"(95 % CI {m.ci[0]:.2f} to {m.ci[1]:.2f})"
+                f"{self.metric_title(name)}: {m.value:.2f} (95 % CI {m.ci[0]:.2f} to {m.ci[1]:.2f})"
             )
             out.append(
                 Finding(

@@ -141,5 +141,3 @@ class InventoriesProbe(CharacterProfileProbe):
                     )
                 )
         return super().support(counts, results, name)
-
-
