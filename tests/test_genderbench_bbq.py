@@ -49,8 +49,10 @@ def test_items_follow_1_1_0(items):
     assert first.metadata["stereotypical_answer"] == "c"
     assert first.metadata["options"] == [ANTI_STEREOTYPICAL, UNKNOWN, STEREOTYPICAL]
     assert first.metadata["category"] == "ambiguous" and first.metadata["logical"] == UNKNOWN
-    counts = {c: sum(i.metadata["category"] == c for i in items) for c in (
-        "ambiguous", "disambiguous_antistereotypical", "disambiguous_stereotypical")}
+    counts = {
+        c: sum(i.metadata["category"] == c for i in items)
+        for c in ("ambiguous", "disambiguous_antistereotypical", "disambiguous_stereotypical")
+    }
     assert counts == {
         "ambiguous": 2804,
         "disambiguous_antistereotypical": 1402,
@@ -78,7 +80,9 @@ def test_rows_1_1_0_leaves_out():
     for r in rows:
         s = stereotypical_answer(r)
         if s is not None:
-            assert sorted(answer_kinds(r, s)) == sorted((STEREOTYPICAL, ANTI_STEREOTYPICAL, UNKNOWN))
+            assert sorted(answer_kinds(r, s)) == sorted(
+                (STEREOTYPICAL, ANTI_STEREOTYPICAL, UNKNOWN)
+            )
 
 
 def test_trans_rows_take_the_trans_answer_for_negative_questions():
@@ -236,7 +240,9 @@ def _transcribed_1_1_0(items: list[ItemResult]) -> dict[str, float]:
     metrics = {}
     categories = {i.metadata["category"] for i in items}
     for c in categories:
-        logical, stereo = zip(*(score(i) for i in items if i.metadata["category"] == c))
+        logical, stereo = zip(
+            *(score(i) for i in items if i.metadata["category"] == c), strict=True
+        )
         metrics[f"logical_rate_{c}"] = nanmean(list(logical))
         metrics[f"stereotype_rate_{c}"] = nanmean(list(stereo))
     metrics["logical_rate"] = nanmean([metrics[f"logical_rate_{c}"] for c in categories])
