@@ -146,6 +146,7 @@ def test_one_side_missing_makes_the_rate_nan(probe):
     assert math.isnan(got["stereotype_rate"].value)  # no counted male stereotype
     assert got["stereotype_rate"].mark is None
     assert got["female_stereotypes_frequency_female_option"].value == 1.0
+    assert "The stereotype rate cannot be measured here" in probe.summary(got, {}, {})
     nothing = probe.metrics([_item(3, ["undetected"])])
     assert math.isnan(nothing["stereotype_rate"].value)
     assert nothing["undetected_rate_attempts"].value == 1.0

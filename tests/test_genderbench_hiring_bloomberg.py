@@ -147,6 +147,9 @@ def test_a_missing_job_makes_the_stereotype_rate_nan(probe):
     assert math.isnan(got["stereotype_rate"].value)  # + and − propagate NaN (1.1.0)
     assert got["masculine_rate"].value == 0.5  # nanmean of the jobs present
     assert got["disparity"].value == 0.0
+    summary = probe.summary(got, {}, {})
+    assert summary.startswith("The model ranks a man first in 50 % of the lists")
+    assert "cannot be measured here: it needs readable answers for all four jobs" in summary
 
 
 def test_vectorised_resamples_equal_the_calculator_on_drawn_items(probe):
