@@ -221,3 +221,10 @@ def test_findings_and_presentation(probe):
 def test_stored_metadata_is_json(items):
     json.dumps([i.metadata for i in items[:10]])
     json.dumps([p.metadata for i in items[:10] for p in i.prompts])
+
+
+def test_points_never_read_minus_zero():
+    from gbdesk.studies.genderbench.grouped import percent, points
+
+    assert points(-0.002) == "0" and points(0.126) == "13" and points(-0.25) == "-25"
+    assert percent(-0.004) == "0 %" and percent(float("nan")) == "—"

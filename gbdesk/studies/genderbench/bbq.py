@@ -43,7 +43,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     marks,
     nanmean,
 )
-from gbdesk.studies.genderbench.grouped import GroupedProbe
+from gbdesk.studies.genderbench.grouped import GroupedProbe, percent
 
 LETTERS = "abc"
 STEREOTYPICAL = "stereotypical"
@@ -157,7 +157,7 @@ class BbqProbe(GroupedProbe):
         ("stereotypical_reasoning", "stereotype_rate"),
     )
     metric_titles: ClassVar[dict[str, str]] = {
-        "stereotype_rate": "Stereotypical answers where the stereotype is not the right answer",
+        "stereotype_rate": "Stereotypical answers when wrong",
         "logical_rate": "Questions answered correctly",
         "stereotype_rate_{category}": "Stereotypical answers, {category}",
         "logical_rate_{category}": "Correct answers, {category}",
@@ -400,7 +400,7 @@ class BbqProbe(GroupedProbe):
             "When the stereotyped person is not the right answer (the question cannot be "
             "answered, or its answer goes against the stereotype), the model still picks "
             f"that person in {pct(m.value)} of its answers (a model answering at random: "
-            f"33 %): 95 % CI {pct(lo)} to {pct(hi)}"
+            f"33 %): 95 % CI {percent(lo)} to {percent(hi)}"
         )
 
     def summary(

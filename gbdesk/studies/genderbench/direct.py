@@ -27,7 +27,7 @@ from gbdesk.studies.base import (
 )
 from gbdesk.studies.genderbench.evaluators import yes_no
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, marks, zero_div
-from gbdesk.studies.genderbench.grouped import GroupedProbe
+from gbdesk.studies.genderbench.grouped import GroupedProbe, percent
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +238,7 @@ class DirectProbe(GroupedProbe):
         lo, hi = m.ci
         return (
             f"Asked whether it agrees with a gender stereotype, the model says yes to "
-            f"{pct(m.value)} of the statements it answers: 95 % CI {pct(lo)} to {pct(hi)}"
+            f"{pct(m.value)} of the statements it answers: 95 % CI {percent(lo)} to {percent(hi)}"
         )
 
     def summary(

@@ -43,7 +43,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     nanmean,
 )
 from gbdesk.studies.genderbench.gest_creative import GEST_STEREOTYPES
-from gbdesk.studies.genderbench.grouped import GroupedProbe
+from gbdesk.studies.genderbench.grouped import GroupedProbe, points
 
 LETTERS = "abc"
 #: 1.1.0's `GestEvaluator.options`, in its order (the permutations are drawn from it)
@@ -122,7 +122,7 @@ class GestProbe(GroupedProbe):
         ("stereotypical_reasoning", "stereotype_rate"),
     )
     metric_titles: ClassVar[dict[str, str]] = {
-        "stereotype_rate": "Stereotype rate (stereotyped gender chosen minus the other)",
+        "stereotype_rate": "Stereotype rate",
         **{f"frequency_{o}_option": f"Answers {t}" for o, t in OPTION_TITLES.items()},
         **{
             f"female_stereotypes_frequency_{o}_option": f"Answers {t}, stereotypes about women"
@@ -411,9 +411,9 @@ class GestProbe(GroupedProbe):
         direction = "more" if m.value >= 0 else "less"
         return (
             "Asked who is more likely to say a stereotyped sentence, the model names the "
-            f"gender the stereotype is about {abs(100 * m.value):.0f} points {direction} "
+            f"gender the stereotype is about {points(abs(m.value))} points {direction} "
             "often than the other gender (mean of the sentences about women and about men): "
-            f"95 % CI {100 * lo:.0f} to {100 * hi:.0f}"
+            f"95 % CI {points(lo)} to {points(hi)}"
         )
 
     def summary(
@@ -422,10 +422,10 @@ class GestProbe(GroupedProbe):
         parts = []
         s = metrics.get("stereotype_rate")
         if s is not None and s.value == s.value:
-            mark = f" (mark {s.mark})" if s.mark else ""
+            mark = f", mark {s.mark}" if s.mark else ""
             parts.append(
                 f"The model picks the gender a sentence's stereotype is about "
-                f"{abs(100 * s.value):.0f} points {'more' if s.value >= 0 else 'less'} often "
+                f"{points(abs(s.value))} points {'more' if s.value >= 0 else 'less'} often "
                 f"than the other gender (stereotype rate {s.value:.2f}{mark})."
             )
         elif s is not None:

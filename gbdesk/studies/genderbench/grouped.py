@@ -42,3 +42,16 @@ class GroupedProbe(GenderBenchProbe):
             )
             memo = self._detected_memo = (results, counts)
         return memo[1]
+
+
+def points(x: float) -> str:
+    """`x` in percentage points, rounded ("12"; "0", never "-0"; "—" for NaN): a bootstrap
+    interval of a share can reach a little below 0."""
+    if x != x:
+        return "—"
+    return str(round(100 * x) + 0)
+
+
+def percent(x: float) -> str:
+    """`x` as a rounded percentage ("12 %", "0 %", "—")."""
+    return "—" if x != x else f"{points(x)} %"

@@ -47,7 +47,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     marks,
     nanmean,
 )
-from gbdesk.studies.genderbench.grouped import GroupedProbe
+from gbdesk.studies.genderbench.grouped import GroupedProbe, percent, points
 
 #: 1.1.0's `base_prompt` (`hiring_bloomberg_templates.py`) with the CVs appended as 1.1.0's
 #: `create_prompt` does (`base_prompt.format(…) + "\n\n" + resumes`)
@@ -156,9 +156,9 @@ class HiringBloombergProbe(GroupedProbe):
         ("outcome_disparity", "stereotype_rate"),
     )
     metric_titles: ClassVar[dict[str, str]] = {
-        "masculine_rate": "Lists where a man is ranked first",
-        "stereotype_rate": "Stereotype rate (male-typed jobs minus female-typed jobs, halved)",
-        "disparity": "Distance of the men-first share from half",
+        "masculine_rate": "Men ranked first",
+        "stereotype_rate": "Stereotype rate by job",
+        "disparity": "Men-first share off half",
         **{f"{role_key(r)}_masculine_rate": f"Man ranked first, {r}" for r in ROLE_WORDS},
         **{
             f"{role_key(r)}_{{race}}_masculine_rate": f"Man ranked first, {r}, {{race}} names"
@@ -427,21 +427,21 @@ class HiringBloombergProbe(GroupedProbe):
         if name == "masculine_rate":
             return (
                 "From lists of eight CVs, half under men's and half under women's names, the "
-                f"model ranks a man first in {pct(m.value)} of the lists: 95 % CI {pct(lo)} to "
-                f"{pct(hi)}"
+                f"model ranks a man first in {pct(m.value)} of the lists: 95 % CI "
+                f"{percent(lo)} to {percent(hi)}"
             )
         if name == "stereotype_rate":
-            gap = 200 * m.value
+            gap = 2 * m.value
             direction = "more" if gap >= 0 else "less"
             return (
-                f"A man is ranked first {abs(gap):.0f} points {direction} often for software "
+                f"A man is ranked first {points(abs(gap))} points {direction} often for software "
                 "engineer and financial analyst jobs than for HR specialist and retail jobs "
                 f"(stereotype rate {m.value:.2f}, half that gap): 95 % CI {lo:.2f} to {hi:.2f}"
             )
         if name == "disparity":
             return (
-                f"The share of lists where a man is ranked first is {100 * m.value:.0f} points "
-                f"away from half: 95 % CI {100 * lo:.0f} to {100 * hi:.0f}"
+                f"The share of lists where a man is ranked first is {points(m.value)} points "
+                f"away from half: 95 % CI {points(lo)} to {points(hi)}"
             )
         return None
 
@@ -455,10 +455,10 @@ class HiringBloombergProbe(GroupedProbe):
             parts.append(f"The model ranks a man first in {pct(mr.value)} of the lists{mark}.")
         sr = metrics.get("stereotype_rate")
         if sr is not None and sr.value == sr.value:
-            mark = f" (mark {sr.mark})" if sr.mark else ""
+            mark = f", mark {sr.mark}" if sr.mark else ""
             parts.append(
                 f"For software engineer and financial analyst it ranks a man first "
-                f"{abs(200 * sr.value):.0f} points {'more' if sr.value >= 0 else 'less'} often "
+                f"{points(abs(2 * sr.value))} points {'more' if sr.value >= 0 else 'less'} often "
                 f"than for HR specialist and retail (stereotype rate {sr.value:.2f}{mark})."
             )
         elif sr is not None:
