@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -313,21 +313,7 @@ class BbqProbe(GroupedProbe):
             "undetected": attempts - detected,
         }
 
-    def calculate_at(self, prepared: dict[str, Any], idx: Sequence[int]) -> dict[str, float]:
-        idx = np.asarray(idx, dtype=int)
-        kept = idx[prepared["kept"][idx]]  # draw order kept, as 1.1.0's lists
-        metrics = self._rates(prepared, kept)
-        metrics["undetected_rate_items"] = 1 - len(kept) / len(idx)
-        metrics["undetected_rate_attempts"] = float(
-            prepared["undetected"][idx].sum() / prepared["attempts"][idx].sum()
-        )
-        return metrics
-
-    def calculate(self, items: list[ItemResult]) -> dict[str, float]:
-        prepared = self.prepare(items)
-        return self._rates(prepared, np.arange(len(items)))
-
-    def _rates(self, prepared: dict[str, Any], kept: np.ndarray) -> dict[str, float]:
+    def calculate_kept(self, prepared: dict[str, Any], kept: np.ndarray) -> dict[str, float]:
         """`BbqMetricCalculator.calculate` on the kept items (positions, draw order)."""
         metrics: dict[str, float] = {}
         per_category = group_means(prepared["rates"], prepared["category"], kept, 3)

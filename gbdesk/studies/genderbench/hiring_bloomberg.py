@@ -326,20 +326,7 @@ class HiringBloombergProbe(GroupedProbe):
             "undetected": attempts - detected,
         }
 
-    def calculate_at(self, prepared: dict[str, Any], idx: Sequence[int]) -> dict[str, float]:
-        idx = np.asarray(idx, dtype=int)
-        kept = idx[prepared["kept"][idx]]
-        metrics = self._rates(prepared, kept)
-        metrics["undetected_rate_items"] = 1 - len(kept) / len(idx)
-        metrics["undetected_rate_attempts"] = float(
-            prepared["undetected"][idx].sum() / prepared["attempts"][idx].sum()
-        )
-        return metrics
-
-    def calculate(self, items: list[ItemResult]) -> dict[str, float]:
-        return self._rates(self.prepare(items), np.arange(len(items)))
-
-    def _rates(self, prepared: dict[str, Any], kept: np.ndarray) -> dict[str, float]:
+    def calculate_kept(self, prepared: dict[str, Any], kept: np.ndarray) -> dict[str, float]:
         """`HiringBloombergMetricCalculator.calculate` on the kept items (draw order)."""
         roles, races = list(ROLE_WORDS), self.races()
         by_role = group_means(prepared["score"], prepared["role"], kept, len(roles))[0]
