@@ -36,6 +36,12 @@ def _db_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="PATH", help="database file (default: per-user data folder)")
 
 
+def _presets() -> dict[str, tuple[str, str, str]]:
+    from gbdesk.engine.endpoints import ENDPOINT_PRESETS
+
+    return ENDPOINT_PRESETS
+
+
 def _json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON value on stdout")
 
@@ -179,7 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "models", help="list the bundled default model, registered GGUF files and endpoints"
     )
-    p.add_argument("--add", metavar="PATH", action="append", help="register a GGUF file")
+    p.add_argument(
+        "--add",
+        metavar="PATH",
+        action="append",
+        help="register a GGUF file, or an endpoint URL#MODEL (e.g. ollama#llama3.1:8b), whose "
+        "capabilities are then checked",
+    )
     _db_arg(p)
     _json_arg(p)
 
@@ -191,7 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--endpoint",
         metavar="URL",
         help="an OpenAI-compatible server instead of a GGUF file, e.g. http://host:8000/v1 "
-        "(llama-server, vLLM, Ollama, llama-cpp-python's server)",
+        "(vLLM, llama-cpp-python's server), or a local one by name: "
+        + ", ".join(f"{name} = {url} ({title})" for name, (title, url, _) in _presets().items())
+        + "; perplexity probes need log-probabilities of prompt tokens, which only vLLM and "
+        "llama-cpp-python's server give",
     )
     p.add_argument(
         "--endpoint-model",
@@ -299,6 +314,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", required=True, help="time budget: 30m, 2h, 8h, 1h30m …")
     p.add_argument("--report", metavar="FILE", help="the PDF (default: next to the database)")
     p.add_argument("--plan-only", action="store_true", help="show the plan, run nothing")
+    p.add_argument(
+        "--harness",
+        metavar="NAME",
+        help="run a study's harness: its probes with their own templates and sizes, cut to "
+        "the budget (`gbdesk probes` lists the harnesses); default: every probe",
+    )
     p.add_argument("--new", action="store_true", help="plan a new audit even if one is unfinished")
     _db_arg(p)
     _json_arg(p)
@@ -609,16 +630,27 @@ class _ProgressPrinter:
 
 def _metrics_payload(store, run_id: int, labels: str, metrics: dict[str, Any]) -> dict[str, Any]:
     """The JSON of `gbdesk metrics` from the run's `compute_metrics`."""
+    from gbdesk.format import clip_ci, unfinished_note
     from gbdesk.stats import adjusted_p_values
+    from gbdesk.studies import get_probe
 
     run = store.get_run(run_id)
+    probe = get_probe(run["probe"])
     adjusted = adjusted_p_values(metrics)  # Benjamini–Hochberg over the run's tests
     out = {}
     for name, m in metrics.items():
         out[name] = m.to_json()
+        out[name]["title"] = probe.metric_title(name)
+        (lo, hi), past = clip_ci(m.ci, probe.metric_bounds(name))
+        if past:  # the interval within what the metric can be (`ci` is the bootstrap's)
+            out[name]["ci_shown"] = [lo, hi]
         if name in adjusted:
             out[name]["p_adj"] = adjusted[name]
-    return {"run_id": run_id, "probe": run["probe"], "labels": labels, "metrics": out}
+    payload = {"run_id": run_id, "probe": run["probe"], "labels": labels, "metrics": out}
+    payload["status"] = run["status"]
+    payload["attempts"] = {"done": run["attempts_done"], "total": run["attempts_total"]}
+    payload["unfinished"] = unfinished_note(run, probe.unit)
+    return payload
 
 
 def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> str:
@@ -644,18 +676,47 @@ def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> 
     return "\n\nFindings:\n" + "\n".join(lines)
 
 
+def _metrics_heading(payload: dict[str, Any]) -> str:
+    """"run 1 — <the probe's title>, automatic labels" and a line break."""
+    from gbdesk.studies import get_probe
+
+    labels = {
+        "auto": "automatic labels",
+        "reviewed": "reviewed labels (a person's where present)",
+        "ppi": "prediction-powered estimates",
+        "consensus": "consensus labels",
+    }.get(payload["labels"], payload["labels"].replace("rater:", "labels of "))
+    return f"run {payload['run_id']} — {get_probe(payload['probe']).card.title}, {labels}\n"
+
+
 def _metrics_table(payload: dict[str, Any]) -> str:
+    """The metrics for reading: what each measures in words (the keys are in --json and
+    the CSV), its value and interval (within what the metric can be), mark and support;
+    footnotes say why a value or interval is missing."""
+    from gbdesk.format import UNDEFINED_CI, UNDEFINED_VALUE, ci_cells
+    from gbdesk.studies import get_probe
+
+    probe = get_probe(payload["probe"])
     metrics = payload["metrics"]
-    width = max([28, *(len(name) for name in metrics)])
-    cis = {name: f"[{fmt(m['ci'][0])}, {fmt(m['ci'][1])}]" for name, m in metrics.items()}
+    titles = {name: m.get("title") or probe.metric_title(name) for name, m in metrics.items()}
+    width = min(60, max([28, *(len(t) for t in titles.values())]))
+    cis, cut = {}, False
+    for name, m in metrics.items():
+        lo, hi = (math.nan if v is None else v for v in m["ci"])
+        text, was_cut = ci_cells((lo, hi), probe.metric_bounds(name))
+        if m["value"] is not None and lo != lo:
+            text = "—†"
+        cis[name] = text + ("*" if was_cut else "")
+        cut |= was_cut
     ci_width = max([19, *(len(ci) for ci in cis.values())])
     with_p = any(m.get("p_value") is not None for m in metrics.values())
     p_head = f"{'p':>7}  {'p_adj':>7}  " if with_p else ""
     ppi = any((m.get("details") or {}).get("kind") == "ppi" for m in metrics.values())
     ppi_head = f"{'automatic':>9}  {'bias':>7}  " if ppi else ""
     rows = [
-        f"{'metric':<{width}} {'value':>8}  {'95% CI':<{ci_width}} {p_head}{ppi_head}mark  {'n':>5}"
+        f"{'what':<{width}} {'value':>8}  {'95% CI':<{ci_width}} {p_head}{ppi_head}mark  {'n':>5}"
     ]
+    undefined: list[str] = []
     reasons: dict[str, list[str]] = {}
     for name, m in metrics.items():
         p_cell = ""
@@ -671,9 +732,33 @@ def _metrics_table(payload: dict[str, Any]) -> str:
             ppi_cell = f"{fmt(d.get('automatic_value')):>9}  {fmt(d.get('bias')):>7}  "
             if not d.get("valid", True):
                 reasons.setdefault(d.get("reason") or "no interval", []).append(name)
+        title = titles[name] if len(titles[name]) <= width else titles[name][: width - 1] + "…"
+        value = fmt(m["value"])
+        if m["value"] is None:
+            value = "—‡"
+            undefined.append(name)
         rows.append(
-            f"{name:<{width}} {fmt(m['value']):>8}  {cis[name]:<{ci_width}} {p_cell}{ppi_cell}"
+            f"{title:<{width}} {value:>8}  {cis[name]:<{ci_width}} {p_cell}{ppi_cell}"
             f"{m['mark'] or '—':<4}  {m['n']:>5}"
+        )
+    if undefined:
+        reasons = sorted(
+            {probe.why_undefined(n, {}) or UNDEFINED_VALUE for n in undefined}
+        )
+        rows.append("\n‡ " + "; ".join(reasons))
+    if any(c.startswith("—†") for c in cis.values()):
+        rows.append(f"† {UNDEFINED_CI}")
+    if cut:
+        rows.append(
+            "* interval cut at what the metric can be (e.g. 0–1 for a share): the "
+            "bootstrap's normal fit reached past it; the mark is the study's, from the "
+            "uncut interval (--json has both)"
+        )
+    if payload.get("unfinished"):
+        rows.insert(
+            0,
+            f"UNFINISHED RUN — {payload['unfinished'].removeprefix('unfinished: ')}: the "
+            f"numbers cover only these (continue it with: gbdesk resume {payload['run_id']})",
         )
     if with_p:
         rows.append(
@@ -717,17 +802,26 @@ def _tiny_notice(store, run_id: int) -> str:
 
 # -- commands ---------------------------------------------------------------------------------
 def cmd_probes(args) -> int:
-    from gbdesk.studies import get_probe, probe_names, probe_table_markdown
+    from gbdesk.studies import get_probe, harnesses, probe_names, probe_table_markdown
 
     if args.markdown:
         print(probe_table_markdown())
         return 0
     probes = [get_probe(n).describe() for n in probe_names()]
     text = "\n".join(
-        f"{p['name']:<15} {p['items']:>5} items  {p['title']}  (licence: {p['card']['licence']})"
+        f"{p['name']:<22} {p['items']:>6} items  {p['title']}  (licence: {p['card']['licence']})"
         for p in probes
     )
-    _emit(args, {"probes": probes}, text)
+    sets = [
+        {"name": h.name, "title": h.title, "probes": list(h.probes), "template": h.template,
+         "description": h.description}
+        for h in harnesses().values()
+    ]  # fmt: skip
+    if sets:
+        text += "\n\nharnesses (gbdesk audit --harness NAME):\n" + "\n".join(
+            f"{h['name']:<22} {h['title']}: {len(h['probes'])} probes" for h in sets
+        )
+    _emit(args, {"probes": probes, "harnesses": sets}, text)
     return 0
 
 
@@ -772,23 +866,54 @@ def cmd_models(args) -> int:
     from gbdesk.engine.http_backend import with_endpoints
     from gbdesk.models import list_models
 
-    with _open_store(args.db) as store:
+    with _open_store(args.db, writes=bool(args.add)) as store:
         for path in args.add or []:
-            from gbdesk.runs import resolve_model
-
-            resolve_model(store, path)
+            _add_model(store, path)
         models = with_endpoints(list_models(store), store)
     _emit(args, {"models": models}, "\n".join(_model_line(m) for m in models))
     return 0
 
 
+def _add_model(store, spec: str) -> None:
+    """`models --add`: a GGUF file (hashed), or an endpoint ``URL#MODEL`` (a preset name
+    for the URL too), connected to and checked for what it can do."""
+    from gbdesk.engine.http_backend import (
+        ENDPOINT_PRESETS,
+        check_capabilities,
+        parse_endpoint_spec,
+    )
+    from gbdesk.runs import resolve_model
+
+    url, sep, model = spec.partition("#")
+    if sep and url.strip().lower() in ENDPOINT_PRESETS:
+        spec = f"{ENDPOINT_PRESETS[url.strip().lower()][1]}#{model}"
+    if parse_endpoint_spec(spec) is None:
+        resolve_model(store, spec)
+        return
+    row = resolve_model(store, spec)
+    check_capabilities(store, row)
+
+
 def _model_line(m: dict[str, Any]) -> str:
     if m.get("endpoint"):
+        from gbdesk.engine.http_backend import capability_words
+
         key = f"${m['api_key_env']}, " if m.get("api_key_env") else ""
+        found = m.get("capabilities")
+        marks = {True: "yes", False: "no", None: "could not tell"}
+        can = (
+            "".join(
+                f"\n    {what}: {marks[ok]}" + (f" — {why}" if why else "")
+                for what, ok, why in capability_words(found)
+            )
+            + f"\n    (checked {str(found.get('checked_at', '?'))[:16].replace('T', ' ')} UTC)"
+            if found
+            else f"\n    what it can do: not checked yet (gbdesk models --add {m['path']})"
+        )
         return (
             f"{m['name']}\n    {m['url']}\n    OpenAI-compatible endpoint · model "
             f"{m['endpoint_model']} · {m['concurrency']} concurrent request(s) · API key from "
-            f"{key}$GBDESK_API_KEY or the keyring (never stored)"
+            f"{key}$GBDESK_API_KEY or the keyring (never stored){can}"
         )
     return (
         f"{m['name']}\n    {m['path']}\n    {m.get('architecture') or '?'} · "
@@ -827,7 +952,12 @@ def cmd_run(args) -> int:
         )
     with _open_store(args.db, writes=True) as store:
         if args.endpoint:
-            from gbdesk.engine.http_backend import HttpBackend, register_endpoint
+            from gbdesk.engine.http_backend import (
+                HttpBackend,
+                endpoint_capabilities,
+                register_endpoint,
+                store_capabilities,
+            )
 
             # Probe the endpoint before planning: a wrong address, path, model name or key
             # fails here in one line and leaves no empty run behind.
@@ -845,6 +975,14 @@ def cmd_run(args) -> int:
                 api_key_env=backend.api_key_env,
                 concurrency=backend.concurrency,
             )
+            # what it can do, stored with it (checked now when never checked, or when the
+            # probe needs something): `plan_run` refuses a probe it cannot serve
+            if get_probe(args.probe).engine_needs or not endpoint_capabilities(model):
+                try:
+                    model = store_capabilities(store, model["id"], backend.capabilities())
+                except BaseException:
+                    backend.close()
+                    raise
         else:
             model = resolve_model(store, args.model)
             # Load before planning, so a file llama.cpp rejects leaves no empty run behind.
@@ -999,7 +1137,7 @@ def cmd_metrics(args) -> int:
         notice = _tiny_notice(store, args.run_id)
         findings = "" if args.json else _findings_text(store, args.run_id, args.labels, metrics)
     text = (
-        f"run {args.run_id} ({payload['probe']}, {args.labels} labels)\n"
+        _metrics_heading(payload)
         + _metrics_table(payload)
         + findings
         + notice
@@ -1063,7 +1201,9 @@ def cmd_audit(args) -> int:
         else:
             print(f"measuring the speed of {model['name']}…", file=sys.stderr, flush=True)
             speed = measure_speed(store, model)
-            plan = plan_audit(store, model, budget_s, speed, budget_text=args.budget)
+            plan = plan_audit(
+                store, model, budget_s, speed, budget_text=args.budget, harness=args.harness
+            )
             if args.plan_only:
                 _emit(args, {"plan": plan.to_json(), "runs": [], "report": None}, plan.text())
                 return 0
@@ -1149,9 +1289,7 @@ def cmd_import_labels(args) -> int:
     from gbdesk.label_import import import_labels
 
     with _open_store(args.db) as store:
-        result = import_labels(
-            store, args.run_id, args.file, args.rater, consensus=args.consensus
-        )
+        result = import_labels(store, args.run_id, args.file, args.rater, consensus=args.consensus)
     what = "adjudicated (consensus) by" if args.consensus else "labelled by"
     text = f"run {args.run_id}: {result['labelled']} attempts {what} {result['rater']}"
     _emit(args, result, text)
@@ -1230,8 +1368,7 @@ def cmd_code(args) -> int:
                 f"rule: {result['rule']}",
             ]
             lines += [
-                f"  {c}: {sum(1 for d in result['drawn'] if d['category'] == c)} of "
-                f"{n} available"
+                f"  {c}: {sum(1 for d in result['drawn'] if d['category'] == c)} of {n} available"
                 for c, n in result["available"].items()
             ]
             lines += [

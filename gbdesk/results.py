@@ -57,8 +57,9 @@ def label_modes(store: Store, run_id: int) -> dict[str, str]:
     }
     raters = store.rater_labels(run_id)
     for rater, labels in raters.items():
+        n = len(labels)
         modes[f"{RATER_PREFIX}{rater}"] = (
-            f"{rater}'s labels ({len(labels)} attempts; the detector's elsewhere)"
+            f"{rater}'s labels ({n} attempt{'' if n == 1 else 's'}; the detector's elsewhere)"
         )
     if len(raters) >= 2 or store.labels(run_id, "consensus"):
         modes[CONSENSUS] = (
@@ -321,7 +322,8 @@ def review_stats(store: Store, run_id: int, flat: bool = True) -> ReviewStats:
         per_label[value] = {
             "precision": hits[value] / predicted[value] if predicted[value] else math.nan,
             "recall": hits[value] / actual[value] if actual[value] else math.nan,
-            "support": actual[value],
+            "support": actual[value],  # reviewed generations a person gave this label
+            "predicted": predicted[value],  # reviewed generations the detector gave it
         }
     correct = sum(hits.values())
     return ReviewStats(

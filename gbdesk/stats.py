@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import random
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,9 +79,18 @@ def bootstrap_resamples(n_items: int, cycles: int = 1000, seed: int = 123) -> li
     `choices` depends only on the number of items, so drawing indices reproduces the
     same resamples.
     """
+    return list(iter_bootstrap_resamples(n_items, cycles, seed))
+
+
+def iter_bootstrap_resamples(
+    n_items: int, cycles: int = 1000, seed: int = 123
+) -> Iterator[list[int]]:
+    """`bootstrap_resamples` one resample at a time (the same draws): a big run's 1000
+    resamples of 20,000 items would hold 20 million ints at once."""
     rng = random.Random(seed)
     population = range(n_items)
-    return [rng.choices(population, k=n_items) for _ in range(cycles)]
+    for _ in range(cycles):
+        yield rng.choices(population, k=n_items)
 
 
 def interval_from_bootstrap(values: Sequence[float], alpha: float = 0.95) -> tuple[float, float]:
@@ -110,7 +119,7 @@ def bootstrap_metrics(
     buffer: dict[str, list[float]] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for sample in bootstrap_resamples(n_items, cycles, seed):
+        for sample in iter_bootstrap_resamples(n_items, cycles, seed):
             for name, value in calculate(sample).items():
                 buffer.setdefault(name, []).append(float(value))
     return {name: interval_from_bootstrap(values, alpha) for name, values in buffer.items()}

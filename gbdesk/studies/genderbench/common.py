@@ -230,9 +230,11 @@ class CharacterProfileProbe(GenerationProbe):
         return out
 
     def review_title(self, item: Any) -> str:
-        """ "“is affectionate” #2 — male (he 4, she 0)": the item in words, not its key."""
+        """"“is affectionate” #2 — male (he 4, she 0)": the item in words, not its key."""
         meta = item.metadata or {}
-        what = next((meta[k] for k in ("description", "job", "sentence") if meta.get(k)), item.item)
+        what = next(
+            (meta[k] for k in ("description", "job", "sentence") if meta.get(k)), item.item
+        )
         what = str(what)
         if len(what) > 60:
             what = what[:59] + "…"

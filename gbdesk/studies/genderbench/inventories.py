@@ -141,3 +141,5 @@ class InventoriesProbe(CharacterProfileProbe):
                     )
                 )
         return super().support(counts, results, name)
+
+

@@ -125,3 +125,5 @@ class JobsLumProbe(CharacterProfileProbe):
             )
             metrics["stereotype_rate"] = float(fit.x[0])
         return metrics
+
+

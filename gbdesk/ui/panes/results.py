@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.findings import ordered
 from gbdesk.glossary import tooltip
+from gbdesk.report.blocks import StudyRun
 from gbdesk.results import (
     LABEL_MODES,
     run_results,
@@ -36,7 +37,8 @@ from gbdesk.results import (
     runs_with_generations,
 )
 from gbdesk.stats import p_text
-from gbdesk.studies import get_probe
+from gbdesk.studies import get_probe, study_reports
+from gbdesk.ui.blocks_view import BlocksView
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.plots import CIPlot, PlotRow
 from gbdesk.ui.result_views import result_view_for
@@ -154,6 +156,7 @@ class ResultsPane(QWidget):
         self.top_tabs = QTabWidget()
         self.top_tabs.addTab(self.findings_list, "Findings")
         self.top_tabs.addTab(compare_box, "Comparison")
+        self.study_views: list[BlocksView] = []  # studies' reports over the ticked runs
         self.top_tabs.setTabToolTip(
             0, "One sentence per result, most important first; click one to see its evidence"
         )
@@ -236,6 +239,8 @@ class ResultsPane(QWidget):
 
     def _show_runs(self, runs: list[dict[str, Any]]) -> None:
         checked = set(self.checked_runs())
+        before = {r["id"]: (r["status"], r["attempts_done"]) for r in self.runs}
+        was_checked = set(checked)
         if self._pending_many:
             checked = set(self._pending_many)
             self._pending_many = None
@@ -274,7 +279,12 @@ class ResultsPane(QWidget):
             )
             self._clear_plots()
             return
-        self.recompute()
+        now = {r["id"]: (r["status"], r["attempts_done"]) for r in runs}
+        unchanged = set(self.checked_runs()) == was_checked and all(
+            r in self.results and before.get(r) == now.get(r) for r in was_checked
+        )
+        if not unchanged:  # another run's progress leaves the ticked runs' metrics as they are
+            self.recompute()
 
     def checked_runs(self) -> list[int]:
         ids = []
@@ -372,14 +382,31 @@ class ResultsPane(QWidget):
         self.top_tabs.setCurrentIndex(1)
 
     def _offer_modes(self, results: dict[int, dict[str, Any]]) -> None:
-        """Add each rater's and the consensus mode the ticked runs offer to the choice."""
-        offered = {}
-        for r in results.values():
-            offered.update({k: v for k, v in r.get("modes", {}).items() if k not in MODES})
+        """Offer each rater's and the consensus mode of the ticked runs, their counts as
+        they are now (a rater's count grows with every label); a mode no ticked run offers
+        any more goes, unless it is the one chosen."""
+        offered: dict[str, list[tuple[int, str]]] = {}
+        for run_id, r in sorted(results.items()):
+            for key, text in r.get("modes", {}).items():
+                if key not in MODES:
+                    offered.setdefault(key, []).append((run_id, text))
         self.mode_combo.blockSignals(True)
-        for key, text in offered.items():
-            if self.mode_combo.findData(key) < 0:
+        for index in reversed(range(self.mode_combo.count())):
+            key = self.mode_combo.itemData(index)
+            if key not in MODES and key not in offered and key != self.mode():
+                self.mode_combo.removeItem(index)
+        for key, texts in offered.items():
+            if len({t for _, t in texts}) == 1:
+                text, tip = texts[0][1], ""
+            else:  # several ticked runs, each with its own count
+                text = f"{key.removeprefix('rater:')}'s labels (in {len(texts)} ticked runs)"
+                tip = "\n".join(f"Run {r}: {t}" for r, t in texts)
+            index = self.mode_combo.findData(key)
+            if index < 0:
                 self.mode_combo.addItem(text, key)
+                index = self.mode_combo.count() - 1
+            self.mode_combo.setItemText(index, text)
+            self.mode_combo.setItemData(index, tip, Qt.ItemDataRole.ToolTipRole)
         self.mode_combo.blockSignals(False)
 
     def _render(self) -> None:
@@ -390,9 +417,11 @@ class ResultsPane(QWidget):
             self.table.setColumnCount(0)
             self.caption.setText("<i>Tick a run on the left.</i>")
             self._show_findings([])
+            self._show_study_reports([])
             return
         self._show_findings(ordered([f for r in run_ids for f in self.results[r]["findings"]]))
         runs = [self.run(r) for r in run_ids]
+        self._show_study_reports(runs)
         probes = {r["probe"] for r in runs}
         mode = self.mode()
         reviewed = sum(self.results[r]["review"].reviewed for r in run_ids)
@@ -626,6 +655,35 @@ class ResultsPane(QWidget):
         self.ctx.show_pane.emit("Review")
 
     # -- findings and comparisons ------------------------------------------------------------
+    def _show_study_reports(self, runs: list[dict[str, Any]]) -> None:
+        """One tab per study report over the ticked runs (e.g. a benchmark's harm sections,
+        verdict and normalized table for several models), after Findings and Comparison."""
+        reports = study_reports(
+            [
+                StudyRun(
+                    run_id=r["id"],
+                    probe=r["probe"],
+                    model=str(r["model"].get("name") or "unknown model"),
+                    params=r.get("params") or {},
+                    metrics=self.results[r["id"]]["metrics"],
+                    status=r["status"],
+                )
+                for r in runs
+            ]
+        )
+        while len(self.study_views) > len(reports):
+            view = self.study_views.pop()
+            self.top_tabs.removeTab(self.top_tabs.indexOf(view))
+            view.deleteLater()
+        for i, report in enumerate(reports):
+            if i == len(self.study_views):
+                view = BlocksView()
+                self.study_views.append(view)
+                self.top_tabs.addTab(view, report.title)
+            view = self.study_views[i]
+            self.top_tabs.setTabText(self.top_tabs.indexOf(view), report.title)
+            view.show_blocks(report.blocks)
+
     def _show_findings(self, findings: list[Any]) -> None:
         self.findings = findings
         self.findings_list.clear()
