@@ -278,3 +278,14 @@ def test_card_findings_and_presentation(probe):
     assert "CC BY 4.0" in probe.card.licence
     summary = probe.summary(got, {}, {})
     assert "38 %" in summary and "25 %" in summary
+
+
+def test_bounds_and_reasons_for_missing_values(probe):
+    assert probe.metric_bounds("stereotype_rate") == (0.0, 1.0)  # its mark bands
+    assert probe.metric_bounds("logical_rate_ambiguous") == (0.0, 1.0)  # a share
+    why = probe.why_undefined("stereotype_rate", {})
+    assert why.startswith("the stereotype rate cannot be measured here: it needs readable")
+    assert probe.why_undefined("logical_rate", {}) is None  # the generic reason
+    from gbdesk.studies.genderbench.hiring_bloomberg import HiringBloombergProbe
+
+    assert HiringBloombergProbe().metric_bounds("disparity") == (0.0, 0.5)

