@@ -8,10 +8,14 @@ detector in `pronouns`, the review view in `_qt`. Data: `resources/genderbench/`
 from __future__ import annotations
 
 from gbdesk.studies.base import Harness, Study
+from gbdesk.studies.genderbench.bbq import BbqProbe
+from gbdesk.studies.genderbench.direct import DirectProbe
 from gbdesk.studies.genderbench.discrimination_tamkin import DiscriminationTamkinProbe
 from gbdesk.studies.genderbench.diversity_med_qa import DiversityMedQaProbe
+from gbdesk.studies.genderbench.gest import GestProbe
 from gbdesk.studies.genderbench.gest_creative import GestCreativeProbe
 from gbdesk.studies.genderbench.hiring_an import HiringAnProbe
+from gbdesk.studies.genderbench.hiring_bloomberg import HiringBloombergProbe
 from gbdesk.studies.genderbench.inventories import InventoriesProbe
 from gbdesk.studies.genderbench.jobs_lum import JobsLumProbe
 from gbdesk.studies.genderbench.relationship_levy import RelationshipLevyProbe
@@ -24,10 +28,14 @@ STUDY = Study(
         InventoriesProbe,
         JobsLumProbe,
         GestCreativeProbe,
+        BbqProbe,
+        DirectProbe,
         DiscriminationTamkinProbe,
-        HiringAnProbe,
-        RelationshipLevyProbe,
         DiversityMedQaProbe,
+        GestProbe,
+        HiringAnProbe,
+        HiringBloombergProbe,
+        RelationshipLevyProbe,
     ),
     citation="Pikuliak et al. (2025) GenderBench: A Resource for Evaluating Gender Biases in "
     "LLMs; github.com/matus-pikuliak/genderbench",
