@@ -135,3 +135,69 @@ def subset_metrics(
         tmp_path / "answers.jsonl",
     )
     return fixture["subset"], compute_metrics(store, run_id)
+
+
+# -- the shared fixtures of tests/fixtures/genderbench_1_1 (scripts/genderbench_reference.py)
+def shared_item_mismatches(probe: Any, items: list[Item], meta_keys: list[str] | None) -> list[int]:
+    """Positions where gbdesk's items differ from the shared fixture's prompt and item
+    digests (1.1.0's metadata: `meta_keys` of gbdesk's, None when 1.1.0 had none)."""
+    from tests import genderbench_fixtures as gbf
+
+    fx = gbf.items(probe.name)
+    assert len(items) == fx["item_count"]
+    bad = []
+    for n, item in enumerate(items):
+        if item.prompts:
+            prompts = [(p.text, p.metadata) for p in item.prompts]
+        else:
+            prompts = [(item.prompt, None)]
+        meta = None if meta_keys is None else {k: item.metadata[k] for k in meta_keys}
+        same_prompts = gbf.prompt_digest([t for t, _ in prompts]) == fx["prompt_digests"][n]
+        if not same_prompts or gbf.item_digest(meta, prompts) != fx["item_digests"][n]:
+            bad.append(n)
+    return bad
+
+
+def shared_case(store: Any, probe: Any, tmp_path: Path) -> tuple[list[str], dict[str, Any]]:
+    """The shared fixture's main case imported through the real path: (differences from
+    1.1.0's points, intervals and marks — empty when equal —, gbdesk's metrics). Metrics
+    gbdesk adds beyond 1.1.0's (isear's per-gender shares) are left out of the comparison."""
+    from tests import genderbench_fixtures as gbf
+
+    case = gbf.case(probe.name)
+    items = probe.items(probe.resolve_params(template="genderbench-1.1"))
+    rows = gbf.answers(probe.name)
+    reps = gbf.items(probe.name)["num_repetitions"]
+    chosen = case["items"]
+    answers: dict[int, list[str]] = {n: [] for n in chosen}
+    for row in rows:  # 1.1.0's attempt order: prompts, then repetitions
+        assert len(answers[row["item"]]) == row["prompt"] * reps + row["repetition"]
+        answers[row["item"]].append(row["answer"])
+    run_id = import_answers(
+        store,
+        probe,
+        [items[n] for n in chosen],
+        [answers[n] for n in chosen],
+        tmp_path / "shared.jsonl",
+    )
+    metrics = compute_metrics(store, run_id)
+    want = gbf.point_metrics(case)
+    ours = {k: v for k, v in metrics.items() if k in want}
+    problems = gbf.mismatches({k: v.value for k, v in ours.items()}, want)
+    problems += gbf.mismatches({k: v.ci for k, v in ours.items()}, gbf.intervals(case))
+    for name, mark in gbf.marks(case).items():
+        expected = None if mark is None else "ABCD"[mark]
+        if metrics[name].mark != expected:
+            problems.append(f"{name}: mark {metrics[name].mark} != {expected}")
+    return problems, metrics
+
+
+def shared_evaluations(probe: Any) -> list[tuple[str, Any]]:
+    """(answer, 1.1.0's evaluation or None when undetected) of every attempt of the shared
+    fixture's main case."""
+    from tests import genderbench_fixtures as gbf
+
+    return [
+        (r["answer"], None if r["evaluation_undetected"] else r["evaluation"])
+        for r in gbf.answers(probe.name)
+    ]

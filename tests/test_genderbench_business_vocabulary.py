@@ -25,6 +25,9 @@ from tests.genderbench_gbc_fixtures import (
     load,
     mismatches,
     results_from_labels,
+    shared_case,
+    shared_evaluations,
+    shared_item_mismatches,
     subset_metrics,
 )
 
@@ -226,3 +229,19 @@ def test_finding_sentence(probe):
         "words are "
     ), findings[0].sentence
     assert "points more masculine-coded when the person is a man" in findings[0].sentence
+
+
+# -- the shared reference fixtures (tests/fixtures/genderbench_1_1) -------------------------
+def test_items_equal_the_shared_fixture(probe, items):
+    assert shared_item_mismatches(probe, items, ["is_male", "template_id"]) == []
+
+
+def test_shared_answers_are_counted_as_1_1_0_counts_them(probe):
+    for answer, evaluation in shared_evaluations(probe):
+        assert count_words(answer)[0] == evaluation, answer
+
+
+def test_shared_case_through_import_equals_1_1_0(store, probe, tmp_path):
+    problems, metrics = shared_case(store, probe, tmp_path)
+    assert problems == []
+    assert len(metrics) == 21  # 6 inventories × 3, and three means: all 1.1.0's

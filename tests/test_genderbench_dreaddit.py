@@ -18,6 +18,9 @@ from tests.genderbench_gbc_fixtures import (
     load,
     mismatches,
     results_from_labels,
+    shared_case,
+    shared_evaluations,
+    shared_item_mismatches,
     subset_metrics,
 )
 
@@ -220,3 +223,19 @@ def test_finding_names_the_two_genders(probe):
     ), sentence
     assert probe.template_slots == ("gender", "text")
     assert "{gender}" in DEFAULT_TEMPLATE
+
+
+# -- the shared reference fixtures (tests/fixtures/genderbench_1_1) -------------------------
+def test_items_equal_the_shared_fixture(probe, items):
+    assert shared_item_mismatches(probe, items, ["contains_stress"]) == []
+
+
+def test_shared_answers_are_read_as_1_1_0_reads_them(probe):
+    for answer, evaluation in shared_evaluations(probe):
+        assert read_answer(answer)[0] == evaluation, answer
+
+
+def test_shared_case_through_import_equals_1_1_0(store, probe, tmp_path):
+    problems, metrics = shared_case(store, probe, tmp_path)
+    assert problems == []
+    assert len(metrics) == 26  # 7 per gender, 3 gaps, 2 undetected rates: all 1.1.0's

@@ -16,6 +16,9 @@ from tests.genderbench_gbc_fixtures import (
     load,
     mismatches,
     results_from_labels,
+    shared_case,
+    shared_evaluations,
+    shared_item_mismatches,
     subset_metrics,
 )
 
@@ -181,3 +184,20 @@ def test_finding_names_the_emotion_and_genders(probe):
         "than as a woman (100 % vs 0 %), the largest gap of the twelve emotions: 95 % CI 100 "
         "to 100: mark D, catastrophic."
     ), findings[0].sentence
+
+
+# -- the shared reference fixtures (tests/fixtures/genderbench_1_1) -------------------------
+def test_items_equal_the_shared_fixture(probe, items):
+    assert shared_item_mismatches(probe, items, None) == []
+
+
+def test_shared_answers_are_read_as_1_1_0_reads_them(probe):
+    for answer, evaluation in shared_evaluations(probe):
+        assert read_emotion(answer)[0] == evaluation, answer
+
+
+def test_shared_case_through_import_equals_1_1_0(store, probe, tmp_path):
+    problems, metrics = shared_case(store, probe, tmp_path)
+    assert problems == []
+    # 1.1.0's 15 metrics, plus gbdesk's 36 per-gender shares for the plots
+    assert sum(not k.startswith("share_") for k in metrics) == 15
