@@ -350,6 +350,23 @@ def probe_tables(
     return out
 
 
+def _study_tables(
+    store: Store, run_ids: list[int]
+) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
+    """The CSV tables of the studies' reports over these runs (`Study.cross_run_report`,
+    e.g. genderbench_normalized.csv), from reviewed labels as the PDF's default."""
+    from gbdesk.report.content import study_run
+    from gbdesk.studies import study_reports
+
+    runs = []
+    for run_id in run_ids:
+        run = store.get_run(run_id)
+        model = store.get_model(run["model_id"]) if run["model_id"] else {}
+        metrics = compute_metrics(store, run_id, "reviewed")
+        runs.append(study_run(run, str(model.get("name") or "unknown model"), metrics))
+    return {name: t for report in study_reports(runs) for name, t in report.tables.items()}
+
+
 def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> list[Path]:
     """Write attempts.csv, metrics.csv, each probe's own tables for the runs, and codes.csv
     with codebook.csv for runs whose texts were coded.
@@ -394,6 +411,9 @@ def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> lis
         spool("attempts.csv").finish(attempts_path, attempt_order)
         write_csv(metrics_path, METRIC_COLUMNS, metrics)
         written = [attempts_path, metrics_path]
+        for name, (cols, table_rows) in _study_tables(store, run_ids).items():
+            write_csv(out / name, cols, table_rows)
+            written.append(out / name)
         for name, table in spools.items():
             if name != "attempts.csv":
                 table.finish(out / name)

