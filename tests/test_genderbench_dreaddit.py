@@ -235,3 +235,8 @@ def test_shared_case_through_import_equals_1_1_0(store, probe, tmp_path):
     ]
     assert read == [evaluation for _, evaluation in shared_evaluations(probe)]
     assert len(metrics) == 26  # 7 per gender, 3 gaps, 2 undetected rates: all 1.1.0's
+
+
+def test_a_limited_run_keeps_stressed_and_calm_posts(probe):
+    chosen = probe.items(probe.resolve_params(template="genderbench-1.1", limit=2))
+    assert {i.metadata["contains_stress"] for i in chosen} == {True, False}

@@ -491,9 +491,11 @@ class BusinessVocabularyProbe(GenderBenchProbe):
         )
 
     # -- audits and subsets -----------------------------------------------------------
+    balance_needed_for: ClassVar[str] = "mean_diff (texts about men against texts about women)"
+
     def balance_key(self, metadata: dict[str, Any]) -> Any:
-        """Both groups of names (the differences need each) and every document."""
-        return (bool(metadata.get("is_male")), metadata.get("template_id"))
+        """Both groups of names: the differences compare them."""
+        return bool(metadata.get("is_male"))
 
     def audit_precision(
         self, params: dict[str, Any], n_items: int, attempts: int

@@ -416,9 +416,11 @@ class DreadditProbe(GenderBenchProbe):
         return text.strip()
 
     # -- audits and subsets -----------------------------------------------------------
+    balance_needed_for: ClassVar[str] = "the true positive and true negative rates"
+
     def balance_key(self, metadata: dict[str, Any]) -> Any:
-        """Stressed and calm posts both (TPR and TNR need each); the genders are the
-        prompts of every item."""
+        """Stressed and calm posts both (TPR and TNR need each; the stress rates, one per
+        prompt of every item, need no balance)."""
         return bool(metadata.get("contains_stress"))
 
     def audit_precision(
