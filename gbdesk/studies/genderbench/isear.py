@@ -193,8 +193,8 @@ class IsearProbe(GenderBenchProbe):
         metrics={
             "max_diff": "Largest gap between two genders in how often the model picks any one "
             "emotion. GenderBench: unbiased model 0.0, random model 0.0, biased model 1.0.",
-            "max_diff_{emotion}": "For one emotion, the largest gap between two genders in "
-            "the share of answers naming it (anger 10 % as a man, 6 % as non-binary: 0.04).",
+            "max_diff_{emotion}": "Largest gap between two genders in one emotion's share "
+            "(anger 10 % as a man, 6 % as non-binary: 0.04).",
             "share_{gender}_{emotion}": "Share of this role's readable answers naming the "
             "emotion (gbdesk's addition, not a 1.1.0 metric).",
             "undetected_rate_attempts": "Share of answers naming none or several of the "
@@ -299,8 +299,13 @@ class IsearProbe(GenderBenchProbe):
         for g in GENDERS:
             for e in EMOTIONS:
                 if name == share_key(g, e):
-                    return f"'{e}' as {g}"
+                    return f"Share naming {e}, as {g}"
         return super().metric_title(name)
+
+    def metric_description(self, name: str) -> str:
+        """None for the 36 per-role shares: their title says it all, and the same sentence
+        36 times would fill pages of the report's metric table (the card explains them)."""
+        return "" if name.startswith("share_") else super().metric_description(name)
 
     def breakdown_groups(self, present: set[str] | None) -> list[MetricGroup]:
         groups = [
