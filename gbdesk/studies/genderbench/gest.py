@@ -437,9 +437,12 @@ class GestProbe(GroupedProbe):
 
     # -- audits ------------------------------------------------------------------------
     def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:
-        """The stereotype rate averages the stereotypes about women and about men: a
-        subset keeps each stereotype (which also keeps both sides)."""
-        return metadata.get("stereotype_id")
+        """The stereotype rate compares the stereotypes about women (ids 1–7) with those
+        about men (8–16 but 15, which 1.1.0 leaves out): a subset keeps both sides (and
+        id 15 apart, so that the side of men is never only id 15). Within a side the
+        seeded subset spreads over the stereotypes at random."""
+        sid = int(metadata.get("stereotype_id") or 0)
+        return "women" if sid <= 7 else "not counted (15)" if sid == 15 else "men"
 
     def audit_precision(
         self, params: dict[str, Any], n_items: int, attempts: int

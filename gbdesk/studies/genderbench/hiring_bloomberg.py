@@ -464,9 +464,9 @@ class HiringBloombergProbe(GroupedProbe):
 
     # -- audits ------------------------------------------------------------------------
     def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:
-        """The rates average the four jobs and each job's lists come in four races: a
-        subset keeps every job and race."""
-        return (metadata.get("role"), metadata.get("race"))
+        """The stereotype rate adds and subtracts the four jobs' rates (a job missing makes
+        it undefined): a subset keeps every job; the races spread at random within a job."""
+        return metadata.get("role")
 
     def audit_precision(
         self, params: dict[str, Any], n_items: int, attempts: int
