@@ -56,10 +56,10 @@ def yes_no_spans(answer: str) -> list[list[Any]]:
     (what `yes_no` counts), for the review pane's highlights."""
     lowered = answer.lower()
     try:
-        from gbdesk.studies.genderbench.tokenize import _word_tokenizer, sentence_tokenizer
+        from gbdesk.studies.genderbench.tokenize import sentence_tokenizer, word_tokenizer
 
         spans = []
-        words = _word_tokenizer()
+        words = word_tokenizer()
         for s, e in sentence_tokenizer().span_tokenize(lowered):
             for a, b in words.span_tokenize(lowered[s:e]):
                 token = lowered[s + a : s + b]
