@@ -572,33 +572,42 @@ def _json_default(obj: Any) -> Any:
 
 
 class _ProgressPrinter:
-    """Progress on stderr: one rewritten line on a terminal, a line every few seconds else."""
+    """Progress on stderr: one rewritten line on a terminal, a line every few seconds else.
+
+    From the first second after the model loaded: attempts stored, sequences in flight
+    with their tokens (continuous batching), speed, ETA, the last attempt in words."""
 
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
         self.last = 0.0
-        self.slots_shown = False
 
     def __call__(self, p) -> None:
         if p.status == "loading":
             print(f"[run {p.run_id}] loading the model…", file=sys.stderr, flush=True)
             return
-        if p.slots > 1 and not self.slots_shown:
-            self.slots_shown = True
+        if p.loaded_s is not None:
+            batching = (
+                f"; continuous batching: {p.slots} sequences at once" if p.slots > 1 else ""
+            )
             print(
-                f"[run {p.run_id}] continuous batching: {p.slots} sequences at once",
+                f"[run {p.run_id}] model loaded in {p.loaded_s:.1f} s{batching}; "
+                f"{p.total - p.done:,} attempt(s) to go",
                 file=sys.stderr,
                 flush=True,
             )
-        line = (
-            f"[run {p.run_id}] {p.done}/{p.total} ({100 * p.fraction:.1f}%) "
-            f"· {p.tokens_per_s:.0f} {'sent/s' if p.rate_unit == 'sentences/s' else 'tok/s'} "
-            f"· ETA {duration(p.eta_s, compact=True)}"
-        )
+            return
+        unit = "sent/s" if p.rate_unit == "sentences/s" else "tok/s"
+        eta = "measuring the speed" if p.eta_s is None else duration(p.eta_s, compact=True)
+        parts = [f"[run {p.run_id}] {p.done:,}/{p.total:,} ({100 * p.fraction:.1f}%)"]
+        if p.in_flight_text:
+            parts.append(p.in_flight_text)
+        rate = f"{p.tokens_per_s:.1f}" if p.tokens_per_s < 10 else f"{p.tokens_per_s:.0f}"
+        parts += [f"{rate} {unit}", f"ETA {eta}"]
         if p.last:
-            line += f" · {p.last['item']}#{p.last['attempt']} → {p.last['label']}"
+            parts.append(p.last_text)
         if p.status not in ("running", "labelling"):
-            line += f" · {p.status}"
+            parts.append(p.status)
+        line = " · ".join(parts)
         now = time.monotonic()
         if self.tty:
             end = "\n" if p.status not in ("running", "labelling") else ""

@@ -68,6 +68,7 @@ def run_chains(
     slots: int | None = None,
     max_active: int | None = None,
     poll_s: float = 0.2,
+    on_progress: Callable[[Any], None] | None = None,
 ) -> ChainOutcome:
     """Run `chains` (index = position in the iterable) through one stream of `backend`.
 
@@ -76,10 +77,12 @@ def run_chains(
     chain starts; the chains in progress run to their end (their later steps are still
     submitted) and the call returns. A request that cannot be generated ends the stream
     after the chains in progress and raises `EngineError`; an exception raised by a
-    chain's own code aborts the stream and propagates.
+    chain's own code aborts the stream and propagates. ``on_progress``: the stream's
+    progress events (`gbdesk.engine.base.StreamProgress`), about once a second.
     """
     source: Iterator[Chain] = iter(chains)
-    stream = backend.open_stream(slots=slots, on_token=None)
+    extra = {"on_progress": on_progress} if on_progress is not None else {}
+    stream = backend.open_stream(slots=slots, on_token=None, **extra)
     limit = max(1, int(max_active or stream.slots))
     active: dict[int, _Active] = {}  # by request key
     running: list[_Active] = []

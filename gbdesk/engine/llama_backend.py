@@ -31,6 +31,8 @@ from gbdesk.engine.base import (
     GenerationRequest,
     GenerationResult,
     ScoreResult,
+    StreamProgress,
+    StreamProgressCallback,
     TokenCallback,
 )
 from gbdesk.errors import EngineCrashed, EngineError, UserError
@@ -317,6 +319,7 @@ class LlamaCppBackend:
         slots: int | None = None,
         on_token: StreamTokenCallback | None = None,
         min_shared: int | None = None,
+        on_progress: StreamProgressCallback | None = None,
     ) -> GenerationStream:
         """A continuous-batching session in the worker (see `GenerationStream`).
 
@@ -326,7 +329,7 @@ class LlamaCppBackend:
         if slots is None:
             slots, _ = self.stream_slots()
         self._next_id += 1
-        stream = GenerationStream(self, self._next_id, max(1, int(slots)), on_token)
+        stream = GenerationStream(self, self._next_id, max(1, int(slots)), on_token, on_progress)
         message: dict[str, Any] = {
             "op": "stream_open",
             "id": stream.id,
@@ -357,6 +360,7 @@ class LlamaCppBackend:
         on_token: StreamTokenCallback | None = None,
         slots: int | None = None,
         poll_s: float = 0.2,
+        on_progress: StreamProgressCallback | None = None,
     ) -> StreamOutcome:
         """Generate `requests` with continuous batching; each result as soon as it is done.
 
@@ -377,7 +381,9 @@ class LlamaCppBackend:
         raises `EngineCrashed` and the results delivered so far are the ones done.
         ``on_token(index, text)`` streams the text of one sequence at a time: the most
         recently admitted one when the previous one finished (its text so far comes as
-        one piece, so a new index means a new text). A request that cannot be generated
+        one piece, so a new index means a new text). ``on_progress(StreamProgress)`` is
+        called about once a second while sequences are being generated (tokens decoded
+        before any answer is done). A request that cannot be generated
         (prompt longer than the context, a schema llama.cpp cannot compile) stops
         admission; the live ones are delivered, then `EngineError` is raised.
         """
@@ -387,7 +393,7 @@ class LlamaCppBackend:
             return outcome
         if slots is None:
             slots, _ = self.stream_slots(requests)
-        stream = self.open_stream(slots=slots, on_token=on_token)
+        stream = self.open_stream(slots=slots, on_token=on_token, on_progress=on_progress)
         window = 2 * stream.slots + 4
         fed = 0
         errors: dict[int, str] = {}
@@ -517,8 +523,8 @@ class GenerationStream:
     returns what happened: ``("result", key, GenerationResult)`` as each request
     finishes, ``("error", key, message)`` for a request that could not be generated,
     ``("end", None, None)`` once the stream is over (after `close` or `drain`, when the
-    last live sequence finished). Token events go to `on_token(key, text)` inside
-    `poll`. Protocol: `gbdesk.engine.llama_worker`.
+    last live sequence finished). Token events go to `on_token(key, text)` and progress
+    events to `on_progress(StreamProgress)` inside `poll`. Protocol: `gbdesk.engine.llama_worker`.
     """
 
     def __init__(
@@ -527,11 +533,13 @@ class GenerationStream:
         stream_id: int,
         slots: int,
         on_token: StreamTokenCallback | None,
+        on_progress: StreamProgressCallback | None = None,
     ):
         self.backend = backend
         self.id = stream_id
         self.slots = slots
         self.on_token = on_token
+        self.on_progress = on_progress
         self.info: dict[str, Any] = {}
         self.next_key = 0
         self.finished: set[int] = set()
@@ -593,6 +601,9 @@ class GenerationStream:
             if kind == "token":
                 if tokens and self.on_token is not None:
                     self.on_token(int(message["key"]), message["text"])
+            elif kind == "progress":
+                if tokens and self.on_progress is not None:
+                    self.on_progress(StreamProgress.from_json(message))
             elif kind == "item":
                 key = int(message["key"])
                 self.finished.add(key)
