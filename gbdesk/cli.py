@@ -249,6 +249,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a probe parameter, e.g. --set domains=Love,Labor --set name_table=census2020 "
         "(see `gbdesk card PROBE`)",
     )
+    p.add_argument(
+        "--new",
+        action="store_true",
+        help="start another run even if this database holds one of the same probe, model "
+        "file and settings; without it the same command continues that run where it "
+        "stopped, or shows its results when it is done",
+    )
     _db_arg(p)
     _json_arg(p)
 
@@ -817,7 +824,7 @@ def _model_line(m: dict[str, Any]) -> str:
 
 def cmd_run(args) -> int:
     from gbdesk.engine.llama_backend import LlamaCppBackend
-    from gbdesk.runs import plan_run, resolve_model
+    from gbdesk.runs import plan_run, resolve_model, same_run
     from gbdesk.studies import get_probe
 
     # fail fast on a typo or a bad parameter, before loading anything
@@ -840,6 +847,19 @@ def cmd_run(args) -> int:
             "--endpoint needs --endpoint-model NAME (the model name the server serves; "
             "its /v1/models lists them)"
         )
+    planned = {
+        "attempts": args.attempts,
+        "seed": args.seed,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "max_tokens": args.max_tokens,
+        "prompt_mode": args.prompt_mode,
+        "batch_size": args.batch_size,
+        "template": args.template,
+        "limit": args.limit,
+        "sample": args.sample,
+        **_options(args.options),
+    }
     with _open_store(args.db, writes=True) as store:
         if args.endpoint:
             from gbdesk.engine.http_backend import HttpBackend, register_endpoint
@@ -861,31 +881,40 @@ def cmd_run(args) -> int:
                 concurrency=backend.concurrency,
             )
         else:
+            backend = None
             model = resolve_model(store, args.model)
+        earlier = None if args.new else same_run(store, args.probe, model, **planned)
+        if earlier is not None and earlier["status"] == "done":
+            if backend is not None:
+                backend.close()
+            print(
+                f"run {earlier['id']} already holds these results (the same probe, model and "
+                f"settings; {earlier['attempts_done']:,}/{earlier['attempts_total']:,} "
+                "attempts); showing them — --new runs it again",
+                file=sys.stderr,
+            )
+            return _show_run(args, store, earlier["id"])
+        if earlier is not None:
+            _refuse_if_running_elsewhere(store, earlier)
+        if backend is None:
             # Load before planning, so a file llama.cpp rejects leaves no empty run behind.
             backend = LlamaCppBackend(
                 model["path"], prompt_mode=args.prompt_mode, batch_size=args.batch_size
             )
-        try:
-            run_id = plan_run(
-                store,
-                args.probe,
-                model,
-                attempts=args.attempts,
-                seed=args.seed,
-                temperature=args.temperature,
-                top_p=args.top_p,
-                max_tokens=args.max_tokens,
-                prompt_mode=args.prompt_mode,
-                batch_size=args.batch_size,
-                template=args.template,
-                limit=args.limit,
-                sample=args.sample,
-                **_options(args.options),
+        if earlier is not None:
+            run_id = earlier["id"]
+            print(
+                f"continuing run {run_id} ({earlier['attempts_done']:,}/"
+                f"{earlier['attempts_total']:,} attempts done): the same probe, model and "
+                "settings; --new starts another",
+                file=sys.stderr,
             )
-        except BaseException:
-            backend.close()
-            raise
+        else:
+            try:
+                run_id = plan_run(store, args.probe, model, **planned)
+            except BaseException:
+                backend.close()
+                raise
         via = f" ({backend.concurrency} concurrent requests)" if args.endpoint else ""
         print(
             f"[run {run_id}] {args.probe} on {model['name']}{via} → {store.path}", file=sys.stderr
@@ -914,11 +943,29 @@ def _execute(args, store, run_id: int, backend_factory=None) -> int:
             fault.kind,
         ) from exc
     except KeyboardInterrupt:
+        again = " (or the same command again)" if args.command == "run" else ""
         print(
-            f"\ninterrupted; run {run_id} is saved — continue it with: gbdesk resume {run_id}",
+            f"\ninterrupted; run {run_id} is saved — continue it with: gbdesk resume {run_id}"
+            f"{again}",
             file=sys.stderr,
         )
         return 130
+    return _show_run(args, store, run_id)
+
+
+def _refuse_if_running_elsewhere(store, run: dict[str, Any]) -> None:
+    """An identical run another gbdesk process is running now is not joined."""
+    from gbdesk.store.db import ACTIVE_STATUSES
+
+    if run["status"] in ACTIVE_STATUSES:
+        raise UserError(
+            f"run {run['id']} (the same probe, model and settings) is being run by another "
+            "gbdesk process now; wait for it, or start another with --new"
+        )
+
+
+def _show_run(args, store, run_id: int) -> int:
+    """What `gbdesk run` prints at the end: the summary, or the metrics and findings."""
     summary = _run_summary(store, run_id)
     if args.json:
         _emit(args, summary, "")

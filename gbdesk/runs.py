@@ -19,6 +19,7 @@ engine settings' ``batching``) are kept with the run, so a resume decodes the sa
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import platform
@@ -108,8 +109,6 @@ def resolve_model(store: Store, spec: str | None) -> dict[str, Any]:
 
 
 def _json(obj: Any) -> str:
-    import json
-
     return json.dumps(obj, sort_keys=True, default=str)
 
 
@@ -159,22 +158,20 @@ def check_generation(generation: dict[str, Any]) -> None:
         raise UserError("--prompt-mode must be auto, chat or completion")
 
 
-def plan_run(
+def _planned(
     store: Store,
     probe_name: str,
-    model: dict[str, Any] | None,
     *,
-    attempts: int | None = None,
-    seed: int = 0,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    max_tokens: int | None = None,
-    prompt_mode: str = "auto",
-    source: str = "generated",
-    batch_size: int = AUTO_BATCH,
+    attempts: int | None,
+    seed: int,
+    temperature: float | None,
+    top_p: float | None,
+    max_tokens: int | None,
+    prompt_mode: str,
+    batch_size: int,
     **probe_params: Any,
-) -> int:
-    """Store a new run with its items; return its id. Nothing is generated yet."""
+) -> tuple[Probe, dict[str, Any], dict[str, Any]]:
+    """(probe, the run's parameters, its generation settings) as `plan_run` stores them."""
     probe = get_probe(probe_name)
     params = probe.bind(store, probe.resolve_params(**probe_params))
     attempts = probe.default_attempts if attempts is None else attempts
@@ -195,6 +192,29 @@ def plan_run(
         "batch_size": batch_size,
     }
     check_generation(generation)
+    return probe, params, generation
+
+
+def plan_run(
+    store: Store,
+    probe_name: str,
+    model: dict[str, Any] | None,
+    *,
+    attempts: int | None = None,
+    seed: int = 0,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    max_tokens: int | None = None,
+    prompt_mode: str = "auto",
+    source: str = "generated",
+    batch_size: int = AUTO_BATCH,
+    **probe_params: Any,
+) -> int:
+    """Store a new run with its items; return its id. Nothing is generated yet."""
+    probe, params, generation = _planned(
+        store, probe_name, attempts=attempts, seed=seed, temperature=temperature, top_p=top_p,
+        max_tokens=max_tokens, prompt_mode=prompt_mode, batch_size=batch_size, **probe_params,
+    )  # fmt: skip
     items = probe.items(params)
     return store.create_run(
         probe=probe.name,
@@ -203,11 +223,58 @@ def plan_run(
         params=params,
         generation=generation,
         items=[i.as_row() for i in items],
-        attempts_per_item=attempts,
+        attempts_per_item=generation["attempts"],
         app_version=__version__,
         llama_cpp_version=None,
         source=source,
     )
+
+
+def same_run(
+    store: Store,
+    probe_name: str,
+    model: dict[str, Any],
+    *,
+    attempts: int | None = None,
+    seed: int = 0,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    max_tokens: int | None = None,
+    prompt_mode: str = "auto",
+    batch_size: int = AUTO_BATCH,
+    **probe_params: Any,
+) -> dict[str, Any] | None:
+    """The latest run in `store` that `plan_run` with these arguments would make again, or
+    None: generated here (not imported), the same probe and version, the same model (a
+    GGUF by its sha256, wherever the file lies; an endpoint by its row), parameters,
+    generation settings and items. `gbdesk run` continues it (or shows it, when done)
+    instead of starting an identical run."""
+    probe, params, generation = _planned(
+        store, probe_name, attempts=attempts, seed=seed, temperature=temperature, top_p=top_p,
+        max_tokens=max_tokens, prompt_mode=prompt_mode, batch_size=batch_size, **probe_params,
+    )  # fmt: skip
+    if model.get("kind") != "endpoint" and model.get("sha256"):
+        same_model, value = "m.sha256 = ?", model["sha256"]
+    else:
+        same_model, value = "m.id = ?", model["id"]
+    rows = store.conn.execute(
+        "SELECT r.id, r.params_json, r.generation_json, m.kind, m.path FROM runs r "
+        "JOIN models m ON m.id = r.model_id "
+        f"WHERE r.probe = ? AND r.probe_version = ? AND r.source = 'generated' AND {same_model} "
+        "ORDER BY r.id DESC",
+        (probe.name, probe.version, value),
+    ).fetchall()
+    keys: list[str] | None = None
+    for run_id, params_json, generation_json, kind, path in rows:
+        if json.loads(params_json) != params or json.loads(generation_json) != generation:
+            continue
+        if kind == "gguf" and path != model.get("path") and not Path(path).is_file():
+            continue  # the same weights, but that run's copy is gone (a resume checks it)
+        if keys is None:
+            keys = [i.key for i in probe.items(params)]
+        if [i["item"] for i in store.run_items(run_id)] == keys:
+            return store.get_run(run_id)
+    return None
 
 
 # -- execution ------------------------------------------------------------------------------
