@@ -33,7 +33,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _db_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", metavar="PATH", help="database file (default: per-user data folder)")
+    p.add_argument(
+        "--db",
+        metavar="PATH",
+        help="database file (default: gbdesk.sqlite in the per-user data folder, or "
+        "$GBDESK_DB). Its folder must exist; only commands that write (run, import, audit, "
+        "label, models --add …) create a new file there",
+    )
 
 
 def _json_arg(p: argparse.ArgumentParser) -> None:
@@ -542,11 +548,16 @@ _db_in_use: list[Path] = []  # the database this command opened (for database-fa
 def _open_store(path: str | None, writes: bool = False):
     """Open the database; say on stderr where the copy made before a layout update is.
     `writes`: check now that the database can take writes (not damaged, read-only or
-    locked), before any slow work, rather than at the first write."""
+    locked), before any slow work, rather than at the first write. A path given with
+    --db (or $GBDESK_DB) must lie in an existing folder, and only a command that writes
+    makes a new file there (`check_db_path`); the per-user default is made when missing."""
     from gbdesk.paths import default_db_path
     from gbdesk.store import Store
+    from gbdesk.store.db import check_db_path
 
-    target = Path(path) if path else default_db_path()
+    target = Path(path).expanduser() if path else default_db_path()
+    if path or os.environ.get("GBDESK_DB"):  # a path a person typed: refuse a typo
+        check_db_path(target, create=writes)
     _db_in_use[:] = [target]
     store = Store(target)
     if store.backup_path is not None:
@@ -794,7 +805,7 @@ def cmd_models(args) -> int:
     from gbdesk.engine.http_backend import with_endpoints
     from gbdesk.models import list_models
 
-    with _open_store(args.db) as store:
+    with _open_store(args.db, writes=bool(args.add)) as store:
         for path in args.add or []:
             from gbdesk.runs import resolve_model
 
