@@ -604,9 +604,7 @@ class _ProgressPrinter:
             print(f"[run {p.run_id}] loading the model…", file=sys.stderr, flush=True)
             return
         if p.loaded_s is not None:
-            batching = (
-                f"; continuous batching: {p.slots} sequences at once" if p.slots > 1 else ""
-            )
+            batching = f"; continuous batching: {p.slots} sequences at once" if p.slots > 1 else ""
             print(
                 f"[run {p.run_id}] model loaded in {p.loaded_s:.1f} s{batching}; "
                 f"{p.total - p.done:,} attempt(s) to go",
@@ -835,7 +833,7 @@ def _model_line(m: dict[str, Any]) -> str:
 
 def cmd_run(args) -> int:
     from gbdesk.engine.llama_backend import LlamaCppBackend
-    from gbdesk.runs import plan_run, resolve_model, same_run
+    from gbdesk.runs import plan_run, resolve_model, same_run, subset_note
     from gbdesk.studies import get_probe
 
     # fail fast on a typo or a bad parameter, before loading anything
@@ -929,6 +927,12 @@ def cmd_run(args) -> int:
         via = f" ({backend.concurrency} concurrent requests)" if args.endpoint else ""
         print(
             f"[run {run_id}] {args.probe} on {model['name']}{via} → {store.path}", file=sys.stderr
+        )
+        run = store.get_run(run_id)
+        print(
+            f"[run {run_id}] {subset_note(get_probe(args.probe), run['params'])}; "
+            f"{run['attempts_total']:,} attempts",
+            file=sys.stderr,
         )
         return _execute(args, store, run_id, lambda _model, _generation: backend)
 

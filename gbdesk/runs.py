@@ -277,6 +277,40 @@ def same_run(
     return None
 
 
+def subset_note(probe: Probe, params: dict[str, Any]) -> str:
+    """What a run's --sample and --limit kept, in words: "12 of 149 items, chosen to keep
+    every group (6 groups that the stereotype rate compares)", "the first 12 of 149
+    items", "a random sample of 20 of 149 items (seed 123)", "all 149 items". `params`
+    as the run stores them (bound)."""
+    limit, sample = params.get("limit"), params.get("sample")
+    everything = probe.items({**params, "limit": None, "sample": None})
+    n_all = len(everything)
+    if not limit and not sample:
+        return f"all {n_all:,} items"
+    pool = probe.items({**params, "limit": None}) if sample else everything
+    chosen = len(probe.items(params)) if limit else len(pool)
+    if sample and len(pool) < n_all:
+        seed = params.get("sample_seed", probe.sample_seed)
+        drawn = f"a random sample of {len(pool):,} of {n_all:,} items (seed {seed})"
+    else:
+        drawn = ""
+    if not limit or limit >= len(pool):
+        return drawn or f"all {n_all:,} items"
+    groups = {probe.balance_key(i.metadata) for i in pool}
+    if groups == {None}:
+        how = "the first ones"
+    else:
+        how = (
+            f"chosen to keep every group ({len(groups)} groups that "
+            f"{probe.balance_needed_for} compares)"
+        )
+    if drawn:
+        return f"{chosen:,} of {n_all:,} items: {drawn}, then {chosen:,} of those {how}"
+    if groups == {None}:
+        return f"the first {chosen:,} of {n_all:,} items"
+    return f"{chosen:,} of {n_all:,} items, {how}"
+
+
 # -- execution ------------------------------------------------------------------------------
 @dataclass
 class Progress:
@@ -1043,6 +1077,7 @@ class Estimate:
     seconds: float | None
     basis: str
     unit: str = "generations"  # "sentences" for perplexity probes (tokens_per_s: sentences/s)
+    items_note: str = ""  # what --sample / --limit kept, in words (`subset_note`)
 
 
 def measured_speed(
@@ -1126,8 +1161,9 @@ def estimate_run(
     or None: one at a time). The speed is this model's measured at that count on this
     probe when there is such a measurement, else at that count on any probe, else any."""
     probe = get_probe(probe_name)
-    params = probe.resolve_params(limit=limit, sample=sample, **probe_params)
-    items = probe.items(probe.bind(store, params))
+    params = probe.bind(store, probe.resolve_params(limit=limit, sample=sample, **probe_params))
+    items = probe.items(params)
+    note = subset_note(probe, params)
     if isinstance(probe, ScoringProbe):  # speed in sentences, from scoring runs
         sentences = probe.work_units(items, 1)
         measured = measured_scoring_speed(store, model_sha256)
@@ -1139,6 +1175,7 @@ def estimate_run(
                 None,
                 "scoring speed not measured yet — score a small sample first (limit a few items)",
                 unit="sentences",
+                items_note=note,
             )
         rate, count = measured
         return Estimate(
@@ -1148,6 +1185,7 @@ def estimate_run(
             sentences / rate,
             f"measured on {count:,} sentences this model scored here",
             unit="sentences",
+            items_note=note,
         )
     generations = probe.work_units(items, attempts)
     speed, basis = None, ""
@@ -1177,9 +1215,14 @@ def estimate_run(
         basis = "measured by a test load; assumes every answer uses max_tokens"
     else:
         return Estimate(
-            generations, None, None, None, "speed not measured yet — test-load the model in Models"
+            generations,
+            None,
+            None,
+            None,
+            "speed not measured yet — test-load the model in Models",
+            items_note=note,
         )
     seconds = generations * per_generation / tps / max(1, concurrency)
     if concurrency > 1:
         basis += f"; {concurrency} requests at a time"
-    return Estimate(generations, tps, per_generation, seconds, basis)
+    return Estimate(generations, tps, per_generation, seconds, basis, items_note=note)

@@ -540,7 +540,9 @@ class RunsPane(QWidget):
             )
 
         def show(est) -> None:
-            text = f"<b>{est.generations:,}</b> {est.unit}"
+            note = est.items_note[:1].upper() + est.items_note[1:]
+            text = f"{html.escape(note)} → " if note else ""
+            text += f"<b>{est.generations:,}</b> {est.unit}"
             if est.seconds is not None and est.unit == "sentences":
                 text += (
                     f" ≈ <b>{duration(est.seconds)}</b> at {est.tokens_per_s:.0f} sentences/s "
