@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import random
 
 import pytest
@@ -76,7 +77,7 @@ def test_eta_is_true_and_stable_once_warmed_up(store, tmp_path, clocked):
     assert running[0][1].done == 0  # an ETA before the first answer is done
     warm = [(t, p) for t, p in running if end - t > 10]
     assert len(warm) > 40
-    for (_, a), (_, b) in zip(warm, warm[1:], strict=False):
+    for (_, a), (_, b) in itertools.pairwise(warm):
         assert max(a.eta_s, b.eta_s) / min(a.eta_s, b.eta_s) <= ETA_STEP_FACTOR, (a, b)
     # true: within 35 % of the virtual time that really remained (measured: −28 % … +22 %;
     # without the max_tokens prior — the mean of the finished answers alone, the short
