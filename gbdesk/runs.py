@@ -496,7 +496,10 @@ class Pace:
     """Speed and time left of one run session, from the work done so far.
 
     The speed is the work (tokens, or sentences for scoring probes) made this session —
-    answers still in flight included — per busy second (loading and pauses excluded).
+    answers still in flight included — per busy second (loading and pauses excluded),
+    measured from `measure_from` on: continuous batching starts with every slot's prompt
+    at once, seconds in which no answer token is made (a speed counted from there would
+    promise several times the real time left; measured: 14 min shown for 4 min real).
     The work left is the attempts left × the expected work of one attempt: at first the
     most an attempt may take (`max_work`, e.g. max_tokens), corrected toward the mean of
     the finished attempts as they finish (`PACE_PRIOR_ANSWERS`), minus what the answers in
@@ -509,6 +512,12 @@ class Pace:
     prior: float = PACE_PRIOR_ANSWERS
     eta_s: float | None = None
     _at: float | None = None  # busy seconds of the last estimate
+    _since: tuple[float, float] = (0.0, 0.0)  # (busy seconds, work) the speed counts from
+
+    def measure_from(self, busy_s: float, made: float) -> None:
+        """Count the speed from here (the first progress of a stream: its prompts are
+        decoded); the first ETA comes `ETA_WARMUP_S` later."""
+        self._since = (busy_s, made)
 
     def update(
         self, busy_s: float, done: int, work: float, in_flight_work: float = 0.0
@@ -516,11 +525,16 @@ class Pace:
         """(work per second, smoothed seconds left or None while unknown) after `done`
         attempts made `work` and the answers in flight hold `in_flight_work`."""
         made = work + in_flight_work
-        rate = made / busy_s if busy_s > 0 else 0.0
+        since_s, since_made = self._since
+        window = busy_s - since_s
+        if window >= ETA_WARMUP_S:
+            rate = max(0.0, made - since_made) / window
+        else:  # too short to tell: the whole session's, shown but not used for an ETA
+            rate = made / busy_s if busy_s > 0 else 0.0
         if done >= self.attempts:
             self.eta_s, self._at = 0.0, busy_s
             return rate, 0.0
-        if rate <= 0 or busy_s < ETA_WARMUP_S:
+        if rate <= 0 or window < ETA_WARMUP_S:
             return rate, self.eta_s
         if self.max_work is not None and done + self.prior > 0:
             per_attempt = (work + self.prior * self.max_work) / (done + self.prior)
@@ -580,6 +594,7 @@ class _RunLoop:
     paused_s: float = 0.0
     in_flight: int = 0  # sequences under way (continuous batching's progress events)
     in_flight_tokens: int = 0
+    streamed: bool = False  # a stream progress event arrived this session
     last: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -662,7 +677,12 @@ class _RunLoop:
 
     def streaming(self, progress: StreamProgress) -> None:
         """A continuous-batching progress event: answers under way, tokens they hold."""
+        first = self.in_flight == 0 and self.in_flight_tokens == 0 and not self.streamed
         self.in_flight, self.in_flight_tokens = progress.live, progress.live_tokens
+        if first:  # the first prompts are decoded: the speed counts from here
+            assert self.pace is not None
+            self.pace.measure_from(self.busy_s(), self.tally.work + self.in_flight_tokens)
+            self.streamed = True
         self.progress()
 
 

@@ -173,13 +173,18 @@ class FakeStreamBackend:
     of `step_s` virtual seconds; a finished answer is delivered at once and replaced by
     the next request; about every virtual second `on_progress(StreamProgress)` reports
     the answers in flight, as the worker's progress events do. An answer's length
-    depends only on its request (seed): `lengths(request) -> tokens`."""
+    depends only on its request (seed): `lengths(request) -> tokens`. Admitting a request
+    costs `prefill_s` more (its prompt), in the step it is admitted."""
 
-    def __init__(self, clock: VirtualClock, lengths, *, slots: int = 8, step_s: float = 0.06):
+    def __init__(
+        self, clock: VirtualClock, lengths, *, slots: int = 8, step_s: float = 0.06,
+        prefill_s: float = 0.0,
+    ):  # fmt: skip
         self.clock = clock
         self.lengths = lengths
         self.slots = slots
         self.step_s = step_s
+        self.prefill_s = prefill_s
         self.batch_size = 0  # automatic: the run loop asks `stream_slots`
         self.closed = False
         self.info = EngineInfo(
@@ -213,6 +218,7 @@ class FakeStreamBackend:
             while queue and len(live) < (slots or self.slots):
                 i = queue.pop(0)
                 live.append([i, max(1, int(self.lengths(requests[i]))), 0])
+                self.clock.t += self.prefill_s
             if not live:
                 break
             self.clock.t += self.step_s
