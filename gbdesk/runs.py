@@ -677,9 +677,8 @@ class _RunLoop:
 
     def streaming(self, progress: StreamProgress) -> None:
         """A continuous-batching progress event: answers under way, tokens they hold."""
-        first = self.in_flight == 0 and self.in_flight_tokens == 0 and not self.streamed
         self.in_flight, self.in_flight_tokens = progress.live, progress.live_tokens
-        if first:  # the first prompts are decoded: the speed counts from here
+        if not self.streamed:  # the first prompts are decoded: the speed counts from here
             assert self.pace is not None
             self.pace.measure_from(self.busy_s(), self.tally.work + self.in_flight_tokens)
             self.streamed = True

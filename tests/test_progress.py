@@ -201,3 +201,28 @@ def test_seeds_give_varied_lengths():
     ]
     assert 0.25 < sum(x == MAX_TOKENS for x in lengths) / 200 < 0.55
     assert min(lengths) >= 60
+
+
+def test_stream_progress_comes_in_order_with_the_results():
+    """A progress event the worker sends after a step's finished answers is handled after
+    them (else a report would show those answers neither stored nor in flight)."""
+    import json
+
+    from gbdesk.engine.base import StreamProgress
+    from gbdesk.engine.llama_backend import GenerationStream
+
+    result = {"text": "He", "tokens_in": 3, "tokens_out": 1, "latency_s": 0.1,
+              "finish_reason": "stop", "prompt_mode": "chat"}  # fmt: skip
+    lines = [
+        {"event": "progress", "id": 1, "live": 2, "live_tokens": 5, "tokens": 5},
+        {"event": "item", "id": 1, "key": 0, "result": result},
+        {"event": "progress", "id": 1, "live": 1, "live_tokens": 4, "tokens": 6, "queued": 0},
+    ]
+
+    class Pipe:
+        def _next_line(self, wait, during):
+            return json.dumps(lines.pop(0)) if lines else None
+
+    events = GenerationStream(Pipe(), 1, 2, None).poll(timeout=0)
+    assert [kind for kind, _, _ in events] == ["progress", "result", "progress"]
+    assert events[2][2] == StreamProgress(live=1, live_tokens=4, tokens=6, queued=0)

@@ -81,8 +81,7 @@ def run_chains(
     progress events (`gbdesk.engine.base.StreamProgress`), about once a second.
     """
     source: Iterator[Chain] = iter(chains)
-    extra = {"on_progress": on_progress} if on_progress is not None else {}
-    stream = backend.open_stream(slots=slots, on_token=None, **extra)
+    stream = backend.open_stream(slots=slots, on_token=None)
     limit = max(1, int(max_active or stream.slots))
     active: dict[int, _Active] = {}  # by request key
     running: list[_Active] = []
@@ -124,7 +123,10 @@ def run_chains(
             if not running:
                 break
             for kind, key, payload in stream.poll(timeout=poll_s):
-                if kind == "error":
+                if kind == "progress":
+                    if on_progress is not None:
+                        on_progress(payload)
+                elif kind == "error":
                     error = error or f"request of chain {active[key].index}: {payload}"
                     entry = active.pop(key)
                     if entry in running:

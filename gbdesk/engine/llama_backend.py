@@ -319,7 +319,6 @@ class LlamaCppBackend:
         slots: int | None = None,
         on_token: StreamTokenCallback | None = None,
         min_shared: int | None = None,
-        on_progress: StreamProgressCallback | None = None,
     ) -> GenerationStream:
         """A continuous-batching session in the worker (see `GenerationStream`).
 
@@ -329,7 +328,7 @@ class LlamaCppBackend:
         if slots is None:
             slots, _ = self.stream_slots()
         self._next_id += 1
-        stream = GenerationStream(self, self._next_id, max(1, int(slots)), on_token, on_progress)
+        stream = GenerationStream(self, self._next_id, max(1, int(slots)), on_token)
         message: dict[str, Any] = {
             "op": "stream_open",
             "id": stream.id,
@@ -393,7 +392,7 @@ class LlamaCppBackend:
             return outcome
         if slots is None:
             slots, _ = self.stream_slots(requests)
-        stream = self.open_stream(slots=slots, on_token=on_token, on_progress=on_progress)
+        stream = self.open_stream(slots=slots, on_token=on_token)
         window = 2 * stream.slots + 4
         fed = 0
         errors: dict[int, str] = {}
@@ -414,6 +413,9 @@ class LlamaCppBackend:
                     if kind == "result":
                         outcome.completed.append(key)
                         on_result(key, payload)
+                    elif kind == "progress":
+                        if on_progress is not None:
+                            on_progress(payload)
                     elif kind == "error":
                         errors[key] = payload
                         if not stopping:
@@ -522,9 +524,10 @@ class GenerationStream:
     `submit` queues requests at any time (they get consecutive keys from 0); `poll`
     returns what happened: ``("result", key, GenerationResult)`` as each request
     finishes, ``("error", key, message)`` for a request that could not be generated,
+    ``("progress", None, StreamProgress)`` about once a second while answers are under way,
     ``("end", None, None)`` once the stream is over (after `close` or `drain`, when the
-    last live sequence finished). Token events go to `on_token(key, text)` and progress
-    events to `on_progress(StreamProgress)` inside `poll`. Protocol: `gbdesk.engine.llama_worker`.
+    last live sequence finished). Token events go to `on_token(key, text)` inside `poll`.
+    Protocol: `gbdesk.engine.llama_worker`.
     """
 
     def __init__(
@@ -533,13 +536,11 @@ class GenerationStream:
         stream_id: int,
         slots: int,
         on_token: StreamTokenCallback | None,
-        on_progress: StreamProgressCallback | None = None,
     ):
         self.backend = backend
         self.id = stream_id
         self.slots = slots
         self.on_token = on_token
-        self.on_progress = on_progress
         self.info: dict[str, Any] = {}
         self.next_key = 0
         self.finished: set[int] = set()
@@ -601,9 +602,8 @@ class GenerationStream:
             if kind == "token":
                 if tokens and self.on_token is not None:
                     self.on_token(int(message["key"]), message["text"])
-            elif kind == "progress":
-                if tokens and self.on_progress is not None:
-                    self.on_progress(StreamProgress.from_json(message))
+            elif kind == "progress":  # an event, in order: after the results before it
+                events.append(("progress", None, StreamProgress.from_json(message)))
             elif kind == "item":
                 key = int(message["key"])
                 self.finished.add(key)
