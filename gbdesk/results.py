@@ -321,7 +321,8 @@ def review_stats(store: Store, run_id: int, flat: bool = True) -> ReviewStats:
         per_label[value] = {
             "precision": hits[value] / predicted[value] if predicted[value] else math.nan,
             "recall": hits[value] / actual[value] if actual[value] else math.nan,
-            "support": actual[value],
+            "support": actual[value],  # reviewed generations a person gave this label
+            "predicted": predicted[value],  # reviewed generations the detector gave it
         }
     correct = sum(hits.values())
     return ReviewStats(

@@ -960,6 +960,16 @@ class Probe(ABC):
                 return text
         return ""
 
+    def metric_bounds(self, name: str) -> tuple[float, float] | None:
+        """What the metric can be (e.g. 0–1 for a share), for showing intervals that the
+        bootstrap's normal fit stretched past it; the union of its mark bands, else None."""
+        definition = self.mark_definitions.get(name)
+        return definition.overall_range if definition is not None else None
+
+    def why_undefined(self, name: str, metrics: dict[str, MetricValue]) -> str | None:
+        """Why the metric has no value in this run, in words; None: the generic reason."""
+        return None
+
     def metric_title(self, name: str) -> str:
         """The metric's name for people ("Share of male characters"), from `metric_titles`
         (by name, then by pattern: "{part}" slots take the key's parts); else the key made

@@ -186,6 +186,11 @@ class AuditDialog(QDialog):
         self.results_button = QPushButton("See the &findings")
         self.results_button.setEnabled(False)
         self.results_button.clicked.connect(self.show_findings)
+        self.close_button = QPushButton("C&lose")
+        self.close_button.setToolTip(
+            "Close this window (a running audit goes on; Audit this model shows it again)"
+        )
+        self.close_button.clicked.connect(self.close)
         buttons = QHBoxLayout()
         for b in (
             self.continue_button,
@@ -196,6 +201,7 @@ class AuditDialog(QDialog):
         ):
             buttons.addWidget(b)
         buttons.addStretch(1)
+        buttons.addWidget(self.close_button)
 
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
@@ -250,17 +256,31 @@ class AuditDialog(QDialog):
             self.continue_button.setVisible(True)
         plan = self.plan
         left = "".join(f"<br>Left out — {html.escape(x)}" for x in plan.left_out)
+        what = f"{html.escape(plan.harness)} on " if plan.harness else ""
         self.summary.setText(
+            f"Audit of {what}<b>{html.escape(str(self.model.get('name', '?')))}</b>: "
             f"<b>{len(plan.probes)} probe(s), about {duration(plan.expected_s)}</b> of the "
             f"{html.escape(plan.budget)} budget. Speed: {html.escape(plan.speed.basis)}.{left}"
         )
-        headers = ["Probe", "Items", "Attempts", "Work", "Expected time", "Interval it reaches"]
+        headers = [
+            "Probe",
+            "Items",
+            "Attempts",
+            "Work",
+            "Expected time",
+            "Interval it reaches",
+            "What that interval can tell",
+        ]
         self.table.clear()
         self.table.setColumnCount(len(headers))
         self.table.setHorizontalHeaderLabels(headers)
         self.table.setRowCount(len(plan.probes))
         for row, p in enumerate(plan.probes):
-            reach = f"±{p.half_width:.2f}" if p.half_width is not None else "see tooltip"
+            reach = (
+                f"±{p.half_width:.2f} on {p.precision_title or p.precision_metric}"
+                if p.half_width is not None
+                else "see tooltip"
+            )
             cells = [
                 p.title,
                 f"{p.items:,}",
@@ -268,6 +288,7 @@ class AuditDialog(QDialog):
                 f"{p.generations:,} {p.unit}",
                 duration(p.seconds),
                 reach,
+                p.meaning or "—",
             ]
             for col, text in enumerate(cells):
                 cell = QTableWidgetItem(text)

@@ -25,6 +25,7 @@ onto gbdesk's `Probe`:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Iterable, Sequence
@@ -33,7 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.stats import norm
 
-from gbdesk.format import pct
+from gbdesk.format import ci_text, clip_ci, pct
 from gbdesk.stats import MARK_LETTERS, MARK_MEANINGS, MarkDefinition, MetricValue
 from gbdesk.stats import bootstrap_resamples as _bootstrap_resamples
 from gbdesk.studies.base import (
@@ -334,10 +335,22 @@ class GenderBenchProbe(GenerationProbe):
             m = metrics.get(name)
             if m is None or math.isnan(m.value) or not m.mark:
                 continue
-            sentence = self.finding_sentence(name, m) or (
-                f"{self.metric_title(name)}: {m.value:.2f} "
-                f"(95 % CI {m.ci[0]:.2f} to {m.ci[1]:.2f})"
-            )
+            # the sentence reads the interval within what the metric can be (the mark
+            # stays GenderBench's, from the interval as the bootstrap gave it)
+            (lo, hi), past = clip_ci(m.ci, self.metric_bounds(name))
+            shown = dataclasses.replace(m, ci=(lo, hi))
+            sentence = self.finding_sentence(name, shown)
+            if sentence is None:
+                sentence = (
+                    f"{self.metric_title(name)}: {m.value:.2f} "
+                    f"({ci_text(m.ci, self.metric_bounds(name))})"
+                )
+            elif past:
+                reached = " and ".join(f"{v:.2f}" for v in past)
+                sentence += (
+                    " (the interval is cut at what the metric can be; the bootstrap's normal "
+                    f"fit reached {reached})"
+                )
             out.append(
                 Finding(
                     f"{sentence}: mark {m.mark}, {MARK_MEANINGS[m.mark]}.",
