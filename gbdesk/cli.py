@@ -178,7 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("items", help="list a probe's items and prompts")
     p.add_argument("--probe", required=True)
     p.add_argument("--template", type=_text, help="template text or preset name")
-    p.add_argument("--limit", type=_bounded("limit"), help="keep the first N items")
+    p.add_argument(
+        "--limit",
+        type=_bounded("limit"),
+        help="N items: the first N, or — for a probe whose metrics compare groups of items — "
+        "a seeded subset keeping every group (the run says which)",
+    )
     p.add_argument("--sample", type=_bounded("sample"), help="a seeded random sample of K items")
     _json_arg(p)
 
@@ -219,7 +224,12 @@ def build_parser() -> argparse.ArgumentParser:
         "then the OS keyring); the key is never stored",
     )
     p.add_argument("--attempts", type=_bounded("attempts"), help="samples per prompt")
-    p.add_argument("--limit", type=_bounded("limit"), help="keep the first N items")
+    p.add_argument(
+        "--limit",
+        type=_bounded("limit"),
+        help="N items: the first N, or — for a probe whose metrics compare groups of items — "
+        "a seeded subset keeping every group (the run says which)",
+    )
     p.add_argument("--sample", type=_bounded("sample"), help="a seeded random sample of K items")
     p.add_argument(
         "--seed", type=_seed, default=0, help="run seed (per-attempt seeds derive from it)"

@@ -154,6 +154,11 @@ class RunsPane(QWidget):
         )
         self.attempts = QSpinBox(minimum=1, maximum=10000)
         self.limit = QSpinBox(minimum=0, maximum=100000, specialValueText="all items")
+        self.limit.setSuffix(" items")
+        self.limit.setToolTip(
+            "The first N items, or — for a probe whose metrics compare groups of items — a "
+            "seeded subset that keeps every group; the estimate below says which."
+        )
         self.sample = QSpinBox(minimum=0, maximum=100000, specialValueText="no sampling")
         self.temperature = QDoubleSpinBox(minimum=0.0, maximum=2.0, singleStep=0.1, decimals=2)
         self.max_tokens = QSpinBox(minimum=1, maximum=8192)
@@ -187,7 +192,7 @@ class RunsPane(QWidget):
         form.addRow("&Template", self.template_combo)
         form.addRow("", self.template_edit)
         form.addRow("&Attempts per prompt", self.attempts)
-        form.addRow("&Limit to first", self.limit)
+        form.addRow("&Limit to", self.limit)
         form.addRow("Random sa&mple of", self.sample)
         form.addRow("Tem&perature", self.temperature)
         form.addRow("Max &tokens", self.max_tokens)
