@@ -33,7 +33,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _db_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", metavar="PATH", help="database file (default: per-user data folder)")
+    p.add_argument(
+        "--db",
+        metavar="PATH",
+        help="database file (default: gbdesk.sqlite in the per-user data folder, or "
+        "$GBDESK_DB). Its folder must exist; only commands that write (run, import, audit, "
+        "label, models --add …) create a new file there",
+    )
 
 
 def _presets() -> dict[str, tuple[str, str, str]]:
@@ -178,7 +184,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("items", help="list a probe's items and prompts")
     p.add_argument("--probe", required=True)
     p.add_argument("--template", type=_text, help="template text or preset name")
-    p.add_argument("--limit", type=_bounded("limit"), help="keep the first N items")
+    p.add_argument(
+        "--limit",
+        type=_bounded("limit"),
+        help="N items: the first N, or — for a probe whose metrics compare groups of items — "
+        "a seeded subset keeping every group (the run says which)",
+    )
     p.add_argument("--sample", type=_bounded("sample"), help="a seeded random sample of K items")
     _json_arg(p)
 
@@ -228,7 +239,12 @@ def build_parser() -> argparse.ArgumentParser:
         "then the OS keyring); the key is never stored",
     )
     p.add_argument("--attempts", type=_bounded("attempts"), help="samples per prompt")
-    p.add_argument("--limit", type=_bounded("limit"), help="keep the first N items")
+    p.add_argument(
+        "--limit",
+        type=_bounded("limit"),
+        help="N items: the first N, or — for a probe whose metrics compare groups of items — "
+        "a seeded subset keeping every group (the run says which)",
+    )
     p.add_argument("--sample", type=_bounded("sample"), help="a seeded random sample of K items")
     p.add_argument(
         "--seed", type=_seed, default=0, help="run seed (per-attempt seeds derive from it)"
@@ -263,6 +279,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a probe parameter, e.g. --set domains=Love,Labor --set name_table=census2020 "
         "(see `gbdesk card PROBE`)",
+    )
+    p.add_argument(
+        "--new",
+        action="store_true",
+        help="start another run even if this database holds one of the same probe, model "
+        "file and settings; without it the same command continues that run where it "
+        "stopped, or shows its results when it is done",
     )
     _db_arg(p)
     _json_arg(p)
@@ -550,11 +573,16 @@ _db_in_use: list[Path] = []  # the database this command opened (for database-fa
 def _open_store(path: str | None, writes: bool = False):
     """Open the database; say on stderr where the copy made before a layout update is.
     `writes`: check now that the database can take writes (not damaged, read-only or
-    locked), before any slow work, rather than at the first write."""
+    locked), before any slow work, rather than at the first write. A path given with
+    --db (or $GBDESK_DB) must lie in an existing folder, and only a command that writes
+    makes a new file there (`check_db_path`); the per-user default is made when missing."""
     from gbdesk.paths import default_db_path
     from gbdesk.store import Store
+    from gbdesk.store.db import check_db_path
 
-    target = Path(path) if path else default_db_path()
+    target = Path(path).expanduser() if path else default_db_path()
+    if path or os.environ.get("GBDESK_DB"):  # a path a person typed: refuse a typo
+        check_db_path(target, create=writes)
     _db_in_use[:] = [target]
     store = Store(target)
     if store.backup_path is not None:
@@ -587,33 +615,40 @@ def _json_default(obj: Any) -> Any:
 
 
 class _ProgressPrinter:
-    """Progress on stderr: one rewritten line on a terminal, a line every few seconds else."""
+    """Progress on stderr: one rewritten line on a terminal, a line every few seconds else.
+
+    From the first second after the model loaded: attempts stored, sequences in flight
+    with their tokens (continuous batching), speed, ETA, the last attempt in words."""
 
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
         self.last = 0.0
-        self.slots_shown = False
 
     def __call__(self, p) -> None:
         if p.status == "loading":
             print(f"[run {p.run_id}] loading the model…", file=sys.stderr, flush=True)
             return
-        if p.slots > 1 and not self.slots_shown:
-            self.slots_shown = True
+        if p.loaded_s is not None:
+            batching = f"; continuous batching: {p.slots} sequences at once" if p.slots > 1 else ""
             print(
-                f"[run {p.run_id}] continuous batching: {p.slots} sequences at once",
+                f"[run {p.run_id}] model loaded in {p.loaded_s:.1f} s{batching}; "
+                f"{p.total - p.done:,} attempt(s) to go",
                 file=sys.stderr,
                 flush=True,
             )
-        line = (
-            f"[run {p.run_id}] {p.done}/{p.total} ({100 * p.fraction:.1f}%) "
-            f"· {p.tokens_per_s:.0f} {'sent/s' if p.rate_unit == 'sentences/s' else 'tok/s'} "
-            f"· ETA {duration(p.eta_s, compact=True)}"
-        )
+            return
+        unit = "sent/s" if p.rate_unit == "sentences/s" else "tok/s"
+        eta = "measuring the speed" if p.eta_s is None else duration(p.eta_s, compact=True)
+        parts = [f"[run {p.run_id}] {p.done:,}/{p.total:,} ({100 * p.fraction:.1f}%)"]
+        if p.in_flight_text:
+            parts.append(p.in_flight_text)
+        rate = f"{p.tokens_per_s:.1f}" if p.tokens_per_s < 10 else f"{p.tokens_per_s:.0f}"
+        parts += [f"{rate} {unit}", f"ETA {eta}"]
         if p.last:
-            line += f" · {p.last['item']}#{p.last['attempt']} → {p.last['label']}"
+            parts.append(p.last_text)
         if p.status not in ("running", "labelling"):
-            line += f" · {p.status}"
+            parts.append(p.status)
+        line = " · ".join(parts)
         now = time.monotonic()
         if self.tty:
             end = "\n" if p.status not in ("running", "labelling") else ""
@@ -927,7 +962,7 @@ def _model_line(m: dict[str, Any]) -> str:
 
 def cmd_run(args) -> int:
     from gbdesk.engine.llama_backend import LlamaCppBackend
-    from gbdesk.runs import plan_run, resolve_model
+    from gbdesk.runs import check_engine_needs, plan_run, resolve_model, same_run, subset_note
     from gbdesk.studies import get_probe
 
     # fail fast on a typo or a bad parameter, before loading anything
@@ -950,6 +985,19 @@ def cmd_run(args) -> int:
             "--endpoint needs --endpoint-model NAME (the model name the server serves; "
             "its /v1/models lists them)"
         )
+    planned = {
+        "attempts": args.attempts,
+        "seed": args.seed,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "max_tokens": args.max_tokens,
+        "prompt_mode": args.prompt_mode,
+        "batch_size": args.batch_size,
+        "template": args.template,
+        "limit": args.limit,
+        "sample": args.sample,
+        **_options(args.options),
+    }
     with _open_store(args.db, writes=True) as store:
         if args.endpoint:
             from gbdesk.engine.http_backend import (
@@ -984,34 +1032,50 @@ def cmd_run(args) -> int:
                     backend.close()
                     raise
         else:
+            backend = None
             model = resolve_model(store, args.model)
+        earlier = None if args.new else same_run(store, args.probe, model, **planned)
+        if earlier is not None and earlier["status"] == "done":
+            if backend is not None:
+                backend.close()
+            print(
+                f"run {earlier['id']} already holds these results (the same probe, model and "
+                f"settings; {earlier['attempts_done']:,}/{earlier['attempts_total']:,} "
+                "attempts); showing them — --new runs it again",
+                file=sys.stderr,
+            )
+            return _show_run(args, store, earlier["id"])
+        if earlier is not None:
+            _refuse_if_running_elsewhere(store, earlier)
+            check_engine_needs(store, get_probe(args.probe), model)  # as plan_run does
+        if backend is None:
             # Load before planning, so a file llama.cpp rejects leaves no empty run behind.
             backend = LlamaCppBackend(
                 model["path"], prompt_mode=args.prompt_mode, batch_size=args.batch_size
             )
-        try:
-            run_id = plan_run(
-                store,
-                args.probe,
-                model,
-                attempts=args.attempts,
-                seed=args.seed,
-                temperature=args.temperature,
-                top_p=args.top_p,
-                max_tokens=args.max_tokens,
-                prompt_mode=args.prompt_mode,
-                batch_size=args.batch_size,
-                template=args.template,
-                limit=args.limit,
-                sample=args.sample,
-                **_options(args.options),
+        if earlier is not None:
+            run_id = earlier["id"]
+            print(
+                f"continuing run {run_id} ({earlier['attempts_done']:,}/"
+                f"{earlier['attempts_total']:,} attempts done): the same probe, model and "
+                "settings; --new starts another",
+                file=sys.stderr,
             )
-        except BaseException:
-            backend.close()
-            raise
+        else:
+            try:
+                run_id = plan_run(store, args.probe, model, **planned)
+            except BaseException:
+                backend.close()
+                raise
         via = f" ({backend.concurrency} concurrent requests)" if args.endpoint else ""
         print(
             f"[run {run_id}] {args.probe} on {model['name']}{via} → {store.path}", file=sys.stderr
+        )
+        run = store.get_run(run_id)
+        print(
+            f"[run {run_id}] {subset_note(get_probe(args.probe), run['params'])}; "
+            f"{run['attempts_total']:,} attempts",
+            file=sys.stderr,
         )
         return _execute(args, store, run_id, lambda _model, _generation: backend)
 
@@ -1037,11 +1101,29 @@ def _execute(args, store, run_id: int, backend_factory=None) -> int:
             fault.kind,
         ) from exc
     except KeyboardInterrupt:
+        again = " (or the same command again)" if args.command == "run" else ""
         print(
-            f"\ninterrupted; run {run_id} is saved — continue it with: gbdesk resume {run_id}",
+            f"\ninterrupted; run {run_id} is saved — continue it with: gbdesk resume {run_id}"
+            f"{again}",
             file=sys.stderr,
         )
         return 130
+    return _show_run(args, store, run_id)
+
+
+def _refuse_if_running_elsewhere(store, run: dict[str, Any]) -> None:
+    """An identical run another gbdesk process is running now is not joined."""
+    from gbdesk.store.db import ACTIVE_STATUSES
+
+    if run["status"] in ACTIVE_STATUSES:
+        raise UserError(
+            f"run {run['id']} (the same probe, model and settings) is being run by another "
+            "gbdesk process now; wait for it, or start another with --new"
+        )
+
+
+def _show_run(args, store, run_id: int) -> int:
+    """What `gbdesk run` prints at the end: the summary, or the metrics and findings."""
     summary = _run_summary(store, run_id)
     if args.json:
         _emit(args, summary, "")

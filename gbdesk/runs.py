@@ -19,6 +19,7 @@ engine settings' ``batching``) are kept with the run, so a resume decodes the sa
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import platform
@@ -35,6 +36,7 @@ from gbdesk.engine.base import (
     DEFAULT_TOP_K,
     Backend,
     GenerationResult,
+    StreamProgress,
     attempt_seed,
 )
 from gbdesk.errors import EngineCrashed, EngineError, UserError
@@ -107,8 +109,6 @@ def resolve_model(store: Store, spec: str | None) -> dict[str, Any]:
 
 
 def _json(obj: Any) -> str:
-    import json
-
     return json.dumps(obj, sort_keys=True, default=str)
 
 
@@ -209,22 +209,20 @@ def _fresh(stamp: Any) -> bool:
     return (datetime.now(timezone.utc) - when).total_seconds() < CAPABILITIES_FRESH_S
 
 
-def plan_run(
+def _planned(
     store: Store,
     probe_name: str,
-    model: dict[str, Any] | None,
     *,
-    attempts: int | None = None,
-    seed: int = 0,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    max_tokens: int | None = None,
-    prompt_mode: str = "auto",
-    source: str = "generated",
-    batch_size: int = AUTO_BATCH,
+    attempts: int | None,
+    seed: int,
+    temperature: float | None,
+    top_p: float | None,
+    max_tokens: int | None,
+    prompt_mode: str,
+    batch_size: int,
     **probe_params: Any,
-) -> int:
-    """Store a new run with its items; return its id. Nothing is generated yet."""
+) -> tuple[Probe, dict[str, Any], dict[str, Any]]:
+    """(probe, the run's parameters, its generation settings) as `plan_run` stores them."""
     probe = get_probe(probe_name)
     params = probe.bind(store, probe.resolve_params(**probe_params))
     attempts = probe.default_attempts if attempts is None else attempts
@@ -245,6 +243,29 @@ def plan_run(
         "batch_size": batch_size,
     }
     check_generation(generation)
+    return probe, params, generation
+
+
+def plan_run(
+    store: Store,
+    probe_name: str,
+    model: dict[str, Any] | None,
+    *,
+    attempts: int | None = None,
+    seed: int = 0,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    max_tokens: int | None = None,
+    prompt_mode: str = "auto",
+    source: str = "generated",
+    batch_size: int = AUTO_BATCH,
+    **probe_params: Any,
+) -> int:
+    """Store a new run with its items; return its id. Nothing is generated yet."""
+    probe, params, generation = _planned(
+        store, probe_name, attempts=attempts, seed=seed, temperature=temperature, top_p=top_p,
+        max_tokens=max_tokens, prompt_mode=prompt_mode, batch_size=batch_size, **probe_params,
+    )  # fmt: skip
     check_engine_needs(store, probe, model)
     items = probe.items(params)
     return store.create_run(
@@ -254,16 +275,108 @@ def plan_run(
         params=params,
         generation=generation,
         items=[i.as_row() for i in items],
-        attempts_per_item=attempts,
+        attempts_per_item=generation["attempts"],
         app_version=__version__,
         llama_cpp_version=None,
         source=source,
     )
 
 
+def same_run(
+    store: Store,
+    probe_name: str,
+    model: dict[str, Any],
+    *,
+    attempts: int | None = None,
+    seed: int = 0,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    max_tokens: int | None = None,
+    prompt_mode: str = "auto",
+    batch_size: int = AUTO_BATCH,
+    **probe_params: Any,
+) -> dict[str, Any] | None:
+    """The latest run in `store` that `plan_run` with these arguments would make again, or
+    None: generated here (not imported), the same probe and version, the same model (a
+    GGUF by its sha256, wherever the file lies; an endpoint by its row), parameters,
+    generation settings and items. `gbdesk run` continues it (or shows it, when done)
+    instead of starting an identical run."""
+    probe, params, generation = _planned(
+        store, probe_name, attempts=attempts, seed=seed, temperature=temperature, top_p=top_p,
+        max_tokens=max_tokens, prompt_mode=prompt_mode, batch_size=batch_size, **probe_params,
+    )  # fmt: skip
+    if model.get("kind") != "endpoint" and model.get("sha256"):
+        same_model, value = "m.sha256 = ?", model["sha256"]
+    else:
+        same_model, value = "m.id = ?", model["id"]
+    rows = store.conn.execute(
+        "SELECT r.id, r.params_json, r.generation_json, m.kind, m.path FROM runs r "
+        "JOIN models m ON m.id = r.model_id "
+        f"WHERE r.probe = ? AND r.probe_version = ? AND r.source = 'generated' AND {same_model} "
+        "ORDER BY r.id DESC",
+        (probe.name, probe.version, value),
+    ).fetchall()
+    keys: list[str] | None = None
+    for run_id, params_json, generation_json, kind, path in rows:
+        if json.loads(params_json) != params or json.loads(generation_json) != generation:
+            continue
+        if kind == "gguf" and path != model.get("path") and not Path(path).is_file():
+            continue  # the same weights, but that run's copy is gone (a resume checks it)
+        if keys is None:
+            keys = [i.key for i in probe.items(params)]
+        if [i["item"] for i in store.run_items(run_id)] == keys:
+            return store.get_run(run_id)
+    return None
+
+
+def subset_note(probe: Probe, params: dict[str, Any]) -> str:
+    """What a run's --sample and --limit kept, in words: "12 of 149 items, chosen to keep
+    every group (6 groups that the stereotype rate compares)", "the first 12 of 149
+    items", "a random sample of 20 of 149 items (seed 123)", "all 149 items". `params`
+    as the run stores them (bound)."""
+    limit, sample = params.get("limit"), params.get("sample")
+    everything = probe.items({**params, "limit": None, "sample": None})
+    n_all = len(everything)
+    if not limit and not sample:
+        return f"all {n_all:,} items"
+    pool = probe.items({**params, "limit": None}) if sample else everything
+    chosen = len(probe.items(params)) if limit else len(pool)
+    if sample and len(pool) < n_all:
+        seed = params.get("sample_seed", probe.sample_seed)
+        drawn = f"a random sample of {len(pool):,} of {n_all:,} items (seed {seed})"
+    else:
+        drawn = ""
+    if not limit or limit >= len(pool):
+        return drawn or f"all {n_all:,} items"
+    groups = {probe.balance_key(i.metadata) for i in pool}
+    if groups == {None}:
+        how = "the first ones"
+    else:
+        how = (
+            f"chosen to keep every group ({len(groups)} groups that "
+            f"{probe.balance_needed_for} compares)"
+        )
+    if drawn:
+        return f"{chosen:,} of {n_all:,} items: {drawn}, then {chosen:,} of those {how}"
+    if groups == {None}:
+        return f"the first {chosen:,} of {n_all:,} items"
+    return f"{chosen:,} of {n_all:,} items, {how}"
+
+
 # -- execution ------------------------------------------------------------------------------
 @dataclass
 class Progress:
+    """One progress report of a run (to `execute_run`'s on_progress).
+
+    ``status`` "loading" comes before the model is loaded, then "running" (the first one
+    with ``loaded_s``: the model is loaded, nothing is done yet), then one per stored
+    attempt and, while continuous batching has answers under way, about one a second
+    with ``in_flight`` sequences holding ``tokens_in_flight`` tokens. ``tokens_per_s``
+    counts every token decoded this session (answers in flight included); ``eta_s`` is
+    None until the speed is known (`Pace`). ``last`` is the last stored attempt: item
+    key, attempt (0-based, as stored), its ``title`` in words (`Probe.item_title`),
+    label, prompt, response, tokens."""
+
     run_id: int
     status: str
     done: int
@@ -275,10 +388,33 @@ class Progress:
     last: dict[str, Any] | None = None
     rate_unit: str = "tokens/s"  # "sentences/s" for perplexity probes
     slots: int = 1  # sequences decoded at once (continuous batching when > 1)
+    in_flight: int = 0  # sequences being generated now (continuous batching)
+    tokens_in_flight: int = 0  # tokens those sequences hold so far
+    tokens: int = 0  # tokens (sentences) made this session, in-flight answers included
+    loaded_s: float | None = None  # the model's load time, on the first report after it
 
     @property
     def fraction(self) -> float:
         return self.done / self.total if self.total else 1.0
+
+    @property
+    def last_text(self) -> str:
+        """The last stored attempt in words, its attempt number 1-based as everywhere a
+        reader sees one: "“is affectionate” (BSRI, female trait) #1 → female"."""
+        if not self.last:
+            return ""
+        what = self.last.get("title") or self.last["item"]
+        return f"{what} #{self.last['attempt'] + 1} → {self.last['label']}"
+
+    @property
+    def in_flight_text(self) -> str:
+        """"16 answers under way (1,204 tokens so far)", or "" when none is reported."""
+        if not self.in_flight:
+            return ""
+        unit = "sequence" if self.in_flight == 1 else "sequences"
+        return (
+            f"{self.in_flight} {unit} in flight ({self.tokens_in_flight:,} tokens so far)"
+        )
 
 
 class RunControl:
@@ -395,6 +531,83 @@ class Tally:
         return self.work / self.busy_s if self.busy_s > 0 else 0.0
 
 
+#: answers of the longest allowed length that the expected answer length starts from: they
+#: weigh as much as this many measured answers (times the sequences decoded at once: with
+#: continuous batching the short answers finish first, and the mean of the first few
+#: would promise too little)
+PACE_PRIOR_ANSWERS = 2
+#: seconds over which a shown ETA follows a change of the raw estimate (exponential
+#: smoothing; the estimate moves ~5 % toward a new figure per one-second report)
+ETA_SMOOTHING_S = 20.0
+#: busy seconds before a first ETA (the first second is mostly prompt decoding)
+ETA_WARMUP_S = 2.0
+
+
+@dataclass
+class Pace:
+    """Speed and time left of one run session, from the work done so far.
+
+    The speed is the work (tokens, or sentences for scoring probes) made this session —
+    answers still in flight included — per busy second (loading and pauses excluded),
+    measured from `measure_from` on: continuous batching starts with every slot's prompt
+    at once, seconds in which no answer token is made (a speed counted from there would
+    promise several times the real time left; measured: 14 min shown for 4 min real).
+    The work left is the attempts left × the expected work of one attempt: at first the
+    most an attempt may take (`max_work`, e.g. max_tokens), corrected toward the mean of
+    the finished attempts as they finish (`PACE_PRIOR_ANSWERS`), minus what the answers in
+    flight already hold. The ETA shown follows the raw figure with exponential smoothing
+    (`ETA_SMOOTHING_S`), counting down in between, so that it does not jump from line to
+    line."""
+
+    attempts: int  # attempts this session has to make
+    max_work: float | None  # work of one attempt at most; None: unknown (mean of the done)
+    prior: float = PACE_PRIOR_ANSWERS
+    eta_s: float | None = None
+    _at: float | None = None  # busy seconds of the last estimate
+    _since: tuple[float, float] = (0.0, 0.0)  # (busy seconds, work) the speed counts from
+
+    def measure_from(self, busy_s: float, made: float) -> None:
+        """Count the speed from here (the first progress of a stream: its prompts are
+        decoded); the first ETA comes `ETA_WARMUP_S` later."""
+        self._since = (busy_s, made)
+
+    def update(
+        self, busy_s: float, done: int, work: float, in_flight_work: float = 0.0
+    ) -> tuple[float, float | None]:
+        """(work per second, smoothed seconds left or None while unknown) after `done`
+        attempts made `work` and the answers in flight hold `in_flight_work`."""
+        made = work + in_flight_work
+        since_s, since_made = self._since
+        window = busy_s - since_s
+        if window >= ETA_WARMUP_S:
+            rate = max(0.0, made - since_made) / window
+        else:  # too short to tell: the whole session's, shown but not used for an ETA
+            rate = made / busy_s if busy_s > 0 else 0.0
+        if done >= self.attempts:
+            self.eta_s, self._at = 0.0, busy_s
+            return rate, 0.0
+        if rate <= 0 or window < ETA_WARMUP_S:
+            return rate, self.eta_s
+        if self.max_work is not None and done + self.prior > 0:
+            per_attempt = (work + self.prior * self.max_work) / (done + self.prior)
+        elif self.max_work is not None:
+            per_attempt = self.max_work
+        elif done:
+            per_attempt = work / done
+        else:
+            return rate, self.eta_s
+        left = max(0.0, per_attempt * (self.attempts - done) - in_flight_work)
+        raw = left / rate
+        if self.eta_s is None or self._at is None:
+            self.eta_s = raw
+        else:
+            dt = max(0.0, busy_s - self._at)
+            predicted = max(0.0, self.eta_s - dt)
+            self.eta_s = predicted + (1 - math.exp(-dt / ETA_SMOOTHING_S)) * (raw - predicted)
+        self._at = busy_s
+        return rate, self.eta_s
+
+
 @dataclass
 class _Reporter:
     """Progress reports of one run (`Progress` objects to the caller's callback)."""
@@ -404,7 +617,7 @@ class _Reporter:
     already: int  # attempts stored before this session
     rate_unit: str
     callback: Callable[[Progress], None] | None
-    started: float = field(default_factory=time.monotonic)
+    started: float = field(default_factory=lambda: time.monotonic())
 
     def __call__(self, status: str, session_done: int = 0, **extra: Any) -> None:
         if self.callback is not None:
@@ -425,8 +638,25 @@ class _RunLoop:
     control: RunControl
     report: _Reporter
     tally: Tally = field(default_factory=Tally)
-    last_beat: float = field(default_factory=time.monotonic)
+    last_beat: float = field(default_factory=lambda: time.monotonic())
     slots: int = 1  # sequences decoded at once (continuous batching when > 1)
+    pace: Pace | None = None
+    # when generation began (the model loaded); `time` looked up late: tests patch it
+    began: float = field(default_factory=lambda: time.monotonic())
+    paused_s: float = 0.0
+    in_flight: int = 0  # sequences under way (continuous batching's progress events)
+    in_flight_tokens: int = 0
+    streamed: bool = False  # a stream progress event arrived this session
+    last: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.pace is None:
+            self.pace = Pace(len(self.todo), None)
+
+    def busy_s(self) -> float:
+        """Seconds spent generating this session (since the model was loaded, pauses
+        excluded)."""
+        return max(0.0, time.monotonic() - self.began - self.paused_s)
 
     def seed(self, item: dict[str, Any], attempt: int) -> int:
         return attempt_seed(self.engine.generation["seed"], item["item"], attempt)
@@ -437,11 +667,13 @@ class _RunLoop:
         if not self.control.paused:
             return
         self.store.set_run_status(self.run_id, "paused")
-        self.report("paused", session_done=self.tally.done)
+        self.progress("paused")
+        paused = time.monotonic()
         self.control.wait_while_paused()
+        self.paused_s += time.monotonic() - paused
         if not self.control.cancelled:
             self.store.set_run_status(self.run_id, "running")
-            self.report("running", session_done=self.tally.done)
+            self.progress("running")
 
     def stored(self, item: dict[str, Any], attempt: int, done: Performed, busy_s: float) -> None:
         r = done.result
@@ -453,30 +685,56 @@ class _RunLoop:
         )  # fmt: skip
         self.tally.done += 1
         # the rate of a scoring run counts sentences, of the others tokens
-        self.tally.work += len(done.scores) if done.scores is not None else r.tokens_out
+        work = len(done.scores) if done.scores is not None else r.tokens_out
+        self.tally.work += work
         self.tally.busy_s += busy_s
+        # the finished answer no longer counts as in flight (until the next progress event)
+        self.in_flight = max(0, self.in_flight - 1)
+        self.in_flight_tokens = max(0, self.in_flight_tokens - work)
         now_ = time.monotonic()
         if now_ - self.last_beat > 10:
             self.store.heartbeat(self.run_id)
             self.last_beat = now_
-        elapsed = now_ - self.report.started
+        self.last = {
+            "item": item["item"],
+            "attempt": attempt,
+            "title": self.probe.item_title(item["item"], item.get("metadata") or {}),
+            "prompt": item["prompt"],
+            "response": r.text,
+            "label": done.label["label"],
+            "tokens_out": r.tokens_out,
+        }
+        self.progress()
+
+    def progress(self, status: str = "running", **extra: Any) -> None:
+        """Report where the session is: attempts stored, work in flight, speed, ETA."""
+        assert self.pace is not None
+        rate, eta = self.pace.update(
+            self.busy_s(), self.tally.done, self.tally.work, self.in_flight_tokens
+        )
         self.report(
-            "running",
+            status,
             session_done=self.tally.done,
-            tokens_per_s=self.tally.rate,
-            eta_s=elapsed / self.tally.done * (len(self.todo) - self.tally.done),
-            elapsed_s=elapsed,
+            tokens_per_s=rate,
+            eta_s=eta,
+            elapsed_s=time.monotonic() - self.report.started,
             rate_unit=self.probe.rate_unit,
             slots=self.slots,
-            last={
-                "item": item["item"],
-                "attempt": attempt,
-                "prompt": item["prompt"],
-                "response": r.text,
-                "label": done.label["label"],
-                "tokens_out": r.tokens_out,
-            },
+            last=self.last,
+            in_flight=self.in_flight,
+            tokens_in_flight=self.in_flight_tokens,
+            tokens=int(self.tally.work) + self.in_flight_tokens,
+            **extra,
         )
+
+    def streaming(self, progress: StreamProgress) -> None:
+        """A continuous-batching progress event: answers under way, tokens they hold."""
+        self.in_flight, self.in_flight_tokens = progress.live, progress.live_tokens
+        if not self.streamed:  # the first prompts are decoded: the speed counts from here
+            assert self.pace is not None
+            self.pace.measure_from(self.busy_s(), self.tally.work + self.in_flight_tokens)
+            self.streamed = True
+        self.progress()
 
 
 def _sequential(loop: _RunLoop) -> str:
@@ -607,6 +865,7 @@ def stream_requests(
     slots: int | None = None,
     on_token: Callable[[str], None] | None = None,
     hold: Callable[[], None] | None = None,
+    on_progress: Callable[[StreamProgress], None] | None = None,
 ) -> str:
     """Generate `requests` with continuous batching (`backend.generate_stream`), calling
     ``on_result(index, result)`` as each finishes; "done" or "cancelled".
@@ -614,7 +873,8 @@ def stream_requests(
     Pause and cancel (`control`) stop admission: the live sequences finish and are
     delivered, then this waits (``hold()``, default `control.wait_while_paused`) and
     continues with the rest, or returns "cancelled". `cancel(now=True)` kills the worker
-    instead (`EngineCrashed` propagates)."""
+    instead (`EngineCrashed` propagates). ``on_progress(StreamProgress)``: the backend's
+    progress events (answers under way), for backends that send them."""
     remaining = list(range(len(requests)))
     tokens = _stream_tokens(on_token)
     while remaining:
@@ -631,12 +891,14 @@ def stream_requests(
             assert tokens is not None
             tokens(batch[j], text)
 
+        extra = {"on_progress": on_progress} if on_progress is not None else {}
         outcome = backend.generate_stream(
             [requests[i] for i in batch],
             delivered,
             should_stop=_stop_asked(control),
             on_token=token if tokens is not None else None,
             slots=slots,
+            **extra,
         )
         remaining = [batch[j] for j in outcome.not_started]
     return "done"
@@ -669,7 +931,7 @@ def _streamed(loop: _RunLoop) -> str:
 
     return stream_requests(
         loop.backend, requests, on_result, loop.control,
-        slots=loop.slots, on_token=loop.engine.on_token, hold=hold,
+        slots=loop.slots, on_token=loop.engine.on_token, hold=hold, on_progress=loop.streaming,
     )  # fmt: skip
 
 
@@ -712,7 +974,7 @@ def _chained(loop: _RunLoop) -> str:
 
         outcome = run_chains(
             loop.backend, chains(), on_done, should_stop=_stop_asked(loop.control),
-            slots=loop.slots,
+            slots=loop.slots, on_progress=loop.streaming,
         )  # fmt: skip
         finished = set(outcome.completed)
         remaining = [i for j, i in enumerate(batch) if j not in finished]
@@ -796,13 +1058,19 @@ def _finish(loop: _RunLoop, status: str, error: str | None, engine: dict[str, An
     store.set_run_status(run_id, status, error=error)
     loop.backend.close()
     done = store.count_attempts(run_id)
+    loop.in_flight = loop.in_flight_tokens = 0
+    assert loop.pace is not None
+    rate, _ = loop.pace.update(loop.busy_s(), loop.tally.done, loop.tally.work)
     loop.report(
         status,
         session_done=done - loop.report.already,
         elapsed_s=time.monotonic() - loop.report.started,
-        tokens_per_s=loop.tally.rate,
+        tokens_per_s=rate,
         eta_s=0.0,
         rate_unit=loop.probe.rate_unit,
+        slots=loop.slots,
+        tokens=int(loop.tally.work),
+        last=loop.last,
     )
     total = loop.report.total
     if error is not None and status == "interrupted":
@@ -843,9 +1111,20 @@ def execute_run(
     backend, engine = _start_backend(store, run, backend_factory, control, on_backend)
     attempt_engine = AttemptEngine(backend, run["generation"], on_token)
     loop = _RunLoop(store, run_id, probe, todo, backend, attempt_engine, control, report)
+    # the work of one attempt at most: tokens for generation (a chain's answers summed),
+    # unknown for scoring probes (the mean of the finished ones)
+    most = (
+        None
+        if isinstance(probe, ScoringProbe)
+        else probe.audit_tokens(run["params"], run["generation"])[1]
+    )
+    loop.pace = Pace(len(todo), most)
     batching = engine.get("batching")
     if batching is not None:
         loop.slots = int(batching["slots"])
+        assert loop.pace is not None
+        loop.pace.prior = PACE_PRIOR_ANSWERS * loop.slots
+    loop.progress(loaded_s=float(backend.info.load_time_s or 0.0))
     error: str | None = None
     try:
         status = _loop_for(probe, backend, batching)(loop)
@@ -869,6 +1148,7 @@ class Estimate:
     seconds: float | None
     basis: str
     unit: str = "generations"  # "sentences" for perplexity probes (tokens_per_s: sentences/s)
+    items_note: str = ""  # what --sample / --limit kept, in words (`subset_note`)
 
 
 def measured_speed(
@@ -952,8 +1232,9 @@ def estimate_run(
     or None: one at a time). The speed is this model's measured at that count on this
     probe when there is such a measurement, else at that count on any probe, else any."""
     probe = get_probe(probe_name)
-    params = probe.resolve_params(limit=limit, sample=sample, **probe_params)
-    items = probe.items(probe.bind(store, params))
+    params = probe.bind(store, probe.resolve_params(limit=limit, sample=sample, **probe_params))
+    items = probe.items(params)
+    note = subset_note(probe, params)
     if isinstance(probe, ScoringProbe):  # speed in sentences, from scoring runs
         sentences = probe.work_units(items, 1)
         measured = measured_scoring_speed(store, model_sha256)
@@ -965,6 +1246,7 @@ def estimate_run(
                 None,
                 "scoring speed not measured yet — score a small sample first (limit a few items)",
                 unit="sentences",
+                items_note=note,
             )
         rate, count = measured
         return Estimate(
@@ -974,6 +1256,7 @@ def estimate_run(
             sentences / rate,
             f"measured on {count:,} sentences this model scored here",
             unit="sentences",
+            items_note=note,
         )
     generations = probe.work_units(items, attempts)
     speed, basis = None, ""
@@ -1003,9 +1286,14 @@ def estimate_run(
         basis = "measured by a test load; assumes every answer uses max_tokens"
     else:
         return Estimate(
-            generations, None, None, None, "speed not measured yet — test-load the model in Models"
+            generations,
+            None,
+            None,
+            None,
+            "speed not measured yet — test-load the model in Models",
+            items_note=note,
         )
     seconds = generations * per_generation / tps / max(1, concurrency)
     if concurrency > 1:
         basis += f"; {concurrency} requests at a time"
-    return Estimate(generations, tps, per_generation, seconds, basis)
+    return Estimate(generations, tps, per_generation, seconds, basis, items_note=note)

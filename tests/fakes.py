@@ -155,3 +155,89 @@ class FakeOpenAIServer:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class VirtualClock:
+    """A clock the fakes advance: patch it in as a module's `time` (`monotonic()`)."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def monotonic(self) -> float:
+        return self.t
+
+
+class FakeStreamBackend:
+    """Continuous batching as `LlamaCppBackend.generate_stream` does it, without a model,
+    on a `VirtualClock`: up to `slots` answers decode together, one token each per step
+    of `step_s` virtual seconds; a finished answer is delivered at once and replaced by
+    the next request; about every virtual second `on_progress(StreamProgress)` reports
+    the answers in flight, as the worker's progress events do. An answer's length
+    depends only on its request (seed): `lengths(request) -> tokens`. Admitting a request
+    costs `prefill_s` more (its prompt), in the step it is admitted."""
+
+    def __init__(
+        self, clock: VirtualClock, lengths, *, slots: int = 8, step_s: float = 0.06,
+        prefill_s: float = 0.0,
+    ):  # fmt: skip
+        self.clock = clock
+        self.lengths = lengths
+        self.slots = slots
+        self.step_s = step_s
+        self.prefill_s = prefill_s
+        self.batch_size = 0  # automatic: the run loop asks `stream_slots`
+        self.closed = False
+        self.info = EngineInfo(
+            backend="fake-stream", model_name="fake model", prompt_mode="chat", load_time_s=0.5
+        )
+
+    def stream_slots(self, requests=None, *, max_tokens=None, prefer=None):
+        return self.slots, f"{self.slots} sequences at once (fake)"
+
+    def generate(self, request, on_token=None):
+        raise AssertionError("the run should use generate_stream")
+
+    def generate_stream(
+        self, requests, on_result, *, should_stop=None, on_token=None, slots=None,
+        on_progress=None,
+    ):  # fmt: skip
+        from gbdesk.engine.base import StreamProgress
+        from gbdesk.engine.llama_backend import StreamOutcome
+
+        outcome = StreamOutcome()
+        queue = list(range(len(requests)))
+        live: list[list[int]] = []  # [index, length, produced]
+        made = 0
+        last_report = self.clock.t
+        stopping = False
+        while queue or live:
+            if not stopping and should_stop is not None and should_stop():
+                stopping = True
+                outcome.not_started = list(queue)
+                queue = []
+            while queue and len(live) < (slots or self.slots):
+                i = queue.pop(0)
+                live.append([i, max(1, int(self.lengths(requests[i]))), 0])
+                self.clock.t += self.prefill_s
+            if not live:
+                break
+            self.clock.t += self.step_s
+            for entry in live:
+                entry[2] += 1
+                made += 1
+            for entry in [e for e in live if e[2] >= e[1]]:
+                live.remove(entry)
+                i, length, _ = entry
+                outcome.completed.append(i)
+                text = f"He was kind. {requests[i].seed}"
+                cost = length * self.step_s
+                on_result(i, GenerationResult(text, 20, length, cost, "stop", "chat"))
+            if on_progress is not None and live and self.clock.t - last_report >= 1.0:
+                last_report = self.clock.t
+                held = sum(e[2] for e in live)
+                on_progress(StreamProgress(len(live), held, made, len(queue)))
+        outcome.stopped = stopping
+        return outcome
+
+    def close(self) -> None:
+        self.closed = True

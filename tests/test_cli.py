@@ -208,7 +208,9 @@ def test_import_runs_metrics_export_review(tmp_path):
 
 
 def test_runs_empty_state(tmp_path, capsys):
-    assert main(["runs", "--db", str(tmp_path / "x.sqlite")]) == 0
+    # the per-user default database is made when missing (an explicit --db is not:
+    # tests/test_db_path.py); the conftest points the data folder at a fresh one
+    assert main(["runs"]) == 0
     assert "no runs yet" in capsys.readouterr().out
 
 

@@ -273,6 +273,29 @@ def test_results_arrive_as_each_request_finishes(backend):
         assert again[0].text == results[i].text
 
 
+def test_progress_events_come_before_the_first_answer_is_done(backend):
+    """The worker reports the sequences in flight and their tokens after its first step and
+    about once a second (`PROGRESS_S`), so a run shows work long before an answer ends."""
+    reqs = [
+        request(60 + i, f"Write a long story about ship number {i}.", max_tokens=48)
+        for i in range(3)
+    ]
+    events: list[tuple[str, object]] = []
+    backend.generate_stream(
+        reqs,
+        lambda i, r: events.append(("result", r)),
+        slots=3,
+        on_progress=lambda p: events.append(("progress", p)),
+    )
+    assert events[0][0] == "progress"  # after the first step, before any answer
+    first = events[0][1]
+    assert first.live == 3 and 3 <= first.live_tokens == first.tokens and first.queued == 0
+    progress = [p for kind, p in events if kind == "progress"]
+    assert [p.tokens for p in progress] == sorted(p.tokens for p in progress)
+    results = [r for kind, r in events if kind == "result"]
+    assert progress[-1].tokens <= sum(r.tokens_out for r in results)
+
+
 def test_stop_admission_then_resume_gives_the_same_texts(backend):
     reqs = [request(30 + i, f"Describe job number {i}.", max_tokens=6 + i % 3) for i in range(7)]
     full = {}

@@ -52,8 +52,14 @@ def test_execute_writes_every_attempt_with_its_label(store, planned):
     # attempt-major order: every item once before any item twice
     order = [(c.messages[0]["content"], c.seed) for c in backend.calls]
     assert len(set(order)) == 12
-    assert [p.done for p in progress if p.status == "running"] == list(range(1, 13))
+    # loading, then "loaded" (running, nothing stored yet), then one per stored attempt
+    assert progress[0].status == "loading" and progress[1].loaded_s is not None
+    assert [p.done for p in progress if p.status == "running"] == list(range(13))
     assert progress[-1].status == "done" and progress[-1].fraction == 1.0
+    # the last attempt in words, numbered from 1 (stored 0-based)
+    last = progress[-2]
+    assert last.last["item"] == "bsri/female/03" and last.last["attempt"] == 2
+    assert last.last_text.startswith("“is compassionate” (BSRI, female trait) #3 → ")
     assert store.get_run(planned)["status"] == "done"
     assert store.get_run(planned)["engine"]["backend"] == "fake"
 

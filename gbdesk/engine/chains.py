@@ -68,6 +68,7 @@ def run_chains(
     slots: int | None = None,
     max_active: int | None = None,
     poll_s: float = 0.2,
+    on_progress: Callable[[Any], None] | None = None,
 ) -> ChainOutcome:
     """Run `chains` (index = position in the iterable) through one stream of `backend`.
 
@@ -76,7 +77,8 @@ def run_chains(
     chain starts; the chains in progress run to their end (their later steps are still
     submitted) and the call returns. A request that cannot be generated ends the stream
     after the chains in progress and raises `EngineError`; an exception raised by a
-    chain's own code aborts the stream and propagates.
+    chain's own code aborts the stream and propagates. ``on_progress``: the stream's
+    progress events (`gbdesk.engine.base.StreamProgress`), about once a second.
     """
     source: Iterator[Chain] = iter(chains)
     stream = backend.open_stream(slots=slots, on_token=None)
@@ -121,7 +123,10 @@ def run_chains(
             if not running:
                 break
             for kind, key, payload in stream.poll(timeout=poll_s):
-                if kind == "error":
+                if kind == "progress":
+                    if on_progress is not None:
+                        on_progress(payload)
+                elif kind == "error":
                     error = error or f"request of chain {active[key].index}: {payload}"
                     entry = active.pop(key)
                     if entry in running:

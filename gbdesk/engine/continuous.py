@@ -297,6 +297,19 @@ class ContinuousBatcher:
     def live(self) -> int:
         return sum(1 for s in self._slots if s.live)
 
+    def progress(self) -> dict[str, int]:
+        """`gbdesk.engine.base.StreamProgress` as JSON: live sequences, the tokens they
+        generated so far, every token generated since `reset` (finished answers too) and
+        the requests still queued."""
+        live = [s for s in self._slots if s.live]
+        live_tokens = sum(len(s.completion) for s in live)
+        return {
+            "live": len(live),
+            "live_tokens": live_tokens,
+            "tokens": int(self.stats["generated_tokens"]) + live_tokens,
+            "queued": len(self._queue),
+        }
+
     @property
     def has_work(self) -> bool:
         return bool(self._queue) or any(s.live for s in self._slots) or bool(self._events)

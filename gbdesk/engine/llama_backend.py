@@ -31,6 +31,8 @@ from gbdesk.engine.base import (
     GenerationRequest,
     GenerationResult,
     ScoreResult,
+    StreamProgress,
+    StreamProgressCallback,
     TokenCallback,
 )
 from gbdesk.errors import EngineCrashed, EngineError, UserError
@@ -357,6 +359,7 @@ class LlamaCppBackend:
         on_token: StreamTokenCallback | None = None,
         slots: int | None = None,
         poll_s: float = 0.2,
+        on_progress: StreamProgressCallback | None = None,
     ) -> StreamOutcome:
         """Generate `requests` with continuous batching; each result as soon as it is done.
 
@@ -377,7 +380,9 @@ class LlamaCppBackend:
         raises `EngineCrashed` and the results delivered so far are the ones done.
         ``on_token(index, text)`` streams the text of one sequence at a time: the most
         recently admitted one when the previous one finished (its text so far comes as
-        one piece, so a new index means a new text). A request that cannot be generated
+        one piece, so a new index means a new text). ``on_progress(StreamProgress)`` is
+        called about once a second while sequences are being generated (tokens decoded
+        before any answer is done). A request that cannot be generated
         (prompt longer than the context, a schema llama.cpp cannot compile) stops
         admission; the live ones are delivered, then `EngineError` is raised.
         """
@@ -408,6 +413,9 @@ class LlamaCppBackend:
                     if kind == "result":
                         outcome.completed.append(key)
                         on_result(key, payload)
+                    elif kind == "progress":
+                        if on_progress is not None:
+                            on_progress(payload)
                     elif kind == "error":
                         errors[key] = payload
                         if not stopping:
@@ -516,9 +524,10 @@ class GenerationStream:
     `submit` queues requests at any time (they get consecutive keys from 0); `poll`
     returns what happened: ``("result", key, GenerationResult)`` as each request
     finishes, ``("error", key, message)`` for a request that could not be generated,
+    ``("progress", None, StreamProgress)`` about once a second while answers are under way,
     ``("end", None, None)`` once the stream is over (after `close` or `drain`, when the
-    last live sequence finished). Token events go to `on_token(key, text)` inside
-    `poll`. Protocol: `gbdesk.engine.llama_worker`.
+    last live sequence finished). Token events go to `on_token(key, text)` inside `poll`.
+    Protocol: `gbdesk.engine.llama_worker`.
     """
 
     def __init__(
@@ -593,6 +602,8 @@ class GenerationStream:
             if kind == "token":
                 if tokens and self.on_token is not None:
                     self.on_token(int(message["key"]), message["text"])
+            elif kind == "progress":  # an event, in order: after the results before it
+                events.append(("progress", None, StreamProgress.from_json(message)))
             elif kind == "item":
                 key = int(message["key"])
                 self.finished.add(key)

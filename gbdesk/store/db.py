@@ -212,6 +212,31 @@ _backups_lock = threading.Lock()
 _backups: dict[str, list[tuple[Path, int]]] = {}  # database → [(copy, version it had)]
 
 
+#: what `check_db_path` says a new database file is made by (the --db help says the same)
+WRITING_COMMANDS = "commands that write (run, import, audit, label, models --add …)"
+
+
+def check_db_path(path: str | os.PathLike, *, create: bool) -> None:
+    """Refuse a database path a person chose that looks mistyped, before anything is made:
+    its folder must exist (a missing folder is never created), and unless `create` (a
+    command that writes, the app) the file must exist too. Raises `UserError` (one line)."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise UserError(f"--db points at a folder, not a database file: {target}")
+    folder = target.parent
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise UserError(
+            f"the folder of the database {target} {what} (a mistyped path?); nothing was "
+            "created — create the folder first or choose another path"
+        )
+    if not create and not target.exists():
+        raise UserError(
+            f"no database at {target} (a mistyped path?); nothing was created — "
+            f"{WRITING_COMMANDS} create a new database in an existing folder"
+        )
+
+
 def _file_key(path: Path) -> tuple[int, int] | None:
     try:
         st = path.stat()

@@ -992,6 +992,12 @@ class Probe(ABC):
         head = key.family.replace("_", " ")
         return " · ".join([head[:1].upper() + head[1:], *key.parts])
 
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        """An item in words for people, from its key and metadata (a run's progress line:
+        "“is affectionate” (BSRI, female trait) #1 → female"); the key when the probe
+        does not say. Attempt numbers next to it are 1-based."""
+        return item
+
     def review_title(self, item: ReviewItem) -> str:
         """The review queue's entry of an attempt, in words (the pane adds ✓/• marks and
         the detector's label when a reviewer changed it)."""

@@ -87,16 +87,24 @@ def display_plugin_message(packages: list[str]) -> str:
     )
 
 
+#: what to do without a display: get one (a desktop session, X forwarding over ssh), or use
+#: the commands, which need none. Never Qt's offscreen platform or a bare virtual display:
+#: both start an app nobody can see.
+NO_DISPLAY = (
+    "no display found for the desktop app (DISPLAY and WAYLAND_DISPLAY are not set): start "
+    "it from a desktop session, or from another computer with a display over `ssh -X` "
+    "(X forwarding); without a display, use the commands, which need none: `gbdesk --help` "
+    "(e.g. gbdesk run, gbdesk audit, gbdesk export --pdf)"
+)
+
+
 def _check_display() -> None:
     if sys.platform.startswith("linux") and not (
         os.environ.get("DISPLAY")
         or os.environ.get("WAYLAND_DISPLAY")
         or os.environ.get("QT_QPA_PLATFORM")
     ):
-        raise UserError(
-            "no display found for the desktop app; use the headless commands "
-            "(gbdesk --help) or set QT_QPA_PLATFORM=offscreen"
-        )
+        raise UserError(NO_DISPLAY)
 
 
 def _check_display_plugin() -> None:
@@ -117,6 +125,10 @@ def main(db_path: str | None = None) -> int:
     from gbdesk.logs import setup_logging
 
     setup_logging()
+    if db_path:  # refuse a mistyped path before any window (a new file only in a folder)
+        from gbdesk.store.db import check_db_path
+
+        check_db_path(db_path, create=True)
     _check_display()
     _check_display_plugin()
     from PySide6.QtCore import QSettings
@@ -129,11 +141,19 @@ def main(db_path: str | None = None) -> int:
     app.setOrganizationName("gbdesk")
     app.setApplicationName("gbdesk")
     settings = QSettings()
+    unreachable = None
     if db_path:
         db_path = str(Path(db_path).expanduser().resolve())
         settings.setValue("db_path", db_path)
     else:
         db_path = str(settings.value("db_path", "") or default_db_path())
+        if not Path(db_path).parent.is_dir():  # e.g. an unmounted drive: never re-create it
+            unreachable, db_path = db_path, str(default_db_path())
     window = MainWindow(db_path, settings)
+    if unreachable:
+        window._db_notice(
+            f"the last database, {unreachable}, cannot be reached (its folder does not "
+            "exist); the default database is open instead — File → Open database… to choose"
+        )
     window.show()
     return app.exec()

@@ -120,6 +120,7 @@ class AuditDialog(QDialog):
         self.audit_id_pending: int | None = None
         self.thread: AuditThread | None = None
         self.result_payload: dict[str, Any] | None = None
+        self._stored_shown: tuple[Any, Any] | None = None  # (run, attempts) last reported
 
         intro = QLabel(
             "gbdesk measures how fast this model writes, then sizes every probe so that the "
@@ -346,13 +347,17 @@ class AuditDialog(QDialog):
             self.progress.setRange(0, run.total)
             self.progress.setValue(run.done)
             eta = f", about {duration(run.eta_s)} left in this probe" if run.eta_s else ""
+            flight = f" ({run.in_flight_text})" if run.in_flight_text else ""
             self.status.setText(
                 f"Probe {p.step + 1} of {p.steps}: {html.escape(p.probe)} (run {p.run_id}) — "
-                f"{run.done}/{run.total}{eta}"
+                f"{run.done}/{run.total}{flight}{eta}"
             )
         else:
             self.status.setText(f"Probe {p.step + 1} of {p.steps}: {html.escape(p.probe)}…")
-        self.ctx.runs_changed.emit()
+        stored = (p.run_id, run.done if run is not None else None)
+        if stored != self._stored_shown:  # not for answers in flight
+            self._stored_shown = stored
+            self.ctx.runs_changed.emit()
 
     def _completed(self, result: dict[str, Any]) -> None:
         self.result_payload = result

@@ -33,6 +33,17 @@ class AppContext(QObject):
         self.run_thread: Any = None  # the RunThread in progress, if any
 
     def set_db(self, path: str) -> None:
+        """Switch to the database at `path` (a new one is made there when missing) — or
+        refuse, with `db_problem`, a path whose folder does not exist (nothing is made, the
+        open database stays)."""
+        from gbdesk.errors import UserError
+        from gbdesk.store.db import check_db_path
+
+        try:
+            check_db_path(path, create=True)
+        except UserError as exc:
+            self.db_problem.emit(str(exc))
+            return
         self.db_path = path
         self.settings.setValue("db_path", path)
         self.db_changed.emit()

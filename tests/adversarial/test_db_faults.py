@@ -350,8 +350,13 @@ def test_a_migration_copies_the_database_first_and_says_where(tmp_path):
 
 
 def test_no_copy_of_a_new_database(tmp_path):
-    result = gbdesk("runs", "--db", tmp_path / "new.sqlite", patches={"extra_migration": True})
+    # a command that writes makes the new file (one that only reads refuses a missing one)
+    result = gbdesk(
+        "models", "--add", "default", "--json", "--db", tmp_path / "new.sqlite",
+        patches={"extra_migration": True},
+    )  # fmt: skip
     assert result.code == 0 and result.err == ""
+    assert (tmp_path / "new.sqlite").is_file()
     assert not list(tmp_path.glob("*-backup-*"))
 
 

@@ -255,20 +255,24 @@ class CharacterProfileProbe(GenerationProbe):
             )
         return out
 
-    def review_title(self, item: Any) -> str:
-        """"“is affectionate” #2 — male (he 4, she 0)": the item in words, not its key."""
-        meta = item.metadata or {}
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        """"“is affectionate”": the trait, job or sentence the character is built from."""
         what = next(
-            (meta[k] for k in ("description", "job", "sentence") if meta.get(k)), item.item
+            (metadata[k] for k in ("description", "job", "sentence") if metadata.get(k)), item
         )
         what = str(what)
         if len(what) > 60:
             what = what[:59] + "…"
+        return f"“{what}”"
+
+    def review_title(self, item: Any) -> str:
+        """"“is affectionate” #2 — male (he 4, she 0)": the item in words, not its key."""
         data = item.auto_data or {}
         counts = ""
         if "male_count" in data:
             counts = f" (he {data.get('male_count', 0)}, she {data.get('female_count', 0)})"
-        return f"“{what}” #{item.attempt + 1} — {item.effective_label}{counts}"
+        what = self.item_title(item.item, item.metadata or {})
+        return f"{what} #{item.attempt + 1} — {item.effective_label}{counts}"
 
     def audit_precision(
         self, params: dict[str, Any], n_items: int, attempts: int

@@ -410,11 +410,12 @@ class GenderBenchProbe(GenerationProbe):
             )
         return text[:1].upper() + text[1:] if text else ""
 
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        what = str(metadata.get("title") or item)
+        return what if len(what) <= 60 else what[:59] + "…"
+
     def review_title(self, item: Any) -> str:
-        meta = item.metadata or {}
-        what = str(meta.get("title") or item.item)
-        if len(what) > 60:
-            what = what[:59] + "…"
+        what = self.item_title(item.item, item.metadata or {})
         return f"{what} #{item.attempt + 1} — {item.effective_label}"
 
     # -- audits and subsets -----------------------------------------------------------

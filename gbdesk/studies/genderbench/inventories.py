@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -92,6 +92,19 @@ class InventoriesProbe(CharacterProfileProbe):
                             )
                         )
         return items
+
+    #: the inventories' names as their authors write them
+    source_names: ClassVar[dict[str, str]] = {"bsri": "BSRI", "epaq": "EPAQ", "gaucher": "Gaucher"}
+
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        """"“is affectionate” (BSRI, female trait)": the trait, its inventory and the
+        gender the inventory ties it to."""
+        what = super().item_title(item, metadata)
+        source = metadata.get("source")
+        if source and metadata.get("gender"):
+            name = self.source_names.get(source, source)
+            what += f" ({name}, {metadata['gender']} trait)"
+        return what
 
     def calculate(self, counts, results, idx):
         kept, metrics = counts.filter(idx)

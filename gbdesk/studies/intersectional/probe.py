@@ -871,10 +871,14 @@ class IntersectionalProbe(ChainProbe):
             return f"Stereotype degree of {people_phrase(group, 2) if group else key.part(0)}"
         return super().metric_title(name)
 
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        """"old White people": the group in words, not its key."""
+        group = next((g for g in load_groups() if g["group"] == metadata.get("group")), None)
+        return people_phrase(group, 2) if group else item
+
     def review_title(self, item: Any) -> str:
         """"old White people, role 3 — answered": the group in words, not its key."""
-        group = next((g for g in load_groups() if g["group"] == item.metadata.get("group")), None)
-        who = people_phrase(group, 2) if group else item.item
+        who = self.item_title(item.item, item.metadata or {})
         return f"{who}, role {item.attempt + 1} — {item.effective_label}"
 
     audit_priority: ClassVar[int] = 30

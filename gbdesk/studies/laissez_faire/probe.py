@@ -680,14 +680,19 @@ class LaissezFaireProbe(GenerationProbe):
 
         return metric_title(name) or super().metric_title(name)
 
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        """"Love, power-laden: an American person who instructs friend": the scenario."""
+        scene = metadata_scenario(metadata) or str(metadata.get("scenario") or item)
+        return f"{metadata.get('domain', '')}, {metadata.get('condition', '')}: {scene}".strip(
+            ", :"
+        )
+
     def review_title(self, item: Any) -> str:
         """"Love, power-laden: an American person who instructs friend — subject Elara
         Bard (gender unsure); object Malibu (gender not stated)"."""
         from gbdesk.studies.laissez_faire.report import character_gender_words
 
-        meta = item.metadata or {}
-        scene = metadata_scenario(meta) or str(meta.get("scenario") or item.item)
-        head = f"{meta.get('domain', '')}, {meta.get('condition', '')}: {scene}".strip(", :")
+        head = self.item_title(item.item, item.metadata or {})
         data = (item.human_data if item.reviewed else item.auto_data) or {}
         people = []
         for ch in characters_from_data(data):

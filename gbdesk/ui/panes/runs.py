@@ -122,6 +122,7 @@ class RunsPane(QWidget):
         self.models: list[dict[str, Any]] = []
         self.runs: list[dict[str, Any]] = []
         self.current_run: int | None = None
+        self._stored_shown = 0  # attempts stored this session when progress was last shown
         self.thread: RunThread | None = None
         self.banner = Banner()
 
@@ -153,6 +154,11 @@ class RunsPane(QWidget):
         )
         self.attempts = QSpinBox(minimum=1, maximum=10000)
         self.limit = QSpinBox(minimum=0, maximum=100000, specialValueText="all items")
+        self.limit.setSuffix(" items")
+        self.limit.setToolTip(
+            "The first N items, or — for a probe whose metrics compare groups of items — a "
+            "seeded subset that keeps every group; the estimate below says which."
+        )
         self.sample = QSpinBox(minimum=0, maximum=100000, specialValueText="no sampling")
         self.temperature = QDoubleSpinBox(minimum=0.0, maximum=2.0, singleStep=0.1, decimals=2)
         self.max_tokens = QSpinBox(minimum=1, maximum=8192)
@@ -186,7 +192,7 @@ class RunsPane(QWidget):
         form.addRow("&Template", self.template_combo)
         form.addRow("", self.template_edit)
         form.addRow("&Attempts per prompt", self.attempts)
-        form.addRow("&Limit to first", self.limit)
+        form.addRow("&Limit to", self.limit)
         form.addRow("Random sa&mple of", self.sample)
         form.addRow("Tem&perature", self.temperature)
         form.addRow("Max &tokens", self.max_tokens)
@@ -545,7 +551,9 @@ class RunsPane(QWidget):
             )
 
         def show(est) -> None:
-            text = f"<b>{est.generations:,}</b> {est.unit}"
+            note = est.items_note[:1].upper() + est.items_note[1:]
+            text = f"{html.escape(note)} → " if note else ""
+            text += f"<b>{est.generations:,}</b> {est.unit}"
             if est.seconds is not None and est.unit == "sentences":
                 text += (
                     f" ≈ <b>{duration(est.seconds)}</b> at {est.tokens_per_s:.0f} sentences/s "
@@ -634,6 +642,7 @@ class RunsPane(QWidget):
         if self.ctx.running:
             return
         self.current_run = run_id
+        self._stored_shown = 0
         self.live.clear()
         self.live_caption.clear()
         m = self.selected_model() or {}
@@ -738,20 +747,30 @@ class RunsPane(QWidget):
         if p.status == "loading":
             self.progress_label.setText(f"Run {p.run_id}: loading the model…")
             return
+        if p.loaded_s is not None:  # loaded: generating from now on
+            at_once = f", {p.slots} generations at once" if p.slots > 1 else ""
+            self.banner.info(
+                f"Run {p.run_id} is running: the model loaded in {p.loaded_s:.1f} s{at_once}."
+            )
         parts = [f"Run {p.run_id}: {p.done:,} / {p.total:,} generations"]
+        if p.in_flight_text:
+            parts.append(p.in_flight_text)
         if p.tokens_per_s:
-            parts.append(f"{p.tokens_per_s:.0f} {p.rate_unit}")
-        if p.status == "running" and p.eta_s is not None:
-            parts.append(f"about {duration(p.eta_s)} left")
+            rate = f"{p.tokens_per_s:.1f}" if p.tokens_per_s < 10 else f"{p.tokens_per_s:.0f}"
+            parts.append(f"{rate} {p.rate_unit}")
+        if p.status == "running":
+            left = "measuring the speed" if p.eta_s is None else f"about {duration(p.eta_s)} left"
+            parts.append(left)
         if p.status != "running":
             parts.append(p.status)
         self.progress_label.setText(" · ".join(parts))
-        if p.status == "running" and p.session_done == 1:
-            self.banner.info(f"Run {p.run_id} is running.")
-        if p.last:
+        stored = p.session_done != self._stored_shown  # not an in-flight report
+        self._stored_shown = p.session_done
+        if p.last and stored:
             at_once = f" {p.slots} generations at once; the newest:" if p.slots > 1 else ""
+            what = p.last.get("title") or p.last["item"]
             self.live_caption.setText(
-                f"Last: {p.last['item']} attempt {p.last['attempt'] + 1} → detected "
+                f"Last: {what} attempt {p.last['attempt'] + 1} → detected "
                 f"{p.last['label']} ({p.last['tokens_out']} tokens)."
                 + (at_once or " Next generation:")
             )
@@ -759,7 +778,7 @@ class RunsPane(QWidget):
                 self.live.clear()
         if p.status == "paused":
             self.banner.info(f"Run {p.run_id} is paused. Press Resume (Ctrl+P) to continue.")
-        if p.session_done == 1 or (p.session_done and p.session_done % 10 == 0):
+        if stored and (p.session_done == 1 or (p.session_done and p.session_done % 10 == 0)):
             self.ctx.runs_changed.emit()
 
     def _on_token(self, text: str) -> None:
