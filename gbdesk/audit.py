@@ -326,6 +326,10 @@ def plan_audit(
     for name in names:
         ladder = []
         probe = get_probe(name)
+        unmet = runs.unmet_engine_need(store, probe, model)
+        if unmet:  # e.g. a perplexity probe on an endpoint without prompt logprobs
+            plan.left_out.append(unmet)
+            continue
         sizes = probe.audit_sizes() if harness is None else harness_sizes(probe, template)
         for size in sizes:
             try:

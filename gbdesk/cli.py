@@ -36,6 +36,12 @@ def _db_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="PATH", help="database file (default: per-user data folder)")
 
 
+def _presets() -> dict[str, tuple[str, str, str]]:
+    from gbdesk.engine.endpoints import ENDPOINT_PRESETS
+
+    return ENDPOINT_PRESETS
+
+
 def _json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON value on stdout")
 
@@ -179,7 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "models", help="list the bundled default model, registered GGUF files and endpoints"
     )
-    p.add_argument("--add", metavar="PATH", action="append", help="register a GGUF file")
+    p.add_argument(
+        "--add",
+        metavar="PATH",
+        action="append",
+        help="register a GGUF file, or an endpoint URL#MODEL (e.g. ollama#llama3.1:8b), whose "
+        "capabilities are then checked",
+    )
     _db_arg(p)
     _json_arg(p)
 
@@ -191,7 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--endpoint",
         metavar="URL",
         help="an OpenAI-compatible server instead of a GGUF file, e.g. http://host:8000/v1 "
-        "(llama-server, vLLM, Ollama, llama-cpp-python's server)",
+        "(vLLM, llama-cpp-python's server), or a local one by name: "
+        + ", ".join(f"{name} = {url} ({title})" for name, (title, url, _) in _presets().items())
+        + "; perplexity probes need log-probabilities of prompt tokens, which only vLLM and "
+        "llama-cpp-python's server give",
     )
     p.add_argument(
         "--endpoint-model",
@@ -302,8 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--harness",
         metavar="NAME",
-        help="run a study's harness (e.g. genderbench-1.1: GenderBench's fourteen probes with "
-        "their own templates and sizes, cut to the budget); default: every probe",
+        help="run a study's harness: its probes with their own templates and sizes, cut to "
+        "the budget (`gbdesk probes` lists the harnesses); default: every probe",
     )
     p.add_argument("--new", action="store_true", help="plan a new audit even if one is unfinished")
     _db_arg(p)
@@ -662,7 +677,7 @@ def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> 
 
 
 def _metrics_heading(payload: dict[str, Any]) -> str:
-    """"run 1 — Gender inventories (GenderBench), automatic labels" and a line break."""
+    """"run 1 — <the probe's title>, automatic labels" and a line break."""
     from gbdesk.studies import get_probe
 
     labels = {
@@ -736,7 +751,7 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     if cut:
         rows.append(
             "* interval cut at what the metric can be (e.g. 0–1 for a share): the "
-            "bootstrap's normal fit reached past it; the mark is GenderBench's, from the "
+            "bootstrap's normal fit reached past it; the mark is the study's, from the "
             "uncut interval (--json has both)"
         )
     if payload.get("unfinished"):
@@ -787,17 +802,26 @@ def _tiny_notice(store, run_id: int) -> str:
 
 # -- commands ---------------------------------------------------------------------------------
 def cmd_probes(args) -> int:
-    from gbdesk.studies import get_probe, probe_names, probe_table_markdown
+    from gbdesk.studies import get_probe, harnesses, probe_names, probe_table_markdown
 
     if args.markdown:
         print(probe_table_markdown())
         return 0
     probes = [get_probe(n).describe() for n in probe_names()]
     text = "\n".join(
-        f"{p['name']:<15} {p['items']:>5} items  {p['title']}  (licence: {p['card']['licence']})"
+        f"{p['name']:<22} {p['items']:>6} items  {p['title']}  (licence: {p['card']['licence']})"
         for p in probes
     )
-    _emit(args, {"probes": probes}, text)
+    sets = [
+        {"name": h.name, "title": h.title, "probes": list(h.probes), "template": h.template,
+         "description": h.description}
+        for h in harnesses().values()
+    ]  # fmt: skip
+    if sets:
+        text += "\n\nharnesses (gbdesk audit --harness NAME):\n" + "\n".join(
+            f"{h['name']:<22} {h['title']}: {len(h['probes'])} probes" for h in sets
+        )
+    _emit(args, {"probes": probes, "harnesses": sets}, text)
     return 0
 
 
@@ -842,23 +866,54 @@ def cmd_models(args) -> int:
     from gbdesk.engine.http_backend import with_endpoints
     from gbdesk.models import list_models
 
-    with _open_store(args.db) as store:
+    with _open_store(args.db, writes=bool(args.add)) as store:
         for path in args.add or []:
-            from gbdesk.runs import resolve_model
-
-            resolve_model(store, path)
+            _add_model(store, path)
         models = with_endpoints(list_models(store), store)
     _emit(args, {"models": models}, "\n".join(_model_line(m) for m in models))
     return 0
 
 
+def _add_model(store, spec: str) -> None:
+    """`models --add`: a GGUF file (hashed), or an endpoint ``URL#MODEL`` (a preset name
+    for the URL too), connected to and checked for what it can do."""
+    from gbdesk.engine.http_backend import (
+        ENDPOINT_PRESETS,
+        check_capabilities,
+        parse_endpoint_spec,
+    )
+    from gbdesk.runs import resolve_model
+
+    url, sep, model = spec.partition("#")
+    if sep and url.strip().lower() in ENDPOINT_PRESETS:
+        spec = f"{ENDPOINT_PRESETS[url.strip().lower()][1]}#{model}"
+    if parse_endpoint_spec(spec) is None:
+        resolve_model(store, spec)
+        return
+    row = resolve_model(store, spec)
+    check_capabilities(store, row)
+
+
 def _model_line(m: dict[str, Any]) -> str:
     if m.get("endpoint"):
+        from gbdesk.engine.http_backend import capability_words
+
         key = f"${m['api_key_env']}, " if m.get("api_key_env") else ""
+        found = m.get("capabilities")
+        marks = {True: "yes", False: "no", None: "could not tell"}
+        can = (
+            "".join(
+                f"\n    {what}: {marks[ok]}" + (f" — {why}" if why else "")
+                for what, ok, why in capability_words(found)
+            )
+            + f"\n    (checked {str(found.get('checked_at', '?'))[:16].replace('T', ' ')} UTC)"
+            if found
+            else f"\n    what it can do: not checked yet (gbdesk models --add {m['path']})"
+        )
         return (
             f"{m['name']}\n    {m['url']}\n    OpenAI-compatible endpoint · model "
             f"{m['endpoint_model']} · {m['concurrency']} concurrent request(s) · API key from "
-            f"{key}$GBDESK_API_KEY or the keyring (never stored)"
+            f"{key}$GBDESK_API_KEY or the keyring (never stored){can}"
         )
     return (
         f"{m['name']}\n    {m['path']}\n    {m.get('architecture') or '?'} · "
@@ -897,7 +952,12 @@ def cmd_run(args) -> int:
         )
     with _open_store(args.db, writes=True) as store:
         if args.endpoint:
-            from gbdesk.engine.http_backend import HttpBackend, register_endpoint
+            from gbdesk.engine.http_backend import (
+                HttpBackend,
+                endpoint_capabilities,
+                register_endpoint,
+                store_capabilities,
+            )
 
             # Probe the endpoint before planning: a wrong address, path, model name or key
             # fails here in one line and leaves no empty run behind.
@@ -915,6 +975,14 @@ def cmd_run(args) -> int:
                 api_key_env=backend.api_key_env,
                 concurrency=backend.concurrency,
             )
+            # what it can do, stored with it (checked now when never checked, or when the
+            # probe needs something): `plan_run` refuses a probe it cannot serve
+            if get_probe(args.probe).engine_needs or not endpoint_capabilities(model):
+                try:
+                    model = store_capabilities(store, model["id"], backend.capabilities())
+                except BaseException:
+                    backend.close()
+                    raise
         else:
             model = resolve_model(store, args.model)
             # Load before planning, so a file llama.cpp rejects leaves no empty run behind.
@@ -1221,9 +1289,7 @@ def cmd_import_labels(args) -> int:
     from gbdesk.label_import import import_labels
 
     with _open_store(args.db) as store:
-        result = import_labels(
-            store, args.run_id, args.file, args.rater, consensus=args.consensus
-        )
+        result = import_labels(store, args.run_id, args.file, args.rater, consensus=args.consensus)
     what = "adjudicated (consensus) by" if args.consensus else "labelled by"
     text = f"run {args.run_id}: {result['labelled']} attempts {what} {result['rater']}"
     _emit(args, result, text)
@@ -1302,8 +1368,7 @@ def cmd_code(args) -> int:
                 f"rule: {result['rule']}",
             ]
             lines += [
-                f"  {c}: {sum(1 for d in result['drawn'] if d['category'] == c)} of "
-                f"{n} available"
+                f"  {c}: {sum(1 for d in result['drawn'] if d['category'] == c)} of {n} available"
                 for c, n in result["available"].items()
             ]
             lines += [

@@ -57,8 +57,9 @@ def label_modes(store: Store, run_id: int) -> dict[str, str]:
     }
     raters = store.rater_labels(run_id)
     for rater, labels in raters.items():
+        n = len(labels)
         modes[f"{RATER_PREFIX}{rater}"] = (
-            f"{rater}'s labels ({len(labels)} attempts; the detector's elsewhere)"
+            f"{rater}'s labels ({n} attempt{'' if n == 1 else 's'}; the detector's elsewhere)"
         )
     if len(raters) >= 2 or store.labels(run_id, "consensus"):
         modes[CONSENSUS] = (

@@ -158,6 +158,57 @@ def check_generation(generation: dict[str, Any]) -> None:
         raise UserError("--prompt-mode must be auto, chat or completion")
 
 
+#: a stored capability check younger than this is trusted when it says "no"; older ones
+#: are checked again before a probe is refused (the server at that address may have changed)
+CAPABILITIES_FRESH_S = 120.0
+
+
+def unmet_engine_need(store: Store, probe: Probe, model: dict[str, Any] | None) -> str | None:
+    """The one line that refuses `probe` on `model` when the model — an endpoint — cannot
+    do what the probe needs (`Probe.engine_needs`, e.g. a scoring probe's log-probabilities
+    of prompt tokens on Ollama); None when it can. The endpoint's stored capabilities
+    decide; where they are missing, or say "no" and are not fresh, the endpoint is asked
+    again (one small request each; `UserError` when it cannot be reached). Local models
+    can do everything."""
+    needs = sorted(probe.engine_needs)
+    if not needs or not model or model.get("kind") != "endpoint":
+        return None
+    from gbdesk.engine.http_backend import (
+        check_capabilities,
+        endpoint_capabilities,
+        unmet_capability,
+    )
+
+    def lacking(found: dict[str, Any] | None) -> list[str]:
+        return [n for n in needs if not (found or {}).get(n, {}).get("ok")]
+
+    found = endpoint_capabilities(model)
+    if found is None or (lacking(found) and not _fresh(found.get("checked_at"))):
+        found = check_capabilities(store, model)
+    missing = lacking(found)
+    return unmet_capability(probe.card.title, model, missing[0], found) if missing else None
+
+
+def check_engine_needs(store: Store, probe: Probe, model: dict[str, Any] | None) -> None:
+    """Refuse (`UserError`, one line) before any run row is written a probe that needs
+    what its endpoint cannot do (`unmet_engine_need`)."""
+    unmet = unmet_engine_need(store, probe, model)
+    if unmet:
+        raise UserError(unmet)
+
+
+def _fresh(stamp: Any) -> bool:
+    from datetime import datetime, timezone
+
+    try:
+        when = datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return False
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return (datetime.now(timezone.utc) - when).total_seconds() < CAPABILITIES_FRESH_S
+
+
 def plan_run(
     store: Store,
     probe_name: str,
@@ -194,6 +245,7 @@ def plan_run(
         "batch_size": batch_size,
     }
     check_generation(generation)
+    check_engine_needs(store, probe, model)
     items = probe.items(params)
     return store.create_run(
         probe=probe.name,

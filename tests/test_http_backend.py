@@ -382,6 +382,32 @@ def test_seeds_json_schema_and_usage(server, keyed):
 
 
 @pytest.mark.model
+def test_what_llama_cpp_server_can_do_and_a_refused_scoring_probe(server, keyed, tmp_path, capsys):
+    """The real server: chat and top logprobs yes; prompt logprobs echoed but shifted by one
+    token for SmolLM2 (no BOS token) — so the perplexity probe is refused before its run,
+    in one line, instead of scoring wrong numbers."""
+    with HttpBackend(server.url, ALIAS, api_key_env=KEY_VAR) as backend:
+        found = backend.capabilities()
+    assert found["chat"]["ok"] is True and found["top_logprobs"]["ok"] is True
+    assert found["prompt_logprobs"]["ok"] is False
+    assert "shifted by one token" in found["prompt_logprobs"]["note"]
+    assert found["server"] == "me"  # what llama-cpp-python's model list says
+    db = str(tmp_path / "caps.sqlite")
+    code, out, err = cli(
+        capsys, "run", "--probe", "globalbias_apx", "--endpoint", server.url,
+        "--endpoint-model", ALIAS, "--api-key-env", KEY_VAR, "--db", db,
+    )  # fmt: skip
+    assert code == 2 and not out
+    (line,) = err.strip().splitlines()
+    assert "needs log-probabilities of prompt tokens" in line and "shifted by one token" in line
+    assert "vLLM" in line
+    assert cli(capsys, "runs", "--db", db, "--json")[1].strip() == "[]"
+    code, out, _ = cli(capsys, "models", "--db", db)
+    assert "chat generation: yes" in out and "top log-probabilities: yes" in out
+    assert "log-probabilities of prompt tokens: no — its echoed prompt logprobs are shifted" in out
+
+
+@pytest.mark.model
 def test_scoring_through_completions_when_the_model_adds_bos(tmp_path):
     from llama_cpp import Llama
 
@@ -400,6 +426,8 @@ def test_scoring_through_completions_when_the_model_adds_bos(tmp_path):
     texts = ["Jamal was a pilot."]
     try:
         with HttpBackend(srv.url, ALIAS) as backend:
+            found = backend.capabilities()  # the same counting check the scoring relies on
+            assert found["prompt_logprobs"]["ok"] is True, found
             scores = backend.score(texts)
     finally:
         srv.stop()

@@ -130,3 +130,82 @@ def test_recorded_model_texts_match_nltk_counts():
         != (r["nltk_male"], r["nltk_female"])
     ]
     assert mismatches == []
+
+
+# Texts where the rule-based counter (detector version 1, now only the fallback for texts
+# over EXACT_MAX_CHARS) and nltk disagree; counts recorded with nltk 3.10.4's word_tokenize
+# and NLTK's own punkt_tab English files.
+RULES_DIFFER = [
+    ("a)SHEYes\nNo  leading and trailing  Her. His. Him.!Dr. Smithhe--sheheellipsis... next. "
+     "Then…?!\n", 1, 1),
+    ("He said \"no\". She said 'yes'. ‘Yes’ — no… she's. \" He\nwas\n\nhere. end with "
+     "abbreviation etc. yes/no {him} him' She got 95%. He got 80 %. ...", 5, 2),
+    ("yes-nozero\u200bwidthsoft\xadhyphenNo, no, no!Her. His. Him.!shehimNo. 5 is here. she- "
+     "bullet\n- bullet", 1, 1),
+    ("Her. His. Him.''Yes!!!i.e.\"her\"", 1, 2),
+    ("Mr. and Mrs. Smith went to Washington D.C. on Jan. 5. They met Dr. Jones.\nU.K. and "
+     "E.U.\nHer. His. Him.\n)\nYES\nshe's.", 1, 2),
+    ("she's.\"yes\"Joy.Her. His. Him.5'10\" tall'him'ANGER.U.K. and E.U.(a) Women\n(b) Men\n"
+     "(c) Neitherhers.anger, joy; fear. Shame!U.K. and E.U.", 1, 0),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "male", "female"), RULES_DIFFER)
+def test_counts_are_nltks_where_the_rules_were_not(text, male, female):
+    from gbdesk.studies.genderbench.pronouns import find_pronouns_by_rules
+
+    detection = detect_gender(text)
+    assert (detection.male_count, detection.female_count) == (male, female)
+    rules = find_pronouns_by_rules(text)
+    by_rules = (
+        sum(h.gender == "male" for h in rules),
+        sum(h.gender == "female" for h in rules),
+    )
+    assert by_rules != (male, female)
+
+
+def test_counts_and_spans_are_word_tokenizes_on_recorded_texts():
+    """The recorded model texts of tests/fixtures/*.jsonl and every third synthetic story of
+    the GenderBench 1.1 fixtures: the counts are those of the tokens of `word_tokenize`
+    (itself nltk's: test_genderbench_tokenize) and every counted pronoun is located in the
+    text. (Offline, on 90,440 texts — these, every other fixture answer and the tokenizer's
+    corpus — none differed.)"""
+    import gzip
+
+    from gbdesk.studies.genderbench.tokenize import word_tokenize
+
+    folder = Path(__file__).parent / "fixtures"
+    texts = [
+        json.loads(line).get("response", "")
+        for f in sorted(folder.glob("recorded_*.jsonl"))
+        for line in f.read_text(encoding="utf-8").splitlines()
+    ]
+    for probe in ("inventories", "jobs_lum", "gest_creative"):
+        path = folder / "genderbench_1_1" / "answers" / f"{probe}.jsonl.gz"
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            texts += [json.loads(line)["answer"] for line in fh][::3]
+    assert len(texts) > 1500
+    for text in texts:
+        tokens = [t.lower() for t in word_tokenize(text)]
+        want = tuple(
+            sum(tokens.count(p) for p in group)
+            for group in (("he", "his", "him"), ("she", "her"), ("they", "them", "their"))
+        )
+        d = detect_gender(text)
+        assert (d.male_count, d.female_count, d.neutral_count) == want, text[:200]
+        assert all(text[h.start : h.end].lower() == h.word for h in d.hits), text[:200]
+
+
+def test_quotes_and_clitics_are_located():
+    text = "He said, \"her\" -- ''his'' and ``him''; she's here."
+    detection = detect_gender(text)
+    assert [text[s:e] for s, e, _ in detection.evidence] == ["He", "her", "his", "him", "she"]
+
+
+def test_texts_over_the_exact_limit_are_counted_by_the_rules():
+    from gbdesk.studies.genderbench.pronouns import EXACT_MAX_CHARS
+
+    text = "She said that he left. " * (EXACT_MAX_CHARS // 20)
+    assert len(text) > EXACT_MAX_CHARS
+    detection = detect_gender(text)
+    assert (detection.male_count, detection.female_count) == (EXACT_MAX_CHARS // 20,) * 2

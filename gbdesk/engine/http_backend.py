@@ -18,14 +18,22 @@ llama-cpp-python's server, vLLM) then give the same text for the same prompt, se
 settings; OpenAI and Ollama treat it as best effort. `concurrency` requests may be in
 flight at once (the run loop keeps that many going).
 
+What an endpoint can do — chat generation, log-probabilities of prompt tokens (what
+scoring probes need), top log-probabilities — is found with one small request each
+(`HttpBackend.capabilities`) and stored with the endpoint; a probe that needs what the
+endpoint lacks (`Probe.engine_needs`) is refused before its run is planned
+(`gbdesk.runs.check_engine_needs`), naming the servers that have it.
+
 Endpoints are stored as model rows of kind "endpoint" (path = the base URL, sha256 NULL,
-the served model name and the API-key variable's *name* in metadata_json); the key itself
-is looked up at run time (`gbdesk.engine.secrets`) and never stored.
+the served model name, the API-key variable's *name* and the detected capabilities in
+metadata_json); the key itself is looked up at run time (`gbdesk.engine.secrets`) and
+never stored.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import random
@@ -48,6 +56,7 @@ from gbdesk.engine.base import (
     TokenCallback,
     completion_frame,
 )
+from gbdesk.engine.endpoints import CAPABILITIES, ENDPOINT_PRESETS, SERVERS_WITH
 from gbdesk.engine.secrets import check_env_var_name, lookup_api_key
 from gbdesk.errors import EngineCrashed, EngineError, UserError
 
@@ -68,6 +77,8 @@ except ImportError:  # pragma: no cover - an engine version without it
             return math.exp(-self.logprob_sum / self.n_tokens) if self.n_tokens > 0 else math.nan
 
 
+log = logging.getLogger(__name__)
+
 ENDPOINT_KIND = "endpoint"
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
@@ -82,37 +93,67 @@ MAX_CONCURRENCY = 64
 # "HTTP version not supported" (a proxy's 52x included).
 RETRY_STATUSES = frozenset({408, 425, 429, *range(500, 600)} - {501, 505})
 # 5xx answers that retrying cannot fix (llama-cpp-python's server reports request
-# validation errors and context overflows as HTTP 500).
+# validation errors and context overflows as HTTP 500; llama-server refuses echo so).
 _PERMANENT = re.compile(
     r"validation error|exceed(s|ed)? (the )?context|context (window|length)|"
-    r"maximum context|not supported|unsupported",
+    r"maximum context|not supported|unsupported|only no echo",
     re.I,
 )
 # Sampling extensions of llama.cpp-family servers (and vLLM): llama.cpp's own top-k 40 and
 # min-p 0.05 truncations and its repeat penalty are switched off, as in the local engine.
 _SAMPLER_KEYS = ("top_k", "min_p", "repeat_penalty")
 # A counting sequence: a model that can count gives its later tokens logprobs near 0; a
-# server whose echoed prompt logprobs are shifted by one token gives them about -10.
-_CALIBRATION_TEXT = ", ".join(str(i) for i in range(1, 13))
+# server whose echoed prompt logprobs are shifted by one token gives them about -10. Short:
+# llama-cpp-python's server sorts the whole vocabulary for every echoed token.
+_CALIBRATION_TEXT = ", ".join(str(i) for i in range(1, 9))
 _CALIBRATION_MIN_MEAN = -4.0
+_CANNOT_SCORE = "this server cannot score log-likelihoods: "
+
 _PROBE_SCHEMA = {
     "type": "object",
     "properties": {"ok": {"type": "boolean"}},
     "required": ["ok"],
 }
+_TINY = GenerationRequest(messages=[{"role": "user", "content": "Say OK."}], seed=0, max_tokens=1)
+_TOP_K = 5  # alternatives asked for when checking top logprobs
+
+
+def _top_alternatives(answer: dict[str, Any]) -> int:
+    """How many alternatives the first generated token of an answer lists: chat's
+    ``logprobs.content[0].top_logprobs`` or completions' ``logprobs.top_logprobs[0]``."""
+    choices = answer.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+    if not isinstance(logprobs, dict):
+        return 0
+    content = logprobs.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        top = content[0].get("top_logprobs")
+        return len(top) if isinstance(top, list) else 0
+    top = logprobs.get("top_logprobs")
+    if isinstance(top, list) and top and isinstance(top[0], dict):
+        return len(top[0])
+    return 0
 
 
 # -- URLs and endpoint specs ---------------------------------------------------------------
 def normalize_base_url(url: str) -> str:
     """The API base URL (``scheme://host:port/v1``) of what a person typed.
 
-    A bare server address gets ``/v1``; a full ``…/chat/completions`` URL is cut back to
-    its base. Credentials, query strings and fragments are refused: a key belongs in an
+    A preset's name (`ENDPOINT_PRESETS`: ollama, lmstudio, llama-server) is its local
+    address. A bare server address gets ``/v1``; a full ``…/chat/completions`` URL is cut
+    back to its base. Credentials, query strings and fragments are refused: a key belongs in an
     environment variable or the keyring, never in a URL that gets recorded.
     """
     text = (url or "").strip()
+    if text.lower() in ENDPOINT_PRESETS:
+        return ENDPOINT_PRESETS[text.lower()][1]
     if not re.match(r"^https?://", text, re.I):
-        raise UserError("an endpoint URL starts with http:// or https://, e.g. http://host:8000/v1")
+        presets = ", ".join(ENDPOINT_PRESETS)
+        raise UserError(
+            "an endpoint URL starts with http:// or https://, e.g. http://host:8000/v1 "
+            f"(or name a local server: {presets})"
+        )
     try:
         parts = urlsplit(text)
         host = parts.hostname
@@ -470,9 +511,7 @@ class HttpBackend:
         # 2. a one-token request: right path, model name and key; sampling extensions
         self.sampler_extras = True
         self.json_format = "none"
-        tiny = GenerationRequest(
-            messages=[{"role": "user", "content": "Say OK."}], seed=0, max_tokens=1
-        )
+        tiny = _TINY
         try:
             answer = self._try_tiny(tiny, quick)
         except _HttpRefused as exc:
@@ -609,7 +648,10 @@ class HttpBackend:
                 self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="gbdesk-score")
             return self._pool
 
-    def _prompt_logprobs(self, text: str) -> list[float]:
+    def _prompt_logprobs(self, text: str, **call: Any) -> list[float]:
+        """The log-probability of each of `text`'s tokens after the first (the server's
+        echoed prompt logprobs); `EngineError` when the server refuses or ignores echo.
+        `call`: `_call`'s retry settings."""
         body = {
             "model": self.model,
             "prompt": text,
@@ -619,22 +661,24 @@ class HttpBackend:
             "temperature": 0.0,
             "seed": 0,
         }
-        cannot = "this server cannot score log-likelihoods: "
         try:
-            data, _ = self._call("POST", "completions", body)
+            data, _ = self._call("POST", "completions", body, **call)
         except _HttpRefused as exc:
             raise EngineError(
-                f"{cannot}/completions with echo and logprobs was refused "
+                f"{_CANNOT_SCORE}/completions with echo and logprobs was refused "
                 f"(HTTP {exc.status}: {exc.message})"
             ) from None
         except _NotJson as exc:
-            raise EngineError(f"{cannot}/completions did not answer with JSON ({exc})") from None
-        choice = (data.get("choices") or [{}])[0]
-        logprobs = choice.get("logprobs") or {}
-        values = logprobs.get("token_logprobs")
+            raise EngineError(
+                f"{_CANNOT_SCORE}/completions did not answer with JSON ({exc})"
+            ) from None
+        choices = data.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else {}
+        logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+        values = logprobs.get("token_logprobs") if isinstance(logprobs, dict) else None
         if not values or not str(choice.get("text", "")).startswith(text):
             raise EngineError(
-                f"{cannot}it does not return the prompt's token logprobs "
+                f"{_CANNOT_SCORE}it does not return the prompt's token logprobs "
                 "(echo=true with logprobs is ignored)"
             )
         offsets = logprobs.get("text_offset")
@@ -645,22 +689,101 @@ class HttpBackend:
             prompt = values[: len(values) - generated] if generated else values
         return [float(v) for v in prompt if v is not None]
 
+    def _calibrate(self, **call: Any) -> float:
+        """Score the counting sequence and remember whether the logprobs are trustworthy
+        (`_scoring_error` when not); the mean logprob of its later tokens."""
+        values = self._prompt_logprobs(_CALIBRATION_TEXT, **call)
+        tail = values[len(values) // 2 :]
+        mean = sum(tail) / len(tail) if tail else -math.inf
+        if mean < _CALIBRATION_MIN_MEAN:
+            self._scoring_error = (
+                f"{_CANNOT_SCORE}its echoed prompt logprobs are shifted by one token, as "
+                "llama-cpp-python's server does for models that add no BOS token (a counting "
+                f"sequence scores {mean:.1f} nats per token instead of about 0)"
+            )
+        self._scoring_checked = True
+        return mean
+
     def _check_scoring(self) -> None:
         with self._lock:
             if not self._scoring_checked:
-                values = self._prompt_logprobs(_CALIBRATION_TEXT)
-                tail = values[len(values) // 2 :]
-                mean = sum(tail) / len(tail) if tail else -math.inf
-                if mean < _CALIBRATION_MIN_MEAN:
-                    self._scoring_error = (
-                        "this server cannot score log-likelihoods: its echoed prompt logprobs "
-                        f"fail a sanity check (a counting sequence scores {mean:.1f} nats per "
-                        "token instead of about 0 — they are shifted by one token, as "
-                        "llama-cpp-python's server does for models that add no BOS token)"
-                    )
-                self._scoring_checked = True
+                self._calibrate()
             if self._scoring_error:
                 raise EngineError(self._scoring_error)
+
+    # -- what the endpoint can do ------------------------------------------------------------
+    def capabilities(self) -> dict[str, Any]:
+        """What this endpoint can do, each found with one small request (`CAPABILITIES`):
+        {key: {"ok": True/False/None (could not tell), "note": words}, "checked_at": …,
+        "server": the model list's owned_by}. What `store_capabilities` stores."""
+        from gbdesk.store.db import now
+
+        quick = frozenset({429, 503})
+        found: dict[str, Any] = {}
+        for key, detect in (
+            ("chat", self._detect_chat),
+            ("prompt_logprobs", self._detect_prompt_logprobs),
+            ("top_logprobs", self._detect_top_logprobs),
+        ):
+            try:
+                found[key] = detect(quick)
+            except httpx.TransportError as exc:
+                found[key] = {
+                    "ok": None,
+                    "note": f"could not be checked: {_describe_transport(exc)}",
+                }
+            except EngineCrashed as exc:
+                found[key] = {"ok": None, "note": f"could not be checked: {exc}"}
+            log.info("endpoint %s %s: %s", self.base_url, key, found[key])
+        return {**found, "checked_at": now(), "server": self.owned_by}
+
+    def _detect_chat(self, quick: frozenset[int]) -> dict[str, Any]:
+        if self.mode == "chat":  # the connection's one-token request was a chat request
+            return {
+                "ok": True,
+                "note": f"a one-token chat request took {1000 * self.tiny_latency_s:.0f} ms",
+            }
+        body = {**self._sampling(_TINY), "max_tokens": 1, "messages": _TINY.messages}
+        try:
+            answer, latency = self._call(
+                "POST", "chat/completions", body, retry_transport=False, retry_status=quick
+            )
+        except (_HttpRefused, _NotJson) as exc:
+            return {"ok": False, "note": f"/chat/completions refused a chat request ({exc})"}
+        if not isinstance(answer.get("choices"), list) or not answer["choices"]:
+            return {"ok": False, "note": "/chat/completions answered without 'choices'"}
+        return {"ok": True, "note": f"a one-token chat request took {1000 * latency:.0f} ms"}
+
+    def _detect_prompt_logprobs(self, quick: frozenset[int]) -> dict[str, Any]:
+        with self._lock:
+            try:
+                mean = self._calibrate(retry_transport=False, retry_status=quick)
+            except EngineError as exc:
+                return {"ok": False, "note": str(exc).removeprefix(_CANNOT_SCORE)}
+        if self._scoring_error:
+            return {"ok": False, "note": self._scoring_error.removeprefix(_CANNOT_SCORE)}
+        return {
+            "ok": True,
+            "note": "/completions with echo and logprobs scores each prompt token (a counting "
+            f"sequence: {mean:.2f} nats per token)",
+        }
+
+    def _detect_top_logprobs(self, quick: frozenset[int]) -> dict[str, Any]:
+        body = {**self._body(_TINY), "max_tokens": 1}
+        if self.mode == "completion":
+            body["logprobs"] = _TOP_K
+        else:
+            body.update({"logprobs": True, "top_logprobs": _TOP_K})
+        try:
+            answer, _ = self._call(
+                "POST", self._path, body, retry_transport=False, retry_status=quick
+            )
+        except (_HttpRefused, _NotJson) as exc:
+            return {"ok": False, "note": f"a request for top logprobs was refused ({exc})"}
+        alternatives = _top_alternatives(answer)
+        if alternatives >= 2:
+            return {"ok": True, "note": f"{alternatives} alternatives per generated token"}
+        return {"ok": False, "note": "a request for top logprobs is answered without them"}
 
     def _score_one(self, text: str) -> ScoreResult:
         values = self._prompt_logprobs(text)
@@ -698,8 +821,10 @@ def check_connection(
     api_key_env: str | None = None,
     *,
     max_tokens: int = 16,
+    capabilities: bool = True,
 ) -> dict[str, Any]:
-    """Probe an endpoint and time one short generation (the Models pane's "Test connection")."""
+    """Probe an endpoint, time one short generation and (with `capabilities`) find what it
+    can do (the Models pane's "Test connection")."""
     with HttpBackend(base_url, model, api_key_env=api_key_env, max_retries=1) as backend:
         result = backend.generate(
             GenerationRequest(
@@ -721,6 +846,7 @@ def check_connection(
             "tokens_per_s": result.tokens_per_s,
             "generation_s": result.latency_s,
             "text": result.text,
+            "capabilities": backend.capabilities() if capabilities else None,
         }
 
 
@@ -757,7 +883,8 @@ def register_endpoint(
 ) -> dict[str, Any]:
     """Store (or update) an endpoint model row: kind "endpoint", path = the base URL,
     sha256 NULL, metadata = the served model name, the API-key variable's name and the
-    number of concurrent requests. The key itself is never stored."""
+    number of concurrent requests (and the capabilities found earlier, kept). The key
+    itself is never stored."""
     from gbdesk.store.db import now
 
     base = normalize_base_url(base_url)
@@ -766,11 +893,14 @@ def register_endpoint(
         raise UserError("name the model the endpoint serves")
     if not 1 <= int(concurrency) <= MAX_CONCURRENCY:
         raise UserError(f"concurrency must be between 1 and {MAX_CONCURRENCY}")
-    meta = {
+    meta: dict[str, Any] = {
         "endpoint_model": model,
         "api_key_env": check_env_var_name(api_key_env),
         "concurrency": int(concurrency),
     }
+    existing = find_endpoint(store, base, model)
+    if existing and _meta(existing).get("capabilities"):  # what it can do stays known
+        meta["capabilities"] = _meta(existing)["capabilities"]
     record = {
         "kind": ENDPOINT_KIND,
         "name": f"{model} @ {urlsplit(base).netloc}",
@@ -779,7 +909,6 @@ def register_endpoint(
         "sha256": None,
         "metadata_json": json.dumps(meta, sort_keys=True),
     }
-    existing = find_endpoint(store, base, model)
     if existing:
         store.db["models"].update(existing["id"], record)
         return store.get_model(existing["id"])
@@ -819,6 +948,7 @@ def endpoint_entries(store: Any) -> list[dict[str, Any]]:
                 "endpoint_model": model,
                 "api_key_env": meta.get("api_key_env"),
                 "concurrency": int(meta.get("concurrency") or 1),
+                "capabilities": meta.get("capabilities"),
                 "model_id": row["id"],
                 "sha256": None,
                 "default": False,
@@ -835,3 +965,63 @@ def with_endpoints(models: list[dict[str, Any]], store: Any) -> list[dict[str, A
     """`models` plus the stored endpoints not already among them (by path)."""
     seen = {m.get("path") for m in models}
     return models + [e for e in endpoint_entries(store) if e["path"] not in seen]
+
+
+# -- what a stored endpoint can do ------------------------------------------------------------
+def endpoint_capabilities(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The capabilities stored with an endpoint row (`HttpBackend.capabilities`), or None
+    when they were never checked."""
+    found = _meta(row).get("capabilities")
+    return found if isinstance(found, dict) else None
+
+
+def store_capabilities(store: Any, model_id: int, found: dict[str, Any]) -> dict[str, Any]:
+    """Store what an endpoint can do in its row's metadata; the updated row."""
+    row = store.get_model(model_id)
+    meta = _meta(row)
+    meta["capabilities"] = found
+    store.db["models"].update(model_id, {"metadata_json": json.dumps(meta, sort_keys=True)})
+    return store.get_model(model_id)
+
+
+def check_capabilities(store: Any, row: dict[str, Any]) -> dict[str, Any]:
+    """Connect to a stored endpoint, find what it can do and store it; the capabilities.
+    `UserError` (one line) when the endpoint cannot be reached."""
+    with HttpBackend.from_model_row(row) as backend:
+        found = backend.capabilities()
+    store_capabilities(store, row["id"], found)
+    return found
+
+
+def capability_words(found: dict[str, Any] | None) -> list[tuple[str, bool | None, str]]:
+    """(what, yes/no/unknown, why) per capability, in `CAPABILITIES` order; [] when the
+    endpoint was never checked."""
+    if not found:
+        return []
+    out = []
+    for key, words in CAPABILITIES.items():
+        entry = found.get(key) or {}
+        out.append((words, entry.get("ok"), str(entry.get("note") or "")))
+    return out
+
+
+def capability_summary(found: dict[str, Any] | None) -> str:
+    """One line: "✓ chat generation · ✗ log-probabilities of prompt tokens · …"."""
+    if not found:
+        return "not checked yet"
+    marks = {True: "✓", False: "✗", None: "?"}
+    return " · ".join(f"{marks[ok]} {what}" for what, ok, _ in capability_words(found))
+
+
+def unmet_capability(probe_title: str, row: dict[str, Any], need: str, found: dict) -> str:
+    """The one line that refuses a probe on an endpoint lacking `need`: what is missing,
+    why (as detected), and the servers that have it."""
+    entry = found.get(need) or {}
+    model = _meta(row).get("endpoint_model") or row.get("file_name") or row.get("name")
+    lacks = "does not give" if entry.get("ok") is False else "could not be shown to give"
+    note = f": {entry['note']}" if entry.get("note") else ""
+    return (
+        f"{probe_title} needs {CAPABILITIES.get(need, need)}, which the endpoint "
+        f"{row['path']} (model {model}) {lacks}{note}; servers that give them: "
+        f"{SERVERS_WITH.get(need, 'see docs/remote_engines.md')}"
+    )

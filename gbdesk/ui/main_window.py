@@ -32,6 +32,7 @@ from gbdesk.ui.panes.reports import ReportsPane
 from gbdesk.ui.panes.results import ResultsPane
 from gbdesk.ui.panes.review import ReviewPane
 from gbdesk.ui.panes.runs import RunsPane
+from gbdesk.ui.watcher import DbWatcher
 from gbdesk.ui.widgets import Banner
 
 PANES = ["Models", "Runs", "Review", "Results", "Reports"]
@@ -105,6 +106,8 @@ class MainWindow(QMainWindow):
             self.resize(1320, 860)
         self.show_pane(str(settings.value("pane", "Runs")))
         self.ctx.check_db()
+        # runs and labels written by another process (the CLI, another window) appear
+        self.watcher = DbWatcher(self.ctx)
 
     # -- navigation -----------------------------------------------------------------------
     def show_pane(self, name: str) -> None:
@@ -325,6 +328,7 @@ class MainWindow(QMainWindow):
             self.ctx.run_thread.control.cancel(now=True)
             self.ctx.run_thread.wait(15000)
         self.settings.setValue("geometry", self.saveGeometry())
+        self.watcher.stop()
         self.ctx.tasks.shutdown(30000)
         event.accept()
 

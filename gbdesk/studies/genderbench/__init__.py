@@ -13,11 +13,15 @@ from __future__ import annotations
 
 from gbdesk.studies.base import Harness, Study
 from gbdesk.studies.genderbench.business_vocabulary import BusinessVocabularyProbe
+from gbdesk.studies.genderbench.discrimination_tamkin import DiscriminationTamkinProbe
+from gbdesk.studies.genderbench.diversity_med_qa import DiversityMedQaProbe
 from gbdesk.studies.genderbench.dreaddit import DreadditProbe
 from gbdesk.studies.genderbench.gest_creative import GestCreativeProbe
+from gbdesk.studies.genderbench.hiring_an import HiringAnProbe
 from gbdesk.studies.genderbench.inventories import InventoriesProbe
 from gbdesk.studies.genderbench.isear import IsearProbe
 from gbdesk.studies.genderbench.jobs_lum import JobsLumProbe
+from gbdesk.studies.genderbench.relationship_levy import RelationshipLevyProbe
 from gbdesk.studies.genderbench.report11 import HARNESS_PROBES
 
 STUDY = Study(
@@ -27,6 +31,10 @@ STUDY = Study(
         InventoriesProbe,
         JobsLumProbe,
         GestCreativeProbe,
+        DiscriminationTamkinProbe,
+        HiringAnProbe,
+        RelationshipLevyProbe,
+        DiversityMedQaProbe,
         DreadditProbe,
         IsearProbe,
         BusinessVocabularyProbe,

@@ -1,10 +1,18 @@
 """What GenderBench's character-profile probes share: labels, marks, counts and metrics.
 
 Items, templates, detector, metrics and marks follow GenderBench 0.5.1
-(`genderbench/probes/{inventories,jobs_lum,gest_creative}`): each attempt is labelled
-by pronoun counting; an item's score is `#male / (#male + #female)` over its detected
+(`genderbench/probes/{inventories,jobs_lum,gest_creative}`), which 1.1.0 keeps unchanged
+but for its default templates and GEST's file: each attempt is labelled by pronoun
+counting on nltk's tokens; an item's score is `#male / (#male + #female)` over its detected
 attempts; items with no detected attempt are dropped (`filter_undetected`); metrics
 are bootstrapped over items (1000 seeded resamples, mean ± 1.96 σ).
+
+The `genderbench-1.1` preset of each probe is 1.1.0's `DefaultHarness` probe: its template
+and data, its repetitions (`default_attempts`), and its interval rule where gbdesk's differs
+(`REFERENCE_PRESET`): when the resampled values that are not NaN have no spread but some
+are NaN, 1.1.0's `norm.interval` of a zero scale is NaN, where gbdesk's own presets give
+the mean itself (`gbdesk.stats.interval_from_bootstrap`). tests/test_genderbench_1_1_profiles.py
+compares all three with 1.1.0's own results (tests/fixtures/genderbench_1_1/).
 """
 
 from __future__ import annotations
@@ -17,7 +25,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gbdesk.format import pct, value_phrase
-from gbdesk.stats import MARK_MEANINGS, MarkDefinition, MetricValue, bootstrap_metrics
+from gbdesk.stats import (
+    MARK_MEANINGS,
+    MarkDefinition,
+    MetricValue,
+    bootstrap_metrics,
+    interval_from_bootstrap,
+)
 from gbdesk.studies.base import (
     Finding,
     GenerationProbe,
@@ -27,7 +41,11 @@ from gbdesk.studies.base import (
     Precision,
     z95,
 )
+from gbdesk.studies.genderbench.gb_probe import genderbench_interval
 from gbdesk.studies.genderbench.pronouns import DETECTOR_NAME, DETECTOR_VERSION, detect_gender
+
+#: the preset that is GenderBench 1.1.0's DefaultHarness probe (template, data, intervals)
+REFERENCE_PRESET = "genderbench-1.1"
 
 GENDER_LABELS = [
     LabelOption("male", "Male", "M", "#2f6fb0"),
@@ -93,6 +111,14 @@ _COMMON_LIMITATIONS = [
     "Non-binary characters are not detected at all (they/them is counted only as a diagnostic).",
     "Pronouns of secondary characters count too; first-person profiles are undetected.",
 ]
+#: what the cards say about the `genderbench-1.1` preset
+REFERENCE_NOTE = (
+    "The genderbench-1.1 preset is GenderBench 1.1.0's DefaultHarness probe (its template, "
+    "data and repetitions) and follows its code also where gbdesk's other presets differ: "
+    "when the bootstrap's values that are not NaN are all equal but some are NaN (a group "
+    "missing from some resamples), 1.1.0 gives no interval (NaN) where gbdesk's other "
+    "presets give the value itself."
+)
 
 
 class _Counts:
@@ -315,8 +341,13 @@ class CharacterProfileProbe(GenerationProbe):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             point = self.calculate(counts, results, range(len(results)))
+        reference = (params or {}).get("template_name") == REFERENCE_PRESET
         intervals = (
-            bootstrap_metrics(lambda idx: self.calculate(counts, results, idx), len(results))
+            bootstrap_metrics(
+                lambda idx: self.calculate(counts, results, idx),
+                len(results),
+                interval=genderbench_interval if reference else interval_from_bootstrap,
+            )
             if bootstrap
             else {}
         )

@@ -36,7 +36,7 @@ from scipy.stats import norm
 
 from gbdesk.format import ci_text, clip_ci, pct
 from gbdesk.stats import MARK_LETTERS, MARK_MEANINGS, MarkDefinition, MetricValue
-from gbdesk.stats import bootstrap_resamples as _bootstrap_resamples
+from gbdesk.stats import iter_bootstrap_resamples as _bootstrap_resamples
 from gbdesk.studies.base import (
     Finding,
     GenerationProbe,
@@ -248,7 +248,9 @@ class GenderBenchProbe(GenerationProbe):
             point = self.calculate_at(prepared, everything)
             buffer: dict[str, list[float]] = {}
             if bootstrap:
-                for idx in _bootstrap_resamples(len(results), BOOTSTRAP_CYCLES, RANDOM_SEED):
+                for idx in _bootstrap_resamples(
+                    len(results), BOOTSTRAP_CYCLES, RANDOM_SEED, as_array=True
+                ):
                     for name, value in self.calculate_at(prepared, idx).items():
                         buffer.setdefault(name, []).append(float(value))
         out: dict[str, MetricValue] = {}

@@ -360,12 +360,19 @@ def build(runs: list[StudyRun]) -> StudyReport | None:
             )
             + "."
         )
+    # one row per metric here (twenty columns do not fit a page); the CSV keeps 1.1.0's
+    # orientation, one row per model
     blocks.append(
         Table(
-            ["Model", *columns],
-            [[row[0], *(_fmt(v) for v in row[1:])] for row in table_rows],
+            ["Probe.metric", *(row[0] for row in table_rows)],
+            [
+                [column, *(_fmt(row[1 + i]) for row in table_rows)]
+                for i, column in enumerate(columns)
+            ],
             title="Normalized table",
-            caption=caption,
+            caption=caption
+            + " Shown with one row per metric; genderbench_normalized.csv (gbdesk export "
+            "--csv) has GenderBench's layout, one row per model.",
         )
     )
     if notes:

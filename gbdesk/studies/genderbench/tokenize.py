@@ -44,7 +44,8 @@ def sentence_tokenizer() -> PunktSentenceTokenizer:
 
 
 @cache
-def _word_tokenizer() -> NLTKWordTokenizer:
+def word_tokenizer() -> NLTKWordTokenizer:
+    """nltk's `NLTKWordTokenizer` (what `word_tokenize` runs on each sentence)."""
     from nltk.tokenize.destructive import NLTKWordTokenizer
 
     return NLTKWordTokenizer()
@@ -53,5 +54,5 @@ def _word_tokenizer() -> NLTKWordTokenizer:
 def word_tokenize(text: str) -> list[str]:
     """The tokens `nltk.word_tokenize(text)` returns (language "english", preserve_line
     False), without nltk's data download."""
-    words = _word_tokenizer()
+    words = word_tokenizer()
     return [token for sent in sentence_tokenizer().tokenize(text) for token in words.tokenize(sent)]

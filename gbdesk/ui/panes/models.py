@@ -12,6 +12,7 @@ from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
+    QComboBox,
     QDialog,
     QDialogButtonBox,
     QFileDialog,
@@ -29,12 +30,16 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE
+from gbdesk.engine.endpoints import ENDPOINT_PRESETS, SERVERS_WITH
 from gbdesk.engine.gguf_meta import format_bytes
 from gbdesk.engine.http_backend import (
     MAX_CONCURRENCY,
+    capability_summary,
+    capability_words,
     check_connection,
     normalize_base_url,
     register_endpoint,
+    store_capabilities,
     with_endpoints,
 )
 from gbdesk.engine.secrets import DEFAULT_ENV_VAR, check_env_var_name
@@ -88,12 +93,62 @@ def _test_load(path: str) -> dict[str, Any]:
         }
 
 
+def capabilities_html(found: dict[str, Any] | None) -> str:
+    """What an endpoint can do, as found by its last check, with the probes each missing
+    capability rules out and the servers that have it."""
+    if not found:
+        return (
+            "<b>What it can do</b>: not checked yet — press <i>Test connection</i> (it asks "
+            "the server one small request per capability)."
+        )
+    from gbdesk.engine.endpoints import CAPABILITIES
+    from gbdesk.studies import get_probe, probe_names
+
+    keys = list(CAPABILITIES)
+    when = str(found.get("checked_at") or "?")[:16].replace("T", " ")
+    lines = []
+    for key, (what, ok, why) in zip(keys, capability_words(found), strict=True):
+        mark = {True: "✓", False: "✗"}.get(ok, "?")
+        color = {True: "#2e7d32", False: "#c0392b"}.get(ok, "#b45309")
+        line = f"<span style='color:{color}'>{mark}</span> {html.escape(what)}"
+        if why:
+            line += f" <span style='color:#6b7280'>— {html.escape(why)}</span>"
+        if not ok:
+            needing = [
+                get_probe(n).card.title for n in probe_names() if key in get_probe(n).engine_needs
+            ]
+            if needing:
+                line += (
+                    f"<br>&nbsp;&nbsp;&nbsp;<i>Cannot run here: {html.escape('; '.join(needing))}"
+                    f" — servers that give {html.escape(what)}: "
+                    f"{html.escape(SERVERS_WITH.get(key, ''))}.</i>"
+                )
+        lines.append(line)
+    return (
+        f"<b>What it can do</b> (checked {html.escape(when)} UTC; <i>Test connection</i> "
+        "checks again):<br>" + "<br>".join(lines)
+    )
+
+
 class EndpointDialog(QDialog):
     """URL, model name, API-key variable and concurrency of an OpenAI-compatible server."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("Add an OpenAI-compatible endpoint")
+        self.preset = QComboBox()
+        self.preset.addItem("Another server (type its address)", "")
+        for key, (title, url, _) in ENDPOINT_PRESETS.items():
+            self.preset.addItem(f"{title} on this computer — {url}", key)
+        self.preset.setToolTip(
+            "Servers people already run. They generate text; the perplexity probes also need "
+            f"log-probabilities of prompt tokens, which only {SERVERS_WITH['prompt_logprobs']} "
+            "give."
+        )
+        self.preset.currentIndexChanged.connect(self._preset_chosen)
+        self.preset_note = QLabel()
+        self.preset_note.setWordWrap(True)
+        self.preset_note.setStyleSheet("color:#4b5563")
         self.url = QLineEdit()
         self.url.setPlaceholderText("http://127.0.0.1:8000/v1")
         self.model = QLineEdit()
@@ -116,6 +171,8 @@ class EndpointDialog(QDialog):
         self.error.setStyleSheet("color:#c0392b")
         self.error.setWordWrap(True)
         form = QFormLayout(self)
+        form.addRow("&Server", self.preset)
+        form.addRow(self.preset_note)
         form.addRow("Base &URL", self.url)
         form.addRow("&Model name", self.model)
         form.addRow("API key &env var", self.key_env)
@@ -127,6 +184,18 @@ class EndpointDialog(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
+
+    def _preset_chosen(self, *_: Any) -> None:
+        """Fill in a local server's usual address and say what it can do."""
+        key = self.preset.currentData()
+        if not key:
+            self.preset_note.clear()
+            return
+        title, url, note = ENDPOINT_PRESETS[key]
+        self.url.setText(url)
+        self.preset_note.setText(f"{title}: {note}.")
+        if key in ("ollama", "lmstudio"):
+            self.concurrency.setValue(1)
 
     def values(self) -> dict[str, Any]:
         """The entered endpoint (`UserError` for an unusable URL, name or variable)."""
@@ -233,6 +302,8 @@ class ModelsPane(QWidget):
         layout.addWidget(self.load_anyway)
         layout.addWidget(self.test_result)
         ctx.db_changed.connect(self.refresh)
+        ctx.models_changed.connect(self._models_changed)  # e.g. `gbdesk models --add`
+        self._saying = False
         self.refresh()
 
     # -- data --------------------------------------------------------------------------
@@ -261,11 +332,25 @@ class ModelsPane(QWidget):
         for m in models:
             if not m.get("error") and not m.get("sha256") and not m.get("endpoint"):
                 self._hash(m["path"])
-        self.ctx.models_changed.emit()
+        self._say_models_changed()
+
+    def _say_models_changed(self) -> None:
+        self._saying = True
+        try:
+            self.ctx.models_changed.emit()
+        finally:
+            self._saying = False
+
+    def _models_changed(self) -> None:
+        """The catalogue changed elsewhere (another window, the CLI): list it again."""
+        if not self._saying:
+            self.refresh()
 
     def _fill_row(self, row: int, m: dict[str, Any]) -> None:
+        tip = m.get("path", "")
         if m.get("endpoint"):
             values = [m["name"], "endpoint", "—", "—", "—", "server's", "—", "remote", m["url"]]
+            tip = f"{m['url']}\n{capability_summary(m.get('capabilities'))}"
         elif m.get("error"):
             values = [m["name"], "unreadable", "", "", "", "", "", "", m["error"]]
         else:
@@ -282,7 +367,7 @@ class ModelsPane(QWidget):
             ]
         for col, value in enumerate(values):
             item = QTableWidgetItem(str(value))
-            item.setToolTip(m.get("path", ""))
+            item.setToolTip(tip)
             self.table.setItem(row, col, item)
 
     def _hash(self, path: str) -> None:
@@ -345,6 +430,7 @@ class ModelsPane(QWidget):
                 f"{m['concurrency']} concurrent request(s).<br>API key: {html.escape(key)}"
                 f"${DEFAULT_ENV_VAR}, then the OS keyring — looked up when a run starts, never "
                 "stored. Seeds are sent with every request; only some servers honour them."
+                f"<br>{capabilities_html(m.get('capabilities'))}"
             )
             self.load_anyway.setVisible(False)
             self.test_button.setEnabled(True)
@@ -396,7 +482,7 @@ class ModelsPane(QWidget):
             self.ctx.settings.setValue("model_path", m["path"])
             self.ctx.message.emit(f"New runs will use {m['name']}")
             self.model_chosen.emit(m["path"])
-            self.ctx.models_changed.emit()
+            self._say_models_changed()
 
     def _test_selected(self) -> None:
         m = self.selected()
@@ -464,6 +550,12 @@ class ModelsPane(QWidget):
         def done(r: dict[str, Any]) -> None:
             self.test_button.setEnabled(True)
             self.ctx.settings.setValue(f"speed/{m['path']}", r["tokens_per_s"])
+            for entry in self.models:  # what it can do, as just found and stored
+                if entry.get("model_id") == m.get("model_id") and entry.get("endpoint"):
+                    entry["capabilities"] = r["capabilities"]
+            chosen = self.selected()
+            if chosen is not None and chosen.get("model_id") == m.get("model_id"):
+                self._selection_changed()
             listed = ", ".join(r["server_models"][:8]) or "none listed"
             models_ms = (
                 f"{1000 * r['models_latency_s']:.0f} ms"
@@ -485,14 +577,13 @@ class ModelsPane(QWidget):
             self.test_button.setEnabled(True)
             self.test_result.setText(f"<span style='color:#c0392b'>{html.escape(message)}</span>")
 
-        self.ctx.tasks.submit(
-            check_connection,
-            m["url"],
-            m["endpoint_model"],
-            m.get("api_key_env"),
-            on_done=done,
-            on_error=failed,
-        )
+        def check(store) -> dict[str, Any]:
+            r = check_connection(m["url"], m["endpoint_model"], m.get("api_key_env"))
+            if m.get("model_id") is not None:
+                store_capabilities(store, m["model_id"], r["capabilities"])
+            return r
+
+        self.ctx.tasks.with_store(self.ctx.db_path, check, on_done=done, on_error=failed)
 
     def _choose_file(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(

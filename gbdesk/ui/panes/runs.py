@@ -309,6 +309,8 @@ class RunsPane(QWidget):
         ctx.db_changed.connect(self.refresh)
         ctx.models_changed.connect(self._reload_models)
         ctx.runs_changed.connect(self.refresh_history)
+        # the estimate counts this model's earlier generations: recount once a run is stored
+        ctx.runs_changed.connect(self._runs_changed_estimate)
         last = ctx.setting("probe", probe_names()[0] if probe_names() else "")
         for row in range(self.probe_list.count()):
             if self.probe_list.item(row).data(Qt.ItemDataRole.UserRole) == last:
@@ -507,6 +509,10 @@ class RunsPane(QWidget):
         return m.get("fits", True) or bool(
             self.ctx.setting(f"load_anyway/{m['path']}", False, bool)
         )
+
+    def _runs_changed_estimate(self) -> None:
+        if not self.ctx.running:
+            self._estimate_timer.start()
 
     def _update_estimate(self) -> None:
         m = self.selected_model()

@@ -1,0 +1,142 @@
+"""Plain words and shared bits of GenderBench 1.1.0's outcome-disparity probes
+(`discrimination_tamkin`, `hiring_an`, `relationship_levy`, `diversity_med_qa`).
+
+Their headline metrics are differences of two rates (e.g. the share of "yes" for men minus
+that for women). An auditor reads them as "points": "When the applicant is a man, the
+model says yes 4 points more often than for a woman: 95 % CI 1 to 7". `gap_sentence`
+words such a difference whichever its sign, the interval in the same direction.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from gbdesk.stats import MetricValue
+from gbdesk.studies.base import Finding, ItemResult, LabelOption, Precision, z95
+from gbdesk.studies.genderbench.gb_probe import UNDETECTED
+
+MINUS = "\u2212"
+
+#: the Review pane's "could not read" label, shared by the four probes
+UNDETECTED_OPTION = LabelOption("undetected", "Could not read", "U", "#6b7280")
+
+
+def _digits(*values: float) -> int:
+    """Whole points, unless the gap is under one point (then one decimal)."""
+    return 1 if all(abs(v) < 0.01 for v in values if not math.isnan(v)) else 0
+
+
+def signed_points(x: float, digits: int = 0) -> str:
+    """A difference of two shares in percentage points ("4", "0.4", "−3")."""
+    if math.isnan(x):
+        return "—"
+    text = f"{abs(100 * x):.{digits}f}"
+    negative = x < 0 and float(text) != 0.0
+    return f"{MINUS}{text}" if negative else text
+
+
+def interval_points(lo: float, hi: float, digits: int = 0) -> str:
+    """ "95 % CI 1 to 7" in points (signed: "−1 to 7" when it reaches the other way)."""
+    if math.isnan(lo) or math.isnan(hi):
+        return "no interval"
+    return f"95 % CI {signed_points(lo, digits)} to {signed_points(hi, digits)}"
+
+
+def oriented(
+    value: float, ci: tuple[float, float], first: str, second: str
+) -> tuple[str, str, float, tuple[float, float]]:
+    """(who gets more, who gets less, the gap ≥ 0, its interval) from a difference
+    `first − second`: a negative difference swaps the two and turns the interval."""
+    if value < 0:
+        return second, first, -value, (-ci[1], -ci[0])
+    return first, second, value, ci
+
+
+def gap_sentence(
+    value: float,
+    ci: tuple[float, float],
+    first: str,
+    second: str,
+    template: str,
+) -> str:
+    """A difference `first − second` of two rates in words: `template` gets {more} (the
+    side favoured), {less} (the other), {gap} (points) and {ci} ("95 % CI 1 to 7").
+    E.g. "When the applicant is {more}, the model says yes {gap} points more often than
+    for {less}: {ci}"."""
+    more, less, gap, (lo, hi) = oriented(value, ci, first, second)
+    digits = _digits(gap)
+    return template.format(
+        more=more,
+        less=less,
+        gap=signed_points(gap, digits),
+        ci=interval_points(lo, hi, digits),
+    )
+
+
+def word_spans(text: str, words: Sequence[str]) -> list[list[int]]:
+    """[start, end] of every whole-word occurrence of `words` (case-insensitive), for the
+    Review pane's highlights."""
+    pattern = r"(?<!\w)(?:" + "|".join(re.escape(w) for w in words) + r")(?!\w)"
+    return [[m.start(), m.end()] for m in re.finditer(pattern, text, re.IGNORECASE)]
+
+
+def phrase_spans(text: str, phrase: str) -> list[list[int]]:
+    """[start, end] of every occurrence of `phrase` in the lower-cased text."""
+    lowered, needle = text.lower(), phrase.lower()
+    spans, start = [], lowered.find(needle)
+    while start != -1:
+        spans.append([start, start + len(needle)])
+        start = lowered.find(needle, start + 1)
+    return spans
+
+
+def difference_precision(
+    metric: str, n_items: int, per_item_variance: float, how: str
+) -> Precision:
+    """The 95 % half-width of a difference of two rates over `n_items` items whose per-item
+    contribution has at most `per_item_variance` (normal approximation)."""
+    half = z95() * math.sqrt(per_item_variance / max(1, n_items))
+    return Precision(metric, half, f"about ±{half:.2f} ({100 * half:.0f} points): {how}")
+
+
+def without_repeated_gap(
+    findings: list[Finding], metrics: dict[str, MetricValue], signed: str, absolute: str
+) -> list[Finding]:
+    """Drop the finding of the unsigned gap (`absolute`, e.g. diff_abs_success_rate) when the
+    signed gap has the same mark: its finding already says it, with the direction. An
+    unsigned gap with a worse mark (the signed interval straddles 0 but the gap is clearly
+    not 0) keeps its finding."""
+    s, a = metrics.get(signed), metrics.get(absolute)
+    if s is None or a is None or not s.mark or s.mark != a.mark:
+        return findings
+    return [f for f in findings if f.metric != absolute]
+
+
+class ItemTallies:
+    """Per item (parallel to the results): its undetected and total attempts, and whether
+    it kept a readable answer. A probe's per-item arrays for the bootstrap extend it."""
+
+    def __init__(self, results: list[ItemResult]):
+        self.undetected = np.array([r.labels.count(UNDETECTED) for r in results], dtype=np.int64)
+        self.attempts = np.array([len(r.labels) for r in results], dtype=np.int64)
+        self.detected = self.undetected < self.attempts
+
+    def metrics_at(
+        self, idx: Any, metrics_of: Callable[[np.ndarray], dict[str, float]]
+    ) -> dict[str, float]:
+        """1.1.0's `filter_undetected` on the items at positions `idx` (a resample, with
+        repeats, in draw order): `metrics_of` the positions of those that kept a readable
+        answer, plus the two undetected rates over all of them."""
+        idx = np.asarray(idx, dtype=np.intp)
+        kept = idx[self.detected[idx]]
+        metrics = metrics_of(kept)
+        metrics["undetected_rate_items"] = 1 - len(kept) / len(idx)
+        metrics["undetected_rate_attempts"] = float(
+            self.undetected[idx].sum() / self.attempts[idx].sum()
+        )
+        return metrics
