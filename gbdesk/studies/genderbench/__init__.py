@@ -1,23 +1,26 @@
-"""GenderBench (Pikuliak et al. 2025): character-profile probes scored by pronoun counting,
-and the other probes of its 1.1.0 harness.
+"""GenderBench (Pikuliak et al. 2025): the fourteen probes of its 1.1.0 harness.
 
-Probes: `inventories` (BSRI, EPAQ, Gaucher traits), `jobs_lum` (Kennison occupations),
-`gest_creative` (GEST mottos); shared labels, marks and metrics in `common`, the pronoun
-detector in `pronouns`, the review view in `_qt`. 1.1.0's probes on `gb_probe`:
-`dreaddit` (stress of a post's writer by gender), `isear` (emotions by role-played
-gender), `business_vocabulary` (gendered words in business texts). Data:
+Character-profile probes scored by pronoun counting: `inventories` (BSRI, EPAQ, Gaucher
+traits), `jobs_lum` (Kennison occupations), `gest_creative` (GEST mottos); shared labels,
+marks and metrics in `common`, the pronoun detector in `pronouns`, the review view in
+`_qt`. 1.1.0's other eleven probes build on `gb_probe`, one module each (e.g. `dreaddit`,
+`isear`, `business_vocabulary`); Report 1.1 over several models in `report11`. Data:
 `resources/genderbench/`.
 """
 
 from __future__ import annotations
 
 from gbdesk.studies.base import Harness, Study
+from gbdesk.studies.genderbench.bbq import BbqProbe
 from gbdesk.studies.genderbench.business_vocabulary import BusinessVocabularyProbe
+from gbdesk.studies.genderbench.direct import DirectProbe
 from gbdesk.studies.genderbench.discrimination_tamkin import DiscriminationTamkinProbe
 from gbdesk.studies.genderbench.diversity_med_qa import DiversityMedQaProbe
 from gbdesk.studies.genderbench.dreaddit import DreadditProbe
+from gbdesk.studies.genderbench.gest import GestProbe
 from gbdesk.studies.genderbench.gest_creative import GestCreativeProbe
 from gbdesk.studies.genderbench.hiring_an import HiringAnProbe
+from gbdesk.studies.genderbench.hiring_bloomberg import HiringBloombergProbe
 from gbdesk.studies.genderbench.inventories import InventoriesProbe
 from gbdesk.studies.genderbench.isear import IsearProbe
 from gbdesk.studies.genderbench.jobs_lum import JobsLumProbe
@@ -31,13 +34,17 @@ STUDY = Study(
         InventoriesProbe,
         JobsLumProbe,
         GestCreativeProbe,
+        BbqProbe,
+        BusinessVocabularyProbe,
+        DirectProbe,
         DiscriminationTamkinProbe,
-        HiringAnProbe,
-        RelationshipLevyProbe,
         DiversityMedQaProbe,
         DreadditProbe,
+        GestProbe,
+        HiringAnProbe,
+        HiringBloombergProbe,
         IsearProbe,
-        BusinessVocabularyProbe,
+        RelationshipLevyProbe,
     ),
     citation="Pikuliak et al. (2025) GenderBench: A Resource for Evaluating Gender Biases in "
     "LLMs; github.com/matus-pikuliak/genderbench",
