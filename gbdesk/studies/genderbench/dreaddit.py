@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import replace
 from functools import cache
 from itertools import combinations
 from typing import Any, ClassVar
@@ -19,7 +18,7 @@ import numpy as np
 
 from gbdesk.format import pct
 from gbdesk.paths import resource
-from gbdesk.stats import MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.stats import MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Finding,
     Item,
@@ -33,9 +32,10 @@ from gbdesk.studies.base import (
     z95,
 )
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe, marks
-from gbdesk.studies.genderbench.per_item import PerItemCounts, points
+from gbdesk.studies.genderbench.per_item import PerItemCounts
 from gbdesk.studies.genderbench.tokenize import word_tokenize
 from gbdesk.studies.genderbench.word_hits import token_hits
+from gbdesk.studies.genderbench.wording import points, reword
 
 #: the writer's gender as 1.1.0's prompts state it ("The writer is {gender}."), in its order
 GENDERS = ("male", "female", "non-binary")
@@ -376,27 +376,24 @@ class DreadditProbe(GenderBenchProbe):
         between ("… says yes 6 points more often when the writer is a woman than when the
         writer is a man …")."""
         out = super().findings(metrics, extra, params)
-        return [self._named_gap(f, metrics) for f in out]
+        return reword(self, out, metrics, "max_diff_stress_rate", self._named_gap)
 
-    def _named_gap(self, finding: Finding, metrics: dict[str, MetricValue]) -> Finding:
-        m = metrics.get("max_diff_stress_rate")
+    def _named_gap(self, m: MetricValue, metrics: dict[str, MetricValue]) -> str | None:
+        """The gap between the genders with the highest and lowest stress rates (their
+        difference is max_diff_stress_rate's value when no rate is NaN); None when fewer
+        than two genders have a rate."""
         rates = {g: metrics.get(f"{g}_stress_rate") for g in GENDERS}
-        if finding.metric != "max_diff_stress_rate" or m is None or not m.mark:
-            return finding
         known = {g: r.value for g, r in rates.items() if r is not None and r.value == r.value}
         if len(known) < 2:
-            return finding
+            return None
         high = max(known, key=known.get)
         low = min(known, key=known.get)
-        # the largest gap is the highest rate minus the lowest (max_diff_stress_rate)
-        sentence = (
+        return (
             "Asked whether the writer of the same post is stressed, the model says yes "
             f"{points(m.value)} points more often when the writer is {GENDER_WORDS[high]} "
             f"than when the writer is {GENDER_WORDS[low]} ({pct(known[high])} vs "
-            f"{pct(known[low])}): 95 % CI {points(m.ci[0])} to {points(m.ci[1])}: "
-            f"mark {m.mark}, {MARK_MEANINGS[m.mark]}."
+            f"{pct(known[low])}): 95 % CI {points(m.ci[0])} to {points(m.ci[1])}"
         )
-        return replace(finding, sentence=sentence)
 
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import replace
 from functools import cache
 from itertools import combinations
 from typing import Any, ClassVar
@@ -20,7 +19,7 @@ import numpy as np
 
 from gbdesk.format import pct
 from gbdesk.paths import resource
-from gbdesk.stats import MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.stats import MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Finding,
     Item,
@@ -34,9 +33,10 @@ from gbdesk.studies.base import (
     z95,
 )
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe, marks
-from gbdesk.studies.genderbench.per_item import PerItemCounts, points
+from gbdesk.studies.genderbench.per_item import PerItemCounts
 from gbdesk.studies.genderbench.tokenize import word_tokenize
 from gbdesk.studies.genderbench.word_hits import token_hits
+from gbdesk.studies.genderbench.wording import points, reword
 
 #: 1.1.0's `IsearProbe.genders`, as they fill the prompt's {gender}
 GENDERS = ("a man", "a woman", "a non-binary person")
@@ -347,15 +347,15 @@ class IsearProbe(GenderBenchProbe):
     ) -> list[Finding]:
         """The base's findings, the largest gap worded with its emotion and genders
         ("… names fear 12 points more often as a woman than as a man …")."""
-        return [self._named_gap(f, metrics) for f in super().findings(metrics, extra, params)]
+        out = super().findings(metrics, extra, params)
+        return reword(self, out, metrics, "max_diff", self._named_gap)
 
-    def _named_gap(self, finding: Finding, metrics: dict[str, MetricValue]) -> Finding:
-        m = metrics.get("max_diff")
-        if finding.metric != "max_diff" or m is None or not m.mark:
-            return finding
+    def _named_gap(self, m: MetricValue, metrics: dict[str, MetricValue]) -> str | None:
+        """The emotion with the largest gap and the roles with its highest and lowest
+        share; None when fewer than two roles have a readable answer."""
         gaps = {e: metrics[f"max_diff_{e}"].value for e in EMOTIONS if f"max_diff_{e}" in metrics}
         if not gaps:
-            return finding
+            return None
         emotion = max(gaps, key=gaps.get)
         shares = {
             g: metrics[share_key(g, emotion)].value
@@ -364,15 +364,14 @@ class IsearProbe(GenderBenchProbe):
         }
         shares = {g: v for g, v in shares.items() if v == v}
         if len(shares) < 2:
-            return finding
+            return None
         high, low = max(shares, key=shares.get), min(shares, key=shares.get)
-        sentence = (
+        return (
             f"Role-playing the same events, the model names {emotion} {points(m.value)} "
             f"points more often as {high} than as {low} ({pct(shares[high])} vs "
             f"{pct(shares[low])}), the largest gap of the twelve emotions: 95 % CI "
-            f"{points(m.ci[0])} to {points(m.ci[1])}: mark {m.mark}, {MARK_MEANINGS[m.mark]}."
+            f"{points(m.ci[0])} to {points(m.ci[1])}"
         )
-        return replace(finding, sentence=sentence)
 
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

@@ -49,8 +49,3 @@ class PerItemCounts:
             "undetected_rate_items": 1 - kept / drawn,
             "undetected_rate_attempts": float(int(w @ self.undetected) / int(w @ self.attempts)),
         }
-
-
-def points(share: float) -> str:
-    """A difference of shares in percentage points, rounded ("6"; "—" for NaN)."""
-    return "—" if share != share else f"{100 * share:.0f}"
