@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 from gbdesk import __version__
 from gbdesk.errors import EngineError, UserError
 from gbdesk.format import duration, fmt
+from gbdesk.guards import INT64_DIGITS, INT64_MAX, in_int64, one_line
 from gbdesk.limits import LIMITS, SEED_RANGE
 
 
@@ -46,15 +47,21 @@ def _shown(text: str) -> str:
 
 
 def _whole(text: str) -> int:
-    """A whole number of at most 18 digits (int() of a 5,000-digit text would raise)."""
+    """A whole number SQLite can store (-2^63 … 2^63 − 1); int() of a 5,000-digit text
+    would raise, a 20-digit one would overflow SQLite's INTEGER."""
     body = text.strip(" \t")
     digits = body.removeprefix("-").removeprefix("+")
-    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
-        raise argparse.ArgumentTypeError(f"not a whole number (at most 18 digits): {_shown(text)}")
-    return -int(digits) if body.startswith("-") else int(digits)
+    if not (digits.isascii() and digits.isdigit()) or len(digits.lstrip("0")) > INT64_DIGITS:
+        raise argparse.ArgumentTypeError(f"not a whole number (at most 19 digits): {_shown(text)}")
+    value = -int(digits) if body.startswith("-") else int(digits)
+    if not in_int64(value):
+        raise argparse.ArgumentTypeError(
+            f"must be between -2^63 and 2^63 - 1 (SQLite's whole numbers): {_shown(text)}"
+        )
+    return value
 
 
-def _positive_int(text: str, maximum: int = 10**18) -> int:
+def _positive_int(text: str, maximum: int = INT64_MAX) -> int:
     value = _whole(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {_shown(text)}")
@@ -84,6 +91,14 @@ def _seed(text: str) -> int:
     value = _whole(text)
     if not SEED_RANGE[0] <= value <= SEED_RANGE[1]:
         raise argparse.ArgumentTypeError(f"must be between -2^63 and 2^63 - 1: {_shown(text)}")
+    return value
+
+
+def _draw_seed(text: str) -> int:
+    """The seed of a resampling or a draw: 0 … 2^63 − 1 (numpy takes no negative seed)."""
+    value = _whole(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 2^63 - 1: {_shown(text)}")
     return value
 
 
@@ -126,6 +141,19 @@ def _run_id(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"not a run or attempt id: {_shown(text)}")
     return value
+
+
+def _name(text: str) -> str:
+    """Who labelled, coded or validated: not blank, on one line (it is stored with each
+    label and shown in reports)."""
+    name = _text(text).strip()
+    if not name:
+        raise argparse.ArgumentTypeError("must name someone (it is empty)")
+    if name != one_line(name):
+        raise argparse.ArgumentTypeError(
+            f"must be one line without control characters: {_shown(name)}"
+        )
+    return name
 
 
 def _label_mode(text: str) -> str:
@@ -279,11 +307,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "compare", help="compare two runs of a probe item by item (paired bootstrap, BH)"
     )
-    p.add_argument("run_a", type=int, metavar="RUN_A")
-    p.add_argument("run_b", type=int, metavar="RUN_B", help="differences are B − A")
+    p.add_argument("run_a", type=_run_id, metavar="RUN_A")
+    p.add_argument("run_b", type=_run_id, metavar="RUN_B", help="differences are B − A")
     p.add_argument("--labels", choices=("auto", "reviewed"), default="auto")
-    p.add_argument("--resamples", type=_positive_int, default=1000, help="default 1000")
-    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+    p.add_argument(
+        "--resamples", type=_bounded("resamples"), default=1000, help="default 1000"
+    )
+    p.add_argument(
+        "--seed", type=_draw_seed, default=0, help="seed of the resampling (default 0)"
+    )
     _db_arg(p)
     _json_arg(p)
 
@@ -344,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
         "import-labels",
         help="store a rater's hand labels for a run from CSV/JSONL (e.g. an edited export)",
     )
-    p.add_argument("run_id", type=int)
+    p.add_argument("run_id", type=_run_id)
     p.add_argument(
         "--file",
         required=True,
@@ -352,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
         "columns depend on the probe (characters.csv: role, name, gender, references; "
         "answers.csv: category, option; others: label)",
     )
-    p.add_argument("--rater", required=True, help="who made these labels")
+    p.add_argument("--rater", type=_name, required=True, help="who made these labels")
     p.add_argument(
         "--consensus",
         action="store_true",
@@ -381,9 +413,9 @@ def build_parser() -> argparse.ArgumentParser:
         "sample",
         help="draw a uniformly random review sample of a run (for --labels ppi)",
     )
-    p.add_argument("run_id", type=int)
+    p.add_argument("run_id", type=_run_id)
     p.add_argument("--size", type=_positive_int, required=True, help="units to draw")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0)
     _db_arg(p)
     _json_arg(p)
 
@@ -412,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     action.add_argument(
         "--show", action="store_true", help="the codebook, the drawn texts and the progress"
     )
-    p.add_argument("--rater", type=_text, help="who coded (--file), or who edits the codebook")
+    p.add_argument("--rater", type=_name, help="who coded (--file), or who edits the codebook")
     p.add_argument(
         "--consensus",
         action="store_true",
@@ -463,7 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a label (e.g. male/female/undetected), or JSON for probes with structured labels, "
         'e.g. [{"role": "subject", "name": "Jane", "references": ["she", "her"]}]',
     )
-    p.add_argument("--reviewer", type=_text, required=True)
+    p.add_argument("--reviewer", type=_name, required=True)
     p.add_argument(
         "--consensus",
         action="store_true",
@@ -490,6 +522,7 @@ class CommandKit:
     run_id: Callable[[str], int]
     positive_int: Callable[[str], int]
     seed: Callable[[str], int]
+    name: Callable[[str], str]
 
 
 #: subcommands added by studies (`Study.commands`), filled when the parser is built
@@ -504,7 +537,7 @@ def _add_study_commands(sub: Any) -> None:
 
     kit = CommandKit(
         _db_arg, _json_arg, _open_store, _emit, _ProgressPrinter, _text, _run_id,
-        _positive_int, _seed,
+        _positive_int, _seed, _name,
     )  # fmt: skip
     for study in studies():
         if not study.commands:
@@ -940,6 +973,10 @@ def cmd_label(args) -> int:
     return 0
 
 
+#: a model name's characters on a line of `gbdesk runs` or `compare` (--json has it whole)
+MODEL_CHARS = 60
+
+
 def cmd_runs(args) -> int:
     with _open_store(args.db) as store:
         runs = store.list_runs()
@@ -959,7 +996,7 @@ def cmd_runs(args) -> int:
     text = (
         "\n".join(
             f"{r['run_id']:>4}  {r['probe']:<14} {r['status']:<11} "
-            f"{r['attempts_done']:>5}/{r['attempts_total']:<5} {r['model']}"
+            f"{r['attempts_done']:>5}/{r['attempts_total']:<5} {one_line(r['model'], MODEL_CHARS)}"
             for r in payload
         )
         or "no runs yet — start one with: gbdesk run --probe PROBE (see: gbdesk probes)"
@@ -971,6 +1008,11 @@ def cmd_runs(args) -> int:
 def cmd_resume(args) -> int:
     with _open_store(args.db, writes=True) as store:
         run = store.get_run(args.run_id)
+        if run["source"] == "imported":
+            raise UserError(
+                f"run {args.run_id} was imported from a file: it is complete as imported and "
+                f"there is nothing to generate (see: gbdesk metrics {args.run_id})"
+            )
         if run["status"] == "done":
             print(f"run {args.run_id} is already complete", file=sys.stderr)
         return _execute(args, store, args.run_id)
@@ -1002,7 +1044,8 @@ def cmd_compare(args) -> int:
             store, args.run_a, args.run_b, args.labels, resamples=args.resamples, seed=args.seed
         )
     lines = [
-        f"run {c.run_b} (B: {c.model_b}) against run {c.run_a} (A: {c.model_a}) · {c.probe} · "
+        f"run {c.run_b} (B: {one_line(c.model_b, MODEL_CHARS)}) against run {c.run_a} "
+        f"(A: {one_line(c.model_a, MODEL_CHARS)}) · {c.probe} · "
         f"{c.items} items paired · {c.label_mode} labels · {c.resamples} paired resamples "
         f"(seed {c.seed})"
     ]

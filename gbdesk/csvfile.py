@@ -3,7 +3,9 @@
 The whole text goes through the `csv` module (never `str.splitlines`, which would also
 break at U+2028, U+0085, form feeds and other separators inside quoted fields), with
 fields up to `limits.MAX_CSV_FIELD` characters, and every record carries the physical line
-("\\n", "\\r\\n" or "\\r") it starts on, for messages.
+("\\n", "\\r\\n" or "\\r") it starts on, for messages. A gbdesk export is read back as
+it was stored: the cells its `gbdesk_escaped` column names are unescaped and that column is
+dropped (`gbdesk.guards.unescape_exported`).
 """
 
 from __future__ import annotations
@@ -12,13 +14,15 @@ import csv
 import io
 
 from gbdesk.errors import UserError, short_repr
+from gbdesk.guards import unescape_exported
 from gbdesk.limits import allow_big_csv_fields
 
 
 def csv_records(
-    text: str, where: str, *, strict: bool = True
+    text: str, where: str, *, strict: bool = True, unescape: bool = True
 ) -> tuple[list[str] | None, list[tuple[int, list[str]]]]:
-    """(header, [(start line, cells), …]) of CSV `text`; blank lines are skipped.
+    """(header, [(start line, cells), …]) of CSV `text`; blank lines are skipped; with
+    `unescape`, a gbdesk export's escaped cells are restored (`unescape_exported`).
 
     Raises `UserError` ("<where>, line N: …") for malformed CSV (at the line where the
     broken record starts), a header that repeats a column, or a row with more cells than
@@ -48,4 +52,6 @@ def csv_records(
             rows.append((line, cells))
     except csv.Error as exc:
         raise UserError(f"{where}, line {start}: malformed CSV ({exc})") from None
+    if unescape and header is not None:
+        header, rows, _ = unescape_exported(header, rows)
     return header, rows

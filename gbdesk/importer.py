@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -22,6 +21,8 @@ from typing import Any
 from gbdesk import __version__
 from gbdesk.csvfile import csv_records
 from gbdesk.errors import UserError
+from gbdesk.guards import INT64_MAX, loads_json
+from gbdesk.guards import whole_number as _whole_number
 from gbdesk.store import Store
 from gbdesk.store.db import prepare_attempts
 from gbdesk.studies import get_probe
@@ -55,50 +56,16 @@ class ImportedRun:
     notes: dict[str, Any] = field(default_factory=dict)  # reported once for the import
 
 
-#: Digits Python turns into an int (its `int_max_str_digits` guard); longer ones are refused.
-MAX_INT_DIGITS = 4300
-
-
-class _BadNumber(ValueError):
-    """A JSON number gbdesk refuses: NaN/Infinity, out of float range, or too many digits."""
-
-
-def _json_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise _BadNumber(
-            f"a number has {len(text.lstrip('-')):,} digits (at most {MAX_INT_DIGITS:,}; "
-            "put it in quotes to import it as text)"
-        )
-    return int(text)
-
-
-def _json_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _BadNumber(f"the number {text[:20]}{'…' if len(text) > 20 else ''} is out of range")
-    return value
-
-
-def _json_constant(name: str) -> Any:
-    raise _BadNumber(f"{name} is not a JSON value")
-
-
 def parse_json_line(line: str) -> Any:
-    """One JSON value, strictly: no NaN/Infinity, finite numbers, ints of at most
-    `MAX_INT_DIGITS` digits. Raises ValueError with a one-line reason."""
+    """One JSON value, strictly (`guards.loads_json`): no NaN/Infinity, finite numbers,
+    ints of at most 4,300 digits, nested at most `guards.MAX_JSON_DEPTH` deep. Raises
+    ValueError with a one-line reason."""
     try:
-        return json.loads(
-            line,
-            parse_int=_json_int,
-            parse_float=_json_float,
-            parse_constant=_json_constant,
-        )
+        return loads_json(line)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg}, column {exc.colno})") from None
-    except _BadNumber as exc:
-        raise ValueError(str(exc)) from None
-    except RecursionError:
-        raise ValueError("not valid JSON (nested too deeply)") from None
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({exc})" if "nested" in str(exc) else str(exc)) from None
 
 
 def read_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
@@ -109,7 +76,7 @@ def read_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     the line number is the physical line ("\\n", "\\r\\n" or "\\r") where the record starts;
     cells are text, a short row's missing cells are None, a long row or a repeated header
     column is refused. JSONL: one JSON object per line, lines end at "\\n" only (separators
-    inside strings stay there); numbers must be finite with at most `MAX_INT_DIGITS` digits.
+    inside strings stay there); numbers must be finite with at most 4,300 digits.
     """
     p = Path(path)
     if not p.is_file():
@@ -433,19 +400,9 @@ def _short(text: str, width: int = 160) -> str:
 
 
 def whole_number(value: Any) -> int | None:
-    """A whole number ≥ 0 from a cell; None when empty; raises ValueError otherwise."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, bool):
-        raise ValueError
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise ValueError
-        value = int(value)
-    number = int(str(value).strip())
-    if number < 0:
-        raise ValueError
-    return number
+    """A whole number ≥ 0 from a cell (at most 2^63 − 2: one more still fits SQLite's
+    INTEGER); None when empty; raises ValueError otherwise (`guards.whole_number`)."""
+    return _whole_number(value)
 
 
 def _template_hint(probe: Probe, params: dict[str, Any], key: str, prompt: str) -> str:
@@ -602,10 +559,14 @@ def _place(
             f"(e.g. '{_short(example)}', {line_list(lines)}); {DEAL_HINT}"
         )
     if bad_attempt:
-        problems.append(f"{line_list(bad_attempt)} have an attempt that is not a whole number ≥ 0")
+        problems.append(
+            f"{line_list(bad_attempt)} have an attempt that is not a whole number from 0 to "
+            f"{INT64_MAX - 1:,}"
+        )
     if bad_index:
         problems.append(
-            f"{line_list(bad_index)} have an item_index that is not a whole number ≥ 0"
+            f"{line_list(bad_index)} have an item_index that is not a whole number from 0 to "
+            f"{INT64_MAX - 1:,}"
         )
     if duplicates:
         several = len({str(r.get("run_id") or "") for _, r in rows}) > 1

@@ -7,7 +7,6 @@ their own thread).
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from PySide6.QtCore import QThread, QUrl, Signal
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.format import duration
+from gbdesk.guards import html_text
 from gbdesk.runs import RunControl
 from gbdesk.store import Store
 from gbdesk.ui.context import AppContext
@@ -211,7 +211,7 @@ class AuditDialog(QDialog):
 
     def _plan_failed(self, message: str) -> None:
         self.plan_button.setEnabled(True)
-        self.summary.setText(f"<span style='color:#b91c1c'>{html.escape(message)}</span>")
+        self.summary.setText(f"<span style='color:#b91c1c'>{html_text(message)}</span>")
 
     def _planned(self, out: dict[str, Any]) -> None:
         self.plan_button.setEnabled(True)
@@ -224,10 +224,10 @@ class AuditDialog(QDialog):
             )
             self.continue_button.setVisible(True)
         plan = self.plan
-        left = "".join(f"<br>Left out — {html.escape(x)}" for x in plan.left_out)
+        left = "".join(f"<br>Left out — {html_text(x)}" for x in plan.left_out)
         self.summary.setText(
             f"<b>{len(plan.probes)} probe(s), about {duration(plan.expected_s)}</b> of the "
-            f"{html.escape(plan.budget)} budget. Speed: {html.escape(plan.speed.basis)}.{left}"
+            f"{html_text(plan.budget)} budget. Speed: {html_text(plan.speed.basis)}.{left}"
         )
         headers = ["Probe", "Items", "Attempts", "Work", "Expected time", "Interval it reaches"]
         self.table.clear()
@@ -302,11 +302,11 @@ class AuditDialog(QDialog):
             self.progress.setValue(run.done)
             eta = f", about {duration(run.eta_s)} left in this probe" if run.eta_s else ""
             self.status.setText(
-                f"Probe {p.step + 1} of {p.steps}: {html.escape(p.probe)} (run {p.run_id}) — "
+                f"Probe {p.step + 1} of {p.steps}: {html_text(p.probe)} (run {p.run_id}) — "
                 f"{run.done}/{run.total}{eta}"
             )
         else:
-            self.status.setText(f"Probe {p.step + 1} of {p.steps}: {html.escape(p.probe)}…")
+            self.status.setText(f"Probe {p.step + 1} of {p.steps}: {html_text(p.probe)}…")
         self.ctx.runs_changed.emit()
 
     def _completed(self, result: dict[str, Any]) -> None:
@@ -316,7 +316,7 @@ class AuditDialog(QDialog):
             self.status.setText(
                 f"Audit {result['audit_id']} finished: runs "
                 f"{', '.join(map(str, result['runs']))}. Report: "
-                f"{html.escape(result['report'])}"
+                f"{html_text(result['report'])}"
             )
             self.open_button.setEnabled(True)
             self.results_button.setEnabled(True)
@@ -328,7 +328,7 @@ class AuditDialog(QDialog):
 
     def _failed(self, message: str) -> None:
         self.progress.setVisible(False)
-        self.status.setText(f"<span style='color:#b91c1c'>{html.escape(message)}</span>")
+        self.status.setText(f"<span style='color:#b91c1c'>{html_text(message)}</span>")
 
     def _thread_finished(self) -> None:
         self.ctx.run_thread = None

@@ -24,9 +24,18 @@ KIT: Any = None
 
 
 def _dataset_ref(text: str) -> str:
+    from gbdesk.guards import INT64_MAX, whole_number
+
     value = text.strip()
-    if value.casefold() != "latest" and not value.isdigit():
-        raise argparse.ArgumentTypeError(f"not a dataset id (a number, or latest): {text!r}")
+    if value.casefold() == "latest":
+        return value
+    try:
+        whole_number(value, minimum=1, maximum=INT64_MAX)
+    except ValueError:
+        shown = value if len(value) <= 24 else value[:20] + "…"
+        raise argparse.ArgumentTypeError(
+            f"not a dataset id (a run number, or latest): {shown!r}"
+        ) from None
     return value
 
 
@@ -90,7 +99,7 @@ def add_commands(sub: Any, kit: Any) -> dict[str, Any]:
         help="CSV or JSONL with stereotype_id, common (yes/no), specific (a/b) and optionally "
         "category (a name or 1–16); any bad line: nothing is stored",
     )
-    a.add_argument("--validator", required=True, type=kit.text)
+    a.add_argument("--validator", required=True, type=kit.name)
     kit.db_arg(a)
     kit.json_arg(a)
 

@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk import __version__
-from gbdesk.errors import UserError
+from gbdesk.errors import UserError, short_repr
+from gbdesk.guards import INT64_MAX, loads_json, whole_number
 
 log = logging.getLogger(__name__)
 
@@ -225,15 +226,19 @@ def resolve_id(store: Any, ref: Any) -> int:
     text = str(ref).strip()
     if text.casefold() == "latest":
         return latest_run(store, _filter_probe_name(), complete=False)
-    if not text.isdigit():
-        raise UserError(f"{ref!r} is not a dataset id (a number, or latest)")
-    run = store.get_run(int(text))
+    try:
+        number = whole_number(text, minimum=1, maximum=INT64_MAX)
+    except ValueError:
+        number = None
+    if number is None:
+        raise UserError(f"{short_repr(text)} is not a dataset id (a number, or latest)")
+    run = store.get_run(number)
     if run["probe"] != _filter_probe_name():
         raise UserError(
-            f"run {text} is a {run['probe']} run, not a dataset (an {_filter_probe_name()} "
+            f"run {number} is a {run['probe']} run, not a dataset (an {_filter_probe_name()} "
             "run: see gbdesk dataset list)"
         )
-    return int(text)
+    return number
 
 
 def human_labels_by_validator(store: Any, run_id: int) -> dict[int, dict[str, dict[str, Any]]]:
@@ -501,7 +506,7 @@ def _records(path: str | Path) -> tuple[list[tuple[int, dict[str, Any]]], dict[s
     p = Path(path)
     if p.suffix.lower() == ".json":
         try:
-            doc = json.loads(p.read_text(encoding="utf-8-sig"))
+            doc = loads_json(p.read_text(encoding="utf-8-sig"))
         except FileNotFoundError:
             raise UserError(f"file not found: {p}") from None
         except (ValueError, UnicodeDecodeError) as exc:
@@ -522,7 +527,7 @@ def _validations(value: Any) -> list[dict[str, Any]] | None:
         return []
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads_json(value)
         except ValueError:
             return None
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from gbdesk.engine.base import GenerationResult
 from gbdesk.errors import UserError, short_repr
+from gbdesk.guards import loads_json
 from gbdesk.stats import MetricValue, wilson_interval
 from gbdesk.studies.base import (
     AuditSize,
@@ -175,8 +176,8 @@ def parse_stereotypes(text: str) -> tuple[str, list[dict[str, str]]]:
     raw = str(text or "")
     status, items = "unparsed", []
     try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
+        value = loads_json(raw, strict=False)
+    except ValueError:
         value = None
     if isinstance(value, dict) and isinstance(value.get("stereotypes"), list):
         status = "parsed"
@@ -245,8 +246,8 @@ def parse_verdict(text: str, group: str) -> dict[str, Any]:
     people to judge). A reply cut off by the length limit keeps the verdict it gave
     before the cut (`_cut_verdict`). Never raises."""
     try:
-        value = json.loads(str(text or ""))
-    except (ValueError, RecursionError):
+        value = loads_json(str(text or ""), strict=False)
+    except ValueError:
         value = _cut_verdict(str(text or ""))
     if not isinstance(value, dict) or not isinstance(value.get("applies_to_broader_group"), bool):
         return {"broader": None, "broader_group": None, "explanation": "", "status": "unparsed"}
@@ -282,8 +283,8 @@ def parse_category(text: str) -> str | None:
     from gbdesk.studies.intersectional.questions import find_category
 
     try:
-        value = json.loads(str(text or ""))
-    except (ValueError, RecursionError):
+        value = loads_json(str(text or ""), strict=False)
+    except ValueError:
         value = text
     if isinstance(value, dict):
         value = value.get("category")
@@ -863,8 +864,8 @@ class FilterProbe(ChainProbe):
         specific and category."""
         parsed: Any
         try:
-            parsed = json.loads(value)
-        except (ValueError, RecursionError):
+            parsed = loads_json(value)
+        except (ValueError, TypeError):
             parsed = None
         if isinstance(parsed, dict):
             parts = (parsed.get("common"), parsed.get("specific"), parsed.get("category"))

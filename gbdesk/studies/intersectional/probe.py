@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from gbdesk.engine.base import GenerationRequest, GenerationResult
 from gbdesk.errors import UserError, short_repr
+from gbdesk.guards import loads_json
 from gbdesk.paths import resource
 from gbdesk.stats import MetricValue
 from gbdesk.studies.base import (
@@ -89,8 +90,8 @@ def _json_value(text: str) -> Any:
     """The JSON value `text` holds, or `text` itself when it is not JSON (never raises:
     bad JSON, NaN, 5,000-digit numbers and deep nesting all give the text back)."""
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        return loads_json(text, strict=False)
+    except ValueError:
         return text
 
 
@@ -189,6 +190,7 @@ class IntersectionalProbe(ChainProbe):
     result_view = "._qt.views:SDegResultsView"
     templates: ClassVar[dict[str, str]] = {"paper": ROLE_PROMPT}
     template_slots = ("count", "people")
+
     default_attempts = 10  # roles per group, as the paper
     options: ClassVar[tuple[ProbeOption, ...]] = (
         ProbeOption(
@@ -501,6 +503,9 @@ class IntersectionalProbe(ChainProbe):
             items.append(item)
         return self.sample_and_limit(items, params)
 
+    def template_samples(self) -> dict[str, Any]:
+        return {"count": 1, "people": "Black women"}  # `group_item` fills in count=1
+
     @staticmethod
     def group_item(
         group: dict[str, str],
@@ -671,8 +676,8 @@ class IntersectionalProbe(ChainProbe):
         differ from the listed one in case. Anything else raises `UserError` with one line."""
         example = 'give the corrected answers as a JSON object, e.g. {"5": "Very important"}'
         try:
-            chosen = json.loads(value) if isinstance(value, str) else None
-        except (ValueError, RecursionError):
+            chosen = loads_json(value) if isinstance(value, str) else None
+        except ValueError:
             chosen = None
         if not isinstance(chosen, dict) or not chosen:
             raise UserError(example)

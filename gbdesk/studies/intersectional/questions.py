@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk.errors import UserError
+from gbdesk.guards import loads_json
 
 FIELDS = ("question_id", "category_id", "category", "question", "expected_answers", "source")
 
@@ -70,7 +71,7 @@ def _options(record: dict[str, Any]) -> Any:
     options = record.get("options")
     if isinstance(options, str) and options.strip().startswith("["):
         try:
-            options = json.loads(options)
+            options = loads_json(options)
         except ValueError:
             return None
     if options in (None, "") and record.get("expected_answers") not in (None, ""):
@@ -143,7 +144,7 @@ def read_bank(path: str | Path) -> list[dict[str, Any]]:
     p = Path(path)
     if p.suffix.lower() == ".json":
         try:
-            data = json.loads(p.read_text(encoding="utf-8-sig"))
+            data = loads_json(p.read_text(encoding="utf-8-sig"))
         except FileNotFoundError:
             raise UserError(f"file not found: {p}") from None
         except (ValueError, UnicodeDecodeError) as exc:
