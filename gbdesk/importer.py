@@ -10,10 +10,14 @@ is killed or the disk fills up half-way.
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
 import json
 import logging
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +25,7 @@ from typing import Any
 from gbdesk import __version__
 from gbdesk.csvfile import csv_records
 from gbdesk.errors import UserError
-from gbdesk.guards import INT64_MAX, loads_json
+from gbdesk.guards import ESCAPED_COLUMN, INT64_MAX, loads_json
 from gbdesk.guards import whole_number as _whole_number
 from gbdesk.store import Store
 from gbdesk.store.db import prepare_attempts
@@ -205,6 +209,63 @@ def model_of(record: dict[str, Any], model_name: str | None) -> str:
     return str(record.get("model") or "").strip() or model_name or "imported"
 
 
+# -- gbdesk's own export files ------------------------------------------------------------------
+def is_gbdesk_export(path: str | Path) -> bool:
+    """Whether the file is a CSV table of gbdesk's export (its header ends with the
+    `guards.ESCAPED_COLUMN` mark); reads only the header."""
+    try:
+        with Path(path).open(encoding="utf-8-sig", newline="") as fh:
+            head = fh.read(1 << 16)
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        header = next(csv.reader(io.StringIO(head)), [])
+    except csv.Error:
+        return False
+    return ESCAPED_COLUMN in header
+
+
+def export_hint(probe: Probe, name: str, command: str) -> str:
+    """Which of gbdesk's export files `gbdesk <command>` reads for the probe's runs, and
+    where the file `name` goes instead — for a refusal's message."""
+    readers = [f for f, commands in probe.export_files.items() if command in commands]
+    if readers:
+        use = f"for {probe.name} runs it reads {' or '.join(readers)} of gbdesk's export"
+    else:
+        use = f"for {probe.name} runs it reads no file of gbdesk's export"
+    goes = probe.export_files.get(name)
+    if goes:
+        use += f"; {name} goes to " + " or ".join(f"`gbdesk {c}`" for c in goes)
+    elif goes is not None:
+        use += f"; no command reads {name} back"
+    return use
+
+
+def check_export_file(probe: Probe, path: str | Path, command: str) -> None:
+    """Refuse, before reading it, a file of gbdesk's export that `command` does not read
+    for this probe (e.g. a story probe's characters.csv given to `gbdesk import`), with a
+    line naming the file it does read."""
+    name = Path(path).name
+    commands = probe.export_files.get(name)
+    if commands is None or command in commands or not is_gbdesk_export(path):
+        return
+    raise UserError(f"{name} is not for `gbdesk {command}`: {export_hint(probe, name, command)}")
+
+
+@contextlib.contextmanager
+def export_hints(probe: Probe, path: str | Path, command: str) -> Iterator[None]:
+    """A refusal of a renamed file of gbdesk's export says which file to use."""
+    try:
+        yield
+    except UserError as exc:
+        if Path(path).name in probe.export_files or not is_gbdesk_export(path):
+            raise
+        raise UserError(
+            f"{exc} ({Path(path).name} is a file of gbdesk's export: "
+            f"{export_hint(probe, '', command)})"
+        ) from exc
+
+
 # -- the whole import --------------------------------------------------------------------------
 def import_generations(
     store: Store,
@@ -220,7 +281,11 @@ def import_generations(
     `deal_rows`: rows without an `item` whose prompt several items share are dealt to
     those items in turn (otherwise such a file is refused)."""
     probe = get_probe(probe_name)
-    planned = probe.plan_import(path, model_name=model_name, template=template, deal_rows=deal_rows)
+    check_export_file(probe, path, "import")
+    with export_hints(probe, path, "import"):
+        planned = probe.plan_import(
+            path, model_name=model_name, template=template, deal_rows=deal_rows
+        )
     if not planned:
         raise UserError(f"nothing imported from {path}: it holds no results")
     return write_imported_runs(store, probe, path, planned)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk.errors import UserError
-from gbdesk.importer import line_list, read_rows, refuse
+from gbdesk.importer import check_export_file, export_hints, line_list, read_rows, refuse
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 
@@ -39,6 +39,14 @@ def plan_labels(
         raise UserError("--rater must name who made these labels")
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
+    check_export_file(probe, path, "import-labels")
+    with export_hints(probe, path, "import-labels"):
+        return _plan_labels(store, run_id, probe, path, rater)
+
+
+def _plan_labels(
+    store: Store, run_id: int, probe: Any, path: str | Path, rater: str
+) -> list[tuple[int, dict[str, Any]]]:
     rows = read_rows(path)
     if not rows:
         raise UserError(f"{path} has a header but no rows")

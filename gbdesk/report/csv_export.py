@@ -126,38 +126,43 @@ class _Spool:
         self._path.unlink(missing_ok=True)
 
 
-def _meta_columns(run_items: list[dict[str, Any]]) -> list[str]:
-    """The items' metadata keys, in order of first appearance."""
-    meta_cols: list[str] = []
+#: attempts.csv's own columns. An item's metadata key or a label's data key of the same
+#: name is written as item_<key> or label_<key> (and a data key that is also a metadata
+#: key as label_<key>): a header that repeats a column cannot be read back.
+HEAD_COLUMNS = ("run_id", "item", "attempt", "prompt", "response")
+TAIL_COLUMNS = (
+    "detector",
+    "human_label",
+    "reviewer",
+    "reviewed_at",
+    "seed",
+    "tokens_in",
+    "tokens_out",
+    "latency_s",
+    "finish_reason",
+    "prompt_mode",
+    "item_index",
+)
+_OWN_COLUMNS = frozenset((*HEAD_COLUMNS, "detected", *TAIL_COLUMNS, ESCAPED_COLUMN))
+
+
+def _meta_names(run_items: list[dict[str, Any]]) -> dict[str, str]:
+    """The items' metadata keys, in order of first appearance → their column names."""
+    names: dict[str, str] = {}
     for row in run_items:
         for key in row["metadata"]:
-            if key not in meta_cols:
-                meta_cols.append(key)
-    return meta_cols
+            if key not in names:
+                names[key] = f"item_{key}" if key in _OWN_COLUMNS else key
+    return names
+
+
+def _meta_columns(run_items: list[dict[str, Any]]) -> list[str]:
+    """The items' metadata columns, in order of first appearance."""
+    return list(_meta_names(run_items).values())
 
 
 def _attempt_columns(meta_cols: list[str], data_cols: list[str]) -> list[str]:
-    return [
-        "run_id",
-        "item",
-        "attempt",
-        "prompt",
-        "response",
-        *meta_cols,
-        "detected",
-        *data_cols,
-        "detector",
-        "human_label",
-        "reviewer",
-        "reviewed_at",
-        "seed",
-        "tokens_in",
-        "tokens_out",
-        "latency_s",
-        "finish_reason",
-        "prompt_mode",
-        "item_index",
-    ]
+    return [*HEAD_COLUMNS, *meta_cols, "detected", *data_cols, *TAIL_COLUMNS]
 
 
 def _attempt_row_chunks(
@@ -171,8 +176,13 @@ def _attempt_row_chunks(
     attempts at a time; the label data's keys are added to `data_cols` in order of first
     appearance as the rows come."""
     ensure_auto_labels(store, run_id)
-    items = {row["item"]: row["metadata"] for row in run_items}
+    meta_names = _meta_names(run_items)
+    items = {
+        row["item"]: {meta_names[k]: v for k, v in row["metadata"].items()} for row in run_items
+    }
     item_index = {row["item"]: row["idx"] for row in run_items}  # the run's item order
+    taken = _OWN_COLUMNS | set(meta_names.values())
+    data_names: dict[str, str] = {}
     known = set(data_cols)
     for attempts in store.attempt_chunks(run_id, chunk or EXPORT_CHUNK):
         ids = [a["id"] for a in attempts]
@@ -193,10 +203,13 @@ def _attempt_row_chunks(
                 "detector": label["source"] if label else "",
             }
             for key, value in ((label or {}).get("data") or {}).items():
-                row[key] = value
-                if key not in known:
-                    known.add(key)
-                    data_cols.append(key)
+                column = data_names.get(key)
+                if column is None:
+                    column = data_names[key] = f"label_{key}" if key in taken else key
+                row[column] = value
+                if column not in known:
+                    known.add(column)
+                    data_cols.append(column)
             row.update(
                 {
                     "human_label": review["label"] if review else "",

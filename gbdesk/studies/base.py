@@ -390,6 +390,16 @@ class Probe(ABC):
     #: every row of `export_tables` comes from one attempt (the export may then hand it
     #: the attempts a chunk at a time); False: the tables need all attempts at once
     export_tables_per_attempt: ClassVar[bool] = False
+    #: gbdesk's CSV export files of this probe's runs → the commands that read them back
+    #: ("import", "import-labels", "code"); () for a file no command reads (a summary). A
+    #: file of the export given to a command that does not read it is refused in one line
+    #: naming the file that command reads (`importer.check_export_file`).
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
+        "attempts.csv": ("import", "import-labels"),
+        "metrics.csv": (),
+        "codes.csv": ("code",),
+        "codebook.csv": (),
+    }
     #: what the random review sample draws and prediction-powered metrics resample: the
     #: unit the metrics average over ("attempt", or "item" for means over items)
     ppi_unit: ClassVar[str] = "attempt"

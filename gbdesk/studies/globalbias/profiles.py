@@ -177,6 +177,11 @@ PROFILE_TITLES = {
 
 class GlobalBiasProfilesProbe(GenerationProbe):
     name = "globalbias_profiles"
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
+        **GenerationProbe.export_files,
+        "attempts.csv": ("import",),  # parsed profiles are reviewed in the app
+        "profiles.csv": ("import",),
+    }
     version = "1"
     templates: ClassVar[dict[str, str]] = {"paper": "{list_of_names}"}
     template_slots = ("list_of_names",)

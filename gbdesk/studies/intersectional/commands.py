@@ -273,6 +273,20 @@ def _agreement_text(dataset_id: int, figures: dict[str, Any]) -> str:
             + (f"{100 * share:.2f} %" if share is not None else "—")
             + f" of {a['stereotypes_rated']} stereotypes; {a['validators']} validators"
         )
+        outside = a.get("rated_outside") or {}
+        if outside:
+            every = a["all_rated"]
+            kappa = every["fleiss_kappa"]
+            share = every["share_majority"]
+            verdicts = (f"{n} with the filter's verdict {v}" for v, n in outside.items())
+            lines.append(
+                "    also rated: "
+                + ", ".join(verdicts)
+                + f"; over all {every['stereotypes_rated']} rated: Fleiss' κ "
+                + (f"{kappa:.3f}" if kappa is not None else f"— ({every['fleiss_kappa_reason']})")
+                + f"; majority {a['majority_answer']}: "
+                + (f"{100 * share:.2f} %" if share is not None else "—")
+            )
     return "\n".join(lines)
 
 

@@ -328,35 +328,64 @@ def load(store: Any, ref: Any) -> Dataset:
 
 
 # -- agreement ------------------------------------------------------------------------------
-def ratings(dataset: Dataset, question: str) -> list[tuple[str, str, str]]:
+def ratings(
+    dataset: Dataset, question: str, everywhere: bool = False
+) -> list[tuple[str, str, str]]:
     """(stereotype id, validator, answer) of one question ("common" or "specific") over the
-    stereotypes in the dataset."""
+    stereotypes in the dataset (`everywhere`: over every stereotype, also those the filter
+    moved out)."""
     return [
         (s.id, v.validator, getattr(v, question))
         for s in dataset.stereotypes
-        if s.in_dataset
+        if everywhere or s.in_dataset
         for v in s.validations.values()
         if getattr(v, question)
     ]
 
 
-def question_agreement(dataset: Dataset, question: str) -> dict[str, Any]:
-    """Fleiss' κ, the share the majority answered positively, and the raw agreement of one
-    question (`gbdesk.agreement`; figures it cannot define are None with a reason)."""
+def _figures(
+    dataset: Dataset, question: str, everywhere: bool = False
+) -> tuple[dict[str, Any], list[Stereotype]]:
     from gbdesk.agreement import agreement_summary
 
-    rows = ratings(dataset, question)
-    rated = [s for s in dataset.stereotypes if s.in_dataset and s.votes(question)]
+    rated = [
+        s for s in dataset.stereotypes if (everywhere or s.in_dataset) and s.votes(question)
+    ]
+    return agreement_summary(ratings(dataset, question, everywhere)), rated
+
+
+def _share(rated: list[Stereotype], question: str) -> float | None:
     positive = POSITIVE[question]
     majority = [s.majority(question) for s in rated]
-    summary = agreement_summary(rows)
+    return sum(1 for m in majority if m == positive) / len(rated) if rated else None
+
+
+def question_agreement(dataset: Dataset, question: str) -> dict[str, Any]:
+    """Fleiss' κ, the share the majority answered positively, and the raw agreement of one
+    question (`gbdesk.agreement`; figures it cannot define are None with a reason), over
+    the stereotypes in the dataset (the paper's figures).
+
+    Validators may also judge stereotypes the filter moved out (to check the filter):
+    those are counted by the filter's verdict (`rated_outside`), and the same figures over
+    every rated stereotype are under `all_rated` — so decisions that were stored are never
+    reported as "no ratings"."""
+    summary, rated = _figures(dataset, question)
     fleiss = summary["fleiss_kappa"]
     percent = summary["percent_agreement"]
+    everywhere, all_rated = _figures(dataset, question, everywhere=True)
+    outside = Counter(s.status for s in all_rated if not s.in_dataset)
+    reason = fleiss["reason"]
+    if not rated and outside:
+        verdicts = ", ".join(f"{n} {status}" for status, n in sorted(outside.items()))
+        reason = (
+            f"no stereotype in the dataset is rated: the {sum(outside.values())} rated were "
+            f"moved out of it by the filter ({verdicts}; see all_rated)"
+        )
     return {
         "fleiss_kappa": fleiss["value"],
-        "fleiss_kappa_reason": fleiss["reason"],
-        "share_majority": sum(1 for m in majority if m == positive) / len(rated) if rated else None,
-        "majority_answer": positive,
+        "fleiss_kappa_reason": reason,
+        "share_majority": _share(rated, question),
+        "majority_answer": POSITIVE[question],
         "validators": summary["n_raters"],
         "stereotypes_rated": len(rated),
         "stereotypes_rated_by_two_or_more": summary["n_units_overlap"],
@@ -367,6 +396,15 @@ def question_agreement(dataset: Dataset, question: str) -> dict[str, Any]:
             "reason": percent.get("reason"),
         },
         "krippendorff_alpha": summary["krippendorff_alpha"]["value"],
+        "rated_outside": dict(sorted(outside.items())),
+        "all_rated": {
+            "stereotypes_rated": len(all_rated),
+            "validators": everywhere["n_raters"],
+            "fleiss_kappa": everywhere["fleiss_kappa"]["value"],
+            "fleiss_kappa_reason": everywhere["fleiss_kappa"]["reason"],
+            "share_majority": _share(all_rated, question),
+            "by_filter_verdict": dict(sorted(Counter(s.status for s in all_rated).items())),
+        },
     }
 
 

@@ -302,6 +302,11 @@ class ElicitationProbe(GenerationProbe):
     """Stereotypes of each target group, elicited with the three-part prompt of §2.2."""
 
     name = "intersectional_elicit"
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
+        **GenerationProbe.export_files,
+        "attempts.csv": ("import",),
+        "triples.csv": (),
+    }
     version = "1"
     unit = "replies"
     templates: ClassVar[dict[str, str]] = {"reconstruction": ELICIT_PROMPT}
@@ -637,6 +642,12 @@ class FilterProbe(ChainProbe):
     dataset, which people validate in Review."""
 
     name = "intersectional_filter"
+    # a dataset goes out and in with `gbdesk dataset export` / `dataset import`
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
+        **ChainProbe.export_files,
+        "attempts.csv": ("import-labels",),
+        "stereotypes.csv": (),
+    }
     version = "1"
     unit = "stereotypes"
     review_view = "._qt.views:StereotypeValidationView"

@@ -184,6 +184,12 @@ DESIGNS = {
 
 class IntersectionalProbe(ChainProbe):
     name = "intersectional_sdeg"
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
+        **ChainProbe.export_files,
+        "attempts.csv": (),  # roles only: their answers are in answers.csv
+        "answers.csv": ("import", "import-labels"),
+        "sdeg_cells.csv": (),
+    }
     version = "1"
     unit = "roles"
     review_view = "._qt.views:RoleAnswersView"

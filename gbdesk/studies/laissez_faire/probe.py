@@ -216,6 +216,11 @@ class Character:
 
 class LaissezFaireProbe(GenerationProbe):
     name = "laissez_faire"
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
+        **GenerationProbe.export_files,
+        "attempts.csv": ("import",),
+        "characters.csv": ("import-labels",),
+    }
     version = "1"
     unit = "stories"
     review_view = "._qt.views:CharacterReviewView"
