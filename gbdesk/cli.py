@@ -523,6 +523,7 @@ class CommandKit:
     positive_int: Callable[[str], int]
     seed: Callable[[str], int]
     name: Callable[[str], str]
+    bounded: Callable[[str], Callable[[str], int]]  # a positive int up to `LIMITS[name]`
 
 
 #: subcommands added by studies (`Study.commands`), filled when the parser is built
@@ -537,7 +538,7 @@ def _add_study_commands(sub: Any) -> None:
 
     kit = CommandKit(
         _db_arg, _json_arg, _open_store, _emit, _ProgressPrinter, _text, _run_id,
-        _positive_int, _seed, _name,
+        _positive_int, _seed, _name, _bounded,
     )  # fmt: skip
     for study in studies():
         if not study.commands:
@@ -825,7 +826,8 @@ def cmd_run(args) -> int:
     from gbdesk.studies import get_probe
 
     # fail fast on a typo or a bad parameter, before loading anything
-    get_probe(args.probe).resolve_params(
+    probe = get_probe(args.probe)
+    params = probe.resolve_params(
         template=args.template, limit=args.limit, sample=args.sample, **_options(args.options)
     )
     endpoint_only = {
@@ -845,6 +847,9 @@ def cmd_run(args) -> int:
             "its /v1/models lists them)"
         )
     with _open_store(args.db, writes=True) as store:
+        # parameters naming data in the database (a dataset, an elicitation run) are
+        # checked before the model is registered: a refused run writes nothing
+        probe.bind(store, params)
         if args.endpoint:
             from gbdesk.engine.http_backend import HttpBackend, register_endpoint
 
@@ -1499,12 +1504,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a path the system refuses: too long, a folder, no permission …
+        logging.getLogger("gbdesk.cli").warning("file error in: gbdesk %s", argv[:1], exc_info=exc)
+        print(f"gbdesk: error: {_file_error(exc)}", file=sys.stderr)
+        return 2
     except Exception as exc:  # a bug: one line here, the traceback in the log file
         return _unexpected(exc, argv, log_file)
+
+
+def _file_error(exc: OSError) -> str:
+    """An OSError in one line: what the system said, and about which path (cut)."""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    if exc.filename is not None:
+        return f"cannot use {_shown(os.fsdecode(exc.filename))}: {one_line(what, 200)}"
+    return one_line(what, 300)
 
 
 def _unexpected(exc: Exception, argv: list[str], log_file: Path | None) -> int:
     logging.getLogger("gbdesk.cli").error("unexpected error in: gbdesk %s", argv[:1], exc_info=exc)
     where = f"; details in {log_file}" if log_file else ""
-    print(f"gbdesk: unexpected error: {type(exc).__name__}: {exc}{where}", file=sys.stderr)
+    what = one_line(str(exc), 300)
+    print(f"gbdesk: unexpected error: {type(exc).__name__}: {what}{where}", file=sys.stderr)
     return 1

@@ -80,13 +80,15 @@ def add_commands(sub: Any, kit: Any) -> dict[str, Any]:
     )
     a.add_argument("--model", help="GGUF path, 'default' (bundled) or http(s)://URL#MODEL")
     a.add_argument("--filter-model", help="another model for the filtering step (default: --model)")
-    a.add_argument("--attempts", type=kit.positive_int, default=1, help="replies per group")
+    a.add_argument("--attempts", type=kit.bounded("attempts"), default=1, help="replies per group")
     a.add_argument(
         "--max-stereotypes", type=int, default=8, help="stereotypes per reply, at most (1–30)"
     )
-    a.add_argument("--max-tokens", type=kit.positive_int, help="elicitation reply length")
-    a.add_argument("--filter-max-tokens", type=kit.positive_int, help="filter reply length")
-    a.add_argument("--limit", type=kit.positive_int, help="keep the first N groups")
+    a.add_argument("--max-tokens", type=kit.bounded("max_tokens"), help="elicitation reply length")
+    a.add_argument(
+        "--filter-max-tokens", type=kit.bounded("max_tokens"), help="filter reply length"
+    )
+    a.add_argument("--limit", type=kit.bounded("limit"), help="keep the first N groups")
     a.add_argument("--seed", type=kit.seed, default=0)
     kit.db_arg(a)
     kit.json_arg(a)

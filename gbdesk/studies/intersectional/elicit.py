@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from gbdesk.engine.base import GenerationResult
 from gbdesk.errors import UserError, short_repr
-from gbdesk.guards import loads_json
+from gbdesk.guards import INT64_MAX, loads_json, whole_number
 from gbdesk.stats import MetricValue, wilson_interval
 from gbdesk.studies.base import (
     AuditSize,
@@ -736,9 +736,13 @@ class FilterProbe(ChainProbe):
     ) -> dict[str, Any]:
         params = super().resolve_params(template=template, limit=limit, sample=sample, **extra)
         ref = str(elicitation if elicitation not in (None, "") else "latest").strip()
-        if ref != "latest" and not ref.isdigit():
+        try:
+            run_id = None if ref == "latest" else whole_number(ref, minimum=1, maximum=INT64_MAX)
+        except ValueError:
+            run_id = None
+        if ref != "latest" and run_id is None:
             raise UserError("elicitation must be an intersectional_elicit run id or latest")
-        params["elicitation"] = ref if ref == "latest" else int(ref)
+        params["elicitation"] = ref if run_id is None else run_id
         return params
 
     def bind(self, store: Any, params: dict[str, Any]) -> dict[str, Any]:

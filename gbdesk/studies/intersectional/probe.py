@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 from gbdesk.engine.base import GenerationRequest, GenerationResult
 from gbdesk.errors import UserError, short_repr
-from gbdesk.guards import loads_json
+from gbdesk.guards import INT64_MAX, loads_json, whole_number
 from gbdesk.paths import resource
 from gbdesk.stats import MetricValue
 from gbdesk.studies.base import (
@@ -402,8 +402,15 @@ class IntersectionalProbe(ChainProbe):
         if text.casefold() == "latest":
             return "latest"
         if text.isdigit():
-            return int(text)
-        if Path(text).expanduser().is_file():
+            try:
+                return whole_number(text, minimum=1, maximum=INT64_MAX)
+            except ValueError:
+                raise UserError(f"dataset {short_repr(text)} is not a run id") from None
+        try:
+            is_file = Path(text).expanduser().is_file()
+        except (OSError, ValueError):  # a name too long for a path, a NUL …
+            is_file = False
+        if is_file:
             return str(Path(text).expanduser().resolve())
         raise UserError(
             f"dataset must be none, latest, a dataset id or a dataset file; {short_repr(text)} "
