@@ -84,12 +84,16 @@ _PY_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", re.S)
 _BRACKETS = re.compile(r"[\[\]{}()]")
 
 
+def too_deep(text: str, limit: int = MAX_JSON_DEPTH, python: bool = False) -> bool:
+    """Whether `text` nests deeper than `limit` (quick when it has few brackets)."""
+    if text.count("[") + text.count("{") + text.count("(") <= limit:
+        return False  # cannot nest deeper than it has brackets: no scan needed
+    return nesting_depth(text, python) > limit
+
+
 def nesting_depth(text: str, python: bool = False) -> int:
     """The deepest bracket nesting of `text` (JSON, or a Python literal with `python`),
     ignoring brackets inside strings; iterative, linear in the text's length."""
-    opening = text.count("[") + text.count("{") + text.count("(")
-    if opening <= MAX_JSON_DEPTH:
-        return opening  # cannot nest deeper than it has brackets: no scan needed
     stripped = (_PY_STRING if python else _JSON_STRING).sub("", text)
     depth = deepest = 0
     for match in _BRACKETS.finditer(stripped):
@@ -139,7 +143,7 @@ def loads_json(text: str | bytes, max_depth: int = MAX_JSON_DEPTH, *, strict: bo
         text = text.decode("utf-8")
     if not isinstance(text, str):
         raise TypeError(f"JSON must be text, not {type(text).__name__}")
-    if nesting_depth(text) > max_depth:
+    if too_deep(text, max_depth):
         raise BadJson(f"nested too deeply (more than {max_depth} levels)")
     hooks: dict[str, Any] = (
         {"parse_int": _json_int, "parse_float": _json_float, "parse_constant": _json_constant}

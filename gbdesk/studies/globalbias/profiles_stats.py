@@ -61,7 +61,7 @@ import pandas as pd
 
 from gbdesk.csvfile import csv_records
 from gbdesk.errors import UserError
-from gbdesk.guards import MAX_JSON_DEPTH, loads_json, nesting_depth, unescape_exported
+from gbdesk.guards import MAX_JSON_DEPTH, loads_json, too_deep, unescape_exported
 
 # --------------------------------------------------------------------------- layout
 
@@ -174,7 +174,7 @@ def parse_list_cell(value: Any) -> tuple[str, ...]:
     if text[0] in "([":
         parsed: Any = None
         try:
-            if nesting_depth(text, python=True) > MAX_JSON_DEPTH:
+            if too_deep(text, MAX_JSON_DEPTH, python=True):
                 raise ValueError("nested too deeply")  # literal_eval recurses per level
             parsed = ast.literal_eval(text)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
