@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
 
 from gbdesk.errors import UserError, short_repr
-from gbdesk.guards import unescape_exported
+from gbdesk.guards import ESCAPED_COLUMN, escaped_cells, safe_cell, unescape_exported
 from gbdesk.limits import allow_big_csv_fields
 
 
@@ -55,3 +58,13 @@ def csv_records(
     if unescape and header is not None:
         header, rows, _ = unescape_exported(header, rows)
     return header, rows
+
+
+def write_table(path: str | Path, columns: list[str], rows: Iterable[Mapping[str, Any]]) -> None:
+    """A CSV table as gbdesk exports it: text escaped against spreadsheets and terminals,
+    each row ending with its `gbdesk_escaped` mark, which `csv_records` undoes."""
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow([*(safe_cell(c) for c in columns), ESCAPED_COLUMN])
+        for row in rows:
+            writer.writerow(escaped_cells(columns, row))

@@ -232,7 +232,7 @@ def export_hint(probe: Probe, name: str, command: str) -> str:
     if readers:
         use = f"for {probe.name} runs it reads {' or '.join(readers)} of gbdesk's export"
     else:
-        use = f"for {probe.name} runs it reads no file of gbdesk's export"
+        use = f"for {probe.name} runs it reads no file of gbdesk's export{probe.import_hint()}"
     goes = probe.export_files.get(name)
     if goes:
         use += f"; {name} goes to " + " or ".join(f"`gbdesk {c}`" for c in goes)

@@ -4,7 +4,9 @@ A second rater, a spreadsheet, or an edited export (a story probe's characters.c
 attempts.csv, answers.csv) becomes human labels of one rater. Rows are matched to the
 run's attempts by an `attempt_id` column, else by `item` + `attempt`, else by `prompt` +
 `response`; the rows of one attempt (e.g. one row per character) are turned into one
-label by the probe (`Probe.human_label_from_rows`). The whole file is validated first:
+label by the probe (`Probe.human_label_from_rows`). Rows of another run's export (their
+`run_id`) label this run only where they hold its texts: the run imported from that
+export. The whole file is validated first:
 any bad row → nothing is stored, and every bad line is listed. The labels are then
 written in one transaction.
 """
@@ -27,6 +29,27 @@ def _whole_number(value: Any) -> int | None:
         return int(text) if text and len(text) < 19 else None
     except ValueError:
         return None
+
+
+def _same_texts(
+    record: dict[str, Any], by_key: dict[tuple[str, int], dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The attempt of this run a row of *another* run's export stands for: the same item
+    and attempt with the same texts (the row's response — a role's text in answers.csv
+    — and its prompt when it has one). So an export goes back onto the run imported from
+    it; a row whose texts differ stays another run's."""
+    attempt = _whole_number(record.get("attempt"))
+    if attempt is None:
+        return None
+    found = by_key.get((str(record.get("item") or "").strip(), attempt))
+    if found is None:
+        return None
+    response = record.get("response", record.get("role"))
+    if response is None or str(response) != found["response"]:
+        return None
+    if "prompt" in record and str(record.get("prompt") or "") != found["prompt"]:
+        return None
+    return found
 
 
 def plan_labels(
@@ -62,7 +85,11 @@ def _plan_labels(
     grouped: dict[int, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
     for number, record in rows:
         if str(record.get("run_id") or "").strip() not in ("", str(run_id)):
-            other_run.append(number)
+            copy = _same_texts(record, by_key)
+            if copy is None:
+                other_run.append(number)
+            else:
+                grouped[copy["id"]].append((number, record))
             continue
         attempt = None
         if str(record.get("attempt_id") or "").strip():

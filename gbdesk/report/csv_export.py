@@ -34,6 +34,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gbdesk.csvfile import write_table
 from gbdesk.errors import UserError
 from gbdesk.guards import (  # noqa: F401 (escape_text, unescape_cell: this module's API)
     ESCAPED_COLUMN,
@@ -48,12 +49,8 @@ from gbdesk.store import Store
 
 def write_csv(path: Path, columns: list[str], rows: Iterable[dict[str, Any]]) -> None:
     """A table as gbdesk exports it: text escaped, each row ending with its
-    `ESCAPED_COLUMN` cell (which columns were escaped)."""
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow([*(safe_cell(c) for c in columns), ESCAPED_COLUMN])
-        for row in rows:
-            writer.writerow(escaped_cells(columns, row))
+    `ESCAPED_COLUMN` cell (which columns were escaped; `csvfile.write_table`)."""
+    write_table(path, columns, rows)
 
 
 #: attempts read, labelled and written at a time by the export (its memory is this many

@@ -27,7 +27,6 @@ Rules (§2.5 of the paper, and where it is silent, ours — all stated in the re
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 from collections import Counter
@@ -528,11 +527,9 @@ def export(dataset: Dataset, path: str | Path) -> dict[str, Any]:
         }
         p.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str), "utf-8")
     else:
-        with p.open("w", encoding="utf-8", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
-            writer.writeheader()
-            for s in dataset.stereotypes:
-                writer.writerow(csv_row(s, provenance))
+        from gbdesk.csvfile import write_table
+
+        write_table(p, list(CSV_COLUMNS), (csv_row(s, provenance) for s in dataset.stereotypes))
     return {"dataset_id": dataset.id, "file": str(p), "stereotypes": len(dataset.stereotypes)}
 
 

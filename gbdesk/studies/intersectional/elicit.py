@@ -642,7 +642,7 @@ class FilterProbe(ChainProbe):
     dataset, which people validate in Review."""
 
     name = "intersectional_filter"
-    # a dataset goes out and in with `gbdesk dataset export` / `dataset import`
+    # a dataset goes out and in with `gbdesk dataset export` / `dataset import` (import_hint)
     export_files: ClassVar[dict[str, tuple[str, ...]]] = {
         **ChainProbe.export_files,
         "attempts.csv": ("import-labels",),
@@ -725,6 +725,12 @@ class FilterProbe(ChainProbe):
         },
         parameters={"elicitation": "the intersectional_elicit run to screen (or latest)"},
     )
+
+    def import_hint(self) -> str:
+        return (
+            " (a stereotype dataset goes out and in with gbdesk dataset export and "
+            "gbdesk dataset import)"
+        )
 
     def resolve_params(
         self,

@@ -17,7 +17,6 @@ JSON: a list of such objects, or {"questions": [...]}.
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from pathlib import Path
@@ -164,22 +163,25 @@ def write_bank(bank: list[dict[str, Any]], path: str | Path) -> Path:
     if p.suffix.lower() == ".json":
         p.write_text(json.dumps({"questions": bank}, ensure_ascii=False, indent=2), "utf-8")
         return p
-    with p.open("w", encoding="utf-8", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        writer.writeheader()
-        for q in bank:
-            writer.writerow(
-                {
-                    "question_id": q["id"],
-                    "category_id": q["category_id"],
-                    "category": q["category"],
-                    "question": q["question"],
-                    "expected_answers": "; ".join(
-                        f"{i} - {o}" for i, o in enumerate(q["options"], start=1)
-                    ),
-                    "source": q.get("source", "user"),
-                }
-            )
+    from gbdesk.csvfile import write_table
+
+    write_table(
+        p,
+        list(FIELDS),
+        (
+            {
+                "question_id": q["id"],
+                "category_id": q["category_id"],
+                "category": q["category"],
+                "question": q["question"],
+                "expected_answers": "; ".join(
+                    f"{i} - {o}" for i, o in enumerate(q["options"], start=1)
+                ),
+                "source": q.get("source", "user"),
+            }
+            for q in bank
+        ),
+    )
     return p
 
 
