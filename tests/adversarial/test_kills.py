@@ -375,9 +375,9 @@ def test_worker_ends_when_the_run_is_killed_with_the_real_model(tmp_path):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        assert wait_until(lambda: proc.poll() is not None or _has_worker(proc), timeout=300)
+        assert wait_until(lambda: proc.poll() is not None or _has_worker(proc), timeout=900)
         worker = psutil.Process(proc.pid).children()[0].pid
-        assert wait_until(lambda: proc.poll() is not None or attempts_in(db) >= 1, timeout=300)
+        assert wait_until(lambda: proc.poll() is not None or attempts_in(db) >= 1, timeout=900)
         assert proc.poll() is None, proc.communicate()[1]
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
