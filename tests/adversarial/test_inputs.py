@@ -21,7 +21,8 @@ from gbdesk.cli import main
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from gbdesk.studies.globalbias.data import load_descriptors
-from gbdesk.studies.intersectional.probe import load_categories, load_groups
+from gbdesk.studies.intersectional.probe import load_groups
+from tests.adversarial.worlds import role_answers_csv
 
 INVENTORIES = get_probe("inventories")
 PROMPTS = [i.prompt for i in INVENTORIES.items(INVENTORIES.resolve_params())]
@@ -86,15 +87,7 @@ def world(tmp_path_factory) -> dict:
         csv_text([["prompt", "response"], [LF_PROMPT, "Maria hired Tom. She smiled."]]), "utf-8"
     )
     ix = folder / "ix.csv"
-    ix.write_text(
-        csv_text(
-            [
-                ["group", "role", "category", "answer"],
-                [load_groups()[0]["group"], "A role.", "1", load_categories()[0]["options"][0]],
-            ]
-        ),
-        "utf-8",
-    )
+    ix.write_text(role_answers_csv(), "utf-8")
     ids = {}
     for name, probe, path in (
         ("inv", "inventories", inv),

@@ -28,6 +28,7 @@ from tests.adversarial.worlds import (
     db_state,
     fake_engine,  # noqa: F401 (a fixture)
     run_cli,
+    run_on_copy,
 )
 
 
@@ -154,12 +155,8 @@ def _argv(world: World, tmp: Path, path: tuple[str, ...], name: str, value: str)
     ("path", "name"), ARGUMENTS, ids=[" ".join(p) + f" {n}" for p, n in ARGUMENTS]
 )
 def test_numeric_argument(world, tmp_path, fake_engine, path, name, value):  # noqa: F811
-    db = world.copy(tmp_path)
-    before = db_state(db)
-    outcome = run_cli([*_argv(world, tmp_path, path, name, value), "--db", db])
-    outcome.check(f"{' '.join(path)} {name}={value}")
-    if outcome.code == 2 and not outcome.worked:
-        assert db_state(db) == before
+    args = _argv(world, tmp_path, path, name, value)
+    run_on_copy(world, tmp_path, args, f"{' '.join(path)} {name}={value}")
 
 
 # -- probe options (--set KEY=VALUE) ------------------------------------------------------------
@@ -170,13 +167,8 @@ OPTIONS = [(name, option.key) for name in probe_names() for option in get_probe(
 @pytest.mark.parametrize(("probe", "key"), OPTIONS, ids=[f"{p}-{k}" for p, k in OPTIONS])
 def test_probe_option(world, tmp_path, fake_engine, probe, key, value):  # noqa: F811
     """A numeric (or any) probe option at the extremes: refused in one line, or a run."""
-    db = world.copy(tmp_path)
-    before = db_state(db)
-    args = ["run", "--probe", probe, "--set", f"{key}={value}", "--limit", "1", "--db", db]
-    outcome = run_cli(args)
-    outcome.check(f"{probe} --set {key}={value}")
-    if outcome.code == 2 and not outcome.worked:
-        assert db_state(db) == before
+    args = ["run", "--probe", probe, "--set", f"{key}={value}", "--limit", "1"]
+    run_on_copy(world, tmp_path, args, f"{probe} --set {key}={value}")
 
 
 # -- numeric columns of the import layouts -------------------------------------------------
@@ -329,12 +321,8 @@ def _column_case(world: World, tmp: Path, kind: str, column: str, value: str) ->
 @pytest.mark.parametrize("value", EXTREMES)
 @pytest.mark.parametrize(("name", "kind", "column"), COLUMNS, ids=[c[0] for c in COLUMNS])
 def test_numeric_column(world, tmp_path, name, kind, column, value):
-    db = world.copy(tmp_path)
-    before = db_state(db)
-    outcome = run_cli([*_column_case(world, tmp_path, kind, column, value), "--db", db])
-    outcome.check(f"{name}={value}")
-    if outcome.code == 2 and not outcome.worked:
-        assert db_state(db) == before
+    run_on_copy(world, tmp_path, _column_case(world, tmp_path, kind, column, value),
+                f"{name}={value}")  # fmt: skip
 
 
 @pytest.mark.parametrize("value", ["1e20", "9.3e18", "-1.0", "1e400", "18446744073709551616"])

@@ -35,6 +35,16 @@ def csv_text(rows: list[list[str]]) -> str:
     return buf.getvalue()
 
 
+def role_answers_csv() -> str:
+    """An intersectional_sdeg import: one role of the first group, one answer."""
+    return csv_text(
+        [
+            ["group", "role", "category", "answer"],
+            [load_groups()[0]["group"], "A role.", "1", load_categories()[0]["options"][0]],
+        ]
+    )
+
+
 @dataclass
 class World:
     """The database and the ids of its runs: inv (inventories), lf (laissez_faire), ix
@@ -76,15 +86,7 @@ def build_world(folder: Path) -> World:
         "utf-8",
     )
     ix = folder / "ix.csv"
-    ix.write_text(
-        csv_text(
-            [
-                ["group", "role", "category", "answer"],
-                [load_groups()[0]["group"], "A role.", "1", load_categories()[0]["options"][0]],
-            ]
-        ),
-        "utf-8",
-    )
+    ix.write_text(role_answers_csv(), "utf-8")
     runs: dict[str, int] = {}
     with Store(db) as store:
         for name, probe, path in (
@@ -139,6 +141,18 @@ class Outcome:
     def worked(self) -> bool:
         """It reported progress (a run began): what it saved before failing stays."""
         return any(line.startswith(PROGRESS) for line in self.err.splitlines())
+
+
+def run_on_copy(world: World, tmp: Path, args: list[str], what: str) -> Outcome:
+    """`args` on a fresh copy of the world's database: exit 0, or one line — and then,
+    unless a run had begun (progress lines), the database as it was."""
+    db = world.copy(tmp)
+    before = db_state(db)
+    outcome = run_cli([*args, "--db", db])
+    outcome.check(what)
+    if outcome.code == 2 and not outcome.worked:
+        assert db_state(db) == before, what
+    return outcome
 
 
 def run_cli(args: list[str]) -> Outcome:
