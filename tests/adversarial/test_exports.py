@@ -198,16 +198,3 @@ def test_the_mark_survives_columns_learnt_on_the_way(tmp_path):
     spool.finish(tmp_path / "t.csv", ["b", "a"])
     rows = [record for _, record in read_rows(tmp_path / "t.csv")]
     assert rows == [{"b": "", "a": "=first"}, {"b": "\x1b[2J", "a": "second"}]
-
-
-def test_attempts_csv_never_repeats_a_column(tmp_path):
-    """An item's metadata key or a label's data key named like another column is written
-    under its own name (the elicitation's attempts.csv repeated `group`, and could not
-    be read back)."""
-    from gbdesk.report.csv_export import _attempt_columns, _meta_columns
-
-    items = [{"item": "x", "metadata": {"group": "g", "seed": 1, "prompt": "p"}}]
-    meta = _meta_columns(items)
-    assert meta == ["group", "item_seed", "item_prompt"]
-    columns = _attempt_columns(meta, ["label_group", "detail"])
-    assert len(columns) == len(set(columns))
