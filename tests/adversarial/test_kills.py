@@ -366,8 +366,8 @@ def test_worker_without_a_parent_id_is_not_watched(tmp_path):
 
 @pytest.mark.model
 def test_worker_ends_when_the_run_is_killed_with_the_real_model(tmp_path):
-    """`gbdesk run` on the bundled model, SIGKILL of the main process alone while the
-    worker generates: the worker is gone within a second."""
+    """`gbdesk run` on the bundled model, SIGKILL of the main process alone while its
+    worker loads the model and starts generating: the worker is gone within a second."""
     db = tmp_path / "db.sqlite"
     proc = subprocess.Popen(
         [sys.executable, "-m", "gbdesk", "run", "--probe", "inventories", "--limit", "3",
@@ -375,10 +375,11 @@ def test_worker_ends_when_the_run_is_killed_with_the_real_model(tmp_path):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        assert wait_until(lambda: proc.poll() is not None or _has_worker(proc), timeout=900)
-        worker = psutil.Process(proc.pid).children()[0].pid
-        assert wait_until(lambda: proc.poll() is not None or attempts_in(db) >= 1, timeout=900)
+        assert wait_until(lambda: proc.poll() is not None or _has_worker(proc), timeout=400)
         assert proc.poll() is None, proc.communicate()[1]
+        worker = psutil.Process(proc.pid).children()[0].pid
+        assert wait_until(lambda: _watching(worker), timeout=120)
+        time.sleep(random.Random(5).uniform(0.5, 3))  # loading, or generating
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
         assert wait_until(lambda: _gone(worker), timeout=1.0, every=0.01)
