@@ -851,7 +851,7 @@ def exports(tmp_path_factory) -> dict:
 EVERY = [
     (probe, name)
     for probe, names in {
-        "inventories": ["attempts.csv", "metrics.csv"],
+        "inventories": ["attempts.csv", "metrics.csv", "genderbench_normalized.csv"],
         "laissez_faire": ["attempts.csv", "metrics.csv", "characters.csv", "codes.csv",
                           "codebook.csv"],
         "globalbias_apx": ["attempts.csv", "metrics.csv", "associations.csv", "scores.csv"],
