@@ -325,6 +325,35 @@ def test_numeric_column(world, tmp_path, name, kind, column, value):
                 f"{name}={value}")  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def scores_csv(tmp_path_factory) -> tuple[list[str], list[list[str]]]:
+    """The header and first rows of an exported globalbias_apx scores.csv."""
+    import csv
+
+    from gbdesk.report.csv_export import export_run_csv
+    from gbdesk.store import Store
+    from tests.adversarial.test_round_trips import _apx_run
+
+    folder = tmp_path_factory.mktemp("scores")
+    with Store(folder / "db.sqlite") as store:
+        run_id = _apx_run(store, folder)
+        export_run_csv(store, [run_id], folder / "export")
+    with (folder / "export" / "scores.csv").open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh))
+    return rows[0], rows[1:40]
+
+
+@pytest.mark.parametrize("value", EXTREMES)
+@pytest.mark.parametrize("column", ["n_tokens", "attempt", "item_index"])
+def test_numeric_column_of_scores_csv(world, tmp_path, scores_csv, column, value):
+    header, rows = scores_csv
+    at = header.index(column)
+    path = tmp_path / "scores.csv"
+    path.write_text(csv_text([header, *[[*r[:at], value, *r[at + 1 :]] for r in rows]]))
+    run_on_copy(world, tmp_path, ["import", "--probe", "globalbias_apx", "--file", str(path)],
+                f"scores.csv {column}={value}")  # fmt: skip
+
+
 @pytest.mark.parametrize("value", ["1e20", "9.3e18", "-1.0", "1e400", "18446744073709551616"])
 @pytest.mark.parametrize("column", ["attempt", "item_index"])
 def test_jsonl_number_beyond_sqlite(world, tmp_path, column, value):
