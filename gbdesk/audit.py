@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk import runs
-from gbdesk.errors import UserError
+from gbdesk.errors import UserError, short_repr
 from gbdesk.format import duration
 from gbdesk.runs import (
     RunControl,
@@ -53,17 +53,28 @@ SPEED_SENTENCES = 8
 FILL = 0.9
 
 
+#: The longest budget an audit plans for: a year (a longer one is a typo, and its seconds
+#: would not fit the plan's integers).
+MAX_BUDGET_S = 366 * 24 * 3600
+
+
 def parse_budget(text: str) -> int:
     """Seconds of "30m", "2h", "8h", "1h30m", "90s" or a number of minutes."""
     t = str(text).strip().lower().replace(" ", "")
+    shown = short_repr(str(text))
     if re.fullmatch(r"\d+(\.\d+)?", t):
-        return int(float(t) * 60)
-    parts = re.findall(r"(\d+(?:\.\d+)?)(h|m|min|s)", t)
-    if not parts or "".join(a + b for a, b in parts) != t:
-        raise UserError(f"--budget must look like 30m, 2h, 8h or 1h30m, not {text!r}")
+        parts = [(t, "m")]
+    else:
+        parts = re.findall(r"(\d+(?:\.\d+)?)(h|m|min|s)", t)
+        if not parts or "".join(a + b for a, b in parts) != t:
+            raise UserError(f"--budget must look like 30m, 2h, 8h or 1h30m, not {shown}")
+    if any(len(v) > 12 for v, _ in parts):  # float() of 400 nines is infinity
+        raise UserError(f"--budget must be at most {MAX_BUDGET_S // 3600:,}h, not {shown}")
     seconds = sum(float(v) * {"h": 3600, "m": 60, "min": 60, "s": 1}[u] for v, u in parts)
     if seconds < 1:
         raise UserError("--budget must be at least a second")
+    if seconds > MAX_BUDGET_S:
+        raise UserError(f"--budget must be at most {MAX_BUDGET_S // 3600:,}h, not {shown}")
     return int(seconds)
 
 

@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 from gbdesk import __version__
 from gbdesk.errors import EngineError, UserError
 from gbdesk.format import duration, fmt
+from gbdesk.guards import INT64_DIGITS, INT64_MAX, in_int64, one_line
 from gbdesk.limits import LIMITS, SEED_RANGE
 
 
@@ -58,15 +59,21 @@ def _shown(text: str) -> str:
 
 
 def _whole(text: str) -> int:
-    """A whole number of at most 18 digits (int() of a 5,000-digit text would raise)."""
+    """A whole number SQLite can store (-2^63 … 2^63 − 1); int() of a 5,000-digit text
+    would raise, a 20-digit one would overflow SQLite's INTEGER."""
     body = text.strip(" \t")
     digits = body.removeprefix("-").removeprefix("+")
-    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
-        raise argparse.ArgumentTypeError(f"not a whole number (at most 18 digits): {_shown(text)}")
-    return -int(digits) if body.startswith("-") else int(digits)
+    if not (digits.isascii() and digits.isdigit()) or len(digits.lstrip("0")) > INT64_DIGITS:
+        raise argparse.ArgumentTypeError(f"not a whole number (at most 19 digits): {_shown(text)}")
+    value = -int(digits) if body.startswith("-") else int(digits)
+    if not in_int64(value):
+        raise argparse.ArgumentTypeError(
+            f"must be between -2^63 and 2^63 - 1 (SQLite's whole numbers): {_shown(text)}"
+        )
+    return value
 
 
-def _positive_int(text: str, maximum: int = 10**18) -> int:
+def _positive_int(text: str, maximum: int = INT64_MAX) -> int:
     value = _whole(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {_shown(text)}")
@@ -96,6 +103,14 @@ def _seed(text: str) -> int:
     value = _whole(text)
     if not SEED_RANGE[0] <= value <= SEED_RANGE[1]:
         raise argparse.ArgumentTypeError(f"must be between -2^63 and 2^63 - 1: {_shown(text)}")
+    return value
+
+
+def _draw_seed(text: str) -> int:
+    """The seed of a resampling or a draw: 0 … 2^63 − 1 (numpy takes no negative seed)."""
+    value = _whole(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 2^63 - 1: {_shown(text)}")
     return value
 
 
@@ -138,6 +153,19 @@ def _run_id(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"not a run or attempt id: {_shown(text)}")
     return value
+
+
+def _name(text: str) -> str:
+    """Who labelled, coded or validated: not blank, on one line (it is stored with each
+    label and shown in reports)."""
+    name = _text(text).strip()
+    if not name:
+        raise argparse.ArgumentTypeError("must name someone (it is empty)")
+    if name != one_line(name):
+        raise argparse.ArgumentTypeError(
+            f"must be one line without control characters: {_shown(name)}"
+        )
+    return name
 
 
 def _label_mode(text: str) -> str:
@@ -317,11 +345,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "compare", help="compare two runs of a probe item by item (paired bootstrap, BH)"
     )
-    p.add_argument("run_a", type=int, metavar="RUN_A")
-    p.add_argument("run_b", type=int, metavar="RUN_B", help="differences are B − A")
+    p.add_argument("run_a", type=_run_id, metavar="RUN_A")
+    p.add_argument("run_b", type=_run_id, metavar="RUN_B", help="differences are B − A")
     p.add_argument("--labels", choices=("auto", "reviewed"), default="auto")
-    p.add_argument("--resamples", type=_positive_int, default=1000, help="default 1000")
-    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+    p.add_argument(
+        "--resamples", type=_bounded("resamples"), default=1000, help="default 1000"
+    )
+    p.add_argument(
+        "--seed", type=_draw_seed, default=0, help="seed of the resampling (default 0)"
+    )
     _db_arg(p)
     _json_arg(p)
 
@@ -388,7 +420,7 @@ def build_parser() -> argparse.ArgumentParser:
         "import-labels",
         help="store a rater's hand labels for a run from CSV/JSONL (e.g. an edited export)",
     )
-    p.add_argument("run_id", type=int)
+    p.add_argument("run_id", type=_run_id)
     p.add_argument(
         "--file",
         required=True,
@@ -396,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
         "columns depend on the probe (characters.csv: role, name, gender, references; "
         "answers.csv: category, option; others: label)",
     )
-    p.add_argument("--rater", required=True, help="who made these labels")
+    p.add_argument("--rater", type=_name, required=True, help="who made these labels")
     p.add_argument(
         "--consensus",
         action="store_true",
@@ -425,9 +457,9 @@ def build_parser() -> argparse.ArgumentParser:
         "sample",
         help="draw a uniformly random review sample of a run (for --labels ppi)",
     )
-    p.add_argument("run_id", type=int)
+    p.add_argument("run_id", type=_run_id)
     p.add_argument("--size", type=_positive_int, required=True, help="units to draw")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0)
     _db_arg(p)
     _json_arg(p)
 
@@ -456,7 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     action.add_argument(
         "--show", action="store_true", help="the codebook, the drawn texts and the progress"
     )
-    p.add_argument("--rater", type=_text, help="who coded (--file), or who edits the codebook")
+    p.add_argument("--rater", type=_name, help="who coded (--file), or who edits the codebook")
     p.add_argument(
         "--consensus",
         action="store_true",
@@ -507,7 +539,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a label (e.g. male/female/undetected), or JSON for probes with structured labels, "
         'e.g. [{"role": "subject", "name": "Jane", "references": ["she", "her"]}]',
     )
-    p.add_argument("--reviewer", type=_text, required=True)
+    p.add_argument("--reviewer", type=_name, required=True)
     p.add_argument(
         "--consensus",
         action="store_true",
@@ -534,6 +566,8 @@ class CommandKit:
     run_id: Callable[[str], int]
     positive_int: Callable[[str], int]
     seed: Callable[[str], int]
+    name: Callable[[str], str]
+    bounded: Callable[[str], Callable[[str], int]]  # a positive int up to `LIMITS[name]`
 
 
 #: subcommands added by studies (`Study.commands`), filled when the parser is built
@@ -548,7 +582,7 @@ def _add_study_commands(sub: Any) -> None:
 
     kit = CommandKit(
         _db_arg, _json_arg, _open_store, _emit, _ProgressPrinter, _text, _run_id,
-        _positive_int, _seed,
+        _positive_int, _seed, _name, _bounded,
     )  # fmt: skip
     for study in studies():
         if not study.commands:
@@ -966,7 +1000,8 @@ def cmd_run(args) -> int:
     from gbdesk.studies import get_probe
 
     # fail fast on a typo or a bad parameter, before loading anything
-    get_probe(args.probe).resolve_params(
+    probe = get_probe(args.probe)
+    params = probe.resolve_params(
         template=args.template, limit=args.limit, sample=args.sample, **_options(args.options)
     )
     endpoint_only = {
@@ -999,6 +1034,9 @@ def cmd_run(args) -> int:
         **_options(args.options),
     }
     with _open_store(args.db, writes=True) as store:
+        # parameters naming data in the database (a dataset, an elicitation run) are
+        # checked before the model is registered: a refused run writes nothing
+        probe.bind(store, params)
         if args.endpoint:
             from gbdesk.engine.http_backend import (
                 HttpBackend,
@@ -1174,6 +1212,10 @@ def cmd_label(args) -> int:
     return 0
 
 
+#: a model name's characters on a line of `gbdesk runs` or `compare` (--json has it whole)
+MODEL_CHARS = 60
+
+
 def cmd_runs(args) -> int:
     with _open_store(args.db) as store:
         runs = store.list_runs()
@@ -1193,7 +1235,7 @@ def cmd_runs(args) -> int:
     text = (
         "\n".join(
             f"{r['run_id']:>4}  {r['probe']:<14} {r['status']:<11} "
-            f"{r['attempts_done']:>5}/{r['attempts_total']:<5} {r['model']}"
+            f"{r['attempts_done']:>5}/{r['attempts_total']:<5} {one_line(r['model'], MODEL_CHARS)}"
             for r in payload
         )
         or "no runs yet — start one with: gbdesk run --probe PROBE (see: gbdesk probes)"
@@ -1205,6 +1247,11 @@ def cmd_runs(args) -> int:
 def cmd_resume(args) -> int:
     with _open_store(args.db, writes=True) as store:
         run = store.get_run(args.run_id)
+        if run["source"] == "imported":
+            raise UserError(
+                f"run {args.run_id} was imported from a file: it is complete as imported and "
+                f"there is nothing to generate (see: gbdesk metrics {args.run_id})"
+            )
         if run["status"] == "done":
             print(f"run {args.run_id} is already complete", file=sys.stderr)
         return _execute(args, store, args.run_id)
@@ -1236,7 +1283,8 @@ def cmd_compare(args) -> int:
             store, args.run_a, args.run_b, args.labels, resamples=args.resamples, seed=args.seed
         )
     lines = [
-        f"run {c.run_b} (B: {c.model_b}) against run {c.run_a} (A: {c.model_a}) · {c.probe} · "
+        f"run {c.run_b} (B: {one_line(c.model_b, MODEL_CHARS)}) against run {c.run_a} "
+        f"(A: {one_line(c.model_a, MODEL_CHARS)}) · {c.probe} · "
         f"{c.items} items paired · {c.label_mode} labels · {c.resamples} paired resamples "
         f"(seed {c.seed})"
     ]
@@ -1689,12 +1737,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a path the system refuses: too long, a folder, no permission …
+        logging.getLogger("gbdesk.cli").warning("file error in: gbdesk %s", argv[:1], exc_info=exc)
+        print(f"gbdesk: error: {_file_error(exc)}", file=sys.stderr)
+        return 2
     except Exception as exc:  # a bug: one line here, the traceback in the log file
         return _unexpected(exc, argv, log_file)
+
+
+def _file_error(exc: OSError) -> str:
+    """An OSError in one line: what the system said, and about which path (cut)."""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    if exc.filename is not None:
+        return f"cannot use {_shown(os.fsdecode(exc.filename))}: {one_line(what, 200)}"
+    return one_line(what, 300)
 
 
 def _unexpected(exc: Exception, argv: list[str], log_file: Path | None) -> int:
     logging.getLogger("gbdesk.cli").error("unexpected error in: gbdesk %s", argv[:1], exc_info=exc)
     where = f"; details in {log_file}" if log_file else ""
-    print(f"gbdesk: unexpected error: {type(exc).__name__}: {exc}{where}", file=sys.stderr)
+    what = one_line(str(exc), 300)
+    print(f"gbdesk: unexpected error: {type(exc).__name__}: {what}{where}", file=sys.stderr)
     return 1

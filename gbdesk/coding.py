@@ -518,12 +518,13 @@ def plan_code_import(
     as codes.csv writes it); `codes` holds code names or keys separated by ";" or "|" (empty
     or "(no code)": coded, none of the codes); `memo` is optional. A `rater` column, when
     present, must name the rater of the import."""
-    from gbdesk.importer import line_list, read_rows, refuse
+    from gbdesk.importer import check_export_file, line_list, read_rows, refuse
+    from gbdesk.studies import get_probe
 
     rater = (rater or "").strip()
     if not rater:
         raise UserError("--rater must name who coded")
-    store.get_run(run_id)
+    check_export_file(get_probe(store.get_run(run_id)["probe"]), path, "code")
     rows = read_rows(path)
     if not rows:
         raise UserError(f"{path} has a header but no rows")

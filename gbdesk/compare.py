@@ -49,6 +49,7 @@ from statsmodels.stats.multitest import multipletests
 
 from gbdesk.errors import UserError
 from gbdesk.format import fmt
+from gbdesk.limits import LIMITS, MAX_RESAMPLE_CELLS
 from gbdesk.resampling import Values, resample_values
 from gbdesk.results import LABEL_MODES, ensure_auto_labels, is_label_mode, item_results
 from gbdesk.store import Store
@@ -180,8 +181,10 @@ def compare_runs(
     """Compare run B with run A item by item (see the module docstring for the method)."""
     if not is_label_mode(label_mode):
         raise UserError(f"labels must be one of {', '.join(LABEL_MODES)}, consensus or rater:NAME")
-    if resamples < 1:
-        raise UserError("--resamples must be at least 1")
+    if not 1 <= resamples <= LIMITS["resamples"]:
+        raise UserError(f"--resamples must be from 1 to {LIMITS['resamples']:,}")
+    if not 0 <= seed < 2**63:
+        raise UserError("--seed must be from 0 to 2^63 - 1")
     ra, rb = store.get_run(run_a), store.get_run(run_b)
     if ra["probe"] != rb["probe"]:
         raise UserError(
@@ -196,6 +199,12 @@ def compare_runs(
     keys = [k for k in res_a if k in res_b]
     if not keys:
         raise UserError(f"runs {run_a} and {run_b} have no item with stored results in common")
+    if resamples * len(keys) > MAX_RESAMPLE_CELLS:
+        raise UserError(
+            f"{resamples:,} resamples of {len(keys):,} items would hold "
+            f"{resamples * len(keys):,} item draws (at most {MAX_RESAMPLE_CELLS:,}): ask for "
+            f"at most {MAX_RESAMPLE_CELLS // len(keys):,} resamples"
+        )
     items_a = [res_a[k] for k in keys]
     items_b = [res_b[k] for k in keys]
     model_a, model_b = _model_names(store, ra, rb)

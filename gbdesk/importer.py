@@ -10,11 +10,14 @@ is killed or the disk fills up half-way.
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
 import json
 import logging
-import math
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,8 @@ from typing import Any
 from gbdesk import __version__
 from gbdesk.csvfile import csv_records
 from gbdesk.errors import UserError
+from gbdesk.guards import ESCAPED_COLUMN, INT64_MAX, loads_json
+from gbdesk.guards import whole_number as _whole_number
 from gbdesk.store import Store
 from gbdesk.store.db import prepare_attempts
 from gbdesk.studies import get_probe
@@ -58,50 +63,16 @@ class ImportedRun:
     attempts_per_prompt: int | None = None
 
 
-#: Digits Python turns into an int (its `int_max_str_digits` guard); longer ones are refused.
-MAX_INT_DIGITS = 4300
-
-
-class _BadNumber(ValueError):
-    """A JSON number gbdesk refuses: NaN/Infinity, out of float range, or too many digits."""
-
-
-def _json_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise _BadNumber(
-            f"a number has {len(text.lstrip('-')):,} digits (at most {MAX_INT_DIGITS:,}; "
-            "put it in quotes to import it as text)"
-        )
-    return int(text)
-
-
-def _json_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _BadNumber(f"the number {text[:20]}{'…' if len(text) > 20 else ''} is out of range")
-    return value
-
-
-def _json_constant(name: str) -> Any:
-    raise _BadNumber(f"{name} is not a JSON value")
-
-
 def parse_json_line(line: str) -> Any:
-    """One JSON value, strictly: no NaN/Infinity, finite numbers, ints of at most
-    `MAX_INT_DIGITS` digits. Raises ValueError with a one-line reason."""
+    """One JSON value, strictly (`guards.loads_json`): no NaN/Infinity, finite numbers,
+    ints of at most 4,300 digits, nested at most `guards.MAX_JSON_DEPTH` deep. Raises
+    ValueError with a one-line reason."""
     try:
-        return json.loads(
-            line,
-            parse_int=_json_int,
-            parse_float=_json_float,
-            parse_constant=_json_constant,
-        )
+        return loads_json(line)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg}, column {exc.colno})") from None
-    except _BadNumber as exc:
-        raise ValueError(str(exc)) from None
-    except RecursionError:
-        raise ValueError("not valid JSON (nested too deeply)") from None
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({exc})" if "nested" in str(exc) else str(exc)) from None
 
 
 def read_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
@@ -112,7 +83,7 @@ def read_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     the line number is the physical line ("\\n", "\\r\\n" or "\\r") where the record starts;
     cells are text, a short row's missing cells are None, a long row or a repeated header
     column is refused. JSONL: one JSON object per line, lines end at "\\n" only (separators
-    inside strings stay there); numbers must be finite with at most `MAX_INT_DIGITS` digits.
+    inside strings stay there); numbers must be finite with at most 4,300 digits.
     """
     p = Path(path)
     if not p.is_file():
@@ -241,6 +212,63 @@ def model_of(record: dict[str, Any], model_name: str | None) -> str:
     return str(record.get("model") or "").strip() or model_name or "imported"
 
 
+# -- gbdesk's own export files ------------------------------------------------------------------
+def is_gbdesk_export(path: str | Path) -> bool:
+    """Whether the file is a CSV table of gbdesk's export (its header ends with the
+    `guards.ESCAPED_COLUMN` mark); reads only the header."""
+    try:
+        with Path(path).open(encoding="utf-8-sig", newline="") as fh:
+            head = fh.read(1 << 16)
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        header = next(csv.reader(io.StringIO(head)), [])
+    except csv.Error:
+        return False
+    return ESCAPED_COLUMN in header
+
+
+def export_hint(probe: Probe, name: str, command: str) -> str:
+    """Which of gbdesk's export files `gbdesk <command>` reads for the probe's runs, and
+    where the file `name` goes instead — for a refusal's message."""
+    readers = [f for f, commands in probe.export_files.items() if command in commands]
+    if readers:
+        use = f"for {probe.name} runs it reads {' or '.join(readers)} of gbdesk's export"
+    else:
+        use = f"for {probe.name} runs it reads no file of gbdesk's export{probe.import_hint()}"
+    goes = probe.export_files.get(name)
+    if goes:
+        use += f"; {name} goes to " + " or ".join(f"`gbdesk {c}`" for c in goes)
+    elif goes is not None:
+        use += f"; no command reads {name} back"
+    return use
+
+
+def check_export_file(probe: Probe, path: str | Path, command: str) -> None:
+    """Refuse, before reading it, a file of gbdesk's export that `command` does not read
+    for this probe (e.g. a story probe's characters.csv given to `gbdesk import`), with a
+    line naming the file it does read."""
+    name = Path(path).name
+    commands = probe.export_files.get(name)
+    if commands is None or command in commands or not is_gbdesk_export(path):
+        return
+    raise UserError(f"{name} is not for `gbdesk {command}`: {export_hint(probe, name, command)}")
+
+
+@contextlib.contextmanager
+def export_hints(probe: Probe, path: str | Path, command: str) -> Iterator[None]:
+    """A refusal of a renamed file of gbdesk's export says which file to use."""
+    try:
+        yield
+    except UserError as exc:
+        if Path(path).name in probe.export_files or not is_gbdesk_export(path):
+            raise
+        raise UserError(
+            f"{exc} ({Path(path).name} is a file of gbdesk's export: "
+            f"{export_hint(probe, '', command)})"
+        ) from exc
+
+
 # -- the whole import --------------------------------------------------------------------------
 def import_generations(
     store: Store,
@@ -256,7 +284,11 @@ def import_generations(
     `deal_rows`: rows without an `item` whose prompt several items share are dealt to
     those items in turn (otherwise such a file is refused)."""
     probe = get_probe(probe_name)
-    planned = probe.plan_import(path, model_name=model_name, template=template, deal_rows=deal_rows)
+    check_export_file(probe, path, "import")
+    with export_hints(probe, path, "import"):
+        planned = probe.plan_import(
+            path, model_name=model_name, template=template, deal_rows=deal_rows
+        )
     if not planned:
         raise UserError(f"nothing imported from {path}: it holds no results")
     return write_imported_runs(store, probe, path, planned)
@@ -452,19 +484,9 @@ def _short(text: str, width: int = 160) -> str:
 
 
 def whole_number(value: Any) -> int | None:
-    """A whole number ≥ 0 from a cell; None when empty; raises ValueError otherwise."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, bool):
-        raise ValueError
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise ValueError
-        value = int(value)
-    number = int(str(value).strip())
-    if number < 0:
-        raise ValueError
-    return number
+    """A whole number ≥ 0 from a cell (at most 2^63 − 2: one more still fits SQLite's
+    INTEGER); None when empty; raises ValueError otherwise (`guards.whole_number`)."""
+    return _whole_number(value)
 
 
 def _template_hint(probe: Probe, params: dict[str, Any], key: str, prompt: str) -> str:
@@ -651,7 +673,10 @@ def _place(
             f"(e.g. '{_short(example)}', {line_list(lines)}); {DEAL_HINT}"
         )
     if bad_attempt:
-        problems.append(f"{line_list(bad_attempt)} have an attempt that is not a whole number ≥ 0")
+        problems.append(
+            f"{line_list(bad_attempt)} have an attempt that is not a whole number from 0 to "
+            f"{INT64_MAX - 1:,}"
+        )
     if bad_prompt_index:
         problems.append(
             f"{line_list(bad_prompt_index)} have a prompt_index that is not one of their item's "
@@ -663,7 +688,10 @@ def _place(
             "nor a prompt_index: add one of the two columns"
         )
     if bad_index:
-        problems.append(f"{line_list(bad_index)} have an item_index that is not a whole number ≥ 0")
+        problems.append(
+            f"{line_list(bad_index)} have an item_index that is not a whole number from 0 to "
+            f"{INT64_MAX - 1:,}"
+        )
     if duplicates:
         several = len({str(r.get("run_id") or "") for _, r in rows}) > 1
         problems.append(

@@ -4,7 +4,9 @@ A second rater, a spreadsheet, or an edited export (a story probe's characters.c
 attempts.csv, answers.csv) becomes human labels of one rater. Rows are matched to the
 run's attempts by an `attempt_id` column, else by `item` + `attempt`, else by `prompt` +
 `response`; the rows of one attempt (e.g. one row per character) are turned into one
-label by the probe (`Probe.human_label_from_rows`). The whole file is validated first:
+label by the probe (`Probe.human_label_from_rows`). Rows of another run's export (their
+`run_id`) label this run only where they hold its texts: the run imported from that
+export. The whole file is validated first:
 any bad row → nothing is stored, and every bad line is listed. The labels are then
 written in one transaction.
 """
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk.errors import UserError
-from gbdesk.importer import line_list, read_rows, refuse
+from gbdesk.importer import check_export_file, export_hints, line_list, read_rows, refuse
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import RunItems
@@ -30,6 +32,27 @@ def _whole_number(value: Any) -> int | None:
         return None
 
 
+def _same_texts(
+    record: dict[str, Any], by_key: dict[tuple[str, int], dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The attempt of this run a row of *another* run's export stands for: the same item
+    and attempt with the same texts (the row's response — a role's text in answers.csv
+    — and its prompt when it has one). So an export goes back onto the run imported from
+    it; a row whose texts differ stays another run's."""
+    attempt = _whole_number(record.get("attempt"))
+    if attempt is None:
+        return None
+    found = by_key.get((str(record.get("item") or "").strip(), attempt))
+    if found is None:
+        return None
+    response = record.get("response", record.get("role"))
+    if response is None or str(response) != found["response"]:
+        return None
+    if "prompt" in record and str(record.get("prompt") or "") != found["prompt"]:
+        return None
+    return found
+
+
 def plan_labels(
     store: Store, run_id: int, path: str | Path, rater: str
 ) -> list[tuple[int, dict[str, Any]]]:
@@ -40,6 +63,14 @@ def plan_labels(
         raise UserError("--rater must name who made these labels")
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
+    check_export_file(probe, path, "import-labels")
+    with export_hints(probe, path, "import-labels"):
+        return _plan_labels(store, run_id, probe, path, rater)
+
+
+def _plan_labels(
+    store: Store, run_id: int, probe: Any, path: str | Path, rater: str
+) -> list[tuple[int, dict[str, Any]]]:
     rows = read_rows(path)
     if not rows:
         raise UserError(f"{path} has a header but no rows")
@@ -55,7 +86,11 @@ def plan_labels(
     grouped: dict[int, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
     for number, record in rows:
         if str(record.get("run_id") or "").strip() not in ("", str(run_id)):
-            other_run.append(number)
+            copy = _same_texts(record, by_key)
+            if copy is None:
+                other_run.append(number)
+            else:
+                grouped[copy["id"]].append((number, record))
             continue
         attempt = None
         if str(record.get("attempt_id") or "").strip():

@@ -16,7 +16,11 @@ LIMITS: dict[str, int] = {
     "concurrency": 1_024,  # requests in flight at an endpoint
     "limit": 1_000_000_000,  # first N items
     "sample": 1_000_000_000,  # a seeded sample of K items
+    "resamples": 100_000,  # paired bootstrap resamples of `gbdesk compare`
 }
+#: The most item positions a comparison's resamples draw at once (resamples × items):
+#: 8 bytes each, so 1.6 GB; more is refused before numpy tries to allocate it.
+MAX_RESAMPLE_CELLS = 200_000_000
 #: Run seeds are stored as JSON integers and hashed into per-attempt seeds.
 SEED_RANGE = (-(2**63), 2**63 - 1)
 

@@ -35,6 +35,7 @@ from gbdesk.engine.base import (
     StreamProgressCallback,
     TokenCallback,
 )
+from gbdesk.engine.llama_worker import PARENT_ENV, PDEATHSIG_ENV
 from gbdesk.errors import EngineCrashed, EngineError, UserError
 
 DEFAULT_N_CTX = 4096
@@ -57,6 +58,34 @@ def worker_command() -> list[str]:
     if getattr(sys, "frozen", False):
         return [sys.executable, "_worker"]
     return [sys.executable, "-m", "gbdesk", "_worker"]
+
+
+def start_worker(stderr: Any) -> subprocess.Popen:
+    """Start a worker process (JSON lines on its stdin and stdout; `llama_worker`).
+
+    It is told this process's id, and watches it: it ends itself when this process is gone
+    (`llama_worker.watch_parent`), so a killed gbdesk leaves no worker holding a core and
+    the model's memory. On Linux it also asks the kernel to kill it with its parent
+    (PR_SET_PDEATHSIG) — only when started from the main thread, because the kernel sends
+    that signal when the *thread* that started it ends (the app starts workers from task
+    threads, which end while the app lives on)."""
+    env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    env[PARENT_ENV] = str(os.getpid())
+    main_thread = threading.current_thread() is threading.main_thread()
+    env[PDEATHSIG_ENV] = "1" if main_thread else "0"
+    return subprocess.Popen(
+        worker_command(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        env=env,
+        text=True,
+        encoding="utf-8",
+        bufsize=1,
+    )
 
 
 def _signal_name(returncode: int | None) -> str:
@@ -103,20 +132,7 @@ class LlamaCppBackend:
         self._next_id = 0
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._stderr = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115 (closed in close())
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-        env["PYTHONUNBUFFERED"] = "1"
-        self.proc = subprocess.Popen(
-            worker_command(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=env,
-            text=True,
-            encoding="utf-8",
-            bufsize=1,
-        )
+        self.proc = start_worker(self._stderr)
         self._reader = threading.Thread(target=self._read_loop, daemon=True)
         self._reader.start()
         self._send(

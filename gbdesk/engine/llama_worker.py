@@ -68,6 +68,79 @@ import time
 import traceback
 from typing import Any, TextIO
 
+#: The worker's environment: the id of the process that started it (`llama_backend.
+#: start_worker`), and "1" when the kernel may kill it with that process (Linux).
+PARENT_ENV = "GBDESK_WORKER_PARENT"
+PDEATHSIG_ENV = "GBDESK_WORKER_PDEATHSIG"
+#: How often the worker checks that the process that started it is still there.
+PARENT_POLL_S = 0.2
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent() -> None:
+    """Linux: have the kernel SIGKILL this process when its parent (thread) ends."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    except (OSError, AttributeError) as exc:  # the parent watch below still works
+        print(f"gbdesk worker: {exc}", file=sys.stderr)
+
+
+def _parent_alive_check(parent: int) -> Any:
+    """A function telling whether the process `parent` is still this worker's parent:
+    POSIX re-parents an orphan (its parent id changes); elsewhere the process must
+    still exist with the start time it had (ids are reused)."""
+    import psutil
+
+    if os.name == "posix":
+        return lambda: os.getppid() == parent
+    try:
+        started = psutil.Process(parent).create_time()
+    except psutil.Error:
+        return lambda: False
+
+    def alive() -> bool:
+        try:
+            return psutil.Process(parent).create_time() == started
+        except psutil.Error:
+            return False
+
+    return alive
+
+
+def watch_parent(input_closed: threading.Event | None = None) -> None:
+    """End this worker (`os._exit`) as soon as the process that started it is gone, even
+    while the main thread is inside llama.cpp: a thread checks every `PARENT_POLL_S`, and
+    at once when the parent's end of stdin closes (`input_closed`). On Linux, when the
+    parent allows it, the kernel kills the worker with its parent as well
+    (PR_SET_PDEATHSIG). Without `PARENT_ENV` (started by hand) nothing is watched."""
+    raw = os.environ.get(PARENT_ENV, "")
+    if not raw.isdigit():
+        return
+    parent = int(raw)
+    if sys.platform.startswith("linux") and os.environ.get(PDEATHSIG_ENV) == "1":
+        _die_with_parent()
+    alive = _parent_alive_check(parent)
+    if not alive():  # it died before we could ask to die with it
+        os._exit(3)
+    closed = input_closed or threading.Event()
+
+    def watch() -> None:
+        while True:
+            if closed.is_set():  # looked already: the main loop ends on its own
+                time.sleep(PARENT_POLL_S)
+            else:
+                closed.wait(PARENT_POLL_S)
+            if not alive():
+                print(f"gbdesk worker: process {parent} is gone; ending", file=sys.stderr)
+                os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
 
 def _open_protocol_stream() -> TextIO:
     proto_fd = os.dup(1)
@@ -306,6 +379,7 @@ class _Inbox:
 
     def __init__(self, stream: TextIO):
         self._queue: queue.Queue[str | None] = queue.Queue()
+        self.closed = threading.Event()  # set at end of input (`watch_parent` looks then)
         self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
         self._thread.start()
 
@@ -314,6 +388,7 @@ class _Inbox:
             if line.strip():
                 self._queue.put(line)
         self._queue.put(None)
+        self.closed.set()
 
     def get(self, block: bool) -> str | bool | None:
         """The next line; None at end of input; False if `block` is off and none waits."""
@@ -353,6 +428,7 @@ def main() -> int:
         out.write(json.dumps(obj) + "\n")
 
     inbox = _Inbox(sys.stdin)
+    watch_parent(inbox.closed)
     generator = None
     scorer: Scorer | None = None
     batcher: Any = None  # the ContinuousBatcher, kept between streams (its context)

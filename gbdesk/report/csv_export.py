@@ -15,73 +15,43 @@ by them, and so that the stored text can be recovered exactly (`unescape_cell`):
    gets one leading apostrophe; reading back removes one leading apostrophe from such a
    cell.
 
+3. **The mark**: every table ends with the column ``gbdesk_escaped`` (`ESCAPED_COLUMN`),
+   which names, per row, the columns whose cells 1 or 2 changed (separated by ";"). An
+   import of the file (`gbdesk.csvfile.csv_records`) undoes exactly those cells and
+   drops the column, so an export read back by gbdesk gives the stored texts; a cell a
+   person typed into a row's other columns is read as typed.
+
 Numbers are written as numbers. Evidence offsets refer to the stored text, not to the
-escaped cell.
+escaped cell. The functions live in `gbdesk.guards` (the importers need them without this
+module's imports).
 """
 
 from __future__ import annotations
 
 import csv
 import itertools
-import json
-import math
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gbdesk.csvfile import write_table
 from gbdesk.errors import UserError
+from gbdesk.guards import (  # noqa: F401 (escape_text, unescape_cell: this module's API)
+    ESCAPED_COLUMN,
+    escape_text,
+    escaped_cells,
+    safe_cell,
+    unescape_cell,
+)
 from gbdesk.results import compute_metrics, ensure_auto_labels
 from gbdesk.store import Store
 from gbdesk.studies.base import RunItems
 
-# what `escape_text` writes as \xHH / \x{HHHH}: see the module docstring
-_ESCAPED = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|\\(?=x)"
-)
-_ESCAPE = re.compile(r"\\x(?:([0-9a-f]{2})|\{([0-9a-f]{4})\})")
-_FORMULA = re.compile(r"'*\s*[=+\-@]")
-
-
-def _escape_char(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\x{{{code:04x}}}"
-
-
-def escape_text(text: str) -> str:
-    """Text with its control characters written as ``\\xHH`` / ``\\x{HHHH}`` and a formula
-    start neutralised by an apostrophe (the module docstring has the rules)."""
-    text = _ESCAPED.sub(_escape_char, text)
-    return "'" + text if _FORMULA.match(text) else text
-
-
-def unescape_cell(cell: str) -> str:
-    """The stored text of an exported text cell: `escape_text` reversed."""
-    if cell.startswith("'") and _FORMULA.match(cell, 1):
-        cell = cell[1:]
-    return _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), cell)
-
-
-def safe_cell(value: Any) -> Any:
-    """A value as a CSV cell: numbers as numbers, text escaped (`escape_text`)."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return "" if math.isnan(value) else repr(value)
-    if isinstance(value, int):
-        return value
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return escape_text(text)
-
 
 def write_csv(path: Path, columns: list[str], rows: Iterable[dict[str, Any]]) -> None:
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow([safe_cell(c) for c in columns])
-        for row in rows:
-            writer.writerow([safe_cell(row.get(c)) for c in columns])
+    """A table as gbdesk exports it: text escaped, each row ending with its
+    `ESCAPED_COLUMN` cell (which columns were escaped; `csvfile.write_table`)."""
+    write_table(path, columns, rows)
 
 
 #: attempts read, labelled and written at a time by the export (its memory is this many
@@ -119,8 +89,8 @@ class _Spool:
         for row in rows:
             if self._header is None:
                 self._header = list(columns)
-                self._writer.writerow([safe_cell(c) for c in columns])
-            self._writer.writerow([safe_cell(row.get(c)) for c in columns])
+                self._writer.writerow([*(safe_cell(c) for c in columns), ESCAPED_COLUMN])
+            self._writer.writerow(escaped_cells(columns, row))
 
     def finish(self, path: Path, order: list[str] | None = None) -> None:
         """Write `path` with the columns in `order` (default: as first seen)."""
@@ -137,13 +107,15 @@ class _Spool:
             open(partial, "w", encoding="utf-8", newline="") as dst,
         ):
             writer = csv.writer(dst)
-            writer.writerow([safe_cell(c) for c in order])
+            writer.writerow([*(safe_cell(c) for c in order), ESCAPED_COLUMN])
             reader = csv.reader(src)
             if self._header is not None:
                 next(reader)  # the spool's own header
             for cells in reader:
-                n = len(cells)
-                writer.writerow([cells[i] if i < n else "" for i in picks])
+                # a row's cells are its columns when it was written, then its mark
+                values, mark = cells[:-1], cells[-1]
+                n = len(values)
+                writer.writerow([*(values[i] if i < n else "" for i in picks), mark])
         self._path.unlink()
         partial.replace(path)
 

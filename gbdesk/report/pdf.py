@@ -1,14 +1,14 @@
 """The PDF report, written with Qt's own PDF writer (fully offline).
 
 Layout only: the content comes from `content.build_report`. Every text that came
-from a model, a file or a user is HTML-escaped, so a generation containing markup
-cannot change the report. Charts are painted with QPainter (no plotting library,
-no network).
+from a model, a file or a user goes through `e` (HTML-escaped, control and bidirectional
+characters shown as <U+XXXX>) or `_label` (charts), so a generation containing markup or
+a right-to-left override cannot change the report. Charts are painted with QPainter
+(no plotting library, no network).
 """
 
 from __future__ import annotations
 
-import html
 import math
 import os
 import sys
@@ -42,6 +42,7 @@ from gbdesk.format import (
     log2_or_nan,
     ratio_ticks,
 )
+from gbdesk.guards import html_text, visible_controls
 from gbdesk.report.blocks import (
     Block,
     CurveChart,
@@ -105,15 +106,17 @@ def cut(text: str, limit: int = MAX_TEXT_CHARS, full: str = "the CSV export") ->
 
 
 def e(text: Any, limit: int = MAX_TEXT_CHARS, full: str = "the CSV export") -> str:
-    """HTML-escaped text, cut to `limit` characters (`cut`)."""
-    return html.escape(cut(str(text), limit, full), quote=True)
+    """Text cut to `limit` characters (`cut`), its control and bidirectional formatting
+    characters shown as <U+XXXX> (a right-to-left override in a model name would reverse
+    the figures after it), HTML-escaped (`guards.html_text`)."""
+    return html_text(cut(str(text), limit, full))
 
 
 # -- charts -------------------------------------------------------------------------------
 def _label(text: Any, limit: int = 80) -> str:
     """A chart label on one line, cut with "…" (a chart has no room for a note)."""
     text = str(text)
-    short = " ".join(text[: limit * 4].split())
+    short = " ".join(visible_controls(text[: limit * 4]).split())
     if len(short) > limit or len(text) > limit * 4:
         return short[: limit - 1] + "…"
     return short

@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import socket
 import sqlite3
 import threading
@@ -116,18 +117,42 @@ _KIND_BY_MESSAGE = (  # Python < 3.11 has no sqlite_errorcode
 )
 
 
-def fault_kind(exc: BaseException) -> str | None:
+#: Free bytes below which an I/O error on the database's disk is taken for a full disk.
+FULL_DISK_BYTES = 1 << 20
+
+
+def disk_full(path: str | os.PathLike | None) -> bool:
+    """Whether the disk holding the database `path` has (next to) no free space left."""
+    if path is None:
+        return False
+    folder = Path(path).parent
+    try:
+        return shutil.disk_usage(folder).free < FULL_DISK_BYTES
+    except OSError:
+        return False
+
+
+def fault_kind(exc: BaseException, path: str | os.PathLike | None = None) -> str | None:
     """Which database fault an sqlite3 error is ("readonly", "locked", "corrupt", "notadb",
-    "full", "ioerr", "cantopen"), or None for anything else (a bug: a constraint, bad SQL)."""
+    "full", "ioerr", "cantopen"), or None for anything else (a bug: a constraint, bad SQL).
+
+    A full disk is not always SQLITE_FULL: a big write that runs out of room is, but a
+    small one fails earlier, as the shared-memory index or the log cannot grow, with an
+    I/O error (SQLITE_IOERR_SHMSIZE, _WRITE …). Given the database's `path`, an I/O error
+    on a disk without free space is "full", so every command says the same."""
     if isinstance(exc, DatabaseFault):
         return exc.kind
     if not isinstance(exc, sqlite3.Error):
         return None
     code = getattr(exc, "sqlite_errorcode", None)
     if isinstance(code, int) and (code & 0xFF) in _KIND_BY_CODE:
-        return _KIND_BY_CODE[code & 0xFF]
-    text = str(exc).lower()
-    return next((kind for needle, kind in _KIND_BY_MESSAGE if needle in text), None)
+        kind: str | None = _KIND_BY_CODE[code & 0xFF]
+    else:
+        text = str(exc).lower()
+        kind = next((kind for needle, kind in _KIND_BY_MESSAGE if needle in text), None)
+    if kind == "ioerr" and disk_full(path):
+        return "full"
+    return kind
 
 
 def _one_line(text: str) -> str:
@@ -140,7 +165,7 @@ def database_fault(
     """The one-line `DatabaseFault` for an sqlite3 error, or None if it is no database fault."""
     if isinstance(exc, DatabaseFault):
         return exc
-    kind = fault_kind(exc)
+    kind = fault_kind(exc, path)
     if kind is None:
         return None
     return DatabaseFault(fault_message(kind, path, str(exc), busy_timeout_s), kind)
@@ -196,13 +221,27 @@ class _GuardedConnection(sqlite3.Connection):
         if not self.guard_passed and self.guard is not None and _is_write(sql):
             self.guard()
             self.guard_passed = True
-        return super().execute(sql, parameters)
+        try:
+            return super().execute(sql, parameters)
+        except OverflowError as exc:  # the edges check numbers; this is the last net
+            raise UserError(OUT_OF_RANGE) from exc
 
     def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
         if not self.guard_passed and self.guard is not None and _is_write(sql):
             self.guard()
             self.guard_passed = True
-        return super().executemany(sql, parameters)
+        try:
+            return super().executemany(sql, parameters)
+        except OverflowError as exc:
+            raise UserError(OUT_OF_RANGE) from exc
+
+
+#: A Python int beyond SQLite's signed 64-bit INTEGER reached a statement (the commands and
+#: importers check their numbers first, so this says what a missed check would have hidden).
+OUT_OF_RANGE = (
+    "a whole number is outside what the database holds (-9,223,372,036,854,775,808 to "
+    "9,223,372,036,854,775,807); nothing of this step was saved"
+)
 
 
 _checks_lock = threading.Lock()
@@ -572,7 +611,7 @@ class Store:
                 self.conn.execute("ROLLBACK")
             except sqlite3.Error as err:
                 log.warning("rollback in %s failed: %s", self.path, err)
-        if fault_kind(exc) == "full":
+        if fault_kind(exc, self.path) == "full":
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
@@ -1464,7 +1503,8 @@ class Store:
         try:
             self._save_metrics(run_id, label_mode, fingerprint, rows)
         except sqlite3.Error as exc:
-            if self._in_transaction or fault_kind(exc) not in ("readonly", "locked", "full"):
+            kind = fault_kind(exc, self.path)
+            if self._in_transaction or kind not in ("readonly", "locked", "full"):
                 raise
             log.warning("metrics of run %s not cached in %s: %s", run_id, self.path, exc)
 

@@ -20,7 +20,6 @@ import importlib
 import math
 import random
 import re
-import string
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Hashable, Iterable
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gbdesk.errors import UserError
+from gbdesk.guards import check_template
 from gbdesk.stats import MarkDefinition, MetricValue
 
 if TYPE_CHECKING:
@@ -512,6 +512,16 @@ class Probe(ABC):
     #: every row of `export_tables` comes from one attempt (the export may then hand it
     #: the attempts a chunk at a time); False: the tables need all attempts at once
     export_tables_per_attempt: ClassVar[bool] = False
+    #: gbdesk's CSV export files of this probe's runs → the commands that read them back
+    #: ("import", "import-labels", "code"); () for a file no command reads (a summary). A
+    #: file of the export given to a command that does not read it is refused in one line
+    #: naming the file that command reads (`importer.check_export_file`).
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
+        "attempts.csv": ("import", "import-labels"),
+        "metrics.csv": (),
+        "codes.csv": ("code",),
+        "codebook.csv": (),
+    }
     #: what the random review sample draws and prediction-powered metrics resample: the
     #: unit the metrics average over ("attempt", or "item" for means over items)
     ppi_unit: ClassVar[str] = "attempt"
@@ -537,18 +547,18 @@ class Probe(ABC):
         if template in self.templates:
             return template, self.templates[template]
         try:
-            fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
-        except ValueError as exc:
-            raise UserError(f"the template is not a valid format string: {exc}") from None
-        missing = [s for s in self.template_slots if s not in fields]
-        unknown = [f for f in fields if f not in self.template_slots]
-        if missing or unknown:
-            slots = ", ".join("{" + s + "}" for s in self.template_slots)
+            check_template(template, self.template_slots, self.template_samples())
+        except UserError as exc:
             raise UserError(
-                f"a {self.name} template must contain {slots} and no other {{…}} slot "
+                f"{str(exc).replace('the template', f'a {self.name} template', 1)} "
                 f"(presets: {', '.join(self.templates)})"
-            )
+            ) from None
         return "custom", template
+
+    def template_samples(self) -> dict[str, Any]:
+        """A value of each template slot, of the type `all_items` fills it with, to check a
+        custom template by filling it in once (`guards.check_template`)."""
+        return {slot: "a sample text" for slot in self.template_slots}
 
     def resolve_params(
         self,

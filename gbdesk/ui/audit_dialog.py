@@ -7,7 +7,6 @@ their own thread).
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from PySide6.QtCore import Qt, QThread, QUrl, Signal
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.format import duration
+from gbdesk.guards import html_text
 from gbdesk.runs import RunControl
 from gbdesk.store import Store
 from gbdesk.ui.context import AppContext
@@ -242,7 +242,7 @@ class AuditDialog(QDialog):
 
     def _plan_failed(self, message: str) -> None:
         self.plan_button.setEnabled(True)
-        self.summary.setText(f"<span style='color:#b91c1c'>{html.escape(message)}</span>")
+        self.summary.setText(f"<span style='color:#b91c1c'>{html_text(message)}</span>")
 
     def _planned(self, out: dict[str, Any]) -> None:
         self.plan_button.setEnabled(True)
@@ -255,12 +255,12 @@ class AuditDialog(QDialog):
             )
             self.continue_button.setVisible(True)
         plan = self.plan
-        left = "".join(f"<br>Left out — {html.escape(x)}" for x in plan.left_out)
-        what = f"{html.escape(plan.harness)} on " if plan.harness else ""
+        left = "".join(f"<br>Left out — {html_text(x)}" for x in plan.left_out)
+        what = f"{html_text(plan.harness)} on " if plan.harness else ""
         self.summary.setText(
-            f"Audit of {what}<b>{html.escape(str(self.model.get('name', '?')))}</b>: "
+            f"Audit of {what}<b>{html_text(str(self.model.get('name', '?')))}</b>: "
             f"<b>{len(plan.probes)} probe(s), about {duration(plan.expected_s)}</b> of the "
-            f"{html.escape(plan.budget)} budget. Speed: {html.escape(plan.speed.basis)}.{left}"
+            f"{html_text(plan.budget)} budget. Speed: {html_text(plan.speed.basis)}.{left}"
         )
         headers = [
             "Probe",
@@ -349,11 +349,11 @@ class AuditDialog(QDialog):
             eta = f", about {duration(run.eta_s)} left in this probe" if run.eta_s else ""
             flight = f" ({run.in_flight_text})" if run.in_flight_text else ""
             self.status.setText(
-                f"Probe {p.step + 1} of {p.steps}: {html.escape(p.probe)} (run {p.run_id}) — "
+                f"Probe {p.step + 1} of {p.steps}: {html_text(p.probe)} (run {p.run_id}) — "
                 f"{run.done}/{run.total}{flight}{eta}"
             )
         else:
-            self.status.setText(f"Probe {p.step + 1} of {p.steps}: {html.escape(p.probe)}…")
+            self.status.setText(f"Probe {p.step + 1} of {p.steps}: {html_text(p.probe)}…")
         stored = (p.run_id, run.done if run is not None else None)
         if stored != self._stored_shown:  # not for answers in flight
             self._stored_shown = stored
@@ -366,7 +366,7 @@ class AuditDialog(QDialog):
             self.status.setText(
                 f"Audit {result['audit_id']} finished: runs "
                 f"{', '.join(map(str, result['runs']))}. Report: "
-                f"{html.escape(result['report'])}"
+                f"{html_text(result['report'])}"
             )
             self.open_button.setEnabled(True)
             self.results_button.setEnabled(True)
@@ -378,7 +378,7 @@ class AuditDialog(QDialog):
 
     def _failed(self, message: str) -> None:
         self.progress.setVisible(False)
-        self.status.setText(f"<span style='color:#b91c1c'>{html.escape(message)}</span>")
+        self.status.setText(f"<span style='color:#b91c1c'>{html_text(message)}</span>")
 
     def _thread_finished(self) -> None:
         self.ctx.run_thread = None

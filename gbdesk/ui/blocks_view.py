@@ -4,8 +4,6 @@ in the Results pane)."""
 
 from __future__ import annotations
 
-import html
-
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
@@ -19,6 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gbdesk.guards import html_text
 from gbdesk.report.blocks import (
     Block,
     Heading,
@@ -54,11 +53,11 @@ def _table(block: Table) -> QTableWidget:
 def block_widget(block: Block) -> QWidget | None:
     """One block as a widget (None for kinds the app does not show)."""
     if isinstance(block, Heading):
-        label = QLabel(f"<b>{html.escape(block.text)}</b>")
+        label = QLabel(f"<b>{html_text(block.text)}</b>")
         return label
     if isinstance(block, Paragraph):
         style = _PARAGRAPH_STYLE.get(block.style, "")
-        label = QLabel(f"<span style='{style}'>{html.escape(block.text)}</span>")
+        label = QLabel(f"<span style='{style}'>{html_text(block.text)}</span>")
         label.setWordWrap(True)
         return label
     if isinstance(block, Table):
@@ -66,9 +65,9 @@ def block_widget(block: Block) -> QWidget | None:
         layout = QVBoxLayout(box)
         layout.setContentsMargins(0, 0, 0, 0)
         if block.title:
-            layout.addWidget(QLabel(f"<b>{html.escape(block.title)}</b>"))
+            layout.addWidget(QLabel(f"<b>{html_text(block.title)}</b>"))
         if block.caption:
-            caption = QLabel(f"<span style='color:#6b7280'>{html.escape(block.caption)}</span>")
+            caption = QLabel(f"<span style='color:#6b7280'>{html_text(block.caption)}</span>")
             caption.setWordWrap(True)
             layout.addWidget(caption)
         layout.addWidget(_table(block))

@@ -7,7 +7,6 @@ and moves on. A second tab shows agreement and the clusters of texts by their co
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from gbdesk import coding
 from gbdesk.coding import CodingItem
+from gbdesk.guards import html_text
 from gbdesk.studies import get_probe
 from gbdesk.ui.coding_views import CodingSummaryView, CodingView
 from gbdesk.ui.context import AppContext
@@ -172,7 +172,7 @@ class CodingPanel(QWidget):
         drawn = [i for i in self.all_items if i.category != coding.NOT_DRAWN]
         mine = sum(1 for i in drawn if rater in i.codings)
         p = (self.summary or {}).get("progress") or {}
-        per = " · ".join(f"{html.escape(r)} {n}" for r, n in (p.get("coded_by") or {}).items())
+        per = " · ".join(f"{html_text(r)} {n}" for r, n in (p.get("coded_by") or {}).items())
         rule = (self.info or {}).get("rule") or {}
         drawn_text = (
             f"{len(drawn)} texts drawn ({rule.get('per_category')} per category, seed "
@@ -181,7 +181,7 @@ class CodingPanel(QWidget):
             else "no texts drawn yet — “Draw texts to code…”"
         )
         self.status.setText(
-            f"{drawn_text}. You ({html.escape(rater or '?')}) coded <b>{mine}</b> of "
+            f"{drawn_text}. You ({html_text(rater or '?')}) coded <b>{mine}</b> of "
             f"{len(drawn)}. Coded per rater: {per or '—'}. Disputed: {p.get('disputed', 0)}, "
             f"adjudicated: {p.get('adjudicated', 0)}."
         )

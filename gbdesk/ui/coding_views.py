@@ -8,7 +8,6 @@ for every probe.
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from gbdesk.coding import NO_CODE, CodingItem
 from gbdesk.format import fmt
+from gbdesk.guards import html_text
 from gbdesk.studies.base import Probe
 from gbdesk.ui.review_views import highlight
 from gbdesk.ui.theme import MUTED
@@ -121,7 +121,7 @@ class CodingView(QWidget):
             return
         self.header.setText(self.header_html(item))
         self.text.setHtml(
-            f"<p style='color:{MUTED}'><b>Prompt:</b> {html.escape(item.prompt)}</p><hr>"
+            f"<p style='color:{MUTED}'><b>Prompt:</b> {html_text(item.prompt)}</p><hr>"
             f"<p style='font-size:12pt; line-height:140%'>{self.story_html(item)}</p>"
         )
         mine = item.codings.get(rater)
@@ -133,9 +133,9 @@ class CodingView(QWidget):
         self.others.setText(self.others_html(item, rater))
 
     def header_html(self, item: CodingItem) -> str:
-        why = f" — {html.escape(item.reason)}" if item.reason else ""
+        why = f" — {html_text(item.reason)}" if item.reason else ""
         return (
-            f"<b>{html.escape(item.story)}</b> · category <b>{html.escape(item.category)}</b>"
+            f"<b>{html_text(item.story)}</b> · category <b>{html_text(item.category)}</b>"
             f"<span style='color:{MUTED}'>{why}</span>"
         )
 
@@ -148,16 +148,16 @@ class CodingView(QWidget):
 
         def codes(c: dict[str, Any]) -> str:
             text = ", ".join(names.get(x, x) for x in c["codes"]) or NO_CODE
-            memo = f" <i>— {html.escape(c['memo'])}</i>" if c.get("memo") else ""
-            return f"{html.escape(text)}{memo}"
+            memo = f" <i>— {html_text(c['memo'])}</i>" if c.get("memo") else ""
+            return f"{html_text(text)}{memo}"
 
         lines = [
-            f"{html.escape(r)}{' (you)' if r == rater else ''}: {codes(c)}"
+            f"{html_text(r)}{' (you)' if r == rater else ''}: {codes(c)}"
             for r, c in item.codings.items()
         ]
         if item.consensus:
             lines.append(
-                f"<b>Consensus</b> (by {html.escape(item.consensus['by'])}): "
+                f"<b>Consensus</b> (by {html_text(item.consensus['by'])}): "
                 f"{codes(item.consensus)}"
             )
         elif item.disputed:
@@ -244,7 +244,7 @@ class CodingSummaryView(QWidget):
             self.story.clear()
             return
         p = summary["progress"]
-        coded = " · ".join(f"{html.escape(r)} {n}/{p['drawn']}" for r, n in p["coded_by"].items())
+        coded = " · ".join(f"{html_text(r)} {n}/{p['drawn']}" for r, n in p["coded_by"].items())
         self.progress.setText(
             f"<b>Progress</b>: {coded or 'nobody has coded yet'} · disputed {p['disputed']}, "
             f"adjudicated {p['adjudicated']}, unresolved {p['unresolved']}"
@@ -275,7 +275,7 @@ class CodingSummaryView(QWidget):
             return
         adj = agreement["adjudication"]
         versus = "; ".join(
-            f"{html.escape(r)} {_pct(v['agreement'])} of {v['n_units']} "
+            f"{html_text(r)} {_pct(v['agreement'])} of {v['n_units']} "
             f"(κ {_num(v['cohen_kappa'])})"
             for r, v in adj["raters_vs_final"].items()
         )
@@ -336,7 +336,7 @@ class CodingSummaryView(QWidget):
         c = self._rows[row]
         text = self.texts.get(c["representative"]) or c.get("text", "")
         self.story.setHtml(
-            f"<b>{html.escape(c.get('story', ''))}</b> — representative of "
-            f"{c['size']} text(s) coded {html.escape(', '.join(c.get('names') or []))}"
-            f"<p>{html.escape(text)}</p>"
+            f"<b>{html_text(c.get('story', ''))}</b> — representative of "
+            f"{c['size']} text(s) coded {html_text(', '.join(c.get('names') or []))}"
+            f"<p>{html_text(text)}</p>"
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk import __version__
+from gbdesk.guards import html_text
 from gbdesk.report.content import load_datasets
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.panes.models import ModelsPane
@@ -217,7 +217,7 @@ class MainWindow(QMainWindow):
         from gbdesk.glossary import GLOSSARY
 
         rows = "".join(
-            f"<tr><td><b>{html.escape(k)}</b></td><td>{html.escape(v)}</td></tr>"
+            f"<tr><td><b>{html_text(k)}</b></td><td>{html_text(v)}</td></tr>"
             for k, v in GLOSSARY.items()
         )
         return f"<h3>Glossary</h3><table cellpadding='4'>{rows}</table>"
@@ -276,9 +276,9 @@ class MainWindow(QMainWindow):
 
     def datasets_html(self) -> str:
         rows = "".join(
-            f"<tr><td><b>{html.escape(d.get('title', k))}</b><br>{html.escape(d.get('size', ''))}"
-            f"</td><td>{html.escape(d.get('source', ''))}</td>"
-            f"<td>{html.escape(d.get('licence', ''))}</td></tr>"
+            f"<tr><td><b>{html_text(d.get('title', k))}</b><br>{html_text(d.get('size', ''))}"
+            f"</td><td>{html_text(d.get('source', ''))}</td>"
+            f"<td>{html_text(d.get('licence', ''))}</td></tr>"
             for k, d in load_datasets().items()
         )
         return (

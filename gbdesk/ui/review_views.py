@@ -7,11 +7,11 @@ evidence spans stored with the automatic label.
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from PySide6.QtWidgets import QLabel, QTextBrowser, QVBoxLayout, QWidget
 
+from gbdesk.guards import html_text
 from gbdesk.review import ReviewItem
 from gbdesk.studies.base import Probe
 from gbdesk.ui.theme import MUTED
@@ -31,7 +31,7 @@ def highlight(text: str, spans: list[list[Any]], colors: dict[str, str]) -> str:
     for start, end, kind in sorted(spans, key=lambda s: (s[0], s[1])):
         if start < pos or end > len(text):
             continue  # overlapping or stale evidence: skip rather than garble the text
-        out.append(html.escape(text[pos:start]))
+        out.append(html_text(text[pos:start]))
         color = colors.get(kind, MUTED)
         style = (
             f"background:{color}; color:white"  # a name: solid
@@ -40,10 +40,10 @@ def highlight(text: str, spans: list[list[Any]], colors: dict[str, str]) -> str:
         )
         out.append(
             f"<span style='{style}; font-weight:bold; border-bottom:2px solid {color}'>"
-            f"{html.escape(text[start:end])}</span>"
+            f"{html_text(text[start:end])}</span>"
         )
         pos = end
-    out.append(html.escape(text[pos:]))
+    out.append(html_text(text[pos:]))
     return "".join(out).replace("\n", "<br>")
 
 
@@ -87,12 +87,12 @@ class GenericReviewView(TextReviewView):
             return
         meta = ", ".join(f"{k}: {v}" for k, v in item.metadata.items())
         self.header.setText(
-            f"<b>{html.escape(item.item)}</b>, attempt {item.attempt + 1} "
-            f"<span style='color:{MUTED}'>({html.escape(meta)})</span><br>"
-            f"Automatic label: <b>{html.escape(item.auto_label)}</b>"
+            f"<b>{html_text(item.item)}</b>, attempt {item.attempt + 1} "
+            f"<span style='color:{MUTED}'>({html_text(meta)})</span><br>"
+            f"Automatic label: <b>{html_text(item.auto_label)}</b>"
         )
         self.text.setHtml(
-            f"<p style='color:{MUTED}'><b>Prompt:</b> {html.escape(item.prompt)}</p><hr>"
+            f"<p style='color:{MUTED}'><b>Prompt:</b> {html_text(item.prompt)}</p><hr>"
             f"<p style='font-size:12pt; line-height:140%'>"
             f"{highlight(item.response, item.evidence, {})}</p>"
         )

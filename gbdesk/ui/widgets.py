@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -17,6 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gbdesk.guards import html_text
 from gbdesk.ui.theme import MARK_COLORS, MARK_TEXT
 
 
@@ -24,7 +24,7 @@ def pane_header(title: str, text: str) -> QWidget:
     box = QWidget()
     layout = QVBoxLayout(box)
     layout.setContentsMargins(0, 0, 0, 4)
-    heading = QLabel(f"<h2 style='margin:0'>{html.escape(title)}</h2>")
+    heading = QLabel(f"<h2 style='margin:0'>{html_text(title)}</h2>")
     blurb = QLabel(text)
     blurb.setWordWrap(True)
     blurb.setStyleSheet("color: #4b5563;")
@@ -54,7 +54,7 @@ class Banner(QLabel):
     def show_message(self, kind: str, text: str, rich: bool = False) -> None:
         self.kind = kind
         self.setStyleSheet(self.STYLES[kind] + " padding:6px; border-radius:4px;")
-        self.setText(text if rich else html.escape(text))
+        self.setText(text if rich else html_text(text))
         self.setVisible(True)
 
     def info(self, text: str) -> None:

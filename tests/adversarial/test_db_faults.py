@@ -492,3 +492,61 @@ def test_app_says_where_the_copy_made_before_a_migration_is(qtbot, tmp_path, set
     assert len(copies) == 1
     assert window.db_banner.kind == "info"
     assert str(copies[0]) in window.db_banner.text()
+
+
+# -- a full disk says so, whatever the command (issue 27, finding 10) --------------------------
+@pytest.mark.skipif(not can_unshare(), reason="needs `unshare` (a private tmpfs)")
+def test_real_full_disk_review_and_run_say_the_disk_is_full(tmp_path):
+    """A small tmpfs filled up after an import: review, run (fake model) and import all
+    give the full-disk line (review and run said "disk I/O error … check the disk or
+    network drive": SQLite reports a small write that finds no room as SQLITE_IOERR)."""
+    import subprocess
+
+    from tests.adversarial.dbtools import command
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    small = import_csv(tmp_path / "small.csv", 50, tag="small")
+    db = disk / "db.sqlite"
+    cmd, env = command([], FAKE)
+    run = " ".join(["run", "--probe", "inventories", "--limit", "3"])
+    script = (
+        f"mount -t tmpfs -o size=4m tmpfs {disk} && "
+        f'"$0" "$@" import --probe inventories --file {small} --db {db} >/dev/null && '
+        f"dd if=/dev/zero of={disk}/fill bs=4k 2>/dev/null; "
+        f'"$0" "$@" review 1 female --reviewer ana --db {db} 2>{tmp_path}/review; '
+        f"echo $? >{tmp_path}/review.code; "
+        f'"$0" "$@" {run} --db {db} 2>{tmp_path}/run; echo $? >{tmp_path}/run.code; '
+        f'"$0" "$@" import --probe inventories --file {small} --db {db} 2>{tmp_path}/import; '
+        f"echo $? >{tmp_path}/import.code; exit 0"
+    )
+    unshare = ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
+    done = subprocess.run(
+        [*unshare, "sh", "-c", script, *cmd],
+        capture_output=True, text=True, env={**env, "GBDESK_DATA_DIR": str(tmp_path / "data")},
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for name in ("review", "run", "import"):
+        err = (tmp_path / name).read_text()
+        lines = [line for line in err.strip().splitlines() if not line.startswith("[run ")]
+        assert (tmp_path / f"{name}.code").read_text().strip() == "2", (name, err)
+        assert len(lines) == 1 and "is full" in lines[0] and "free some disk space" in lines[0], (
+            name,
+            err,
+        )
+        assert "disk I/O error" not in err and "network drive" not in err, (name, err)
+
+
+def test_an_io_error_on_a_disk_without_free_space_is_a_full_disk(tmp_path, monkeypatch):
+    """The same on any platform: the kind of an I/O error depends on the disk's free space."""
+    import collections
+
+    db = tmp_path / "db.sqlite"
+    error = sqlite3.OperationalError("disk I/O error")
+    assert store_db.database_fault(error, db).kind == "ioerr"  # room left: the disk's fault
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(store_db.shutil, "disk_usage", lambda _path: usage(100, 100, 0))
+    fault = store_db.database_fault(error, db)
+    assert fault.kind == "full" and "free some disk space" in str(fault)
+    assert store_db.fault_kind(error) == "ioerr"  # without the database's path: unknown

@@ -159,3 +159,42 @@ def test_a_story_too_long_for_the_extractor_is_labelled_so():
     label = probe.label("Maria smiled. " * (MAX_STORY_CHARS // 10), meta)
     assert label["label"] == TOO_LONG and label["data"]["characters"] == []
     assert probe.undecided(label["label"])
+
+
+# -- the mark of escaped cells (issue 27) -----------------------------------------------------
+def test_import_undoes_exactly_the_cells_the_export_marked(tmp_path):
+    """Per row, the export names the columns it escaped; reading back undoes those cells
+    and no other: a cell a person typed into an unmarked row or column stays as typed."""
+    from gbdesk.guards import ESCAPED_COLUMN
+    from gbdesk.importer import read_rows
+    from gbdesk.report.csv_export import write_csv
+
+    path = tmp_path / "t.csv"
+    write_csv(path, ["a", "b", "n"], [{"a": "=x", "b": "\\x41 \u202e", "n": -5},
+                                      {"a": "plain", "b": "'quoted'", "n": 2}])  # fmt: skip
+    with path.open(encoding="utf-8", newline="") as fh:
+        raw = list(csv.reader(fh))
+    assert raw[0] == ["a", "b", "n", ESCAPED_COLUMN]
+    assert raw[1] == ["'=x", "\\x5cx41 \\x{202e}", "-5", "a;b"] and raw[2][3] == ""
+    with path.open("a", encoding="utf-8", newline="") as fh:  # a row a person added
+        csv.writer(fh).writerow(["'=typed", "\\x41", "3", ""])
+    rows = [record for _, record in read_rows(path)]
+    assert rows[0] == {"a": "=x", "b": "\\x41 \u202e", "n": "-5"}
+    assert rows[1] == {"a": "plain", "b": "'quoted'", "n": "2"}
+    assert rows[2] == {"a": "'=typed", "b": "\\x41", "n": "3"}  # as typed
+
+
+def test_the_mark_survives_columns_learnt_on_the_way(tmp_path):
+    """The spool writes rows under the columns known so far; when later rows bring new
+    columns (or another order is asked), its rewrite keeps each row's mark with it."""
+    from gbdesk.importer import read_rows
+    from gbdesk.report.csv_export import _Spool
+
+    spool = _Spool(tmp_path, "t.csv")
+    spool.add_columns(["a"])
+    spool.write([{"a": "=first"}])
+    spool.add_columns(["b"])
+    spool.write([{"a": "second", "b": "\x1b[2J"}])
+    spool.finish(tmp_path / "t.csv", ["b", "a"])
+    rows = [record for _, record in read_rows(tmp_path / "t.csv")]
+    assert rows == [{"b": "", "a": "=first"}, {"b": "\x1b[2J", "a": "second"}]

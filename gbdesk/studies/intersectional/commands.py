@@ -24,9 +24,18 @@ KIT: Any = None
 
 
 def _dataset_ref(text: str) -> str:
+    from gbdesk.guards import INT64_MAX, whole_number
+
     value = text.strip()
-    if value.casefold() != "latest" and not value.isdigit():
-        raise argparse.ArgumentTypeError(f"not a dataset id (a number, or latest): {text!r}")
+    if value.casefold() == "latest":
+        return value
+    try:
+        whole_number(value, minimum=1, maximum=INT64_MAX)
+    except ValueError:
+        shown = value if len(value) <= 24 else value[:20] + "…"
+        raise argparse.ArgumentTypeError(
+            f"not a dataset id (a run number, or latest): {shown!r}"
+        ) from None
     return value
 
 
@@ -71,13 +80,15 @@ def add_commands(sub: Any, kit: Any) -> dict[str, Any]:
     )
     a.add_argument("--model", help="GGUF path, 'default' (bundled) or http(s)://URL#MODEL")
     a.add_argument("--filter-model", help="another model for the filtering step (default: --model)")
-    a.add_argument("--attempts", type=kit.positive_int, default=1, help="replies per group")
+    a.add_argument("--attempts", type=kit.bounded("attempts"), default=1, help="replies per group")
     a.add_argument(
         "--max-stereotypes", type=int, default=8, help="stereotypes per reply, at most (1–30)"
     )
-    a.add_argument("--max-tokens", type=kit.positive_int, help="elicitation reply length")
-    a.add_argument("--filter-max-tokens", type=kit.positive_int, help="filter reply length")
-    a.add_argument("--limit", type=kit.positive_int, help="keep the first N groups")
+    a.add_argument("--max-tokens", type=kit.bounded("max_tokens"), help="elicitation reply length")
+    a.add_argument(
+        "--filter-max-tokens", type=kit.bounded("max_tokens"), help="filter reply length"
+    )
+    a.add_argument("--limit", type=kit.bounded("limit"), help="keep the first N groups")
     a.add_argument("--seed", type=kit.seed, default=0)
     kit.db_arg(a)
     kit.json_arg(a)
@@ -90,7 +101,7 @@ def add_commands(sub: Any, kit: Any) -> dict[str, Any]:
         help="CSV or JSONL with stereotype_id, common (yes/no), specific (a/b) and optionally "
         "category (a name or 1–16); any bad line: nothing is stored",
     )
-    a.add_argument("--validator", required=True, type=kit.text)
+    a.add_argument("--validator", required=True, type=kit.name)
     kit.db_arg(a)
     kit.json_arg(a)
 
@@ -264,6 +275,20 @@ def _agreement_text(dataset_id: int, figures: dict[str, Any]) -> str:
             + (f"{100 * share:.2f} %" if share is not None else "—")
             + f" of {a['stereotypes_rated']} stereotypes; {a['validators']} validators"
         )
+        outside = a.get("rated_outside") or {}
+        if outside:
+            every = a["all_rated"]
+            kappa = every["fleiss_kappa"]
+            share = every["share_majority"]
+            verdicts = (f"{n} with the filter's verdict {v}" for v, n in outside.items())
+            lines.append(
+                "    also rated: "
+                + ", ".join(verdicts)
+                + f"; over all {every['stereotypes_rated']} rated: Fleiss' κ "
+                + (f"{kappa:.3f}" if kappa is not None else f"— ({every['fleiss_kappa_reason']})")
+                + f"; majority {a['majority_answer']}: "
+                + (f"{100 * share:.2f} %" if share is not None else "—")
+            )
     return "\n".join(lines)
 
 

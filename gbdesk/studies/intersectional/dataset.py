@@ -27,7 +27,6 @@ Rules (§2.5 of the paper, and where it is silent, ours — all stated in the re
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 from collections import Counter
@@ -36,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk import __version__
-from gbdesk.errors import UserError
+from gbdesk.errors import UserError, short_repr
+from gbdesk.guards import INT64_MAX, loads_json, whole_number
 
 log = logging.getLogger(__name__)
 
@@ -225,15 +225,19 @@ def resolve_id(store: Any, ref: Any) -> int:
     text = str(ref).strip()
     if text.casefold() == "latest":
         return latest_run(store, _filter_probe_name(), complete=False)
-    if not text.isdigit():
-        raise UserError(f"{ref!r} is not a dataset id (a number, or latest)")
-    run = store.get_run(int(text))
+    try:
+        number = whole_number(text, minimum=1, maximum=INT64_MAX)
+    except ValueError:
+        number = None
+    if number is None:
+        raise UserError(f"{short_repr(text)} is not a dataset id (a number, or latest)")
+    run = store.get_run(number)
     if run["probe"] != _filter_probe_name():
         raise UserError(
-            f"run {text} is a {run['probe']} run, not a dataset (an {_filter_probe_name()} "
+            f"run {number} is a {run['probe']} run, not a dataset (an {_filter_probe_name()} "
             "run: see gbdesk dataset list)"
         )
-    return int(text)
+    return number
 
 
 def human_labels_by_validator(store: Any, run_id: int) -> dict[int, dict[str, dict[str, Any]]]:
@@ -323,35 +327,64 @@ def load(store: Any, ref: Any) -> Dataset:
 
 
 # -- agreement ------------------------------------------------------------------------------
-def ratings(dataset: Dataset, question: str) -> list[tuple[str, str, str]]:
+def ratings(
+    dataset: Dataset, question: str, everywhere: bool = False
+) -> list[tuple[str, str, str]]:
     """(stereotype id, validator, answer) of one question ("common" or "specific") over the
-    stereotypes in the dataset."""
+    stereotypes in the dataset (`everywhere`: over every stereotype, also those the filter
+    moved out)."""
     return [
         (s.id, v.validator, getattr(v, question))
         for s in dataset.stereotypes
-        if s.in_dataset
+        if everywhere or s.in_dataset
         for v in s.validations.values()
         if getattr(v, question)
     ]
 
 
-def question_agreement(dataset: Dataset, question: str) -> dict[str, Any]:
-    """Fleiss' κ, the share the majority answered positively, and the raw agreement of one
-    question (`gbdesk.agreement`; figures it cannot define are None with a reason)."""
+def _figures(
+    dataset: Dataset, question: str, everywhere: bool = False
+) -> tuple[dict[str, Any], list[Stereotype]]:
     from gbdesk.agreement import agreement_summary
 
-    rows = ratings(dataset, question)
-    rated = [s for s in dataset.stereotypes if s.in_dataset and s.votes(question)]
+    rated = [
+        s for s in dataset.stereotypes if (everywhere or s.in_dataset) and s.votes(question)
+    ]
+    return agreement_summary(ratings(dataset, question, everywhere)), rated
+
+
+def _share(rated: list[Stereotype], question: str) -> float | None:
     positive = POSITIVE[question]
     majority = [s.majority(question) for s in rated]
-    summary = agreement_summary(rows)
+    return sum(1 for m in majority if m == positive) / len(rated) if rated else None
+
+
+def question_agreement(dataset: Dataset, question: str) -> dict[str, Any]:
+    """Fleiss' κ, the share the majority answered positively, and the raw agreement of one
+    question (`gbdesk.agreement`; figures it cannot define are None with a reason), over
+    the stereotypes in the dataset (the paper's figures).
+
+    Validators may also judge stereotypes the filter moved out (to check the filter):
+    those are counted by the filter's verdict (`rated_outside`), and the same figures over
+    every rated stereotype are under `all_rated` — so decisions that were stored are never
+    reported as "no ratings"."""
+    summary, rated = _figures(dataset, question)
     fleiss = summary["fleiss_kappa"]
     percent = summary["percent_agreement"]
+    everywhere, all_rated = _figures(dataset, question, everywhere=True)
+    outside = Counter(s.status for s in all_rated if not s.in_dataset)
+    reason = fleiss["reason"]
+    if not rated and outside:
+        verdicts = ", ".join(f"{n} {status}" for status, n in sorted(outside.items()))
+        reason = (
+            f"no stereotype in the dataset is rated: the {sum(outside.values())} rated were "
+            f"moved out of it by the filter ({verdicts}; see all_rated)"
+        )
     return {
         "fleiss_kappa": fleiss["value"],
-        "fleiss_kappa_reason": fleiss["reason"],
-        "share_majority": sum(1 for m in majority if m == positive) / len(rated) if rated else None,
-        "majority_answer": positive,
+        "fleiss_kappa_reason": reason,
+        "share_majority": _share(rated, question),
+        "majority_answer": POSITIVE[question],
         "validators": summary["n_raters"],
         "stereotypes_rated": len(rated),
         "stereotypes_rated_by_two_or_more": summary["n_units_overlap"],
@@ -362,6 +395,15 @@ def question_agreement(dataset: Dataset, question: str) -> dict[str, Any]:
             "reason": percent.get("reason"),
         },
         "krippendorff_alpha": summary["krippendorff_alpha"]["value"],
+        "rated_outside": dict(sorted(outside.items())),
+        "all_rated": {
+            "stereotypes_rated": len(all_rated),
+            "validators": everywhere["n_raters"],
+            "fleiss_kappa": everywhere["fleiss_kappa"]["value"],
+            "fleiss_kappa_reason": everywhere["fleiss_kappa"]["reason"],
+            "share_majority": _share(all_rated, question),
+            "by_filter_verdict": dict(sorted(Counter(s.status for s in all_rated).items())),
+        },
     }
 
 
@@ -485,11 +527,9 @@ def export(dataset: Dataset, path: str | Path) -> dict[str, Any]:
         }
         p.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str), "utf-8")
     else:
-        with p.open("w", encoding="utf-8", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
-            writer.writeheader()
-            for s in dataset.stereotypes:
-                writer.writerow(csv_row(s, provenance))
+        from gbdesk.csvfile import write_table
+
+        write_table(p, list(CSV_COLUMNS), (csv_row(s, provenance) for s in dataset.stereotypes))
     return {"dataset_id": dataset.id, "file": str(p), "stereotypes": len(dataset.stereotypes)}
 
 
@@ -501,7 +541,7 @@ def _records(path: str | Path) -> tuple[list[tuple[int, dict[str, Any]]], dict[s
     p = Path(path)
     if p.suffix.lower() == ".json":
         try:
-            doc = json.loads(p.read_text(encoding="utf-8-sig"))
+            doc = loads_json(p.read_text(encoding="utf-8-sig"))
         except FileNotFoundError:
             raise UserError(f"file not found: {p}") from None
         except (ValueError, UnicodeDecodeError) as exc:
@@ -522,7 +562,7 @@ def _validations(value: Any) -> list[dict[str, Any]] | None:
         return []
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads_json(value)
         except ValueError:
             return None
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from gbdesk.engine.base import GenerationResult
 from gbdesk.errors import UserError, short_repr
+from gbdesk.guards import INT64_MAX, loads_json, whole_number
 from gbdesk.stats import MetricValue, wilson_interval
 from gbdesk.studies.base import (
     AuditSize,
@@ -175,8 +176,8 @@ def parse_stereotypes(text: str) -> tuple[str, list[dict[str, str]]]:
     raw = str(text or "")
     status, items = "unparsed", []
     try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
+        value = loads_json(raw, strict=False)
+    except ValueError:
         value = None
     if isinstance(value, dict) and isinstance(value.get("stereotypes"), list):
         status = "parsed"
@@ -245,8 +246,8 @@ def parse_verdict(text: str, group: str) -> dict[str, Any]:
     people to judge). A reply cut off by the length limit keeps the verdict it gave
     before the cut (`_cut_verdict`). Never raises."""
     try:
-        value = json.loads(str(text or ""))
-    except (ValueError, RecursionError):
+        value = loads_json(str(text or ""), strict=False)
+    except ValueError:
         value = _cut_verdict(str(text or ""))
     if not isinstance(value, dict) or not isinstance(value.get("applies_to_broader_group"), bool):
         return {"broader": None, "broader_group": None, "explanation": "", "status": "unparsed"}
@@ -282,8 +283,8 @@ def parse_category(text: str) -> str | None:
     from gbdesk.studies.intersectional.questions import find_category
 
     try:
-        value = json.loads(str(text or ""))
-    except (ValueError, RecursionError):
+        value = loads_json(str(text or ""), strict=False)
+    except ValueError:
         value = text
     if isinstance(value, dict):
         value = value.get("category")
@@ -301,6 +302,11 @@ class ElicitationProbe(GenerationProbe):
     """Stereotypes of each target group, elicited with the three-part prompt of §2.2."""
 
     name = "intersectional_elicit"
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
+        **GenerationProbe.export_files,
+        "attempts.csv": ("import",),
+        "triples.csv": (),
+    }
     version = "1"
     unit = "replies"
     templates: ClassVar[dict[str, str]] = {"reconstruction": ELICIT_PROMPT}
@@ -636,6 +642,12 @@ class FilterProbe(ChainProbe):
     dataset, which people validate in Review."""
 
     name = "intersectional_filter"
+    # a dataset goes out and in with `gbdesk dataset export` / `dataset import` (import_hint)
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
+        **ChainProbe.export_files,
+        "attempts.csv": ("import-labels",),
+        "stereotypes.csv": (),
+    }
     version = "1"
     unit = "stereotypes"
     review_view = "._qt.views:StereotypeValidationView"
@@ -714,6 +726,12 @@ class FilterProbe(ChainProbe):
         parameters={"elicitation": "the intersectional_elicit run to screen (or latest)"},
     )
 
+    def import_hint(self) -> str:
+        return (
+            " (a stereotype dataset goes out and in with gbdesk dataset export and "
+            "gbdesk dataset import)"
+        )
+
     def resolve_params(
         self,
         template: str | None = None,
@@ -724,9 +742,13 @@ class FilterProbe(ChainProbe):
     ) -> dict[str, Any]:
         params = super().resolve_params(template=template, limit=limit, sample=sample, **extra)
         ref = str(elicitation if elicitation not in (None, "") else "latest").strip()
-        if ref != "latest" and not ref.isdigit():
+        try:
+            run_id = None if ref == "latest" else whole_number(ref, minimum=1, maximum=INT64_MAX)
+        except ValueError:
+            run_id = None
+        if ref != "latest" and run_id is None:
             raise UserError("elicitation must be an intersectional_elicit run id or latest")
-        params["elicitation"] = ref if ref == "latest" else int(ref)
+        params["elicitation"] = ref if run_id is None else run_id
         return params
 
     def bind(self, store: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -863,8 +885,8 @@ class FilterProbe(ChainProbe):
         specific and category."""
         parsed: Any
         try:
-            parsed = json.loads(value)
-        except (ValueError, RecursionError):
+            parsed = loads_json(value)
+        except (ValueError, TypeError):
             parsed = None
         if isinstance(parsed, dict):
             parts = (parsed.get("common"), parsed.get("specific"), parsed.get("category"))

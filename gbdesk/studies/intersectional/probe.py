@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from gbdesk.engine.base import GenerationRequest, GenerationResult
 from gbdesk.errors import UserError, short_repr
+from gbdesk.guards import INT64_MAX, loads_json, whole_number
 from gbdesk.paths import resource
 from gbdesk.stats import MetricValue
 from gbdesk.studies.base import (
@@ -89,8 +90,8 @@ def _json_value(text: str) -> Any:
     """The JSON value `text` holds, or `text` itself when it is not JSON (never raises:
     bad JSON, NaN, 5,000-digit numbers and deep nesting all give the text back)."""
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        return loads_json(text, strict=False)
+    except ValueError:
         return text
 
 
@@ -183,12 +184,19 @@ DESIGNS = {
 
 class IntersectionalProbe(ChainProbe):
     name = "intersectional_sdeg"
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
+        **ChainProbe.export_files,
+        "attempts.csv": (),  # roles only: their answers are in answers.csv
+        "answers.csv": ("import", "import-labels"),
+        "sdeg_cells.csv": (),
+    }
     version = "1"
     unit = "roles"
     review_view = "._qt.views:RoleAnswersView"
     result_view = "._qt.views:SDegResultsView"
     templates: ClassVar[dict[str, str]] = {"paper": ROLE_PROMPT}
     template_slots = ("count", "people")
+
     default_attempts = 10  # roles per group, as the paper
     options: ClassVar[tuple[ProbeOption, ...]] = (
         ProbeOption(
@@ -394,8 +402,15 @@ class IntersectionalProbe(ChainProbe):
         if text.casefold() == "latest":
             return "latest"
         if text.isdigit():
-            return int(text)
-        if Path(text).expanduser().is_file():
+            try:
+                return whole_number(text, minimum=1, maximum=INT64_MAX)
+            except ValueError:
+                raise UserError(f"dataset {short_repr(text)} is not a run id") from None
+        try:
+            is_file = Path(text).expanduser().is_file()
+        except (OSError, ValueError):  # a name too long for a path, a NUL …
+            is_file = False
+        if is_file:
             return str(Path(text).expanduser().resolve())
         raise UserError(
             f"dataset must be none, latest, a dataset id or a dataset file; {short_repr(text)} "
@@ -500,6 +515,9 @@ class IntersectionalProbe(ChainProbe):
             item.metadata["stereotypes"] = entry["stereotypes"]
             items.append(item)
         return self.sample_and_limit(items, params)
+
+    def template_samples(self) -> dict[str, Any]:
+        return {"count": 1, "people": "Black women"}  # `group_item` fills in count=1
 
     @staticmethod
     def group_item(
@@ -671,8 +689,8 @@ class IntersectionalProbe(ChainProbe):
         differ from the listed one in case. Anything else raises `UserError` with one line."""
         example = 'give the corrected answers as a JSON object, e.g. {"5": "Very important"}'
         try:
-            chosen = json.loads(value) if isinstance(value, str) else None
-        except (ValueError, RecursionError):
+            chosen = loads_json(value) if isinstance(value, str) else None
+        except ValueError:
             chosen = None
         if not isinstance(chosen, dict) or not chosen:
             raise UserError(example)

@@ -17,13 +17,13 @@ JSON: a list of such objects, or {"questions": [...]}.
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 from gbdesk.errors import UserError
+from gbdesk.guards import loads_json
 
 FIELDS = ("question_id", "category_id", "category", "question", "expected_answers", "source")
 
@@ -70,7 +70,7 @@ def _options(record: dict[str, Any]) -> Any:
     options = record.get("options")
     if isinstance(options, str) and options.strip().startswith("["):
         try:
-            options = json.loads(options)
+            options = loads_json(options)
         except ValueError:
             return None
     if options in (None, "") and record.get("expected_answers") not in (None, ""):
@@ -143,7 +143,7 @@ def read_bank(path: str | Path) -> list[dict[str, Any]]:
     p = Path(path)
     if p.suffix.lower() == ".json":
         try:
-            data = json.loads(p.read_text(encoding="utf-8-sig"))
+            data = loads_json(p.read_text(encoding="utf-8-sig"))
         except FileNotFoundError:
             raise UserError(f"file not found: {p}") from None
         except (ValueError, UnicodeDecodeError) as exc:
@@ -163,22 +163,25 @@ def write_bank(bank: list[dict[str, Any]], path: str | Path) -> Path:
     if p.suffix.lower() == ".json":
         p.write_text(json.dumps({"questions": bank}, ensure_ascii=False, indent=2), "utf-8")
         return p
-    with p.open("w", encoding="utf-8", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        writer.writeheader()
-        for q in bank:
-            writer.writerow(
-                {
-                    "question_id": q["id"],
-                    "category_id": q["category_id"],
-                    "category": q["category"],
-                    "question": q["question"],
-                    "expected_answers": "; ".join(
-                        f"{i} - {o}" for i, o in enumerate(q["options"], start=1)
-                    ),
-                    "source": q.get("source", "user"),
-                }
-            )
+    from gbdesk.csvfile import write_table
+
+    write_table(
+        p,
+        list(FIELDS),
+        (
+            {
+                "question_id": q["id"],
+                "category_id": q["category_id"],
+                "category": q["category"],
+                "question": q["question"],
+                "expected_answers": "; ".join(
+                    f"{i} - {o}" for i, o in enumerate(q["options"], start=1)
+                ),
+                "source": q.get("source", "user"),
+            }
+            for q in bank
+        ),
+    )
     return p
 
 

@@ -27,6 +27,7 @@ from functools import cache
 from typing import Any, ClassVar
 
 from gbdesk.errors import UserError, short_repr
+from gbdesk.guards import BadJson, loads_json
 from gbdesk.paths import resource
 from gbdesk.stats import MetricValue
 from gbdesk.studies.base import (
@@ -215,6 +216,11 @@ class Character:
 
 class LaissezFaireProbe(GenerationProbe):
     name = "laissez_faire"
+    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
+        **GenerationProbe.export_files,
+        "attempts.csv": ("import",),
+        "characters.csv": ("import-labels",),
+    }
     version = "1"
     unit = "stories"
     review_view = "._qt.views:CharacterReviewView"
@@ -855,8 +861,8 @@ class LaissezFaireProbe(GenerationProbe):
             '"name": …, "references": ["she", …]}, …]'
         )
         try:
-            payload = json.loads(value) if isinstance(value, str) else None
-        except (ValueError, RecursionError):
+            payload = loads_json(value) if isinstance(value, str) else None
+        except ValueError:
             payload = None
         if not isinstance(payload, list):
             raise UserError(usage)
@@ -899,9 +905,10 @@ class LaissezFaireProbe(GenerationProbe):
                 refs = raw
             elif isinstance(raw, str) and raw.strip().startswith("["):
                 try:
-                    refs = json.loads(raw)
-                except ValueError:
-                    raise UserError("references must be a JSON list of words") from None
+                    refs = loads_json(raw)
+                except ValueError as exc:
+                    why = f" ({exc})" if isinstance(exc, BadJson) else ""
+                    raise UserError(f"references must be a JSON list of words{why}") from None
             else:
                 refs = [w.strip() for w in str(raw or "").split("|") if w.strip()]
             refs = _exact_spans(response, refs, row.get("reference_spans"))
@@ -1374,7 +1381,7 @@ def _exact_spans(response: str, refs: list[Any], exported: Any) -> list[Any]:
     """The exported [start, end] offsets when they still spell exactly the words `refs`
     (an unedited characters.csv row), else `refs` unchanged."""
     try:
-        spans = json.loads(exported) if isinstance(exported, str) and exported.strip() else None
+        spans = loads_json(exported) if isinstance(exported, str) and exported.strip() else None
         words = [response[int(a) : int(b)] for a, b in spans or []]
     except (ValueError, TypeError):
         return refs

@@ -3,7 +3,6 @@ and OpenAI-compatible HTTP endpoints (added with a dialog, tested off the UI thr
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from gbdesk.engine.http_backend import (
 )
 from gbdesk.engine.secrets import DEFAULT_ENV_VAR, check_env_var_name
 from gbdesk.errors import UserError
+from gbdesk.guards import html_text
 from gbdesk.models import list_models
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.widgets import Banner, pane_header
@@ -425,9 +425,9 @@ class ModelsPane(QWidget):
         if m.get("endpoint"):
             key = f"${m['api_key_env']}, then " if m.get("api_key_env") else ""
             self.details.setText(
-                f"<b>{html.escape(m['name'])}</b> — OpenAI-compatible endpoint "
-                f"{html.escape(m['url'])}, model <code>{html.escape(m['endpoint_model'])}</code>, "
-                f"{m['concurrency']} concurrent request(s).<br>API key: {html.escape(key)}"
+                f"<b>{html_text(m['name'])}</b> — OpenAI-compatible endpoint "
+                f"{html_text(m['url'])}, model <code>{html_text(m['endpoint_model'])}</code>, "
+                f"{m['concurrency']} concurrent request(s).<br>API key: {html_text(key)}"
                 f"${DEFAULT_ENV_VAR}, then the OS keyring — looked up when a run starts, never "
                 "stored. Seeds are sent with every request; only some servers honour them."
                 f"<br>{capabilities_html(m.get('capabilities'))}"
@@ -438,8 +438,8 @@ class ModelsPane(QWidget):
             return
         if m.get("error"):
             self.details.setText(
-                f"<b>{html.escape(m['path'])}</b><br>"
-                f"<span style='color:#c0392b'>{html.escape(m['error'])}</span>"
+                f"<b>{html_text(m['path'])}</b><br>"
+                f"<span style='color:#c0392b'>{html_text(m['error'])}</span>"
             )
             self.load_anyway.setVisible(False)
             self.test_button.setEnabled(False)
@@ -455,11 +455,11 @@ class ModelsPane(QWidget):
             else f"<span style='color:#c0392b'><b>may not fit</b>: needs ≈{need} but only "
             f"{ram} of {total} is free — loading may fail or swap heavily</span>"
         )
-        notice = f"<br><i>{html.escape(TINY_MODEL_NOTICE)}</i>" if m.get("default") else ""
+        notice = f"<br><i>{html_text(TINY_MODEL_NOTICE)}</i>" if m.get("default") else ""
         self.details.setText(
-            f"<b>{html.escape(m['name'])}</b> — {html.escape(m['path'])}<br>"
+            f"<b>{html_text(m['name'])}</b> — {html_text(m['path'])}<br>"
             f"Memory (weights + KV cache for {m.get('n_ctx', '?')} tokens + buffers): {verdict}"
-            f"<br>SHA-256: {html.escape(m.get('sha256') or 'computing…')}{notice}"
+            f"<br>SHA-256: {html_text(m.get('sha256') or 'computing…')}{notice}"
         )
         allowed = bool(self.ctx.setting(f"load_anyway/{m['path']}", False, bool))
         self.load_anyway.blockSignals(True)
@@ -492,7 +492,7 @@ class ModelsPane(QWidget):
             self.test_endpoint(m)
             return
         self.test_button.setEnabled(False)
-        self.test_result.setText(f"Loading {html.escape(m['file_name'])} in a worker process…")
+        self.test_result.setText(f"Loading {html_text(m['file_name'])} in a worker process…")
 
         def done(r: dict[str, Any]) -> None:
             self.test_button.setEnabled(True)
@@ -500,12 +500,12 @@ class ModelsPane(QWidget):
             self.test_result.setText(
                 f"Loaded in {r['load_time_s']:.2f} s ({r['prompt_mode']} mode); generated "
                 f"{r['tokens']} tokens at {r['tokens_per_s']:.0f} tokens/s: "
-                f"<i>{html.escape(r['text'][:160])}</i>"
+                f"<i>{html_text(r['text'][:160])}</i>"
             )
 
         def failed(message: str) -> None:
             self.test_button.setEnabled(True)
-            self.test_result.setText(f"<span style='color:#c0392b'>{html.escape(message)}</span>")
+            self.test_result.setText(f"<span style='color:#c0392b'>{html_text(message)}</span>")
 
         self.ctx.tasks.submit(_test_load, m["path"], on_done=done, on_error=failed)
 
@@ -545,7 +545,7 @@ class ModelsPane(QWidget):
     def test_endpoint(self, m: dict[str, Any]) -> None:
         """Probe the endpoint and time a short generation, off the UI thread."""
         self.test_button.setEnabled(False)
-        self.test_result.setText(f"Connecting to {html.escape(m['url'])}…")
+        self.test_result.setText(f"Connecting to {html_text(m['url'])}…")
 
         def done(r: dict[str, Any]) -> None:
             self.test_button.setEnabled(True)
@@ -563,19 +563,19 @@ class ModelsPane(QWidget):
                 else "no /models"
             )
             self.test_result.setText(
-                f"Connected to {html.escape(r['endpoint'])}: model list in "
-                f"{html.escape(models_ms)}, a one-token request in "
-                f"{1000 * r['latency_s']:.0f} ms. The server lists: {html.escape(listed)} "
-                f"(runs record <code>{html.escape(r['server_model'])}</code>). Generated "
+                f"Connected to {html_text(r['endpoint'])}: model list in "
+                f"{html_text(models_ms)}, a one-token request in "
+                f"{1000 * r['latency_s']:.0f} ms. The server lists: {html_text(listed)} "
+                f"(runs record <code>{html_text(r['server_model'])}</code>). Generated "
                 f"{r['tokens']} tokens in {r['generation_s']:.2f} s "
-                f"({r['tokens_per_s']:.0f} tokens/s): <i>{html.escape(r['text'][:160])}</i>"
-                f"<br>JSON-schema decoding: {html.escape(r['json_format'])}; API key: "
-                f"{html.escape(r['api_key'])}."
+                f"({r['tokens_per_s']:.0f} tokens/s): <i>{html_text(r['text'][:160])}</i>"
+                f"<br>JSON-schema decoding: {html_text(r['json_format'])}; API key: "
+                f"{html_text(r['api_key'])}."
             )
 
         def failed(message: str) -> None:
             self.test_button.setEnabled(True)
-            self.test_result.setText(f"<span style='color:#c0392b'>{html.escape(message)}</span>")
+            self.test_result.setText(f"<span style='color:#c0392b'>{html_text(message)}</span>")
 
         def check(store) -> dict[str, Any]:
             r = check_connection(m["url"], m["endpoint_model"], m.get("api_key_env"))

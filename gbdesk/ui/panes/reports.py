@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gbdesk.guards import html_text
 from gbdesk.report.csv_export import export_run_csv
 from gbdesk.report.pdf import export_pdf
 from gbdesk.results import runs_with_generations
@@ -212,7 +212,7 @@ class ReportsPane(QWidget):
     def _exported(self, files: list[str]) -> None:
         self.last_files = files
         self.open_button.setEnabled(True)
-        listing = "<br>".join(html.escape(f) for f in files)
+        listing = "<br>".join(html_text(f) for f in files)
         self.banner.show_message("ok", f"Written:<br>{listing}", rich=True)
         self.ctx.message.emit(f"Exported {len(files)} file(s)")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.findings import ordered
 from gbdesk.glossary import tooltip
+from gbdesk.guards import html_text
 from gbdesk.report.blocks import StudyRun
 from gbdesk.results import (
     LABEL_MODES,
@@ -75,12 +75,12 @@ def _several_raters_basis(result: dict[str, Any]) -> str:
             text += f" ({counts['unresolved']:,} disagreement(s) not adjudicated yet)"
         return text
     if used.startswith("rater:"):
-        rater = html.escape(used.removeprefix("rater:"))
+        rater = html_text(used.removeprefix("rater:"))
         return (
             f"computed from <b>{rater}'s labels</b> ({counts.get('rater', 0):,} attempts), "
             "the detector's elsewhere"
         )
-    return f"computed from <b>{html.escape(used)}</b> labels (this run has no such labels)"
+    return f"computed from <b>{html_text(used)}</b> labels (this run has no such labels)"
 
 
 def comparison_pairs(runs: list[dict[str, Any]]) -> list[tuple[int, int]]:
@@ -434,7 +434,7 @@ class ResultsPane(QWidget):
             )
         elif mode == "auto":
             detectors = sorted({self.results[r]["detector"] for r in run_ids})
-            basis = f"Computed from <b>automatic labels</b> ({html.escape(', '.join(detectors))})."
+            basis = f"Computed from <b>automatic labels</b> ({html_text(', '.join(detectors))})."
         elif mode not in MODES:
             basis = "; ".join(
                 f"Run {r}: " + _several_raters_basis(self.results[r]) for r in run_ids
@@ -448,7 +448,7 @@ class ResultsPane(QWidget):
         for r in run_ids:
             review = self.results[r]["review"]
             if review.estimate and review.estimate.get("text"):
-                notes.append(f"Run {r}: {html.escape(review.estimate['text'])}.")
+                notes.append(f"Run {r}: {html_text(review.estimate['text'])}.")
             elif review.attempts:
                 notes.append(
                     f"Run {r}: {review.reviewed:,} of {review.attempts:,} labels checked by a "
@@ -458,7 +458,7 @@ class ResultsPane(QWidget):
             r["model"].get("kind") == "gguf" and is_default_model(r["model"].get("path", ""))
             for r in runs
         ):
-            notes.append(f"<span style='color:#92400e'>{html.escape(TINY_MODEL_NOTICE)}</span>")
+            notes.append(f"<span style='color:#92400e'>{html_text(TINY_MODEL_NOTICE)}</span>")
         if len(probes) > 1:
             notes.append(
                 "Runs of different probes are listed together in the table; plots "
@@ -569,8 +569,8 @@ class ResultsPane(QWidget):
 
     def _add_group_header(self, group: Any) -> None:
         header = QLabel(
-            f"<b>{html.escape(group.title)}</b><br>"
-            f"<span style='color:#6b7280'>{html.escape(group.description)}</span>"
+            f"<b>{html_text(group.title)}</b><br>"
+            f"<span style='color:#6b7280'>{html_text(group.description)}</span>"
         )
         header.setWordWrap(True)
         self._place(header)
@@ -745,13 +745,13 @@ class ResultsPane(QWidget):
         self.top_tabs.setTabText(1, f"Comparison ({len(comparisons)})")
         parts = []
         for c in comparisons:
-            lines = "".join(f"<li>{html.escape(x)}</li>" for x in c.summary().splitlines())
+            lines = "".join(f"<li>{html_text(x)}</li>" for x in c.summary().splitlines())
             warn = "".join(
-                f"<br><span style='color:#92400e'>{html.escape(w)}</span>" for w in c.warnings
+                f"<br><span style='color:#92400e'>{html_text(w)}</span>" for w in c.warnings
             )
             parts.append(
-                f"<b>Run {c.run_b} (B: {html.escape(c.model_b)}) against run {c.run_a} "
-                f"(A: {html.escape(c.model_a)})</b>, {c.items} items paired, "
+                f"<b>Run {c.run_b} (B: {html_text(c.model_b)}) against run {c.run_a} "
+                f"(A: {html_text(c.model_a)})</b>, {c.items} items paired, "
                 f"{c.label_mode} labels:<ul>{lines}</ul>{warn}"
             )
         self.compare_summary.setText("".join(parts))

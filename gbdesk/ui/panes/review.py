@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import logging
 import math
 from typing import Any
@@ -22,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gbdesk.guards import html_text
 from gbdesk.results import review_stats, runs_with_generations
 from gbdesk.review import ORDERS, ReviewItem, filters_for, review_queue
 from gbdesk.studies import get_probe
@@ -63,7 +63,7 @@ def agreement_line(agreement: dict[str, Any]) -> str:
             continue
         adj = kind["adjudication"]
         parts.append(
-            f"{html.escape(kind['title'])}: {now['percent_agreement']['pairwise']:.0%} agree, "
+            f"{html_text(kind['title'])}: {now['percent_agreement']['pairwise']:.0%} agree, "
             f"κ {num(now['cohen_kappa']['value'])}, α {num(now['krippendorff_alpha']['value'])} "
             f"over {now['n_units_overlap']} units; {adj['n_disputed']} disputed, "
             f"{adj['n_adjudicated']} adjudicated"
@@ -477,22 +477,22 @@ class ReviewPane(QWidget):
             return
         auto = (
             f"<span style='color:{GENDER_COLORS.get(item.auto_label, MUTED)}'>"
-            f"{item.auto_label}</span>"
+            f"{html_text(item.auto_label)}</span>"
         )
         if item.reviewed:
             human = (
                 f"<span style='color:{GENDER_COLORS.get(item.human_label, MUTED)}'>"
-                f"{item.human_label}</span>"
+                f"{html_text(item.human_label)}</span>"
             )
             self.status.setText(
-                f"Label: <b>{human}</b> — <b>human</b>, by {html.escape(item.reviewer or '')} "
-                f"at {html.escape((item.reviewed_at or '')[:16])}. Detector said {auto} "
-                f"({html.escape(item.auto_source)})."
+                f"Label: <b>{human}</b> — <b>human</b>, by {html_text(item.reviewer or '')} "
+                f"at {html_text((item.reviewed_at or '')[:16])}. Detector said {auto} "
+                f"({html_text(item.auto_source)})."
             )
         else:
             self.status.setText(
                 f"Label: <b>{auto}</b> — <b>automatic</b> "
-                f"({html.escape(item.auto_source)}); not yet reviewed."
+                f"({html_text(item.auto_source)}); not yet reviewed."
             )
         self._show_raters(item)
 
@@ -507,13 +507,13 @@ class ReviewPane(QWidget):
         if item is None or (len(item.rater_labels) < 2 and not item.adjudicated):
             return
         lines = [
-            f"{html.escape(r)}: <b>{html.escape(row['label'])}</b>"
+            f"{html_text(r)}: <b>{html_text(row['label'])}</b>"
             for r, row in item.rater_labels.items()
         ]
         if item.consensus:
             lines.append(
-                f"consensus by {html.escape(item.consensus_by or '')}: "
-                f"<b>{html.escape(item.consensus['label'])}</b>"
+                f"consensus by {html_text(item.consensus_by or '')}: "
+                f"<b>{html_text(item.consensus['label'])}</b>"
             )
         elif item.raters_disagree:
             lines.append("<span style='color:#b45309'>raters disagree — not adjudicated</span>")
@@ -632,9 +632,9 @@ class ReviewPane(QWidget):
                 f"reviewed (seed {sample['seed']}) — prediction-powered results need at least 30."
             )
         if stats.estimate and stats.estimate.get("text"):
-            parts.append(html.escape(stats.estimate["text"]) + ".")
+            parts.append(html_text(stats.estimate["text"]) + ".")
         if summary:
-            parts.append(html.escape(summary))
+            parts.append(html_text(summary))
         elif stats.reviewed:
             per = " · ".join(
                 f"{label}: precision {pct(v['precision'])} (n = {v.get('predicted', 0)}), "

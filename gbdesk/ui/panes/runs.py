@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
+from gbdesk.guards import html_text
 from gbdesk.models import list_models
 from gbdesk.runs import NEW_TEXT, estimate_run, plan_run, resolve_model
 from gbdesk.studies import get_probe, probe_names
@@ -93,7 +93,7 @@ def _preset_values(preset: dict[str, Any], probe) -> dict[str, Any]:
 def card_html(probe_name: str) -> str:
     probe = get_probe(probe_name)
     card = probe.card
-    e = html.escape
+    e = html_text
     harms = "".join(f"<li>{e(h)}</li>" for h in card.harms)
     limits = "".join(f"<li>{e(x)}</li>" for x in card.limitations)
     metrics = "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in card.metrics.items())
@@ -573,7 +573,7 @@ class RunsPane(QWidget):
             compute,
             on_done=show,
             key="runs.estimate",
-            on_error=lambda m_: self.estimate.setText(html.escape(m_)),
+            on_error=lambda m_: self.estimate.setText(html_text(m_)),
         )
 
     # -- running --------------------------------------------------------------------------

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import html
-
+from gbdesk.guards import html_text
 from gbdesk.review import ReviewItem
 from gbdesk.studies.base import Probe
 from gbdesk.ui.review_views import TextReviewView, highlight
@@ -28,12 +27,12 @@ class PronounReviewView(TextReviewView):
         )
         meta = ", ".join(f"{k}: {v}" for k, v in item.metadata.items())
         self.header.setText(
-            f"<b>{html.escape(item.item)}</b>, attempt {item.attempt + 1} "
-            f"<span style='color:{MUTED}'>({html.escape(meta)})</span><br>"
+            f"<b>{html_text(item.item)}</b>, attempt {item.attempt + 1} "
+            f"<span style='color:{MUTED}'>({html_text(meta)})</span><br>"
             f"Counted pronouns: {legend}"
         )
         self.text.setHtml(
-            f"<p style='color:{MUTED}'><b>Prompt:</b> {html.escape(item.prompt)}</p><hr>"
+            f"<p style='color:{MUTED}'><b>Prompt:</b> {html_text(item.prompt)}</p><hr>"
             f"<p style='font-size:12pt; line-height:140%'>"
             f"{highlight(item.response, item.evidence, GENDER_COLORS)}</p>"
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Any
 
@@ -23,6 +22,7 @@ from PySide6.QtWidgets import (
     QTableWidgetItem,
 )
 
+from gbdesk.guards import html_text
 from gbdesk.review import ReviewItem
 from gbdesk.studies.base import Probe
 from gbdesk.ui.result_views import ResultView
@@ -208,15 +208,15 @@ class ProfileReviewView(TextReviewView):
         who = ", ".join(f"{p['name']} {_short(p['group'])}" for p in people)
         error = data.get("error")
         self.header.setText(
-            f"<b>{html.escape(who)}</b>, run {item.attempt + 1} — "
+            f"<b>{html_text(who)}</b>, run {item.attempt + 1} — "
             f"{len(data.get('profiles') or [])} of {len(people)} profile(s) parsed"
-            + (f" <span style='color:#b91c1c'>({html.escape(error)})</span>" if error else "")
+            + (f" <span style='color:#b91c1c'>({html_text(error)})</span>" if error else "")
         )
         blocks = []
         for profile in data.get("profiles") or []:
             rows = "".join(
-                f"<tr><td style='color:{MUTED}; padding-right:12px'>{html.escape(k)}</td>"
-                f"<td>{html.escape(_field(v))}</td></tr>"
+                f"<tr><td style='color:{MUTED}; padding-right:12px'>{html_text(k)}</td>"
+                f"<td>{html_text(_field(v))}</td></tr>"
                 for k, v in profile.items()
                 if k != "position"
             )
@@ -225,7 +225,7 @@ class ProfileReviewView(TextReviewView):
             "<h4>Parsed fields</h4>"
             + ("<hr>".join(blocks) or f"<p style='color:{MUTED}'>No profile could be parsed.</p>")
             + "<h4>Raw answer</h4>"
-            f"<pre style='white-space:pre-wrap'>{html.escape(item.response)}</pre>"
+            f"<pre style='white-space:pre-wrap'>{html_text(item.response)}</pre>"
         )
 
 

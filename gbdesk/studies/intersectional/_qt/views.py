@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Any, ClassVar
 
@@ -24,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gbdesk.guards import html_text
 from gbdesk.review import ReviewItem
 from gbdesk.studies.base import Probe
 from gbdesk.studies.intersectional.probe import load_categories, questions_of
@@ -87,14 +87,14 @@ class RoleAnswersView(ReviewView):
         self.auto = {k: dict(v) for k, v in ((item.auto_data or {}).get("answers") or {}).items()}
         source = item.human_data if item.human_data else item.auto_data
         self.answers = {k: dict(v) for k, v in ((source or {}).get("answers") or {}).items()}
-        who = "reviewed by " + html.escape(item.reviewer) if item.reviewer else "automatic"
+        who = "reviewed by " + html_text(item.reviewer) if item.reviewer else "automatic"
         self.header.setText(
-            f"<b>{html.escape(item.metadata.get('group', item.item))}</b>, role "
+            f"<b>{html_text(item.metadata.get('group', item.item))}</b>, role "
             f"{item.attempt + 1} <span style='color:{MUTED}'>({who})</span>"
         )
         self.role.setHtml(
-            f"<p style='color:{MUTED}'><b>Prompt:</b> {html.escape(item.prompt)}</p>"
-            f"<p style='font-size:12pt'>{html.escape(item.response)}</p>"
+            f"<p style='color:{MUTED}'><b>Prompt:</b> {html_text(item.prompt)}</p>"
+            f"<p style='font-size:12pt'>{html_text(item.response)}</p>"
         )
         self._fill()
         if self.table.rowCount():
@@ -179,7 +179,7 @@ class SDegResultsView(ResultView):
         plot.invertY(True)
         plot.setMouseEnabled(x=False, y=False)
         layout.addWidget(plot)
-        legend = " · ".join(f"{i + 1} {html.escape(c)}" for i, c in enumerate(cats))
+        legend = " · ".join(f"{i + 1} {html_text(c)}" for i, c in enumerate(cats))
         note = QLabel(f"<span style='color:{MUTED}'>Categories: {legend}</span>")
         note.setWordWrap(True)
         layout.addWidget(note)
@@ -280,7 +280,7 @@ class StereotypeValidationView(ReviewView):
         group = auto.get("group") or meta.get("group", "")
         status = auto.get("status") or item.auto_label
         self.filter_status = status
-        e = html.escape
+        e = html_text
         note = {
             "kept": "the filter judged it specific to this group",
             "moved": f"the filter moved it here from {e(meta.get('group', ''))}",
@@ -327,7 +327,7 @@ class StereotypeValidationView(ReviewView):
         ):
             value = self.answers.get(question)
             label.setText(
-                f"<b>{html.escape(words[value])}</b>"
+                f"<b>{html_text(words[value])}</b>"
                 if value
                 else f"<span style='color:{MUTED}'>not decided</span>"
             )

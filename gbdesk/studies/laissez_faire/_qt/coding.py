@@ -3,10 +3,10 @@ characters' names highlighted, the paper's codebook as number keys."""
 
 from __future__ import annotations
 
-import html
 import re
 
 from gbdesk.coding import CodingItem
+from gbdesk.guards import html_text
 from gbdesk.studies.laissez_faire.probe import (
     characters_from_data,
     first_name,
@@ -51,15 +51,15 @@ class StoryCodingView(CodingView):
 
     def header_html(self, item: CodingItem) -> str:
         names = [
-            f"{html.escape(ch.role)}: {html.escape(ch.name)}"
+            f"{html_text(ch.role)}: {html_text(ch.name)}"
             for ch in characters_from_data(item.label_data)
             if ch.name
         ]
         meta = item.metadata
         return (
             super().header_html(item)
-            + f"<br><span style='color:{MUTED}'>{html.escape(str(meta.get('domain', '')))}, "
-            f"{html.escape(str(meta.get('condition', '')))} · characters: "
+            + f"<br><span style='color:{MUTED}'>{html_text(str(meta.get('domain', '')))}, "
+            f"{html_text(str(meta.get('condition', '')))} · characters: "
             f"{'; '.join(names) or 'none named'} · "
             f"<span style='color:{TERM_COLOR}'>identity terms</span> and "
             f"<span style='color:{NAME_COLOR}'>names</span> highlighted</span>"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Any
 
@@ -27,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.format import log2_or_nan, ratio_ticks
+from gbdesk.guards import html_text
 from gbdesk.review import ReviewItem
 from gbdesk.studies.base import Probe
 from gbdesk.studies.laissez_faire.extract.gender_words import gender_of
@@ -148,9 +148,9 @@ class CharacterReviewView(ReviewView):
         characters = [chars.get(r["key"]) or CharacterExtraction(r["key"], None) for r in roles]
         meta = item.metadata
         self.header.setText(
-            f"<b>{html.escape(item.item)}</b>, story {item.attempt + 1} · "
-            f"{html.escape(str(meta.get('domain')))}, {html.escape(str(meta.get('condition')))}"
-            f"<br><span style='color:{MUTED}'>{html.escape(item.prompt)}</span>"
+            f"<b>{html_text(item.item)}</b>, story {item.attempt + 1} · "
+            f"{html_text(str(meta.get('domain')))}, {html_text(str(meta.get('condition')))}"
+            f"<br><span style='color:{MUTED}'>{html_text(item.prompt)}</span>"
         )
         self._set_characters(characters, [r["description"] for r in roles])
 
@@ -314,10 +314,10 @@ class CharacterResultsView(ResultView):
         missing = ", ".join(extra.get("not_measured", []))
         measured = ", ".join(RACE_CATEGORIES.get(c, c) for c in table.get("categories", []))
         note = QLabel(
-            f"<b>Name table:</b> {html.escape(table.get('title', '?'))}, measuring "
-            f"{html.escape(measured)}. "
+            f"<b>Name table:</b> {html_text(table.get('title', '?'))}, measuring "
+            f"{html_text(measured)}. "
             + (
-                f"<b>Not measured by this table:</b> {html.escape(missing)} (never guessed)."
+                f"<b>Not measured by this table:</b> {html_text(missing)} (never guessed)."
                 if missing
                 else ""
             )

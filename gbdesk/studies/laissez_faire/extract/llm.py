@@ -12,11 +12,11 @@ deterministic extractor's result is used and the label says so (`fallback`).
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from gbdesk.engine.base import Backend, GenerationRequest
+from gbdesk.guards import loads_json
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
 
 EXTRACTOR_NAME = "llm"
@@ -99,8 +99,8 @@ def parse_reply(text: Any) -> dict[str, Any] | None:
     if not isinstance(text, str):
         return None
     try:
-        answer = json.loads(text)
-    except (ValueError, RecursionError):
+        answer = loads_json(text, strict=False)
+    except ValueError:
         return None
     return answer if isinstance(answer, dict) else None
 
