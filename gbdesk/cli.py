@@ -607,8 +607,13 @@ class _ProgressPrinter:
             self.last = now
 
 
-def _metrics_payload(store, run_id: int, labels: str, metrics: dict[str, Any]) -> dict[str, Any]:
-    """The JSON of `gbdesk metrics` from the run's `compute_metrics`."""
+def _metrics_payload(
+    store, run_id: int, labels: str, metrics: dict[str, Any], review: bool = True
+) -> dict[str, Any]:
+    """The JSON of `gbdesk metrics` from the run's `compute_metrics`, with the labels'
+    accuracy (`review`: measured on the random review sample, else estimated; not computed
+    with `review=False`)."""
+    from gbdesk.label_accuracy import label_accuracy
     from gbdesk.stats import adjusted_p_values
 
     run = store.get_run(run_id)
@@ -618,7 +623,15 @@ def _metrics_payload(store, run_id: int, labels: str, metrics: dict[str, Any]) -
         out[name] = m.to_json()
         if name in adjusted:
             out[name]["p_adj"] = adjusted[name]
-    return {"run_id": run_id, "probe": run["probe"], "labels": labels, "metrics": out}
+    # what the Review pane and the Results caption state
+    accuracy = label_accuracy(store, run_id) if review else None
+    return {
+        "run_id": run_id,
+        "probe": run["probe"],
+        "labels": labels,
+        "metrics": out,
+        "review": accuracy.to_json() if accuracy is not None else None,
+    }
 
 
 def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> str:
@@ -897,7 +910,7 @@ def _execute(args, store, run_id: int, backend_factory=None) -> int:
     from gbdesk.results import compute_metrics
 
     metrics = compute_metrics(store, run_id, "auto")
-    payload = _metrics_payload(store, run_id, "auto", metrics)
+    payload = _metrics_payload(store, run_id, "auto", metrics, review=False)
     findings = _findings_text(store, run_id, "auto", metrics)
     print(
         f"run {run_id}: {summary['status']}, {summary['attempts']}/{summary['attempts_total']} "
@@ -984,10 +997,12 @@ def cmd_metrics(args) -> int:
         payload = _metrics_payload(store, args.run_id, args.labels, metrics)
         notice = _tiny_notice(store, args.run_id)
         findings = "" if args.json else _findings_text(store, args.run_id, args.labels, metrics)
+    review = payload["review"]
     text = (
         f"run {args.run_id} ({payload['probe']}, {args.labels} labels)\n"
         + _metrics_table(payload)
         + findings
+        + (f"\n\nLabels: {review['text']}" if review else "")
         + notice
     )
     _emit(args, payload, text)
