@@ -41,8 +41,8 @@ from gbdesk.runs import (
     plan_run,
 )
 from gbdesk.store import Store
-from gbdesk.studies import get_probe, probe_names
-from gbdesk.studies.base import AuditSize, ScoringProbe
+from gbdesk.studies import get_harness, get_probe, probe_names
+from gbdesk.studies.base import AuditSize, Probe, ScoringProbe
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +153,8 @@ class PlannedProbe:
     half_width: float | None = None
     precision_metric: str | None = None
     run_id: int | None = None
+    precision_title: str = ""  # the metric's name for people
+    meaning: str = ""  # what the interval can tell, in words (`interval_meaning`)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -167,6 +169,8 @@ class PlannedProbe:
             "interval_half_width": self.half_width,
             "interval_metric": self.precision_metric,
             "precision": self.precision,
+            "interval_metric_title": self.precision_title,
+            "interval_meaning": self.meaning,
             "size": asdict(self.size),
             "run_id": self.run_id,
         }
@@ -180,6 +184,7 @@ class AuditPlan:
     speed: Speed
     probes: list[PlannedProbe] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
+    harness: str | None = None  # the harness's title when the audit runs one
 
     @property
     def expected_s(self) -> float:
@@ -190,16 +195,21 @@ class AuditPlan:
 
     def text(self) -> str:
         """The plan for reading before it starts."""
+        what = f"{self.harness} on " if self.harness else ""
         lines = [
-            f"Audit of {self.model.get('name', '?')} within {self.budget} "
+            f"Audit: {what}{self.model.get('name', '?')} within {self.budget} "
             f"(planned {duration(self.expected_s)}; {self.speed.basis})",
-            f"{'probe':<34} {'items':>6} {'att.':>4} {'work':>7} {'time':>11}  interval",
         ]
-        for p in self.probes:
+        for n, p in enumerate(self.probes, start=1):
+            per = "attempt" if p.attempts == 1 else "attempts"
+            prompts = p.generations // max(1, p.items * p.attempts) if p.unit != "sentences" else 1
+            each = f" × {prompts} prompts" if prompts > 1 else ""
+            lines.append(f"{n:>2}. {p.title}")
             lines.append(
-                f"{p.title[:34]:<34} {p.items:>6} {p.attempts:>4} {p.generations:>7} "
-                f"{duration(p.seconds):>11}  {_precision_short(p)}"
+                f"    {p.items:,} items{each} × {p.attempts} {per} = {p.generations:,} "
+                f"{p.unit}, about {duration(p.seconds)}"
             )
+            lines.append(f"    interval: {_precision_short(p)}")
         lines += [f"left out: {x}" for x in self.left_out]
         return "\n".join(lines)
 
@@ -207,7 +217,8 @@ class AuditPlan:
 def _precision_short(p: PlannedProbe) -> str:
     if p.half_width is None:
         return p.precision or "—"
-    return f"±{p.half_width:.2f} ({p.precision_metric})"
+    text = f"±{p.half_width:.2f} on {p.precision_title or p.precision_metric}"
+    return f"{text}: {p.meaning}" if p.meaning else text
 
 
 def _audit_slots(model: dict[str, Any], max_tokens: int) -> int | None:
@@ -268,6 +279,28 @@ def _size_seconds(
     return n_items, est.generations, "generations", seconds * per_attempt + speed.load_s
 
 
+#: item counts a harness's probe may be cut to (below its own size), smallest first
+HARNESS_ITEM_STEPS = (5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+
+
+def harness_sizes(probe: Probe, template: str | None) -> list[AuditSize]:
+    """The sizes an audit of a harness may run a probe at, smallest first: seeded subsets
+    of the harness's items that keep every group the probe compares (`balanced_subset`;
+    the smallest has one item of each group), each with the harness's attempts, then the
+    harness's own size (every item of the preset)."""
+    options = {"template": template} if template else {}
+    items = probe.items(probe.resolve_params(**options))
+    groups = len({probe.balance_key(i.metadata) for i in items})
+    smallest = max(1, groups)
+    limits = [smallest, *(n for n in HARNESS_ITEM_STEPS if n > smallest)]
+    sizes = [
+        AuditSize(probe.default_attempts, limit=n, options=options)
+        for n in limits
+        if n < len(items)
+    ]
+    return [*sizes, AuditSize(probe.default_attempts, options=options)]
+
+
 def plan_audit(
     store: Store,
     model: dict[str, Any],
@@ -275,15 +308,26 @@ def plan_audit(
     speed: Speed,
     probes: list[str] | None = None,
     budget_text: str | None = None,
+    harness: str | None = None,
 ) -> AuditPlan:
-    """The largest sizes that fit the budget (see the module docstring)."""
+    """The largest sizes that fit the budget (see the module docstring). `harness`: the
+    probes of a study's harness (`Study.harnesses`) with its template, each sized up to
+    the harness's own size (`harness_sizes`)."""
+    template = None
+    if harness is not None:
+        chosen_harness = get_harness(harness)
+        probes, template = list(chosen_harness.probes), chosen_harness.template
     names = sorted(probes or probe_names(), key=lambda n: (get_probe(n).audit_priority, n))
     plan = AuditPlan(model, budget_s, budget_text or duration(budget_s), speed)
+    if harness is not None:
+        plan.harness = chosen_harness.title
     limit = budget_s * FILL
     ladders: dict[str, list[tuple[AuditSize, tuple[int, int, str, float]]]] = {}
     for name in names:
         ladder = []
-        for size in get_probe(name).audit_sizes():
+        probe = get_probe(name)
+        sizes = probe.audit_sizes() if harness is None else harness_sizes(probe, template)
+        for size in sizes:
             try:
                 ladder.append((size, _size_seconds(store, name, size, model, speed)))
             except UserError as exc:  # e.g. a sample larger than the probe
@@ -321,6 +365,11 @@ def plan_audit(
         size, (n_items, work, unit, seconds) = ladders[name][step]
         params = probe.resolve_params(limit=size.limit, sample=size.sample, **size.options)
         precision = probe.audit_precision(params, n_items, size.attempts)
+        meaning = (
+            _interval_meaning(probe, precision, ladders[name][step + 1 :])
+            if precision is not None
+            else ""
+        )
         plan.probes.append(
             PlannedProbe(
                 probe=name,
@@ -338,9 +387,60 @@ def plan_audit(
                     else round(precision.half_width, 4)
                 ),
                 precision_metric=precision.metric if precision else None,
+                precision_title=probe.metric_title(precision.metric) if precision else "",
+                meaning=meaning,
             )
         )
     return plan
+
+
+def _mark_gap(definition: Any, a: str, b: str) -> float:
+    """The smallest distance between a band of mark `a` and a band of mark `b`."""
+    return min(
+        max(0.0, max(lo_b - hi_a, lo_a - hi_b))
+        for lo_a, hi_a in definition.ranges.get(a, ())
+        for lo_b, hi_b in definition.ranges.get(b, ())
+    )
+
+
+def interval_meaning(probe: Probe, metric: str, half_width: float) -> str:
+    """What an interval of ± `half_width` on `metric` can tell, in words, from the metric's
+    mark bands (empty for a metric without marks): too wide to tell a healthy result
+    (mark A) from a catastrophic one (D), only that, or enough to tell A from critical (C)."""
+    definition = probe.mark_definitions.get(metric)
+    if definition is None or half_width != half_width:
+        return ""
+    width = 2 * half_width
+    a_width = min(hi - lo for lo, hi in definition.ranges.get("A", ((0.0, 0.0),)))
+    if width > _mark_gap(definition, "A", "D") + a_width:
+        return "too wide to tell a balanced model from a strongly biased one"
+    if width > _mark_gap(definition, "A", "C"):
+        return "tells a strongly biased model from a balanced one, but not a moderate bias"
+    return "narrow enough to tell a moderate bias from none"
+
+
+def _interval_meaning(
+    probe: Probe,
+    precision: Any,
+    larger: list[tuple[AuditSize, tuple[int, int, str, float]]],
+) -> str:
+    """"±0.44: too wide to tell … — 200 items (about 1 h 10 min) would reach ±0.07"."""
+    words = interval_meaning(probe, precision.metric, precision.half_width)
+    if not words or words.startswith("narrow"):
+        return words
+    for size, (n_items, _work, _unit, seconds) in larger:
+        params = probe.resolve_params(limit=size.limit, sample=size.sample, **size.options)
+        better = probe.audit_precision(params, n_items, size.attempts)
+        if better is None:
+            break
+        if interval_meaning(probe, better.metric, better.half_width).startswith("narrow") or (
+            size is larger[-1][0]
+        ):
+            return (
+                f"{words} — {n_items:,} items (about {duration(seconds)} for this probe) "
+                f"would reach ±{better.half_width:.2f}"
+            )
+    return words
 
 
 # -- storing and running ----------------------------------------------------------------------

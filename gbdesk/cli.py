@@ -299,6 +299,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", required=True, help="time budget: 30m, 2h, 8h, 1h30m …")
     p.add_argument("--report", metavar="FILE", help="the PDF (default: next to the database)")
     p.add_argument("--plan-only", action="store_true", help="show the plan, run nothing")
+    p.add_argument(
+        "--harness",
+        metavar="NAME",
+        help="run a study's harness (e.g. genderbench-1.1: GenderBench's fourteen probes with "
+        "their own templates and sizes, cut to the budget); default: every probe",
+    )
     p.add_argument("--new", action="store_true", help="plan a new audit even if one is unfinished")
     _db_arg(p)
     _json_arg(p)
@@ -613,25 +619,31 @@ def _metrics_payload(
     """The JSON of `gbdesk metrics` from the run's `compute_metrics`, with the labels'
     accuracy (`review`: measured on the random review sample, else estimated; not computed
     with `review=False`)."""
+    from gbdesk.format import clip_ci, unfinished_note
     from gbdesk.label_accuracy import label_accuracy
     from gbdesk.stats import adjusted_p_values
+    from gbdesk.studies import get_probe
 
     run = store.get_run(run_id)
+    probe = get_probe(run["probe"])
     adjusted = adjusted_p_values(metrics)  # Benjamini–Hochberg over the run's tests
     out = {}
     for name, m in metrics.items():
         out[name] = m.to_json()
+        out[name]["title"] = probe.metric_title(name)
+        (lo, hi), past = clip_ci(m.ci, probe.metric_bounds(name))
+        if past:  # the interval within what the metric can be (`ci` is the bootstrap's)
+            out[name]["ci_shown"] = [lo, hi]
         if name in adjusted:
             out[name]["p_adj"] = adjusted[name]
+    payload = {"run_id": run_id, "probe": run["probe"], "labels": labels, "metrics": out}
+    payload["status"] = run["status"]
+    payload["attempts"] = {"done": run["attempts_done"], "total": run["attempts_total"]}
+    payload["unfinished"] = unfinished_note(run, probe.unit)
     # what the Review pane and the Results caption state
     accuracy = label_accuracy(store, run_id) if review else None
-    return {
-        "run_id": run_id,
-        "probe": run["probe"],
-        "labels": labels,
-        "metrics": out,
-        "review": accuracy.to_json() if accuracy is not None else None,
-    }
+    payload["review"] = accuracy.to_json() if accuracy is not None else None
+    return payload
 
 
 def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> str:
@@ -657,18 +669,47 @@ def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> 
     return "\n\nFindings:\n" + "\n".join(lines)
 
 
+def _metrics_heading(payload: dict[str, Any]) -> str:
+    """"run 1 — Gender inventories (GenderBench), automatic labels" and a line break."""
+    from gbdesk.studies import get_probe
+
+    labels = {
+        "auto": "automatic labels",
+        "reviewed": "reviewed labels (a person's where present)",
+        "ppi": "prediction-powered estimates",
+        "consensus": "consensus labels",
+    }.get(payload["labels"], payload["labels"].replace("rater:", "labels of "))
+    return f"run {payload['run_id']} — {get_probe(payload['probe']).card.title}, {labels}\n"
+
+
 def _metrics_table(payload: dict[str, Any]) -> str:
+    """The metrics for reading: what each measures in words (the keys are in --json and
+    the CSV), its value and interval (within what the metric can be), mark and support;
+    footnotes say why a value or interval is missing."""
+    from gbdesk.format import UNDEFINED_CI, UNDEFINED_VALUE, ci_cells
+    from gbdesk.studies import get_probe
+
+    probe = get_probe(payload["probe"])
     metrics = payload["metrics"]
-    width = max([28, *(len(name) for name in metrics)])
-    cis = {name: f"[{fmt(m['ci'][0])}, {fmt(m['ci'][1])}]" for name, m in metrics.items()}
+    titles = {name: m.get("title") or probe.metric_title(name) for name, m in metrics.items()}
+    width = min(60, max([28, *(len(t) for t in titles.values())]))
+    cis, cut = {}, False
+    for name, m in metrics.items():
+        lo, hi = (math.nan if v is None else v for v in m["ci"])
+        text, was_cut = ci_cells((lo, hi), probe.metric_bounds(name))
+        if m["value"] is not None and lo != lo:
+            text = "—†"
+        cis[name] = text + ("*" if was_cut else "")
+        cut |= was_cut
     ci_width = max([19, *(len(ci) for ci in cis.values())])
     with_p = any(m.get("p_value") is not None for m in metrics.values())
     p_head = f"{'p':>7}  {'p_adj':>7}  " if with_p else ""
     ppi = any((m.get("details") or {}).get("kind") == "ppi" for m in metrics.values())
     ppi_head = f"{'automatic':>9}  {'bias':>7}  " if ppi else ""
     rows = [
-        f"{'metric':<{width}} {'value':>8}  {'95% CI':<{ci_width}} {p_head}{ppi_head}mark  {'n':>5}"
+        f"{'what':<{width}} {'value':>8}  {'95% CI':<{ci_width}} {p_head}{ppi_head}mark  {'n':>5}"
     ]
+    undefined: list[str] = []
     reasons: dict[str, list[str]] = {}
     for name, m in metrics.items():
         p_cell = ""
@@ -684,9 +725,33 @@ def _metrics_table(payload: dict[str, Any]) -> str:
             ppi_cell = f"{fmt(d.get('automatic_value')):>9}  {fmt(d.get('bias')):>7}  "
             if not d.get("valid", True):
                 reasons.setdefault(d.get("reason") or "no interval", []).append(name)
+        title = titles[name] if len(titles[name]) <= width else titles[name][: width - 1] + "…"
+        value = fmt(m["value"])
+        if m["value"] is None:
+            value = "—‡"
+            undefined.append(name)
         rows.append(
-            f"{name:<{width}} {fmt(m['value']):>8}  {cis[name]:<{ci_width}} {p_cell}{ppi_cell}"
+            f"{title:<{width}} {value:>8}  {cis[name]:<{ci_width}} {p_cell}{ppi_cell}"
             f"{m['mark'] or '—':<4}  {m['n']:>5}"
+        )
+    if undefined:
+        reasons = sorted(
+            {probe.why_undefined(n, {}) or UNDEFINED_VALUE for n in undefined}
+        )
+        rows.append("\n‡ " + "; ".join(reasons))
+    if any(c.startswith("—†") for c in cis.values()):
+        rows.append(f"† {UNDEFINED_CI}")
+    if cut:
+        rows.append(
+            "* interval cut at what the metric can be (e.g. 0–1 for a share): the "
+            "bootstrap's normal fit reached past it; the mark is GenderBench's, from the "
+            "uncut interval (--json has both)"
+        )
+    if payload.get("unfinished"):
+        rows.insert(
+            0,
+            f"UNFINISHED RUN — {payload['unfinished'].removeprefix('unfinished: ')}: the "
+            f"numbers cover only these (continue it with: gbdesk resume {payload['run_id']})",
         )
     if with_p:
         rows.append(
@@ -761,9 +826,23 @@ def cmd_items(args) -> int:
     payload = {
         "probe": probe.name,
         "template": params["template"],
-        "items": [{"item": i.key, "prompt": i.prompt, **i.metadata} for i in items],
+        # `prompts`: every prompt of the item with its metadata (one for most probes);
+        # `prompt`: the first one's text
+        "items": [
+            {
+                "item": i.key,
+                "prompt": i.prompt,
+                **i.metadata,
+                "prompts": i.prompts_json() or [{"text": i.prompt, "metadata": {}}],
+            }
+            for i in items
+        ],
     }
-    _emit(args, payload, "\n".join(f"{i.key}\t{i.prompt}" for i in items))
+    lines = []
+    for i in items:
+        lines.append(f"{i.key}\t{i.prompt}")
+        lines += [f"  prompt {n + 1}\t{p.text}" for n, p in enumerate(i.prompts) if n]
+    _emit(args, payload, "\n".join(lines))
     return 0
 
 
@@ -999,7 +1078,7 @@ def cmd_metrics(args) -> int:
         findings = "" if args.json else _findings_text(store, args.run_id, args.labels, metrics)
     review = payload["review"]
     text = (
-        f"run {args.run_id} ({payload['probe']}, {args.labels} labels)\n"
+        _metrics_heading(payload)
         + _metrics_table(payload)
         + findings
         + (f"\n\nLabels: {review['text']}" if review else "")
@@ -1064,7 +1143,9 @@ def cmd_audit(args) -> int:
         else:
             print(f"measuring the speed of {model['name']}…", file=sys.stderr, flush=True)
             speed = measure_speed(store, model)
-            plan = plan_audit(store, model, budget_s, speed, budget_text=args.budget)
+            plan = plan_audit(
+                store, model, budget_s, speed, budget_text=args.budget, harness=args.harness
+            )
             if args.plan_only:
                 _emit(args, {"plan": plan.to_json(), "runs": [], "report": None}, plan.text())
                 return 0

@@ -29,6 +29,7 @@ from gbdesk import raters
 from gbdesk.errors import UserError
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
+from gbdesk.studies.base import RunItems
 
 log = logging.getLogger(__name__)
 
@@ -175,9 +176,9 @@ def _attempts_with_labels(store: Store, run_id: int, label_mode: str) -> list[di
 
     ensure_auto_labels(store, run_id)
     labels = effective_labels(store, run_id, label_mode)
-    items = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
+    items = RunItems.of(store, run_id)
     return [
-        {**a, "metadata": items.get(a["item"], {}), "label": labels.get(a["id"])}
+        {**a, "metadata": items.metadata(a["item"], a["attempt"]), "label": labels.get(a["id"])}
         for a in store.attempts(run_id)
     ]
 
@@ -314,7 +315,7 @@ def coding_items(store: Store, run_id: int, label_mode: str = "reviewed") -> lis
         return []
     order = {e["code"]: i for i, e in enumerate(codebook(store, run_id))}
     attempts = {a["id"]: a for a in store.attempts(run_id)}
-    metadata = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
+    metadata = RunItems.of(store, run_id)
     labels = effective_labels(store, run_id, label_mode)
     out = []
     for attempt_id, category, reason in wanted:
@@ -328,7 +329,7 @@ def coding_items(store: Store, run_id: int, label_mode: str = "reviewed") -> lis
             attempt=a["attempt"],
             prompt=a["prompt"],
             response=a["response"],
-            metadata=metadata.get(a["item"], {}),
+            metadata=metadata.metadata(a["item"], a["attempt"]),
             label_data=(labels.get(attempt_id) or {}).get("data") or {},
             category=category,
             reason=reason,

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from gbdesk.format import fmt_ci
+from gbdesk.format import ci_cells
 from gbdesk.stats import MetricValue, adjusted_p_values, p_text
 from gbdesk.studies import Finding, Probe
 
@@ -44,7 +44,9 @@ class RunFinding:
         if f.value == f.value and f.metric:
             value = f"{f.value:.3g}" if abs(f.value) >= 10 else f"{f.value:.3f}"
             if not math.isnan(f.ci[0]):
-                value += f" {fmt_ci(f.ci)}"
+                bounds = probe.metric_bounds(f.metric) if probe else None
+                shown, cut = ci_cells(f.ci, bounds)
+                value += f" {shown}" + (" (cut at what the metric can be)" if cut else "")
             parts.append(value)
         if f.p_value is not None and f.p_value == f.p_value:
             parts.append(f"p {p_text(f.p_value)}, BH-adjusted {p_text(f.p_adj)}")

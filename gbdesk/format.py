@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 MARK_COLORS = {"A": "#2e7d32", "B": "#b7950b", "C": "#e67e22", "D": "#c0392b"}
 MARK_FILLS = {"A": "#dff0d8", "B": "#fcf3cf", "C": "#fde3cc", "D": "#f6d5d1"}
@@ -28,6 +29,57 @@ def fmt(x: float | None, digits: int = 3) -> str:
 def fmt_ci(ci: tuple[float, float] | list[float | None], digits: int = 3) -> str:
     lo, hi = ci
     return f"[{fmt(lo, digits)}, {fmt(hi, digits)}]"
+
+
+#: why a metric has no value or no interval, when its probe says nothing more precise
+UNDEFINED_VALUE = (
+    "not measurable with these items: a group of items it needs was not run or had no "
+    "readable answer"
+)
+UNDEFINED_CI = (
+    "no interval: in the resamples the metric was undefined or did not vary (too few items)"
+)
+
+
+def clip_ci(
+    ci: tuple[float, float], bounds: tuple[float, float] | None
+) -> tuple[tuple[float, float], list[float]]:
+    """The interval within what the metric can be (`bounds`), and the ends the bootstrap's
+    normal fit stretched past them (empty when nothing was cut)."""
+    lo, hi = ci
+    if bounds is None or _missing(lo) or _missing(hi):
+        return (lo, hi), []
+    low, high = bounds
+    past = [v for v in (lo, hi) if v < low or v > high]
+    return (max(lo, low), min(hi, high)), past
+
+
+def ci_text(
+    ci: tuple[float, float], bounds: tuple[float, float] | None = None, percent: bool = False
+) -> str:
+    """"95 % CI 0 % to 48 % (cut at what the metric can be; the bootstrap's normal fit
+    reached −16 %)" or "95 % CI 0.06 to 0.63"; the reason in words when there is none."""
+    (lo, hi), past = clip_ci(ci, bounds)
+    if _missing(lo) or _missing(hi):
+        return UNDEFINED_CI
+
+    def number(v: float) -> str:
+        return f"{100 * v:.0f} %" if percent else f"{v:.2f}"
+
+    text = f"95 % CI {number(lo)} to {number(hi)}"
+    if past:
+        reached = " and ".join(number(v) for v in past)
+        text += f" (cut at what the metric can be; the bootstrap's normal fit reached {reached})"
+    return text
+
+
+def ci_cells(
+    ci: tuple[float, float], bounds: tuple[float, float] | None = None, digits: int = 3
+) -> tuple[str, bool]:
+    """"[0.000, 0.484]" for tables, within `bounds`, and whether it was cut (the table's
+    footnote says so)."""
+    (lo, hi), past = clip_ci(ci, bounds)
+    return fmt_ci((lo, hi), digits), bool(past)
 
 
 def duration(seconds: float | None, compact: bool = False) -> str:
@@ -87,3 +139,14 @@ def value_phrase(value: float, ci: tuple[float, float], mark: str | None = None)
     interval = "" if _missing(lo) else f" (95 % CI {lo:.2f} to {hi:.2f})"
     marked = f", mark {mark} ({MARK_MEANINGS[mark]})" if mark else ""
     return f"{value:.2f}{interval}{marked}"
+
+
+def unfinished_note(run: dict[str, Any], unit: str = "generations") -> str | None:
+    """"unfinished: 16 of 745 generations (interrupted)" for a run (a `Store.get_run` row)
+    whose attempts are not all made; None when it is complete."""
+    done, total = int(run.get("attempts_done") or 0), int(run.get("attempts_total") or 0)
+    status = str(run.get("status") or "")
+    if status == "done" and done >= total:
+        return None
+    state = {"running": "still running", "paused": "paused"}.get(status, status or "unfinished")
+    return f"unfinished: {done:,} of {total:,} {unit} made ({state})"

@@ -25,7 +25,7 @@ from gbdesk.errors import UserError
 from gbdesk.store import Store
 from gbdesk.store.db import prepare_attempts
 from gbdesk.studies import get_probe
-from gbdesk.studies.base import Item, Probe
+from gbdesk.studies.base import Item, Probe, RunItems, attempt_item
 
 MAX_LISTED = 12
 log = logging.getLogger(__name__)
@@ -53,6 +53,9 @@ class ImportedRun:
     attempts: list[ImportedAttempt]
     extra: dict[str, int] = field(default_factory=dict)  # counts reported per run, summed
     notes: dict[str, Any] = field(default_factory=dict)  # reported once for the import
+    #: items of several prompts: the attempts per prompt the attempt numbers were made
+    #: with (attempt a answers prompt a // attempts_per_prompt); None: one-prompt items
+    attempts_per_prompt: int | None = None
 
 
 #: Digits Python turns into an int (its `int_max_str_digits` guard); longer ones are refused.
@@ -221,7 +224,7 @@ def require_columns(
 
 
 def line_list(numbers: list[int]) -> str:
-    """"line 3" / "lines 3, 5, 9 and 20 more"."""
+    """ "line 3" / "lines 3, 5, 9 and 20 more"."""
     shown = ", ".join(str(n) for n in numbers[:MAX_LISTED])
     more = f" and {len(numbers) - MAX_LISTED} more" if len(numbers) > MAX_LISTED else ""
     return f"line{'s' if len(numbers) > 1 else ''} {shown}{more}"
@@ -294,7 +297,7 @@ def write_imported_runs(
             }
             for a in plan.attempts
         )
-        rows.append((max(per_item.values(), default=0), attempts))
+        rows.append((plan.attempts_per_prompt or max(per_item.values(), default=0), attempts))
     runs = []
     with store.transaction():
         for plan, (attempts_per_item, attempts) in zip(planned, rows, strict=True):
@@ -312,7 +315,7 @@ def write_imported_runs(
                 model_id=model_id,
                 params={**plan.params, "imported_from": source},
                 generation={"attempts": attempts_per_item, "imported": True},
-                items=[(i.key, i.prompt, i.metadata) for i in plan.items],
+                items=[i.as_row() for i in plan.items],
                 attempts_per_item=0,
                 app_version=__version__,
                 llama_cpp_version=None,
@@ -366,8 +369,8 @@ def plan_prompt_response_import(
         groups.setdefault(model_of(record, model_name), []).append((number, record))
     planned = []
     for name, group in groups.items():
-        items, placed = _place(probe, params, group, path, deal_rows=deal_rows)
-        metadata = {i.key: i.metadata for i in items}
+        items, placed, per_prompt = _place(probe, params, group, path, deal_rows=deal_rows)
+        seen = RunItems([_stored_row(i) for i in items], per_prompt or 1)
         rank = {i.key: n for n, i in enumerate(items)}
         rows = []
         for (key, index), (_, record) in sorted(
@@ -375,13 +378,29 @@ def plan_prompt_response_import(
         ):
             response = record.get("response")
             rows.append((key, index, "" if response is None else str(response)))
-        labels = label_all(probe, [(text, metadata[key]) for key, _, text in rows])
+        labels = label_all(probe, [(text, seen.metadata(key, a)) for key, a, text in rows])
         attempts = [
-            ImportedAttempt(key, index, text, label)
+            ImportedAttempt(
+                key,
+                index,
+                text,
+                label,
+                prompt=attempt_item(seen.by_key[key], index, seen.per_prompt)["prompt"]
+                if per_prompt
+                else None,
+            )
             for (key, index, text), label in zip(rows, labels, strict=True)
         ]
-        planned.append(ImportedRun(name, params, items, attempts))
+        planned.append(ImportedRun(name, params, items, attempts, attempts_per_prompt=per_prompt))
     return planned
+
+
+def _stored_row(item: Item) -> dict[str, Any]:
+    """An item as `Store.run_items` returns it once stored."""
+    row: dict[str, Any] = {"item": item.key, "prompt": item.prompt, "metadata": item.metadata}
+    if item.prompts:
+        row["prompts"] = item.prompts_json()
+    return row
 
 
 #: from how many texts an import labels them in worker processes (one per core, at most 4)
@@ -472,7 +491,7 @@ def _place(
     path: str | Path,
     *,
     deal_rows: bool = False,
-) -> tuple[list[Item], dict[tuple[str, int], tuple[int, dict]]]:
+) -> tuple[list[Item], dict[tuple[str, int], tuple[int, dict]], int | None]:
     """Match rows to items; raise `UserError` listing every row that does not fit.
 
     A row with an `item` key goes to that item (one of the probe's items for `params`, or
@@ -481,14 +500,24 @@ def _place(
     has; a prompt several items share is refused unless `deal_rows`, when such rows are
     dealt to those items in turn (the reference harness sampled each of them separately). The row's
     `attempt` is kept; rows without one take the item's next free attempt in file order.
+
+    Items of several prompts (`Item.prompts`): a row goes to the prompt whose text it has
+    (or the one its `prompt_index` names; a row of such an item needs one of the two).
+    Attempts are then numbered as a run numbers them — every repetition of the first
+    prompt, then of the second, … (attempt a answers prompt a // attempts-per-prompt) —
+    with the file's `attempt` values giving the order of a prompt's repetitions, and the
+    attempts per prompt are the most any prompt received.
+
     Returns the items that received rows — in `item_index` order when every row has one
     (as attempts.csv does: the original run's order), else in the probe's order, with
-    rebuilt items after them by key — and (item, attempt) → (line, row)."""
+    rebuilt items after them by key — (item, attempt) → (line, row), and the attempts
+    per prompt when some item has several prompts (else None)."""
     catalogue = list(probe.items(params))
     by_key = {i.key: i for i in catalogue}
-    by_prompt: dict[str, list[str]] = defaultdict(list)
+    by_prompt: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for item in catalogue:
-        by_prompt[item.prompt.strip()].append(item.key)  # duplicated items share a prompt
+        for p, text in enumerate(_prompt_texts(item)):
+            by_prompt[text.strip()].append((item.key, p))  # duplicated items share a prompt
     rebuilt: dict[str, Item] = {}
 
     unmatched: list[int] = []
@@ -499,14 +528,21 @@ def _place(
     ambiguous: dict[str, list[int]] = {}
     bad_attempt: list[int] = []
     bad_index: list[int] = []
+    bad_prompt_index: list[int] = []
+    no_prompt: list[int] = []
     duplicates: list[int] = []
-    # (line, row, candidate keys, attempt or None)
-    entries: list[tuple[int, dict[str, Any], list[str], int | None]] = []
+    # (line, row, candidate slots (item, prompt), attempt or None)
+    entries: list[tuple[int, dict[str, Any], list[tuple[str, int]], int | None]] = []
     index_of: dict[str, int] = {}
     all_indexed = True
     for number, record in rows:
         prompt = str(record.get("prompt") or "")
         key = str(record.get("item") or "").strip()
+        try:
+            chosen_prompt = whole_number(record.get("prompt_index"))
+        except (TypeError, ValueError, OverflowError):
+            bad_prompt_index.append(number)
+            continue
         if key:
             item = by_key.get(key) or rebuilt.get(key)
             if item is None:
@@ -518,22 +554,34 @@ def _place(
                 if key not in unknown_keys:
                     unknown_keys.append(key)
                 continue
-            if prompt.strip() and prompt.strip() != item.prompt.strip():
-                mismatched.append(number)
-                first_mismatch = first_mismatch or (key, prompt)
+            texts = _prompt_texts(item)
+            if chosen_prompt is not None and chosen_prompt >= len(texts):
+                bad_prompt_index.append(number)
                 continue
-            keys = [key]
+            options = [chosen_prompt] if chosen_prompt is not None else list(range(len(texts)))
+            if prompt.strip():
+                options = [p for p in options if texts[p].strip() == prompt.strip()]
+                if not options:
+                    mismatched.append(number)
+                    first_mismatch = first_mismatch or (key, prompt)
+                    continue
+            elif len(options) > 1:
+                no_prompt.append(number)
+                continue
+            slots = [(key, p) for p in options]
         else:
-            keys = list(by_prompt.get(prompt.strip(), []))
-            if not keys:
+            slots = list(by_prompt.get(prompt.strip(), []))
+            if chosen_prompt is not None:
+                slots = [slot for slot in slots if slot[1] == chosen_prompt]
+            if not slots:
                 custom = probe.import_item(record)  # e.g. a story prompt outside the 100
                 if custom is not None:
                     rebuilt.setdefault(custom.key, custom)
-                    keys = [custom.key]
-            if not keys:
+                    slots = [(custom.key, 0)]
+            if not slots:
                 unmatched.append(number)
                 continue
-            if len(keys) > 1 and not deal_rows:
+            if len(slots) > 1 and not deal_rows:
                 ambiguous.setdefault(prompt.strip(), []).append(number)
                 continue
         try:
@@ -546,34 +594,35 @@ def _place(
         except (TypeError, ValueError):
             bad_index.append(number)
             continue
-        if position is None or len(keys) > 1:
+        if position is None or len(slots) > 1:
             all_indexed = False
         else:
-            index_of[keys[0]] = min(position, index_of.get(keys[0], position))
-        entries.append((number, record, keys, attempt))
+            first = slots[0][0]
+            index_of[first] = min(position, index_of.get(first, position))
+        entries.append((number, record, slots, attempt))
 
     # rows with an attempt first (in file order), then the others on the free attempts
-    placed: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
-    dealt: dict[tuple[str, int | None], int] = defaultdict(int)
-    for number, record, keys, attempt in entries:
+    placed_slots: dict[tuple[tuple[str, int], int], tuple[int, dict[str, Any]]] = {}
+    dealt: dict[tuple[tuple[str, int], int | None], int] = defaultdict(int)
+    for number, record, slots, attempt in entries:
         if attempt is None:
             continue
-        k = dealt[(keys[0], attempt)]
-        dealt[(keys[0], attempt)] += 1
-        if k >= len(keys) or (keys[k], attempt) in placed:
+        k = dealt[(slots[0], attempt)]
+        dealt[(slots[0], attempt)] += 1
+        if k >= len(slots) or (slots[k], attempt) in placed_slots:
             duplicates.append(number)
             continue
-        placed[(keys[k], attempt)] = (number, record)
-    next_free: dict[str, int] = defaultdict(int)
-    for number, record, keys, attempt in entries:
+        placed_slots[(slots[k], attempt)] = (number, record)
+    next_free: dict[tuple[str, int], int] = defaultdict(int)
+    for number, record, slots, attempt in entries:
         if attempt is not None:
             continue
-        k = dealt[(keys[0], None)]
-        dealt[(keys[0], None)] += 1
-        key = keys[k % len(keys)]
-        while (key, next_free[key]) in placed:
-            next_free[key] += 1
-        placed[(key, next_free[key])] = (number, record)
+        k = dealt[(slots[0], None)]
+        dealt[(slots[0], None)] += 1
+        slot = slots[k % len(slots)]
+        while (slot, next_free[slot]) in placed_slots:
+            next_free[slot] += 1
+        placed_slots[(slot, next_free[slot])] = (number, record)
 
     problems = []
     if unknown:
@@ -603,10 +652,18 @@ def _place(
         )
     if bad_attempt:
         problems.append(f"{line_list(bad_attempt)} have an attempt that is not a whole number ≥ 0")
-    if bad_index:
+    if bad_prompt_index:
         problems.append(
-            f"{line_list(bad_index)} have an item_index that is not a whole number ≥ 0"
+            f"{line_list(bad_prompt_index)} have a prompt_index that is not one of their item's "
+            "prompts (0 for the first)"
         )
+    if no_prompt:
+        problems.append(
+            f"{line_list(no_prompt)} name an item of several prompts but neither the prompt "
+            "nor a prompt_index: add one of the two columns"
+        )
+    if bad_index:
+        problems.append(f"{line_list(bad_index)} have an item_index that is not a whole number ≥ 0")
     if duplicates:
         several = len({str(r.get("run_id") or "") for _, r in rows}) > 1
         problems.append(
@@ -615,11 +672,27 @@ def _place(
         )
     refuse(path, problems)
 
-    used = {key for key, _ in placed}
+    used = {key for (key, _), _ in placed_slots}
     canonical = {i.key: n for n, i in enumerate(catalogue)}
     items = [by_key.get(key) or rebuilt[key] for key in used]
     if all_indexed and used <= index_of.keys():
         items.sort(key=lambda i: (index_of[i.key], canonical.get(i.key, len(canonical)), i.key))
     else:
         items.sort(key=lambda i: (canonical.get(i.key, len(canonical)), i.key))
-    return items, placed
+    if not any(i.prompts for i in items):
+        return items, {(key, a): row for ((key, _), a), row in placed_slots.items()}, None
+    # several prompts: a prompt's rows in the order of their attempt values, numbered as a
+    # run numbers them
+    by_slot: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for slot, a in placed_slots:
+        by_slot[slot].append(a)
+    per_prompt = max(len(values) for values in by_slot.values())
+    placed = {}
+    for slot, values in by_slot.items():
+        for r, a in enumerate(sorted(values)):
+            placed[(slot[0], slot[1] * per_prompt + r)] = placed_slots[(slot, a)]
+    return items, placed, per_prompt
+
+
+def _prompt_texts(item: Item) -> list[str]:
+    return [p.text for p in item.prompts] or [item.prompt]

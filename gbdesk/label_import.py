@@ -19,6 +19,7 @@ from gbdesk.errors import UserError
 from gbdesk.importer import line_list, read_rows, refuse
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
+from gbdesk.studies.base import RunItems
 
 
 def _whole_number(value: Any) -> int | None:
@@ -48,7 +49,7 @@ def plan_labels(
     by_text: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for a in attempts:
         by_text[(a["prompt"], a["response"])].append(a)
-    metadata = {r["item"]: r["metadata"] for r in store.run_items(run_id)}
+    items = RunItems.of(store, run_id)
 
     unmatched, ambiguous, other_run = [], [], []
     grouped: dict[int, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
@@ -94,7 +95,7 @@ def plan_labels(
         a = by_id[attempt_id]
         try:
             label = probe.human_label_from_rows(
-                a["response"], metadata.get(a["item"], {}), [r for _, r in group], rater
+                a["response"], items.metadata(a["item"], a["attempt"]), [r for _, r in group], rater
             )
         except UserError as exc:
             bad[str(exc)].extend(n for n, _ in group)

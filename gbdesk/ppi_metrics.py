@@ -25,6 +25,7 @@ from gbdesk.resampling import one_blas_thread, recomputed
 from gbdesk.stats import MetricValue
 from gbdesk.store import Store
 from gbdesk.studies import ItemResult, Probe, get_probe
+from gbdesk.studies.base import RunItems, new_item_result
 
 DEFAULT_RESAMPLES = 1000
 UNIT_CHUNK = 5_000  # attempts read at a time by `run_units`
@@ -86,14 +87,19 @@ def sample_progress(store: Store, run_id: int) -> dict[str, Any] | None:
     return {**info, "reviewed": reviewed}
 
 
-def _unit(item: dict[str, Any], labels: list[dict[str, Any] | None], responses: list[str]):
-    return ItemResult(
-        item["item"],
-        item["metadata"],
-        [(lab or {}).get("label", "undetected") for lab in labels],
-        [(lab or {}).get("data") or {} for lab in labels],
-        responses,
-    )
+def _unit(
+    items: RunItems,
+    key: str,
+    group: list[dict[str, Any]],
+    labels: list[dict[str, Any] | None],
+) -> ItemResult:
+    unit = new_item_result(items.by_key[key])
+    unit.labels = [(lab or {}).get("label", "undetected") for lab in labels]
+    unit.label_data = [(lab or {}).get("data") or {} for lab in labels]
+    unit.responses = [a["response"] for a in group]
+    if unit.prompts:
+        unit.prompt_indices = [items.prompt_index(key, a["attempt"]) for a in group]
+    return unit
 
 
 def run_units(
@@ -104,7 +110,7 @@ def run_units(
     and every other unit with their automatic labels. Attempt units are read a chunk at
     a time (`UNIT_CHUNK`): only what a unit keeps (label, data, text) stays in memory."""
     probe = get_probe(store.get_run(run_id)["probe"])
-    items = {r["item"]: r for r in store.run_items(run_id)}
+    items = RunItems.of(store, run_id)
     human = store.labels(run_id, "human")
     sampled = set(store.review_sample(run_id))
     if probe.ppi_unit == "item":
@@ -125,10 +131,9 @@ def run_units(
     for auto, keyed in parts:
         for key, group in keyed:
             ids = [a["id"] for a in group]
-            responses = [a["response"] for a in group]
-            auto_unit = _unit(items[key], [auto.get(i) for i in ids], responses)
+            auto_unit = _unit(items, key, group, [auto.get(i) for i in ids])
             if all(i in sampled and i in human for i in ids):
-                human_unit = _unit(items[key], [human[i] for i in ids], responses)
+                human_unit = _unit(items, key, group, [human[i] for i in ids])
                 h_units.append(human_unit)
                 l_units.append(auto_unit)
                 differ += any(probe.labels_differ(auto.get(i) or {}, human[i]) for i in ids)

@@ -25,6 +25,7 @@ from typing import Any
 from gbdesk import agreement
 from gbdesk.store import Store
 from gbdesk.studies import Probe, get_probe
+from gbdesk.studies.base import RunItems
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +39,8 @@ Rating = tuple[Unit, str, Hashable]
 
 # -- rated units -----------------------------------------------------------------------
 def _metadata_by_attempt(store: Store, run_id: int) -> dict[int, dict[str, Any]]:
-    items = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
-    return {a["id"]: items.get(a["item"], {}) for a in store.attempts(run_id)}
+    items = RunItems.of(store, run_id)
+    return {a["id"]: items.metadata(a["item"], a["attempt"]) for a in store.attempts(run_id)}
 
 
 def label_units(probe: Probe, row: dict[str, Any], metadata: dict[str, Any]) -> dict[str, dict]:

@@ -21,6 +21,7 @@ from gbdesk import __version__
 from gbdesk.stats import MetricValue, adjusted_p_values
 from gbdesk.store import Store
 from gbdesk.studies import ItemResult, ScoringProbe, get_probe
+from gbdesk.studies.base import RunItems, new_item_result
 
 if TYPE_CHECKING:
     from gbdesk.label_accuracy import LabelAccuracy
@@ -85,9 +86,11 @@ def ensure_auto_labels(store: Store, run_id: int) -> int:
     missing = store.unlabelled_attempts(run_id, source)
     if not missing:
         return 0
-    metadata = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
+    items = RunItems.of(store, run_id)
     for attempt in missing:
-        label = probe.label(attempt["response"], metadata.get(attempt["item"], {}))
+        label = probe.label(
+            attempt["response"], items.metadata(attempt["item"], attempt["attempt"])
+        )
         store.set_auto_label(attempt["id"], **label)
     return len(missing)
 
@@ -122,15 +125,16 @@ def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[It
     """Items (in run order) with the effective labels of their stored attempts (the
     automatic ones for "ppi", whose correction applies to metrics only)."""
     labels = effective_labels(store, run_id, "auto" if label_mode == "ppi" else label_mode)
-    by_item: dict[str, ItemResult] = {
-        row["item"]: ItemResult(row["item"], row["metadata"], []) for row in store.run_items(run_id)
-    }
+    items = RunItems.of(store, run_id)
+    by_item: dict[str, ItemResult] = {row["item"]: new_item_result(row) for row in items.rows}
     for attempt in store.attempts(run_id):
         label = labels.get(attempt["id"])
         result = by_item[attempt["item"]]
         result.labels.append(label["label"] if label else "undetected")
         result.label_data.append((label or {}).get("data") or {})
         result.responses.append(attempt["response"])
+        if result.prompts:
+            result.prompt_indices.append(items.prompt_index(attempt["item"], attempt["attempt"]))
     if isinstance(get_probe(store.get_run(run_id)["probe"]), ScoringProbe):
         for score in store.scores(run_id):
             by_item[score["item"]].scores.append(score)
@@ -316,7 +320,8 @@ def review_stats(store: Store, run_id: int, flat: bool = True) -> ReviewStats:
         per_label[value] = {
             "precision": hits[value] / predicted[value] if predicted[value] else math.nan,
             "recall": hits[value] / actual[value] if actual[value] else math.nan,
-            "support": actual[value],
+            "support": actual[value],  # reviewed generations a person gave this label
+            "predicted": predicted[value],  # reviewed generations the detector gave it
         }
     correct = sum(hits.values())
     return ReviewStats(

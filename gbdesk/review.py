@@ -20,6 +20,7 @@ from gbdesk.raters import raters_disagree
 from gbdesk.results import ensure_auto_labels
 from gbdesk.store import Store
 from gbdesk.studies import Probe, get_probe
+from gbdesk.studies.base import RunItems
 
 BASE_FILTERS = {
     "all": "All attempts",
@@ -162,7 +163,8 @@ def review_items(store: Store, run_id: int) -> list[ReviewItem]:
     ensure_auto_labels(store, run_id)
     probe = get_probe(store.get_run(run_id)["probe"])
     sample = set(store.review_sample(run_id))
-    items = {row["item"]: (row["idx"], row["metadata"]) for row in store.run_items(run_id)}
+    run_items = RunItems.of(store, run_id)
+    items = {row["item"]: (row["idx"], row["metadata"]) for row in run_items.rows}
     auto = store.label_texts(run_id, "auto")
     human = store.labels(run_id, "human")
     extras = probe.review_extras(store, run_id)
@@ -179,6 +181,8 @@ def review_items(store: Store, run_id: int) -> list[ReviewItem]:
         )
         review = human.get(attempt_id)
         idx, meta = items.get(item_key, (0, {}))
+        if run_items.multi:  # the prompt this attempt answered: its metadata too
+            meta = run_items.metadata(item_key, attempt)
         rated = by_rater.get(attempt_id, {})
         entry = ReviewItem(
             attempt_id=attempt_id,

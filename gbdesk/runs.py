@@ -48,6 +48,8 @@ from gbdesk.studies.base import (
     Performed,
     Probe,
     ScoringProbe,
+    attempt_count,
+    attempt_item,
 )
 
 # `plan_run(batch_size=AUTO_BATCH)`: continuous batching, sequences at once chosen from the
@@ -199,7 +201,7 @@ def plan_run(
         model_id=model["id"] if model else None,
         params=params,
         generation=generation,
-        items=[(i.key, i.prompt, i.metadata) for i in items],
+        items=[i.as_row() for i in items],
         attempts_per_item=attempts,
         app_version=__version__,
         llama_cpp_version=None,
@@ -302,15 +304,19 @@ class RunOutcome:
 
 
 def pending_attempts(store: Store, run_id: int) -> list[tuple[dict[str, Any], int]]:
-    """(item row, attempt index) pairs not yet stored, in attempt-major order."""
+    """(item, attempt index) pairs not yet stored, in attempt-major order; the item as
+    that attempt sees it (`attempt_item`: an item of several prompts gives each attempt
+    its own prompt and that prompt's metadata)."""
     run = store.get_run(run_id)
+    per_prompt = run["generation"]["attempts"]
     items = store.run_items(run_id)
     done = store.attempt_keys(run_id)
+    counts = [attempt_count(item, per_prompt) for item in items]
     return [
-        (item, a)
-        for a in range(run["generation"]["attempts"])
-        for item in items
-        if (item["item"], a) not in done
+        (attempt_item(item, a, per_prompt), a)
+        for a in range(max(counts, default=0))
+        for item, count in zip(items, counts, strict=True)
+        if a < count and (item["item"], a) not in done
     ]
 
 
@@ -917,8 +923,7 @@ def estimate_run(
             f"measured on {count:,} sentences this model scored here",
             unit="sentences",
         )
-    n_items = len(items)
-    generations = n_items * attempts
+    generations = probe.work_units(items, attempts)
     speed, basis = None, ""
     at = f" with {slots} sequences at once" if slots and slots > 1 else ""
     tiers = [

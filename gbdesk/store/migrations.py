@@ -296,7 +296,14 @@ def _v7(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX labels_unflat ON labels (attempt_id) WHERE flat IS NULL")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
+def _v8(conn: sqlite3.Connection) -> None:
+    """Items of several prompts (GenderBench's `ProbeItem`, e.g. one question per gender):
+    the prompts of such an item as JSON ([{text, metadata}, …]); NULL for one-prompt items,
+    whose prompt stays in `prompt`."""
+    conn.execute("ALTER TABLE run_items ADD COLUMN prompts_json TEXT")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8]
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -13,6 +13,7 @@ import logging
 import pkgutil
 import threading
 from importlib import import_module, metadata
+from typing import Any
 
 from gbdesk.errors import UserError
 from gbdesk.studies.base import (
@@ -20,6 +21,7 @@ from gbdesk.studies.base import (
     ChainProbe,
     Finding,
     GenerationProbe,
+    Harness,
     Item,
     ItemResult,
     MetricGroup,
@@ -124,6 +126,40 @@ def get_probe(name: str) -> Probe:
         return _instances[name]
 
 
+def harnesses() -> dict[str, Harness]:
+    """Every study's harnesses by name."""
+    return {h.name: h for study in studies() for h in study.harnesses}
+
+
+def get_harness(name: str) -> Harness:
+    known = harnesses()
+    if name not in known:
+        raise UserError(f"unknown harness {name!r}; available: {', '.join(known) or 'none'}")
+    return known[name]
+
+
+def study_reports(runs: list[Any]) -> list[Any]:
+    """The cross-run reports (`Study.cross_run_report`) of the studies whose probes ran:
+    each study's hook gets its own runs (`gbdesk.report.blocks.StudyRun`), in order."""
+    _load()
+    out = []
+    for study in studies():
+        if not study.cross_run_report:
+            continue
+        mine = [r for r in runs if r.probe in {p.name for p in study.probes}]
+        if not mine:
+            continue
+        module, _, attr = study.cross_run_report.partition(":")
+        try:
+            report = getattr(import_module(module), attr)(mine)
+        except Exception:  # one study's report must not stop the others'
+            log.exception("the cross-run report of study %r failed", study.name)
+            continue
+        if report is not None:
+            out.append(report)
+    return out
+
+
 def probe_table_markdown() -> str:
     """The README's probe table, generated from the catalogue."""
     rows = ["| probe | study | items | what it measures |", "|---|---|---|---|"]
@@ -144,6 +180,7 @@ __all__ = [
     "ChainProbe",
     "Finding",
     "GenerationProbe",
+    "Harness",
     "Item",
     "ItemResult",
     "MetricGroup",

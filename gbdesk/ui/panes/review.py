@@ -609,10 +609,16 @@ class ReviewPane(QWidget):
             parts.append(html.escape(summary))
         elif stats.reviewed:
             per = " · ".join(
-                f"{label}: precision {pct(v['precision'])}, recall {pct(v['recall'])}"
+                f"{label}: precision {pct(v['precision'])} (n = {v.get('predicted', 0)}), "
+                f"recall {pct(v['recall'])} (n = {v['support']})"
                 for label, v in stats.per_label.items()
             )
             parts.append(f"Detector against your labels — {per}; agreement {pct(stats.accuracy)}.")
+            if any(min(v["support"], v.get("predicted", 0)) < 20 for v in stats.per_label.values()):
+                parts.append(
+                    "<span style='color:#92400e'>A figure resting on fewer than 20 reviews (n) "
+                    "is rough: one more review can move it by several points.</span>"
+                )
         if agreement:
             parts.append(agreement_line(agreement))
         self.stats.setText("<br>".join(parts))

@@ -1,0 +1,436 @@
+"""What GenderBench 1.1.0's probes share, in gbdesk's terms.
+
+A GenderBench probe (1.1.0 `probing/probe.py`) is items (each with one or more prompts,
+sampled `num_repetitions` times), an *evaluator* that turns an answer into a value or
+*undetected*, and a *metric calculator* over items. `GenderBenchProbe` maps that shape
+onto gbdesk's `Probe`:
+
+* items and prompts: `all_items` builds 1.1.0's `ProbeItem`s at `DefaultHarness`'s
+  parameters, in 1.1.0's order (`multi_prompt_item` for items of several prompts);
+  `harness_sample` is `sample_k` (1.1.0 samples with `random.seed(seed)` +
+  `random.sample`, which `Probe.sample_and_limit` reproduces);
+* evaluator: `evaluate(response, metadata)` → the value, or None for *undetected*
+  (`metadata` holds the prompt's metadata merged over the item's, as 1.1.0's evaluators
+  read `attempt.prompt.metadata`); the stored label is the value as text, or
+  ``"undetected"``;
+* metric calculator: `calculate(items)` on `ItemResult`s, after `filter_undetected`
+  (items whose every attempt is undetected are dropped and the two undetected rates
+  added) unless `filters_undetected` is False, as in 1.1.0's `@filter_undetected`;
+* intervals: 1.1.0's bootstrap — `random.seed(seed)`, 1000 × `random.choices(items,
+  k=len(items))`, `calculate` on each resample, then `genderbench_interval`; gbdesk keeps
+  the point estimate (`calculate` on all items) beside the interval;
+* marks: 1.1.0's `MarkDefinition.calculate_mark` on the interval (the best mark whose
+  range overlaps it; none when the interval is NaN).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.stats import norm
+
+from gbdesk.format import ci_text, clip_ci, pct
+from gbdesk.stats import MARK_LETTERS, MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.stats import bootstrap_resamples as _bootstrap_resamples
+from gbdesk.studies.base import (
+    Finding,
+    GenerationProbe,
+    ItemResult,
+    MetricGroup,
+    Precision,
+    z95,
+)
+
+UNDETECTED = "undetected"
+#: GenderBench's bootstrap (1.1.0 `Probe.__init__` defaults)
+BOOTSTRAP_CYCLES = 1000
+BOOTSTRAP_ALPHA = 0.95
+RANDOM_SEED = 123
+#: fewer items than this: the findings warn that the intervals are rough
+FEW_ITEMS = 30
+#: the importance of a finding by its mark (`Finding.importance`'s shared scale)
+MARK_IMPORTANCE = {"A": 10.0, "B": 40.0, "C": 70.0, "D": 90.0}
+#: GenderBench Report 1.1's harm sections, in its order
+HARM_SECTIONS = {
+    "outcome_disparity": "Outcome disparity",
+    "stereotypical_reasoning": "Stereotypical reasoning",
+    "representational_harms": "Representational harms",
+}
+
+
+def genderbench_interval(
+    values: Sequence[float], alpha: float = BOOTSTRAP_ALPHA
+) -> tuple[float, float]:
+    """1.1.0's interval from one metric's bootstrap values (`Probe.calculate_metrics`):
+    NaN when every value is NaN; the value itself when all are the same; else
+    `norm.interval(alpha, *norm.fit(v))` over the values that are not NaN — which is NaN
+    when those have no spread (e.g. a single non-NaN value: scipy's interval of a zero
+    scale), as 1.1.0 gives it."""
+    floats = [float(v) for v in values]
+    if all(math.isnan(v) for v in floats):
+        return (math.nan, math.nan)
+    if not any(math.isnan(v) for v in floats) and len(set(floats)) == 1:
+        return (floats[0], floats[0])
+    kept = [v for v in floats if not math.isnan(v)]
+    mu, sigma = norm.fit(kept)
+    if not sigma > 0:
+        return (math.nan, math.nan)
+    lo, hi = norm.interval(alpha, mu, sigma)
+    return (float(lo), float(hi))
+
+
+def mark_of(definition: MarkDefinition | None, ci: tuple[float, float]) -> str | None:
+    """1.1.0's `calculate_mark` on an interval (None where it gives NaN)."""
+    if definition is None or math.isnan(ci[0]) or math.isnan(ci[1]):
+        return None
+    return definition.mark(ci)
+
+
+def marks(*definitions: MarkDefinition) -> dict[str, MarkDefinition]:
+    return {d.metric: d for d in definitions}
+
+
+def symmetric_marks(metric: str, edges: Sequence[float], description: str) -> MarkDefinition:
+    """Bands symmetric around 0 from four edges, e.g. (0.03, 0.1, 0.3, 1): A [−.03, .03],
+    B [−.1, −.03] ∪ [.03, .1], C …, D [−1, −.3] ∪ [.3, 1] (1.1.0's dict form)."""
+    a, b, c, d = (float(x) for x in edges)
+    return MarkDefinition(
+        metric,
+        {
+            "A": ((-a, a),),
+            "B": ((-b, -a), (a, b)),
+            "C": ((-c, -b), (b, c)),
+            "D": ((-d, -c), (c, d)),
+        },
+        description,
+    )
+
+
+def nanmean(values: Iterable[float]) -> float:
+    """1.1.0's `utils.math.nanmean`: NaN for no values, else `np.nanmean` (NaN when every
+    value is NaN)."""
+    values = list(values)
+    if not values:
+        return math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(np.nanmean(values))
+
+
+def zero_div(a: float, b: float) -> float:
+    """1.1.0's `utils.math.zero_div`: a / b, NaN when b is 0."""
+    return math.nan if b == 0 else a / b
+
+
+class GenderBenchProbe(GenerationProbe):
+    """Base of the probes of GenderBench 1.1.0's `DefaultHarness` (see the module).
+
+    A subclass sets `name`, `version`, `card`, `templates` (with a ``"genderbench-1.1"``
+    preset), `template_slots`, `label_options`, `mark_definitions`, `harness_attempts`
+    (`num_repetitions` in DefaultHarness), optionally `harness_sample` (`sample_k`),
+    `chart_metrics` (its metrics in Report 1.1's sections), and implements `all_items`,
+    `evaluate` and `calculate`; `finding_sentence` words its marked metrics."""
+
+    #: DefaultHarness's `num_repetitions` of this probe (attempts per prompt)
+    harness_attempts: ClassVar[int] = 1
+    #: DefaultHarness's `sample_k` (None: every item)
+    harness_sample: ClassVar[int | None] = None
+    #: whether the metric calculator is decorated with `@filter_undetected`
+    filters_undetected: ClassVar[bool] = True
+    #: (section, metric) of Report 1.1's `chart_config` that are this probe's, in its order
+    chart_metrics: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: the evaluator's name and version, the labels' source
+    evaluator_name: ClassVar[str] = ""
+    evaluator_version: ClassVar[str] = "1"
+    ppi_unit = "item"  # the metrics are means over items, bootstrapped over items
+    review_filters: ClassVar[dict[str, str]] = {"undetected": "Undetected answers"}
+    audit_priority: ClassVar[int] = 20
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "harness_attempts" in cls.__dict__ and "default_attempts" not in cls.__dict__:
+            cls.default_attempts = cls.harness_attempts
+
+    # -- parameters --------------------------------------------------------------------
+    def resolve_params(
+        self,
+        template: str | None = None,
+        limit: int | None = None,
+        sample: int | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """The harness's `sample_k` is the `genderbench-1.1` preset's default sample."""
+        params = super().resolve_params(template=template, limit=limit, sample=sample, **extra)
+        if sample is None and self.harness_sample and params["template_name"] != "custom":
+            params["sample"] = self.harness_sample
+            params["sample_seed"] = self.sample_seed
+        return params
+
+    # -- evaluator ---------------------------------------------------------------------
+    def evaluate(self, response: str, metadata: dict[str, Any]) -> Any:
+        """1.1.0's evaluator: the value of one answer, or None when undetected. Return
+        (value, data, evidence) to add label data and the spans a reviewer sees."""
+        raise NotImplementedError
+
+    def label(self, response: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        got = self.evaluate(response, metadata or {})
+        data: dict[str, Any] = {}
+        evidence: list[Any] = []
+        if isinstance(got, tuple):
+            got, data, evidence = got
+        return {
+            "source": f"{self.evaluator_name or self.name}/{self.evaluator_version}",
+            "label": UNDETECTED if got is None else str(got),
+            "data": data,
+            "evidence": evidence,
+        }
+
+    def builtin_source_prefix(self) -> str:
+        return f"{self.evaluator_name or self.name}/"
+
+    def undecided(self, label: str) -> bool:
+        return label == UNDETECTED
+
+    @staticmethod
+    def detected(label: str) -> bool:
+        return label != UNDETECTED
+
+    # -- metric calculator ------------------------------------------------------------
+    def calculate(self, items: list[ItemResult]) -> dict[str, float]:
+        """1.1.0's metric calculator on items that kept a detected attempt (after
+        `filter_undetected`, unless `filters_undetected` is False)."""
+        raise NotImplementedError
+
+    def prepare(self, results: list[ItemResult]) -> Any:
+        """Per-item quantities computed once for the point estimate and every resample
+        (a probe may vectorise `calculate_at` with them); the default: the items."""
+        return results
+
+    def calculate_at(self, prepared: Any, idx: Sequence[int]) -> dict[str, float]:
+        """The metrics of the items at positions `idx` (a bootstrap resample, with
+        repeats): `filter_undetected`, then `calculate`."""
+        items = [prepared[i] for i in idx]
+        if not self.filters_undetected:
+            return self.calculate(items)
+        kept = [r for r in items if any(self.detected(lab) for lab in r.labels)]
+        metrics = self.calculate(kept)
+        metrics["undetected_rate_items"] = 1 - len(kept) / len(items)
+        flags = [not self.detected(lab) for r in items for lab in r.labels]
+        metrics["undetected_rate_attempts"] = float(np.mean(flags))
+        return metrics
+
+    def support(self, results: list[ItemResult], name: str) -> int:
+        """How many items (attempts for the attempt rate) a metric rests on."""
+        if name == "undetected_rate_attempts":
+            return sum(len(r.labels) for r in results)
+        if name == "undetected_rate_items":
+            return len(results)
+        return sum(1 for r in results if any(self.detected(lab) for lab in r.labels))
+
+    def metrics(
+        self,
+        results: list[ItemResult],
+        bootstrap: bool = True,
+        params: dict[str, Any] | None = None,
+    ) -> dict[str, MetricValue]:
+        results = [r for r in results if r.labels]
+        if not results:
+            return {}
+        prepared = self.prepare(results)
+        everything = range(len(results))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            point = self.calculate_at(prepared, everything)
+            buffer: dict[str, list[float]] = {}
+            if bootstrap:
+                for idx in _bootstrap_resamples(len(results), BOOTSTRAP_CYCLES, RANDOM_SEED):
+                    for name, value in self.calculate_at(prepared, idx).items():
+                        buffer.setdefault(name, []).append(float(value))
+        out: dict[str, MetricValue] = {}
+        for name in sorted(point, key=self._metric_order):
+            ci = genderbench_interval(buffer[name]) if name in buffer else (math.nan, math.nan)
+            out[name] = MetricValue(
+                value=float(point[name]),
+                ci=ci,
+                mark=mark_of(self.mark_definitions.get(name), ci),
+                n=self.support(results, name),
+            )
+        return out
+
+    def resampled_metrics(
+        self, results: list[ItemResult], params: dict[str, Any] | None, w: Any, idx: Any = None
+    ) -> dict[str, Any] | None:
+        """The metrics on resamples of items (`w`: counts per item, one row per resample)
+        for prediction-powered estimates."""
+        prepared = self.prepare(results)
+        positions = np.arange(len(results))
+        rows = idx if idx is not None else (np.repeat(positions, k) for k in np.asarray(w, int))
+        out: dict[str, np.ndarray] = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for r, drawn in enumerate(rows):
+                if len(drawn) == 0:
+                    continue
+                for name, value in self.calculate_at(prepared, drawn).items():
+                    out.setdefault(name, np.full(len(w), np.nan))[r] = value
+        return out
+
+    def _metric_order(self, name: str) -> tuple[int, str]:
+        if name in self.headline_metrics:
+            return (self.headline_metrics.index(name), name)
+        if name in self.mark_definitions:
+            return (len(self.headline_metrics) + list(self.mark_definitions).index(name), name)
+        if name.startswith("undetected"):
+            return (999, name)
+        return (500, name)
+
+    # -- presentation -----------------------------------------------------------------
+    def detector_title(self, params: dict[str, Any] | None) -> str:
+        return "GenderBench's answer evaluator"
+
+    def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:
+        groups = [
+            MetricGroup(
+                "Marked metrics",
+                list(self.mark_definitions),
+                "Each interval over GenderBench's mark bands: A healthy, B cautionary, "
+                "C critical, D catastrophic.",
+                marked=True,
+            ),
+            *self.breakdown_groups(set(present) if present is not None else None),
+        ]
+        if self.filters_undetected:
+            groups.append(
+                MetricGroup(
+                    "Answers the evaluator could not read",
+                    ["undetected_rate_attempts", "undetected_rate_items"],
+                    "Attempts whose answer GenderBench's evaluator could not read, and items "
+                    "with no readable answer (left out of the other metrics).",
+                    review_filter="undetected",
+                    x_range=(0.0, 1.0),
+                )
+            )
+        return groups
+
+    def breakdown_groups(self, present: set[str] | None) -> list[MetricGroup]:
+        """Metric groups beyond the marked metrics (e.g. rates per gender)."""
+        return []
+
+    def finding_sentence(self, name: str, m: MetricValue) -> str | None:
+        """The finding of a marked metric in plain words, without its mark (e.g. "When
+        the candidate is a woman, the model hires 8 points less often: 95 % CI 3 to 13");
+        None: the default wording."""
+        return None
+
+    def findings(
+        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
+    ) -> list[Finding]:
+        out = []
+        for rank, name in enumerate(self.mark_definitions):
+            m = metrics.get(name)
+            if m is None or math.isnan(m.value) or not m.mark:
+                continue
+            # the sentence reads the interval within what the metric can be (the mark
+            # stays GenderBench's, from the interval as the bootstrap gave it)
+            (lo, hi), past = clip_ci(m.ci, self.metric_bounds(name))
+            shown = dataclasses.replace(m, ci=(lo, hi))
+            sentence = self.finding_sentence(name, shown)
+            if sentence is None:
+                sentence = (
+                    f"{self.metric_title(name)}: {m.value:.2f} "
+                    f"({ci_text(m.ci, self.metric_bounds(name))})"
+                )
+            elif past:
+                reached = " and ".join(f"{v:.2f}" for v in past)
+                sentence += (
+                    " (the interval is cut at what the metric can be; the bootstrap's normal "
+                    f"fit reached {reached})"
+                )
+            out.append(
+                Finding(
+                    f"{sentence}: mark {m.mark}, {MARK_MEANINGS[m.mark]}.",
+                    importance=MARK_IMPORTANCE[m.mark] - rank,
+                    metric=name,
+                    value=m.value,
+                    ci=m.ci,
+                    evidence={},
+                    evidence_title="every item's answers",
+                )
+            )
+        sizes = [m.n for k, m in metrics.items() if k in self.mark_definitions and m.n]
+        if sizes and max(sizes) < FEW_ITEMS:
+            out.append(
+                Finding(
+                    f"Only {max(sizes)} item(s) with a readable answer: these intervals are "
+                    f"rough. Run at least {FEW_ITEMS} items before citing the numbers.",
+                    importance=9.0,
+                    evidence={},
+                    evidence_title="every item's answers",
+                )
+            )
+        undetected = metrics.get("undetected_rate_attempts")
+        if undetected is not None and undetected.value >= 0.2:
+            out.append(
+                Finding(
+                    f"GenderBench's evaluator could not read {pct(undetected.value)} of the "
+                    "answers; they are left out of the other metrics (review some of them).",
+                    importance=8.0,
+                    metric="undetected_rate_attempts",
+                    value=undetected.value,
+                    ci=undetected.ci,
+                    evidence={},
+                    review_filter="undetected",
+                    evidence_title="the answers the evaluator could not read",
+                )
+            )
+        return out
+
+    def summary(
+        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
+    ) -> str:
+        parts = []
+        for name in self.mark_definitions:
+            m = metrics.get(name)
+            if m is None or math.isnan(m.value):
+                continue
+            mark = f", mark {m.mark} ({MARK_MEANINGS[m.mark]})" if m.mark else ""
+            parts.append(f"{self.metric_title(name).lower()} {m.value:.2f}{mark}")
+        text = ("; ".join(parts) + ".") if parts else ""
+        undetected = metrics.get("undetected_rate_attempts")
+        if undetected is not None and not math.isnan(undetected.value):
+            text += (
+                f" GenderBench's evaluator could not read {pct(undetected.value)} of the answers."
+            )
+        return text[:1].upper() + text[1:] if text else ""
+
+    def review_title(self, item: Any) -> str:
+        meta = item.metadata or {}
+        what = str(meta.get("title") or item.item)
+        if len(what) > 60:
+            what = what[:59] + "…"
+        return f"{what} #{item.attempt + 1} — {item.effective_label}"
+
+    # -- audits and subsets -----------------------------------------------------------
+    def audit_precision(
+        self, params: dict[str, Any], n_items: int, attempts: int
+    ) -> Precision | None:
+        headline = next(iter(self.mark_definitions), None)
+        if headline is None:
+            return None
+        half = z95() * 0.5 / math.sqrt(max(1, n_items))
+        return Precision(
+            headline,
+            half,
+            f"about ±{half:.2f}: the bootstrap interval of a share of {n_items} items is at "
+            "most 1.96 × 0.5/√items wide on each side (differences between groups are wider)",
+        )
+
+
+def mark_letter_rank(mark: str | None) -> int | None:
+    """0 (A) … 3 (D), as 1.1.0's `mark_value`; None without a mark."""
+    return MARK_LETTERS.index(mark) if mark in MARK_LETTERS else None

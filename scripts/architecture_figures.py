@@ -1,0 +1,198 @@
+"""The six figures of the core's shape (issue 25), measured on the source tree.
+
+    python scripts/architecture_figures.py [--json] [--cycles]
+
+1. modules caught in import cycles — every ``import``/``from … import`` of a gbdesk module,
+   function-level ones included, as an edge; the strongly connected components with more
+   than one module are the loops;
+2. public members of the `Probe` base class a study author must understand;
+3. lines holding SQL outside ``gbdesk/store/``;
+4. loose modules directly in ``gbdesk/`` (``__init__`` and ``__main__`` not counted);
+5. functions (and methods) longer than 100 lines;
+6. README.md's size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "gbdesk"
+SQL = re.compile(
+    r"\b(SELECT\b.*\bFROM\b|SELECT\s+(COUNT|SUM|MAX|MIN|AVG|DISTINCT|\*|\w+\.)|"
+    r"INSERT\s+(OR\s+\w+\s+)?INTO\b|UPDATE\s+\w+\s+SET\b|DELETE\s+FROM\b|"
+    r"CREATE\s+(TABLE|INDEX|UNIQUE|TEMP)|DROP\s+(TABLE|INDEX)|ALTER\s+TABLE|PRAGMA\s+\w+)"
+)  # SQL as the project writes it: upper-case keywords
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _resolve(name: str, known: set[str]) -> str | None:
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module → the gbdesk modules it imports anywhere in its body."""
+    found = modules()
+    known = set(found)
+    graph: dict[str, set[str]] = {m: set() for m in found}
+    for module, path in found.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")
+                    anchor = anchor[: len(anchor) - (node.level - 1)]
+                    base = ".".join([*anchor, base] if base else anchor)
+                targets = [f"{base}.{a.name}" for a in node.names] + [base]
+            for target in targets:
+                if not target.startswith("gbdesk"):
+                    continue
+                resolved = _resolve(target, known)
+                if resolved and resolved != module:
+                    graph[module].add(resolved)
+    # `from gbdesk.x import y` with y a name (not a module) also lists gbdesk.x: keep the
+    # deepest module each import names
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+    sys.setrecursionlimit(10_000)
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return sorted(out, key=len, reverse=True)
+
+
+def probe_members() -> list[str]:
+    sys.path.insert(0, str(ROOT))
+    from gbdesk.studies.base import Probe
+
+    return sorted(n for n in dir(Probe) if not n.startswith("_"))
+
+
+def sql_lines() -> list[str]:
+    out = []
+    for path in PACKAGE.rglob("*.py"):
+        if "store" in path.relative_to(PACKAGE).parts[:1]:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if SQL.search(line):
+                out.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}")
+    return out
+
+
+def loose_modules() -> list[str]:
+    return sorted(
+        p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__")
+    )
+
+
+def long_functions(limit: int = 100) -> list[tuple[int, str]]:
+    out = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = node.end_lineno - node.lineno + 1
+                if length > limit:
+                    out.append((length, f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"))
+    return sorted(out, reverse=True)
+
+
+def figures() -> dict:
+    graph = import_graph()
+    loops = cycles(graph)
+    readme = ROOT / "README.md"
+    return {
+        "modules_in_import_cycles": sum(len(c) for c in loops),
+        "import_loops": len(loops),
+        "loops": loops,
+        "probe_public_members": len(probe_members()),
+        "sql_lines_outside_store": len(sql_lines()),
+        "sql_lines": sql_lines(),
+        "loose_modules": len(loose_modules()),
+        "loose_module_names": loose_modules(),
+        "functions_over_100_lines": len(long_functions()),
+        "long_functions": [f"{n} {where}" for n, where in long_functions()],
+        "readme_bytes": readme.stat().st_size,
+        "readme_lines": len(readme.read_text(encoding="utf-8").splitlines()),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--cycles", action="store_true", help="list the modules of each loop")
+    args = parser.parse_args()
+    f = figures()
+    if args.json:
+        print(json.dumps(f, indent=1))
+        return 0
+    print(f"modules in import cycles     {f['modules_in_import_cycles']} "
+          f"(in {f['import_loops']} loops)")  # fmt: skip
+    print(f"Probe public members         {f['probe_public_members']}")
+    print(f"SQL lines outside store/     {f['sql_lines_outside_store']}")
+    print(f"loose modules in gbdesk/     {f['loose_modules']}")
+    print(f"functions over 100 lines     {f['functions_over_100_lines']}")
+    print(f"README.md                    {f['readme_bytes'] / 1024:.1f} KB, "
+          f"{f['readme_lines']} lines")  # fmt: skip
+    if args.cycles:
+        for loop in f["loops"]:
+            print(f"\nloop of {len(loop)}: " + ", ".join(loop))
+        print("\n" + "\n".join(f["sql_lines"]))
+        print("\n" + "\n".join(f["long_functions"]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
