@@ -129,6 +129,8 @@ def recalibrate(
     with warnings.catch_warnings():
         # raised for targets near 0 or 1 (a sample nearly all right); the shift is finite
         warnings.simplefilter("ignore", PerfectSeparationWarning)
+        # a single unit leaves no degree of freedom for the scale, which the shift ignores
+        warnings.simplefilter("ignore", RuntimeWarning)
         fit = GLM(target, np.ones((len(c), 1)), family=Binomial(), offset=_logit(c)).fit()
     shift = float(fit.params[0])
     return lambda q: 1 / (1 + np.exp(-(_logit(np.asarray(q, dtype=float)) + shift)))
