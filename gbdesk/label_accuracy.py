@@ -74,10 +74,11 @@ def measured_share(
     characters of one story err together (a swapped pair is two wrong characters), so
     Wilson on the characters alone is too narrow; a percentile bootstrap over stories
     collapses to a point when every sampled unit is right and undercovers when few are
-    wrong. On hand-labelled stories of models the extractor was not fitted on (10 % and
-    3 % random samples, 400 each) this interval covered the share right of all the
-    model's characters 95.0–97.5 % of the time; Wilson alone 91.8–96.8 %, the percentile
-    bootstrap 84.5–99.5 % (docs/label_accuracy.md)."""
+    wrong. On hand-labelled stories of models the extractor was not fitted on, reviewed
+    at random (10 % of a model's stories, 200 seeds; 3 %, 100 seeds), this interval
+    covered the share right of all the model's characters 94.0–98.5 % and 93–99 % of the
+    time; Wilson alone 91.0–96.5 % and 91–95 %, the percentile bootstrap 91.5–93.5 % and
+    55–81 % (scripts/eval_review_accuracy.py, docs/label_accuracy.md)."""
     r = np.asarray(right, dtype=np.int64)
     n = np.asarray(units, dtype=np.int64)
     keep = n > 0
