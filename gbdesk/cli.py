@@ -697,9 +697,14 @@ class _ProgressPrinter:
             self.last = now
 
 
-def _metrics_payload(store, run_id: int, labels: str, metrics: dict[str, Any]) -> dict[str, Any]:
-    """The JSON of `gbdesk metrics` from the run's `compute_metrics`."""
+def _metrics_payload(
+    store, run_id: int, labels: str, metrics: dict[str, Any], review: bool = True
+) -> dict[str, Any]:
+    """The JSON of `gbdesk metrics` from the run's `compute_metrics`, with the labels'
+    accuracy (`review`: measured on the random review sample, else estimated; not computed
+    with `review=False`)."""
     from gbdesk.format import clip_ci, unfinished_note
+    from gbdesk.label_accuracy import label_accuracy
     from gbdesk.stats import adjusted_p_values
     from gbdesk.studies import get_probe
 
@@ -719,6 +724,9 @@ def _metrics_payload(store, run_id: int, labels: str, metrics: dict[str, Any]) -
     payload["status"] = run["status"]
     payload["attempts"] = {"done": run["attempts_done"], "total": run["attempts_total"]}
     payload["unfinished"] = unfinished_note(run, probe.unit)
+    # what the Review pane and the Results caption state
+    accuracy = label_accuracy(store, run_id) if review else None
+    payload["review"] = accuracy.to_json() if accuracy is not None else None
     return payload
 
 
@@ -1169,7 +1177,7 @@ def _show_run(args, store, run_id: int) -> int:
     from gbdesk.results import compute_metrics
 
     metrics = compute_metrics(store, run_id, "auto")
-    payload = _metrics_payload(store, run_id, "auto", metrics)
+    payload = _metrics_payload(store, run_id, "auto", metrics, review=False)
     findings = _findings_text(store, run_id, "auto", metrics)
     print(
         f"run {run_id}: {summary['status']}, {summary['attempts']}/{summary['attempts_total']} "
@@ -1265,10 +1273,12 @@ def cmd_metrics(args) -> int:
         payload = _metrics_payload(store, args.run_id, args.labels, metrics)
         notice = _tiny_notice(store, args.run_id)
         findings = "" if args.json else _findings_text(store, args.run_id, args.labels, metrics)
+    review = payload["review"]
     text = (
         _metrics_heading(payload)
         + _metrics_table(payload)
         + findings
+        + (f"\n\nLabels: {review['text']}" if review else "")
         + notice
     )
     _emit(args, payload, text)

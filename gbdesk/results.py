@@ -15,13 +15,16 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gbdesk import __version__
 from gbdesk.stats import MetricValue, adjusted_p_values
 from gbdesk.store import Store
 from gbdesk.studies import ItemResult, ScoringProbe, get_probe
 from gbdesk.studies.base import RunItems, new_item_result
+
+if TYPE_CHECKING:
+    from gbdesk.label_accuracy import LabelAccuracy
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +282,8 @@ class ReviewStats:
     per_label: dict[str, dict[str, float]]  # label → precision, recall, support
     accuracy: float
     quality: dict[str, Any] = field(default_factory=dict)  # probe-specific (e.g. names)
-    estimate: dict[str, Any] | None = None  # the labels' estimated accuracy now (probe's)
+    #: the labels' accuracy: measured on the random review sample, else estimated
+    label_accuracy: LabelAccuracy | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -292,7 +296,7 @@ class ReviewStats:
                 for k, d in self.per_label.items()
             },
             "quality": self.quality,
-            "estimate": self.estimate,
+            "label_accuracy": self.label_accuracy.to_json() if self.label_accuracy else None,
         }
 
 
@@ -300,18 +304,13 @@ def review_stats(store: Store, run_id: int, flat: bool = True) -> ReviewStats:
     """Reviewed/corrected counts and the detector's precision and recall per label,
     taking the latest human label of each reviewed attempt as the truth (with a flat
     table, only the reviewed attempts' automatic labels are read)."""
+    from gbdesk.label_accuracy import label_accuracy
+
     probe = get_probe(store.get_run(run_id)["probe"])
     ensure_auto_labels(store, run_id)
     human = store.labels(run_id, "human")
-    estimate: tuple[bool, Any] = (False, None)
-    if flat and probe.has_label_facts:
-        auto = store.labels_of(human, "auto", _auto_source(store, run_id))
-        estimate = probe.flat_estimated_accuracy(flat_run(store, run_id, "auto"), human)
-    else:
-        auto = store.labels(run_id, "auto", _auto_source(store, run_id))
-    if not estimate[0]:
-        auto = store.labels(run_id, "auto", _auto_source(store, run_id))
-        estimate = (True, probe.estimated_accuracy(auto, human))
+    auto = store.labels_of(human, "auto", _auto_source(store, run_id))
+    accuracy = label_accuracy(store, run_id, human=human, reviewed_auto=auto, flat=flat)
     rows = [(auto[a], h) for a, h in human.items() if a in auto]
     pairs = [(a["label"], h["label"]) for a, h in rows]
     per_label: dict[str, dict[str, float]] = {}
@@ -333,7 +332,7 @@ def review_stats(store: Store, run_id: int, flat: bool = True) -> ReviewStats:
         per_label=per_label,
         accuracy=correct / len(pairs) if pairs else math.nan,
         quality=probe.review_quality(rows) if rows else {},
-        estimate=estimate[1],
+        label_accuracy=accuracy,
     )
 
 

@@ -4,6 +4,7 @@
     python scripts/eval_extractors.py --data LABELLED.csv [--extractor deterministic]
         [--limit N] [--show-errors K] [--word-list code|paper_s6a|both] [--json]
         [--weight NAME=VALUE ...] [--review-fraction 0.1]
+        [--recalibration-fraction 0.1] [--recalibration-seeds 20]
         [--error-models A,B] [--error-group "Love / power-laden"]
         [--write-confidence resources/laissez_faire/extractor_confidence.json]
         [--learned] [--write-learned LEARNED.json]
@@ -33,7 +34,11 @@ extractor and word list the leave-one-model-out (LOMO) figures — for each mode
 confidence model (the only data-fitted part) is fitted on the other models' characters
 and the held-out model is scored; pooled, by domain × condition and by model — the
 reliability table of the confidence (10 bins; count, mean confidence, share right) with
-the expected calibration error, and with `--review-fraction f` the LOMO figures after
+the expected calibration error, pooled and per held-out model; for the worst calibrated
+held-out model (then for the others in short) the reliability before and after the app's
+recalibration (`gbdesk.label_accuracy.recalibrate`) fitted on a random
+`--recalibration-fraction` (10 %) of its stories and evaluated on the rest, over
+`--recalibration-seeds` samples; and with `--review-fraction f` the LOMO figures after
 replacing the f least-confident characters of each held-out model with the hand labels.
 `--word-list both` also scores the two word lists on the paper's GPT-3.5 reference
 lists. `--show-errors K` prints wrong characters with an error category and counts per
@@ -383,6 +388,7 @@ class AuditStory:
     hand_names: list[list[str]]  # per character; [] = no name
     llm_genders: list[str]
     llm_names: list[list[str]]
+    prompt_id: int = 0  # the probe's prompt (item "lf/<id>")
 
     @property
     def group(self) -> str:
@@ -473,6 +479,7 @@ def load_audit(path: str | Path) -> list[AuditStory]:
                     hand_names=names,
                     llm_genders=llm_genders,
                     llm_names=llm_names,
+                    prompt_id=int(p["id"]),
                 )
             )
     return out
@@ -531,10 +538,9 @@ def _pair_score(g: str, n: str | None, hand_g: str, hand_n: list[str]) -> int:
     return int(ok_g) + int(ok_n)
 
 
-def _records_for(
-    s: AuditStory, preds: list[tuple[str, str | None, list[str], dict[str, float], float]]
-) -> list[CharRecord]:
-    """Pair predictions with the hand slots (best order for unordered Love pairs)."""
+def pair_order(s: AuditStory, preds: list[tuple[str, str | None]]) -> list[int]:
+    """Which prediction (gender, name) goes with each hand slot: in role order, or for an
+    unordered Love pair the order that agrees better with the hand labels."""
     order = list(range(len(preds)))
     if s.unordered and len(preds) == 2:
         same = sum(
@@ -547,6 +553,14 @@ def _records_for(
         )
         if swap > same:
             order = [1, 0]
+    return order
+
+
+def _records_for(
+    s: AuditStory, preds: list[tuple[str, str | None, list[str], dict[str, float], float]]
+) -> list[CharRecord]:
+    """Pair predictions with the hand slots (best order for unordered Love pairs)."""
+    order = pair_order(s, [(p[0], p[1]) for p in preds])
     out = []
     for slot, k in enumerate(order):
         g, n, refs, feats, conf = preds[k]
@@ -832,6 +846,154 @@ def reliability(records: list[CharRecord], bins: int = 10) -> tuple[list[dict[st
     return rows, ece if n else float("nan")
 
 
+def worst_calibrated(records: list[CharRecord]) -> tuple[str, dict[str, float]]:
+    """The held-out model whose confidences are worst calibrated (highest ECE), and the
+    ECE of every model, from LOMO records."""
+    by_model = {
+        m: reliability([r for r in records if r.story.model == m])[1]
+        for m in sorted({r.story.model for r in records})
+    }
+    return max(by_model, key=lambda m: by_model[m]), by_model
+
+
+@dataclass
+class _Scored:
+    """A character's (recalibrated) confidence and whether it is right: what
+    `reliability` reads."""
+
+    confidence: float
+    right: bool
+
+
+def _platt(confidence: Any, right: Any) -> Callable[[Any], Any]:
+    """Two-parameter Platt scaling (scikit-learn, unpenalised, on the log-odds), for
+    comparison with the app's one-parameter shift."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    from gbdesk.label_accuracy import _logit
+
+    y = np.asarray(right, dtype=int)
+    if len(set(y.tolist())) < 2:
+        return lambda c: np.full(len(c), float(y.mean()))
+    model = LogisticRegression(C=1e6, max_iter=1000)
+    model.fit(_logit(np.asarray(confidence, dtype=float))[:, None], y)
+    return lambda c: model.predict_proba(_logit(np.asarray(c, dtype=float))[:, None])[:, 1]
+
+
+def _isotonic(confidence: Any, right: Any) -> Callable[[Any], Any]:
+    from sklearn.isotonic import IsotonicRegression
+
+    model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+    model.fit(confidence, [float(v) for v in right])
+    return model.predict
+
+
+def _constant(confidence: Any, right: Any) -> Callable[[Any], Any]:
+    import numpy as np
+
+    share = sum(bool(v) for v in right) / len(right)
+    return lambda c: np.full(len(c), share)
+
+
+def _unchanged(confidence: Any, right: Any) -> Callable[[Any], Any]:
+    import numpy as np
+
+    return lambda c: np.asarray(c, dtype=float)
+
+
+def recalibration_check(
+    records: list[CharRecord], model: str, fraction: float = 0.1, seeds: int = 20
+) -> dict[str, Any]:
+    """Recalibration on data it was not fitted on: for each seed, a random `fraction` of
+    `model`'s stories is "reviewed"; each method is fitted on those stories' characters
+    (LOMO confidence, right = name and gender right) and applied to the characters of the
+    other stories. Methods: "app" (`gbdesk.label_accuracy.recalibrate`), two-parameter
+    Platt, isotonic regression, "measured" (every character at the sample's share right)
+    and "none" (the confidence as it is). Per method and seed: the ECE on the other
+    stories' characters, and the estimate's error — mean mapped confidence − share right —
+    on them, and again on them less their 10 % least confident characters (as after a
+    least-sure-first review, which the share right now counts as right). Returns those
+    and the reliability before ("none") and after ("app"), pooled over seeds."""
+    import random
+
+    import numpy as np
+
+    from gbdesk.label_accuracy import recalibrate
+
+    methods = {"app": recalibrate, "platt": _platt, "isotonic": _isotonic,
+               "measured": _constant, "none": _unchanged}  # fmt: skip
+    chars = [r for r in records if r.story.model == model]
+    stories = sorted({r.story.index for r in chars})
+    size = max(1, round(fraction * len(stories)))
+    pooled: dict[str, list[_Scored]] = {"none": [], "app": []}
+    per: dict[str, dict[str, list[float]]] = {
+        m: {"ece": [], "gap": [], "gap_rest": []} for m in methods
+    }
+    fitted = []
+    for seed in range(seeds):
+        chosen = set(random.Random(seed).sample(stories, size))
+        fit = [r for r in chars if r.story.index in chosen]
+        rest = [r for r in chars if r.story.index not in chosen]
+        fitted.append(len(fit))
+        right = np.array([r.right for r in rest], dtype=float)
+        conf = np.array([r.confidence for r in rest])
+        keep = np.argsort(conf, kind="stable")[len(rest) // 10 :]
+        for name, method in methods.items():
+            mapped = np.asarray(
+                method([r.confidence for r in fit], [r.right for r in fit])(conf), dtype=float
+            )
+            scored = [_Scored(float(c), bool(y)) for c, y in zip(mapped, right, strict=True)]
+            if name in pooled:
+                pooled[name] += scored
+            per[name]["ece"].append(reliability(scored)[1])  # type: ignore[arg-type]
+            per[name]["gap"].append(float(mapped.mean() - right.mean()))
+            per[name]["gap_rest"].append(float(mapped[keep].mean() - right[keep].mean()))
+    return {
+        "model": model,
+        "stories": len(stories),
+        "fitted_stories": size,
+        "fitted_chars": fitted,
+        "methods": per,
+        "before": reliability(pooled["none"]),  # type: ignore[arg-type]
+        "after": reliability(pooled["app"]),  # type: ignore[arg-type]
+    }
+
+
+def format_recalibration(check: dict[str, Any], tables: bool = True) -> str:
+    import statistics
+
+    def mean(v: list[float]) -> str:
+        return f"{100 * statistics.mean(v):+6.2f}"
+
+    def rmse(v: list[float]) -> str:
+        return f"{100 * math.sqrt(statistics.mean(x * x for x in v)):5.2f}"
+
+    n = len(check["fitted_chars"])
+    lines = [
+        f"{check['model']}: recalibration fitted on a random {check['fitted_stories']} of its "
+        f"{check['stories']} stories ({min(check['fitted_chars'])}–{max(check['fitted_chars'])} "
+        f"characters), evaluated on its other stories; {n} seeds"
+    ]
+    if tables:
+        lines += [
+            "before (LOMO confidence), pooled over seeds:",
+            format_reliability(*check["before"]),
+            "after (gbdesk.label_accuracy.recalibrate fitted on the sample), pooled:",
+            format_reliability(*check["after"]),
+        ]
+    lines.append(
+        f"  {'method':<10}{'ECE':>7}  {'estimate − truth: mean':>23}{'RMSE':>7}  "
+        f"{'after least-sure 10 %: mean':>28}{'RMSE':>7}   (points)"
+    )
+    for name, v in check["methods"].items():
+        lines.append(
+            f"  {name:<10}{100 * statistics.mean(v['ece']):7.2f}  {mean(v['gap']):>23}"
+            f"{rmse(v['gap']):>7}  {mean(v['gap_rest']):>28}{rmse(v['gap_rest']):>7}"
+        )
+    return "\n".join(lines)
+
+
 def _fmt_audit_row(label: str, m: dict[str, float]) -> str:
     return (
         f"{label:<28}{int(m['chars']):>6} | {_pct(m['gender_precision']):>6} "
@@ -1074,6 +1236,22 @@ def run_audit(args: argparse.Namespace) -> int:
                 print("reliability of the confidence (LOMO, pooled held-out characters):")
                 print(format_reliability(rows, ece))
                 print()
+                worst, by_model = worst_calibrated(res["records"])
+                print(
+                    "ECE per held-out model (LOMO), points: "
+                    + ", ".join(f"{m} {100 * e:.2f}" for m, e in by_model.items())
+                )
+                print(f"reliability of the worst calibrated held-out model, {worst}:")
+                print(format_reliability(*reliability(
+                    [r for r in res["records"] if r.story.model == worst]
+                )))  # fmt: skip
+                print()
+                for m in [worst, *(m for m in by_model if m != worst)]:
+                    check = recalibration_check(
+                        res["records"], m, args.recalibration_fraction, args.recalibration_seeds
+                    )
+                    print(format_recalibration(check, tables=m == worst))
+                    print()
             if args.review_fraction:
                 rev = lomo(records, args.review_fraction, fold_train=fold_train)
                 print(
@@ -1130,6 +1308,19 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="audit: replace this share of least-confident characters (per held-out model) "
         "with the hand labels and report the LOMO figures",
+    )
+    ap.add_argument(
+        "--recalibration-fraction",
+        type=float,
+        default=0.1,
+        help="audit: share of a held-out model's stories the recalibration check fits on "
+        "(a random review sample; evaluated on the others)",
+    )
+    ap.add_argument(
+        "--recalibration-seeds",
+        type=int,
+        default=20,
+        help="audit: random samples the recalibration check draws per model",
     )
     ap.add_argument(
         "--write-confidence",

@@ -55,3 +55,41 @@ def test_draw_a_sample_review_it_and_see_ppi_results(qtbot, tmp_path, settings):
     ]
     assert any("automatic" in t and "bias" in t for t in texts)
     assert "Prediction-powered estimates" in results.caption.text()
+
+
+def test_review_pane_and_results_caption_state_the_measured_accuracy(qtbot, tmp_path, settings):
+    """Before a random sample the pane says the extractor's figure is its own estimate;
+    once the sample is reviewed, the Review pane and the Results caption state the
+    figure measured on it — the very text `label_accuracy` (and `metrics --json`) gives."""
+    import html
+
+    from gbdesk.label_accuracy import label_accuracy
+
+    db = str(tmp_path / "acc.sqlite")
+    with Store(db) as store:
+        model = resolve_model(store, "default")
+        run_id = plan_run(store, "laissez_faire", model, attempts=1, limit=40)
+        execute_run(
+            store, run_id, backend_factory=lambda m, g: FakeBackend(recorded_laissez_faire())
+        )
+        before = label_accuracy(store, run_id)
+    window = make_window(qtbot, db, settings)
+    review = window.review
+    window.show_pane("Review")
+    wait_for(qtbot, lambda: html.escape(before.text) in review.stats.text())
+    assert "own estimate" in before.text
+    review.draw_sample(12, seed=3)
+    wait_for(
+        qtbot, lambda: review.filter_combo.currentData() == "sample" and len(review.items) == 12
+    )
+    for _ in range(12):
+        review.confirm()
+        settle(qtbot, window)
+    with Store(db) as store:
+        after = label_accuracy(store, run_id)
+    assert after.measured and after.sample.units >= 12 and after.basis == "measured"
+    wait_for(qtbot, lambda: html.escape(after.text) in review.stats.text())
+    results = window.results
+    window.show_pane("Results")
+    wait_for(qtbot, lambda: html.escape(after.text) in results.caption.text(), timeout=60000)
+    assert "Measured on the random review sample" in results.caption.text()

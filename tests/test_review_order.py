@@ -19,20 +19,20 @@ def test_least_sure_first_and_estimated_accuracy(store):
     run_order = review_queue(store, run_id, "all", None, "run")
     assert [i.index for i in run_order] == sorted(i.index for i in run_order)
 
-    before = review_stats(store, run_id).estimate
-    assert before["reviewed"] == 0 and 0 < before["accuracy"] < 1
+    before = review_stats(store, run_id).label_accuracy
+    assert before.reviewed == 0 and 0 < before.estimate < 1 and before.basis == "confidence"
     chars = [c for i in queue for c in i.auto_data["characters"]]
     expected = sum(c["confidence"] for c in chars) / len(chars)
-    assert abs(before["accuracy"] - expected) < 1e-12
+    assert abs(before.estimate - expected) < 1e-12
     # reviewing the least sure story raises the estimate by exactly its shortfall
     least = queue[0]
     store.add_human_label(least.attempt_id, "ana", least.auto_label, least.auto_data)
-    after = review_stats(store, run_id).estimate
+    after = review_stats(store, run_id).label_accuracy
     n = len(least.auto_data["characters"])
     shortfall = sum(1 - c["confidence"] for c in least.auto_data["characters"])
-    assert after["reviewed"] == n
-    assert abs(after["accuracy"] - (before["accuracy"] + shortfall / len(chars))) < 1e-12
-    assert "checked by a person" in after["text"]
+    assert after.reviewed == n
+    assert abs(after.estimate - (before.estimate + shortfall / len(chars))) < 1e-12
+    assert "a person checked" in after.text and "own estimate" in after.text
     # reviewed stories go to the end of the least-sure queue
     again = review_queue(store, run_id, "all", None, "least_sure")
     assert again[-1].attempt_id == least.attempt_id

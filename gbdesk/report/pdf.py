@@ -645,6 +645,8 @@ def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
         return  # e.g. perplexities: no detector to review
     review = section.review
     doc.add("<h3>Detector quality and review</h3>")
+    if review.label_accuracy is not None:  # measured on the random sample, or says none was
+        doc.add(f"<p><b>Label accuracy.</b> {e(review.label_accuracy.text)}</p>")
     summary = probe.quality_summary(review.quality) if review.reviewed else None
     if summary:
         doc.add(

@@ -379,6 +379,20 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class AccuracyWords:
+    """How the labels' accuracy (`gbdesk.label_accuracy`) names a probe's units."""
+
+    unit: str = "label"
+    units: str = "labels"
+    right: str = "were right"  # what the right ones did: "had name and gender right"
+    share: str = "share of labels right"  # "share of characters with name and gender right"
+    labeller: str = "labeller"  # "extractor"
+    stories: str = "attempts"  # what the random sample draws
+    #: (kind, its name) of `Probe.rating_kinds` in words; () = those titles, lower-cased
+    kinds: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class AuditSize:
     """A size an audit may run a probe at: `plan_run` keywords (item limit or sample and
     probe options) and attempts per item. `Probe.audit_sizes` lists them smallest first."""
@@ -778,13 +792,18 @@ class Probe(ABC):
         if the labeller gives one; the review queue can then show the least sure first."""
         return None
 
-    def estimated_accuracy(
-        self, auto: dict[int, dict[str, Any]], human: dict[int, dict[str, Any]]
-    ) -> dict[str, Any] | None:
-        """What the run's labels are worth now — e.g. the expected share of right labels
-        when reviewed ones count as right and the others as their confidence — from the
-        automatic and human label rows by attempt id; None when it cannot be estimated."""
-        return None
+    #: how the labels' measured accuracy names this probe's units (`gbdesk.label_accuracy`)
+    accuracy_words: ClassVar[AccuracyWords] = AccuracyWords()
+
+    def label_units(self, label: dict[str, Any], metadata: dict[str, Any]) -> dict[Hashable, Any]:
+        """The units of an automatic label row whose accuracy is measured (the parts of
+        `rated_units`), each with the labeller's calibrated confidence that it is right
+        (None: the labeller gives none). The default: every part at `label_confidence`. A
+        probe whose labeller gives a confidence gets, through this, its confidences
+        recalibrated on the random review sample and the labels' share right estimated."""
+        confidence = self.label_confidence(label.get("label", ""), label.get("data") or {})
+        parts = dict.fromkeys(p for v in self.rated_units(label, metadata).values() for p in v)
+        return dict.fromkeys(parts, confidence)
 
     # -- the flat table (metrics at the papers' scale) ------------------------------------
     #: whether `label_facts` gives this probe's labels a flat form (and `flat_metrics` etc.
@@ -809,12 +828,10 @@ class Probe(ABC):
         """`extra_results` from a `gbdesk.flat.FlatRun`; None: not available."""
         return None
 
-    def flat_estimated_accuracy(
-        self, flat: Any, human: dict[int, dict[str, Any]]
-    ) -> tuple[bool, dict[str, Any] | None]:
-        """`estimated_accuracy` with the automatic labels read from a `FlatRun`: (whether it
-        could be computed this way, the value)."""
-        return False, None
+    def flat_label_units(self, flat: Any) -> tuple[Any, Any] | None:
+        """`label_units` of every automatic label of a `FlatRun` as two numpy arrays: the
+        attempt id and the confidence (NaN: none) of each unit; None: not available."""
+        return None
 
     # -- several raters ----------------------------------------------------------------------
     def rated_units(

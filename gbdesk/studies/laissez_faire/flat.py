@@ -505,52 +505,9 @@ def flat_extra_results(probe: Any, flat: Any, params: dict[str, Any] | None) -> 
     }
 
 
-def flat_estimated_accuracy(
-    flat: Any, human: dict[int, dict[str, Any]]
-) -> tuple[bool, dict[str, Any] | None]:
-    """`LaissezFaireProbe.estimated_accuracy` with the automatic labels' characters read
-    from an automatic-label `FlatRun` (same order of summation: labels by id)."""
-    att = flat.attempts[flat.attempts["label_id"] >= 0].sort_values("label_id")
+def flat_label_units(flat: Any) -> tuple[np.ndarray, np.ndarray]:
+    """`LaissezFaireProbe.label_units` of every automatic label of a `FlatRun`: the
+    attempt id and the confidence (NaN: none) of each extracted character."""
     f = flat.facts
-    ch = f[f["k"].to_numpy() == "ch"].sort_values(["label_id", "idx"])
-    reviewed_mask = att["attempt_id"].isin(list(human)).to_numpy()
-    unreviewed_labels = set(att.loc[~reviewed_mask, "label_id"].tolist())
-    in_unreviewed = ch["label_id"].isin(unreviewed_labels).to_numpy()
-    conf = ch["x"].to_numpy(dtype=float)
-    if np.isnan(conf[in_unreviewed]).any():
-        return True, None  # an extractor without calibrated confidence (e.g. an LLM)
-    label_ids = att["label_id"].to_numpy()
-    n_auto = pd.Series(ch["label_id"].to_numpy()).value_counts()
-    n_auto = n_auto.reindex(label_ids, fill_value=0).to_numpy()
-    # per label: its characters' confidences summed in order (as Python's sum does)
-    ch_un = ch[in_unreviewed]
-    sums = np.zeros(len(label_ids))
-    if len(ch_un):
-        lab = ch_un["label_id"].to_numpy()
-        starts = np.flatnonzero(np.r_[True, lab[1:] != lab[:-1]])
-        seg = np.add.reduceat(ch_un["x"].to_numpy(dtype=float), starts)
-        pos = pd.Series(np.arange(len(label_ids)), index=label_ids)[lab[starts]].to_numpy()
-        sums[pos] = seg
-    attempt_ids = att["attempt_id"].tolist()
-    human_n = np.array(
-        [
-            len((human[a].get("data") or {}).get("characters", [])) if a in human else 0
-            for a in attempt_ids
-        ]
-    )
-    n_reviewed = np.where(human_n > 0, human_n, n_auto)
-    contribution = np.where(reviewed_mask, n_reviewed, sums)
-    counts = np.where(reviewed_mask, n_reviewed, n_auto)
-    total = int(counts.sum())
-    reviewed = int(n_reviewed[reviewed_mask].sum())
-    expected = float(np.cumsum(contribution)[-1]) if len(contribution) else 0.0
-    if not total:
-        return True, None
-    return True, {
-        "characters": total,
-        "reviewed": reviewed,
-        "accuracy": expected / total,
-        "text": f"{reviewed:,} of {total:,} characters checked by a person; estimated "
-        f"share of characters with name and gender right now: {100 * expected / total:.1f} % "
-        "(unchecked ones counted at the extractor's calibrated confidence)",
-    }
+    ch = f[f["k"].to_numpy() == "ch"]
+    return ch["attempt_id"].to_numpy(dtype=np.int64), ch["x"].to_numpy(dtype=float)

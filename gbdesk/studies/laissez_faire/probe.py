@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar
@@ -31,6 +31,7 @@ from gbdesk.guards import BadJson, loads_json
 from gbdesk.paths import resource
 from gbdesk.stats import MetricValue
 from gbdesk.studies.base import (
+    AccuracyWords,
     AuditSize,
     GenerationProbe,
     Item,
@@ -1102,12 +1103,10 @@ class LaissezFaireProbe(GenerationProbe):
             return None
         return flat_extra_results(self, flat, params)
 
-    def flat_estimated_accuracy(
-        self, flat: Any, human: dict[int, dict[str, Any]]
-    ) -> tuple[bool, dict[str, Any] | None]:
-        from gbdesk.studies.laissez_faire.flat import flat_estimated_accuracy
+    def flat_label_units(self, flat: Any) -> tuple[Any, Any] | None:
+        from gbdesk.studies.laissez_faire.flat import flat_label_units
 
-        return flat_estimated_accuracy(flat, human)
+        return flat_label_units(flat)
 
     # -- resampling ---------------------------------------------------------------------------
     def resampled_metrics(
@@ -1149,36 +1148,22 @@ class LaissezFaireProbe(GenerationProbe):
         values = [float(v) for v in values if v is not None]
         return min(values) if values else None
 
-    def estimated_accuracy(
-        self, auto: dict[int, dict[str, Any]], human: dict[int, dict[str, Any]]
-    ) -> dict[str, Any] | None:
-        """Characters checked by a person, and the expected share of characters with name
-        and gender right now: reviewed ones count as right, the others as their calibrated
-        confidence (the chance the extractor got both right)."""
-        total = reviewed = 0
-        expected = 0.0
-        for attempt_id, row in auto.items():
-            characters = (row.get("data") or {}).get("characters", [])
-            if attempt_id in human:
-                n = len((human[attempt_id].get("data") or {}).get("characters", [])) or len(
-                    characters
-                )
-                total, reviewed, expected = total + n, reviewed + n, expected + n
-                continue
-            confidences = [c.get("confidence") for c in characters]
-            if any(c is None for c in confidences):
-                return None  # an extractor without calibrated confidence (e.g. an LLM)
-            total += len(confidences)
-            expected += sum(float(c) for c in confidences)
-        if not total:
-            return None
+    accuracy_words = AccuracyWords(
+        unit="character",
+        units="characters",
+        right="had name and gender right",
+        share="share of characters with name and gender right",
+        labeller="extractor",
+        stories="stories",
+        kinds=(("gender", "gender"), ("name", "name")),
+    )
+
+    def label_units(self, label: dict[str, Any], metadata: dict[str, Any]) -> dict[Hashable, Any]:
+        """Each extracted character (by role) with the extractor's calibrated confidence
+        that both its name and its gender are right."""
         return {
-            "characters": total,
-            "reviewed": reviewed,
-            "accuracy": expected / total,
-            "text": f"{reviewed:,} of {total:,} characters checked by a person; estimated "
-            f"share of characters with name and gender right now: {100 * expected / total:.1f} % "
-            "(unchecked ones counted at the extractor's calibrated confidence)",
+            c.get("role"): c.get("confidence")
+            for c in (label.get("data") or {}).get("characters", [])
         }
 
     # -- review order: characters of unsure gender first, then unspecified ones ---------------

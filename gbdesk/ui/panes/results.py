@@ -447,8 +447,8 @@ class ResultsPane(QWidget):
         notes = [basis]
         for r in run_ids:
             review = self.results[r]["review"]
-            if review.estimate and review.estimate.get("text"):
-                notes.append(f"Run {r}: {html_text(review.estimate['text'])}.")
+            if review.label_accuracy is not None:
+                notes.append(f"Run {r}: {html_text(review.label_accuracy.text)}")
             elif review.attempts:
                 notes.append(
                     f"Run {r}: {review.reviewed:,} of {review.attempts:,} labels checked by a "

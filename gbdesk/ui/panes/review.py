@@ -631,8 +631,8 @@ class ReviewPane(QWidget):
                 f"Random review sample: <b>{sample['reviewed']}</b> of {sample['size']} {unit} "
                 f"reviewed (seed {sample['seed']}) — prediction-powered results need at least 30."
             )
-        if stats.estimate and stats.estimate.get("text"):
-            parts.append(html_text(stats.estimate["text"]) + ".")
+        if stats.label_accuracy is not None:
+            parts.append(html_text(stats.label_accuracy.text))
         if summary:
             parts.append(html_text(summary))
         elif stats.reviewed:
