@@ -110,22 +110,22 @@ def capabilities_html(found: dict[str, Any] | None) -> str:
     for key, (what, ok, why) in zip(keys, capability_words(found), strict=True):
         mark = {True: "✓", False: "✗"}.get(ok, "?")
         color = {True: "#2e7d32", False: "#c0392b"}.get(ok, "#b45309")
-        line = f"<span style='color:{color}'>{mark}</span> {html.escape(what)}"
+        line = f"<span style='color:{color}'>{mark}</span> {html_text(what)}"
         if why:
-            line += f" <span style='color:#6b7280'>— {html.escape(why)}</span>"
+            line += f" <span style='color:#6b7280'>— {html_text(why)}</span>"
         if not ok:
             needing = [
                 get_probe(n).card.title for n in probe_names() if key in get_probe(n).engine_needs
             ]
             if needing:
                 line += (
-                    f"<br>&nbsp;&nbsp;&nbsp;<i>Cannot run here: {html.escape('; '.join(needing))}"
-                    f" — servers that give {html.escape(what)}: "
-                    f"{html.escape(SERVERS_WITH.get(key, ''))}.</i>"
+                    f"<br>&nbsp;&nbsp;&nbsp;<i>Cannot run here: {html_text('; '.join(needing))}"
+                    f" — servers that give {html_text(what)}: "
+                    f"{html_text(SERVERS_WITH.get(key, ''))}.</i>"
                 )
         lines.append(line)
     return (
-        f"<b>What it can do</b> (checked {html.escape(when)} UTC; <i>Test connection</i> "
+        f"<b>What it can do</b> (checked {html_text(when)} UTC; <i>Test connection</i> "
         "checks again):<br>" + "<br>".join(lines)
     )
 

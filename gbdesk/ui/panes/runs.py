@@ -552,7 +552,7 @@ class RunsPane(QWidget):
 
         def show(est) -> None:
             note = est.items_note[:1].upper() + est.items_note[1:]
-            text = f"{html.escape(note)} → " if note else ""
+            text = f"{html_text(note)} → " if note else ""
             text += f"<b>{est.generations:,}</b> {est.unit}"
             if est.seconds is not None and est.unit == "sentences":
                 text += (
