@@ -159,6 +159,25 @@ def test_smoke_environment_leaves_out_the_source_tree(monkeypatch, tmp_path):
     assert env["XDG_CONFIG_HOME"] == str(tmp_path / "config")
 
 
+VENV = "python3 -m venv .venv && . .venv/bin/activate && "
+
+
+def test_readme_quick_start_is_two_commands_each_in_a_virtual_environment():
+    """Two set-up commands on a fresh machine, each making and activating the venv first;
+    the test command after the activation is the one .ci/run runs."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quick = readme[readme.index("## Quick start") :]
+    block = quick[quick.index("```sh\n") + 6 : quick.index("```", quick.index("```sh\n") + 6)]
+    commands = block.strip().splitlines()
+    assert len(commands) == 2
+    assert all(c.startswith(VENV) for c in commands)
+    install_and_run, install_and_test = (c.removeprefix(VENV) for c in commands)
+    assert install_and_run.startswith("python -m pip install . && gbdesk run --probe ")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert install_and_test in ci.splitlines()
+    assert "No compiler? Download the app." in quick[: quick.index("```sh")]
+
+
 @pytest.mark.slow
 @pytest.mark.model
 def test_built_app_smoke(tmp_path):
