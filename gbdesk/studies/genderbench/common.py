@@ -41,7 +41,7 @@ from gbdesk.studies.base import (
     Precision,
     z95,
 )
-from gbdesk.studies.genderbench.gb_probe import genderbench_interval
+from gbdesk.studies.genderbench.gb_probe import EXPORT_FILES, genderbench_interval
 from gbdesk.studies.genderbench.pronouns import DETECTOR_NAME, DETECTOR_VERSION, detect_gender
 
 #: the preset that is GenderBench 1.1.0's DefaultHarness probe (template, data, intervals)
@@ -147,12 +147,6 @@ class _Counts:
 
 #: a GenderBench run's export: the base files and the study's normalized table over the
 #: exported runs (Report 1.1, `report11`), which no command reads back
-EXPORT_FILES: dict[str, tuple[str, ...]] = {
-    **GenerationProbe.export_files,
-    "genderbench_normalized.csv": (),
-}
-
-
 class CharacterProfileProbe(GenerationProbe):
     """Shared machinery of the three GenderBench character-profile probes."""
 

@@ -45,7 +45,13 @@ from gbdesk.studies.base import (
     Precision,
     z95,
 )
-from gbdesk.studies.genderbench.common import EXPORT_FILES
+
+#: export files of every GenderBench probe: the generation probe's, plus Report 1.1's
+#: normalized table (written by a multi-run export; no command reads it back)
+EXPORT_FILES: dict[str, tuple[str, ...]] = {
+    **GenerationProbe.export_files,
+    "genderbench_normalized.csv": (),
+}
 
 UNDETECTED = "undetected"
 #: GenderBench's bootstrap (1.1.0 `Probe.__init__` defaults)
