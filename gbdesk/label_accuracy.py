@@ -1,15 +1,15 @@
 """How right a run's automatic labels are — measured on its random review sample (no Qt).
 
-A labeller's own confidence is a poor headline: the Laissez-Faire extractor's was well
-calibrated on the stories it was fitted on (ECE 0.9 points, leave one model out) and five
-points optimistic on stories of models it had never seen (ECE 5.8). So the figure a
+A labeller's own confidence is a poor headline: a story extractor's was well calibrated on
+the stories it was fitted on (ECE 0.9 points, leave one model out) and five points
+optimistic on stories of models it had never seen (ECE 5.8). So the figure a
 reviewer reads comes, in this order of preference, from
 
 1. **the random review sample** (`gbdesk sample`, Review → "Draw a review sample…"): the
-   share of its reviewed units (Laissez-Faire: characters) whose automatic label agrees
-   with the reviewer's — all label kinds at once, and per kind (gender, name) — with a
-   95 % interval (`measured_share`: Wilson's, on the units' effective number, as a story's
-   characters err together); units reviewed outside the sample (least sure first,
+   share of its reviewed units (e.g. a story's characters) whose automatic label agrees
+   with the reviewer's — all label kinds at once, and per kind (e.g. gender, name) — with a
+   95 % interval (`measured_share`: Wilson's, on the units' effective number, as the units
+   of one attempt err together); units reviewed outside the sample (least sure first,
    hardest first) are not a random sample and never feed it;
 2. for the share right *now* (reviewed units counted right), the unchecked units at the
    labeller's confidence **recalibrated** on the reviewed sample (`recalibrate`: a shift

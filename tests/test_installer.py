@@ -175,7 +175,7 @@ def test_readme_quick_start_is_two_commands_each_in_a_virtual_environment():
     assert install_and_run.startswith("python -m pip install . && gbdesk run --probe ")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert install_and_test in ci.splitlines()
-    assert "No compiler? Download the app." in quick[: quick.index("```sh")]
+    assert "No compiler? Use the one-folder app." in quick[: quick.index("```sh")]
 
 
 @pytest.mark.slow
