@@ -819,10 +819,8 @@ def _metrics_table(payload: dict[str, Any]) -> str:
             f"{m['mark'] or '—':<4}  {m['n']:>5}"
         )
     if undefined:
-        reasons = sorted(
-            {probe.why_undefined(n, {}) or UNDEFINED_VALUE for n in undefined}
-        )
-        rows.append("\n‡ " + "; ".join(reasons))
+        why = sorted({probe.why_undefined(n, {}) or UNDEFINED_VALUE for n in undefined})
+        rows.append("\n‡ " + "; ".join(why))
     if any(c.startswith("—†") for c in cis.values()):
         rows.append(f"† {UNDEFINED_CI}")
     if cut:

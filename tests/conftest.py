@@ -35,3 +35,25 @@ def _qt_application_first():
         yield None
         return
     yield QApplication.instance() or QApplication(["gbdesk-tests"])
+
+
+@pytest.fixture(autouse=True)
+def _no_modal_boxes(monkeypatch):
+    """A modal box that nobody answers blocks a test for ever — pytest-timeout's signal
+    cannot interrupt Qt's nested event loop. Offscreen, `QMessageBox.question` answers Yes
+    (e.g. "stop the run and quit?" when a timed-out test's window closes at teardown) and
+    a message box's `exec` returns at once; tests that check a box patch these themselves."""
+    try:
+        from PySide6.QtWidgets import QMessageBox
+    except ImportError:
+        yield
+        return
+    asked: list[str] = []
+
+    def question(parent, title, text, *args, **kwargs):
+        asked.append(f"{title}: {text}")
+        return QMessageBox.StandardButton.Yes
+
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(question))
+    monkeypatch.setattr(QMessageBox, "exec", lambda self: int(QMessageBox.StandardButton.Ok))
+    yield asked

