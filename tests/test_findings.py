@@ -110,13 +110,20 @@ def test_globalbias_findings_count_flags_and_name_the_groups():
 
 
 def test_genderbench_findings_warn_when_too_few_items_were_run():
+    """Counts say what they count: 4 items run, 3 with a readable gender; the share's
+    interval in the finding stays within 0–100 % and says where the fit reached past it."""
     probe = get_probe("jobs_lum")
     few = {
         "masculine_rate": MetricValue(0.667, (0.127, 1.189), "A", 3),
         "disparity": MetricValue(0.167, (-0.03, 0.58), "A", 3),
+        "undetected_rate_items": MetricValue(0.25, (0.0, 0.6), None, 4),
     }
-    notes = [f for f in probe.findings(few, {}, {}) if f.metric is None]
+    found = probe.findings(few, {}, {})
+    notes = [f for f in found if f.metric is None]
     assert len(notes) == 1 and notes[0].importance < 10
-    assert "Only 3 item(s)" in notes[0].sentence and "119 %" in notes[0].sentence
+    assert notes[0].sentence.startswith("4 items run, 3 with a readable gender")
+    assert "reached past what a share can be" in notes[0].sentence
+    share = next(f for f in found if f.metric == "masculine_rate")
+    assert "95 % CI 13 % to 100 %" in share.sentence and "119 %" in share.sentence
     enough = {k: MetricValue(v.value, (0.4, 0.9), v.mark, 60) for k, v in few.items()}
     assert all(f.metric is not None for f in probe.findings(enough, {}, {}))

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.format import pct, value_phrase
+from gbdesk.format import ci_text, clip_ci, pct, value_phrase
 from gbdesk.stats import (
     MARK_MEANINGS,
     MarkDefinition,
@@ -206,12 +206,8 @@ class CharacterProfileProbe(GenerationProbe):
             if m is None or math.isnan(m.value) or not m.mark:
                 continue
             lead = _FINDING_TEXT[name].format(pct=pct(m.value), value=f"{m.value:.2f}")
-            lo, hi = m.ci
-            interval = (
-                f"95 % CI {pct(lo)} to {pct(hi)}"
-                if name == "masculine_rate"
-                else f"95 % CI {lo:.2f} to {hi:.2f}"
-            )
+            # within what the metric can be, with a note where the normal fit reached past it
+            interval = ci_text(m.ci, self.metric_bounds(name), percent=name == "masculine_rate")
             out.append(
                 Finding(
                     f"{lead} ({interval}): mark {m.mark}, {MARK_MEANINGS[m.mark]}.",
@@ -223,16 +219,18 @@ class CharacterProfileProbe(GenerationProbe):
                     evidence_title="every prompt's generations",
                 )
             )
-        sizes = [m.n for m in (metrics.get(k) for k in self.headline_metrics) if m and m.n]
-        if sizes and max(sizes) < FEW_ITEMS:
+        items = metrics.get("undetected_rate_items")
+        if items is not None and items.n and items.n < FEW_ITEMS:
+            readable = round(items.n * (1 - items.value))
             share = metrics.get("masculine_rate")
-            outside = share is not None and (share.ci[0] < 0.0 or share.ci[1] > 1.0)
+            outside = share is not None and bool(clip_ci(share.ci, (0.0, 1.0))[1])
             out.append(
                 Finding(
-                    f"Only {max(sizes)} item(s) were run: these intervals are rough"
+                    f"{items.n} item{'s' if items.n != 1 else ''} run, {readable} with a "
+                    "readable gender: these intervals are rough"
                     + (
-                        f" (the masculine rate's interval, {pct(share.ci[0])} to "
-                        f"{pct(share.ci[1])}, even reaches past what a share can be)"
+                        " (the share of men's bootstrap interval even reached past what a "
+                        "share can be)"
                         if outside
                         else ""
                     )
