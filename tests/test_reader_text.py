@@ -69,3 +69,78 @@ def test_pdf_page_one_marks_an_unfinished_run(interrupted, tmp_path):
     assert "Unfinished run" in flat and "9 of 12 generations made (interrupted)" in flat
     assert "pronoun_counter" not in flat  # the detector in words
     assert "the pronoun detector" in flat
+
+
+@pytest.fixture
+def one_sided_run(tmp_path):
+    """An imported inventories run of BSRI's male-stereotype traits only."""
+    import csv
+
+    from gbdesk.importer import import_generations
+    from gbdesk.studies import get_probe
+
+    probe = get_probe("inventories")
+    items = [
+        i
+        for i in probe.items(probe.resolve_params())
+        if i.metadata["source"] == "bsri" and i.metadata.get("gender") == "male"
+    ][:6]
+    path = tmp_path / "gen.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["prompt", "response"])
+        w.writerows((i.prompt, "He is a kind man and he helps his friends.") for i in items)
+    db = tmp_path / "one.sqlite"
+    with Store(db) as store:
+        run_id = import_generations(store, "inventories", path, deal_rows=True)["run_id"]
+    return db, run_id
+
+
+@pytest.mark.gui
+def test_results_pane_says_why_a_chart_has_no_bars(qtbot, one_sided_run, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    from tests.test_gui import make_window, wait_for
+
+    db, run_id = one_sided_run
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    window = make_window(qtbot, str(db), settings)
+    pane = window.results
+    window.show_pane("Results")
+    pane.set_checked([run_id])
+    wait_for(qtbot, lambda: pane.missing_notes and not pane.rendering())
+    texts = " ".join(label.text() for label in pane.missing_notes)
+    assert "Nothing to plot: BSRI — it needs a readable gender on both" in texts
+
+
+def test_charts_without_bars_say_why(one_sided_run, tmp_path):
+    """A run whose items hold only BSRI's male-stereotype traits: the stereotype rate by
+    inventory has nothing to plot, and the PDF says why in words."""
+    from gbdesk.report.content import missing_note
+    from gbdesk.results import compute_metrics
+    from gbdesk.studies import get_probe
+
+    probe = get_probe("inventories")
+    db, run_id = one_sided_run
+    with Store(db) as store:
+        metrics = compute_metrics(store, run_id, "auto")
+    groups = {g.title: g for g in probe.metric_groups(list(metrics))}
+    assert (
+        missing_note(
+            probe,
+            groups["Masculine rate by inventory"],
+            groups["Masculine rate by inventory"].metrics,
+            metrics,
+        )
+        == ""
+    )
+    group = groups["Stereotype rate by inventory"]
+    note = missing_note(probe, group, group.metrics, metrics)
+    assert note.startswith("Nothing to plot: BSRI — it needs a readable gender")
+    assert "male- and female-stereotype items" in note and "BSRI" in note
+    assert "stereotype_rate" not in note  # words, not keys
+    pdf = tmp_path / "r.pdf"
+    with Store(db) as store:
+        export_pdf(store, [run_id], pdf, "auto")
+    text = " ".join(p.extract_text() for p in pypdf.PdfReader(pdf).pages)
+    assert "male- and female-stereotype items among the BSRI items" in " ".join(text.split())

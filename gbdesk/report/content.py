@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from gbdesk import __version__
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.errors import UserError
-from gbdesk.format import fmt, unfinished_note
+from gbdesk.format import UNDEFINED_VALUE, fmt, unfinished_note
 from gbdesk.paths import resource
 from gbdesk.raters import agreement_blocks, labels_agreement, mode_counts
 from gbdesk.report.blocks import (
@@ -234,19 +234,47 @@ def group_blocks(section: RunSection) -> list[Block]:
                 )
             )
             continue
+        note = missing_note(probe, group, present, section.metrics)
+        drawn = [n for n in present if not _missing(section.metrics[n].value)]
         rows = [
             ChartRow(group.labels.get(n) or probe.metric_title(n), m.value, m.ci[0], m.ci[1])
-            for n in present
+            for n in drawn
             for m in [section.metrics[n]]
         ]
         if group.marked:
-            for row, name in zip(rows, present, strict=True):
+            for row, name in zip(rows, drawn, strict=True):
                 marks = probe.mark_definitions.get(name)
                 rng = marks.overall_range if marks else group.plot_range()
                 out.append(IntervalChart(row.label, [row], group.kind, rng, marks))
-            continue
-        out.append(IntervalChart(group.title, rows, group.kind, group.plot_range()))
+        elif rows:
+            out.append(IntervalChart(group.title, rows, group.kind, group.plot_range()))
+        if note:
+            out.append(Paragraph(note, "muted"))
     return out
+
+
+def _missing(value: float | None) -> bool:
+    return value is None or value != value
+
+
+def missing_note(probe: Any, group: Any, names: list[str], metrics: dict[str, Any]) -> str:
+    """Why some of a chart's metrics have no bar, in words ("Nothing to plot: …" when
+    none has one); "" when every metric has a value."""
+    names = [n for n in names if n in metrics]
+    gone = [n for n in names if _missing(metrics[n].value)]
+    if not gone:
+        return ""
+    reasons: dict[str, list[str]] = {}
+    for n in gone:
+        why = probe.why_undefined(n, metrics) or UNDEFINED_VALUE
+        reasons.setdefault(why, []).append(group.labels.get(n) or probe.metric_title(n))
+    lead = "Nothing to plot" if len(gone) == len(names) else "Not shown"
+    return (
+        lead
+        + ": "
+        + "; ".join(f"{', '.join(titles)} — {why}" for why, titles in reasons.items())
+        + "."
+    )
 
 
 def configuration(section: RunSection) -> list[tuple[str, str]]:

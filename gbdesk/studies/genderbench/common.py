@@ -194,6 +194,21 @@ class CharacterProfileProbe(GenerationProbe):
 
     metric_titles: ClassVar[dict[str, str]] = _TITLES
     audit_priority: ClassVar[int] = 10
+    #: what the stereotype rate needs, for `why_undefined`
+    stereotype_needs: ClassVar[str] = (
+        "a readable gender on both male- and female-stereotype items"
+    )
+
+    def why_undefined(self, name: str, metrics: dict[str, MetricValue]) -> str | None:
+        part = name.rpartition("_")[2].upper() if name.count("_") > 1 else ""
+        where = ""
+        if part and not name.startswith("undetected"):
+            where = f" for stereotype {part}" if part.isdigit() else f" among the {part} items"
+        if name.startswith("stereotype_rate") or name == "correlation":
+            return f"it needs {self.stereotype_needs}{where}, which this run did not have"
+        if name.startswith(("masculine_rate", "disparity")):
+            return f"no generation had a readable gender{where}"
+        return None
 
     def findings(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

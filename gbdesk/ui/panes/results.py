@@ -30,6 +30,7 @@ from gbdesk.findings import ordered
 from gbdesk.glossary import tooltip
 from gbdesk.guards import html_text
 from gbdesk.report.blocks import StudyRun
+from gbdesk.report.content import missing_note
 from gbdesk.results import (
     LABEL_MODES,
     run_results,
@@ -111,6 +112,7 @@ class ResultsPane(QWidget):
         self.runs: list[dict[str, Any]] = []
         self.results: dict[int, dict[str, Any]] = {}
         self.plots: list[CIPlot] = []
+        self.missing_notes: list[QLabel] = []  # why a chart lacks bars, in words
         self._plot_steps: list[Callable[[], None]] = []
         self._plot_timer = QTimer(self)
         self._plot_timer.setSingleShot(True)
@@ -524,6 +526,7 @@ class ResultsPane(QWidget):
             plot.setParent(None)
             plot.deleteLater()
         self.plots = []
+        self.missing_notes = []
         while self.plot_layout.count():
             item = self.plot_layout.takeAt(0)
             if item.widget():
@@ -544,6 +547,7 @@ class ResultsPane(QWidget):
                     steps.append(partial(self._add_marked_plot, probe, same, name, group, colors))
             else:
                 steps.append(partial(self._add_group_plot, same, group, colors, probe))
+            steps.append(partial(self._add_missing_note, probe, same, group))
         extra = self.results[same[0]["id"]].get("extra")
         view = result_view_for(probe)
         if extra and view is not None:
@@ -589,8 +593,24 @@ class ResultsPane(QWidget):
         )
         self._add_plot(plot)
 
+    def _add_missing_note(self, probe: Any, same: list, group: Any) -> None:
+        """Why a chart has no bar for some metric (or none at all), in words."""
+        notes = []
+        for r in same:
+            note = missing_note(probe, group, group.metrics, self.results[r["id"]]["metrics"])
+            if note:
+                notes.append(f"Run {r['id']}: {note}" if len(same) > 1 else note)
+        if notes:
+            label = QLabel("<br>".join(html_text(n) for n in notes))
+            label.setWordWrap(True)
+            label.setStyleSheet("color:#6b7280")
+            self.missing_notes.append(label)
+            self._place(label)
+
     def _add_group_plot(self, same: list, group: Any, colors, probe: Any = None) -> None:
         rows = self._rows(same, group.metrics, group, colors, by_metric=True, probe=probe)
+        if rows and all(r.value != r.value for r in rows):
+            return  # nothing to plot: the note below says why
         if group.kind == "log_ratio":
             plot = CIPlot(group.title, rows, None, None, self._open_review, log2=True)
         else:
