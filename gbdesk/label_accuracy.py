@@ -381,7 +381,7 @@ def label_accuracy(
     if has_conf and len(result.confidence) >= MIN_RECALIBRATION:
         try:
             fitted = recalibrate(result.confidence, result.right)
-            acc.estimate = (reviewed + float(fitted(open_conf).sum())) / units
+            acc.estimate = (reviewed + math.fsum(fitted(open_conf))) / units
             acc.basis, acc.recalibrated_on = "recalibrated", len(result.confidence)
         except (ValueError, np.linalg.LinAlgError) as exc:  # the measured share stands in
             log.warning("run %s: confidences not recalibrated (%s)", run_id, exc)
@@ -390,7 +390,7 @@ def label_accuracy(
         acc.estimate = (reviewed + sample.value * len(open_conf)) / units
         acc.basis = "measured"
     elif acc.basis is None and has_conf:
-        acc.estimate = (reviewed + float(open_conf.sum())) / units
+        acc.estimate = (reviewed + math.fsum(open_conf)) / units
         acc.basis = "confidence"
     return acc
 
