@@ -1,9 +1,10 @@
 """What the app's database watcher (`gbdesk.ui.watcher`) costs on the UI thread.
 
 On a copy of a database (any gbdesk database; a big one from `benchmarks/scale.py` shows
-the worst case) it measures, on the watcher's own read-only connection:
+the worst case) it measures, on the watcher's own read-only connection
+(`gbdesk.store.watch.WatchConnection`):
 
-  tick      `PRAGMA data_version` when nothing changed — what every second costs;
+  tick      SQLite's data version when nothing changed — what every second costs;
   snapshot  reading the snapshot after a commit elsewhere (runs, highest attempt and label
             ids, samples, codings, model rows);
   labels    finding the runs of `--labels` new labels written by another connection
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -36,7 +36,7 @@ def ms(samples: list[float]) -> str:
 
 def main() -> int:
     from gbdesk.store import Store
-    from gbdesk.ui.watcher import _read
+    from gbdesk.store.watch import WatchConnection
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", required=True, type=Path)
@@ -52,29 +52,25 @@ def main() -> int:
             "(SELECT COUNT(*) FROM labels)"
         ).fetchone()
         print(f"database: {counts[0]:,} runs, {counts[1]:,} attempts, {counts[2]:,} labels")
-        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        conn = WatchConnection(db)
         ticks = []
         for _ in range(args.rounds * 20):
             started = time.perf_counter()
-            conn.execute("PRAGMA data_version").fetchone()
+            conn.data_version()
             ticks.append(time.perf_counter() - started)
         print(f"tick      {ms(ticks)}")
         snaps, lookups = [], []
         attempt_ids = [r[0] for r in writer.conn.execute("SELECT id FROM attempts LIMIT ?",
                                                          (args.labels,))]  # fmt: skip
         for _ in range(args.rounds):
-            before = _read(conn).labels_max
+            before = conn.snapshot().labels_max
             for attempt_id in attempt_ids:
                 writer.add_human_label(attempt_id, "bench", "female")
             started = time.perf_counter()
-            now = _read(conn)
+            now = conn.snapshot()
             snaps.append(time.perf_counter() - started)
             started = time.perf_counter()
-            runs = conn.execute(
-                "SELECT DISTINCT a.run_id FROM labels l JOIN attempts a ON a.id = l.attempt_id "
-                "WHERE l.id > ?",
-                (before,),
-            ).fetchall()
+            runs = conn.runs_labelled_since(before)
             lookups.append(time.perf_counter() - started)
             assert now.labels_max > before and runs
         print(f"snapshot  {ms(snaps)}")

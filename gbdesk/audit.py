@@ -20,7 +20,6 @@ model's measured speed, run the probes one after another, finish with the report
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -40,7 +39,7 @@ from gbdesk.runs import (
     measured_speed,
     plan_run,
 )
-from gbdesk.store import Store
+from gbdesk.store import Store, audits
 from gbdesk.studies import get_harness, get_probe, probe_names
 from gbdesk.studies.base import AuditSize, Probe, ScoringProbe
 
@@ -517,63 +516,27 @@ def _interval_meaning(
 # -- storing and running ----------------------------------------------------------------------
 def save_audit(store: Store, plan: AuditPlan) -> int:
     """Store the plan before anything runs; its id."""
-    with store.transaction():
-        cur = store.conn.execute(
-            "INSERT INTO audits (model_id, budget_s, budget, plan_json, speed_json, "
-            "left_out_json, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'planned', "
-            "datetime('now'))",
-            (
-                plan.model.get("id"),
-                plan.budget_s,
-                plan.budget,
-                json.dumps(plan.to_json()),
-                json.dumps(plan.speed.to_json()),
-                json.dumps(plan.left_out),
-            ),
-        )
-    return int(cur.lastrowid)
+    return audits.add_audit(
+        store,
+        model_id=plan.model.get("id"),
+        budget_s=plan.budget_s,
+        budget=plan.budget,
+        plan=plan.to_json(),
+        speed=plan.speed.to_json(),
+        left_out=plan.left_out,
+    )
 
 
 def get_audit(store: Store, audit_id: int) -> dict[str, Any]:
-    row = store.conn.execute(
-        "SELECT id, model_id, budget_s, budget, plan_json, speed_json, left_out_json, status, "
-        "report, created_at, finished_at FROM audits WHERE id = ?",
-        (audit_id,),
-    ).fetchone()
-    if row is None:
+    audit = audits.get_audit(store, audit_id)
+    if audit is None:
         raise UserError(f"there is no audit {audit_id}")
-    keys = [
-        "id",
-        "model_id",
-        "budget_s",
-        "budget",
-        "plan",
-        "speed",
-        "left_out",
-        "status",
-        "report",
-        "created_at",
-        "finished_at",
-    ]
-    audit = dict(zip(keys, row, strict=True))
-    for k in ("plan", "speed", "left_out"):
-        audit[k] = json.loads(audit[k] or "null")
     return audit
 
 
 def unfinished_audit(store: Store, model_id: int | None) -> int | None:
     """The latest audit of this model that has not finished (to continue it)."""
-    row = store.conn.execute(
-        "SELECT id FROM audits WHERE model_id IS ? AND status != 'done' ORDER BY id DESC LIMIT 1",
-        (model_id,),
-    ).fetchone()
-    return int(row[0]) if row else None
-
-
-def _set(store: Store, audit_id: int, **fields: Any) -> None:
-    cols = ", ".join(f"{k} = ?" for k in fields)
-    with store.transaction():
-        store.conn.execute(f"UPDATE audits SET {cols} WHERE id = ?", (*fields.values(), audit_id))
+    return audits.unfinished_audit(store, model_id)
 
 
 def report_path(store: Store, audit_id: int) -> Path:
@@ -605,17 +568,17 @@ def run_audit(
     audit = get_audit(store, audit_id)
     model = store.get_model(audit["model_id"]) if audit["model_id"] else None
     plan = audit["plan"]
-    _set(store, audit_id, status="running")
+    audits.update_audit(store, audit_id, status="running")
     steps = len(plan)
     for step, entry in enumerate(plan):
         if control.cancelled:
-            _set(store, audit_id, status="stopped", plan_json=json.dumps(plan))
+            audits.update_audit(store, audit_id, status="stopped", plan=plan)
             return {"plan": plan, "runs": _runs(plan), "report": None, "audit_id": audit_id}
         if entry.get("run_id") is None:  # the run and its id in the audit: both or neither
             size = AuditSize(**entry["size"])
             with store.transaction():
                 entry["run_id"] = plan_run(store, entry["probe"], model, **size.plan_kwargs())
-                _set(store, audit_id, plan_json=json.dumps(plan))
+                audits.update_audit(store, audit_id, plan=plan)
         run = store.get_run(entry["run_id"])
         if on_progress:
             on_progress(AuditProgress(audit_id, step, steps, entry["probe"], entry["run_id"]))
@@ -636,7 +599,7 @@ def run_audit(
             on_progress=forward,
         )
         if outcome.status != "done":
-            _set(store, audit_id, status="stopped")
+            audits.update_audit(store, audit_id, status="stopped")
             return {"plan": plan, "runs": _runs(plan), "report": None, "audit_id": audit_id}
     if on_progress:
         on_progress(AuditProgress(audit_id, steps, steps, "", None, status="report"))
@@ -655,7 +618,7 @@ def run_audit(
         "plan": [{**p, "runs": [p["run_id"]]} for p in plan],
     }
     export_pdf(store, _runs(plan), out, "reviewed", audit=audit_info)
-    _set(
+    audits.update_audit(
         store,
         audit_id,
         status="done",

@@ -98,8 +98,8 @@ def flatten(store: Store, run_id: int, probe: Probe) -> pd.DataFrame | None:
     return pd.DataFrame(kept, columns=FACT_COLUMNS)
 
 
-def _frame(store: Store, sql: str, params: tuple[Any, ...], columns: list[str]) -> pd.DataFrame:
-    cur = store.conn.execute(sql, params)
+def _frame(cur: sqlite3.Cursor, columns: list[str]) -> pd.DataFrame:
+    """The cursor's rows as a frame, read `CHUNK` rows at a time."""
     parts = []
     while True:
         rows = cur.fetchmany(CHUNK)
@@ -158,24 +158,12 @@ def _read(
     run_id = run["id"]
     items = store.run_items(run_id)
     item_idx = {r["item"]: r["idx"] for r in items}
-    attempts = _frame(
-        store,
-        "SELECT id, item, attempt FROM attempts WHERE run_id = ?",
-        (run_id,),
-        ["attempt_id", "item", "attempt"],
-    )
+    attempts = _frame(store.attempt_key_rows(run_id), ["attempt_id", "item", "attempt"])
     attempts["item_idx"] = attempts["item"].map(item_idx).astype(np.int64)
     order = np.lexsort((attempts["attempt"].to_numpy(), attempts["item_idx"].to_numpy()))
     attempts = attempts.iloc[order].reset_index(drop=True)
-    from gbdesk.store.db import _like_prefix
-
     labels = _frame(
-        store,
-        "SELECT l.id, l.attempt_id, l.kind = 'human' FROM labels l "
-        "JOIN attempts a ON a.id = l.attempt_id WHERE a.run_id = ? AND "
-        "((l.kind = 'auto' AND l.source LIKE ? ESCAPE '\\') OR l.kind = 'human') "
-        "AND l.facet = ''",
-        (run_id, _like_prefix(probe.auto_source(run["params"]))),
+        store.probe_label_rows(run_id, probe.auto_source(run["params"])),
         ["label_id", "attempt_id", "human"],
     )
     if label_mode != "reviewed":
@@ -192,11 +180,7 @@ def _read(
     used = used[used >= 0]
     if used.size:  # the clustered key's range: no lookups through the run index
         facts = _frame(
-            store,
-            "SELECT label_id, idx, k, a, b, c, d, x FROM label_facts "
-            "WHERE label_id BETWEEN ? AND ? AND +run_id = ?",
-            (int(used.min()), int(used.max()), run_id),
-            FACT_COLUMNS,
+            store.label_fact_rows(run_id, int(used.min()), int(used.max())), FACT_COLUMNS
         )
     else:
         facts = pd.DataFrame(columns=FACT_COLUMNS)

@@ -42,6 +42,7 @@ from gbdesk.engine.base import (
 from gbdesk.errors import EngineCrashed, EngineError, UserError
 from gbdesk.limits import LIMITS, SEED_RANGE
 from gbdesk.store import Store
+from gbdesk.store.speed import generation_totals, scoring_totals
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import (
     AttemptEngine,
@@ -305,17 +306,13 @@ def same_run(
         store, probe_name, attempts=attempts, seed=seed, temperature=temperature, top_p=top_p,
         max_tokens=max_tokens, prompt_mode=prompt_mode, batch_size=batch_size, **probe_params,
     )  # fmt: skip
-    if model.get("kind") != "endpoint" and model.get("sha256"):
-        same_model, value = "m.sha256 = ?", model["sha256"]
-    else:
-        same_model, value = "m.id = ?", model["id"]
-    rows = store.conn.execute(
-        "SELECT r.id, r.params_json, r.generation_json, m.kind, m.path FROM runs r "
-        "JOIN models m ON m.id = r.model_id "
-        f"WHERE r.probe = ? AND r.probe_version = ? AND r.source = 'generated' AND {same_model} "
-        "ORDER BY r.id DESC",
-        (probe.name, probe.version, value),
-    ).fetchall()
+    by_file = model.get("kind") != "endpoint" and model.get("sha256")
+    rows = store.generated_runs(
+        probe.name,
+        probe.version,
+        model_sha256=model["sha256"] if by_file else None,
+        model_id=None if by_file else model["id"],
+    )
     keys: list[str] | None = None
     for run_id, params_json, generation_json, kind, path in rows:
         if json.loads(params_json) != params or json.loads(generation_json) != generation:
@@ -1169,26 +1166,9 @@ def measured_speed(
     probe's runs (its answers' length)."""
     if not model_sha256 and model_id is None:
         return None
-    key, value = ("m.sha256", model_sha256) if model_sha256 else ("m.id", model_id)
-    where, args = [f"{key} = ?"], [value]
-    if slots is not None:
-        decoded = "json_extract(r.engine_json, '$.batching.slots')"
-        if int(slots) <= 1:
-            where.append(f"({decoded} IS NULL OR {decoded} <= 1)")
-        else:
-            where.append(f"{decoded} = ?")
-            args.append(int(slots))
-    if probe is not None:
-        where.append("r.probe = ?")
-        args.append(probe)
-    row = store.conn.execute(
-        "SELECT SUM(a.tokens_out), SUM(a.latency_s), COUNT(*), AVG(a.tokens_out) "
-        "FROM attempts a JOIN runs r ON r.id = a.run_id JOIN models m ON m.id = r.model_id "
-        f"WHERE {' AND '.join(where)} AND a.latency_s > 0 "
-        "AND COALESCE(a.prompt_mode, '') != 'score'",
-        args,
-    ).fetchone()
-    tokens, seconds, count, mean_tokens = row
+    tokens, seconds, count, mean_tokens = generation_totals(
+        store, model_sha256=model_sha256, model_id=model_id, slots=slots, probe=probe
+    )
     if not count or not seconds:
         return None
     return tokens / seconds, mean_tokens, count
@@ -1198,14 +1178,7 @@ def measured_scoring_speed(store: Store, model_sha256: str | None) -> tuple[floa
     """(sentences/s, sentences measured) over this model's stored scoring blocks."""
     if not model_sha256:
         return None
-    row = store.conn.execute(
-        "SELECT SUM(n), SUM(latency), SUM(n) FROM (SELECT a.latency_s AS latency, "
-        "(SELECT COUNT(*) FROM scores s WHERE s.attempt_id = a.id) AS n "
-        "FROM attempts a JOIN runs r ON r.id = a.run_id JOIN models m ON m.id = r.model_id "
-        "WHERE m.sha256 = ? AND a.prompt_mode = 'score' AND a.latency_s > 0)",
-        (model_sha256,),
-    ).fetchone()
-    sentences, seconds, _ = row
+    sentences, seconds = scoring_totals(store, model_sha256)
     if not sentences or not seconds:
         return None
     return sentences / seconds, int(sentences)

@@ -6,7 +6,7 @@
    function-level ones included, as an edge; the strongly connected components with more
    than one module are the loops;
 2. public members of the `Probe` base class a study author must understand;
-3. lines holding SQL outside ``gbdesk/store/``;
+3. lines holding SQL outside ``gbdesk/store/`` (a statement split over lines counts once);
 4. loose modules directly in ``gbdesk/`` (``__init__`` and ``__main__`` not counted);
 5. functions (and methods) longer than 100 lines;
 6. README.md's size.
@@ -120,14 +120,46 @@ def probe_members() -> list[str]:
     return sorted(n for n in dir(Probe) if not n.startswith("_"))
 
 
-def sql_lines() -> list[str]:
+def _literal_text(node: ast.AST) -> str | None:
+    """A string literal's text (adjacent literals are one node; an f-string's fixed parts
+    joined), whitespace collapsed, or None for any other node."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        text = node.value
+    elif isinstance(node, ast.JoinedStr):
+        text = " ".join(
+            v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)
+        )
+    else:
+        return None
+    return " ".join(text.split())
+
+
+def sql_in_source(source: str) -> list[int]:
+    """The line numbers of a module's source that hold SQL: a line that matches `SQL`, or
+    the first line of a string literal that does once its lines are joined and matched on
+    none of its lines (a statement split over several lines, "SELECT a, b, " / "FROM t")."""
+    by_line = {n for n, line in enumerate(source.splitlines(), 1) if SQL.search(line)}
+    found = set(by_line)
+    for node in ast.walk(ast.parse(source)):
+        text = _literal_text(node)
+        if text and SQL.search(text):
+            end = node.end_lineno or node.lineno
+            if not any(node.lineno <= n <= end for n in by_line):  # not counted yet
+                found.add(node.lineno)
+    return sorted(found)
+
+
+def sql_lines(package: Path = PACKAGE) -> list[str]:
+    """`path:line: text` of every line holding SQL in `package` outside its ``store/``."""
     out = []
-    for path in PACKAGE.rglob("*.py"):
-        if "store" in path.relative_to(PACKAGE).parts[:1]:
+    for path in sorted(package.rglob("*.py")):
+        if "store" in path.relative_to(package).parts[:1]:
             continue
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if SQL.search(line):
-                out.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}")
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for number in sql_in_source(source):
+            where = path.relative_to(package.parent)
+            out.append(f"{where}:{number}: {lines[number - 1].strip()[:80]}")
     return out
 
 

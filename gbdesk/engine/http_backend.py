@@ -861,10 +861,7 @@ def _meta(row: dict[str, Any]) -> dict[str, Any]:
 def find_endpoint(store: Any, base_url: str, model: str | None) -> dict[str, Any] | None:
     """The stored endpoint row for (URL, model) — the only one at that URL if `model` is
     None and there is exactly one — or None."""
-    rows = store.query(
-        "SELECT * FROM models WHERE kind = ? AND path = ? ORDER BY id",
-        (ENDPOINT_KIND, normalize_base_url(base_url)),
-    )
+    rows = store.models_of_kind(ENDPOINT_KIND, normalize_base_url(base_url))
     if model is None:
         return rows[0] if len(rows) == 1 else None
     for row in rows:
@@ -910,10 +907,10 @@ def register_endpoint(
         "metadata_json": json.dumps(meta, sort_keys=True),
     }
     if existing:
-        store.db["models"].update(existing["id"], record)
+        store.update_model_row(existing["id"], record)
         return store.get_model(existing["id"])
     record["added_at"] = now()
-    return store.get_model(int(store.db["models"].insert(record).last_pk))
+    return store.get_model(store.add_model_row(record))
 
 
 def resolve_endpoint(store: Any, spec: str) -> dict[str, Any]:
@@ -934,7 +931,7 @@ def endpoint_entries(store: Any) -> list[dict[str, Any]]:
     """Catalogue entries (the shape of `gbdesk.models.list_models`) for stored endpoints;
     "path" is the ``URL#model`` spec that `gbdesk.runs.resolve_model` accepts."""
     out = []
-    for row in store.query("SELECT * FROM models WHERE kind = ? ORDER BY id", (ENDPOINT_KIND,)):
+    for row in store.models_of_kind(ENDPOINT_KIND):
         meta = _meta(row)
         model = meta.get("endpoint_model") or row.get("file_name") or row["name"]
         out.append(
@@ -980,7 +977,7 @@ def store_capabilities(store: Any, model_id: int, found: dict[str, Any]) -> dict
     row = store.get_model(model_id)
     meta = _meta(row)
     meta["capabilities"] = found
-    store.db["models"].update(model_id, {"metadata_json": json.dumps(meta, sort_keys=True)})
+    store.update_model_row(model_id, {"metadata_json": json.dumps(meta, sort_keys=True)})
     return store.get_model(model_id)
 
 

@@ -692,6 +692,24 @@ class Store:
         )
         return rows[0] if rows else None
 
+    def models_of_kind(self, kind: str, path: str | None = None) -> list[dict[str, Any]]:
+        """The model rows of `kind` (at `path`, when given), oldest first: one endpoint URL
+        serves several models, each its own row sharing the path."""
+        if path is None:
+            return self.query("SELECT * FROM models WHERE kind = ? ORDER BY id", (kind,))
+        return self.query(
+            "SELECT * FROM models WHERE kind = ? AND path = ? ORDER BY id", (kind, path)
+        )
+
+    def add_model_row(self, record: dict[str, Any]) -> int:
+        """Insert a model row as given (no key lookup, unlike `register_model`: endpoint rows
+        share kind, path and a NULL sha256); its id."""
+        return int(self.db["models"].insert(record).last_pk)
+
+    def update_model_row(self, model_id: int, fields: dict[str, Any]) -> None:
+        """Change these columns of one model row (an endpoint's name or metadata)."""
+        self.db["models"].update(model_id, fields)
+
     def list_models(self) -> list[dict[str, Any]]:
         return self.query("SELECT * FROM models ORDER BY id")
 
@@ -792,6 +810,29 @@ class Store:
             row["generation"] = _loads(row.pop("generation_json"), {})
             row["engine"] = _loads(row.pop("engine_json"), {})
         return rows
+
+    def generated_runs(
+        self,
+        probe: str,
+        probe_version: str,
+        *,
+        model_sha256: str | None = None,
+        model_id: int | None = None,
+    ) -> list[tuple[int, str, str, str, str]]:
+        """(run id, params JSON, generation JSON, model kind, model path) of the runs of this
+        probe version generated here (not imported), newest first, for one model: a GGUF by
+        `model_sha256` (the same weights wherever the file lay), else the row `model_id`.
+        What `gbdesk run` compares to find a run it would make again."""
+        select = (
+            "SELECT r.id, r.params_json, r.generation_json, m.kind, m.path FROM runs r "
+            "JOIN models m ON m.id = r.model_id "
+            "WHERE r.probe = ? AND r.probe_version = ? AND r.source = 'generated' AND "
+        )
+        if model_sha256:
+            sql, value = select + "m.sha256 = ? ORDER BY r.id DESC", model_sha256
+        else:
+            sql, value = select + "m.id = ? ORDER BY r.id DESC", model_id
+        return self.conn.execute(sql, (probe, probe_version, value)).fetchall()
 
     def claim_run(self, run_id: int, engine: dict[str, Any] | None = None) -> None:
         """Mark a run as running in this process (refusing one another process runs)."""
@@ -1228,6 +1269,16 @@ class Store:
                 by_attempt[row["attempt_id"]] = row
         return out
 
+    def human_label_rows(self, run_id: int) -> list[dict[str, Any]]:
+        """Every person's label of a run, every facet and every change, oldest first: (id,
+        attempt_id, source, label, data_json, created_at), the JSON as stored."""
+        return self.query(
+            "SELECT l.id, l.attempt_id, l.source, l.label, l.data_json, l.created_at "
+            "FROM labels l JOIN attempts a ON a.id = l.attempt_id "
+            "WHERE a.run_id = ? AND l.kind = 'human' ORDER BY l.id",
+            (run_id,),
+        )
+
     def raters(self) -> list[str]:
         """Every rater of the probes' own labels in the database (`human:<name>`), sorted."""
         rows = self.conn.execute(
@@ -1324,6 +1375,35 @@ class Store:
                 ),
             )
             self.conn.executemany("UPDATE labels SET flat = 1 WHERE id = ?", ids)
+
+    def attempt_key_rows(self, run_id: int) -> sqlite3.Cursor:
+        """(id, item, attempt) of a run's attempts in no particular order, as a cursor: the
+        flat reader fetches a big run in chunks and sorts it itself."""
+        return self.conn.execute(
+            "SELECT id, item, attempt FROM attempts WHERE run_id = ?", (run_id,)
+        )
+
+    def probe_label_rows(self, run_id: int, auto_source: str | None) -> sqlite3.Cursor:
+        """(label id, attempt id, 1 if a person's else 0) of a run's own labels (facet ''):
+        the automatic ones whose source starts with `auto_source` and every person's, as
+        a cursor (see `attempt_key_rows`)."""
+        return self.conn.execute(
+            "SELECT l.id, l.attempt_id, l.kind = 'human' FROM labels l "
+            "JOIN attempts a ON a.id = l.attempt_id WHERE a.run_id = ? AND "
+            "((l.kind = 'auto' AND l.source LIKE ? ESCAPE '\\') OR l.kind = 'human') "
+            "AND l.facet = ''",
+            (run_id, _like_prefix(auto_source)),
+        )
+
+    def label_fact_rows(self, run_id: int, first_label: int, last_label: int) -> sqlite3.Cursor:
+        """(label_id, idx, k, a, b, c, d, x) of the run's flat rows with label ids between
+        `first_label` and `last_label`, as a cursor: a range of the clustered key, read
+        without lookups through the run index (the unary + keeps SQLite off it)."""
+        return self.conn.execute(
+            "SELECT label_id, idx, k, a, b, c, d, x FROM label_facts "
+            "WHERE label_id BETWEEN ? AND ? AND +run_id = ?",
+            (first_label, last_label, run_id),
+        )
 
     def label_sources(self, run_id: int, kind: str, source_prefix: str | None = None) -> list[str]:
         """The distinct sources of a run's labels of `kind` (sorted)."""

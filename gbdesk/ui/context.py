@@ -51,7 +51,7 @@ class AppContext(QObject):
 
     def check_db(self) -> None:
         """Open the database off the UI thread (migrating it, after a backup copy, if it
-        is older) and check it (`PRAGMA quick_check`); the outcome arrives as `db_problem`
+        is older) and check it (SQLite's quick check); the outcome arrives as `db_problem`
         or `db_notice` (the panes' own tasks report their errors in their banners)."""
         path = self.db_path
 

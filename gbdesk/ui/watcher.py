@@ -3,11 +3,11 @@ labelling pass of the CLI, another window, an import — and tell the panes thro
 context's signals, so runs and labels appear without a restart.
 
 Cheap by design, on the UI thread: every second a timer asks its own read-only
-connection for ``PRAGMA data_version``, which changes only when another connection
-committed. Only then does it read a small snapshot (the runs table, the highest attempt
-and label ids, review samples, codings, the model rows) and emit what differs:
-`runs_changed` for new runs, status changes and progress (progress at most every few
-seconds), `labels_changed(run)` for new labels, samples or codings of a run,
+connection (`gbdesk.store.watch`) for SQLite's data version, which changes only when
+another connection committed. Only then does it read a small snapshot (the runs table,
+the highest attempt and label ids, review samples, codings, the model rows) and emit what
+differs: `runs_changed` for new runs, status changes and progress (progress at most every
+few seconds), `labels_changed(run)` for new labels, samples or codings of a run,
 `models_changed` for the model catalogue. Nothing is checked while a long task of the
 app's own is writing (a run, a labelling pass, an audit): the pane that started it
 refreshes when it ends. Changes the app itself announces (a pane emitting one of those
@@ -17,15 +17,16 @@ unannounced for `GRACE_S` — so the panes do not refresh twice.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import sqlite3
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer
+
+from gbdesk.store.watch import Snapshot, WatchConnection
 
 log = logging.getLogger(__name__)
 
@@ -35,55 +36,6 @@ INTERVAL_MS = 1000  # how often data_version is asked
 GRACE_S = 1.5
 PROGRESS_EVERY_S = 5.0  # another process's run adding attempts: runs_changed at most this often
 MANY_LABELS = 50_000  # more new labels than this: every run counts as changed (no lookup)
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """What the panes show that another process can change, read cheaply."""
-
-    runs: dict[int, tuple[Any, ...]] = field(default_factory=dict)
-    attempts_max: int = 0
-    labels_max: int = 0
-    per_run: dict[int, tuple[Any, ...]] = field(default_factory=dict)  # samples, codings
-    models: str = ""
-
-
-def _read(conn: sqlite3.Connection) -> Snapshot:
-    def one(sql: str) -> int:
-        row = conn.execute(sql).fetchone()
-        return int(row[0] or 0) if row else 0
-
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "runs" not in tables:  # a new database, not made yet
-        return Snapshot()
-    runs = {
-        int(r[0]): tuple(r[1:])
-        for r in conn.execute(
-            "SELECT id, status, attempts_total, finished_at, model_id, error FROM runs"
-        )
-    }
-    per_run: dict[int, list[Any]] = {}
-    for table, sql in (
-        ("review_sample_info", "SELECT run_id, drawn_at, size FROM review_sample_info"),
-        ("coding_selection_info", "SELECT run_id, drawn_at, '' FROM coding_selection_info"),
-        (
-            "codebook",
-            "SELECT run_id, MAX(changed_at), COUNT(*) FROM codebook GROUP BY run_id",
-        ),
-    ):
-        if table in tables:
-            for run_id, a, b in conn.execute(sql):
-                per_run.setdefault(int(run_id), []).append((table, a, b))
-    digest = hashlib.sha256()
-    for row in conn.execute("SELECT id, kind, path, sha256, metadata_json FROM models"):
-        digest.update(repr(row).encode())
-    return Snapshot(
-        runs=runs,
-        attempts_max=one("SELECT MAX(id) FROM attempts"),
-        labels_max=one("SELECT MAX(id) FROM labels"),
-        per_run={k: tuple(v) for k, v in per_run.items()},
-        models=digest.hexdigest(),
-    )
 
 
 class DbWatcher(QObject):
@@ -98,7 +50,7 @@ class DbWatcher(QObject):
         super().__init__(ctx)
         self.ctx = ctx
         self.progress_every_s = progress_every_s
-        self._conn: sqlite3.Connection | None = None
+        self._conn: WatchConnection | None = None
         self._version: int | None = None
         self._seen = Snapshot()  # what the panes were last told (or told themselves)
         self._pending = False  # a change held back (grace, or the progress throttle)
@@ -130,16 +82,10 @@ class DbWatcher(QObject):
                 self._seen = Snapshot()
             return
         try:
-            self._conn = sqlite3.connect(
-                f"{path.resolve().as_uri()}?mode=ro",
-                uri=True,
-                timeout=0.2,
-                isolation_level=None,
-                check_same_thread=True,
-            )
+            self._conn = WatchConnection(path)
             self._version = self._data_version()
             if absorb:
-                self._seen = _read(self._conn)
+                self._seen = self._conn.snapshot()
         except sqlite3.Error as exc:  # not there yet, damaged, …: try again later
             log.info("database watcher: %s: %s", path, exc)
             self._close()
@@ -154,7 +100,7 @@ class DbWatcher(QObject):
 
     def _data_version(self) -> int:
         assert self._conn is not None
-        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        return self._conn.data_version()
 
     def stop(self) -> None:
         self.timer.stop()
@@ -175,7 +121,7 @@ class DbWatcher(QObject):
             if version == self._version and not self._pending:
                 return
             self._version = version
-            now = _read(self._conn)
+            now = self._conn.snapshot()
             self._announce(now)
         except sqlite3.Error as exc:  # busy, replaced, damaged: the panes' tasks report it
             log.info("database watcher: %s", exc)
@@ -188,14 +134,7 @@ class DbWatcher(QObject):
         if now.labels_max - since > MANY_LABELS:
             return set(now.runs)
         assert self._conn is not None
-        return {
-            int(r[0])
-            for r in self._conn.execute(
-                "SELECT DISTINCT a.run_id FROM labels l JOIN attempts a ON a.id = l.attempt_id "
-                "WHERE l.id > ?",
-                (since,),
-            )
-        }
+        return self._conn.runs_labelled_since(since)
 
     def _announce(self, now: Snapshot) -> None:
         seen = self._seen
@@ -211,12 +150,7 @@ class DbWatcher(QObject):
         progress = now.attempts_max != seen.attempts_max
         progressing: set[int] = set()
         if progress and self._conn is not None:
-            progressing = {
-                int(r[0])
-                for r in self._conn.execute(
-                    "SELECT DISTINCT run_id FROM attempts WHERE id > ?", (seen.attempts_max,)
-                )
-            }
+            progressing = self._conn.runs_with_attempts_since(seen.attempts_max)
         # labels of a run that gained attempts come with them: runs_changed covers those
         labelled = self._label_runs(seen.labels_max, now) - progressing
         labelled |= {
@@ -258,7 +192,7 @@ class DbWatcher(QObject):
             return None
         try:
             self._version = self._data_version()
-            return _read(self._conn)
+            return self._conn.snapshot()
         except sqlite3.Error as exc:
             log.info("database watcher: %s", exc)
             return None

@@ -242,12 +242,7 @@ def resolve_id(store: Any, ref: Any) -> int:
 
 def human_labels_by_validator(store: Any, run_id: int) -> dict[int, dict[str, dict[str, Any]]]:
     """attempt id → validator → their latest human label (data and time)."""
-    rows = store.query(
-        "SELECT l.id, l.attempt_id, l.source, l.label, l.data_json, l.created_at "
-        "FROM labels l JOIN attempts a ON a.id = l.attempt_id "
-        "WHERE a.run_id = ? AND l.kind = 'human' ORDER BY l.id",
-        (run_id,),
-    )
+    rows = store.human_label_rows(run_id)
     out: dict[int, dict[str, dict[str, Any]]] = {}
     for row in rows:
         try:

@@ -1,0 +1,102 @@
+"""The `audits` table: an audit's plan is stored before anything runs and updated as its
+probes run, so a restarted audit continues where it stopped (`gbdesk.audit` decides what
+the plan holds; this module only keeps it).
+
+The table's JSON columns (plan, speed, left-out probes) are written and read here, so the
+callers deal in Python values.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gbdesk.store.db import Store
+
+#: the columns `get_audit` returns, the JSON ones under their decoded names
+_COLUMNS = (
+    "id",
+    "model_id",
+    "budget_s",
+    "budget",
+    "plan",
+    "speed",
+    "left_out",
+    "status",
+    "report",
+    "created_at",
+    "finished_at",
+)
+
+
+def add_audit(
+    store: Store,
+    *,
+    model_id: int | None,
+    budget_s: float,
+    budget: str,
+    plan: Any,
+    speed: Any,
+    left_out: Any,
+) -> int:
+    """Store a planned audit (status 'planned') in its own transaction; its id."""
+    with store.transaction():
+        cur = store.conn.execute(
+            "INSERT INTO audits (model_id, budget_s, budget, plan_json, speed_json, "
+            "left_out_json, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'planned', "
+            "datetime('now'))",
+            (model_id, budget_s, budget, json.dumps(plan), json.dumps(speed), json.dumps(left_out)),
+        )
+    return int(cur.lastrowid)
+
+
+def get_audit(store: Store, audit_id: int) -> dict[str, Any] | None:
+    """The audit's row (plan, speed and left_out decoded), or None when there is none."""
+    row = store.conn.execute(
+        "SELECT id, model_id, budget_s, budget, plan_json, speed_json, left_out_json, status, "
+        "report, created_at, finished_at FROM audits WHERE id = ?",
+        (audit_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    audit = dict(zip(_COLUMNS, row, strict=True))
+    for k in ("plan", "speed", "left_out"):
+        audit[k] = json.loads(audit[k] or "null")
+    return audit
+
+
+def unfinished_audit(store: Store, model_id: int | None) -> int | None:
+    """The latest audit of this model (None: of no model) not done yet, to continue it."""
+    row = store.conn.execute(
+        "SELECT id FROM audits WHERE model_id IS ? AND status != 'done' ORDER BY id DESC LIMIT 1",
+        (model_id,),
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def update_audit(
+    store: Store,
+    audit_id: int,
+    *,
+    status: str | None = None,
+    plan: list[dict[str, Any]] | None = None,
+    report: str | None = None,
+    finished_at: str | None = None,
+) -> None:
+    """Change an audit's status, plan (its probes' run ids as they start), report path or
+    finishing time, in one transaction; the arguments left None keep their value. One fixed
+    statement: no column name ever comes from a caller."""
+    with store.transaction():
+        store.conn.execute(
+            "UPDATE audits SET status = COALESCE(?, status), "
+            "plan_json = COALESCE(?, plan_json), report = COALESCE(?, report), "
+            "finished_at = COALESCE(?, finished_at) WHERE id = ?",
+            (
+                status,
+                None if plan is None else json.dumps(plan),
+                report,
+                finished_at,
+                audit_id,
+            ),
+        )
