@@ -677,7 +677,10 @@ class _ProgressPrinter:
         if p.in_flight_text:
             parts.append(p.in_flight_text)
         rate = f"{p.tokens_per_s:.1f}" if p.tokens_per_s < 10 else f"{p.tokens_per_s:.0f}"
-        parts += [f"{rate} {unit}", f"ETA {eta}"]
+        if p.eta_s is None and p.tokens_per_s <= 0:
+            parts.append("measuring the speed")
+        else:
+            parts += [f"{rate} {unit}", f"ETA {eta}"]
         if p.last:
             parts.append(p.last_text)
         if p.status not in ("running", "labelling"):

@@ -536,6 +536,8 @@ PACE_PRIOR_ANSWERS = 2
 #: seconds over which a shown ETA follows a change of the raw estimate (exponential
 #: smoothing; the estimate moves ~5 % toward a new figure per one-second report)
 ETA_SMOOTHING_S = 20.0
+#: an ETA more than this factor away from the new raw figure is replaced, not smoothed
+ETA_RESET_FACTOR = 2.0
 #: busy seconds before a first ETA (the first second is mostly prompt decoding)
 ETA_WARMUP_S = 2.0
 
@@ -554,14 +556,17 @@ class Pace:
     the finished attempts as they finish (`PACE_PRIOR_ANSWERS`), minus what the answers in
     flight already hold. The ETA shown follows the raw figure with exponential smoothing
     (`ETA_SMOOTHING_S`), counting down in between, so that it does not jump from line to
-    line."""
+    line; a figure more than `ETA_RESET_FACTOR` off the new raw one is replaced at once."""
 
     attempts: int  # attempts this session has to make
     max_work: float | None  # work of one attempt at most; None: unknown (mean of the done)
     prior: float = PACE_PRIOR_ANSWERS
     eta_s: float | None = None
+    #: continuous batching: no speed is known before the stream's first progress event
+    #: (an answer that finishes first says nothing of the tokens the others hold)
+    streaming: bool = False
     _at: float | None = None  # busy seconds of the last estimate
-    _since: tuple[float, float] = (0.0, 0.0)  # (busy seconds, work) the speed counts from
+    _since: tuple[float, float] | None = None  # (busy seconds, work) the speed counts from
 
     def measure_from(self, busy_s: float, made: float) -> None:
         """Count the speed from here (the first progress of a stream: its prompts are
@@ -574,7 +579,11 @@ class Pace:
         """(work per second, smoothed seconds left or None while unknown) after `done`
         attempts made `work` and the answers in flight hold `in_flight_work`."""
         made = work + in_flight_work
-        since_s, since_made = self._since
+        if self._since is None and self.streaming:
+            if done >= self.attempts:
+                self.eta_s, self._at = 0.0, busy_s
+            return 0.0, self.eta_s  # measuring: the stream has not reported yet
+        since_s, since_made = self._since or (0.0, 0.0)
         window = busy_s - since_s
         if window >= ETA_WARMUP_S:
             rate = max(0.0, made - since_made) / window
@@ -595,11 +604,13 @@ class Pace:
             return rate, self.eta_s
         left = max(0.0, per_attempt * (self.attempts - done) - in_flight_work)
         raw = left / rate
-        if self.eta_s is None or self._at is None:
-            self.eta_s = raw
+        predicted = None
+        if self.eta_s is not None and self._at is not None:
+            predicted = max(0.0, self.eta_s - max(0.0, busy_s - self._at))
+        if predicted is None or not raw / ETA_RESET_FACTOR <= predicted <= raw * ETA_RESET_FACTOR:
+            self.eta_s = raw  # first estimate, or the last was far off: no slow decay from it
         else:
             dt = max(0.0, busy_s - self._at)
-            predicted = max(0.0, self.eta_s - dt)
             self.eta_s = predicted + (1 - math.exp(-dt / ETA_SMOOTHING_S)) * (raw - predicted)
         self._at = busy_s
         return rate, self.eta_s
@@ -1121,6 +1132,7 @@ def execute_run(
         loop.slots = int(batching["slots"])
         assert loop.pace is not None
         loop.pace.prior = PACE_PRIOR_ANSWERS * loop.slots
+        loop.pace.streaming = loop.slots > 1
     loop.progress(loaded_s=float(backend.info.load_time_s or 0.0))
     error: str | None = None
     try:

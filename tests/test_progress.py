@@ -114,6 +114,24 @@ def test_pace_corrects_the_expected_length_by_the_finished_answers():
     assert fresh.update(5.0, 1, 50.0) == (10.0, pytest.approx(4 * 50 / 10))
 
 
+def test_a_stream_gives_no_eta_before_its_first_progress_and_far_off_etas_are_replaced():
+    """Seen on a busy machine: the first short answer of a stream finished before the
+    stream's first progress event, so the tokens the other answers held were unknown: '0.0
+    tok/s · ETA 16h09m', then twenty lines of slow decay to 8 minutes. Now a streaming run
+    says it is measuring until the stream reports, and an ETA more than twice off the new
+    raw figure is replaced, not smoothed."""
+    pace = Pace(attempts=9, max_work=300.0, prior=2, streaming=True)
+    assert pace.update(60.0, 1, 3.0) == (0.0, None)  # an answer, but no stream report yet
+    pace.measure_from(60.0, 3.0 + 400.0)
+    rate, eta = pace.update(70.0, 1, 3.0, in_flight_work=600.0)
+    assert rate == pytest.approx(20.0) and eta is not None
+    # a raw figure far below the shown one replaces it (no slow decay from a bad start)
+    slow = Pace(attempts=100, max_work=300.0, prior=2)
+    _, first = slow.update(10.0, 10, 100.0)  # 10 tok/s: long
+    _, after = slow.update(11.0, 10, 1000.0)  # ~91 tok/s: 132 s instead of 525 s
+    assert first is not None and after is not None and after < first / 3  # smoothed: ~505
+
+
 def printed(progress: list[Progress], monkeypatch) -> list[str]:
     from gbdesk.cli import _ProgressPrinter
 
