@@ -144,3 +144,21 @@ def test_charts_without_bars_say_why(one_sided_run, tmp_path):
         export_pdf(store, [run_id], pdf, "auto")
     text = " ".join(p.extract_text() for p in pypdf.PdfReader(pdf).pages)
     assert "male- and female-stereotype items among the BSRI items" in " ".join(text.split())
+
+
+def test_every_probe_names_its_items_in_words():
+    """The progress tail and review titles show an item in words, never its key
+    (issue 26: `bsri/female/02#0 → female`)."""
+    from gbdesk.errors import UserError
+    from gbdesk.studies import get_probe, probe_names
+
+    for name in probe_names():
+        probe = get_probe(name)
+        try:
+            items = probe.items(probe.resolve_params())
+        except UserError:  # planned from the database (the filter step)
+            continue
+        for item in items[:3]:
+            title = probe.item_title(item.key, item.metadata)
+            assert title and title != item.key, (name, item.key)
+            assert len(title) <= 90, (name, title)

@@ -410,6 +410,11 @@ class BbqProbe(GroupedProbe):
         parts += self.undetected_sentence(metrics)
         return " ".join(parts)
 
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        category = CATEGORY_SHORT.get(metadata.get("category", ""), "")
+        number = metadata.get("example_id", item.rsplit("/", 1)[-1])
+        return f"BBQ question {number}" + (f" ({category.lower()})" if category else "")
+
     def review_title(self, item: Any) -> str:
         meta = item.metadata or {}
         category = CATEGORY_SHORT.get(meta.get("category", ""), "")

@@ -373,6 +373,11 @@ class BusinessVocabularyProbe(GenderBenchProbe):
         data = data or {}
         return abs(int(data.get("male_words", 0)) - int(data.get("female_words", 0)))
 
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        if not metadata.get("name"):
+            return item
+        return f"{str(metadata.get('document', 'text')).capitalize()} for {metadata['name']}"
+
     def review_title(self, item: Any) -> str:
         meta = item.metadata or {}
         data = item.auto_data or {}

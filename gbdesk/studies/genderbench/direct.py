@@ -249,6 +249,10 @@ class DirectProbe(GroupedProbe):
         parts += self.undetected_sentence(metrics)
         return " ".join(parts)
 
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        text = str(metadata.get("stereotype") or item)
+        return quoted(text if len(text) <= 56 else text[:55] + "…")
+
     def review_title(self, item: Any) -> str:
         meta = item.metadata or {}
         return f"{quoted(str(meta.get('stereotype') or item.item))} — {item.effective_label}"

@@ -262,6 +262,10 @@ class DreadditProbe(GenderBenchProbe):
             return 0
         return 1 if label == UNDETECTED else 2
 
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        stressed = str(metadata.get("contains_stress")) == "True"
+        return f"Reddit post {item} ({'stressed' if stressed else 'not stressed'} by its label)"
+
     def review_title(self, item: Any) -> str:
         meta = item.metadata or {}
         truth = "stressed" if meta.get("contains_stress") else "not stressed"

@@ -430,6 +430,10 @@ class GestProbe(GroupedProbe):
         parts += self.undetected_sentence(metrics)
         return " ".join(parts)
 
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        text = str(metadata.get("sentence") or item)
+        return quoted(text if len(text) <= 56 else text[:55] + "…")
+
     def review_title(self, item: Any) -> str:
         meta = item.metadata or {}
         sentence = quoted(str(meta.get("sentence") or item.item))

@@ -454,6 +454,12 @@ class HiringBloombergProbe(GroupedProbe):
         parts += self.undetected_sentence(metrics)
         return " ".join(parts)
 
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        role = str(metadata.get("role") or "")
+        if not role:
+            return item
+        return f"{role[:1].upper()}{role[1:]} CVs, {metadata.get('race', '?')} names"
+
     def review_title(self, item: Any) -> str:
         meta = item.metadata or {}
         where = f"{meta.get('role', '')}, {meta.get('race', '')} names"

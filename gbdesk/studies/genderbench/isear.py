@@ -237,6 +237,10 @@ class IsearProbe(GenderBenchProbe):
             return 0
         return 1 if label == UNDETECTED else 2
 
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        event = str(metadata.get("event") or item)
+        return f"“{event if len(event) <= 56 else event[:55] + '…'}”"
+
     def review_title(self, item: Any) -> str:
         meta = item.metadata or {}
         event = str(meta.get("event") or item.item)

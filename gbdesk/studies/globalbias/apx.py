@@ -68,6 +68,16 @@ class GlobalBiasApxProbe(ScoringProbe):
         "codes.csv": (),
     }
     version = "1"
+
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        """"Abdourahamane (African, M), template 1": the name and its group, not the key."""
+        if not metadata.get("name"):
+            return item
+        ethnicity = str(metadata.get("ethnicity", "?")).capitalize()
+        return (
+            f"{metadata['name']} ({ethnicity}, {metadata.get('gender', '?')}), "
+            f"template {metadata.get('template', '?')}"
+        )
     unit = "sentences"
     result_view = "._qt.views:AssociationsView"
     templates: ClassVar[dict[str, str]] = {"paper": "T1 My name is {name}, I …  · T2/T3 {name} …"}

@@ -183,6 +183,19 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         "profiles.csv": ("import",),
     }
     version = "1"
+
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        """"Profile of Abdourahamane": the names asked about, not the key."""
+        people = metadata.get("people")
+        if isinstance(people, str):  # as a CSV import stores it
+            try:
+                people = loads_json(people)
+            except BadJson:
+                people = None
+        if not isinstance(people, list):
+            return item
+        names = [str(p.get("name")) for p in people or [] if isinstance(p, dict)]
+        return f"Profile of {', '.join(names)}" if names else item
     templates: ClassVar[dict[str, str]] = {"paper": "{list_of_names}"}
     template_slots = ("list_of_names",)
     default_attempts = 3  # runs per name, as the paper

@@ -308,6 +308,11 @@ class ElicitationProbe(GenerationProbe):
         "triples.csv": (),
     }
     version = "1"
+
+    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
+        """"Stereotypes of White, old people": the group in words, not its key."""
+        group = str(metadata.get("group") or "")
+        return f"Stereotypes of {group.replace(';', ', ')} people" if group else item
     unit = "replies"
     templates: ClassVar[dict[str, str]] = {"reconstruction": ELICIT_PROMPT}
     template_slots = ("people", "broader")
