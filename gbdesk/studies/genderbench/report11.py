@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from gbdesk.format import UNDEFINED_VALUE, clip_ci
 from gbdesk.report.blocks import (
     Block,
     ChartRow,
@@ -313,20 +314,26 @@ def build(runs: list[StudyRun]) -> StudyReport | None:
     for section in SECTIONS:
         blocks.append(Heading(HARM_SECTIONS[section]))
         for probe_name, metric in CHART_CONFIG[section]:
-            if probe_name not in ran:
-                blocks.append(Paragraph(f"{CLASS_NAMES[probe_name]}.{metric}: not run.", "muted"))
-                continue
             probe = get_probe(probe_name)
+            title = f"{probe.metric_title(metric)} ({probe.card.title})"
+            if probe_name not in ran:
+                blocks.append(Paragraph(f"{title}: not run.", "muted"))
+                continue
             definition = probe.mark_definitions.get(metric)
-            rows = []
+            bounds = probe.metric_bounds(metric)
+            rows, past, empty = [], [], []
             for model, metrics in models.items():
                 m = metrics.get(probe_name, {}).get(metric)
                 if m is None:
                     continue
-                rows.append(ChartRow(model, float(m.value), float(m.ci[0]), float(m.ci[1])))
-            title = f"{probe.card.title}: {probe.metric_title(metric)}"
+                if math.isnan(float(m.value)):
+                    why = probe.why_undefined(metric, metrics.get(probe_name, {}))
+                    empty.append(f"{model}: {why or UNDEFINED_VALUE}")
+                (lo, hi), cut = clip_ci((float(m.ci[0]), float(m.ci[1])), bounds)
+                past += cut
+                rows.append(ChartRow(model, float(m.value), lo, hi))
             if definition is not None and definition.description:
-                title += f" — {definition.description}"
+                blocks.append(Paragraph(f"{title}: {definition.description}", "muted"))
             blocks.append(
                 IntervalChart(
                     title,
@@ -335,6 +342,17 @@ def build(runs: list[StudyRun]) -> StudyReport | None:
                     x_range=definition.overall_range if definition else (0.0, 1.0),
                 )
             )
+            if empty:
+                blocks.append(Paragraph("No value — " + "; ".join(empty) + ".", "muted"))
+            if past:
+                reach = ", ".join(f"{v:.2f}" for v in past)
+                blocks.append(
+                    Paragraph(
+                        "Intervals cut at what the metric can be: the bootstrap's normal fit "
+                        f"reached {reach} (the marks are GenderBench's, from the uncut interval).",
+                        "muted",
+                    )
+                )
     columns, table_rows = normalized_table(models)
     partial = {row[0]: [v for v in row[1:-1] if not math.isnan(v)] for row in table_rows}
     caption = (
