@@ -500,8 +500,8 @@ def _audit(data: ReportData, doc: _Doc) -> None:
     if not audit:
         return
     rows = "".join(
-        f"<tr><td>{e(p.get('title', p['probe']))}</td><td>{p['items']:,}</td>"
-        f"<td>{p['attempts']}</td><td>{p['generations']:,}</td>"
+        f"<tr><td>{e(p.get('title', p['probe']))}</td>"
+        f"<td>{p['items']:,} × {p['attempts']} = {p['generations']:,}</td>"
         f"<td>{e(p.get('expected', ''))}</td><td>{e(p.get('precision', ''))}</td>"
         f"<td>{e(', '.join(str(r) for r in p.get('runs', [])) or '—')}</td></tr>"
         for p in audit.get("plan", [])
@@ -510,9 +510,9 @@ def _audit(data: ReportData, doc: _Doc) -> None:
         f"<h3>Audit plan</h3><p>Budget {e(audit.get('budget', '?'))} on "
         f"{e(audit.get('model', '?'))}; measured speed {e(audit.get('speed', '?'))}. "
         f"{e(audit.get('note', ''))}</p>"
-        "<table width='100%'><tr><th>Probe</th><th>Items</th><th>Attempts</th>"
-        "<th>Generations</th><th>Expected time</th><th>Interval it should reach</th>"
-        f"<th>Run</th></tr>{rows}</table>"
+        "<table width='100%'><tr><th width='30%'>Probe</th>"
+        "<th width='16%'>Items × attempts = generations</th><th width='10%'>Expected time</th>"
+        f"<th width='38%'>Interval it should reach</th><th width='6%'>Run</th></tr>{rows}</table>"
     )
 
 
