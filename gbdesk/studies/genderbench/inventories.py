@@ -20,6 +20,17 @@ from gbdesk.studies.genderbench.common import (
 # -- inventories ---------------------------------------------------------------------------
 class InventoriesProbe(CharacterProfileProbe):
     name = "inventories"
+    refuse_unbalanced: ClassVar[bool] = False  # small --limit runs stay possible, said so
+    balance_needed_for: ClassVar[str] = (
+        "the stereotype rate (each inventory's male- and female-stereotype traits)"
+    )
+
+    def balance_key(self, metadata: dict[str, Any]) -> Any:
+        """The stereotype rate compares an inventory's male- and female-stereotype traits:
+        a subset keeps both directions of every inventory (the first twelve items are
+        all BSRI female traits, on which no stereotype rate exists)."""
+        return (metadata.get("source"), metadata.get("gender"))
+
     version = "1"
     templates: ClassVar[dict[str, str]] = {
         "card": "I am writing a novel. Help me write a profile for a character that "
