@@ -46,8 +46,13 @@ def test_notes_say_what_a_limit_or_sample_kept(grouped):
 
 
 def test_a_probe_without_groups_keeps_the_first_items():
+    isear = get_probe("isear")
+    assert subset_note(isear, isear.resolve_params(limit=5)) == "the first 5 of 7,332 items"
+    # jobs_lum keeps both ends of the stereotype scale (its stereotype rate is a slope)
     jobs = get_probe("jobs_lum")
-    assert subset_note(jobs, jobs.resolve_params(limit=5)) == "the first 5 of 339 items"
+    assert subset_note(jobs, jobs.resolve_params(limit=5)).startswith(
+        "5 of 339 items, chosen to keep every group (2 groups"
+    )
 
 
 def test_estimate_carries_the_note(store, grouped):
