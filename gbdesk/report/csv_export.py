@@ -326,7 +326,7 @@ def _study_tables(
     store: Store, run_ids: list[int]
 ) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
     """The CSV tables of the studies' reports over these runs (`Study.cross_run_report`,
-    e.g. genderbench_normalized.csv), from reviewed labels as the PDF's default."""
+    e.g. a benchmark's normalized summary table), from reviewed labels as the PDF's default."""
     from gbdesk.report.content import study_run
     from gbdesk.studies import study_reports
 
