@@ -304,7 +304,8 @@ def _size_seconds(
     probe = get_probe(probe_name)
     max_tokens = int(probe.default_generation["max_tokens"])
     params = probe.resolve_params(limit=size.limit, sample=size.sample, **size.options)
-    n_items = len(probe.items(params))
+    items = probe.items(params)
+    n_items = len(items)
     if isinstance(probe, ScoringProbe):
         est = estimate_run(
             store,
@@ -322,7 +323,7 @@ def _size_seconds(
         params, {**probe.default_generation, "max_tokens": max_tokens}
     )
     slots = _audit_slots(model, max_tokens)
-    in_flight = min(probe.work_units(probe.items(params), size.attempts), slots or 1)
+    in_flight = min(probe.work_units(items, size.attempts), slots or 1)
     est = estimate_run(
         store,
         probe_name,
