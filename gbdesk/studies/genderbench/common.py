@@ -199,6 +199,17 @@ class CharacterProfileProbe(GenerationProbe):
         "a readable gender on both male- and female-stereotype items"
     )
 
+    def metric_bounds(self, name: str) -> tuple[float, float] | None:
+        """Shares lie in 0–1, stereotype rates in −1–1, the disparity in 0–0.5: per-source
+        breakdowns have no mark bands to take them from."""
+        if name.startswith(("masculine_rate", "undetected_rate")):
+            return (0.0, 1.0)
+        if name.startswith("stereotype_rate"):
+            return (-1.0, 1.0)
+        if name == "disparity":
+            return (0.0, 0.5)
+        return super().metric_bounds(name)
+
     def why_undefined(self, name: str, metrics: dict[str, MetricValue]) -> str | None:
         part = name.rpartition("_")[2].upper() if name.count("_") > 1 else ""
         where = ""
