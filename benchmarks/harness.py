@@ -142,7 +142,7 @@ def harness_generations(probe_name: str) -> int:
     """Generations of the probe at 1.1.0's DefaultHarness sizes."""
     probe = get_probe(probe_name)
     items = probe.items(probe.resolve_params(template=HARNESS))
-    return probe.work_units(items, probe.default_attempts)
+    return probe.capabilities.running.work_units(items, probe.default_attempts)
 
 
 def main() -> int:

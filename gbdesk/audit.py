@@ -41,7 +41,7 @@ from gbdesk.runs import (
 )
 from gbdesk.store import Store, audits
 from gbdesk.studies import get_harness, get_probe, probe_names
-from gbdesk.studies.base import AuditSize, Probe, ScoringProbe
+from gbdesk.studies.base import AuditSize, Probe
 
 log = logging.getLogger(__name__)
 
@@ -306,7 +306,7 @@ def _size_seconds(
     params = probe.resolve_params(limit=size.limit, sample=size.sample, **size.options)
     items = probe.items(params)
     n_items = len(items)
-    if isinstance(probe, ScoringProbe):
+    if probe.capabilities.scores is not None:
         est = estimate_run(
             store,
             probe_name,
@@ -319,11 +319,11 @@ def _size_seconds(
         )
         rate = est.tokens_per_s or speed.sentences_per_s or speed.tokens_per_s / 4
         return n_items, est.generations, "sentences", est.generations / rate + speed.load_s
-    requests, tokens, _extra_prompt = probe.audit_tokens(
+    requests, tokens, _extra_prompt = probe.capabilities.audit.tokens(
         params, {**probe.default_generation, "max_tokens": max_tokens}
     )
     slots = _audit_slots(model, max_tokens)
-    in_flight = min(probe.work_units(items, size.attempts), slots or 1)
+    in_flight = min(probe.capabilities.running.work_units(items, size.attempts), slots or 1)
     est = estimate_run(
         store,
         probe_name,
@@ -357,7 +357,7 @@ def harness_sizes(probe: Probe, template: str | None) -> list[AuditSize]:
     harness's own size (every item of the preset)."""
     options = {"template": template} if template else {}
     items = probe.items(probe.resolve_params(**options))
-    groups = len({probe.balance_key(i.metadata) for i in items})
+    groups = len({probe.capabilities.audit.balance_key(i.metadata) for i in items})
     smallest = max(1, groups)
     limits = [smallest, *(n for n in HARNESS_ITEM_STEPS if n > smallest)]
     sizes = [
@@ -384,7 +384,9 @@ def plan_audit(
     if harness is not None:
         chosen_harness = get_harness(harness)
         probes, template = list(chosen_harness.probes), chosen_harness.template
-    names = sorted(probes or probe_names(), key=lambda n: (get_probe(n).audit_priority, n))
+    names = sorted(
+        probes or probe_names(), key=lambda n: (get_probe(n).capabilities.audit.priority, n)
+    )
     plan = AuditPlan(model, budget_s, budget_text or duration(budget_s), speed)
     if harness is not None:
         plan.harness = chosen_harness.title
@@ -397,7 +399,9 @@ def plan_audit(
         if unmet:  # e.g. a perplexity probe on an endpoint without prompt logprobs
             plan.left_out.append(unmet)
             continue
-        sizes = probe.audit_sizes() if harness is None else harness_sizes(probe, template)
+        sizes = (
+            probe.capabilities.audit.sizes() if harness is None else harness_sizes(probe, template)
+        )
         for size in sizes:
             try:
                 ladder.append((size, _size_seconds(store, name, size, model, speed)))
@@ -435,7 +439,7 @@ def plan_audit(
         probe = get_probe(name)
         size, (n_items, work, unit, seconds) = ladders[name][step]
         params = probe.resolve_params(limit=size.limit, sample=size.sample, **size.options)
-        precision = probe.audit_precision(params, n_items, size.attempts)
+        precision = probe.capabilities.audit.precision(params, n_items, size.attempts)
         meaning = (
             _interval_meaning(probe, precision, ladders[name][step + 1 :])
             if precision is not None
@@ -458,7 +462,9 @@ def plan_audit(
                     else round(precision.half_width, 4)
                 ),
                 precision_metric=precision.metric if precision else None,
-                precision_title=probe.metric_title(precision.metric) if precision else "",
+                precision_title=probe.capabilities.presentation.metric_title(precision.metric)
+                if precision
+                else "",
                 meaning=meaning,
             )
         )
@@ -495,13 +501,13 @@ def _interval_meaning(
     precision: Any,
     larger: list[tuple[AuditSize, tuple[int, int, str, float]]],
 ) -> str:
-    """"±0.44: too wide to tell … — 200 items (about 1 h 10 min) would reach ±0.07"."""
+    """ "±0.44: too wide to tell … — 200 items (about 1 h 10 min) would reach ±0.07"."""
     words = interval_meaning(probe, precision.metric, precision.half_width)
     if not words or words.startswith("narrow"):
         return words
     for size, (n_items, _work, _unit, seconds) in larger:
         params = probe.resolve_params(limit=size.limit, sample=size.sample, **size.options)
-        better = probe.audit_precision(params, n_items, size.attempts)
+        better = probe.capabilities.audit.precision(params, n_items, size.attempts)
         if better is None:
             break
         if interval_meaning(probe, better.metric, better.half_width).startswith("narrow") or (

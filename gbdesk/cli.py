@@ -348,12 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_a", type=_run_id, metavar="RUN_A")
     p.add_argument("run_b", type=_run_id, metavar="RUN_B", help="differences are B − A")
     p.add_argument("--labels", choices=("auto", "reviewed"), default="auto")
-    p.add_argument(
-        "--resamples", type=_bounded("resamples"), default=1000, help="default 1000"
-    )
-    p.add_argument(
-        "--seed", type=_draw_seed, default=0, help="seed of the resampling (default 0)"
-    )
+    p.add_argument("--resamples", type=_bounded("resamples"), default=1000, help="default 1000")
+    p.add_argument("--seed", type=_draw_seed, default=0, help="seed of the resampling (default 0)")
     _db_arg(p)
     _json_arg(p)
 
@@ -717,8 +713,8 @@ def _metrics_payload(
     out = {}
     for name, m in metrics.items():
         out[name] = m.to_json()
-        out[name]["title"] = probe.metric_title(name)
-        (lo, hi), past = clip_ci(m.ci, probe.metric_bounds(name))
+        out[name]["title"] = probe.capabilities.presentation.metric_title(name)
+        (lo, hi), past = clip_ci(m.ci, probe.capabilities.presentation.metric_bounds(name))
         if past:  # the interval within what the metric can be (`ci` is the bootstrap's)
             out[name]["ci_shown"] = [lo, hi]
         if name in adjusted:
@@ -726,7 +722,7 @@ def _metrics_payload(
     payload = {"run_id": run_id, "probe": run["probe"], "labels": labels, "metrics": out}
     payload["status"] = run["status"]
     payload["attempts"] = {"done": run["attempts_done"], "total": run["attempts_total"]}
-    payload["unfinished"] = unfinished_note(run, probe.unit)
+    payload["unfinished"] = unfinished_note(run, probe.capabilities.running.unit)
     # what the Review pane and the Results caption state
     accuracy = label_accuracy(store, run_id) if review else None
     payload["review"] = accuracy.to_json() if accuracy is not None else None
@@ -757,7 +753,7 @@ def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> 
 
 
 def _metrics_heading(payload: dict[str, Any]) -> str:
-    """"run 1 — <the probe's title>, automatic labels" and a line break."""
+    """ "run 1 — <the probe's title>, automatic labels" and a line break."""
     from gbdesk.studies import get_probe
 
     labels = {
@@ -778,12 +774,15 @@ def _metrics_table(payload: dict[str, Any]) -> str:
 
     probe = get_probe(payload["probe"])
     metrics = payload["metrics"]
-    titles = {name: m.get("title") or probe.metric_title(name) for name, m in metrics.items()}
+    titles = {
+        name: m.get("title") or probe.capabilities.presentation.metric_title(name)
+        for name, m in metrics.items()
+    }
     width = min(60, max([28, *(len(t) for t in titles.values())]))
     cis, cut = {}, False
     for name, m in metrics.items():
         lo, hi = (math.nan if v is None else v for v in m["ci"])
-        text, was_cut = ci_cells((lo, hi), probe.metric_bounds(name))
+        text, was_cut = ci_cells((lo, hi), probe.capabilities.presentation.metric_bounds(name))
         if m["value"] is not None and lo != lo:
             text = "—†"
         cis[name] = text + ("*" if was_cut else "")
@@ -822,7 +821,12 @@ def _metrics_table(payload: dict[str, Any]) -> str:
             f"{m['mark'] or '—':<4}  {m['n']:>5}"
         )
     if undefined:
-        why = sorted({probe.why_undefined(n, {}) or UNDEFINED_VALUE for n in undefined})
+        why = sorted(
+            {
+                probe.capabilities.presentation.why_undefined(n, {}) or UNDEFINED_VALUE
+                for n in undefined
+            }
+        )
         rows.append("\n‡ " + "; ".join(why))
     if any(c.startswith("—†") for c in cis.values()):
         rows.append(f"† {UNDEFINED_CI}")
@@ -881,11 +885,12 @@ def _tiny_notice(store, run_id: int) -> str:
 # -- commands ---------------------------------------------------------------------------------
 def cmd_probes(args) -> int:
     from gbdesk.studies import get_probe, harnesses, probe_names, probe_table_markdown
+    from gbdesk.studies.base import describe
 
     if args.markdown:
         print(probe_table_markdown())
         return 0
-    probes = [get_probe(n).describe() for n in probe_names()]
+    probes = [describe(get_probe(n)) for n in probe_names()]
     text = "\n".join(
         f"{p['name']:<22} {p['items']:>6} items  {p['title']}  (licence: {p['card']['licence']})"
         for p in probes
@@ -1045,7 +1050,7 @@ def cmd_run(args) -> int:
     with _open_store(args.db, writes=True) as store:
         # parameters naming data in the database (a dataset, an elicitation run) are
         # checked before the model is registered: a refused run writes nothing
-        probe.bind(store, params)
+        probe.capabilities.parameters.bind(store, params)
         if args.endpoint:
             from gbdesk.engine.http_backend import (
                 HttpBackend,
@@ -1072,7 +1077,9 @@ def cmd_run(args) -> int:
             )
             # what it can do, stored with it (checked now when never checked, or when the
             # probe needs something): `plan_run` refuses a probe it cannot serve
-            if get_probe(args.probe).engine_needs or not endpoint_capabilities(model):
+            if get_probe(args.probe).capabilities.running.engine_needs or not endpoint_capabilities(
+                model
+            ):
                 try:
                     model = store_capabilities(store, model["id"], backend.capabilities())
                 except BaseException:
@@ -1469,7 +1476,9 @@ def cmd_review(args) -> int:
             ),
             {},
         )
-        label = probe.human_label(attempt["response"], metadata, args.label, args.reviewer)
+        label = probe.capabilities.labelling.human_label(
+            attempt["response"], metadata, args.label, args.reviewer
+        )
         add = store.add_consensus_label if args.consensus else store.add_human_label
         label_id = add(
             args.attempt_id, args.reviewer, label["label"], label.get("data"), label.get("evidence")

@@ -46,7 +46,7 @@ def codebook(store: Store, run_id: int) -> list[dict[str, Any]]:
     book = store.codebook(run_id)
     if book:
         return book
-    default = get_probe(store.get_run(run_id)["probe"]).default_codebook() or {}
+    default = get_probe(store.get_run(run_id)["probe"]).capabilities.coding.codebook() or {}
     return [
         {
             "code": c["code"],
@@ -203,7 +203,7 @@ def draw_selection(
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
     attempts = _attempts_with_labels(store, run_id, label_mode)
-    candidates = probe.coding_candidates(attempts, run["params"], threshold)
+    candidates = probe.capabilities.coding.candidates(attempts, run["params"], threshold)
     if candidates is None:
         raise UserError(f"{probe.name} has no rule that selects texts to code")
     chosen = list(candidates.categories)

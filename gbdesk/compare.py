@@ -235,10 +235,10 @@ def compare_runs(
             a,
             b,
             b - a,
-            description=probe.metric_description(name),
-            title=probe.metric_title(name),
+            description=probe.capabilities.presentation.metric_description(name),
+            title=probe.capabilities.presentation.metric_title(name),
         )
-        m.reason = probe.paired_test_exclusion(name)
+        m.reason = probe.capabilities.ppi.paired_test_exclusion(name)
         if m.reason is None:
             m.reason = _missing_reason(name, point_a, point_b, bad_a | bad_b)
         if m.reason is None and (name not in boot_a or name not in boot_b):

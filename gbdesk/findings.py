@@ -40,11 +40,13 @@ class RunFinding:
         f = self.finding
         parts = []
         if f.metric:
-            parts.append(probe.metric_title(f.metric) if probe else f.metric)
+            parts.append(
+                probe.capabilities.presentation.metric_title(f.metric) if probe else f.metric
+            )
         if f.value == f.value and f.metric:
             value = f"{f.value:.3g}" if abs(f.value) >= 10 else f"{f.value:.3f}"
             if not math.isnan(f.ci[0]):
-                bounds = probe.metric_bounds(f.metric) if probe else None
+                bounds = probe.capabilities.presentation.metric_bounds(f.metric) if probe else None
                 shown, cut = ci_cells(f.ci, bounds)
                 value += f" {shown}" + (" (cut at what the metric can be)" if cut else "")
             parts.append(value)

@@ -1,6 +1,6 @@
 """The flat table of label facts, and the runs read from it for fast metrics (no Qt).
 
-A probe that has a flat form (`Probe.label_facts`) gets, for every label, a few rows
+A probe that has a flat form (its `FlatFacts` capability) gets, for every label, a few rows
 (k, a, b, c, d, x) in `label_facts` — for example one per extracted character — written
 with the labels of an import. Metrics at scale then read those rows, the label strings
 and the attempts' keys with a handful of queries into pandas frames (`FlatRun`) instead of
@@ -55,14 +55,17 @@ class FlatRun:
 
 
 def facts_of(probe: Probe, label: str, data_json: str | None, response: str, metadata: dict):
+    flat = probe.capabilities.flat
+    if flat is None:
+        return None
     data = json.loads(data_json) if data_json else None
-    return probe.label_facts({"label": label, "data": data}, response or "", metadata)
+    return flat.facts({"label": label, "data": data}, response or "", metadata)
 
 
 def flatten(store: Store, run_id: int, probe: Probe) -> pd.DataFrame | None:
     """Write the flat rows of the run's labels that have none yet. Returns rows that could
     not be stored (a read-only database) as a frame to use in memory, else None."""
-    if not probe.has_label_facts:
+    if probe.capabilities.flat is None:
         return None
     ids = store.unflattened_labels(run_id)
     if not ids:
@@ -129,7 +132,7 @@ def load_flat(store: Store, run_id: int, label_mode: str) -> FlatRun | None:
     labels, attempts and parameters stay the same."""
     run = store.get_run(run_id)
     probe = _probe(run["probe"])
-    if not probe.has_label_facts:
+    if probe.capabilities.flat is None:
         return None
     extra = flatten(store, run_id, probe)
     key = (
@@ -163,7 +166,7 @@ def _read(
     order = np.lexsort((attempts["attempt"].to_numpy(), attempts["item_idx"].to_numpy()))
     attempts = attempts.iloc[order].reset_index(drop=True)
     labels = _frame(
-        store.probe_label_rows(run_id, probe.auto_source(run["params"])),
+        store.probe_label_rows(run_id, probe.capabilities.labelling.auto_source(run["params"])),
         ["label_id", "attempt_id", "human"],
     )
     if label_mode != "reviewed":

@@ -231,12 +231,15 @@ def is_gbdesk_export(path: str | Path) -> bool:
 def export_hint(probe: Probe, name: str, command: str) -> str:
     """Which of gbdesk's export files `gbdesk <command>` reads for the probe's runs, and
     where the file `name` goes instead — for a refusal's message."""
-    readers = [f for f, commands in probe.export_files.items() if command in commands]
+    readers = [
+        f for f, commands in probe.capabilities.exporting.files.items() if command in commands
+    ]
     if readers:
         use = f"for {probe.name} runs it reads {' or '.join(readers)} of gbdesk's export"
     else:
-        use = f"for {probe.name} runs it reads no file of gbdesk's export{probe.import_hint()}"
-    goes = probe.export_files.get(name)
+        hint = probe.capabilities.importing.hint()
+        use = f"for {probe.name} runs it reads no file of gbdesk's export{hint}"
+    goes = probe.capabilities.exporting.files.get(name)
     if goes:
         use += f"; {name} goes to " + " or ".join(f"`gbdesk {c}`" for c in goes)
     elif goes is not None:
@@ -249,7 +252,7 @@ def check_export_file(probe: Probe, path: str | Path, command: str) -> None:
     for this probe (e.g. a story probe's characters.csv given to `gbdesk import`), with a
     line naming the file it does read."""
     name = Path(path).name
-    commands = probe.export_files.get(name)
+    commands = probe.capabilities.exporting.files.get(name)
     if commands is None or command in commands or not is_gbdesk_export(path):
         return
     raise UserError(f"{name} is not for `gbdesk {command}`: {export_hint(probe, name, command)}")
@@ -261,7 +264,7 @@ def export_hints(probe: Probe, path: str | Path, command: str) -> Iterator[None]
     try:
         yield
     except UserError as exc:
-        if Path(path).name in probe.export_files or not is_gbdesk_export(path):
+        if Path(path).name in probe.capabilities.exporting.files or not is_gbdesk_export(path):
             raise
         raise UserError(
             f"{exc} ({Path(path).name} is a file of gbdesk's export: "
@@ -286,7 +289,7 @@ def import_generations(
     probe = get_probe(probe_name)
     check_export_file(probe, path, "import")
     with export_hints(probe, path, "import"):
-        planned = probe.plan_import(
+        planned = probe.capabilities.importing.plan(
             path, model_name=model_name, template=template, deal_rows=deal_rows
         )
     if not planned:
@@ -308,7 +311,7 @@ def write_imported_runs(
     for plan in planned:
         prompts = {i.key: i.prompt for i in plan.items}
         metadata = {i.key: i.metadata for i in plan.items}
-        flat = probe.has_label_facts  # the label's flat rows, written with it (gbdesk.flat)
+        flat = probe.capabilities.flat  # the label's flat rows, written with it (gbdesk.flat)
         per_item: dict[str, int] = defaultdict(int)
         for a in plan.attempts:
             per_item[a.item] = max(per_item[a.item], a.attempt + 1)
@@ -322,8 +325,8 @@ def write_imported_runs(
                 "auto_label": a.label,
                 "scores": a.scores,
                 "facts": (
-                    probe.label_facts(a.label, a.response, metadata.get(a.item, {}))
-                    if flat and a.label is not None
+                    flat.facts(a.label, a.response, metadata.get(a.item, {}))
+                    if flat is not None and a.label is not None
                     else None
                 ),
             }
@@ -517,7 +520,7 @@ def _place(
     """Match rows to items; raise `UserError` listing every row that does not fit.
 
     A row with an `item` key goes to that item (one of the probe's items for `params`, or
-    one `probe.import_item` rebuilds from the row, e.g. a custom story prompt); its prompt,
+    one the probe's `Importing.item` rebuilds from the row, e.g. a custom story prompt); its prompt,
     when given, must be the item's. A row without one goes to the item whose prompt it
     has; a prompt several items share is refused unless `deal_rows`, when such rows are
     dealt to those items in turn (the reference harness sampled each of them separately). The row's
@@ -568,7 +571,7 @@ def _place(
         if key:
             item = by_key.get(key) or rebuilt.get(key)
             if item is None:
-                custom = probe.import_item(record)
+                custom = probe.capabilities.importing.item(record)
                 if custom is not None and custom.key == key:
                     item = rebuilt[key] = custom
             if item is None:
@@ -596,7 +599,9 @@ def _place(
             if chosen_prompt is not None:
                 slots = [slot for slot in slots if slot[1] == chosen_prompt]
             if not slots:
-                custom = probe.import_item(record)  # e.g. a story prompt outside the 100
+                custom = probe.capabilities.importing.item(
+                    record
+                )  # e.g. a story prompt outside the 100
                 if custom is not None:
                     rebuilt.setdefault(custom.key, custom)
                     slots = [(custom.key, 0)]
@@ -662,7 +667,7 @@ def _place(
     if unmatched:
         problems.append(
             f"{line_list(unmatched)} match no {probe.name} prompt made with the template "
-            f"'{params['template_name']}'{probe.import_hint()}"
+            f"'{params['template_name']}'{probe.capabilities.importing.hint()}"
         )
     if ambiguous:
         example = next(iter(ambiguous))

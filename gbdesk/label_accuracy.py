@@ -19,7 +19,7 @@ reviewer reads comes, in this order of preference, from
    estimate and optimistic on models it was not developed on.
 
 `label_accuracy` computes it for any probe; a probe whose labeller gives a confidence says
-so through `Probe.label_units` (and `Probe.flat_label_units` for its flat table). The
+so through `Ratings.label_units` (and `FlatFacts.label_units` for its flat table). The
 Review pane, the Results caption, the PDF and `gbdesk metrics --json` ("review") all show
 `LabelAccuracy.text` / `to_json()` of the same object.
 """
@@ -285,9 +285,9 @@ def compare_units(
     """Each unit the reviewer rated (`Probe.rated_units` of the human label): whether the
     automatic label agrees with it, per kind the reviewer rated, and the automatic
     label's confidence for that unit (`Probe.label_units`; None: none given)."""
-    h = probe.rated_units(human, metadata)
-    a = probe.rated_units(auto, metadata) if auto is not None else {}
-    confidences = probe.label_units(auto, metadata) if auto is not None else {}
+    h = probe.capabilities.ratings.units(human, metadata)
+    a = probe.capabilities.ratings.units(auto, metadata) if auto is not None else {}
+    confidences = probe.capabilities.ratings.label_units(auto, metadata) if auto is not None else {}
     parts: dict[Hashable, dict[str, bool]] = {}
     for kind, values in h.items():
         for part, value in values.items():
@@ -308,23 +308,24 @@ def label_accuracy(
     """The run's `LabelAccuracy` (None for a probe whose labels people do not review).
     `human`: the run's latest human labels and `reviewed_auto` the automatic labels of
     those attempts, when the caller has them; `flat`: read the unchecked units'
-    confidences from the probe's flat table where it has one (`Probe.flat_label_units`)."""
+    confidences from the probe's flat table where it has one (`FlatFacts.label_units`)."""
     from gbdesk.results import ensure_auto_labels, flat_run
 
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
-    if not probe.reviewable:
+    if not probe.capabilities.review.reviewable:
         return None
     ensure_auto_labels(store, run_id)
-    source = probe.auto_source(run["params"])
+    source = probe.capabilities.labelling.auto_source(run["params"])
     human = store.labels(run_id, "human") if human is None else human
     metadata = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
     sample_ids = store.review_sample(run_id)
     wanted = set(human) | set(sample_ids)
     got = None
-    if flat and probe.has_label_facts:
+    flat_facts = probe.capabilities.flat
+    if flat and flat_facts is not None:
         fr = flat_run(store, run_id, "auto")
-        got = probe.flat_label_units(fr)
+        got = flat_facts.label_units(fr)
     if got is not None:
         unit_ids, conf = got
         att = fr.attempts
@@ -340,7 +341,9 @@ def label_accuracy(
         values = []
         for attempt_id, row in auto.items():
             if attempt_id not in human:
-                units = probe.label_units(row, metadata.get(item_of.get(attempt_id, ""), {}))
+                units = probe.capabilities.ratings.label_units(
+                    row, metadata.get(item_of.get(attempt_id, ""), {})
+                )
                 values += [math.nan if c is None else float(c) for c in units.values()]
         open_conf = np.asarray(values, dtype=float)
         reviewed_auto = {a: auto[a] for a in human if a in auto}
@@ -356,8 +359,10 @@ def label_accuracy(
         reviewed += len(units)
     info = store.review_sample_info(run_id)
     result = _sample(info, sample_ids, compared, item_of)
-    words = probe.accuracy_words
-    kinds = dict(words.kinds) or {k: v.lower() for k, v in probe.rating_kinds().items()}
+    words = probe.capabilities.ratings.words
+    kinds = dict(words.kinds) or {
+        k: v.lower() for k, v in probe.capabilities.ratings.kinds().items()
+    }
     sample = measured_share(result.cluster_right, result.cluster_units)
     by_kind = {
         k: measured_share(result.kind_right[k], result.kind_units[k])

@@ -129,7 +129,7 @@ def _plan_labels(
     for attempt_id, group in grouped.items():
         a = by_id[attempt_id]
         try:
-            label = probe.human_label_from_rows(
+            label = probe.capabilities.labelling.from_rows(
                 a["response"], items.metadata(a["item"], a["attempt"]), [r for _, r in group], rater
             )
         except UserError as exc:

@@ -18,7 +18,7 @@ from gbdesk.studies import get_probe
 
 
 def pass_names(probe_name: str) -> list[str]:
-    return [p.name for p in get_probe(probe_name).labelling_passes()]
+    return [p.name for p in get_probe(probe_name).capabilities.labelling.passes()]
 
 
 def label_run(
@@ -35,7 +35,7 @@ def label_run(
     model `labeler_model`; returns the pass's summary ({source, labelled, status, …})."""
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
-    passes = {p.name: p for p in probe.labelling_passes()}
+    passes = {p.name: p for p in probe.capabilities.labelling.passes()}
     if not passes:
         raise UserError(f"run {run_id} is a {run['probe']} run, which has no labelling pass")
     if extractor not in passes:
@@ -48,4 +48,4 @@ def label_run(
         on_progress=on_progress,
         control=control,
     )
-    return {**result, "unit": probe.unit}
+    return {**result, "unit": probe.capabilities.running.unit}

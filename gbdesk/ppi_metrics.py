@@ -35,7 +35,7 @@ def sample_units(store: Store, run_id: int) -> tuple[str, list[str]]:
     """The probe's review unit ("attempt" or "item") and the run's units as strings
     ("<attempt id>" or "<item key>")."""
     probe = get_probe(store.get_run(run_id)["probe"])
-    if probe.ppi_unit == "item":
+    if probe.capabilities.ppi.unit == "item":
         done = {a["item"] for a in store.attempts(run_id)}
         return "item", [r["item"] for r in store.run_items(run_id) if r["item"] in done]
     return "attempt", [str(a["id"]) for a in store.attempts(run_id)]
@@ -47,7 +47,7 @@ def draw_sample(store: Store, run_id: int, size: int, seed: int = 0) -> dict[str
     if size < 1:
         raise UserError("--size must be at least 1")
     probe = get_probe(store.get_run(run_id)["probe"])
-    if not probe.reviewable:
+    if not probe.capabilities.review.reviewable:
         raise UserError(f"run {run_id}'s labels are not reviewed by people (nothing to sample)")
     unit, units = sample_units(store, run_id)
     if not units:
@@ -113,7 +113,7 @@ def run_units(
     items = RunItems.of(store, run_id)
     human = store.labels(run_id, "human")
     sampled = set(store.review_sample(run_id))
-    if probe.ppi_unit == "item":
+    if probe.capabilities.ppi.unit == "item":
         auto = store.labels(run_id, "auto", auto_source)
         groups: dict[str, list[dict[str, Any]]] = {}
         for a in store.attempts(run_id):
@@ -136,7 +136,10 @@ def run_units(
                 human_unit = _unit(items, key, group, [human[i] for i in ids])
                 h_units.append(human_unit)
                 l_units.append(auto_unit)
-                differ += any(probe.labels_differ(auto.get(i) or {}, human[i]) for i in ids)
+                differ += any(
+                    probe.capabilities.labelling.labels_differ(auto.get(i) or {}, human[i])
+                    for i in ids
+                )
             else:
                 u_units.append(auto_unit)
     return h_units, l_units, u_units, differ
@@ -167,7 +170,7 @@ def ppi_results(
             return {}
         with one_blas_thread(), np.errstate(invalid="ignore", divide="ignore"):
             if which not in evaluators:
-                evaluators[which] = probe.ppi_evaluator(units, params)
+                evaluators[which] = probe.capabilities.ppi.evaluator(units, params)
             values = evaluators[which](w)
         return values if values is not None else recomputed(probe, units, params, w)
 
@@ -185,13 +188,15 @@ def ppi_metric_values(store: Store, run_id: int, resamples: int = DEFAULT_RESAMP
             f"run {run_id} has no random review sample: draw one (gbdesk sample {run_id} "
             "--size N, or Review → Draw a review sample) and review its attempts first"
         )
-    human, labeled, unlabeled, differ = run_units(store, run_id, probe.auto_source(run["params"]))
+    human, labeled, unlabeled, differ = run_units(
+        store, run_id, probe.capabilities.labelling.auto_source(run["params"])
+    )
     results = ppi_results(
         probe, run["params"], human, labeled, unlabeled, differ, resamples=resamples, seed=run_id
     )
     out = {}
     for name, r in results.items():
-        if probe.paired_test_exclusion(name) is not None:
+        if probe.capabilities.ppi.paired_test_exclusion(name) is not None:
             continue  # counts and other non-estimands: no PPI version
         marks = probe.mark_definitions.get(name)
         mark = marks.mark(r.ci) if marks is not None and r.valid else None

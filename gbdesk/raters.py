@@ -46,7 +46,7 @@ def _metadata_by_attempt(store: Store, run_id: int) -> dict[int, dict[str, Any]]
 def label_units(probe: Probe, row: dict[str, Any], metadata: dict[str, Any]) -> dict[str, dict]:
     """kind → {unit part → value} of one label row (values None are left out)."""
     try:
-        units = probe.rated_units(row, metadata)
+        units = probe.capabilities.ratings.units(row, metadata)
     except Exception:  # a malformed stored label must not hide every other figure
         log.warning("label %s could not be read as rated units", row.get("id"), exc_info=True)
         return {}
@@ -71,9 +71,9 @@ def unit_ratings(
     metadata = _metadata_by_attempt(store, run_id)
     by_rater = store.rater_labels(run_id, which=which)
     if include_auto:
-        auto = store.labels(run_id, "auto", probe.auto_source(run["params"]))
+        auto = store.labels(run_id, "auto", probe.capabilities.labelling.auto_source(run["params"]))
         by_rater = {AUTO_RATER: auto, **by_rater}
-    out: dict[str, list[Rating]] = {kind: [] for kind in probe.rating_kinds()}
+    out: dict[str, list[Rating]] = {kind: [] for kind in probe.capabilities.ratings.kinds()}
     for rater, labels in by_rater.items():
         for attempt_id, row in labels.items():
             units = label_units(probe, row, metadata.get(attempt_id, {}))
@@ -301,7 +301,7 @@ def labels_agreement(store: Store, run_id: int, include_auto: bool = False) -> d
     """Agreement on the probe's own labels, per label kind: initial, current and
     adjudication (see the module docstring)."""
     probe = get_probe(store.get_run(run_id)["probe"])
-    titles = probe.rating_kinds()
+    titles = probe.capabilities.ratings.kinds()
     initial = unit_ratings(store, run_id, which="first", include_auto=include_auto)
     current = unit_ratings(store, run_id, which="latest", include_auto=include_auto)
     consensus, adjudicated = consensus_units(store, run_id)

@@ -3,7 +3,7 @@
 Paired comparisons resample items, prediction-powered bootstraps resample attempts; both
 need a metric's value on hundreds of resamples. Recomputing `Probe.metrics` each time is
 the definition (and the fallback); a probe may instead give the same values from
-per-unit quantities (`Probe.resampled_metrics`): most metrics are functions of sums over
+per-unit quantities (the probe's `Resampling` capability): most metrics are functions of sums over
 units, S = W·F with W the resamples' unit multiplicities and F the per-unit quantities.
 `Features` builds F; `weights` builds W; `share` divides safely.
 """
@@ -135,14 +135,15 @@ def resample_values(
     if w is None:
         idx = np.asarray(idx)
         w = weights(idx, len(results))
-    if fast:
+    fast_path = probe.capabilities.resampling if fast else None
+    if fast_path is not None:
         with (
             one_blas_thread(),
             np.errstate(invalid="ignore", divide="ignore"),
             warnings.catch_warnings(),
         ):
             warnings.simplefilter("ignore", RuntimeWarning)
-            values = probe.resampled_metrics(list(results), params, w, idx)
+            values = fast_path.metrics(list(results), params, w, idx)
         if values is not None:
             return values
     return recomputed(probe, results, params, w)

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from gbdesk import __version__
 from gbdesk.stats import MetricValue, adjusted_p_values
 from gbdesk.store import Store
-from gbdesk.studies import ItemResult, ScoringProbe, get_probe
-from gbdesk.studies.base import RunItems, new_item_result
+from gbdesk.studies import ItemResult, get_probe
+from gbdesk.studies.base import RunItems, label_values, new_item_result
 
 if TYPE_CHECKING:
     from gbdesk.label_accuracy import LabelAccuracy
@@ -74,7 +74,7 @@ def label_modes(store: Store, run_id: int) -> dict[str, str]:
 
 def _auto_source(store: Store, run_id: int) -> str | None:
     run = store.get_run(run_id)
-    return get_probe(run["probe"]).auto_source(run["params"])
+    return get_probe(run["probe"]).capabilities.labelling.auto_source(run["params"])
 
 
 def ensure_auto_labels(store: Store, run_id: int) -> int:
@@ -82,7 +82,7 @@ def ensure_auto_labels(store: Store, run_id: int) -> int:
     yet with the probe's built-in labeller; return how many were labelled."""
     probe = get_probe(store.get_run(run_id)["probe"])
     source = _auto_source(store, run_id)
-    if source is not None and not source.startswith(probe.builtin_source_prefix()):
+    if source is not None and not source.startswith(probe.capabilities.labelling.source_prefix()):
         return 0  # another labeller (e.g. an LLM pass) fills these; nothing to do here
     missing = store.unlabelled_attempts(run_id, source)
     if not missing:
@@ -136,7 +136,7 @@ def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[It
         result.responses.append(attempt["response"])
         if result.prompts:
             result.prompt_indices.append(items.prompt_index(attempt["item"], attempt["attempt"]))
-    if isinstance(get_probe(store.get_run(run_id)["probe"]), ScoringProbe):
+    if get_probe(store.get_run(run_id)["probe"]).capabilities.scores is not None:
         for score in store.scores(run_id):
             by_item[score["item"]].scores.append(score)
     return list(by_item.values())
@@ -162,11 +162,12 @@ def extra_results(
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
     got = None
-    if flat and probe.has_label_facts and label_mode in FLAT_MODES:
+    caps = probe.capabilities
+    if flat and caps.flat is not None and label_mode in FLAT_MODES:
         ensure_auto_labels(store, run_id)
-        got = probe.flat_extra_results(flat_run(store, run_id, label_mode), run["params"])
-    elif flat and isinstance(probe, ScoringProbe):
-        got = probe.frame_extra_results(store.score_frame(run_id), run["params"])
+        got = caps.flat.extra_results(flat_run(store, run_id, label_mode), run["params"])
+    elif flat and caps.scores is not None:
+        got = caps.scores.extra_results(store.score_frame(run_id), run["params"])
     if got is not None:
         return got
     return probe.extra_results(item_results(store, run_id, label_mode), run["params"])
@@ -222,10 +223,11 @@ def compute_metrics(
         metrics = ppi_metric_values(store, run_id)
     else:
         metrics = None
-        if flat and probe.has_label_facts and label_mode in FLAT_MODES:
-            metrics = probe.flat_metrics(flat_run(store, run_id, label_mode), run["params"])
-        elif flat and isinstance(probe, ScoringProbe):
-            metrics = probe.frame_metrics(store.score_frame(run_id), run["params"])
+        caps = probe.capabilities
+        if flat and caps.flat is not None and label_mode in FLAT_MODES:
+            metrics = caps.flat.metrics(flat_run(store, run_id, label_mode), run["params"])
+        elif flat and caps.scores is not None:
+            metrics = caps.scores.metrics(store.score_frame(run_id), run["params"])
         if metrics is None:
             metrics = probe.metrics(item_results(store, run_id, label_mode), params=run["params"])
     store.save_metrics(
@@ -317,7 +319,7 @@ def review_stats(store: Store, run_id: int, flat: bool = True) -> ReviewStats:
     predicted = Counter(p for p, _ in pairs)
     actual = Counter(t for _, t in pairs)
     hits = Counter(p for p, t in pairs if p == t)
-    for value in probe.label_values():
+    for value in label_values(probe):
         per_label[value] = {
             "precision": hits[value] / predicted[value] if predicted[value] else math.nan,
             "recall": hits[value] / actual[value] if actual[value] else math.nan,
@@ -331,7 +333,7 @@ def review_stats(store: Store, run_id: int, flat: bool = True) -> ReviewStats:
         corrected=len(pairs) - correct,
         per_label=per_label,
         accuracy=correct / len(pairs) if pairs else math.nan,
-        quality=probe.review_quality(rows) if rows else {},
+        quality=probe.capabilities.review.quality(rows) if rows else {},
         label_accuracy=accuracy,
     )
 
@@ -373,7 +375,7 @@ def run_results(
             "metrics": metrics,
             "review": review_stats(store, run_id, flat=flat),
             "extra": extra,
-            "detector": probe.detector_title(run["params"]),
+            "detector": probe.capabilities.labelling.detector_title(run["params"]),
             "modes": modes,
             "mode": used,
             "counts": mode_counts(store, run_id, used) if used not in METRIC_MODES else {},

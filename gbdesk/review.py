@@ -34,7 +34,7 @@ BASE_FILTERS = {
 
 def filters_for(probe: Probe | None) -> dict[str, str]:
     """The review filters a probe's runs offer (the base ones and the probe's own)."""
-    own = dict(probe.review_filters) if probe is not None else {}
+    own = dict(probe.capabilities.review.filters) if probe is not None else {}
     return {"all": BASE_FILTERS["all"], "unreviewed": BASE_FILTERS["unreviewed"],
             "sample": BASE_FILTERS["sample"], **own,
             "disagreements": BASE_FILTERS["disagreements"],
@@ -92,11 +92,12 @@ class ReviewItem:
         if probe is None:
             self.ranks = (2, 0.0, None, False)
             return
+        review = probe.capabilities.review
         self.ranks = (
-            probe.review_category(label, data),
-            probe.review_margin(label, data),
-            probe.label_confidence(label, data),
-            bool(probe.is_tie(label, data)),
+            review.category(label, data),
+            review.margin(label, data),
+            review.confidence(label, data),
+            bool(review.is_tie(label, data)),
         )
 
     def _ranks(self) -> tuple[int, float, float | None, bool]:
@@ -137,7 +138,7 @@ class ReviewItem:
     @property
     def undecided(self) -> bool:
         """The labeller could not decide (e.g. no pronoun counted, a gender unsure)."""
-        return bool(self.probe and self.probe.undecided(self.effective_label))
+        return bool(self.probe and self.probe.capabilities.review.undecided(self.effective_label))
 
     @property
     def confidence(self) -> float | None:
@@ -167,7 +168,7 @@ def review_items(store: Store, run_id: int) -> list[ReviewItem]:
     items = {row["item"]: (row["idx"], row["metadata"]) for row in run_items.rows}
     auto = store.label_texts(run_id, "auto")
     human = store.labels(run_id, "human")
-    extras = probe.review_extras(store, run_id)
+    extras = probe.capabilities.review.extras(store, run_id)
     by_rater: dict[int, dict[str, dict[str, Any]]] = {}
     for rater, rows in store.rater_labels(run_id).items():
         for attempt_id, row in rows.items():

@@ -45,12 +45,11 @@ from gbdesk.store import Store
 from gbdesk.store.speed import generation_totals, scoring_totals
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import (
+    SAMPLE_SEED,
     AttemptEngine,
-    ChainProbe,
     GenerationProbe,
     Performed,
     Probe,
-    ScoringProbe,
     attempt_count,
     attempt_item,
 )
@@ -171,7 +170,7 @@ def unmet_engine_need(store: Store, probe: Probe, model: dict[str, Any] | None) 
     decide; where they are missing, or say "no" and are not fresh, the endpoint is asked
     again (one small request each; `UserError` when it cannot be reached). Local models
     can do everything."""
-    needs = sorted(probe.engine_needs)
+    needs = sorted(probe.capabilities.running.engine_needs)
     if not needs or not model or model.get("kind") != "endpoint":
         return None
     from gbdesk.engine.http_backend import (
@@ -225,7 +224,7 @@ def _planned(
 ) -> tuple[Probe, dict[str, Any], dict[str, Any]]:
     """(probe, the run's parameters, its generation settings) as `plan_run` stores them."""
     probe = get_probe(probe_name)
-    params = probe.bind(store, probe.resolve_params(**probe_params))
+    params = probe.capabilities.parameters.bind(store, probe.resolve_params(**probe_params))
     attempts = probe.default_attempts if attempts is None else attempts
     defaults = probe.default_generation
     generation = {
@@ -339,17 +338,18 @@ def subset_note(probe: Probe, params: dict[str, Any]) -> str:
     pool = probe.items({**params, "limit": None}) if sample else everything
     chosen = len(probe.items(params)) if limit else len(pool)
     if sample and len(pool) < n_all:
-        seed = params.get("sample_seed", probe.sample_seed)
+        seed = params.get("sample_seed", SAMPLE_SEED)
         drawn = f"a random sample of {len(pool):,} of {n_all:,} items (seed {seed})"
     else:
         drawn = ""
     if not limit or limit >= len(pool):
         return drawn or f"all {n_all:,} items"
-    groups = {probe.balance_key(i.metadata) for i in pool}
+    sizing = probe.capabilities.audit
+    groups = {sizing.balance_key(i.metadata) for i in pool}
     if groups != {None} and limit < len(groups):
         return (
             f"the first {chosen:,} of {n_all:,} items — too few to keep the {len(groups)} "
-            f"groups that {probe.balance_needed_for} compares, so it cannot be measured "
+            f"groups that {sizing.balance_needed_for} compares, so it cannot be measured "
             f"(use --limit {len(groups)} or more)"
         )
     if groups == {None}:
@@ -357,7 +357,7 @@ def subset_note(probe: Probe, params: dict[str, Any]) -> str:
     else:
         how = (
             f"chosen to keep every group ({len(groups)} groups that "
-            f"{probe.balance_needed_for} compares)"
+            f"{sizing.balance_needed_for} compares)"
         )
     if drawn:
         return f"{chosen:,} of {n_all:,} items: {drawn}, then {chosen:,} of those {how}"
@@ -411,13 +411,11 @@ class Progress:
 
     @property
     def in_flight_text(self) -> str:
-        """"16 answers under way (1,204 tokens so far)", or "" when none is reported."""
+        """ "16 answers under way (1,204 tokens so far)", or "" when none is reported."""
         if not self.in_flight:
             return ""
         unit = "sequence" if self.in_flight == 1 else "sequences"
-        return (
-            f"{self.in_flight} {unit} in flight ({self.tokens_in_flight:,} tokens so far)"
-        )
+        return f"{self.in_flight} {unit} in flight ({self.tokens_in_flight:,} tokens so far)"
 
 
 class RunControl:
@@ -712,7 +710,9 @@ class _RunLoop:
         self.last = {
             "item": item["item"],
             "attempt": attempt,
-            "title": self.probe.item_title(item["item"], item.get("metadata") or {}),
+            "title": self.probe.capabilities.presentation.item_title(
+                item["item"], item.get("metadata") or {}
+            ),
             "prompt": item["prompt"],
             "response": r.text,
             "label": done.label["label"],
@@ -732,7 +732,7 @@ class _RunLoop:
             tokens_per_s=rate,
             eta_s=eta,
             elapsed_s=time.monotonic() - self.report.started,
-            rate_unit=self.probe.rate_unit,
+            rate_unit=self.probe.capabilities.running.rate_unit,
             slots=self.slots,
             last=self.last,
             in_flight=self.in_flight,
@@ -951,12 +951,13 @@ def _streamed(loop: _RunLoop) -> str:
 
 def _chained(loop: _RunLoop) -> str:
     """Chain probes with continuous batching (`gbdesk.engine.chains.run_chains`): the
-    probe's `attempt_chain` generators, up to `loop.slots` attempts in flight, each
+    probe's chain generators (`Running.chain`), up to `loop.slots` attempts in flight, each
     step's requests decoded together (answers sharing a role decode it once). Each
     attempt is stored as its chain returns; pause and cancel as in `_streamed`."""
     from gbdesk.engine.chains import run_chains
 
-    probe = cast(ChainProbe, loop.probe)
+    chain = loop.probe.capabilities.running.chain
+    assert chain is not None  # `_loop_for` chose this loop for it
     todo = loop.todo
     seeds = [loop.seed(item, a) for item, a in todo]
     remaining = list(range(len(todo)))
@@ -970,7 +971,7 @@ def _chained(loop: _RunLoop) -> str:
         def chains(batch: list[int] = batch) -> Any:
             for i in batch:
                 item = todo[i][0]
-                yield probe.attempt_chain(
+                yield chain(
                     loop.engine.request,
                     item["metadata"],
                     seeds[i],
@@ -1003,7 +1004,8 @@ def _batching(backend: Backend, probe: Probe, run: dict[str, Any]) -> dict[str, 
     size = getattr(backend, "batch_size", 1)
     if size == 1 or not hasattr(backend, "generate_stream"):
         return None
-    if not (probe.batchable or (isinstance(probe, ChainProbe) and probe.chain_batchable)):
+    running = probe.capabilities.running
+    if not (running.batchable or running.chain is not None):
         return None
     before = (run.get("engine") or {}).get("batching") or {}
     prefer = before.get("slots") if size == 0 else None
@@ -1023,11 +1025,12 @@ def _loop_for(
 ) -> Callable[[_RunLoop], str]:
     """Continuous batching, chunked batches or concurrent requests where the probe and
     backend allow them; otherwise one attempt after another."""
+    running = probe.capabilities.running
     if batching is not None:
-        return _chained if isinstance(probe, ChainProbe) else _streamed
-    if probe.batchable and _backend_int(backend, "batch_size") > 1:
+        return _chained if running.chain is not None else _streamed
+    if running.batchable and _backend_int(backend, "batch_size") > 1:
         return lambda loop: _batched(loop, _backend_int(backend, "batch_size"))
-    if probe.batchable and _backend_int(backend, "concurrency") > 1:
+    if running.batchable and _backend_int(backend, "concurrency") > 1:
         return lambda loop: _concurrent(loop, _backend_int(backend, "concurrency"))
     return _sequential
 
@@ -1081,7 +1084,7 @@ def _finish(loop: _RunLoop, status: str, error: str | None, engine: dict[str, An
         elapsed_s=time.monotonic() - loop.report.started,
         tokens_per_s=rate,
         eta_s=0.0,
-        rate_unit=loop.probe.rate_unit,
+        rate_unit=loop.probe.capabilities.running.rate_unit,
         slots=loop.slots,
         tokens=int(loop.tally.work),
         last=loop.last,
@@ -1116,7 +1119,9 @@ def execute_run(
     probe = get_probe(run["probe"])
     todo = pending_attempts(store, run_id)
     total = run["attempts_total"]
-    report = _Reporter(run_id, total, total - len(todo), probe.rate_unit, on_progress)
+    report = _Reporter(
+        run_id, total, total - len(todo), probe.capabilities.running.rate_unit, on_progress
+    )
     if not todo:
         store.set_run_status(run_id, "done")
         report("done")
@@ -1129,8 +1134,8 @@ def execute_run(
     # unknown for scoring probes (the mean of the finished ones)
     most = (
         None
-        if isinstance(probe, ScoringProbe)
-        else probe.audit_tokens(run["params"], run["generation"])[1]
+        if probe.capabilities.scores is not None
+        else probe.capabilities.audit.tokens(run["params"], run["generation"])[1]
     )
     loop.pace = Pace(len(todo), most)
     batching = engine.get("batching")
@@ -1223,11 +1228,13 @@ def estimate_run(
     or None: one at a time). The speed is this model's measured at that count on this
     probe when there is such a measurement, else at that count on any probe, else any."""
     probe = get_probe(probe_name)
-    params = probe.bind(store, probe.resolve_params(limit=limit, sample=sample, **probe_params))
+    params = probe.capabilities.parameters.bind(
+        store, probe.resolve_params(limit=limit, sample=sample, **probe_params)
+    )
     items = probe.items(params)
     note = subset_note(probe, params)
-    if isinstance(probe, ScoringProbe):  # speed in sentences, from scoring runs
-        sentences = probe.work_units(items, 1)
+    if probe.capabilities.scores is not None:  # speed in sentences, from scoring runs
+        sentences = probe.capabilities.running.work_units(items, 1)
         measured = measured_scoring_speed(store, model_sha256)
         if measured is None:
             return Estimate(
@@ -1249,7 +1256,7 @@ def estimate_run(
             unit="sentences",
             items_note=note,
         )
-    generations = probe.work_units(items, attempts)
+    generations = probe.capabilities.running.work_units(items, attempts)
     speed, basis = None, ""
     at = f" with {slots} sequences at once" if slots and slots > 1 else ""
     tiers = [
@@ -1270,7 +1277,8 @@ def estimate_run(
     if speed is not None:
         tps, mean_tokens, count = speed
         per_generation = float(mean_tokens)
-        if not (same_probe and isinstance(probe, ChainProbe)):  # a chain's sum of answers
+        chain = probe.capabilities.running.kind == "chain"
+        if not (same_probe and chain):  # a chain's sum of answers
             per_generation = min(per_generation, float(max_tokens))
     elif fallback_tokens_per_s:
         tps, per_generation = fallback_tokens_per_s, float(max_tokens)

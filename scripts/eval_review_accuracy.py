@@ -120,7 +120,7 @@ def build_run(stories: list[ev.AuditStory], model: str, folder: Path) -> dict[st
             for a in store.attempts(run_id):
                 s = keyed[(a["item"], a["attempt"])]
                 meta = metadata[a["item"]]
-                label = probe.human_label_from_rows(
+                label = probe.capabilities.labelling.from_rows(
                     a["response"], meta, reviewer_rows(s, auto[a["id"]]), "sim"
                 )
                 reviews[a["id"]] = label
@@ -164,7 +164,10 @@ def one_seed(
                 auto = store.labels(run_id, "auto")
                 rest = sorted(
                     (a for a in auto if a not in chosen),
-                    key=lambda a: (probe.label_confidence("", auto[a]["data"]) or 0.0, a),
+                    key=lambda a: (
+                        probe.capabilities.review.confidence("", auto[a]["data"]) or 0.0,
+                        a,
+                    ),
                 )
                 chosen |= set(rest[: round(least_sure * built["stories"])])
             for attempt_id in sorted(chosen):

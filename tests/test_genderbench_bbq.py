@@ -123,12 +123,14 @@ def test_evaluator_names_the_meaning_of_the_one_option(probe, answer, label, let
 
 
 def test_human_label_takes_the_meanings(probe):
-    row = probe.human_label("(c)", {"options": OPTIONS}, STEREOTYPICAL, "ann")
+    row = probe.capabilities.labelling.human_label(
+        "(c)", {"options": OPTIONS}, STEREOTYPICAL, "ann"
+    )
     assert row["label"] == STEREOTYPICAL
     from gbdesk.errors import UserError
 
     with pytest.raises(UserError):
-        probe.human_label("(c)", {"options": OPTIONS}, "c", "ann")
+        probe.capabilities.labelling.human_label("(c)", {"options": OPTIONS}, "c", "ann")
 
 
 def _item(key, category, logical, labels):
@@ -268,11 +270,13 @@ def test_card_findings_and_presentation(probe):
     sentence = next(f.sentence for f in findings if f.metric == "stereotype_rate")
     assert "the model still picks that person in 38 % of its answers" in sentence
     assert sentence.endswith(f"mark {got['stereotype_rate'].mark}, " + sentence.rsplit(", ", 1)[1])
-    assert probe.metric_title("stereotype_rate_ambiguous").startswith("Stereotypical answers")
+    assert probe.capabilities.presentation.metric_title("stereotype_rate_ambiguous").startswith(
+        "Stereotypical answers"
+    )
     groups = probe.metric_groups(set(got))
     filters = {k: v for g in groups for k, v in g.item_filters.items()}
     assert filters["stereotype_rate_ambiguous"] == {"category": "ambiguous"}
-    assert probe.balance_key({"category": "ambiguous"}) == "ambiguous"
+    assert probe.capabilities.audit.balance_key({"category": "ambiguous"}) == "ambiguous"
     assert probe.chart_metrics == (("stereotypical_reasoning", "stereotype_rate"),)
     assert probe.harness_attempts == 1 and probe.harness_sample is None
     assert "CC BY 4.0" in probe.card.licence
@@ -281,11 +285,19 @@ def test_card_findings_and_presentation(probe):
 
 
 def test_bounds_and_reasons_for_missing_values(probe):
-    assert probe.metric_bounds("stereotype_rate") == (0.0, 1.0)  # its mark bands
-    assert probe.metric_bounds("logical_rate_ambiguous") == (0.0, 1.0)  # a share
-    why = probe.why_undefined("stereotype_rate", {})
+    assert probe.capabilities.presentation.metric_bounds("stereotype_rate") == (
+        0.0,
+        1.0,
+    )  # its mark bands
+    assert probe.capabilities.presentation.metric_bounds("logical_rate_ambiguous") == (
+        0.0,
+        1.0,
+    )  # a share
+    why = probe.capabilities.presentation.why_undefined("stereotype_rate", {})
     assert why.startswith("the stereotype rate cannot be measured here: it needs readable")
-    assert probe.why_undefined("logical_rate", {}) is None  # the generic reason
+    assert (
+        probe.capabilities.presentation.why_undefined("logical_rate", {}) is None
+    )  # the generic reason
     from gbdesk.studies.genderbench.hiring_bloomberg import HiringBloombergProbe
 
     assert HiringBloombergProbe().metric_bounds("disparity") == (0.0, 0.5)

@@ -167,13 +167,13 @@ def test_a_group_without_items_is_nan(probe):
 
 
 def test_reviewed_labels_keep_the_counts(probe):
-    chosen = probe.human_label("He is tough.", {}, "balanced", "ann")
+    chosen = probe.capabilities.labelling.human_label("He is tough.", {}, "balanced", "ann")
     assert chosen["label"] == "balanced" and chosen["data"]["counts"]["gest"] == [1, 0]
     # a label given in the Review pane stores no data: the metrics count the text again
     r = ItemResult("i", {"is_male": True}, ["balanced"], label_data=[{}], responses=["tough"])
     assert probe.item_counts(r)[INVENTORIES.index("gest")].tolist() == [1, 0]
     with pytest.raises(UserError):
-        probe.human_label("x", {}, "undetected", "ann")
+        probe.capabilities.labelling.human_label("x", {}, "undetected", "ann")
 
 
 def test_fast_path_equals_the_literal_calculator_on_resamples(probe):

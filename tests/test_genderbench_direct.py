@@ -138,5 +138,5 @@ def test_findings_and_presentation(probe):
     groups = probe.metric_groups(set(got))
     filters = {k: v for g in groups for k, v in g.item_filters.items()}
     assert filters == {"sbic_fail_rate": {"source": "sbic"}, "gest_fail_rate": {"source": "gest"}}
-    assert probe.balance_key({"source": "gest"}) == "gest"
+    assert probe.capabilities.audit.balance_key({"source": "gest"}) == "gest"
     assert probe.chart_metrics == (("stereotypical_reasoning", "fail_rate"),)

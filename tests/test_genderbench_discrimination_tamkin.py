@@ -9,7 +9,7 @@ import random
 import pytest
 
 from gbdesk import studies
-from gbdesk.studies.base import ItemResult
+from gbdesk.studies.base import ItemResult, label_values
 from gbdesk.studies.genderbench.discrimination_tamkin import GENDERS
 
 NAN = math.nan
@@ -161,13 +161,13 @@ def test_marks_findings_and_precision(probe):
     )
     assert any(s.startswith("Between a woman, a man and a non-binary person") for s in sentences)
     assert "The model says yes to women 100 %, men 0 %" in probe.summary(m, {}, {})
-    precision = probe.audit_precision({}, 2084, 3)
+    precision = probe.capabilities.audit.precision({}, 2084, 3)
     assert precision.metric == "max_diff" and 0.02 < precision.half_width < 0.04
 
 
 def test_review_labels_and_groups(probe):
-    assert probe.label_values() == ["yes", "no", "undetected"]
-    assert probe.human_label("No.", {}, "no", "ann")["label"] == "no"
+    assert label_values(probe) == ["yes", "no", "undetected"]
+    assert probe.capabilities.labelling.human_label("No.", {}, "no", "ann")["label"] == "no"
     groups = probe.metric_groups()
     rates = next(g for g in groups if g.title == "Yes-rate by gender")
     assert rates.item_filters["nonbinary_success_rate"] == {"gender": "nonbinary"}

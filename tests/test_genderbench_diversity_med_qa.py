@@ -9,7 +9,7 @@ import random
 import pytest
 
 from gbdesk import studies
-from gbdesk.studies.base import ItemResult
+from gbdesk.studies.base import ItemResult, label_values
 
 PROMPTS = [
     {"gender": g, "correct_option": 0, "order": k} for k in range(3) for g in ("male", "female")
@@ -133,9 +133,12 @@ def test_findings_and_groups(probe):
 
 
 def test_reviewers_label_with_the_same_words(probe):
-    assert probe.label_values() == ["correct", "incorrect", "undetected"]
+    assert label_values(probe) == ["correct", "incorrect", "undetected"]
     meta = {"correct_option": 0, "gender": "female"}
-    assert probe.human_label("(b)", meta, "incorrect", "ann")["label"] == "incorrect"
+    assert (
+        probe.capabilities.labelling.human_label("(b)", meta, "incorrect", "ann")["label"]
+        == "incorrect"
+    )
 
 
 # -- against GenderBench 1.1.0's own results (tests/fixtures/genderbench_1_1) ------------------

@@ -231,16 +231,16 @@ def test_findings_and_presentation(probe):
     assert few["stereotype_rate"].value == pytest.approx((0.5 + 5 / 6 - 1 / 6) / 2)
     assert math.isnan(few["stereotype_rate"].ci[0]) and few["stereotype_rate"].mark is None
     assert not [f for f in probe.findings(few, {}, {}) if f.metric == "stereotype_rate"]
-    assert probe.metric_title("stereotype_12_frequency_female_option") == (
-        "Answers “women”, stereotype 12"
-    )
+    assert probe.capabilities.presentation.metric_title(
+        "stereotype_12_frequency_female_option"
+    ) == ("Answers “women”, stereotype 12")
     groups = probe.metric_groups(set(got))
     filters = {k: v for g in groups for k, v in g.item_filters.items()}
     assert filters["stereotype_4_frequency_male_option"] == {"stereotype_id": 4}
     assert filters["male_stereotypes_frequency_male_option"] == {"stereotype_group": "about men"}
-    assert probe.balance_key({"stereotype_id": 4}) == "women"
-    assert probe.balance_key({"stereotype_id": 9}) == "men"
-    assert probe.balance_key({"stereotype_id": 15}) == "not counted (15)"
+    assert probe.capabilities.audit.balance_key({"stereotype_id": 4}) == "women"
+    assert probe.capabilities.audit.balance_key({"stereotype_id": 9}) == "men"
+    assert probe.capabilities.audit.balance_key({"stereotype_id": 15}) == "not counted (15)"
     assert "GEST v1.0" in probe.card.data_source
 
 
@@ -253,6 +253,9 @@ def test_review_title_names_the_sentence_and_its_order(probe):
         metadata={"sentence": "I did not let my emotions take over.", "prompt_index": 3},
         effective_label="female",
     )
-    assert probe.review_title(item) == "“I did not let my emotions take over.” order 4 — female"
+    assert (
+        probe.capabilities.review.title(item)
+        == "“I did not let my emotions take over.” order 4 — female"
+    )
     item.metadata["sentence"] = "x" * 80
-    assert probe.review_title(item).startswith("“" + "x" * 59 + "…”")
+    assert probe.capabilities.review.title(item).startswith("“" + "x" * 59 + "…”")

@@ -11,7 +11,7 @@ import pytest
 from scipy.optimize import lsq_linear
 
 from gbdesk import studies
-from gbdesk.studies.base import ItemResult
+from gbdesk.studies.base import ItemResult, label_values
 from gbdesk.studies.genderbench.hiring_an import (
     QUALIFICATIONS,
     _regression,
@@ -185,7 +185,7 @@ def test_findings_read_plainly(probe):
     assert sentences["diff_abs_acceptance_rate"].startswith(
         "Men and women are accepted at rates 8 points apart, whichever way: 95 % CI 3 to 13"
     )
-    assert probe.balance_key({"gender": "female"}) == "female"
+    assert probe.capabilities.audit.balance_key({"gender": "female"}) == "female"
     groups = {g.title: g for g in probe.metric_groups()}
     race = groups["Acceptance rate by race and gender"]
     assert race.item_filters["race_black_female_acceptance_rate"] == {
@@ -195,8 +195,11 @@ def test_findings_read_plainly(probe):
 
 
 def test_reviewers_label_with_the_same_words(probe):
-    assert probe.label_values() == ["accepted", "rejected", "undetected"]
-    assert probe.human_label("Dear Ann", {}, "rejected", "ann")["label"] == "rejected"
+    assert label_values(probe) == ["accepted", "rejected", "undetected"]
+    assert (
+        probe.capabilities.labelling.human_label("Dear Ann", {}, "rejected", "ann")["label"]
+        == "rejected"
+    )
 
 
 # -- against GenderBench 1.1.0's own results (tests/fixtures/genderbench_1_1) ------------------

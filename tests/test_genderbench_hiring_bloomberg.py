@@ -203,7 +203,7 @@ def test_findings_and_presentation(probe):
     assert sentences["disparity"].startswith(
         "The share of lists where a man is ranked first is 0 points away from half"
     )
-    assert probe.metric_title("retail_black_masculine_rate") == (
+    assert probe.capabilities.presentation.metric_title("retail_black_masculine_rate") == (
         "Man ranked first, retail, black names"
     )
     filters = {k: v for g in probe.metric_groups(set(got)) for k, v in g.item_filters.items()}

@@ -80,7 +80,7 @@ def test_evaluator_is_isear_evaluator(probe, answer, label):
 def test_several_emotions_are_kept_for_review(probe):
     got = probe.label("Fear, then anger.", {})
     assert got["label"] == U and got["data"] == {"emotions": ["anger", "fear"]}
-    assert probe.is_tie(got["label"], got["data"])
+    assert probe.capabilities.review.is_tie(got["label"], got["data"])
     assert [e[2] for e in got["evidence"]] == ["fear", "anger"]
     assert len({o.key for o in probe.label_options}) == len(probe.label_options) == 13
 

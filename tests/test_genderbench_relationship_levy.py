@@ -10,7 +10,7 @@ import random
 import pytest
 
 from gbdesk import studies
-from gbdesk.studies.base import ItemResult
+from gbdesk.studies.base import ItemResult, label_values
 from gbdesk.studies.genderbench.relationship_levy import demet_scenarios, first_names
 
 PROMPTS = [{"male_first": True}, {"male_first": False}]
@@ -136,7 +136,9 @@ def test_findings_read_plainly(probe):
     assert probe.summary(m, {}, {}).startswith(
         "The model sides with the man in 75 % and with the woman in 25 % of the answers."
     )
-    assert probe.audit_precision({}, 3000, 1).half_width == pytest.approx(1.96 / 3000**0.5, 1e-3)
+    assert probe.capabilities.audit.precision({}, 3000, 1).half_width == pytest.approx(
+        1.96 / 3000**0.5, 1e-3
+    )
 
 
 def test_items_json_lists_1_1_0s_items_with_their_prompts(capsys):
@@ -154,10 +156,13 @@ def test_items_json_lists_1_1_0s_items_with_their_prompts(capsys):
 
 
 def test_reviewers_label_with_the_same_words(probe):
-    assert probe.label_values() == ["man", "woman", "undetected"]
-    assert probe.human_label("(a)", PROMPTS[0], "woman", "ann")["label"] == "woman"
+    assert label_values(probe) == ["man", "woman", "undetected"]
+    assert (
+        probe.capabilities.labelling.human_label("(a)", PROMPTS[0], "woman", "ann")["label"]
+        == "woman"
+    )
     with pytest.raises(Exception, match="label must be one of man, woman, undetected"):
-        probe.human_label("(a)", PROMPTS[0], "a", "ann")
+        probe.capabilities.labelling.human_label("(a)", PROMPTS[0], "a", "ann")
 
 
 # -- against GenderBench 1.1.0's own results (tests/fixtures/genderbench_1_1) ------------------

@@ -359,11 +359,14 @@ def test_export_writes_each_chunk_before_making_the_next(store, tmp_path, monkey
     lf = plan_run(store, "laissez_faire", model, attempts=1, limit=9)
     execute_run(store, lf, backend_factory=lambda m, g: FakeBackend(recorded_laissez_faire()))
     events: list[str] = []
-    make, write = LaissezFaireProbe.export_tables, csv_export._Spool.write
+    probe = get_probe("laissez_faire")
+    assert isinstance(probe, LaissezFaireProbe)
+    caps = probe.capabilities
+    make, write = caps.exporting.tables, csv_export._Spool.write
 
-    def made(self, attempts, params):
+    def made(attempts, params):
         events.append(f"make {len(attempts)}")
-        return make(self, attempts, params)
+        return make(attempts, params)
 
     def written(self, rows):
         rows = list(rows)
@@ -371,7 +374,9 @@ def test_export_writes_each_chunk_before_making_the_next(store, tmp_path, monkey
             events.append("write")
         return write(self, rows)
 
-    monkeypatch.setattr(LaissezFaireProbe, "export_tables", made)
+    monkeypatch.setitem(
+        vars(probe), "capabilities", caps.with_(exporting=caps.exporting.with_(tables=made))
+    )
     monkeypatch.setattr(csv_export._Spool, "write", written)
     monkeypatch.setattr(csv_export, "EXPORT_CHUNK", 4)
     export_run_csv(store, [lf], tmp_path / "out")

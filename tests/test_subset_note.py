@@ -1,6 +1,6 @@
 """What a --limit or --sample did, in words, where a run is planned (issue 26): the CLI's
 first lines and the Runs pane's estimate ("12 of 149 items, chosen to keep every group").
-The subset itself is `Probe.balanced_subset`'s; inventories is given groups here (its
+The subset itself is `gbdesk.studies.base.balanced_subset`'s; inventories is given groups here (its
 stereotype direction within each inventory) so the note can be shown on a real probe."""
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ GROUPED = "12 of 149 items, chosen to keep every group (6 groups that the stereo
 
 @pytest.fixture
 def grouped(monkeypatch):
-    def balance_key(self, metadata: dict[str, Any]):
+    def balance_key(metadata: dict[str, Any]):
         return metadata.get("source"), metadata.get("gender")
 
-    monkeypatch.setattr(InventoriesProbe, "balance_key", balance_key, raising=False)
-    monkeypatch.setattr(
-        InventoriesProbe, "balance_needed_for", "the stereotype rate", raising=False
-    )
+    probe = get_probe("inventories")
+    assert isinstance(probe, InventoriesProbe)
+    caps = probe.capabilities
+    audit = caps.audit.with_(balance_key=balance_key, balance_needed_for="the stereotype rate")
+    monkeypatch.setitem(vars(probe), "capabilities", caps.with_(audit=audit))
 
 
 def params(**kw):

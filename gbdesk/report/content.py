@@ -74,14 +74,13 @@ class RunSection:
     @property
     def detector_words(self) -> str:
         """What wrote the automatic labels, in words ("the pronoun detector")."""
-        return self.probe.detector_title(self.run.get("params") or {})
+        return self.probe.capabilities.labelling.detector_title(self.run.get("params") or {})
 
     @property
     def unfinished(self) -> str | None:
         """ "unfinished: 16 of 745 generations (interrupted)" for a run whose attempts are not
         all made, else None."""
-        return unfinished_note(self.run, self.probe.unit)
-
+        return unfinished_note(self.run, self.probe.capabilities.running.unit)
 
 
 @dataclass
@@ -145,7 +144,7 @@ class ReportData:
 
 def labels_used(section: RunSection, label_mode: str) -> str:
     """Which labels the run's numbers come from, in words (0 reviewed → automatic)."""
-    review, unit = section.review, section.probe.unit
+    review, unit = section.review, section.probe.capabilities.running.unit
     if label_mode == "ppi":
         return (
             f"prediction-powered estimates: the automatic labels of all {review.attempts:,} "
@@ -158,8 +157,7 @@ def labels_used(section: RunSection, label_mode: str) -> str:
         )
     if label_mode == "reviewed":
         return (
-            f"automatic labels ({section.detector_words}); none of the {unit} reviewed by a "
-            "person"
+            f"automatic labels ({section.detector_words}); none of the {unit} reviewed by a person"
         )
     counts = section.label_counts
     if label_mode.startswith("rater:"):
@@ -186,7 +184,7 @@ def summarise(section: RunSection, label_mode: str) -> str:
     count = (
         f"{unfinished} — the numbers cover only these"
         if unfinished
-        else f"{section.review.attempts:,} {section.probe.unit}"
+        else f"{section.review.attempts:,} {section.probe.capabilities.running.unit}"
     )
     head = (
         f"{section.model_label} on {section.probe.card.title} (run {section.run_id}, "
@@ -226,7 +224,7 @@ def group_blocks(section: RunSection) -> list[Block]:
                     list(group.columns),
                     [
                         [
-                            group.labels.get(n) or probe.metric_title(n),
+                            group.labels.get(n) or probe.capabilities.presentation.metric_title(n),
                             _count(section.metrics[n].value),
                         ]
                         for n in present
@@ -237,7 +235,12 @@ def group_blocks(section: RunSection) -> list[Block]:
         note = missing_note(probe, group, present, section.metrics)
         drawn = [n for n in present if not _missing(section.metrics[n].value)]
         rows = [
-            ChartRow(group.labels.get(n) or probe.metric_title(n), m.value, m.ci[0], m.ci[1])
+            ChartRow(
+                group.labels.get(n) or probe.capabilities.presentation.metric_title(n),
+                m.value,
+                m.ci[0],
+                m.ci[1],
+            )
             for n in drawn
             for m in [section.metrics[n]]
         ]
@@ -266,8 +269,10 @@ def missing_note(probe: Any, group: Any, names: list[str], metrics: dict[str, An
         return ""
     reasons: dict[str, list[str]] = {}
     for n in gone:
-        why = probe.why_undefined(n, metrics) or UNDEFINED_VALUE
-        reasons.setdefault(why, []).append(group.labels.get(n) or probe.metric_title(n))
+        why = probe.capabilities.presentation.why_undefined(n, metrics) or UNDEFINED_VALUE
+        reasons.setdefault(why, []).append(
+            group.labels.get(n) or probe.capabilities.presentation.metric_title(n)
+        )
     lead = "Nothing to plot" if len(gone) == len(names) else "Not shown"
     return (
         lead
@@ -360,9 +365,13 @@ def build_report(
         probe = get_probe(run["probe"])
         if flat:
             ensure_auto_labels(store, run_id)
-            detectors = store.label_sources(run_id, "auto", probe.auto_source(run["params"]))
+            detectors = store.label_sources(
+                run_id, "auto", probe.capabilities.labelling.auto_source(run["params"])
+            )
         else:
-            auto = store.labels(run_id, "auto", probe.auto_source(run["params"]))
+            auto = store.labels(
+                run_id, "auto", probe.capabilities.labelling.auto_source(run["params"])
+            )
             detectors = sorted({row["source"] for row in auto.values()})
         section = RunSection(
             run=run,
@@ -373,7 +382,9 @@ def build_report(
             detector=", ".join(detectors) or "—",
             extra=run_extra_results(store, run_id, label_mode, flat=flat),
         )
-        section.blocks = group_blocks(section) + probe.report_blocks(section.extra, run["params"])
+        section.blocks = group_blocks(section) + probe.capabilities.presentation.report_blocks(
+            section.extra, run["params"]
+        )
         raters = list(store.rater_labels(run_id))
         if len(raters) >= 2:
             section.blocks += agreement_blocks(labels_agreement(store, run_id), raters)

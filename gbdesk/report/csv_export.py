@@ -276,18 +276,20 @@ METRIC_COLUMNS = [
 def _probe_table_chunks(
     store: Store, run_id: int, label_mode: str = "reviewed", chunk: int | None = None
 ) -> Iterator[dict[str, tuple[list[str], list[dict[str, Any]]]]]:
-    """The probe's own CSV tables of a run (`Probe.export_tables`), from reviewed labels
+    """The probe's own CSV tables of a run (`Exporting.tables`), from reviewed labels
     (a reviewer's where present) by default: a chunk of attempts at a time for a probe
-    whose tables have rows of one attempt each (`export_tables_per_attempt`), else all
+    whose tables have rows of one attempt each (`Exporting.per_attempt`), else all
     attempts at once."""
     from gbdesk.results import effective_labels
-    from gbdesk.studies import ScoringProbe, get_probe
+    from gbdesk.studies import get_probe
 
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
     ensure_auto_labels(store, run_id)
     items = RunItems.of(store, run_id)
-    per_attempt = probe.export_tables_per_attempt and not isinstance(probe, ScoringProbe)
+    caps = probe.capabilities
+    scored = caps.scores is not None  # scored blocks: each attempt's sentence scores
+    per_attempt = caps.exporting.per_attempt and not scored
     parts = (
         store.attempt_chunks(run_id, chunk or EXPORT_CHUNK)
         if per_attempt
@@ -301,11 +303,11 @@ def _probe_table_chunks(
              "label": labels.get(a["id"]), "scores": []}
             for a in part
         ]  # fmt: skip
-        if isinstance(probe, ScoringProbe):
+        if scored:
             by_item = {a["item"]: a for a in attempts}
             for score in store.scores(run_id):
                 by_item[score["item"]]["scores"].append(score)
-        yield probe.export_tables(attempts, run["params"])
+        yield caps.exporting.tables(attempts, run["params"])
 
 
 def probe_tables(

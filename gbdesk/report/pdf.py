@@ -270,9 +270,7 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
             for s in data.runs
             if s.run_id in row["runs"] and s.unfinished
         ]
-        warning = (
-            f"<br><span class='notice'>{e('; '.join(open_runs))}</span>" if open_runs else ""
-        )
+        warning = f"<br><span class='notice'>{e('; '.join(open_runs))}</span>" if open_runs else ""
         heads.append(
             f"<th>{e(row['model'])}<br><span class='muted'>run {e(runs)}</span>{warning}</th>"
         )
@@ -332,11 +330,11 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
     rows = []
     cut_any = undefined_any = False
     for name, m in metrics.items():
-        meaning = probe.metric_description(name)
-        label = f"{e(probe.metric_title(name))}"
+        meaning = probe.capabilities.presentation.metric_description(name)
+        label = f"{e(probe.capabilities.presentation.metric_title(name))}"
         if meaning:
             label += f"<br><span class='muted'>{e(meaning, 160)}</span>"
-        interval, cut = ci_cells(m.ci, probe.metric_bounds(name))
+        interval, cut = ci_cells(m.ci, probe.capabilities.presentation.metric_bounds(name))
         cut_any |= cut
         value = fmt(m.value)
         if math.isnan(m.value):
@@ -368,8 +366,9 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
     title = "Metrics" if len(metrics) <= 12 else f"All {len(metrics)} metrics"
     footnotes = []
     if undefined_any:
+        why = probe.capabilities.presentation.why_undefined
         reasons = sorted(
-            {probe.why_undefined(n, metrics) or UNDEFINED_VALUE for n, m in metrics.items()
+            {why(n, metrics) or UNDEFINED_VALUE for n, m in metrics.items()
              if math.isnan(m.value)}
         )  # fmt: skip
         footnotes.append("‡ " + "; ".join(reasons) + ".")
@@ -390,8 +389,7 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
     )
     doc.add(
         f"<h3>{title}</h3>{note}<table width='100%'><tr>{head}<th>n</th></tr>"
-        f"{''.join(rows)}</table>"
-        + "".join(f"<p class='muted'>{e(x)}</p>" for x in footnotes)
+        f"{''.join(rows)}</table>" + "".join(f"<p class='muted'>{e(x)}</p>" for x in footnotes)
     )
 
 
@@ -652,13 +650,13 @@ def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
     for block in section.blocks:
         _block(block, doc)
     _metric_table(section, doc)
-    if not probe.reviewable:
+    if not probe.capabilities.review.reviewable:
         return  # e.g. perplexities: no detector to review
     review = section.review
     doc.add("<h3>Detector quality and review</h3>")
     if review.label_accuracy is not None:  # measured on the random sample, or says none was
         doc.add(f"<p><b>Label accuracy.</b> {e(review.label_accuracy.text)}</p>")
-    summary = probe.quality_summary(review.quality) if review.reviewed else None
+    summary = probe.capabilities.review.quality_summary(review.quality) if review.reviewed else None
     if summary:
         doc.add(
             f"<p>{review.reviewed:,} of {review.attempts:,} stories were reviewed by a person "

@@ -167,8 +167,9 @@ def probe_table_markdown() -> str:
         probe = get_probe(name)
         items = probe.all_items(next(iter(probe.templates.values())))
         size = f"{len(items):,}"
-        if isinstance(probe, ScoringProbe):
-            size += f" blocks ({probe.work_units(items, 1):,} {probe.unit})"
+        running = probe.capabilities.running
+        if probe.capabilities.scores is not None:
+            size += f" blocks ({running.work_units(items, 1):,} {running.unit})"
         study = get_study(probe.study).title if probe.study in _load() else probe.study
         rows.append(f"| `{name}` | {study} | {size} | {probe.card.measures_short} |")
     return "\n".join(rows)

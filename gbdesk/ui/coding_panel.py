@@ -37,6 +37,7 @@ from gbdesk import coding
 from gbdesk.coding import CodingItem
 from gbdesk.guards import html_text
 from gbdesk.studies import get_probe
+from gbdesk.studies.base import view_class
 from gbdesk.ui.coding_views import CodingSummaryView, CodingView
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.widgets import Banner
@@ -60,7 +61,7 @@ def _load(store, run_id: int) -> dict[str, Any]:
 
 
 def coding_view_for(probe) -> type[CodingView]:
-    return probe.view_class("coding_view") or CodingView
+    return view_class(probe, probe.capabilities.coding.view) or CodingView
 
 
 class CodingPanel(QWidget):

@@ -8,7 +8,7 @@ from typing import Any
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from gbdesk.studies.base import Probe
+from gbdesk.studies.base import Probe, view_class
 
 
 class ResultView(QWidget):
@@ -53,4 +53,4 @@ class ResultView(QWidget):
 
 def result_view_for(probe: Probe) -> type[ResultView] | None:
     """The widget class for a probe's extra results, or None."""
-    return probe.view_class("result_view")
+    return view_class(probe, probe.capabilities.presentation.result_view)

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QLabel, QTextBrowser, QVBoxLayout, QWidget
 
 from gbdesk.guards import html_text
 from gbdesk.review import ReviewItem
-from gbdesk.studies.base import Probe
+from gbdesk.studies.base import Probe, view_class
 from gbdesk.ui.theme import MUTED
 
 
@@ -99,5 +99,5 @@ class GenericReviewView(TextReviewView):
 
 
 def review_view_for(probe: Probe) -> type[ReviewView]:
-    """The probe's own review view (`Probe.review_view`), or the generic one."""
-    return probe.view_class("review_view") or GenericReviewView
+    """The probe's own review view (`Review.view` of its capabilities), or the generic one."""
+    return view_class(probe, probe.capabilities.review.view) or GenericReviewView

@@ -24,6 +24,7 @@ from gbdesk.errors import UserError
 from gbdesk.importer import read_rows
 from gbdesk.report.csv_export import escape_text, unescape_cell
 from gbdesk.studies import get_probe
+from gbdesk.studies.base import label_values
 from gbdesk.studies.globalbias.profiles import parse_profiles
 from gbdesk.studies.globalbias.profiles_stats import parse_list_cell, profiles_frame
 from gbdesk.studies.intersectional.probe import load_categories, map_answer
@@ -94,8 +95,9 @@ scalars = (
 )
 json_values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 json_texts = json_values.map(json.dumps)
@@ -239,7 +241,7 @@ lf_labels = st.one_of(texts, st.lists(lf_entries | json_values, max_size=3).map(
 
 def check_lf_review(value: str) -> None:
     try:
-        label = LF.human_label(LF_STORY, LF_META, value, "ana")
+        label = LF.capabilities.labelling.human_label(LF_STORY, LF_META, value, "ana")
     except UserError as exc:
         _one_line_user_error(exc)
         return
@@ -266,7 +268,7 @@ ix_labels = st.one_of(
 
 def check_intersectional_review(value: str) -> None:
     try:
-        label = INTERSECTIONAL.human_label("a role", {}, value, "ana")
+        label = INTERSECTIONAL.capabilities.labelling.human_label("a role", {}, value, "ana")
     except UserError as exc:
         _one_line_user_error(exc)
         return
@@ -284,11 +286,11 @@ INVENTORIES = get_probe("inventories")
 
 def check_plain_review(value: str) -> None:
     try:
-        label = INVENTORIES.human_label("He left.", {}, value, "ana")
+        label = INVENTORIES.capabilities.labelling.human_label("He left.", {}, value, "ana")
     except UserError as exc:
         _one_line_user_error(exc)
         return
-    assert label["label"] in INVENTORIES.label_values()
+    assert label["label"] in label_values(INVENTORIES)
 
 
 test_plain_review, test_plain_review_slow = twice(check_plain_review, value=texts)
@@ -301,8 +303,9 @@ csv_like = st.lists(
         st.just("prompt,response,attempt"),
         st.text(max_size=40),
         st.sampled_from(NASTY),
-        st.lists(st.text(max_size=10) | st.sampled_from(['"', '""', ",", "\r", "\n"]), max_size=5)
-        .map(",".join),
+        st.lists(
+            st.text(max_size=10) | st.sampled_from(['"', '""', ",", "\r", "\n"]), max_size=5
+        ).map(",".join),
     ),
     max_size=6,
 ).map("\n".join)
@@ -339,8 +342,9 @@ test_read_rows, test_read_rows_slow = twice(
 name_tables = st.lists(
     st.one_of(
         st.sampled_from(["name,white,black", "name,white,black,count", "first_name,asian"]),
-        st.lists(st.text(max_size=8) | st.sampled_from(NASTY) | st.floats().map(str), max_size=4)
-        .map(",".join),
+        st.lists(
+            st.text(max_size=8) | st.sampled_from(NASTY) | st.floats().map(str), max_size=4
+        ).map(",".join),
     ),
     max_size=5,
 ).map("\n".join)

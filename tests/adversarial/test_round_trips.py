@@ -781,7 +781,9 @@ def test_laissez_faire_hand_labels_round_trip(store, tmp_path):
         first = characters[0]  # the reviewer keeps the first character, as a woman
         value = json.dumps([{"role": first["role"], "name": first.get("name"),
                              "references": [], "gender": "Female"}])  # fmt: skip
-        label = probe.human_label(a["response"], items[a["item"]], value, "ana")
+        label = probe.capabilities.labelling.human_label(
+            a["response"], items[a["item"]], value, "ana"
+        )
         store.add_human_label(a["id"], "ana", label["label"], label["data"], label["evidence"])
         reviewed += 1
     assert reviewed == 6
@@ -799,8 +801,8 @@ def test_intersectional_hand_labels_round_trip(store, tmp_path):
         from gbdesk.studies.intersectional.probe import questions_of
 
         options = next(q["options"] for q in questions_of(items[a["item"]]) if str(q["id"]) == qid)
-        label = probe.human_label(a["response"], items[a["item"]], json.dumps({qid: options[-1]}),
-                                  "ana")  # fmt: skip
+        label = probe.capabilities.labelling.human_label(
+            a["response"], items[a["item"]], json.dumps({qid: options[-1]}), "ana")  # fmt: skip
         store.add_human_label(a["id"], "ana", label["label"], label["data"])
     _label_round_trip(store, tmp_path, run_id, "intersectional_sdeg", "answers.csv", "answers.csv")
 
@@ -868,7 +870,7 @@ def test_every_export_file_is_listed(exports):
     written = {(p, f.name) for p, files in exports["files"].items() for f in files}
     assert written == set(EVERY)
     for probe, name in EVERY:
-        assert name in get_probe(probe).export_files, (probe, name)
+        assert name in get_probe(probe).capabilities.exporting.files, (probe, name)
 
 
 @pytest.mark.parametrize("command", ["import", "import-labels"])
@@ -888,10 +890,10 @@ def test_finding_8_every_export_file_goes_in_or_says_which_to_use(
         args = ["import-labels", str(exports["runs"][probe]), "--file", str(path), "--rater", "zed"]
     code = main([*args, "--db", str(db)])
     err = capsys.readouterr().err
-    if command in get_probe(probe).export_files[name]:
+    if command in get_probe(probe).capabilities.exporting.files[name]:
         assert code == 0, err
         return
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and "unexpected" not in err, err
-    readers = [f for f, c in get_probe(probe).export_files.items() if command in c]
+    readers = [f for f, c in get_probe(probe).capabilities.exporting.files.items() if command in c]
     assert any(f in err for f in readers) or "reads no file" in err or "dataset" in err, err

@@ -10,6 +10,7 @@ Items, templates, evaluator (`BusinessVocabularyEvaluator`) and metric calculato
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from functools import cache
@@ -29,9 +30,11 @@ from gbdesk.studies.base import (
     Precision,
     ProbeCard,
     Prompt,
+    default_human_label,
     multi_prompt_item,
     z95,
 )
+from gbdesk.studies.capabilities import Capabilities
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe, marks
 from gbdesk.studies.genderbench.hiring_bloomberg import names_to_demo
 from gbdesk.studies.genderbench.tokenize import word_tokenize
@@ -360,12 +363,21 @@ class BusinessVocabularyProbe(GenderBenchProbe):
     def detected(label: str) -> bool:
         return True  # 1.1.0's evaluation is a dict of counts, never `undetected`
 
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """A reviewer's word keeps the evaluator's counts; narrow word margins first."""
+        caps = super().capabilities
+        return caps.with_(
+            labelling=caps.labelling.with_(human_label=self.human_label),
+            review=caps.review.with_(margin=self.review_margin),
+        )
+
     def human_label(
         self, response: str, metadata: dict[str, Any], value: str, reviewer: str
     ) -> dict[str, Any]:
         """A reviewer's word for the answer; the counts stay the evaluator's (the metrics
         count words, which a review does not change)."""
-        chosen = super().human_label(response, metadata, value, reviewer)
+        chosen = default_human_label(self, response, metadata, value, reviewer)
         chosen["data"] = {"counts": count_words(response)[0]}
         return chosen
 

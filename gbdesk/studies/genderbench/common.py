@@ -17,9 +17,10 @@ compares all three with 1.1.0's own results (tests/fixtures/genderbench_1_1/).
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -39,8 +40,10 @@ from gbdesk.studies.base import (
     LabelOption,
     MetricGroup,
     Precision,
+    default_metric_bounds,
     z95,
 )
+from gbdesk.studies.capabilities import AuditSizing, Capabilities, Resampling
 from gbdesk.studies.genderbench.gb_probe import EXPORT_FILES, genderbench_interval
 from gbdesk.studies.genderbench.pronouns import DETECTOR_NAME, DETECTOR_VERSION, detect_gender
 
@@ -150,18 +153,53 @@ class _Counts:
 class CharacterProfileProbe(GenerationProbe):
     """Shared machinery of the three GenderBench character-profile probes."""
 
-    export_files: ClassVar[dict[str, tuple[str, ...]]] = EXPORT_FILES
-
     label_options = GENDER_LABELS
     mark_definitions = MARKS
     default_attempts = 5
     headline_metrics: ClassVar[list[str]] = ["masculine_rate", "stereotype_rate", "disparity"]
-    review_view = "._qt.review:PronounReviewView"
-    ppi_unit = "item"  # the rates are means over items
-    review_filters: ClassVar[dict[str, str]] = {
-        "undetected": "Undetected",
-        "ties": "Ties (as many he as she)",
-    }
+    #: a --limit below the number of groups is refused (True) or keeps the first items
+    refuse_unbalanced: ClassVar[bool] = True
+    #: what a subset without one group of `balance_key` could not measure (words)
+    balance_needed_for: ClassVar[str] = AuditSizing.balance_needed_for
+
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """The pronoun review view with ties first, one gender per generation as the unit
+        raters agree on, bounds and reasons for the per-source breakdowns, and rates that
+        are means over items (resampled fast)."""
+        caps = super().capabilities
+        return caps.with_(
+            labelling=caps.labelling.with_(detector_title=self.detector_title),
+            review=caps.review.with_(
+                view="._qt.review:PronounReviewView",
+                filters={"undetected": "Undetected", "ties": "Ties (as many he as she)"},
+                is_tie=self.is_tie,
+                undecided=self.undecided,
+                category=self.review_category,
+                margin=self.review_margin,
+                title=self.review_title,
+            ),
+            ratings=caps.ratings.with_(kinds=self.rating_kinds, units=self.rated_units),
+            presentation=caps.presentation.with_(
+                metric_bounds=self.metric_bounds,
+                why_undefined=self.why_undefined,
+                item_title=self.item_title,
+            ),
+            audit=caps.audit.with_(
+                priority=10,
+                precision=self.audit_precision,
+                balance_key=self.balance_key,
+                balance_needed_for=self.balance_needed_for,
+                refuse_unbalanced=self.refuse_unbalanced,
+            ),
+            ppi=caps.ppi.with_(unit="item"),  # the rates are means over items
+            resampling=Resampling(self.resampled_metrics),
+            exporting=caps.exporting.with_(files=EXPORT_FILES),
+        )
+
+    def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:
+        """The group of an item a --limit subset keeps; None: any subset will do."""
+        return None
 
     # -- review: ties first, then texts without a counted pronoun, then narrow margins ----
     def is_tie(self, label: str, data: dict[str, Any]) -> bool:
@@ -193,11 +231,8 @@ class CharacterProfileProbe(GenerationProbe):
         return {"gender": {"": label.get("label")}}
 
     metric_titles: ClassVar[dict[str, str]] = _TITLES
-    audit_priority: ClassVar[int] = 10
     #: what the stereotype rate needs, for `why_undefined`
-    stereotype_needs: ClassVar[str] = (
-        "a readable gender on both male- and female-stereotype items"
-    )
+    stereotype_needs: ClassVar[str] = "a readable gender on both male- and female-stereotype items"
 
     def metric_bounds(self, name: str) -> tuple[float, float] | None:
         """Shares lie in 0–1, stereotype rates in −1–1, the disparity in 0–0.5: per-source
@@ -208,7 +243,7 @@ class CharacterProfileProbe(GenerationProbe):
             return (-1.0, 1.0)
         if name == "disparity":
             return (0.0, 0.5)
-        return super().metric_bounds(name)
+        return default_metric_bounds(self, name)
 
     def why_undefined(self, name: str, metrics: dict[str, MetricValue]) -> str | None:
         part = name.rpartition("_")[2].upper() if name.count("_") > 1 else ""
@@ -284,7 +319,7 @@ class CharacterProfileProbe(GenerationProbe):
         return out
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """"“is affectionate”": the trait, job or sentence the character is built from."""
+        """ "“is affectionate”": the trait, job or sentence the character is built from."""
         what = next(
             (metadata[k] for k in ("description", "job", "sentence") if metadata.get(k)), item
         )
@@ -294,7 +329,7 @@ class CharacterProfileProbe(GenerationProbe):
         return f"“{what}”"
 
     def review_title(self, item: Any) -> str:
-        """"“is affectionate” #2 — male (he 4, she 0)": the item in words, not its key."""
+        """ "“is affectionate” #2 — male (he 4, she 0)": the item in words, not its key."""
         data = item.auto_data or {}
         counts = ""
         if "male_count" in data:

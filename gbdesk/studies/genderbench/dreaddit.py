@@ -8,6 +8,7 @@ Items, template, evaluator (`YesNoEvaluator`) and metric calculator
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from functools import cache
@@ -31,6 +32,7 @@ from gbdesk.studies.base import (
     multi_prompt_item,
     z95,
 )
+from gbdesk.studies.capabilities import Capabilities
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe, marks
 from gbdesk.studies.genderbench.per_item import PerItemCounts
 from gbdesk.studies.genderbench.tokenize import word_tokenize
@@ -252,6 +254,14 @@ class DreadditProbe(GenderBenchProbe):
         found = {"yes": "yes" in tokens, "no": "no" in tokens}
         evidence = token_hits(response, tokens, lambda t: t if t in ("yes", "no") else None)
         return (LABEL_OF[answer] if answer else None), found, evidence
+
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """Ties (answers naming both yes and no) reviewed first, then undetected ones."""
+        caps = super().capabilities
+        return caps.with_(
+            review=caps.review.with_(is_tie=self.is_tie, category=self.review_category)
+        )
 
     def is_tie(self, label: str, data: dict[str, Any]) -> bool:
         data = data or {}

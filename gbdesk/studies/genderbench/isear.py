@@ -9,6 +9,7 @@ non-commercial use only.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from functools import cache
@@ -29,9 +30,12 @@ from gbdesk.studies.base import (
     Precision,
     ProbeCard,
     Prompt,
+    default_metric_description,
+    default_metric_title,
     multi_prompt_item,
     z95,
 )
+from gbdesk.studies.capabilities import Capabilities
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe, marks
 from gbdesk.studies.genderbench.per_item import PerItemCounts
 from gbdesk.studies.genderbench.tokenize import word_tokenize
@@ -229,6 +233,17 @@ class IsearProbe(GenderBenchProbe):
         evidence = token_hits(response, tokens, lambda t: t if t in EMOTIONS else None)
         return emotion, {"emotions": found}, evidence
 
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """Ties (answers naming several emotions) reviewed first, then undetected ones."""
+        caps = super().capabilities
+        return caps.with_(
+            review=caps.review.with_(is_tie=self.is_tie, category=self.review_category),
+            presentation=caps.presentation.with_(
+                metric_title=self.metric_title, metric_description=self.metric_description
+            ),
+        )
+
     def is_tie(self, label: str, data: dict[str, Any]) -> bool:
         return label == UNDETECTED and len((data or {}).get("emotions") or ()) > 1
 
@@ -304,12 +319,12 @@ class IsearProbe(GenderBenchProbe):
             for e in EMOTIONS:
                 if name == share_key(g, e):
                     return f"Share naming {e}, as {g}"
-        return super().metric_title(name)
+        return default_metric_title(self, name)
 
     def metric_description(self, name: str) -> str:
         """None for the 36 per-role shares: their title says it all, and the same sentence
         36 times would fill pages of the report's metric table (the card explains them)."""
-        return "" if name.startswith("share_") else super().metric_description(name)
+        return "" if name.startswith("share_") else default_metric_description(self, name)
 
     def breakdown_groups(self, present: set[str] | None) -> list[MetricGroup]:
         groups = [

@@ -142,5 +142,3 @@ class JobsLumProbe(CharacterProfileProbe):
             )
             metrics["stereotype_rate"] = float(fit.x[0])
         return metrics
-
-

@@ -315,19 +315,21 @@ def build(runs: list[StudyRun]) -> StudyReport | None:
         blocks.append(Heading(HARM_SECTIONS[section]))
         for probe_name, metric in CHART_CONFIG[section]:
             probe = get_probe(probe_name)
-            title = f"{probe.metric_title(metric)} ({probe.card.title})"
+            title = f"{probe.capabilities.presentation.metric_title(metric)} ({probe.card.title})"
             if probe_name not in ran:
                 blocks.append(Paragraph(f"{title}: not run.", "muted"))
                 continue
             definition = probe.mark_definitions.get(metric)
-            bounds = probe.metric_bounds(metric)
+            bounds = probe.capabilities.presentation.metric_bounds(metric)
             rows, past, empty = [], [], []
             for model, metrics in models.items():
                 m = metrics.get(probe_name, {}).get(metric)
                 if m is None:
                     continue
                 if math.isnan(float(m.value)):
-                    why = probe.why_undefined(metric, metrics.get(probe_name, {}))
+                    why = probe.capabilities.presentation.why_undefined(
+                        metric, metrics.get(probe_name, {})
+                    )
                     empty.append(f"{model}: {why or UNDEFINED_VALUE}")
                 (lo, hi), cut = clip_ci((float(m.ci[0]), float(m.ci[1])), bounds)
                 past += cut

@@ -32,7 +32,7 @@ def reword(
     m = metrics.get(name)
     if m is None:
         return findings
-    (lo, hi), _ = clip_ci(m.ci, probe.metric_bounds(name))  # type: ignore[attr-defined]
+    (lo, hi), _ = clip_ci(m.ci, probe.capabilities.presentation.metric_bounds(name))  # type: ignore[attr-defined]
     shown = replace(m, ci=(lo, hi))
     generic = probe.finding_sentence(name, shown)  # type: ignore[attr-defined]
     better = specific(shown, metrics)

@@ -9,6 +9,7 @@ is scored (resumable, idempotent).
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Iterable
@@ -27,7 +28,9 @@ from gbdesk.studies.base import (
     ProbeCard,
     ProbeOption,
     ScoringProbe,
+    sample_and_limit,
 )
+from gbdesk.studies.capabilities import DEFAULT_EXPORT_FILES, Capabilities, Resampling
 from gbdesk.studies.globalbias.apx_stats import (
     TEMPLATES,
     apx_table,
@@ -60,17 +63,43 @@ APX_TITLES = {
 
 class GlobalBiasApxProbe(ScoringProbe):
     name = "globalbias_apx"
-    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
-        **ScoringProbe.export_files,
-        "attempts.csv": (),  # scored blocks: their scores are in scores.csv
-        "scores.csv": ("import",),
-        "associations.csv": ("import",),
-        "codes.csv": (),
-    }
     version = "1"
 
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """Scored blocks of sentences with their own import (scores or an APX table), export
+        tables, associations view, audit sizes and fast resampled metrics."""
+        caps = super().capabilities
+        return caps.with_(
+            running=caps.running.with_(unit="sentences"),
+            labelling=caps.labelling.with_(
+                source_prefix=self.builtin_source_prefix, detector_title=self.detector_title
+            ),
+            presentation=caps.presentation.with_(
+                item_title=self.item_title,
+                report_blocks=self.report_blocks,
+                result_view="._qt.views:AssociationsView",
+            ),
+            importing=caps.importing.with_(plan=self.plan_import),
+            exporting=caps.exporting.with_(
+                tables=self.export_tables,
+                files={
+                    **DEFAULT_EXPORT_FILES,
+                    "attempts.csv": (),  # scored blocks: their scores are in scores.csv
+                    "scores.csv": ("import",),
+                    "associations.csv": ("import",),
+                    "codes.csv": (),
+                },
+            ),
+            audit=caps.audit.with_(
+                priority=40, sizes=self.audit_sizes, precision=self.audit_precision
+            ),
+            resampling=Resampling(self.resampled_metrics),
+            ppi=caps.ppi.with_(paired_test_exclusion=self.paired_test_exclusion),
+        )
+
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """"Abdourahamane (African, M), template 1": the name and its group, not the key."""
+        """ "Abdourahamane (African, M), template 1": the name and its group, not the key."""
         if not metadata.get("name"):
             return item
         ethnicity = str(metadata.get("ethnicity", "?")).capitalize()
@@ -78,8 +107,7 @@ class GlobalBiasApxProbe(ScoringProbe):
             f"{metadata['name']} ({ethnicity}, {metadata.get('gender', '?')}), "
             f"template {metadata.get('template', '?')}"
         )
-    unit = "sentences"
-    result_view = "._qt.views:AssociationsView"
+
     templates: ClassVar[dict[str, str]] = {"paper": "T1 My name is {name}, I …  · T2/T3 {name} …"}
     template_slots = ()
     default_attempts = 1
@@ -261,7 +289,7 @@ class GlobalBiasApxProbe(ScoringProbe):
             for row in self.selected_names(params)
             for b, block in enumerate(blocks)
         ]
-        return self.sample_and_limit(items, params)
+        return sample_and_limit(self, items, params)
 
     @staticmethod
     def block_item(t: int, row: dict[str, str], b: int, block: list[int]) -> Item:
@@ -420,8 +448,6 @@ class GlobalBiasApxProbe(ScoringProbe):
         from gbdesk.studies.globalbias.report import apx_findings
 
         return apx_findings(metrics, extra)
-
-    audit_priority: ClassVar[int] = 40
 
     def audit_sizes(self) -> list[AuditSize]:
         """More names per group and descriptors, then all three templates."""

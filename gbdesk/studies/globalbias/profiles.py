@@ -1,7 +1,6 @@
 """GlobalBias character profiles: the Appendix B prompt, schema-constrained, and the
 released analysis (SVM over profile fields, ablation, Jensen–Shannon top words)."""
 
-
 from __future__ import annotations
 
 import functools
@@ -24,8 +23,10 @@ from gbdesk.studies.base import (
     Precision,
     ProbeCard,
     ProbeOption,
+    sample_and_limit,
     z95,
 )
+from gbdesk.studies.capabilities import DEFAULT_EXPORT_FILES, Capabilities, Resampling
 from gbdesk.studies.globalbias.data import NAMES_PER_GROUP, selected_names
 
 
@@ -177,15 +178,45 @@ PROFILE_TITLES = {
 
 class GlobalBiasProfilesProbe(GenerationProbe):
     name = "globalbias_profiles"
-    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
-        **GenerationProbe.export_files,
-        "attempts.csv": ("import",),  # parsed profiles are reviewed in the app
-        "profiles.csv": ("import",),
-    }
     version = "1"
 
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """Profiles reviewed and shown in their own views, imported from answers or a
+        profiles table, exported as one, sized for audits, resampled fast (the parse
+        failures; the SVMs are refitted)."""
+        caps = super().capabilities
+        return caps.with_(
+            labelling=caps.labelling.with_(
+                source_prefix=self.builtin_source_prefix, detector_title=self.detector_title
+            ),
+            review=caps.review.with_(view="._qt.views:ProfileReviewView"),
+            presentation=caps.presentation.with_(
+                item_title=self.item_title,
+                report_blocks=self.report_blocks,
+                result_view="._qt.views:ProfileResultsView",
+            ),
+            importing=caps.importing.with_(plan=self.plan_import, item=self.import_item),
+            exporting=caps.exporting.with_(
+                tables=self.export_tables,
+                files={
+                    **DEFAULT_EXPORT_FILES,
+                    "attempts.csv": ("import",),  # parsed profiles are reviewed in the app
+                    "profiles.csv": ("import",),
+                },
+            ),
+            audit=caps.audit.with_(
+                priority=45, sizes=self.audit_sizes, precision=self.audit_precision
+            ),
+            resampling=Resampling(self.resampled_metrics),
+            ppi=caps.ppi.with_(
+                resampled=self.ppi_resampled_metrics,
+                paired_test_exclusion=self.paired_test_exclusion,
+            ),
+        )
+
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """"Profile of Abdourahamane": the names asked about, not the key."""
+        """ "Profile of Abdourahamane": the names asked about, not the key."""
         people = metadata.get("people")
         if isinstance(people, str):  # as a CSV import stores it
             try:
@@ -196,11 +227,10 @@ class GlobalBiasProfilesProbe(GenerationProbe):
             return item
         names = [str(p.get("name")) for p in people or [] if isinstance(p, dict)]
         return f"Profile of {', '.join(names)}" if names else item
+
     templates: ClassVar[dict[str, str]] = {"paper": "{list_of_names}"}
     template_slots = ("list_of_names",)
     default_attempts = 3  # runs per name, as the paper
-    review_view = "._qt.views:ProfileReviewView"
-    result_view = "._qt.views:ProfileResultsView"
     options: ClassVar[tuple[ProbeOption, ...]] = (
         ProbeOption(
             "names_per_prompt",
@@ -333,7 +363,7 @@ class GlobalBiasProfilesProbe(GenerationProbe):
                     metadata={"people": people},
                 )
             )
-        return self.sample_and_limit(items, params)
+        return sample_and_limit(self, items, params)
 
     def request_schema(self, metadata: dict[str, Any]) -> dict[str, Any] | None:
         n = len(metadata.get("people") or []) or 1
@@ -483,8 +513,6 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         from gbdesk.studies.globalbias.report import profiles_findings
 
         return profiles_findings(metrics)
-
-    audit_priority: ClassVar[int] = 45
 
     def audit_sizes(self) -> list[AuditSize]:
         """2, 5, then 10 names per group once each, then the paper's three runs."""

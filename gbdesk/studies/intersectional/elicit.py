@@ -15,6 +15,7 @@ text: both prompts here are reconstructions from §2.2 and §2.4, and say so on 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -28,7 +29,6 @@ from gbdesk.errors import UserError, short_repr
 from gbdesk.guards import INT64_MAX, loads_json, whole_number
 from gbdesk.stats import MetricValue, wilson_interval
 from gbdesk.studies.base import (
-    AuditSize,
     ChainProbe,
     GenerationProbe,
     Item,
@@ -36,7 +36,10 @@ from gbdesk.studies.base import (
     MetricGroup,
     ProbeCard,
     ProbeOption,
+    default_human_label_from_rows,
+    sample_and_limit,
 )
+from gbdesk.studies.capabilities import DEFAULT_EXPORT_FILES, Capabilities
 from gbdesk.studies.intersectional.groups import (
     broader_groups,
     one_step_broader,
@@ -302,25 +305,35 @@ class ElicitationProbe(GenerationProbe):
     """Stereotypes of each target group, elicited with the three-part prompt of §2.2."""
 
     name = "intersectional_elicit"
-    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
-        **GenerationProbe.export_files,
-        "attempts.csv": ("import",),
-        "triples.csv": (),
-    }
     version = "1"
 
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """Replies counted as such, not reviewed (the filter's run is), no audit size
+        (building a dataset is its own workflow), the triples exported."""
+        caps = super().capabilities
+        return caps.with_(
+            running=caps.running.with_(unit="replies"),
+            review=caps.review.with_(reviewable=False),
+            audit=caps.audit.with_(sizes=list),
+            labelling=caps.labelling.with_(source_prefix=self.builtin_source_prefix),
+            presentation=caps.presentation.with_(
+                item_title=self.item_title, report_blocks=self.report_blocks
+            ),
+            exporting=caps.exporting.with_(
+                tables=self.export_tables,
+                files={**DEFAULT_EXPORT_FILES, "attempts.csv": ("import",), "triples.csv": ()},
+            ),
+        )
+
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """"Stereotypes of White, old people": the group in words, not its key."""
+        """ "Stereotypes of White, old people": the group in words, not its key."""
         group = str(metadata.get("group") or "")
         return f"Stereotypes of {group.replace(';', ', ')} people" if group else item
-    unit = "replies"
+
     templates: ClassVar[dict[str, str]] = {"reconstruction": ELICIT_PROMPT}
     template_slots = ("people", "broader")
     default_attempts = 1
-    reviewable = False
-    def audit_sizes(self) -> list[AuditSize]:
-        """None: building a dataset is its own workflow, not a step of a model's audit."""
-        return []
 
     options: ClassVar[tuple[ProbeOption, ...]] = (
         ProbeOption(
@@ -419,7 +432,7 @@ class ElicitationProbe(GenerationProbe):
             self.group_item(g, params["template"], params.get("max_stereotypes", 8))
             for g in params.get("groups") or table1_groups()
         ]
-        return self.sample_and_limit(items, params)
+        return sample_and_limit(self, items, params)
 
     @staticmethod
     def group_item(group: str, template: str, max_stereotypes: int) -> Item:
@@ -647,21 +660,47 @@ class FilterProbe(ChainProbe):
     dataset, which people validate in Review."""
 
     name = "intersectional_filter"
-    # a dataset goes out and in with `gbdesk dataset export` / `dataset import` (import_hint)
-    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
-        **ChainProbe.export_files,
-        "attempts.csv": ("import-labels",),
-        "stereotypes.csv": (),
-    }
     version = "1"
-    unit = "stereotypes"
-    review_view = "._qt.views:StereotypeValidationView"
     templates: ClassVar[dict[str, str]] = {"reconstruction": FILTER_PROMPT}
     template_slots = ("people", "stereotype", "explanation", "broader", "choices")
     default_attempts = 1
-    def audit_sizes(self) -> list[AuditSize]:
-        """None: building a dataset is its own workflow, not a step of a model's audit."""
-        return []
+
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """Stereotypes validated in their own review view by several people (their
+        decisions, their quality), the dataset bound from the database, no audit size."""
+        caps = super().capabilities
+        return caps.with_(
+            running=caps.running.with_(unit="stereotypes"),
+            parameters=caps.parameters.with_(bind=self.bind),
+            audit=caps.audit.with_(sizes=list),
+            labelling=caps.labelling.with_(
+                source_prefix=self.builtin_source_prefix,
+                detector_title=self.detector_title,
+                human_label=self.human_label,
+                from_rows=self.human_label_from_rows,
+                labels_differ=self.labels_differ,
+            ),
+            review=caps.review.with_(
+                view="._qt.views:StereotypeValidationView",
+                category=self.review_category,
+                undecided=self.undecided,
+                extras=self.review_extras,
+                quality=self.review_quality,
+                quality_summary=self.quality_summary,
+            ),
+            presentation=caps.presentation.with_(report_blocks=self.report_blocks),
+            importing=caps.importing.with_(hint=self.import_hint),
+            # a dataset goes out and in with `gbdesk dataset export` / `dataset import`
+            exporting=caps.exporting.with_(
+                tables=self.export_tables,
+                files={
+                    **DEFAULT_EXPORT_FILES,
+                    "attempts.csv": ("import-labels",),
+                    "stereotypes.csv": (),
+                },
+            ),
+        )
 
     options: ClassVar[tuple[ProbeOption, ...]] = (
         ProbeOption(
@@ -792,7 +831,7 @@ class FilterProbe(ChainProbe):
             self.stereotype_item(f"s{n:04d}", s, params["template"])
             for n, s in enumerate(stereotypes, start=1)
         ]
-        return self.sample_and_limit(items, params)
+        return sample_and_limit(self, items, params)
 
     @staticmethod
     def stereotype_item(key: str, s: dict[str, Any], template: str) -> Item:
@@ -909,7 +948,7 @@ class FilterProbe(ChainProbe):
     ) -> dict[str, Any] | None:
         """Rows with `common` (yes/no), `specific` (a/b) and optional `category`."""
         if "common" not in rows[0] and "specific" not in rows[0]:
-            return super().human_label_from_rows(response, metadata, rows, rater)
+            return default_human_label_from_rows(self, response, metadata, rows, rater)
         if len(rows) > 1:
             raise UserError("a stereotype has several rows")
         row = rows[0]

@@ -39,8 +39,11 @@ from gbdesk.studies.base import (
     Precision,
     ProbeCard,
     ProbeOption,
+    default_metric_title,
+    sample_and_limit,
     z95,
 )
+from gbdesk.studies.capabilities import DEFAULT_EXPORT_FILES, Capabilities, Resampling
 from gbdesk.studies.intersectional.groups import people_phrase
 from gbdesk.studies.intersectional.stats import (
     category_table,
@@ -184,16 +187,54 @@ DESIGNS = {
 
 class IntersectionalProbe(ChainProbe):
     name = "intersectional_sdeg"
-    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
-        **ChainProbe.export_files,
-        "attempts.csv": (),  # roles only: their answers are in answers.csv
-        "answers.csv": ("import", "import-labels"),
-        "sdeg_cells.csv": (),
-    }
     version = "1"
-    unit = "roles"
-    review_view = "._qt.views:RoleAnswersView"
-    result_view = "._qt.views:SDegResultsView"
+
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """Roles and their answers: a dataset bound from the database, the answers as
+        the units raters agree on, its own views, import, export, audit sizes (a role's
+        follow-up questions counted) and fast resampled SDeg."""
+        caps = super().capabilities
+        return caps.with_(
+            running=caps.running.with_(unit="roles"),
+            parameters=caps.parameters.with_(
+                bind=self.bind, template_samples=self.template_samples
+            ),
+            labelling=caps.labelling.with_(
+                source_prefix=self.builtin_source_prefix,
+                detector_title=self.detector_title,
+                human_label=self.human_label,
+                from_rows=self.human_label_from_rows,
+                labels_differ=self.labels_differ,
+            ),
+            review=caps.review.with_(view="._qt.views:RoleAnswersView", title=self.review_title),
+            ratings=caps.ratings.with_(kinds=self.rating_kinds, units=self.rated_units),
+            presentation=caps.presentation.with_(
+                metric_title=self.metric_title,
+                item_title=self.item_title,
+                report_blocks=self.report_blocks,
+                result_view="._qt.views:SDegResultsView",
+            ),
+            importing=caps.importing.with_(plan=self.plan_import),
+            exporting=caps.exporting.with_(
+                tables=self.export_tables,
+                files={
+                    **DEFAULT_EXPORT_FILES,
+                    "attempts.csv": (),  # roles only: their answers are in answers.csv
+                    "answers.csv": ("import", "import-labels"),
+                    "sdeg_cells.csv": (),
+                },
+            ),
+            audit=caps.audit.with_(
+                priority=30,
+                sizes=self.audit_sizes,
+                tokens=self.audit_tokens,
+                precision=self.audit_precision,
+            ),
+            resampling=Resampling(self.resampled_metrics),
+            ppi=caps.ppi.with_(paired_test_exclusion=self.paired_test_exclusion),
+        )
+
     templates: ClassVar[dict[str, str]] = {"paper": ROLE_PROMPT}
     template_slots = ("count", "people")
 
@@ -497,7 +538,7 @@ class IntersectionalProbe(ChainProbe):
                 for g in load_groups()
                 if any(g.get(a) for a in chosen)
             ]
-            return self.sample_and_limit(items, params)
+            return sample_and_limit(self, items, params)
         by_id = {q["id"]: q for q in bank}
         table1 = {name: n for n, name in enumerate(table1_groups(), start=1)}
         items = []
@@ -514,7 +555,7 @@ class IntersectionalProbe(ChainProbe):
             item.metadata["categories"] = entry["categories"]
             item.metadata["stereotypes"] = entry["stereotypes"]
             items.append(item)
-        return self.sample_and_limit(items, params)
+        return sample_and_limit(self, items, params)
 
     def template_samples(self) -> dict[str, Any]:
         return {"count": 1, "people": "Black women"}  # `group_item` fills in count=1
@@ -584,9 +625,7 @@ class IntersectionalProbe(ChainProbe):
             request(messages, answer_seed, **overrides)
             for messages, answer_seed, overrides in self._answer_asks(role, metadata, seed)
         ]
-        return self._summary(
-            role, replies, metadata, sum(r.latency_s for r in (role, *replies))
-        )
+        return self._summary(role, replies, metadata, sum(r.latency_s for r in (role, *replies)))
 
     def _role_prompt(self, metadata: dict[str, Any], prompt: str | None) -> str:
         return prompt or self.templates["paper"].format(count=1, people=people_phrase(metadata, 1))
@@ -887,19 +926,17 @@ class IntersectionalProbe(ChainProbe):
         if key.family == "sdeg_group":
             group = next((g for g in load_groups() if g["group"] == key.part(0)), None)
             return f"Stereotype degree of {people_phrase(group, 2) if group else key.part(0)}"
-        return super().metric_title(name)
+        return default_metric_title(self, name)
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """"old White people": the group in words, not its key."""
+        """ "old White people": the group in words, not its key."""
         group = next((g for g in load_groups() if g["group"] == metadata.get("group")), None)
         return people_phrase(group, 2) if group else item
 
     def review_title(self, item: Any) -> str:
-        """"old White people, role 3 — answered": the group in words, not its key."""
+        """ "old White people, role 3 — answered": the group in words, not its key."""
         who = self.item_title(item.item, item.metadata or {})
         return f"{who}, role {item.attempt + 1} — {item.effective_label}"
-
-    audit_priority: ClassVar[int] = 30
 
     def audit_sizes(self) -> list[AuditSize]:
         """Few groups with few roles first, then every group with the paper's 10 roles."""

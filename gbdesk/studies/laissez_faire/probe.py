@@ -17,6 +17,7 @@ object.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -41,7 +42,16 @@ from gbdesk.studies.base import (
     Precision,
     ProbeCard,
     ProbeOption,
+    default_metric_title,
+    sample_and_limit,
     z95,
+)
+from gbdesk.studies.capabilities import (
+    DEFAULT_EXPORT_FILES,
+    Capabilities,
+    Coding,
+    FlatFacts,
+    Resampling,
 )
 from gbdesk.studies.laissez_faire.extract.gender_words import DEFAULT_WORD_LIST
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
@@ -217,18 +227,7 @@ class Character:
 
 class LaissezFaireProbe(GenerationProbe):
     name = "laissez_faire"
-    export_files: ClassVar[dict[str, tuple[str, ...]]] = {
-        **GenerationProbe.export_files,
-        "attempts.csv": ("import",),
-        "characters.csv": ("import-labels",),
-    }
     version = "1"
-    unit = "stories"
-    review_view = "._qt.views:CharacterReviewView"
-    result_view = "._qt.views:CharacterResultsView"
-    review_filters: ClassVar[dict[str, str]] = {"undetected": "Unspecified or unsure gender"}
-    coding_view = "._qt.coding:StoryCodingView"
-    coding_title = "Stereotype codes"
     templates: ClassVar[dict[str, str]] = {"paper": "{prompt}"}
     template_slots = ("prompt",)
     default_attempts = 10  # samples per prompt (the paper drew 1,000 per model)
@@ -348,6 +347,86 @@ class LaissezFaireProbe(GenerationProbe):
     )
 
     # -- parameters and items ---------------------------------------------------------------
+    @functools.cached_property
+    def capabilities(self) -> Capabilities:
+        """Stories whose characters are extracted (by a labelling pass, or rebuilt from
+        imported rows), reviewed least sure first in their own view, coded with a
+        codebook, measured on the flat table of characters, resampled fast for PPI, and
+        exported a character per row."""
+        caps = super().capabilities
+        return caps.with_(
+            running=caps.running.with_(unit="stories"),
+            labelling=caps.labelling.with_(
+                source_prefix=self.builtin_source_prefix,
+                auto_source=self.auto_source,
+                detector_title=self.detector_title,
+                human_label=self.human_label,
+                from_rows=self.human_label_from_rows,
+                passes=self.labelling_passes,
+            ),
+            review=caps.review.with_(
+                view="._qt.views:CharacterReviewView",
+                filters={"undetected": "Unspecified or unsure gender"},
+                category=self.review_category,
+                undecided=self.undecided,
+                confidence=self.label_confidence,
+                title=self.review_title,
+                quality=self.review_quality,
+                quality_summary=self.quality_summary,
+            ),
+            ratings=caps.ratings.with_(
+                kinds=self.rating_kinds,
+                units=self.rated_units,
+                label_units=self.label_units,
+                words=AccuracyWords(
+                    unit="character",
+                    units="characters",
+                    right="had name and gender right",
+                    share="share of characters with name and gender right",
+                    labeller="extractor",
+                    stories="stories",
+                    kinds=(("gender", "gender"), ("name", "name")),
+                ),
+            ),
+            presentation=caps.presentation.with_(
+                metric_title=self.metric_title,
+                item_title=self.item_title,
+                report_blocks=self.report_blocks,
+                result_view="._qt.views:CharacterResultsView",
+            ),
+            importing=caps.importing.with_(item=self.import_item, hint=self.import_hint),
+            exporting=caps.exporting.with_(
+                tables=self.export_tables,
+                per_attempt=True,
+                files={
+                    **DEFAULT_EXPORT_FILES,
+                    "attempts.csv": ("import",),
+                    "characters.csv": ("import-labels",),
+                },
+            ),
+            coding=Coding(
+                view="._qt.coding:StoryCodingView",
+                title="Stereotype codes",
+                codebook=self.default_codebook,
+                candidates=self.coding_candidates,
+            ),
+            audit=caps.audit.with_(
+                priority=20, sizes=self.audit_sizes, precision=self.audit_precision
+            ),
+            flat=FlatFacts(
+                facts=self.label_facts,
+                metrics=self.flat_metrics,
+                extra_results=self.flat_extra_results,
+                label_units=self.flat_label_units,
+            ),
+            resampling=Resampling(self.resampled_metrics),
+            ppi=caps.ppi.with_(
+                resampled=self.ppi_resampled_metrics,
+                evaluator=self.ppi_evaluator,
+                paired_test_exclusion=self.paired_test_exclusion,
+            ),
+        )
+
     def resolve_params(
         self,
         template: str | None = None,
@@ -393,7 +472,7 @@ class LaissezFaireProbe(GenerationProbe):
         all_items = [
             i for i in self.all_items(params["template"]) if i.metadata["domain"] in domains
         ]
-        return self.sample_and_limit(all_items, params)
+        return sample_and_limit(self, all_items, params)
 
     @staticmethod
     def _item(prompt: dict[str, Any], template: str) -> Item:
@@ -642,8 +721,6 @@ class LaissezFaireProbe(GenerationProbe):
                         pairs[label] += 1
         return pairs
 
-    audit_priority: ClassVar[int] = 20
-
     def audit_sizes(self) -> list[AuditSize]:
         """A few prompts once, then all 100 prompts with more and more samples each (the
         paper drew 1,000 per prompt)."""
@@ -685,17 +762,17 @@ class LaissezFaireProbe(GenerationProbe):
     def metric_title(self, name: str) -> str:
         from gbdesk.studies.laissez_faire.report import metric_title
 
-        return metric_title(name) or super().metric_title(name)
+        return metric_title(name) or default_metric_title(self, name)
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """"Love, power-laden: an American person who instructs friend": the scenario."""
+        """ "Love, power-laden: an American person who instructs friend": the scenario."""
         scene = metadata_scenario(metadata) or str(metadata.get("scenario") or item)
         return f"{metadata.get('domain', '')}, {metadata.get('condition', '')}: {scene}".strip(
             ", :"
         )
 
     def review_title(self, item: Any) -> str:
-        """"Love, power-laden: an American person who instructs friend — subject Elara
+        """ "Love, power-laden: an American person who instructs friend — subject Elara
         Bard (gender unsure); object Malibu (gender not stated)"."""
         from gbdesk.studies.laissez_faire.report import character_gender_words
 
@@ -782,8 +859,6 @@ class LaissezFaireProbe(GenerationProbe):
         }
 
     # -- export, review and import ----------------------------------------------------------------
-    export_tables_per_attempt: ClassVar[bool] = True
-
     def export_tables(
         self, attempts: list[dict[str, Any]], params: dict[str, Any] | None
     ) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
@@ -1078,8 +1153,6 @@ class LaissezFaireProbe(GenerationProbe):
         }
 
     # -- the flat table (metrics at the paper's scale) ---------------------------------------
-    has_label_facts = True
-
     def label_facts(
         self, label: dict[str, Any], response: str, metadata: dict[str, Any]
     ) -> list[tuple[Any, ...]] | None:
@@ -1147,16 +1220,6 @@ class LaissezFaireProbe(GenerationProbe):
         values = [c.get("confidence") for c in (data or {}).get("characters", [])]
         values = [float(v) for v in values if v is not None]
         return min(values) if values else None
-
-    accuracy_words = AccuracyWords(
-        unit="character",
-        units="characters",
-        right="had name and gender right",
-        share="share of characters with name and gender right",
-        labeller="extractor",
-        stories="stories",
-        kinds=(("gender", "gender"), ("name", "name")),
-    )
 
     def label_units(self, label: dict[str, Any], metadata: dict[str, Any]) -> dict[Hashable, Any]:
         """Each extracted character (by role) with the extractor's calibrated confidence
@@ -1444,16 +1507,13 @@ def _offset_span(story: str, ref: list[Any], where: str) -> Span:
     """[start, end] or [start, end, text] offsets of a reviewer's reference."""
     whole = [x for x in ref[:2] if isinstance(x, int) and not isinstance(x, bool)]
     if len(ref) not in (2, 3) or len(whole) != 2 or (len(ref) == 3 and not isinstance(ref[2], str)):
-        raise UserError(
-            f"{where}: offsets are [start, end] whole numbers, not {short_repr(ref)}"
-        )
+        raise UserError(f"{where}: offsets are [start, end] whole numbers, not {short_repr(ref)}")
     start, end = whole
     if not 0 <= start < end <= len(story):
         raise UserError(f"offsets {start}–{end} are outside the story")
     if len(ref) == 3 and ref[2] != story[start:end]:
         raise UserError(
-            f"offsets {start}–{end} hold {short_repr(story[start:end])}, "
-            f"not {short_repr(ref[2])}"
+            f"offsets {start}–{end} hold {short_repr(story[start:end])}, not {short_repr(ref[2])}"
         )
     return Span(start, end, story[start:end])
 

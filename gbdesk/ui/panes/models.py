@@ -115,7 +115,9 @@ def capabilities_html(found: dict[str, Any] | None) -> str:
             line += f" <span style='color:#6b7280'>— {html_text(why)}</span>"
         if not ok:
             needing = [
-                get_probe(n).card.title for n in probe_names() if key in get_probe(n).engine_needs
+                get_probe(n).card.title
+                for n in probe_names()
+                if key in get_probe(n).capabilities.running.engine_needs
             ]
             if needing:
                 line += (

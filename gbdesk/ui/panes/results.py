@@ -484,8 +484,8 @@ class ResultsPane(QWidget):
         self.table.setRowCount(len(names))
         probe = get_probe(runs[0]["probe"])
         for row, name in enumerate(names):
-            desc = probe.metric_description(name)
-            title = probe.metric_title(name)
+            desc = probe.capabilities.presentation.metric_description(name)
+            title = probe.capabilities.presentation.metric_title(name)
             item = QTableWidgetItem(title)
             item.setToolTip(tooltip(title, desc, name))
             item.setData(Qt.ItemDataRole.UserRole, name)
@@ -582,13 +582,17 @@ class ResultsPane(QWidget):
     def _add_marked_plot(self, probe: Any, same: list, name: str, group: Any, colors) -> None:
         rows = self._rows(same, [name], group, colors, by_metric=False)
         plot = CIPlot(
-            probe.metric_title(name),
+            probe.capabilities.presentation.metric_title(name),
             rows,
             probe.mark_definitions.get(name),
             on_click=self._open_review,
         )
         plot.setToolTip(
-            tooltip(probe.metric_title(name), probe.metric_description(name), name)
+            tooltip(
+                probe.capabilities.presentation.metric_title(name),
+                probe.capabilities.presentation.metric_description(name),
+                name,
+            )
             + "\n\nClick a point to review the attempts behind it"
         )
         self._add_plot(plot)
@@ -635,7 +639,10 @@ class ResultsPane(QWidget):
                 if m is None:
                     continue
                 label = (
-                    (group.labels.get(name) or (probe.metric_title(name) if probe else name))
+                    (
+                        group.labels.get(name)
+                        or (probe.capabilities.presentation.metric_title(name) if probe else name)
+                    )
                     if by_metric
                     else f"Run {r['id']} · {r['model'].get('name', '?')}"
                 )
@@ -724,7 +731,11 @@ class ResultsPane(QWidget):
             if f.finding.metric:
                 name = f.finding.metric
                 entry.setToolTip(
-                    tooltip(probe.metric_title(name), probe.metric_description(name), name)
+                    tooltip(
+                        probe.capabilities.presentation.metric_title(name),
+                        probe.capabilities.presentation.metric_description(name),
+                        name,
+                    )
                 )
             self.findings_list.addItem(entry)
         if not findings:
@@ -798,7 +809,12 @@ class ResultsPane(QWidget):
             for col, text in enumerate(cells):
                 cell = QTableWidgetItem(text)
                 cell.setToolTip(
-                    tooltip(m.title or m.name, probe.metric_description(m.name), m.name, m.sentence)
+                    tooltip(
+                        m.title or m.name,
+                        probe.capabilities.presentation.metric_description(m.name),
+                        m.name,
+                        m.sentence,
+                    )
                 )
                 if m.established:
                     cell.setBackground(QBrush(QColor("#e0f2fe")))

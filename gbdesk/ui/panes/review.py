@@ -357,10 +357,10 @@ class ReviewPane(QWidget):
         self.mode_combo.blockSignals(True)
         while self.mode_combo.count() > 1:
             self.mode_combo.removeItem(1)
-        if probe.coding_view:
-            self.mode_combo.addItem(probe.coding_title, "coding")
-        self.mode_combo.setVisible(bool(probe.coding_view))
-        self.mode_combo.setCurrentIndex(1 if coding and probe.coding_view else 0)
+        if probe.capabilities.coding.view:
+            self.mode_combo.addItem(probe.capabilities.coding.title, "coding")
+        self.mode_combo.setVisible(bool(probe.capabilities.coding.view))
+        self.mode_combo.setCurrentIndex(1 if coding and probe.capabilities.coding.view else 0)
         self.mode_combo.blockSignals(False)
         self._apply_mode()
 
@@ -446,7 +446,7 @@ class ReviewPane(QWidget):
         mark = ("✓ " if item.reviewed else "• ") + ("◆ " if item.in_sample else "")
         probe_name = self.probe_name()
         try:  # the scenario and names in words (the study's `review_title`)
-            title = get_probe(probe_name).review_title(item) if probe_name else ""
+            title = get_probe(probe_name).capabilities.review.title(item) if probe_name else ""
         except Exception:  # a study's bug must not empty the queue
             log.exception("review_title of %s failed", probe_name)
             title = ""
@@ -621,7 +621,7 @@ class ReviewPane(QWidget):
         ]
         probe_name = self.probe_name()
         summary = (
-            get_probe(probe_name).quality_summary(stats.quality)
+            get_probe(probe_name).capabilities.review.quality_summary(stats.quality)
             if probe_name and stats.reviewed
             else None
         )

@@ -884,7 +884,9 @@ class RunsPane(QWidget):
         self.resume_button.setEnabled(can_resume)
         self.results_button.setEnabled(run is not None)
         passes = (
-            [p for p in get_probe(run["probe"]).labelling_passes() if p.needs_model] if run else []
+            [p for p in get_probe(run["probe"]).capabilities.labelling.passes() if p.needs_model]
+            if run
+            else []
         )
         self.label_pass = passes[0].name if passes else None
         if passes:
