@@ -5,13 +5,13 @@ model's measured speed, run the probes one after another, finish with the report
   when it never generated here, a short measurement: one 32-token answer after loading it
   (`measure_speed`). The load time is added once per probe run. Scoring probes use the
   model's stored scoring speed, else 8 scored sentences.
-* **Plan.** Each probe offers sizes, smallest first (`Probe.audit_sizes`); `estimate_run`
-  times each (× `Probe.audit_tokens`' requests per attempt for chained questions). Every
+* **Plan.** Each probe offers sizes, smallest first (`AuditSizing.sizes`); `estimate_run`
+  times each (× `AuditSizing.tokens`' requests per attempt for chained questions). Every
   probe starts at its smallest size, in `audit_priority` order, while the budget allows —
   a probe whose smallest size no longer fits is left out and said so; then the probes are
   enlarged one step at a time, round-robin in priority order, while the total stays within
   the budget. Each planned probe states the interval it should reach
-  (`Probe.audit_precision`).
+  (`AuditSizing.precision`).
 * **Resumable.** The audit (plan, budget, run ids) is stored in the `audits` table before
   anything runs, and every run id the moment its run is planned; `run_audit` on a stored
   audit continues its unfinished run and plans the rest (a crash, a kill or Stop loses at

@@ -2,11 +2,11 @@
 adjudication, clusters of texts by their combination of codes.
 
 A run carries its own codebook (table `codebook`: a stable key per code, its name and
-definition, where it came from), seeded from the probe's default (`Probe.default_codebook`)
+definition, where it came from), seeded from the probe's default (`Coding.codebook`)
 and changed by reviewers (add, rename, define). A coding is a label of facet `CODES`
 (`gbdesk.raters`): data {"codes": [keys …], "memo": text}, by a rater (kind 'human') or an
 adjudicator (kind 'consensus'). Which texts to code is the probe's rule
-(`Probe.coding_candidates`), drawn per category with a sample size and a seed.
+(`Coding.candidates`), drawn per category with a sample size and a seed.
 
 The *final* codes of a text are the consensus where someone adjudicated, else the codes
 every rater who coded it gave; a text whose raters disagree and which nobody adjudicated

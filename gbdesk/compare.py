@@ -25,11 +25,11 @@ item by item:
 * **Point values** a, b and diff = b − a are the probe's own metrics on the full common
   item set (which equal the single-run metrics only when both runs have the same items).
 
-Which metrics are tested is the probe's call (`Probe.paired_test_exclusion`): counts that
+Which metrics are tested is the probe's call (`Ppi.paired_test_exclusion`): counts that
 grow with the number of items, one item's own value, classifier accuracies on a split, or
 statistics computed across all items at once are reported without a test, with the
 reason. Resampled values come from the probe's fast path where it has one
-(`Probe.resampled_metrics`, see `gbdesk.resampling`) — checked against the probe's own
+(`Resampling.metrics`, see `gbdesk.resampling`) — checked against the probe's own
 point values on the full item set; a metric that disagrees is reported without a test
 and logged — else `Probe.metrics` is recomputed on every resample. Measured with 1,000
 resamples on a shared, loaded 2-core machine (fake-backend runs): 745 attempts of
@@ -85,7 +85,7 @@ class MetricComparison:
     reason: str | None = None  # why it was not tested
     resamples: int = 0  # resamples in which the difference was defined
     description: str = ""
-    title: str = ""  # the metric's name for people (`Probe.metric_title`)
+    title: str = ""  # the metric's name for people (`Presentation.metric_title`)
 
     @property
     def what(self) -> str:

@@ -1,6 +1,6 @@
 """Import results made elsewhere (an API model, another tool) as runs.
 
-Every probe reads its own file layout (`Probe.plan_import`; the default, here, reads
+Every probe reads its own file layout (`Importing.plan`; the default, here, reads
 `prompt` + `response` rows). Planning reads and validates the *whole* file and returns
 the runs to create — nothing is written — so a bad line anywhere means nothing is
 imported and every offending line is reported. `write_imported_runs` then writes all

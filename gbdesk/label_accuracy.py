@@ -282,9 +282,9 @@ def compare_units(
     human: dict[str, Any],
     metadata: dict[str, Any],
 ) -> list[tuple[Hashable, dict[str, bool], float | None]]:
-    """Each unit the reviewer rated (`Probe.rated_units` of the human label): whether the
+    """Each unit the reviewer rated (`Ratings.units` of the human label): whether the
     automatic label agrees with it, per kind the reviewer rated, and the automatic
-    label's confidence for that unit (`Probe.label_units`; None: none given)."""
+    label's confidence for that unit (`Ratings.label_units`; None: none given)."""
     h = probe.capabilities.ratings.units(human, metadata)
     a = probe.capabilities.ratings.units(auto, metadata) if auto is not None else {}
     confidences = probe.capabilities.ratings.label_units(auto, metadata) if auto is not None else {}

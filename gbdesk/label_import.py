@@ -4,7 +4,7 @@ A second rater, a spreadsheet, or an edited export (a story probe's characters.c
 attempts.csv, answers.csv) becomes human labels of one rater. Rows are matched to the
 run's attempts by an `attempt_id` column, else by `item` + `attempt`, else by `prompt` +
 `response`; the rows of one attempt (e.g. one row per character) are turned into one
-label by the probe (`Probe.human_label_from_rows`). Rows of another run's export (their
+label by the probe (`Labelling.from_rows`). Rows of another run's export (their
 `run_id`) label this run only where they hold its texts: the run imported from that
 export. The whole file is validated first:
 any bad row → nothing is stored, and every bad line is listed. The labels are then

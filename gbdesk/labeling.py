@@ -2,7 +2,7 @@
 
 Generation runs label each attempt with the probe's built-in labeller as it is stored.
 Some labellers need a model of their own (e.g. a story probe's LLM character extractor
-on a labeler model), so a probe may offer *labelling passes* (`Probe.labelling_passes`)
+on a labeler model), so a probe may offer *labelling passes* (`Labelling.passes`)
 that run afterwards, over the stored texts; `label_run` runs one of them.
 """
 

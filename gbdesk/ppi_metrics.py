@@ -1,7 +1,7 @@
 """A run's metrics from automatic labels corrected by a random reviewed sample (no Qt).
 
 `gbdesk sample RUN --size N` draws a uniformly random set of review *units* (seeded,
-`gbdesk.ppi.review_sample`) — what the probe's metrics average over (`Probe.ppi_unit`):
+`gbdesk.ppi.review_sample`) — what the probe's metrics average over (`Ppi.unit`):
 attempts (stories, roles) for most probes, whole items (all their attempts) where the
 metric is a mean over items (e.g. the rates of the profile probes). Reviewing them by hand lets
 `compute_metrics(..., "ppi")` give every metric as a prediction-powered estimate

@@ -2,7 +2,7 @@
 
 A rater is the `<name>` of a human label's source `human:<name>`; an adjudicated label is
 a label of kind 'consensus' (source `consensus:<who decided>`). A label becomes *rated
-units* through the probe (`Probe.rated_units`): e.g. one unit per attempt for a
+units* through the probe (`Ratings.units`): e.g. one unit per attempt for a
 profile's gender, one per (attempt, character role) for a story character's gender or
 name, one per (attempt, category) for a role's answer. Labels of another facet
 (`CODES`: a codebook coding, several codes per text) are compared as code sets and code by

@@ -2,10 +2,10 @@
 
 Filters select attempts nobody reviewed yet, disagreements (human ≠ automatic), attempts
 whose raters disagree and nobody adjudicated yet (the disagreement queue), adjudicated ones,
-or the probe's own filters (`Probe.review_filters`, e.g. undetected attempts and ties); an
+or the probe's own filters (`Review.filters`, e.g. undetected attempts and ties); an
 optional item filter narrows to items whose metadata match (e.g. `{"source": "bsri"}` —
 what a click on a plot asks for). Hard cases come first, as the probe ranks them
-(`Probe.review_category`, `Probe.review_margin`).
+(`Review.category`, `Review.margin`).
 """
 
 from __future__ import annotations

@@ -165,7 +165,7 @@ CAPABILITIES_FRESH_S = 120.0
 
 def unmet_engine_need(store: Store, probe: Probe, model: dict[str, Any] | None) -> str | None:
     """The one line that refuses `probe` on `model` when the model — an endpoint — cannot
-    do what the probe needs (`Probe.engine_needs`, e.g. a scoring probe's log-probabilities
+    do what the probe needs (`Running.engine_needs`, e.g. a scoring probe's log-probabilities
     of prompt tokens on Ollama); None when it can. The endpoint's stored capabilities
     decide; where they are missing, or say "no" and are not fresh, the endpoint is asked
     again (one small request each; `UserError` when it cannot be reached). Local models
@@ -377,7 +377,7 @@ class Progress:
     with ``in_flight`` sequences holding ``tokens_in_flight`` tokens. ``tokens_per_s``
     counts every token decoded this session (answers in flight included); ``eta_s`` is
     None until the speed is known (`Pace`). ``last`` is the last stored attempt: item
-    key, attempt (0-based, as stored), its ``title`` in words (`Probe.item_title`),
+    key, attempt (0-based, as stored), its ``title`` in words (`Presentation.item_title`),
     label, prompt, response, tokens."""
 
     run_id: int

@@ -300,4 +300,4 @@ def test_bounds_and_reasons_for_missing_values(probe):
     )  # the generic reason
     from gbdesk.studies.genderbench.hiring_bloomberg import HiringBloombergProbe
 
-    assert HiringBloombergProbe().metric_bounds("disparity") == (0.0, 0.5)
+    assert HiringBloombergProbe().capabilities.presentation.metric_bounds("disparity") == (0.0, 0.5)

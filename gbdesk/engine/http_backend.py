@@ -21,7 +21,7 @@ flight at once (the run loop keeps that many going).
 What an endpoint can do — chat generation, log-probabilities of prompt tokens (what
 scoring probes need), top log-probabilities — is found with one small request each
 (`HttpBackend.capabilities`) and stored with the endpoint; a probe that needs what the
-endpoint lacks (`Probe.engine_needs`) is refused before its run is planned
+endpoint lacks (`Running.engine_needs`) is refused before its run is planned
 (`gbdesk.runs.check_engine_needs`), naming the servers that have it.
 
 Endpoints are stored as model rows of kind "endpoint" (path = the base URL, sha256 NULL,

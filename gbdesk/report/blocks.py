@@ -1,6 +1,6 @@
 """What a study adds to a report, as data (no Qt): paragraphs, tables and charts.
 
-Studies return these from `Probe.report_blocks`; the PDF renderer lays every kind out
+Studies return these from `Presentation.report_blocks`; the PDF renderer lays every kind out
 the same way for every study (and any other renderer could), so no study lays out its
 report itself. Text is plain: renderers escape it.
 """

@@ -285,7 +285,8 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
                 cells.append("<td class='muted'>—</td>")
         what = get_probe(probe)
         body.append(
-            f"<tr><td>{e(what.metric_title(metric))}<br><span class='muted'>"
+            f"<tr><td>{e(what.capabilities.presentation.metric_title(metric))}<br>"
+            "<span class='muted'>"
             f"{e(what.card.title)}</span></td>{''.join(cells)}</tr>"
         )
     doc.add(

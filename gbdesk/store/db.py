@@ -374,7 +374,7 @@ class PreparedAttempts:
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     labels: dict[tuple[str, int], tuple[Any, ...]] = field(default_factory=dict)
     scores: dict[tuple[str, int], Sequence[dict[str, Any]]] = field(default_factory=dict)
-    #: the automatic label's flat rows (`Probe.label_facts`), when the caller made them
+    #: the automatic label's flat rows (`FlatFacts.facts`), when the caller made them
     facts: dict[tuple[str, int], list[tuple[Any, ...]]] = field(default_factory=dict)
 
 

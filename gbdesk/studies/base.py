@@ -3,8 +3,10 @@
 A *study* (a paper, e.g. Laissez-Faire harms) is a package under `gbdesk.studies` (or any
 installed package) registered in the ``gbdesk.studies`` entry-point group; it exposes a
 `Study` listing its probes. A *probe* is one experiment: items, prompts, an automatic
-labeller, metrics and a card, plus hooks through which the core's run loop, importer,
-review queue, results pane and report reach it — the core never names a study.
+labeller, metrics and a card (the small `Probe` contract), plus the optional
+capabilities (`gbdesk.studies.capabilities`) through which the core's run loop,
+importer, review queue, results pane and report reach what only some probes have — the
+core never names a study nor tests a probe's class.
 
 Three kinds of probe, by how an attempt uses the model:
 
@@ -358,7 +360,7 @@ class LabellingPass:
 @dataclass(frozen=True)
 class CodingCandidates:
     """The attempts a probe proposes for coding with a codebook, by category
-    (`Probe.coding_candidates`): the rule in words, the categories in the order samples are
+    (`Coding.candidates`): the rule in words, the categories in the order samples are
     drawn, and (attempt id, category, why) for every attempt in a category."""
 
     rule: str
@@ -402,14 +404,14 @@ class AccuracyWords:
     share: str = "share of labels right"  # "share of characters with name and gender right"
     labeller: str = "labeller"  # "extractor"
     stories: str = "attempts"  # what the random sample draws
-    #: (kind, its name) of `Probe.rating_kinds` in words; () = those titles, lower-cased
+    #: (kind, its name) of `Ratings.kinds` in words; () = those titles, lower-cased
     kinds: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
 class AuditSize:
     """A size an audit may run a probe at: `plan_run` keywords (item limit or sample and
-    probe options) and attempts per item. `Probe.audit_sizes` lists them smallest first."""
+    probe options) and attempts per item. `AuditSizing.sizes` lists them smallest first."""
 
     attempts: int
     limit: int | None = None
@@ -435,7 +437,7 @@ class Precision:
     method: str
 
 
-#: the default ladder of item counts an audit tries (`Probe.audit_sizes`)
+#: the default ladder of item counts an audit tries (`AuditSizing.sizes`)
 AUDIT_ITEM_STEPS = (2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000)
 
 

@@ -1,7 +1,7 @@
 """Coding views: a text coded with a codebook (several codes, number keys), and the
 agreement and cluster figures of a run's coding.
 
-A probe names its own `CodingView` subclass in `Probe.coding_view` (in its `_qt`
+A probe names its own `CodingView` subclass in `Coding.view` (in its `_qt`
 package), e.g. to highlight what made a text worth coding; `CodingSummaryView` is the same
 for every probe.
 """

@@ -1,4 +1,4 @@
-"""Probe-specific result views shown below the metric plots (`Probe.result_view`)."""
+"""Probe-specific result views shown below the metric plots (`Presentation.result_view`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Review views: how an attempt and its evidence are shown to a reviewer.
 
-A probe names its own `ReviewView` subclass in `Probe.review_view` (a study's private
+A probe names its own `ReviewView` subclass in `Review.view` (a study's private
 `_qt` package); probes without one get `GenericReviewView`, which highlights the
 evidence spans stored with the automatic label.
 """
