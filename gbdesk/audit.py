@@ -350,6 +350,11 @@ def _size_seconds(
 HARNESS_ITEM_STEPS = (5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
 
 
+def _priority(name: str) -> tuple[int, str]:
+    """A probe's place in an audit's order (`AuditSizing.priority`, then its name)."""
+    return get_probe(name).capabilities.audit.priority, name
+
+
 def harness_sizes(probe: Probe, template: str | None) -> list[AuditSize]:
     """The sizes an audit of a harness may run a probe at, smallest first: seeded subsets
     of the harness's items that keep every group the probe compares (`balanced_subset`;
@@ -384,9 +389,7 @@ def plan_audit(
     if harness is not None:
         chosen_harness = get_harness(harness)
         probes, template = list(chosen_harness.probes), chosen_harness.template
-    names = sorted(
-        probes or probe_names(), key=lambda n: (get_probe(n).capabilities.audit.priority, n)
-    )
+    names = sorted(probes or probe_names(), key=_priority)
     plan = AuditPlan(model, budget_s, budget_text or duration(budget_s), speed)
     if harness is not None:
         plan.harness = chosen_harness.title
@@ -399,9 +402,8 @@ def plan_audit(
         if unmet:  # e.g. a perplexity probe on an endpoint without prompt logprobs
             plan.left_out.append(unmet)
             continue
-        sizes = (
-            probe.capabilities.audit.sizes() if harness is None else harness_sizes(probe, template)
-        )
+        own = probe.capabilities.audit.sizes
+        sizes = own() if harness is None else harness_sizes(probe, template)
         for size in sizes:
             try:
                 ladder.append((size, _size_seconds(store, name, size, model, speed)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import io
 import json
 import logging
@@ -289,9 +290,9 @@ def import_generations(
     probe = get_probe(probe_name)
     check_export_file(probe, path, "import")
     with export_hints(probe, path, "import"):
-        planned = probe.capabilities.importing.plan(
-            path, model_name=model_name, template=template, deal_rows=deal_rows
-        )
+        own = probe.capabilities.importing.plan  # None: response rows by item or prompt
+        plan = own or functools.partial(plan_prompt_response_import, probe)
+        planned = plan(path, model_name=model_name, template=template, deal_rows=deal_rows)
     if not planned:
         raise UserError(f"nothing imported from {path}: it holds no results")
     return write_imported_runs(store, probe, path, planned)

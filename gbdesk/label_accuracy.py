@@ -313,19 +313,19 @@ def label_accuracy(
 
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
-    if not probe.capabilities.review.reviewable:
+    caps = probe.capabilities
+    if not caps.review.reviewable:
         return None
     ensure_auto_labels(store, run_id)
-    source = probe.capabilities.labelling.auto_source(run["params"])
+    source = caps.labelling.auto_source(run["params"])
     human = store.labels(run_id, "human") if human is None else human
     metadata = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
     sample_ids = store.review_sample(run_id)
     wanted = set(human) | set(sample_ids)
     got = None
-    flat_facts = probe.capabilities.flat
-    if flat and flat_facts is not None:
+    if flat and caps.flat is not None:
         fr = flat_run(store, run_id, "auto")
-        got = flat_facts.label_units(fr)
+        got = caps.flat.label_units(fr)
     if got is not None:
         unit_ids, conf = got
         att = fr.attempts
@@ -341,9 +341,7 @@ def label_accuracy(
         values = []
         for attempt_id, row in auto.items():
             if attempt_id not in human:
-                units = probe.capabilities.ratings.label_units(
-                    row, metadata.get(item_of.get(attempt_id, ""), {})
-                )
+                units = caps.ratings.label_units(row, metadata.get(item_of.get(attempt_id, ""), {}))
                 values += [math.nan if c is None else float(c) for c in units.values()]
         open_conf = np.asarray(values, dtype=float)
         reviewed_auto = {a: auto[a] for a in human if a in auto}
@@ -359,10 +357,8 @@ def label_accuracy(
         reviewed += len(units)
     info = store.review_sample_info(run_id)
     result = _sample(info, sample_ids, compared, item_of)
-    words = probe.capabilities.ratings.words
-    kinds = dict(words.kinds) or {
-        k: v.lower() for k, v in probe.capabilities.ratings.kinds().items()
-    }
+    words = caps.ratings.words
+    kinds = dict(words.kinds) or {k: v.lower() for k, v in caps.ratings.kinds().items()}
     sample = measured_share(result.cluster_right, result.cluster_units)
     by_kind = {
         k: measured_share(result.kind_right[k], result.kind_units[k])

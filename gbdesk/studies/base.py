@@ -27,7 +27,6 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Hashable, Iterable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gbdesk.errors import UserError
@@ -51,7 +50,6 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from gbdesk.engine.base import Backend, GenerationRequest, GenerationResult
-    from gbdesk.importer import ImportedRun
 
 
 @dataclass(frozen=True)
@@ -781,7 +779,7 @@ def default_capabilities(probe: Probe) -> Capabilities:
             metric_description=bound(default_metric_description, probe),
             metric_bounds=bound(default_metric_bounds, probe),
         ),
-        importing=Importing(plan=bound(default_plan_import, probe)),
+        importing=Importing(),
         ppi=Ppi(
             resampled=bound(default_ppi_resampled, probe),
             evaluator=bound(default_ppi_evaluator, probe),
@@ -884,26 +882,6 @@ def default_metric_bounds(probe: Probe, name: str) -> tuple[float, float] | None
     bootstrap's normal fit stretched past it; the union of its mark bands, else None."""
     definition = probe.mark_definitions.get(name)
     return definition.overall_range if definition is not None else None
-
-
-def default_plan_import(
-    probe: Probe,
-    path: str | Path,
-    *,
-    model_name: str | None = None,
-    template: str | None = None,
-    deal_rows: bool = False,
-) -> list[ImportedRun]:
-    """Read and validate a whole file of results made elsewhere — nothing is written
-    here — and return the run(s) to create (one per model): `response` rows placed by
-    `item` (as attempts.csv has) or by `prompt` (optional `attempt`, `item_index`,
-    `model`); `deal_rows` deals rows whose prompt several items share to those items in
-    turn instead of refusing the file."""
-    from gbdesk.importer import plan_prompt_response_import
-
-    return plan_prompt_response_import(
-        probe, path, model_name=model_name, template=template, deal_rows=deal_rows
-    )
 
 
 def default_ppi_resampled(

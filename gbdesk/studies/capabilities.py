@@ -287,12 +287,13 @@ class Coding(_Capability):
 @dataclass(frozen=True)
 class Importing(_Capability):
     """Results made elsewhere (`gbdesk import`, the Import pane): `plan(path, model_name=…,
-    template=…, deal_rows=…)` reads and validates a whole file and returns the
-    `ImportedRun`s to create (default bound: `response` rows placed by item or prompt);
+    template=…, deal_rows=…)` reads and validates a whole file — nothing written — and
+    returns the `ImportedRun`s to create (None: the importer's own layout, `response` rows
+    placed by `item` or by `prompt`, `gbdesk.importer.plan_prompt_response_import`);
     `item(record)` rebuilds an item a row names that is not one of the probe's (None: none);
     `hint()` what to add to a file whose prompts match no item."""
 
-    plan: Callable[..., list[Any]]
+    plan: Callable[..., list[Any]] | None = None
     item: Callable[[dict[str, Any]], Any] = _none
     hint: Callable[[], str] = lambda: ""
 
@@ -345,8 +346,8 @@ class Capabilities(_Capability):
     review: Review
     ratings: Ratings
     presentation: Presentation
-    importing: Importing
     ppi: Ppi
+    importing: Importing = field(default_factory=Importing)
     exporting: Exporting = field(default_factory=Exporting)
     coding: Coding = field(default_factory=Coding)
     resampling: Resampling | None = None

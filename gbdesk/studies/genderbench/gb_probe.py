@@ -381,13 +381,13 @@ class GenderBenchProbe(GenerationProbe):
                 continue
             # the sentence reads the interval within what the metric can be (the mark
             # stays GenderBench's, from the interval as the bootstrap gave it)
-            (lo, hi), past = clip_ci(m.ci, self.metric_bounds(name))
+            (lo, hi), past = clip_ci(m.ci, self.capabilities.presentation.metric_bounds(name))
             shown = dataclasses.replace(m, ci=(lo, hi))
             sentence = self.finding_sentence(name, shown)
             if sentence is None:
                 sentence = (
-                    f"{self.metric_title(name)}: {m.value:.2f} "
-                    f"({ci_text(m.ci, self.metric_bounds(name))})"
+                    f"{self.capabilities.presentation.metric_title(name)}: {m.value:.2f} "
+                    f"({ci_text(m.ci, self.capabilities.presentation.metric_bounds(name))})"
                 )
             elif past:
                 reached = " and ".join(f"{v:.2f}" for v in past)
@@ -443,7 +443,9 @@ class GenderBenchProbe(GenerationProbe):
             if m is None or math.isnan(m.value):
                 continue
             mark = f", mark {m.mark} ({MARK_MEANINGS[m.mark]})" if m.mark else ""
-            parts.append(f"{self.metric_title(name).lower()} {m.value:.2f}{mark}")
+            parts.append(
+                f"{self.capabilities.presentation.metric_title(name).lower()} {m.value:.2f}{mark}"
+            )
         text = ("; ".join(parts) + ".") if parts else ""
         undetected = metrics.get("undetected_rate_attempts")
         if undetected is not None and not math.isnan(undetected.value):
