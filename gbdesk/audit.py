@@ -503,7 +503,7 @@ def _interval_meaning(
     precision: Any,
     larger: list[tuple[AuditSize, tuple[int, int, str, float]]],
 ) -> str:
-    """ "±0.44: too wide to tell … — 200 items (about 1 h 10 min) would reach ±0.07"."""
+    """"±0.44: too wide to tell … — 200 items (about 1 h 10 min) would reach ±0.07"."""
     words = interval_meaning(probe, precision.metric, precision.half_width)
     if not words or words.startswith("narrow"):
         return words

@@ -348,8 +348,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_a", type=_run_id, metavar="RUN_A")
     p.add_argument("run_b", type=_run_id, metavar="RUN_B", help="differences are B − A")
     p.add_argument("--labels", choices=("auto", "reviewed"), default="auto")
-    p.add_argument("--resamples", type=_bounded("resamples"), default=1000, help="default 1000")
-    p.add_argument("--seed", type=_draw_seed, default=0, help="seed of the resampling (default 0)")
+    p.add_argument(
+        "--resamples", type=_bounded("resamples"), default=1000, help="default 1000"
+    )
+    p.add_argument(
+        "--seed", type=_draw_seed, default=0, help="seed of the resampling (default 0)"
+    )
     _db_arg(p)
     _json_arg(p)
 
@@ -753,7 +757,7 @@ def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> 
 
 
 def _metrics_heading(payload: dict[str, Any]) -> str:
-    """ "run 1 — <the probe's title>, automatic labels" and a line break."""
+    """"run 1 — <the probe's title>, automatic labels" and a line break."""
     from gbdesk.studies import get_probe
 
     labels = {

@@ -411,11 +411,13 @@ class Progress:
 
     @property
     def in_flight_text(self) -> str:
-        """ "16 answers under way (1,204 tokens so far)", or "" when none is reported."""
+        """"16 answers under way (1,204 tokens so far)", or "" when none is reported."""
         if not self.in_flight:
             return ""
         unit = "sequence" if self.in_flight == 1 else "sequences"
-        return f"{self.in_flight} {unit} in flight ({self.tokens_in_flight:,} tokens so far)"
+        return (
+            f"{self.in_flight} {unit} in flight ({self.tokens_in_flight:,} tokens so far)"
+        )
 
 
 class RunControl:

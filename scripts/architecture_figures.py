@@ -164,7 +164,9 @@ def sql_lines(package: Path = PACKAGE) -> list[str]:
 
 
 def loose_modules() -> list[str]:
-    return sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    return sorted(
+        p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__")
+    )
 
 
 def long_functions(limit: int = 100) -> list[tuple[int, str]]:

@@ -69,10 +69,8 @@ def test_the_app_refuses_a_missing_folder_before_any_window(tmp_path):
 def test_db_help_states_the_rule():
     done = gbdesk("runs", "--help")
     text = " ".join(done.stdout.split())
-    assert (
-        "Its folder must exist; only commands that write (run, import, audit, label, models "
+    assert "Its folder must exist; only commands that write (run, import, audit, label, models " \
         "--add …) create a new file there" in text
-    )
 
 
 def test_check_db_path(tmp_path):

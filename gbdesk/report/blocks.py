@@ -77,6 +77,7 @@ class CurveChart:
 Block = Heading | Paragraph | Table | IntervalChart | CurveChart
 
 
+
 @dataclass(frozen=True)
 class StudyRun:
     """One run as a study's cross-run report sees it (`Study.cross_run_report`): its

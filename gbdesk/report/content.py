@@ -83,6 +83,7 @@ class RunSection:
         return unfinished_note(self.run, self.probe.capabilities.running.unit)
 
 
+
 @dataclass
 class ReportData:
     runs: list[RunSection]
@@ -157,7 +158,8 @@ def labels_used(section: RunSection, label_mode: str) -> str:
         )
     if label_mode == "reviewed":
         return (
-            f"automatic labels ({section.detector_words}); none of the {unit} reviewed by a person"
+            f"automatic labels ({section.detector_words}); none of the {unit} reviewed by a "
+            "person"
         )
     counts = section.label_counts
     if label_mode.startswith("rater:"):

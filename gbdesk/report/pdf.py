@@ -270,7 +270,9 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
             for s in data.runs
             if s.run_id in row["runs"] and s.unfinished
         ]
-        warning = f"<br><span class='notice'>{e('; '.join(open_runs))}</span>" if open_runs else ""
+        warning = (
+            f"<br><span class='notice'>{e('; '.join(open_runs))}</span>" if open_runs else ""
+        )
         heads.append(
             f"<th>{e(row['model'])}<br><span class='muted'>run {e(runs)}</span>{warning}</th>"
         )
@@ -390,7 +392,8 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
     )
     doc.add(
         f"<h3>{title}</h3>{note}<table width='100%'><tr>{head}<th>n</th></tr>"
-        f"{''.join(rows)}</table>" + "".join(f"<p class='muted'>{e(x)}</p>" for x in footnotes)
+        f"{''.join(rows)}</table>"
+        + "".join(f"<p class='muted'>{e(x)}</p>" for x in footnotes)
     )
 
 

@@ -232,7 +232,9 @@ class CharacterProfileProbe(GenerationProbe):
 
     metric_titles: ClassVar[dict[str, str]] = _TITLES
     #: what the stereotype rate needs, for `why_undefined`
-    stereotype_needs: ClassVar[str] = "a readable gender on both male- and female-stereotype items"
+    stereotype_needs: ClassVar[str] = (
+        "a readable gender on both male- and female-stereotype items"
+    )
 
     def metric_bounds(self, name: str) -> tuple[float, float] | None:
         """Shares lie in 0–1, stereotype rates in −1–1, the disparity in 0–0.5: per-source
@@ -319,7 +321,7 @@ class CharacterProfileProbe(GenerationProbe):
         return out
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """ "“is affectionate”": the trait, job or sentence the character is built from."""
+        """"“is affectionate”": the trait, job or sentence the character is built from."""
         what = next(
             (metadata[k] for k in ("description", "job", "sentence") if metadata.get(k)), item
         )
@@ -329,7 +331,7 @@ class CharacterProfileProbe(GenerationProbe):
         return f"“{what}”"
 
     def review_title(self, item: Any) -> str:
-        """ "“is affectionate” #2 — male (he 4, she 0)": the item in words, not its key."""
+        """"“is affectionate” #2 — male (he 4, she 0)": the item in words, not its key."""
         data = item.auto_data or {}
         counts = ""
         if "male_count" in data:

@@ -108,7 +108,7 @@ class InventoriesProbe(CharacterProfileProbe):
     source_names: ClassVar[dict[str, str]] = {"bsri": "BSRI", "epaq": "EPAQ", "gaucher": "Gaucher"}
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """ "“is affectionate” (BSRI, female trait)": the trait, its inventory and the
+        """"“is affectionate” (BSRI, female trait)": the trait, its inventory and the
         gender the inventory ties it to."""
         what = super().item_title(item, metadata)
         source = metadata.get("source")
@@ -171,3 +171,5 @@ class InventoriesProbe(CharacterProfileProbe):
                     )
                 )
         return super().support(counts, results, name)
+
+

@@ -142,3 +142,5 @@ class JobsLumProbe(CharacterProfileProbe):
             )
             metrics["stereotype_rate"] = float(fit.x[0])
         return metrics
+
+

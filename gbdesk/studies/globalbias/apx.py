@@ -99,7 +99,7 @@ class GlobalBiasApxProbe(ScoringProbe):
         )
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """ "Abdourahamane (African, M), template 1": the name and its group, not the key."""
+        """"Abdourahamane (African, M), template 1": the name and its group, not the key."""
         if not metadata.get("name"):
             return item
         ethnicity = str(metadata.get("ethnicity", "?")).capitalize()
@@ -107,7 +107,6 @@ class GlobalBiasApxProbe(ScoringProbe):
             f"{metadata['name']} ({ethnicity}, {metadata.get('gender', '?')}), "
             f"template {metadata.get('template', '?')}"
         )
-
     templates: ClassVar[dict[str, str]] = {"paper": "T1 My name is {name}, I …  · T2/T3 {name} …"}
     template_slots = ()
     default_attempts = 1

@@ -71,6 +71,8 @@ NAMES_PER_GROUP = ProbeOption(
 )
 
 
+
+
 def selected_names(params: dict[str, Any]) -> list[dict[str, str]]:
     """The first `names_per_group` names of each group, in file order."""
     k = params.get("names_per_group") or 10

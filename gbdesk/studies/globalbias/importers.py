@@ -356,8 +356,6 @@ def plan_apx_scores(
             )
         )
     return planned
-
-
 def _have(lines: list[int]) -> str:
     return "has" if len(lines) == 1 else "have"
 
@@ -416,8 +414,7 @@ def plan_profiles(
         blank = [
             line
             for line, value in zip(lines, df[column], strict=True)
-            if value is None
-            or (isinstance(value, float) and math.isnan(value))
+            if value is None or (isinstance(value, float) and math.isnan(value))
             or not str(value).strip()
         ]
         if blank:

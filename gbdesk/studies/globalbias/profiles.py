@@ -1,6 +1,7 @@
 """GlobalBias character profiles: the Appendix B prompt, schema-constrained, and the
 released analysis (SVM over profile fields, ablation, Jensen–Shannon top words)."""
 
+
 from __future__ import annotations
 
 import functools
@@ -216,7 +217,7 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         )
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """ "Profile of Abdourahamane": the names asked about, not the key."""
+        """"Profile of Abdourahamane": the names asked about, not the key."""
         people = metadata.get("people")
         if isinstance(people, str):  # as a CSV import stores it
             try:
@@ -227,7 +228,6 @@ class GlobalBiasProfilesProbe(GenerationProbe):
             return item
         names = [str(p.get("name")) for p in people or [] if isinstance(p, dict)]
         return f"Profile of {', '.join(names)}" if names else item
-
     templates: ClassVar[dict[str, str]] = {"paper": "{list_of_names}"}
     template_slots = ("list_of_names",)
     default_attempts = 3  # runs per name, as the paper

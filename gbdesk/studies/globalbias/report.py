@@ -77,7 +77,9 @@ def apx_blocks(extra: dict[str, Any], limit: int = 60) -> list[Block]:
         per_group: dict[str, int] = {}
         for r in flagged:
             per_group[r["group"]] = per_group.get(r["group"], 0) + 1
-        listed = ", ".join(f"{g} {n}" for g, n in sorted(per_group.items(), key=lambda kv: -kv[1]))
+        listed = ", ".join(
+            f"{g} {n}" for g, n in sorted(per_group.items(), key=lambda kv: -kv[1])
+        )
         out.append(Paragraph(f"Flags per group: {listed}."))
     return out
 

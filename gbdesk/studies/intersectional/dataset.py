@@ -342,7 +342,9 @@ def _figures(
 ) -> tuple[dict[str, Any], list[Stereotype]]:
     from gbdesk.agreement import agreement_summary
 
-    rated = [s for s in dataset.stereotypes if (everywhere or s.in_dataset) and s.votes(question)]
+    rated = [
+        s for s in dataset.stereotypes if (everywhere or s.in_dataset) and s.votes(question)
+    ]
     return agreement_summary(ratings(dataset, question, everywhere)), rated
 
 

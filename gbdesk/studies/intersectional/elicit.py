@@ -327,7 +327,7 @@ class ElicitationProbe(GenerationProbe):
         )
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """ "Stereotypes of White, old people": the group in words, not its key."""
+        """"Stereotypes of White, old people": the group in words, not its key."""
         group = str(metadata.get("group") or "")
         return f"Stereotypes of {group.replace(';', ', ')} people" if group else item
 

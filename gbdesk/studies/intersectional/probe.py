@@ -625,7 +625,9 @@ class IntersectionalProbe(ChainProbe):
             request(messages, answer_seed, **overrides)
             for messages, answer_seed, overrides in self._answer_asks(role, metadata, seed)
         ]
-        return self._summary(role, replies, metadata, sum(r.latency_s for r in (role, *replies)))
+        return self._summary(
+            role, replies, metadata, sum(r.latency_s for r in (role, *replies))
+        )
 
     def _role_prompt(self, metadata: dict[str, Any], prompt: str | None) -> str:
         return prompt or self.templates["paper"].format(count=1, people=people_phrase(metadata, 1))
@@ -929,12 +931,12 @@ class IntersectionalProbe(ChainProbe):
         return default_metric_title(self, name)
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """ "old White people": the group in words, not its key."""
+        """"old White people": the group in words, not its key."""
         group = next((g for g in load_groups() if g["group"] == metadata.get("group")), None)
         return people_phrase(group, 2) if group else item
 
     def review_title(self, item: Any) -> str:
-        """ "old White people, role 3 — answered": the group in words, not its key."""
+        """"old White people, role 3 — answered": the group in words, not its key."""
         who = self.item_title(item.item, item.metadata or {})
         return f"{who}, role {item.attempt + 1} — {item.effective_label}"
 

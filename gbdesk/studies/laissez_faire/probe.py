@@ -765,14 +765,14 @@ class LaissezFaireProbe(GenerationProbe):
         return metric_title(name) or default_metric_title(self, name)
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """ "Love, power-laden: an American person who instructs friend": the scenario."""
+        """"Love, power-laden: an American person who instructs friend": the scenario."""
         scene = metadata_scenario(metadata) or str(metadata.get("scenario") or item)
         return f"{metadata.get('domain', '')}, {metadata.get('condition', '')}: {scene}".strip(
             ", :"
         )
 
     def review_title(self, item: Any) -> str:
-        """ "Love, power-laden: an American person who instructs friend — subject Elara
+        """"Love, power-laden: an American person who instructs friend — subject Elara
         Bard (gender unsure); object Malibu (gender not stated)"."""
         from gbdesk.studies.laissez_faire.report import character_gender_words
 
@@ -1507,13 +1507,16 @@ def _offset_span(story: str, ref: list[Any], where: str) -> Span:
     """[start, end] or [start, end, text] offsets of a reviewer's reference."""
     whole = [x for x in ref[:2] if isinstance(x, int) and not isinstance(x, bool)]
     if len(ref) not in (2, 3) or len(whole) != 2 or (len(ref) == 3 and not isinstance(ref[2], str)):
-        raise UserError(f"{where}: offsets are [start, end] whole numbers, not {short_repr(ref)}")
+        raise UserError(
+            f"{where}: offsets are [start, end] whole numbers, not {short_repr(ref)}"
+        )
     start, end = whole
     if not 0 <= start < end <= len(story):
         raise UserError(f"offsets {start}–{end} are outside the story")
     if len(ref) == 3 and ref[2] != story[start:end]:
         raise UserError(
-            f"offsets {start}–{end} hold {short_repr(story[start:end])}, not {short_repr(ref[2])}"
+            f"offsets {start}–{end} hold {short_repr(story[start:end])}, "
+            f"not {short_repr(ref[2])}"
         )
     return Span(start, end, story[start:end])
 

@@ -122,11 +122,13 @@ def summary(m: dict[str, MetricValue], extra: dict[str, Any]) -> str:
     if omitted:
         sentences.append(
             f"Most under-represented in power-neutral stories (adjusted p < .05 over {tests} "
-            "tests): " + "; ".join(f"{group_words(k)} {v.value:.2f}×" for k, v in omitted) + "."
+            "tests): "
+            + "; ".join(f"{group_words(k)} {v.value:.2f}×" for k, v in omitted)
+            + "."
         )
-    subordinated = sorted(_significant(m, "subordination", adjusted), key=lambda kv: -kv[1].value)[
-        :3
-    ]
+    subordinated = sorted(
+        _significant(m, "subordination", adjusted), key=lambda kv: -kv[1].value
+    )[:3]
     if subordinated:
         sentences.append(
             "Most often in the subordinate role (adjusted p < .05): "
