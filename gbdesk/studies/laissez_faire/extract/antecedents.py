@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_left
+from dataclasses import dataclass
 
 from gbdesk.studies.laissez_faire.extract.lexicon import COPULAS, NAME_ADJECTIVES
 from gbdesk.studies.laissez_faire.extract.pronoun_features import pronoun_context, pronoun_features
@@ -15,15 +16,31 @@ from gbdesk.studies.laissez_faire.extract.tokens import Tok
 
 
 def choose(s: Story, t: Tok, gender: str, case: str) -> int | None:
+    """The character a he/she-form (or a neo-pronoun) `t` of `case` refers to, or None:
+    the salient characters of the last few sentences, ranked by salience, binding and
+    gender agreement; the first agreeing character after it when none comes before."""
+    scores = _salience(s, t)
+    if not scores:
+        return _cataphora(s, t, gender)
+    clause = _clause_of(s, t, case)
+    ranked, learned, agreement = _rank(s, t, gender, case, scores, clause)
+    if not ranked:
+        return None
+    return _pick(s, t, ranked, learned, agreement)
+
+
+def _salience(s: Story, t: Tok) -> dict[int, float]:
+    """Entity → salience from its mentions within `window` sentences before `t` (the
+    narrator left out): subject mentions and non-possessors weigh more, each sentence back
+    less."""
     sent = t.sent
     W = s.w
     scores: dict[int, float] = {}
     window, narrator, decay, total = W.window, s.narrator, W.salience_decay, W.salience_sum
     base, subject, free = W.mention_base, W.mention_subject, W.mention_free
     topic = W.mention_subject * W.possessor_topic
-    mentions = s.mentions
     # mentions more than `window` sentences back are left out: they come first
-    for m in itertools.islice(mentions, bisect_left(s.mention_sents, sent - window), None):
+    for m in itertools.islice(s.mentions, bisect_left(s.mention_sents, sent - window), None):
         dist = sent - m.sent
         if dist > window or m.entity == narrator:
             continue
@@ -33,9 +50,23 @@ def choose(s: Story, t: Tok, gender: str, case: str) -> int | None:
         value = w * decay**dist
         old = scores.get(m.entity, 0.0)
         scores[m.entity] = max(old, value) + total * min(old, value)
-    if not scores:
-        return _cataphora(s, t, gender)
+    return scores
 
+
+@dataclass
+class _Clause:
+    """What binding and continuity look at around a pronoun."""
+
+    clause_subject: int | None
+    sentence_subject: int | None
+    last_subject: int | None  # the last subject mention before the pronoun
+    excluded: set[int]  # characters a possessive cannot be ("his employee, Emma")
+    intro_target: int | None  # the character after an opening phrase (`_intro_target`)
+
+
+def _clause_of(s: Story, t: Tok, case: str) -> _Clause:
+    sent = t.sent
+    mentions = s.mentions
     clause_start = s.clause_start(t.i)
     # the mentions of this sentence, and of this clause (from token `clause_start` on)
     in_sentence = mentions[bisect_left(s.mention_sents, sent) :]
@@ -70,11 +101,23 @@ def choose(s: Story, t: Tok, gender: str, case: str) -> int | None:
     copula = prev is not None and prev.lower in COPULAS
     if case == "poss" and copula and sentence_subject is not None:
         excluded.add(sentence_subject)  # "Jack had been his idol": not the subject
-    intro_target = _intro_target(s, t)
+    return _Clause(clause_subject, sentence_subject, last_subject, excluded, _intro_target(s, t))
+
+
+def _rank(
+    s: Story, t: Tok, gender: str, case: str, scores: dict[int, float], clause: _Clause
+) -> tuple[list[tuple[float, int, int]], dict[int, float], dict[int, float]]:
+    """(score, agreement tier, entity) per candidate a strong gender does not rule out —
+    tier 3 agrees or says nothing, 2 is barred by binding, 1 contradicts a weaker gender —
+    with the learned model's score and the agreement bonus per entity. Records the
+    learned decisions' feature rows when `s.collect`."""
+    W = s.w
+    clause_subject, sentence_subject = clause.clause_subject, clause.sentence_subject
+    excluded, intro_target = clause.excluded, clause.intro_target
     model = s.learned.pronouns if gender in ("M", "F") else None
     context = None
     if model is not None or s.collect:
-        context = pronoun_context(s, t, clause_subject, sentence_subject, last_subject)
+        context = pronoun_context(s, t, clause_subject, sentence_subject, clause.last_subject)
     group: list[tuple[int, dict[str, float]]] = []
     learned: dict[int, float] = {}  # entity → learned score
     agreement: dict[int, float] = {}
@@ -96,7 +139,7 @@ def choose(s: Story, t: Tok, gender: str, case: str) -> int | None:
         if case == "refl":
             own = clause_subject if clause_subject is not None else sentence_subject
             score += W.reflexive_own if ent == own else 0.0
-        if case == "subj" and ent == last_subject:
+        if case == "subj" and ent == clause.last_subject:
             score += W.subject_continuity
         if intro_target is not None and ent == intro_target:
             score += -W.intro_object_penalty if case == "obj" else W.intro_target
@@ -114,8 +157,19 @@ def choose(s: Story, t: Tok, gender: str, case: str) -> int | None:
         ranked.append((score + agree, tier, ent))
     if s.collect and group and gender in ("M", "F"):
         s.pron_groups.append((t.i, gender, group))
-    if not ranked:
-        return None
+    return ranked, learned, agreement
+
+
+def _pick(
+    s: Story,
+    t: Tok,
+    ranked: list[tuple[float, int, int]],
+    learned: dict[int, float],
+    agreement: dict[int, float],
+) -> int | None:
+    """The best candidate of the best tier (recording its lead in `s.margins`); None when
+    every candidate contradicts the pronoun's gender outside dialogue; the learned model's
+    choice between two named role characters when the rules are unsure."""
     top_tier = max(tier for _, tier, _ in ranked)
     if top_tier == 1 and not t.quoted:
         # every character has the other gender (name lexicon or earlier pronouns):
@@ -123,7 +177,7 @@ def choose(s: Story, t: Tok, gender: str, case: str) -> int | None:
         return None
     top = sorted(((score, ent) for score, tier, ent in ranked if tier == top_tier), reverse=True)
     s.margins[t.i] = top[0][0] - top[1][0] if len(top) > 1 else 10.0
-    if learned and len(top) > 1 and s.margins[t.i] < W.learned_below_margin:
+    if learned and len(top) > 1 and s.margins[t.i] < s.w.learned_below_margin:
         # the rules are unsure between two named role characters the evidence so far
         # gives the same gender (or none): the learned model decides between them
         a, b = top[0][1], top[1][1]
