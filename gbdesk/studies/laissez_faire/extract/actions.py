@@ -132,7 +132,7 @@ def offer_speakers(s: Story) -> Counter:
 
 
 def _speaker_near(s: Story, first: int, after: int) -> int | None:
-    """The speaker of the quotation toks[first:after] (see `_offer_speakers`): the
+    """The speaker of the quotation toks[first:after] (see `offer_speakers`): the
     subject before it when a speech verb introduces it (Mark whispered, "…"); else a
     name or subject pronoun next to a speech verb right after it ("…," said Mark /
     Mark said / she whispered); else the subject before it when a comma or colon

@@ -1,6 +1,11 @@
 """Step 4: names bound to role nouns and descriptors through apposition ("Jane, a
 passionate cook", "CEO Mark Thompson", "a loyal fan named Lily", "Sarah was a star
-student")."""
+student").
+
+In full: bind names to roles and descriptors to characters through apposition
+("Jane, a passionate cook", "CEO Mark Thompson", "a loyal fan named Lily", "her brother
+David", "Sarah was a star student").
+"""
 
 from __future__ import annotations
 

@@ -5,59 +5,24 @@ the words that refer to it (pronouns, gendered honorifics, gendered descriptors)
 with character offsets into the story. It uses regular expressions and hand-written
 heuristics only (Python stdlib): no downloads and no models.
 
-Pipeline (`DeterministicExtractor.extract`, `run_steps`), one module per step:
+The steps (`run_steps`), one module each; each module's docstring says how:
 
-1. `tokens` — tokenise; split sentences (honorific periods do not end one); mark dialogue
-   (text inside quotation marks) and preamble lines ("Here is a 97 word story:", an
-   echoed prompt, a markdown title);
-2. `names` — find name mentions — capitalised tokens outside a stop list of function words,
-   places, nationalities, months, etc.; a sentence-initial word only with further
-   evidence (repeated elsewhere, possessive, apposition, surname) — optionally after an
-   honorific ("Mr. Johnson") or an occupational title ("Chef Miller" → "Miller"), with
-   surnames and quoted nicknames; cluster them into named characters ("David Crawford",
-   "Crawford", "Mr. Crawford");
-3. `noun_phrases` — find noun phrases of the roles ("the CEO", "his new employee", synonyms such as
-   "chef" for cook or "recruit" for employee), generic person nouns ("a young woman",
-   "the stranger") and kinship terms ("his sister");
-4. `appositions` — bind names to roles and descriptors to characters through apposition ("Jane, a
-   passionate cook", "CEO Mark Thompson", "a loyal fan named Lily", "her brother
-   David", "Sarah was a star student");
-5. `roles` — assign one character to each role: appositive bindings first, then the prompt's
-   order (the subject usually appears first; Love power-neutral pairs are simply the
-   first two characters), the agent of the role's action for power-laden Love prompts
-   ("pays the bill"; the speaker of an offer such as "Let me get this" counts most; an
-   undone action such as "she had left her wallet" not at all), a role noun phrase
-   whose nearby pronoun contradicts a name's gender ("An American actor, famous for his
-   range … Hannah"), a first-person narrator (who gets no references); a role without
-   a named character takes its noun phrases ("the CEO") or a person noun ("the
-   stranger"); optionally a learned model (`extract.learned`) decides where the rules'
-   best assignment leads by little;
-6. `pronouns` — resolve pronouns left to right against a salience model (recency, subject
-   position, parallelism, the protagonist) with gender agreement (honorifics and
-   descriptors; then, unless `name_prior=False`, a lexicon of common gendered first
-   names; then earlier pronouns), binding constraints (an object pronoun is not its
-   own clause's subject, a reflexive is, a possessive does not own its own character:
-   "his employee, Emma"), and cataphora ("Bright star of his class, Alex …"). Third-
-   person plural pronouns are given to one character only when the story uses them
-   for one ("their lawyer" in a story about a defendant; the sole character of a
-   single-role story that never says "he" or "she"); a plural "they" stays unassigned;
-   a pronoun whose gender every candidate contradicts goes to a new character of a free
-   role (two unnamed partners, "she … he") or to nobody; optionally a learned model
-   decides between two named role characters of the same gender when the rules are
-   unsure;
-7. `output` — report per role: name (longest mention, with a "Mr."/"Dr." honorific or an address
-   title such as "Chef"), name spans, references (pronouns, gendered honorifics,
-   gendered descriptors) and a confidence (`extractor_confidence`: a logistic model of
-   how the character was found, fitted by `scripts/eval_extractors.py`).
+1. `tokens` — tokens, sentences, dialogue and preamble lines (when the `Story` is made);
+2. `names` — name mentions clustered into named characters; a first-person narrator;
+3. `noun_phrases` — noun phrases of the roles, person nouns and kinship terms;
+4. `appositions` — names bound to role nouns and descriptors ("Jane, a passionate cook");
+5. `roles` — one character per role (bindings, the prompt's order, the agent of the
+   role's action, the narrator; the roles left take their noun phrases);
+6. `pronouns` — a left-to-right pass resolving each pronoun as it comes (`antecedents`:
+   salience, binding and gender agreement; `they`: singular they);
+7. `output` — per role: name, name spans, references and a confidence.
 
-Helpers of the steps: `story` (the state the steps share, `Story`), `cues` (what the
+Shared by the steps: `story` (`Story`, the state of one extraction), `cues` (what the
 prompt says about each role), `actions` (who does the role's action, who offers),
-`role_features` and `pronoun_features` (the learned models' inputs), `antecedents` (the
-choice among a pronoun's candidates, step 6) and `they` (singular they, step 6).
-
-Every number the heuristics compare is a field of `ExtractorWeights` (`weights`); the word
-lists are in `resources/laissez_faire/extractor_words.json`, read once at import
-(`lexicon`).
+`role_features` / `pronoun_features` (the optional learned models' inputs,
+`extract.learned`). Every number the heuristics compare is a field of `ExtractorWeights`
+(`weights`); the word lists are in `resources/laissez_faire/extractor_words.json`, read
+once at import (`lexicon`).
 """
 
 from __future__ import annotations
@@ -82,7 +47,8 @@ __all__ = ["DeterministicExtractor", "ExtractorWeights", "role_noun", "run_steps
 
 
 def run_steps(s: Story) -> list[CharacterExtraction]:
-    """The steps of one extraction, in order (see the module docstring)."""
+    """The steps of one extraction, in order (see the module docstring); step 1 ran when
+    `Story` was made from the text."""
     find_names(s)  # 2
     find_narrator(s)
     find_noun_phrases(s)  # 3

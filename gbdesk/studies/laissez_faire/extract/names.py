@@ -1,9 +1,12 @@
 """Step 2: name mentions and the characters they form, and a first-person narrator.
 
-Capitalised tokens outside a stop list (a sentence-initial word only with further
-evidence), optionally after an honorific ("Mr. Johnson") or an occupational title ("Chef
-Miller" → "Miller"), with surnames and quoted nicknames, clustered into named characters
-("David Crawford", "Crawford", "Mr. Crawford")."""
+In full: find name mentions — capitalised tokens outside a stop list of function
+words, places, nationalities, months, etc.; a sentence-initial word only with further
+evidence (repeated elsewhere, possessive, apposition, surname) — optionally after an
+honorific ("Mr. Johnson") or an occupational title ("Chef Miller" → "Miller"), with
+surnames and quoted nicknames; cluster them into named characters ("David Crawford",
+"Crawford", "Mr. Crawford").
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,10 @@
 """Step 3: noun phrases of the roles ("the CEO", "his new employee", synonyms), generic
-person nouns ("a young woman") and kinship terms ("his sister")."""
+person nouns ("a young woman") and kinship terms ("his sister").
+
+In full: find noun phrases of the roles ("the CEO", "his new employee", synonyms
+such as "chef" for cook or "recruit" for employee), generic person nouns ("a young
+woman", "the stranger") and kinship terms ("his sister").
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,11 @@
 """Step 7: the report per role — name, name spans, references — and the confidence
-features (`extractor_confidence`)."""
+features (`extractor_confidence`).
+
+In full: report per role: name (longest mention, with a "Mr."/"Dr." honorific or
+an address title such as "Chef"), name spans, references (pronouns, gendered honorifics,
+gendered descriptors) and a confidence (`extractor_confidence`: a logistic model of how
+the character was found, fitted by `scripts/eval_extractors.py`).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,19 @@
 """Step 6: the left-to-right pass — record each mention and resolve each pronoun as it
-comes (noun phrases of bystanders and kin, they-forms, the antecedent choice)."""
+comes (noun phrases of bystanders and kin, they-forms, the antecedent choice).
+
+In full: resolve pronouns left to right against a salience model (recency,
+subject position, parallelism, the protagonist) with gender agreement (honorifics and
+descriptors; then, unless `name_prior=False`, a lexicon of common gendered first names;
+then earlier pronouns), binding constraints (an object pronoun is not its own clause's
+subject, a reflexive is, a possessive does not own its own character: "his employee,
+Emma"), and cataphora ("Bright star of his class, Alex …"). Third-person plural
+pronouns are given to one character only when the story uses them for one ("their
+lawyer" in a story about a defendant; the sole character of a single-role story that
+never says "he" or "she"); a plural "they" stays unassigned; a pronoun whose gender
+every candidate contradicts goes to a new character of a free role (two unnamed
+partners, "she … he") or to nobody; optionally a learned model decides between two named
+role characters of the same gender when the rules are unsure.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,19 @@
 """Step 5: one character per role — the hand-set score of each (role, character) pair,
 the best assignment of distinct characters, the learned model where the rules are unsure,
 a narrator moved off a role a noun phrase describes, and unnamed roles from their noun
-phrases."""
+phrases.
+
+In full: assign one character to each role: appositive bindings first, then the
+prompt's order (the subject usually appears first; Love power-neutral pairs are simply
+the first two characters), the agent of the role's action for power-laden Love prompts
+("pays the bill"; the speaker of an offer such as "Let me get this" counts most; an
+undone action such as "she had left her wallet" not at all), a role noun phrase whose
+nearby pronoun contradicts a name's gender ("An American actor, famous for his range …
+Hannah"), a first-person narrator (who gets no references); a role without a named
+character takes its noun phrases ("the CEO") or a person noun ("the stranger");
+optionally a learned model (`extract.learned`) decides where the rules' best assignment
+leads by little.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +28,17 @@ from gbdesk.studies.laissez_faire.extract.story import Entity, Story
 def assign_roles(s: Story) -> None:
     """Pick one character per role: appositive bindings, then the prompt's order
     (the subject usually comes first), the agent of the role's action, the
-    narrator, how often a name recurs."""
+    narrator, how often a name recurs; then unnamed characters for the roles left."""
     chars = sorted((e for e in s.entities if e.kind in ("name", "narrator")), key=lambda e: e.first)
+    _assign_characters(s, chars)
+    _move_narrator(s)
+    _unnamed_role_characters(s)
+
+
+def _assign_characters(s: Story, chars: list[Entity]) -> None:
+    """The best assignment of distinct named characters (or the narrator, or nobody) to
+    the roles by the rules' pair scores — by the learned model's where the rules' best
+    leads by little — and its lead (`s.assignment_margin`)."""
     n_roles = len(s.cues)
     agent = None if s.love_pair else action_agent(s)
     w = s.w
@@ -47,8 +68,12 @@ def assign_roles(s: Story) -> None:
     for r, e in enumerate(best or ()):
         if e is not None:
             s.set_role(r, e.id)
-    # a narrator is not the role a third-person noun phrase describes ("I waited
-    # for hours … the actor emerged, a smile on his face"): move it to a free role
+
+
+def _move_narrator(s: Story) -> None:
+    """A narrator is not the role a third-person noun phrase describes ("I waited for
+    hours … the actor emerged, a smile on his face"): move it to a free role."""
+    n_roles = len(s.cues)
     if s.narrator is not None and s.narrator in s.role_of:
         r_n = s.role_of[s.narrator]
         free = [r for r in range(n_roles) if r not in s.role_entity]
@@ -64,8 +89,11 @@ def assign_roles(s: Story) -> None:
         if described and free:
             del s.role_entity[r_n]
             s.set_role(free[0], s.narrator)
-    # unnamed characters of the remaining roles, from their noun phrases (not from
-    # dialogue: "such a dedicated fan," he said)
+
+
+def _unnamed_role_characters(s: Story) -> None:
+    """Unnamed characters of the remaining roles, from their noun phrases (not from
+    dialogue: "such a dedicated fan," he said)."""
     for h in sorted(s.nps):
         np = s.nps[h]
         if np.entity is not None or np.kind != "role":

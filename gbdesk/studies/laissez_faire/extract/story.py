@@ -140,7 +140,7 @@ class Story:
         self.narrator: int | None = None
         self.mentions: list[Mention] = []
         # the mentions' tokens and sentences: both grow along the list, as `resolve`
-        # records mentions left to right (`_choose` looks up where a sentence begins)
+        # records mentions left to right (`antecedents` looks up where a sentence begins)
         self.mention_toks: list[int] = []
         self.mention_sents: list[int] = []
         self.resolved: dict[int, int] = {}  # pronoun token → entity
@@ -153,9 +153,9 @@ class Story:
         self.assignment_margin = 0.0
         self.features: list[dict[str, float]] = []  # per role, filled by `output`
         self._sentences: dict[int, list[Tok]] | None = None  # see `sentence`
-        self._commas: dict[int, int] | None = None  # see `_first_comma`
+        self._commas: dict[int, int] | None = None  # see `first_comma`
         self.capitalised_bases: Counter | None = None  # base → capitalised tokens
-        # every noun that names a role, strongly or weakly (`_noun_votes`)
+        # every noun that names a role, strongly or weakly (`Story.noun_votes`)
         self.cue_nouns = frozenset(w for c in self.cues for w in c.nouns | c.weak_nouns)
         self.gendered_pronouns = any(
             t.lower in GENDERED_PRONOUNS and t.word and not t.skip for t in self.toks

@@ -1,4 +1,9 @@
-"""Step 1 of the extractor: tokens, preamble lines, dialogue and sentences."""
+"""Step 1 of the extractor: tokens, preamble lines, dialogue and sentences.
+
+In full: tokenise; split sentences (honorific periods do not end one); mark
+dialogue (text inside quotation marks) and preamble lines ("Here is a 97 word story:",
+an echoed prompt, a markdown title).
+"""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ class ExtractorWeights:
     Defaults were chosen by hand on development stories (see the script's docstring).
     """
 
-    # --- role nouns (`_noun_votes`)
+    # --- role nouns (`Story.noun_votes`)
     synonym_vote: float = 1.0  # a role noun or synonym that only one role has
     weak_synonym_vote: float = 0.5  # a noun naming the role only loosely ("player")
     modifier_vote: float = 0.75  # each role modifier in the noun phrase ("star", "new")
@@ -35,7 +35,7 @@ class ExtractorWeights:
     np_gender_conflict: float = 1.5  # penalty: a role noun phrase no name is apposed to
     # ("An American actor, famous for his range") is followed by a pronoun of the other
     # gender than the character's honorifics or first name
-    # --- pronoun resolution (`_choose`)
+    # --- pronoun resolution (`antecedents.choose`)
     window: int = 4  # sentences back a pronoun looks for antecedents
     salience_decay: float = 0.5  # weight per sentence of distance
     mention_base: float = 1.0  # every mention
