@@ -41,7 +41,7 @@ PRONOUN_FEATURES = (
 
 
 def _prompts() -> dict[int, dict[str, Any]]:
-    from gbdesk.paths import resource
+    from gbdesk.support.paths import resource
 
     with open(resource("laissez_faire", "prompts.json"), encoding="utf-8") as f:
         return {int(p["id"]): p for p in json.load(f)["prompts"]}

@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from gbdesk.paths import resource
+from gbdesk.support.paths import resource
 
 
 def load_words() -> dict[str, Any]:
