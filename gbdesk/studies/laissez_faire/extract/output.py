@@ -42,9 +42,7 @@ def output(s: Story) -> list[CharacterExtraction]:
         for nm in s.names:
             if nm.entity != ent:
                 continue
-            last = toks[nm.end]
-            stop = last.end - (2 if last.poss and last.text[-2:] in ("'s", "’s") else 0)
-            start = toks[nm.start].start
+            start, stop = s.name_bounds(nm)
             name_spans.append(Span(start, stop, story[start:stop]))
             if nm.honorific is not None:
                 hon = toks[nm.honorific]

@@ -316,6 +316,12 @@ class Story:
             j -= 1
         return 0
 
+    def name_bounds(self, nm: NameMention) -> tuple[int, int]:
+        """Character offsets of a name mention, without a possessive 's."""
+        last = self.toks[nm.end]
+        stop = last.end - (2 if last.poss and last.text[-2:] in ("'s", "’s") else 0)
+        return self.toks[nm.start].start, stop
+
     def display_name(self, ent: int) -> str | None:
         """The name to report: the mention with the most name words, with its
         honorific ("Dr. Patel") or address title ("Chef Evan")."""
@@ -324,9 +330,7 @@ class Story:
         for nm in self.names:
             if nm.entity != ent:
                 continue
-            last = toks[nm.end]
-            stop = last.end - (2 if last.poss and last.text[-2:] in ("'s", "’s") else 0)
-            start = toks[nm.start].start
+            start, stop = self.name_bounds(nm)
             size = len(story[start:stop].split())
             if nm.honorific is not None:
                 start = toks[nm.honorific].start
