@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import re
 
-from gbdesk.studies.laissez_faire.extract import deterministic as det
+from gbdesk.studies.laissez_faire.extract import lexicon, tokens
 from gbdesk.studies.laissez_faire.extract.gender_words import (
     WORD_LISTS,
     genders_hit,
@@ -82,21 +82,21 @@ def _random_texts(n: int, seed: int) -> list[str]:
 
 def test_tokens_and_quotes_as_before():
     for story in TRICKY + _random_texts(1500, seed=1):
-        assert [m.span() for m in det._TOKEN_RE.finditer(story)] == [
+        assert [m.span() for m in tokens.TOKEN_RE.finditer(story)] == [
             m.span() for m in OLD_TOKEN_RE.finditer(story)
         ], story
-        toks = det._tokenise(story)
+        toks = tokens.tokenise(story)
         assert all(t.cap == (t.word and t.text[:1].isupper()) for t in toks)
-        det._mark_preamble(story, toks)
+        tokens.mark_preamble(story, toks)
         expected = _old_mark_quotes(story, toks)
-        det._mark_quotes(story, toks)
+        tokens.mark_quotes(story, toks)
         assert [t.quoted for t in toks] == expected, story
 
 
 def test_stem_as_before():
     words = ["", "s", "ss", "ies", "lies", "flies", "stories", "fans", "bus", "boss", "as"]
     for w in words + [w.upper() for w in words] + ["İs", "abies", "xyzs"]:
-        assert det._stem(w) == _old_stem(w), w
+        assert lexicon.stem(w) == _old_stem(w), w
 
 
 def test_identity_term_prefilter_finds_every_story_with_a_term():
