@@ -15,8 +15,8 @@ import argparse
 import json
 import math
 import shutil
-import subprocess
 import sqlite3
+import subprocess
 import sys
 import tempfile
 from pathlib import Path

@@ -10,7 +10,8 @@ own prompt (the coding stories: a few prompts of every kind, one- and two-role, 
 pairs). None of them comes from the paper's (GPL) data. The recorded outputs were written
 by the extractor as of commit ac37158 with
 
-    PYTHONPATH=CHECKOUT python tests/test_extractor_outputs_unchanged.py --write
+    PYTHONPATH=CHECKOUT python \
+        tests/studies/laissez_faire/test_extractor_outputs_unchanged.py --write
 
 A change that moves any number of any story fails here; if the change is meant, record
 again and say why in the commit.
@@ -27,8 +28,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-RECORDED = HERE / "fixtures" / "extractor_outputs.jsonl.gz"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"  # tests/fixtures
+RECORDED = FIXTURES / "extractor_outputs.jsonl.gz"
 # the learned models' features (a made-up model, forced to decide: the learned paths run)
 ROLE_FEATURES = (
     "rank0 rank1 names vote_this first_subject subject_share np_before offer none none_np "
@@ -50,7 +51,7 @@ def _prompts() -> dict[int, dict[str, Any]]:
 def _cases() -> list[tuple[str, str, dict[str, Any]]]:
     """(case id, story, prompt) for every story and prompt compared."""
     spec = importlib.util.spec_from_file_location(
-        "_stories", HERE / "fixtures" / "coding_stories.py"
+        "_stories", FIXTURES / "coding_stories.py"
     )
     assert spec is not None and spec.loader is not None
     stories = importlib.util.module_from_spec(spec)
@@ -59,7 +60,7 @@ def _cases() -> list[tuple[str, str, dict[str, Any]]]:
     prompts = _prompts()
     by_text = {p["prompt"]: p for p in prompts.values()}
     cases = []
-    with open(HERE / "fixtures" / "recorded_laissez_faire.jsonl", encoding="utf-8") as f:
+    with open(FIXTURES / "recorded_laissez_faire.jsonl", encoding="utf-8") as f:
         for line in f:
             rec = json.loads(line)
             cases.append((f"recorded/{rec['item']}", rec["response"], by_text[rec["prompt"]]))
