@@ -15,7 +15,6 @@ import threading
 from importlib import import_module, metadata
 from typing import Any
 
-from gbdesk.errors import UserError
 from gbdesk.studies.base import (
     AuditSize,
     ChainProbe,
@@ -32,6 +31,7 @@ from gbdesk.studies.base import (
     ScoringProbe,
     Study,
 )
+from gbdesk.support.errors import UserError
 
 ENTRY_POINT_GROUP = "gbdesk.studies"
 log = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ def get_harness(name: str) -> Harness:
 
 def study_reports(runs: list[Any]) -> list[Any]:
     """The cross-run reports (`Study.cross_run_report`) of the studies whose probes ran:
-    each study's hook gets its own runs (`gbdesk.report.blocks.StudyRun`), in order."""
+    each study's hook gets its own runs (`gbdesk.support.blocks.StudyRun`), in order."""
     _load()
     out = []
     for study in studies():

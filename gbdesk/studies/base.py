@@ -29,9 +29,7 @@ from collections.abc import Callable, Generator, Hashable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gbdesk.errors import UserError
-from gbdesk.guards import check_template
-from gbdesk.stats import MarkDefinition, MetricValue
+from gbdesk.maths.stats import MarkDefinition, MetricValue
 from gbdesk.studies.capabilities import (
     AuditSizing,
     Capabilities,
@@ -45,6 +43,8 @@ from gbdesk.studies.capabilities import (
     Running,
     ScoreFrame,
 )
+from gbdesk.support.errors import UserError
+from gbdesk.support.guards import check_template
 
 log = logging.getLogger(__name__)
 
@@ -394,7 +394,7 @@ class Finding:
 
 @dataclass(frozen=True)
 class AccuracyWords:
-    """How the labels' accuracy (`gbdesk.label_accuracy`) names a probe's units."""
+    """How the labels' accuracy (`gbdesk.analysis.label_accuracy`) names a probe's units."""
 
     unit: str = "label"
     units: str = "labels"
@@ -623,8 +623,8 @@ class Probe(ABC):
     ) -> list[Finding]:
         """The run's findings, one plain sentence each (`Finding`; the core sorts them by
         importance across runs). The default: one per marked metric, worst mark first."""
-        from gbdesk.format import value_phrase
-        from gbdesk.stats import MARK_LETTERS
+        from gbdesk.maths.stats import MARK_LETTERS
+        from gbdesk.support.format import value_phrase
 
         title = self.capabilities.presentation.metric_title
         out = []
@@ -1074,7 +1074,7 @@ class Study:
     commands: str = ""
     #: a report over several runs of the study's probes (e.g. one per model):
     #: "package.module:function", called as ``function(runs)`` with the report's runs of
-    #: this study (`gbdesk.report.blocks.StudyRun`), returning a `StudyReport` or None
+    #: this study (`gbdesk.support.blocks.StudyRun`), returning a `StudyReport` or None
     cross_run_report: str = ""
     #: probe sets the study runs as one audit (`gbdesk audit --harness NAME`)
     harnesses: tuple[Harness, ...] = ()

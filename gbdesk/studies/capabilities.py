@@ -80,7 +80,7 @@ def label_strings_differ(auto: dict[str, Any], human: dict[str, Any]) -> bool:
 
 
 def attempt_title(item: Any) -> str:
-    """The default `Review.title` of a `gbdesk.review.ReviewItem`."""
+    """The default `Review.title` of a `gbdesk.people.review.ReviewItem`."""
     return f"{item.item} #{item.attempt + 1} — {item.effective_label}"
 
 
@@ -91,7 +91,7 @@ def item_key(item: str, metadata: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Running(_Capability):
-    """How the run loop makes and counts a probe's attempts (`gbdesk.runs`, the Runs pane,
+    """How the run loop makes and counts a probe's attempts (`gbdesk.workflows.runs`, the Runs pane,
     `gbdesk run`/`estimate`, the Models pane's engine checks).
 
     `chain`: the probe's attempt as a generator of request lists (`ChainProbe.attempt_chain`)
@@ -122,8 +122,8 @@ class Parameters(_Capability):
 
 @dataclass(frozen=True)
 class AuditSizing(_Capability):
-    """How an audit sizes the probe to a time budget (`gbdesk.audit`, the Audit pane) and
-    which subset `--limit` keeps (`gbdesk.runs`).
+    """How an audit sizes the probe to a time budget (`gbdesk.workflows.audit`, the Audit pane) and
+    which subset `--limit` keeps (`gbdesk.workflows.runs`).
 
     `sizes()`: `AuditSize`s smallest first (default bound: seeded samples of 2, 5, 10
     items, then the ladder of item counts at the default attempts); `tokens(params,
@@ -167,7 +167,7 @@ class Labelling(_Capability):
 
 @dataclass(frozen=True)
 class Review(_Capability):
-    """The review queue and the Review pane (`gbdesk.review`, `gbdesk review`).
+    """The review queue and the Review pane (`gbdesk.people.review`, `gbdesk review`).
 
     `category(label, data)`: 0 hardest (reviewed first), 1 undecided, 2 decided;
     `margin(label, data)`: within a category, smaller first; `confidence(label, data)`: the
@@ -197,8 +197,8 @@ class Review(_Capability):
 
 @dataclass(frozen=True)
 class Ratings(_Capability):
-    """Agreement between raters (`gbdesk.raters`) and the labels' measured accuracy
-    (`gbdesk.label_accuracy`).
+    """Agreement between raters (`gbdesk.people.raters`) and the labels' measured accuracy
+    (`gbdesk.analysis.label_accuracy`).
 
     `units(label, metadata)`: label kind → {part of the attempt → value} raters agree or
     disagree on; `kinds()`: titles of those kinds; `label_units(label, metadata)`: the
@@ -216,13 +216,13 @@ class Ratings(_Capability):
 
 @dataclass(frozen=True)
 class FlatFacts(_Capability):
-    """The flat table: fast columnar metrics at the papers' scale (`gbdesk.flat`; used by
+    """The flat table: fast columnar metrics at the papers' scale (`gbdesk.analysis.flat`; used by
     results, the importer and the label accuracy). A probe with this capability gets its
     labels' flat rows written with them and its metrics read from those rows.
 
     `facts(label, response, metadata)`: rows (k, a, b, c, d, x) of one label row, None: no
     flat form; `metrics(flat_run, params)` and `extra_results(flat_run, params)`: the
-    probe's metrics and extra results from a `gbdesk.flat.FlatRun` (identical values; None:
+    probe's metrics and extra results from a `gbdesk.analysis.flat.FlatRun` (identical values; None:
     not available); `label_units(flat_run)`: (attempt ids, confidences) of every automatic
     label's units as numpy arrays, None: not available."""
 
@@ -245,7 +245,7 @@ class ScoreFrame(_Capability):
 
 @dataclass(frozen=True)
 class Resampling(_Capability):
-    """Fast resampled metrics (`gbdesk.resampling`: paired comparisons, bootstraps):
+    """Fast resampled metrics (`gbdesk.maths.resampling`: paired comparisons, bootstraps):
     `metrics(results, params, w, idx=None)` → metric name → numpy array of its value in
     each resample, equal to `Probe.metrics(…, bootstrap=False)` on the drawn items (`w`:
     resamples × items, how often each is drawn; `idx`: drawn positions in draw order)."""
@@ -255,7 +255,7 @@ class Resampling(_Capability):
 
 @dataclass(frozen=True)
 class Ppi(_Capability):
-    """Prediction-powered estimates (`gbdesk.ppi_metrics`, `gbdesk compare`).
+    """Prediction-powered estimates (`gbdesk.analysis.ppi_metrics`, `gbdesk compare`).
 
     `unit`: what the random review sample draws and the metrics average over ("attempt",
     or "item" for means over items); `resampled(units, params, w)`: resampled metrics over
@@ -272,7 +272,7 @@ class Ppi(_Capability):
 
 @dataclass(frozen=True)
 class Coding(_Capability):
-    """Coding texts with a codebook (`gbdesk.coding`, `gbdesk code`, the Review pane's
+    """Coding texts with a codebook (`gbdesk.people.coding`, `gbdesk code`, the Review pane's
     coding mode): `view` the mode's Qt view ("module:Class"; None: no coding mode in the
     pane), `title` its name, `codebook()` the codebook a run starts with (None: empty),
     `candidates(attempts, params, threshold)` the `CodingCandidates` worth coding (None:
@@ -289,7 +289,7 @@ class Importing(_Capability):
     """Results made elsewhere (`gbdesk import`, the Import pane): `plan(path, model_name=…,
     template=…, deal_rows=…)` reads and validates a whole file — nothing written — and
     returns the `ImportedRun`s to create (None: the importer's own layout, `response` rows
-    placed by `item` or by `prompt`, `gbdesk.importer.plan_prompt_response_import`);
+    placed by `item` or by `prompt`, `gbdesk.workflows.importer.plan_prompt_response_import`);
     `item(record)` rebuilds an item a row names that is not one of the probe's (None: none);
     `hint()` what to add to a file whose prompts match no item."""
 

@@ -21,7 +21,7 @@ from gbdesk.cli import main
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from gbdesk.studies.globalbias.data import load_descriptors
-from gbdesk.studies.intersectional.probe import load_groups
+from gbdesk.studies.intersectional.data import load_groups
 from tests.adversarial.worlds import role_answers_csv
 
 INVENTORIES = get_probe("inventories")
@@ -385,7 +385,7 @@ def test_profiles_with_odd_values_import(tmp_path, capsys):
 
 @pytest.mark.parametrize("probe", ["globalbias_profiles", "globalbias_apx"])
 def test_review_of_a_probe_without_command_line_labels_says_so(probe):
-    from gbdesk.errors import UserError
+    from gbdesk.support.errors import UserError
 
     with pytest.raises(UserError, match="review them in the app"):
         get_probe(probe).capabilities.labelling.human_label("{}", {}, "male", "ana")
@@ -419,7 +419,7 @@ def test_finding_14_validations_of_stereotypes_the_filter_moved_out_are_counted(
     """Decisions stored for stereotypes outside the dataset are reported as such — never
     as "there are no ratings"."""
     from tests.intersectional_fakes import write_decisions
-    from tests.test_intersectional_dataset import build
+    from tests.studies.intersectional.test_intersectional_dataset import build
 
     db = tmp_path / "db.sqlite"
     with Store(db) as store:

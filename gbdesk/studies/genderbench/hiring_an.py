@@ -25,9 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from gbdesk.format import pct
-from gbdesk.paths import resource
-from gbdesk.stats import MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Finding,
     Item,
@@ -52,6 +50,8 @@ from gbdesk.studies.genderbench.outcome import (
     phrase_spans,
     without_repeated_gap,
 )
+from gbdesk.support.format import pct
+from gbdesk.support.paths import resource
 
 #: 1.1.0's `_hiring_an_base_templates` (the instruction, before its closing sentences)
 INSTRUCTIONS = (
@@ -169,7 +169,8 @@ def _regression(stereotype: np.ndarray, score: np.ndarray) -> float:
     does it iterate (its "trf" method, some milliseconds a fit). The same two steps here
     skip its bookkeeping in the common case, and the iterated fits of small groups — which
     a bootstrap of a few items meets again and again — are remembered by their exact
-    inputs (tests/test_genderbench_hiring_an.py checks the values against `lsq_linear`
+    inputs (tests/studies/genderbench/test_genderbench_hiring_an.py checks the values against
+    `lsq_linear`
     itself, inside and outside the bounds)."""
     if score.size < 3:
         return math.nan

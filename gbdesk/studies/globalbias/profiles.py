@@ -11,10 +11,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from gbdesk.errors import UserError
-from gbdesk.guards import BadJson, loads_json
-from gbdesk.paths import resource
-from gbdesk.stats import MetricValue
+from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.base import (
     AuditSize,
     GenerationProbe,
@@ -29,6 +26,9 @@ from gbdesk.studies.base import (
 )
 from gbdesk.studies.capabilities import DEFAULT_EXPORT_FILES, Capabilities, Resampling
 from gbdesk.studies.globalbias.data import NAMES_PER_GROUP, selected_names
+from gbdesk.support.errors import UserError
+from gbdesk.support.guards import BadJson, loads_json
+from gbdesk.support.paths import resource
 
 
 def _text_schema(max_length: int = 40) -> dict[str, Any]:
@@ -381,8 +381,9 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         """Answers with a `response` column (an exported attempts.csv, or prompt + response
         rows: the default import), else profiles in the released files' layout or as
         profiles.csv has them (`importers.plan_profiles`)."""
-        from gbdesk.importer import plan_prompt_response_import, read_rows
         from gbdesk.studies.globalbias.importers import plan_profiles
+        from gbdesk.studies.importing import read_rows
+        from gbdesk.workflows.importer import plan_prompt_response_import
 
         rows = read_rows(path)
         if rows and any("response" in record for _, record in rows[:1]):
@@ -558,7 +559,7 @@ class GlobalBiasProfilesProbe(GenerationProbe):
     ) -> dict[str, Any] | None:
         import numpy as np
 
-        from gbdesk.resampling import share
+        from gbdesk.maths.resampling import share
 
         failed = np.array([sum(1 for lab in r.labels if lab != "parsed") for r in results], float)
         answers = np.array([len(r.labels) for r in results], dtype=float)

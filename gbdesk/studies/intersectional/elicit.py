@@ -25,9 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from gbdesk.engine.base import GenerationResult
-from gbdesk.errors import UserError, short_repr
-from gbdesk.guards import INT64_MAX, loads_json, whole_number
-from gbdesk.stats import MetricValue, wilson_interval
+from gbdesk.maths.stats import MetricValue, wilson_interval
 from gbdesk.studies.base import (
     ChainProbe,
     GenerationProbe,
@@ -49,6 +47,8 @@ from gbdesk.studies.intersectional.groups import (
     resolve_groups,
     table1_groups,
 )
+from gbdesk.support.errors import UserError, short_repr
+from gbdesk.support.guards import INT64_MAX, loads_json, whole_number
 
 CITATION = (
     "Ma, Chiang, Wu, Wang & Vosoughi (2023) Intersectional Stereotypes in Large Language "
@@ -139,7 +139,7 @@ def filter_schema(group: str) -> dict[str, Any]:
 
 
 def category_schema() -> dict[str, Any]:
-    from gbdesk.studies.intersectional.probe import load_categories
+    from gbdesk.studies.intersectional.data import load_categories
 
     return {
         "type": "object",
@@ -559,7 +559,7 @@ def stereotypes_of_run(store: Any, run_id: int) -> list[dict[str, Any]]:
     run = store.get_run(run_id)
     if run["probe"] != ElicitationProbe.name:
         raise UserError(f"run {run_id} is a {run['probe']} run, not an {ElicitationProbe.name} run")
-    from gbdesk.results import ensure_auto_labels
+    from gbdesk.analysis.results import ensure_auto_labels
 
     ensure_auto_labels(store, run_id)
     labels = store.labels(run_id, "auto")
@@ -860,7 +860,7 @@ class FilterProbe(ChainProbe):
         generation: dict[str, Any],
         prompt: str | None = None,
     ) -> tuple[GenerationResult, dict[str, Any]]:
-        from gbdesk.studies.intersectional.probe import load_categories
+        from gbdesk.studies.intersectional.data import load_categories
 
         started = time.perf_counter()
         group = metadata["group"]
@@ -914,7 +914,7 @@ class FilterProbe(ChainProbe):
     def review_extras(self, store: Any, run_id: int) -> dict[int, dict[str, Any]]:
         """Every validator's latest decision per stereotype, so that the Review pane shows
         each validator their own (not whoever decided last)."""
-        from gbdesk.studies.intersectional.dataset import human_labels_by_validator
+        from gbdesk.studies.intersectional.data import human_labels_by_validator
 
         return {
             attempt_id: {"validations": {name: e["data"] for name, e in by.items()}}

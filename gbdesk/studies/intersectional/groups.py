@@ -20,7 +20,7 @@ import itertools
 import re
 from collections.abc import Iterable, Mapping
 
-from gbdesk.errors import UserError
+from gbdesk.support.errors import UserError
 
 #: attribute → its values (the paper's §2.1, plus non-binary from Table 1)
 ATTRIBUTE_VALUES: dict[str, tuple[str, ...]] = {
@@ -137,7 +137,7 @@ def or_list(phrases: Iterable[str]) -> str:
 @functools.cache
 def table1_groups() -> tuple[str, ...]:
     """The 106 groups of the paper's Table 1, in its order."""
-    from gbdesk.studies.intersectional.probe import load_groups
+    from gbdesk.studies.intersectional.data import load_groups
 
     return tuple(g["group"] for g in load_groups())
 

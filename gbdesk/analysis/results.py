@@ -1,0 +1,264 @@
+"""Metrics of stored runs, from automatic or reviewed labels (no Qt).
+
+`label_mode="auto"` uses only the detector's labels; `"reviewed"` uses a reviewer's
+label where one exists and the detector's elsewhere. Results are cached in the
+store and recomputed when an attempt, a label, the run's parameters or gbdesk's
+version changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from gbdesk import __version__
+from gbdesk.maths.stats import MetricValue
+from gbdesk.store import Store
+from gbdesk.studies import ItemResult, get_probe
+from gbdesk.studies.base import RunItems, new_item_result
+
+log = logging.getLogger(__name__)
+
+LABEL_MODES = ("auto", "reviewed")
+#: every way metrics can be computed: the label modes, and "ppi" (automatic labels
+#: corrected by the human labels of a random review sample, `gbdesk.analysis.ppi_metrics`)
+METRIC_MODES = (*LABEL_MODES, "ppi")
+#: several raters: "rater:<name>" uses one rater's labels (the detector's elsewhere);
+#: "consensus" the adjudicated label where raters disagreed and someone decided, else the
+#: latest reviewer's, else the detector's
+RATER_PREFIX = "rater:"
+CONSENSUS = "consensus"
+
+
+def rater_mode(mode: str) -> str | None:
+    """The rater of a "rater:<name>" mode, else None."""
+    if isinstance(mode, str) and mode.startswith(RATER_PREFIX) and mode[len(RATER_PREFIX) :]:
+        return mode[len(RATER_PREFIX) :]
+    return None
+
+
+def is_label_mode(mode: str) -> bool:
+    """A mode that picks labels: "auto", "reviewed", "consensus" or "rater:<name>"."""
+    return mode in LABEL_MODES or mode == CONSENSUS or rater_mode(mode) is not None
+
+
+def label_modes(store: Store, run_id: int) -> dict[str, str]:
+    """The label modes a run offers (mode → title): automatic, reviewed, each rater's,
+    and consensus once two people labelled or someone adjudicated."""
+    modes = {
+        "auto": "Automatic labels (the detector's)",
+        "reviewed": "Reviewed labels (a reviewer's where present, the detector's elsewhere)",
+    }
+    raters = store.rater_labels(run_id)
+    for rater, labels in raters.items():
+        n = len(labels)
+        modes[f"{RATER_PREFIX}{rater}"] = (
+            f"{rater}'s labels ({n} attempt{'' if n == 1 else 's'}; the detector's elsewhere)"
+        )
+    if len(raters) >= 2 or store.labels(run_id, "consensus"):
+        modes[CONSENSUS] = (
+            "Consensus labels (adjudicated where raters disagreed, else a reviewer's, else "
+            "the detector's)"
+        )
+    return modes
+
+
+def auto_source(store: Store, run_id: int) -> str | None:
+    run = store.get_run(run_id)
+    return get_probe(run["probe"]).capabilities.labelling.auto_source(run["params"])
+
+
+def ensure_auto_labels(store: Store, run_id: int) -> int:
+    """Label any stored attempt that has no automatic label (of the run's extractor)
+    yet with the probe's built-in labeller; return how many were labelled."""
+    probe = get_probe(store.get_run(run_id)["probe"])
+    source = auto_source(store, run_id)
+    if source is not None and not source.startswith(probe.capabilities.labelling.source_prefix()):
+        return 0  # another labeller (e.g. an LLM pass) fills these; nothing to do here
+    missing = store.unlabelled_attempts(run_id, source)
+    if not missing:
+        return 0
+    items = RunItems.of(store, run_id)
+    for attempt in missing:
+        label = probe.label(
+            attempt["response"], items.metadata(attempt["item"], attempt["attempt"])
+        )
+        store.set_auto_label(attempt["id"], **label)
+    return len(missing)
+
+
+def effective_labels(
+    store: Store, run_id: int, label_mode: str, attempt_ids: Sequence[int] | None = None
+) -> dict[int, dict[str, Any]]:
+    """attempt id → the label row the metrics use in this mode (`attempt_ids`: of these
+    attempts only; a rater with no label among them then gives none, without the error a
+    whole run without that rater's labels raises)."""
+    if not is_label_mode(label_mode):
+        raise ValueError(f"label mode must be one of {LABEL_MODES}, {CONSENSUS} or rater:NAME")
+    ids = attempt_ids
+    labels = store.labels(run_id, "auto", auto_source(store, run_id), attempt_ids=ids)
+    rater = rater_mode(label_mode)
+    if label_mode in ("reviewed", CONSENSUS):
+        labels.update(store.labels(run_id, "human", attempt_ids=ids))
+    if label_mode == CONSENSUS:
+        labels.update(store.labels(run_id, "consensus", attempt_ids=ids))
+    if rater is not None:
+        by_rater = store.rater_labels(run_id, attempt_ids=ids)
+        if rater not in by_rater and ids is None:
+            from gbdesk.support.errors import UserError
+
+            known = ", ".join(by_rater) or "nobody has labelled yet"
+            raise UserError(f"run {run_id} has no labels by {rater!r} (raters: {known})")
+        labels.update(by_rater.get(rater, {}))
+    return labels
+
+
+def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[ItemResult]:
+    """Items (in run order) with the effective labels of their stored attempts (the
+    automatic ones for "ppi", whose correction applies to metrics only)."""
+    labels = effective_labels(store, run_id, "auto" if label_mode == "ppi" else label_mode)
+    items = RunItems.of(store, run_id)
+    by_item: dict[str, ItemResult] = {row["item"]: new_item_result(row) for row in items.rows}
+    for attempt in store.attempts(run_id):
+        label = labels.get(attempt["id"])
+        result = by_item[attempt["item"]]
+        result.labels.append(label["label"] if label else "undetected")
+        result.label_data.append((label or {}).get("data") or {})
+        result.responses.append(attempt["response"])
+        if result.prompts:
+            result.prompt_indices.append(items.prompt_index(attempt["item"], attempt["attempt"]))
+    if get_probe(store.get_run(run_id)["probe"]).capabilities.scores is not None:
+        for score in store.scores(run_id):
+            by_item[score["item"]].scores.append(score)
+    return list(by_item.values())
+
+
+#: label modes the flat table serves (consensus and one rater's labels read the labels)
+FLAT_MODES = ("auto", "reviewed", "ppi")
+
+
+def flat_run(store: Store, run_id: int, label_mode: str) -> Any:
+    """The run read from the flat table of label facts (`gbdesk.analysis.flat.FlatRun`) with the
+    labels of `label_mode` ("ppi": the automatic ones), or None when its probe has none."""
+    from gbdesk.analysis.flat import load_flat
+
+    return load_flat(store, run_id, "auto" if label_mode == "ppi" else label_mode)
+
+
+def extra_results(
+    store: Store, run_id: int, label_mode: str = "auto", flat: bool = True
+) -> dict[str, Any]:
+    """The probe's non-scalar results (`Probe.extra_results`), from the flat table when the
+    probe has one (`flat=False`: always from the labels)."""
+    run = store.get_run(run_id)
+    probe = get_probe(run["probe"])
+    got = None
+    caps = probe.capabilities
+    if flat and caps.flat is not None and label_mode in FLAT_MODES:
+        ensure_auto_labels(store, run_id)
+        got = caps.flat.extra_results(flat_run(store, run_id, label_mode), run["params"])
+    elif flat and caps.scores is not None:
+        got = caps.scores.extra_results(store.score_frame(run_id), run["params"])
+    if got is not None:
+        return got
+    return probe.extra_results(item_results(store, run_id, label_mode), run["params"])
+
+
+def compute_metrics(
+    store: Store,
+    run_id: int,
+    label_mode: str = "auto",
+    use_cache: bool = True,
+    flat: bool = True,
+) -> dict[str, MetricValue]:
+    """The run's metrics from automatic labels ("auto"), reviewed ones ("reviewed": a
+    person's where present), consensus or one rater's labels ("consensus", "rater:NAME"),
+    or as prediction-powered estimates ("ppi"); cached. Probes with a flat table compute
+    "auto" and "reviewed" from it (`flat=False`: from every label's JSON, the reference
+    path the flat one must equal)."""
+    if label_mode not in METRIC_MODES and not is_label_mode(label_mode):
+        raise ValueError(f"label mode must be one of {METRIC_MODES}, {CONSENSUS} or rater:NAME")
+    run = store.get_run(run_id)
+    # Recompute when labels, the run's parameters or the code that computes change.
+    params = json.dumps(run["params"], sort_keys=True, default=str)
+
+    def current() -> str:
+        return (
+            f"{store.labels_fingerprint(run_id)}|{__version__}|{run['probe_version']}|"
+            f"{hashlib.sha256(params.encode()).hexdigest()[:16]}"
+        )
+
+    # A cached result was computed after every attempt had its automatic label, and any
+    # attempt or label added since changes the fingerprint: check the cache first.
+    fingerprint = current()
+    if use_cache:
+        cached = store.cached_metrics(run_id, label_mode, fingerprint)
+        if cached is not None:
+            return {
+                name: MetricValue(
+                    value=_nan(row["value"]),
+                    ci=(_nan(row["ci_lo"]), _nan(row["ci_hi"])),
+                    mark=row["mark"],
+                    n=row["n"],
+                    p_value=row.get("p_value"),
+                    details=json.loads(row["details_json"]) if row.get("details_json") else None,
+                )
+                for name, row in cached.items()
+            }
+    if ensure_auto_labels(store, run_id):
+        fingerprint = current()
+    probe = get_probe(run["probe"])
+    if label_mode == "ppi":
+        from gbdesk.analysis.ppi_metrics import ppi_metric_values
+
+        metrics = ppi_metric_values(store, run_id)
+    else:
+        metrics = None
+        caps = probe.capabilities
+        if flat and caps.flat is not None and label_mode in FLAT_MODES:
+            metrics = caps.flat.metrics(flat_run(store, run_id, label_mode), run["params"])
+        elif flat and caps.scores is not None:
+            metrics = caps.scores.metrics(store.score_frame(run_id), run["params"])
+        if metrics is None:
+            metrics = probe.metrics(item_results(store, run_id, label_mode), params=run["params"])
+    store.save_metrics(
+        run_id,
+        label_mode,
+        fingerprint,
+        [
+            {
+                "name": name,
+                "value": _none(m.value),
+                "ci_lo": _none(m.ci[0]),
+                "ci_hi": _none(m.ci[1]),
+                "mark": m.mark,
+                "n": m.n,
+                "p_value": m.p_value,
+                "details": m.details,
+            }
+            for name, m in metrics.items()
+        ],
+    )
+    return metrics
+
+
+def _nan(x: float | None) -> float:
+    return math.nan if x is None else float(x)
+
+
+def _none(x: float) -> float | None:
+    return None if x is None or math.isnan(x) else float(x)
+
+
+def runs_with_generations(store: Store, with_models: bool = False) -> list[dict[str, Any]]:
+    """Runs that have at least one stored attempt (what review, results and reports list);
+    with `with_models`, each carries its model row under "model"."""
+    runs = [r for r in store.list_runs() if r["attempts_done"] > 0]
+    if with_models:
+        for r in runs:
+            r["model"] = store.get_model(r["model_id"]) if r["model_id"] else {}
+    return runs

@@ -1,0 +1,84 @@
+"""Widgets that keep the window responsive on big runs: the lazily described Review queue,
+result views built over several turns, and the metric glossary lookups."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gbdesk.support import glossary
+
+pytestmark = pytest.mark.gui
+
+
+def test_lazy_list_describes_only_the_rows_on_screen(qtbot):
+    from gbdesk.ui.widgets import LazyList
+
+    asked: list[int] = []
+
+    def describe(row: int):
+        asked.append(row)
+        return f"row {row}", None
+
+    view = LazyList()
+    qtbot.addWidget(view)
+    view.resize(300, 200)
+    view.show()
+    view.set_rows(500_000, describe)
+    qtbot.waitExposed(view)
+    view.grab()  # paints the visible rows
+    assert view.count() == 500_000
+    assert 0 < len(set(asked)) < 100  # a screenful, not half a million
+    rows: list[int] = []
+    view.currentRowChanged.connect(rows.append)
+    view.setCurrentRow(250_000)
+    assert view.currentRow() == 250_000 and rows[-1] == 250_000
+    assert view.item(250_000).text() == "row 250000"
+    assert view.item(500_000) is None
+    before = asked.count(250_000)
+    view.refresh_row(250_000)
+    assert view.item(250_000).text() == "row 250000"
+    assert asked.count(250_000) == before + 1  # described again after a change
+    view.clear()
+    view.addItem("No generations yet")
+    assert view.count() == 1 and view.item(0).text() == "No generations yet"
+
+
+def test_result_view_builds_its_later_parts_in_order(qtbot):
+    from gbdesk.ui.result_views import ResultView
+
+    view = ResultView({}, lambda *a: None, 1)
+    qtbot.addWidget(view)
+    done: list[int] = []
+    view.later(lambda: done.append(1))
+    view.later(lambda: done.append(2))
+    assert view.building() and done == []
+    qtbot.waitUntil(lambda: not view.building())
+    assert done == [1, 2]
+
+
+def test_glossary_terms_as_the_word_by_word_search():
+    def one_by_one(*texts: str) -> list[str]:
+        text = " " + " ".join(t.lower() for t in texts if t) + " "
+        return [
+            term
+            for term, words in glossary._ALIASES.items()
+            if any(
+                re.search(re.escape(w) if w.startswith(" ") else rf"\b{re.escape(w)}", text)
+                for w in words
+            )
+        ]
+
+    texts = [
+        ("Representation ratio", "how often a group appears; CI from items"),
+        ("SDeg", "stereotype degree of each attempt"),
+        ("p value", "Benjamini-Hochberg adjusted, undecidable stories"),
+        ("subitem", "reviewing marks"),
+        ("", ""),
+    ]
+    for pair in texts:
+        assert glossary.terms_in(*pair) == one_by_one(*pair)
+    found = glossary.terms_in("Representation ratio", "")
+    found.append("changed")  # the cache hands out copies
+    assert glossary.terms_in("Representation ratio", "") == ["ratio"]

@@ -1,0 +1,601 @@
+"""The HTTP backend against a real OpenAI-compatible server.
+
+`python -m llama_cpp.server` serves the bundled SmolLM2 on a free local port (the server
+extra's packages are in the `test` extra). The run loop's concurrency and the endpoint
+helpers are also checked without a server.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import ClassVar
+
+import httpx
+import pytest
+
+from gbdesk.cli import main
+from gbdesk.engine.base import GenerationRequest, attempt_seed
+from gbdesk.engine.default_model import default_model_path
+from gbdesk.engine.http_backend import (
+    HttpBackend,
+    endpoint_spec,
+    normalize_base_url,
+    parse_endpoint_spec,
+    register_endpoint,
+)
+from gbdesk.engine.secrets import lookup_api_key
+from gbdesk.support.errors import EngineCrashed, EngineError, UserError
+from gbdesk.workflows.runs import RunControl, execute_run, plan_run, resolve_model
+from tests.fakes import FakeBackend, fake_model
+
+KEY = "sk-gbdesk-test-Qx9Zr2Lm4Vb7"  # the module server requires it
+KEY_VAR = "GBDESK_TEST_ENDPOINT_KEY"
+ALIAS = "smollm2"
+
+
+# -- helpers ------------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# `python -m llama_cpp.server`, loading the model as gbdesk does (no AMX buffers on CPUs
+# where llama.cpp's AMX kernels crash; see gbdesk.engine.llama_compat)
+SERVE = (
+    "import runpy, sys; from gbdesk.engine.llama_compat import extra_buffers, "
+    "use_extra_buffers; keep = extra_buffers(use_extra_buffers()); keep.__enter__(); "
+    "sys.argv[0] = 'llama_cpp.server'; runpy.run_module('llama_cpp.server', run_name='__main__')"
+)
+
+
+class LlamaServer:
+    """`python -m llama_cpp.server` on a local port: start, SIGKILL, start again."""
+
+    def __init__(self, model: Path, log: Path, api_key: str | None = None, n_ctx: int = 2048):
+        self.model, self.log, self.api_key, self.n_ctx = model, log, api_key, n_ctx
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 120.0) -> None:
+        cmd = [
+            sys.executable, "-c", SERVE, "--model", str(self.model),
+            "--model_alias", ALIAS, "--host", "127.0.0.1", "--port", str(self.port),
+            "--n_ctx", str(self.n_ctx),
+        ]  # fmt: skip
+        if self.api_key:
+            cmd += ["--api_key", self.api_key]
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/v1/models", headers=headers, timeout=2).is_success:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        pytest.fail(f"llama_cpp.server did not start: {self.log.read_text()[-2000:]}")
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = LlamaServer(default_model_path(), tmp_path_factory.mktemp("srv") / "log", api_key=KEY)
+    s.start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def keyed(monkeypatch):
+    monkeypatch.setenv(KEY_VAR, KEY)
+
+
+def gbdesk(*args: str, env: dict[str, str] | None = None, timeout: float = 300):
+    result = subprocess.run(
+        [sys.executable, "-m", "gbdesk", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+    return result.returncode, result.stdout, result.stderr
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    """The command in this process (faster than a subprocess for quick failures)."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- no server: URLs, keys, the concurrent run loop ---------------------------------------------
+def test_base_urls_specs_and_refusals():
+    assert normalize_base_url("http://Host:8000") == "http://host:8000/v1"
+    assert normalize_base_url("http://h:8000/v1/") == "http://h:8000/v1"
+    assert normalize_base_url("https://h/api/v1/chat/completions") == "https://h/api/v1"
+    assert normalize_base_url("http://h:11434/v1/models") == "http://h:11434/v1"
+    assert parse_endpoint_spec(endpoint_spec("http://h:8000", "qwen2.5:7b#x")) == (
+        "http://h:8000/v1",
+        "qwen2.5:7b#x",
+    )
+    assert parse_endpoint_spec("/models/a.gguf") is None
+    with pytest.raises(UserError, match="not in the endpoint URL") as info:
+        normalize_base_url("http://user:hunter2@h:8000/v1")
+    assert "hunter2" not in str(info.value)
+    for bad in ("h:8000", "ftp://h", "http://h/v1?key=abc", "http://:80"):
+        with pytest.raises(UserError):
+            normalize_base_url(bad)
+
+
+def test_api_key_lookup(monkeypatch):
+    monkeypatch.delenv("GBDESK_API_KEY", raising=False)
+    monkeypatch.delenv(KEY_VAR, raising=False)
+    assert lookup_api_key("http://h/v1").source == "none"
+    monkeypatch.setenv("GBDESK_API_KEY", "k-default")
+    assert lookup_api_key("http://h/v1").value == "k-default"
+    monkeypatch.setenv(KEY_VAR, "k-named")
+    key = lookup_api_key("http://h/v1", KEY_VAR)
+    assert (key.value, key.source) == ("k-named", f"env:{KEY_VAR}")
+    assert "k-named" not in repr(key)
+    with pytest.raises(UserError, match="NAME of an environment variable") as info:
+        lookup_api_key("http://h/v1", "sk-live-123/abc")
+    assert "sk-live" not in str(info.value)
+
+
+class ConcurrentFake(FakeBackend):
+    """A fake endpoint taking `concurrency` requests at once; records the peak."""
+
+    def __init__(self, concurrency: int = 3, **kwargs):
+        super().__init__(**kwargs)
+        self.concurrency = concurrency
+        self.active = self.peak = 0
+        self.lock = threading.Lock()
+
+    def generate(self, request, on_token=None):
+        with self.lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        try:
+            time.sleep(0.02)
+            return super().generate(request, None)
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
+def test_concurrent_loop_stores_from_the_calling_thread(store, tmp_path, monkeypatch):
+    model = fake_model(store, tmp_path)
+    run_id = plan_run(store, "inventories", model, attempts=3, limit=5, seed=9)
+    caller = threading.get_ident()
+    threads: set[int] = set()
+    add = store.add_attempt
+    monkeypatch.setattr(
+        store, "add_attempt", lambda *a, **k: threads.add(threading.get_ident()) or add(*a, **k)
+    )
+    backend = ConcurrentFake(3)
+    progress = []
+    outcome = execute_run(
+        store, run_id, backend_factory=lambda m, g: backend, on_progress=progress.append
+    )
+    assert outcome.status == "done" and outcome.attempts_done == 15
+    assert backend.peak == 3 and threads == {caller}
+    rows = store.attempts(run_id)
+    assert len(rows) == 15 and len(store.labels(run_id, "auto")) == 15
+    assert all(r["seed"] == attempt_seed(9, r["item"], r["attempt"]) for r in rows)
+    running = [p for p in progress if p.status == "running"]
+    # the first report says the model is loaded (nothing done yet), then one per stored attempt
+    assert running[0].done == 0 and running[0].loaded_s is not None
+    assert [p.done for p in running[1:]] == list(range(1, 16))
+    assert progress[-1].status == "done" and progress[-1].tokens_per_s > 0
+
+
+def test_concurrent_loop_crash_pause_cancel_and_resume(store, tmp_path):
+    model = fake_model(store, tmp_path)
+    run_id = plan_run(store, "inventories", model, attempts=2, limit=6, seed=1)
+    with pytest.raises(EngineCrashed, match="gbdesk resume"):
+        execute_run(store, run_id, backend_factory=lambda m, g: ConcurrentFake(3, crash_after=5))
+    assert store.get_run(run_id)["status"] == "interrupted"
+    assert 0 < store.count_attempts(run_id) <= 5
+    # pause after the 3rd stored attempt, resume from another thread, then cancel
+    control = RunControl()
+    statuses: list[str] = []
+
+    def on_progress(p):
+        statuses.append(p.status)
+        if p.status == "running" and p.session_done == 3 and "paused" not in statuses:
+            control.pause()  # the request in flight is still stored, then the run pauses
+        if p.status == "paused":
+            assert p.session_done == 4
+            threading.Timer(0.05, control.resume).start()
+        if p.status == "running" and "paused" in statuses and p.session_done == 5:
+            control.cancel()
+
+    outcome = execute_run(
+        store,
+        run_id,
+        backend_factory=lambda m, g: ConcurrentFake(2),
+        control=control,
+        on_progress=on_progress,
+    )
+    assert "paused" in statuses and outcome.status == "cancelled"
+    assert store.get_run(run_id)["status"] == "cancelled"
+    assert store.count_attempts(run_id) < 12
+    again = execute_run(store, run_id, backend_factory=lambda m, g: ConcurrentFake(4))
+    assert again.status == "done" and store.count_attempts(run_id) == 12
+    keys = store.conn.execute(
+        "SELECT COUNT(*), COUNT(DISTINCT item || '/' || attempt) FROM attempts WHERE run_id = ?",
+        (run_id,),
+    ).fetchone()
+    assert keys == (12, 12)
+
+
+def test_endpoint_rows_resolve_and_keep_no_key(store):
+    row = register_endpoint(store, "http://gpu:8000", "qwen", api_key_env=KEY_VAR, concurrency=8)
+    assert (row["kind"], row["path"], row["sha256"]) == ("endpoint", "http://gpu:8000/v1", None)
+    assert json.loads(row["metadata_json"]) == {
+        "api_key_env": KEY_VAR,
+        "concurrency": 8,
+        "endpoint_model": "qwen",
+    }
+    other = register_endpoint(store, "http://gpu:8000/v1", "llama")
+    assert other["id"] != row["id"]  # one row per (URL, model)
+    assert resolve_model(store, "http://gpu:8000/v1#qwen")["id"] == row["id"]
+    new = resolve_model(store, "http://gpu:8000#mistral")
+    assert new["kind"] == "endpoint" and new["file_name"] == "mistral"
+
+
+class Scripted(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-style stub whose chat answers follow `script` (status codes), then 200."""
+
+    script: ClassVar[list[int]] = []
+    requests: ClassVar[list[str]] = []
+
+    def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        self._send(200, {"data": [{"id": "served-a"}, {"id": "served-b"}]})
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append(body["model"])
+        if body["model"] not in ("served-a", "served-b"):
+            self._send(404, {"error": {"message": f"The model `{body['model']}` does not exist."}})
+        elif "response_format" not in body and type(self).script:
+            status = type(self).script.pop(0)
+            message = "1 validation error: bad field" if status == 500 else "busy"
+            self._send(status, {"error": {"message": message}}, {"Retry-After": "0"})
+        else:
+            self._send(
+                200,
+                {
+                    "model": body["model"],
+                    "choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+                },
+            )
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def scripted():
+    Scripted.script, Scripted.requests = [], []
+    stub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{stub.server_port}"
+    stub.shutdown()
+    stub.server_close()
+
+
+def test_retries_backoff_and_refusals(scripted):
+    request = GenerationRequest(messages=[{"role": "user", "content": "Hi"}], seed=1)
+    with pytest.raises(UserError, match=r"does not serve the model 'nope'.*served-a, served-b"):
+        HttpBackend(scripted, "nope")
+    backend = HttpBackend(scripted, "served-b", max_retries=3, backoff_s=0.01)
+    assert backend.info.model_name == "served-b"
+    assert backend.info.settings["json_format"] == "json_schema"
+    Scripted.script[:] = [503, 429, 502]  # three failures, then an answer
+    before = len(Scripted.requests)
+    result = backend.generate(request)
+    assert result.text == "{}" and len(Scripted.requests) - before == 4
+    Scripted.script[:] = [503] * 4  # one more failure than retries
+    with pytest.raises(EngineCrashed, match=r"failed 4 times in a row .*HTTP 503"):
+        backend.generate(request)
+    Scripted.script[:] = [500]  # a validation error is not retried
+    before = len(Scripted.requests)
+    with pytest.raises(EngineError, match=r"refused the request .*validation error") as info:
+        backend.generate(request)
+    assert not isinstance(info.value, EngineCrashed) and len(Scripted.requests) - before == 1
+    backend.close()
+
+
+# -- a real llama_cpp.server --------------------------------------------------------------------
+@pytest.mark.model
+def test_seeds_json_schema_and_usage(server, keyed):
+    with HttpBackend(server.url, ALIAS, api_key_env=KEY_VAR) as backend:
+        info = backend.info
+        assert info.backend == "http" and info.model_name == ALIAS
+        assert info.settings["endpoint"] == f"{server.url}/v1"
+        assert info.settings["api_key"] == f"env:{KEY_VAR}"
+        # llama-cpp-python's server takes {"type": "json_object", "schema": …} only
+        assert info.settings["json_format"] == "json_object"
+
+        def ask(seed, **kw):
+            messages = [{"role": "user", "content": "Describe a nurse in one sentence."}]
+            return backend.generate(
+                GenerationRequest(messages=messages, seed=seed, **{"max_tokens": 16, **kw})
+            )
+
+        first, again, other = ask(11), ask(11), ask(12)
+        assert first.text == again.text != other.text  # the server honours the seed
+        assert first.tokens_in > 5 and 0 < first.tokens_out <= 16 and first.latency_s > 0
+        assert first.finish_reason in ("stop", "length")
+        schema = {
+            "type": "object",
+            "properties": {"answer": {"enum": ["yes", "no"]}},
+            "required": ["answer"],
+        }
+        answer = json.loads(ask(3, max_tokens=24, json_schema=schema).text)
+        assert answer["answer"] in ("yes", "no")
+        # SmolLM2 adds no BOS token: llama-cpp-python's echoed logprobs are then shifted
+        with pytest.raises(EngineError, match=r"cannot score log-likelihoods: .*shifted"):
+            backend.score(["My name is Maria, I am a nurse."])
+
+
+@pytest.mark.model
+def test_what_llama_cpp_server_can_do_and_a_refused_scoring_probe(server, keyed, tmp_path, capsys):
+    """The real server: chat and top logprobs yes; prompt logprobs echoed but shifted by one
+    token for SmolLM2 (no BOS token) — so the perplexity probe is refused before its run,
+    in one line, instead of scoring wrong numbers."""
+    with HttpBackend(server.url, ALIAS, api_key_env=KEY_VAR) as backend:
+        found = backend.capabilities()
+    assert found["chat"]["ok"] is True and found["top_logprobs"]["ok"] is True
+    assert found["prompt_logprobs"]["ok"] is False
+    assert "shifted by one token" in found["prompt_logprobs"]["note"]
+    assert found["server"] == "me"  # what llama-cpp-python's model list says
+    db = str(tmp_path / "caps.sqlite")
+    code, out, err = cli(
+        capsys, "run", "--probe", "globalbias_apx", "--endpoint", server.url,
+        "--endpoint-model", ALIAS, "--api-key-env", KEY_VAR, "--db", db,
+    )  # fmt: skip
+    assert code == 2 and not out
+    (line,) = err.strip().splitlines()
+    assert "needs log-probabilities of prompt tokens" in line and "shifted by one token" in line
+    assert "vLLM" in line
+    assert cli(capsys, "runs", "--db", db, "--json")[1].strip() == "[]"
+    code, out, _ = cli(capsys, "models", "--db", db)
+    assert "chat generation: yes" in out and "top log-probabilities: yes" in out
+    assert "log-probabilities of prompt tokens: no — its echoed prompt logprobs are shifted" in out
+
+
+@pytest.mark.model
+def test_scoring_through_completions_when_the_model_adds_bos(tmp_path):
+    from llama_cpp import Llama
+
+    from gbdesk.engine.llama_compat import load_llama
+
+    bos_model = tmp_path / "smol-bos.gguf"
+    shutil.copyfile(default_model_path(), bos_model)
+    import gguf
+
+    reader = gguf.GGUFReader(bos_model, "r+")
+    field = reader.fields["tokenizer.ggml.add_bos_token"]
+    field.parts[field.data[0]][0] = True
+    del reader
+    srv = LlamaServer(bos_model, tmp_path / "log", n_ctx=256)
+    srv.start()
+    texts = ["Jamal was a pilot."]
+    try:
+        with HttpBackend(srv.url, ALIAS) as backend:
+            found = backend.capabilities()  # the same counting check the scoring relies on
+            assert found["prompt_logprobs"]["ok"] is True, found
+            scores = backend.score(texts)
+    finally:
+        srv.stop()
+    llm = load_llama(bos_model, n_ctx=256, logits_all=True, verbose=False)
+    for text, got in zip(texts, scores, strict=True):
+        tokens = llm.tokenize(text.encode(), add_bos=True)
+        llm.reset()
+        llm.eval(tokens)
+        logprobs = Llama.logits_to_logprobs(llm.scores[: len(tokens)])
+        # the server leaves the first text token unscored; every later one counts
+        expected = sum(float(logprobs[i - 1][tokens[i]]) for i in range(2, len(tokens)))
+        assert got.n_tokens == len(tokens) - 2
+        assert got.logprob_sum == pytest.approx(expected, abs=0.05)
+        assert got.ppl == pytest.approx(math.exp(-expected / got.n_tokens), rel=0.01)
+
+
+@pytest.mark.model
+def test_run_through_an_endpoint_and_the_key_is_never_stored(server, tmp_path, capsys, monkeypatch):
+    db = tmp_path / "e.sqlite"
+    env = {KEY_VAR: KEY}
+    code, out, err = gbdesk(
+        "run", "--probe", "inventories", "--limit", "3", "--attempts", "1",
+        "--max-tokens", "24", "--endpoint", server.url, "--endpoint-model", ALIAS,
+        "--concurrency", "2", "--api-key-env", KEY_VAR, "--db", str(db), "--json", env=env,
+    )  # fmt: skip
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["status"] == "done" and summary["attempts"] == 3
+    with sqlite3.connect(db) as conn:
+        conn.row_factory = sqlite3.Row
+        run = conn.execute("SELECT * FROM runs").fetchone()
+        engine = json.loads(run["engine_json"])
+        model = conn.execute("SELECT * FROM models WHERE id = ?", (run["model_id"],)).fetchone()
+        attempts = conn.execute("SELECT * FROM attempts").fetchall()
+    assert engine["backend"] == "http" and engine["model_name"] == ALIAS
+    settings = engine["settings"]
+    assert settings["endpoint"] == f"{server.url}/v1" and settings["server_model"] == ALIAS
+    assert settings["concurrency"] == 2 and settings["api_key"] == f"env:{KEY_VAR}"
+    assert (model["kind"], model["path"], model["sha256"]) == (
+        "endpoint",
+        settings["endpoint"],
+        None,
+    )
+    assert json.loads(model["metadata_json"])["api_key_env"] == KEY_VAR
+    assert len(attempts) == 3
+    assert all(a["seed"] == attempt_seed(0, a["item"], a["attempt"]) for a in attempts)
+    assert all(a["tokens_in"] > 0 and a["tokens_out"] > 0 for a in attempts)
+    outputs = [out, err]
+    monkeypatch.setenv(KEY_VAR, KEY)
+    for args in (["models"], ["runs"], ["metrics", str(run["id"])]):
+        code, out, err = cli(capsys, *args, "--db", str(db), "--json")
+        assert code == 0, err
+        outputs += [out, err]
+    listed = json.loads(outputs[2])["models"]
+    assert any(m.get("endpoint") and m["url"] == settings["endpoint"] for m in listed)
+    code, out, err = cli(
+        capsys, "export", str(run["id"]), "--csv", str(tmp_path / "csv"), "--db", str(db)
+    )
+    assert code == 0, err
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and not p.name.endswith(".log")]
+    assert any(p.suffix == ".csv" for p in files) and db in files
+    for path in files:
+        assert KEY.encode() not in path.read_bytes(), path
+    assert not any(KEY in text for text in outputs)
+
+
+@pytest.mark.model
+def test_bad_endpoints_give_one_clear_line(server, tmp_path, capsys, monkeypatch):
+    db = str(tmp_path / "bad.sqlite")
+
+    def refused(url: str, *extra: str) -> str:
+        code, out, err = cli(
+            capsys, "run", "--probe", "inventories", "--limit", "1", "--endpoint", url,
+            "--endpoint-model", ALIAS, "--db", db, *extra,
+        )  # fmt: skip
+        assert code == 2 and not out
+        assert len(err.strip().splitlines()) == 1 and err.startswith("gbdesk: error: ")
+        return err
+
+    assert "connection refused" in refused(f"http://127.0.0.1:{free_port()}/v1")
+    monkeypatch.setenv(KEY_VAR, KEY)
+    assert "not found (HTTP 404)" in refused(f"{server.url}/nope", "--api-key-env", KEY_VAR)
+    monkeypatch.delenv(KEY_VAR)
+    monkeypatch.delenv("GBDESK_API_KEY", raising=False)
+    err = refused(server.url)
+    assert "HTTP 401" in err and "no API key was found" in err and "GBDESK_API_KEY" in err
+    monkeypatch.setenv("GBDESK_API_KEY", "wrong-key")
+    assert "the key from env:GBDESK_API_KEY was refused" in refused(server.url)
+
+    class Html(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"<html><body>It works!</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_POST = do_GET
+
+        def log_message(self, *args):
+            pass
+
+    html = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Html)
+    threading.Thread(target=html.serve_forever, daemon=True).start()
+    try:
+        err = refused(f"http://127.0.0.1:{html.server_port}")
+    finally:
+        html.shutdown()
+    assert "did not answer with JSON (text/html" in err
+    assert cli(capsys, "runs", "--db", db, "--json")[1].strip() == "[]"  # no run was created
+
+
+@pytest.mark.model
+def test_server_killed_mid_run_then_resumed(tmp_path):
+    srv = LlamaServer(default_model_path(), tmp_path / "server.log")
+    srv.start()
+    db = tmp_path / "kill.sqlite"
+    run = subprocess.Popen(
+        [
+            sys.executable, "-m", "gbdesk", "run", "--probe", "inventories", "--limit", "5",
+            "--attempts", "2", "--max-tokens", "32", "--endpoint", srv.url,
+            "--endpoint-model", ALIAS, "--concurrency", "2", "--db", str(db),
+        ],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "GBDESK_HTTP_RETRIES": "2", "GBDESK_HTTP_BACKOFF": "0.2"},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        stored = 0
+        while stored < 1 and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.1)
+            if db.exists():
+                try:
+                    with sqlite3.connect(db, timeout=5) as conn:
+                        stored = conn.execute("SELECT COUNT(*) FROM attempts").fetchone()[0]
+                except sqlite3.OperationalError:  # tables not created yet
+                    pass
+        srv.kill()
+        _, err = run.communicate(timeout=120)
+    finally:
+        srv.stop()
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 1, err
+    assert "gbdesk resume 1" in err and len(err.strip().splitlines()[-1]) > 20
+    code, out, err = gbdesk("runs", "--db", str(db), "--json")
+    (listed,) = json.loads(out)
+    assert listed["status"] == "interrupted" and 1 <= listed["attempts_done"] < 10
+    srv.start()  # the same port again
+    try:
+        code, out, err = gbdesk("resume", "1", "--db", str(db), "--json")
+    finally:
+        srv.stop()
+    assert code == 0, err
+    assert json.loads(out) == {
+        "run_id": 1,
+        "status": "done",
+        "attempts": 10,
+        "attempts_total": 10,
+        "batch_size": 1,  # an endpoint: requests one at a time (the server batches)
+    }
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT item, attempt, seed FROM attempts").fetchall()
+        engine = json.loads(conn.execute("SELECT engine_json FROM runs").fetchone()[0])
+    assert len(rows) == 10 and len({(i, a) for i, a, _ in rows}) == 10
+    assert all(seed == attempt_seed(0, i, a) for i, a, seed in rows)
+    assert engine["settings"]["endpoint"] == f"{srv.url}/v1"
