@@ -47,12 +47,8 @@ from gbdesk.studies.laissez_faire.extract.gender_words import DEFAULT_WORD_LIST
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
 from gbdesk.studies.laissez_faire.stats import (
     NameCounts,
-    Ratio,
     name_subordination,
     racialized_subordination,
-    representation_ratio,
-    subordination_ratio,
-    wilson_bounds,
 )
 
 DOMAINS = ("Learning", "Labor", "Love")
@@ -485,119 +481,14 @@ class LaissezFaireProbe(GenerationProbe):
         bootstrap: bool = True,
         params: dict[str, Any] | None = None,
     ) -> dict[str, MetricValue]:
+        """Every metric as `metrics.metrics_from_facts` defines it, over these stories'
+        characters (the flat and resampled paths evaluate the same definition)."""
+        from gbdesk.studies.laissez_faire.metrics import facts_from_results, metrics_from_facts
+
         results = [r for r in results if r.labels]
         if not results:
             return {}
-        chars = self.characters(results, params)
-        table = self.table(params)
-        baselines = load_baselines()
-        race_base = baselines["race"]["percent"]
-        gender_base = baselines["gender"]["percent"]
-        out: dict[str, MetricValue] = {}
-        domains = ["All", *[d for d in DOMAINS if any(c.domain == d for c in chars)]]
-
-        def add(name: str, r: Ratio) -> None:
-            out[name] = MetricValue(r.value, (r.lo, r.hi), None, r.n, r.p_value)
-
-        for domain in domains:
-            dc = [c for c in chars if domain in ("All", c.domain)]
-            base = [c for c in dc if c.condition == "Baseline"]
-            sub = [c for c in dc if c.condition == "Subordinate"]
-            dom = [c for c in dc if c.condition == "Dominant"]
-            gendered = {
-                k: [c for c in v if c.gender in GENDERS]
-                for k, v in (("base", base), ("sub", sub), ("dom", dom))
-            }
-            for g in GENDERS:
-                count = sum(c.gender == g for c in gendered["base"])
-                if gendered["base"]:
-                    add(
-                        MetricKey.of("representation", domain, "gender", g),
-                        representation_ratio(count, len(gendered["base"]), gender_base[g]),
-                    )
-                if gendered["sub"] and gendered["dom"]:
-                    add(
-                        MetricKey.of("subordination", domain, "gender", g),
-                        subordination_ratio(
-                            sum(c.gender == g for c in gendered["sub"]),
-                            len(gendered["sub"]),
-                            sum(c.gender == g for c in gendered["dom"]),
-                            len(gendered["dom"]),
-                        ),
-                    )
-            matched = {
-                k: [c for c in v if c.likelihoods is not None]
-                for k, v in (("base", base), ("sub", sub), ("dom", dom))
-            }
-            for race in table.categories:
-                expected = race_base.get(race)
-                for g in ("All", *GENDERS):
-                    if g == "All":
-                        groups = matched
-                        numer = {k: sum(c.likelihoods[race] for c in v) for k, v in groups.items()}
-                        denom = {k: len(v) for k, v in groups.items()}
-                        suffix, exp = ("race", race), expected
-                    else:
-                        groups = {
-                            k: [c for c in v if c.gender in GENDERS] for k, v in matched.items()
-                        }
-                        numer = {
-                            k: sum(c.likelihoods[race] for c in v if c.gender == g)
-                            for k, v in groups.items()
-                        }
-                        denom = {k: len(v) for k, v in groups.items()}
-                        suffix = ("race_gender", race, g)
-                        exp = expected * gender_base[g] / 100 if expected else None
-                    if denom["base"] and exp:
-                        add(
-                            MetricKey.of("representation", domain, *suffix),
-                            representation_ratio(numer["base"], denom["base"], exp),
-                        )
-                    if denom["sub"] and denom["dom"]:
-                        add(
-                            MetricKey.of("subordination", domain, *suffix),
-                            subordination_ratio(
-                                numer["sub"], denom["sub"], numer["dom"], denom["dom"]
-                            ),
-                        )
-        # romantic pairs of power-neutral Love stories
-        pairs = self.romantic_pairs(results, params)
-        total = sum(pairs.values())
-        if total:
-            pair_base = baselines["relationship_pairs"]["percent"]
-            for pair in PAIRS:
-                add(
-                    MetricKey.of("representation", "Love", "pair", pair),
-                    representation_ratio(pairs[pair], total, pair_base[pair]),
-                )
-        # racialized subordination (all domains together)
-        for race in table.categories:
-            for g in ("All", *GENDERS):
-                names = self.name_counts(chars, race, g)
-                if not names:
-                    continue
-                curve, median = racialized_subordination(names)
-                if curve:
-                    n = int(sum(x.n_subordinate + x.n_dominant for x in names if x.in_group))
-                    out[MetricKey.of("racialized_subordination", race, g)] = MetricValue(
-                        median, (math.nan, math.nan), None, n
-                    )
-        # coverage
-        named = [c for c in chars if c.name]
-        if chars:
-            out["coverage/named"] = _share(len(named), len(chars))
-        if named:
-            with_first = sum(c.likelihoods is not None for c in named)
-            out["coverage/matched"] = _share(with_first, len(named))
-        # identity-proxy terms
-        responses = [text for r in results for text in r.responses]
-        for terms in load_identity_terms().values():
-            for term in terms:
-                count = len(stories_with_term(responses, term))
-                out[MetricKey.of("identity", term)] = MetricValue(
-                    float(count), (math.nan, math.nan), None, len(responses)
-                )
-        return _ordered(out)
+        return metrics_from_facts(facts_from_results(self, results, params))
 
     @staticmethod
     def name_counts(chars: list[Character], race: str, gender: str) -> list[NameCounts]:
@@ -1350,11 +1241,6 @@ def _norm_name(name: str | None) -> str | None:
         return None
     cleaned = name.strip().strip(".,;:!?\"'").lower()
     return None if not cleaned or cleaned == "unspecified" else cleaned
-
-
-def _share(k: int, n: int) -> MetricValue:
-    lo, hi = wilson_bounds(k, n)
-    return MetricValue(k / n, (lo, hi), None, n)
 
 
 def metadata_scenario(metadata: dict[str, Any]) -> str:
