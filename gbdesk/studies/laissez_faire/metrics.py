@@ -88,6 +88,13 @@ class Facts:
             self._cache[key] = getattr(self, column) == value
         return self._cache[key]
 
+    def race_lik(self, race: str) -> np.ndarray:
+        """The likelihoods of one race, contiguous."""
+        key = ("lik", race)
+        if key not in self._cache:
+            self._cache[key] = np.ascontiguousarray(self.lik[:, self.races.index(race)])
+        return self._cache[key]
+
     def codes(self, column: str) -> tuple[np.ndarray, list[Any]]:
         """The column's values as codes in order of first appearance, and the values."""
         key = ("codes", column)
@@ -289,7 +296,7 @@ def _names(f: Facts, race: str, gender: str) -> _Names | None:
         wanted = gender_names.index(gender) if gender in gender_names else -1
         in_group = (np.asarray(uniques) % n_g) == wanted
     return _Names(
-        lik=f.lik[keep][first_row, f.races.index(race)],
+        lik=f.race_lik(race)[np.flatnonzero(keep)[first_row]],
         in_group=in_group,
         code=codes.astype(np.int64),
         subordinate=f.eq("condition", "Subordinate")[keep],
@@ -298,12 +305,20 @@ def _names(f: Facts, race: str, gender: str) -> _Names | None:
 
 
 def _threshold_counts(names: _Names, sub: np.ndarray, dom: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Subordinate and dominant counts of the in-group names above each threshold and in
-    all (`sub`, `dom`: per name, one row per resample; whole counts, so exact in any
-    order)."""
-    above = names.in_group[:, None] & (100 * names.lik[:, None] > THRESHOLDS)
-    above = above.astype(float)
-    return sub @ above, dom @ above, sub.sum(axis=1), dom.sum(axis=1)
+    """Subordinate and dominant counts of the in-group names above each threshold
+    (resamples × thresholds) and of all names (`sub`, `dom`: resamples × names). Tail
+    sums over the in-group names sorted by likelihood, taken at each threshold's first
+    name above it; whole counts, so exact in any order."""
+    score = 100 * names.lik[names.in_group]
+    order = np.argsort(score, kind="stable")
+    first_above = np.searchsorted(score[order], THRESHOLDS, side="right")  # score > t
+
+    def above(counts: np.ndarray) -> np.ndarray:
+        ranked = counts[:, names.in_group][:, order]
+        tails = np.cumsum(ranked[:, ::-1], axis=1)[:, ::-1]
+        return np.hstack([tails, np.zeros((len(counts), 1))])[:, first_above]
+
+    return above(sub), above(dom), sub.sum(axis=1), dom.sum(axis=1)
 
 
 def racialized_curve(
@@ -361,7 +376,7 @@ class Totals:
 
     def lik(self, race: str, domain: str, condition: str, **where: Any) -> float:
         rows = self._rows(domain, condition, where)
-        return _seq_sum(self.f.lik[rows, self.f.races.index(race)])
+        return _seq_sum(self.f.race_lik(race)[rows])
 
     def pairs(self, pair: str | None = None) -> int:
         return len(self.f.pair) if pair is None else int(np.count_nonzero(self.f.pair == pair))
