@@ -65,7 +65,7 @@ def _build(store: Any, builder: str, params: dict[str, Any]) -> int:
     elif kind == "variants":
         run_id = synthetic.laissez_faire_run(store, n=int(args[0]), seed=int(args[1]))
     else:
-        from gbdesk.runs import execute_run, plan_run, resolve_model
+        from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
         from tests.fakes import FakeBackend, recorded_laissez_faire
 
         model = resolve_model(store, "default")
@@ -90,8 +90,8 @@ def _review(store: Any, run_id: int, seed: int | None) -> None:
 
 
 def _resampled(probe: Any, results: list[Any], params: Any, seed: int) -> dict[str, Any]:
-    from gbdesk.compare import draw_resamples
-    from gbdesk.resampling import weights
+    from gbdesk.analysis.compare import draw_resamples
+    from gbdesk.maths.resampling import weights
 
     idx = draw_resamples(len(results), RESAMPLES, seed=seed)
     w = weights(idx, len(results))
@@ -101,7 +101,7 @@ def _resampled(probe: Any, results: list[Any], params: Any, seed: int) -> dict[s
 
 def _ppi(store: Any, run_id: int, probe: Any, params: Any) -> dict[str, Any]:
     """The PPI evaluator on each unit set (point and seeded multinomial weights)."""
-    from gbdesk.ppi_metrics import run_units
+    from gbdesk.analysis.ppi_metrics import run_units
 
     human, labeled, unlabeled, _ = run_units(store, run_id, probe.auto_source(params))
     out: dict[str, Any] = {}
@@ -118,8 +118,8 @@ def _ppi(store: Any, run_id: int, probe: Any, params: Any) -> dict[str, Any]:
 
 def snapshot(tmp: Path) -> dict[str, Any]:
     """Every case's metrics of the four paths (see the module)."""
-    from gbdesk.ppi_metrics import draw_sample
-    from gbdesk.results import compute_metrics, item_results
+    from gbdesk.analysis.ppi_metrics import draw_sample
+    from gbdesk.analysis.results import compute_metrics, item_results
     from gbdesk.store import Store
     from gbdesk.studies import get_probe
 

@@ -14,7 +14,7 @@ each ratio and hands them to the `Sums`' ratio functions. Two kinds of `Sums` ev
 * `Resampled`, over resamples of the units (paired comparisons, prediction-powered
   inference): the per-unit sums of each cell of the table (characters alike in every
   column but the likelihoods) weighted by the resamples' multiplicities
-  (`gbdesk.resampling`), the ratios' values vectorised (`representation_values`,
+  (`gbdesk.maths.resampling`), the ratios' values vectorised (`representation_values`,
   `subordination_values`, equal to `stats`' ratios); NaN where a denominator is 0. The
   identity-term counts are not resampled (a count of stories, not an estimate).
 """
@@ -30,8 +30,8 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from gbdesk.resampling import Values, share, transposed
-from gbdesk.stats import MetricValue
+from gbdesk.maths.resampling import Values, share, transposed
+from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.base import MetricKey
 from gbdesk.studies.laissez_faire.probe import (
     DOMAINS,

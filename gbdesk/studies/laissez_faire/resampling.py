@@ -2,7 +2,7 @@
 
 Every ratio and coverage share of `LaissezFaireProbe.metrics` is a function of sums of
 per-unit character counts and name likelihoods, so its value on a resample is computed
-from those sums with the resample's unit multiplicities (`gbdesk.resampling`). The
+from those sums with the resample's unit multiplicities (`gbdesk.maths.resampling`). The
 metrics are the one definition of `metrics` (`metrics.resampled_from_facts`) over the
 units' facts; the identity-term counts are not resampled.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gbdesk.resampling import Values
+from gbdesk.maths.resampling import Values
 from gbdesk.studies.base import ItemResult
 from gbdesk.studies.laissez_faire.metrics import (
     facts_from_results,
