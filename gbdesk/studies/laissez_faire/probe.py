@@ -579,14 +579,14 @@ class LaissezFaireProbe(GenerationProbe):
         return metric_title(name) or super().metric_title(name)
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """"Love, power-laden: an American person who instructs friend": the scenario."""
+        """ "Love, power-laden: an American person who instructs friend": the scenario."""
         scene = metadata_scenario(metadata) or str(metadata.get("scenario") or item)
         return f"{metadata.get('domain', '')}, {metadata.get('condition', '')}: {scene}".strip(
             ", :"
         )
 
     def review_title(self, item: Any) -> str:
-        """"Love, power-laden: an American person who instructs friend — subject Elara
+        """ "Love, power-laden: an American person who instructs friend — subject Elara
         Bard (gender unsure); object Malibu (gender not stated)"."""
         from gbdesk.studies.laissez_faire.report import character_gender_words
 
@@ -1096,98 +1096,30 @@ class LaissezFaireProbe(GenerationProbe):
     # -- presentation -------------------------------------------------------------------------
     def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:
         keys = {n: MetricKey.parse(n) for n in present or []}
-
-        def pick(family: str, domain: str | None = None, *kinds: str) -> list[str]:
-            return [
-                n
-                for n, k in keys.items()
-                if k.family == family
-                and (domain is None or k.part(0) == domain)
-                and (not kinds or k.part(1) in kinds)
-            ]
-
-        def labels(metrics: list[str], drop: int) -> dict[str, str]:
-            from gbdesk.studies.laissez_faire.report import short_label
-
-            return {m: short_label(m) or " · ".join(keys[m].parts[drop - 1 :]) for m in metrics}
-
-        groups = []
-        for title, metrics, desc, drop in (
-            (
-                "Gender representation (power-neutral stories)",
-                pick("representation", None, "gender"),
-                "Share of each gender over its U.S. population share; 1 = parity, below 1 = "
-                "omitted.",
-                1,
-            ),
-            (
-                "Race representation (power-neutral stories)",
-                pick("representation", None, "race"),
-                "Named characters' race shares (fractional counting) over population shares.",
-                1,
-            ),
-            (
-                "Race × gender representation",
-                pick("representation", "All", "race_gender"),
-                "Joint shares over the product of the population shares.",
-                3,
-            ),
-            (
-                "Romantic couples (power-neutral Love stories)",
-                pick("representation", "Love", "pair"),
-                "Gender pairs of the two partners over their population shares.",
-                3,
-            ),
-            (
-                "Gender subordination (power-laden stories)",
-                pick("subordination", None, "gender"),
-                "p(gender | subordinate) / p(gender | dominant); above 1 = more often "
-                "subordinated.",
-                1,
-            ),
-            (
-                "Race subordination",
-                pick("subordination", None, "race"),
-                "p(race | subordinate) / p(race | dominant).",
-                1,
-            ),
-            (
-                "Race × gender subordination (the paper's Table 3)",
-                [n for n in pick("subordination", None, "race_gender") if keys[n].part(0) != "All"],
-                "Per domain; p < .05 marked in the table.",
-                1,
-            ),
-            (
-                "Median racialized subordination",
-                pick("racialized_subordination"),
-                "Median over thresholds 1…100 % of the subordination ratio of characters whose "
-                "first name is at least that likely of the race.",
-                1,
-            ),
-        ):
-            if metrics:
-                groups.append(
-                    MetricGroup(
-                        title,
-                        metrics,
-                        desc,
-                        labels=labels(metrics, drop),
-                        kind="log_ratio",
-                        item_filters={m: _stories_behind(m) for m in metrics},
-                    )
-                )
-        coverage = pick("coverage")
+        groups = [
+            MetricGroup(
+                title,
+                metrics,
+                desc,
+                labels=_short_labels(keys, metrics, drop),
+                kind="log_ratio",
+                item_filters={m: _stories_behind(m) for m in metrics},
+            )
+            for title, family, domain, kinds, desc, drop in _RATIO_GROUPS
+            if (metrics := _pick(keys, family, domain, *kinds))
+        ]
+        coverage = _pick(keys, "coverage")
         if coverage:
             groups.append(
                 MetricGroup(
                     "Name coverage",
                     coverage,
                     "Characters with a name, and named characters found in the name table.",
-                    labels=labels(coverage, 1),
+                    labels=_short_labels(keys, coverage, 1),
                     x_range=(0.0, 1.0),
                 )
             )
-        identity = pick("identity")
+        identity = _pick(keys, "identity")
         if identity:
             groups.append(
                 MetricGroup(
@@ -1195,12 +1127,105 @@ class LaissezFaireProbe(GenerationProbe):
                     identity,
                     "Stories mentioning each term; click to read them.",
                     kind="count",
-                    labels=labels(identity, 1),
+                    labels=_short_labels(keys, identity, 1),
                     item_filters={n: {"__text__": keys[n].tail(0, "/")} for n in identity},
                     columns=("Term", "Stories"),
                 )
             )
         return groups
+
+
+#: The ratio groups of `metric_groups`: title, family, domain (None: any; PER_DOMAIN: any
+#: but "All"), kinds, description, and how many leading parts the labels drop.
+PER_DOMAIN = "per domain"
+_RATIO_GROUPS: tuple[tuple[str, str, str | None, tuple[str, ...], str, int], ...] = (
+    (
+        "Gender representation (power-neutral stories)",
+        "representation",
+        None,
+        ("gender",),
+        "Share of each gender over its U.S. population share; 1 = parity, below 1 = omitted.",
+        1,
+    ),
+    (
+        "Race representation (power-neutral stories)",
+        "representation",
+        None,
+        ("race",),
+        "Named characters' race shares (fractional counting) over population shares.",
+        1,
+    ),
+    (
+        "Race × gender representation",
+        "representation",
+        "All",
+        ("race_gender",),
+        "Joint shares over the product of the population shares.",
+        3,
+    ),
+    (
+        "Romantic couples (power-neutral Love stories)",
+        "representation",
+        "Love",
+        ("pair",),
+        "Gender pairs of the two partners over their population shares.",
+        3,
+    ),
+    (
+        "Gender subordination (power-laden stories)",
+        "subordination",
+        None,
+        ("gender",),
+        "p(gender | subordinate) / p(gender | dominant); above 1 = more often subordinated.",
+        1,
+    ),
+    (
+        "Race subordination",
+        "subordination",
+        None,
+        ("race",),
+        "p(race | subordinate) / p(race | dominant).",
+        1,
+    ),
+    (
+        "Race × gender subordination (the paper's Table 3)",
+        "subordination",
+        PER_DOMAIN,
+        ("race_gender",),
+        "Per domain; p < .05 marked in the table.",
+        1,
+    ),
+    (
+        "Median racialized subordination",
+        "racialized_subordination",
+        None,
+        (),
+        "Median over thresholds 1…100 % of the subordination ratio of characters whose "
+        "first name is at least that likely of the race.",
+        1,
+    ),
+)
+
+
+def _pick(
+    keys: dict[str, MetricKey], family: str, domain: str | None = None, *kinds: str
+) -> list[str]:
+    """The metrics of a family, domain (see `_RATIO_GROUPS`) and kinds, in table order."""
+    return [
+        n
+        for n, k in keys.items()
+        if k.family == family
+        and (
+            domain is None or (k.part(0) != "All" if domain == PER_DOMAIN else k.part(0) == domain)
+        )
+        and (not kinds or k.part(1) in kinds)
+    ]
+
+
+def _short_labels(keys: dict[str, MetricKey], metrics: list[str], drop: int) -> dict[str, str]:
+    from gbdesk.studies.laissez_faire.report import short_label
+
+    return {m: short_label(m) or " · ".join(keys[m].parts[drop - 1 :]) for m in metrics}
 
 
 def _stories_behind(metric: str) -> dict[str, str]:
@@ -1330,16 +1355,13 @@ def _offset_span(story: str, ref: list[Any], where: str) -> Span:
     """[start, end] or [start, end, text] offsets of a reviewer's reference."""
     whole = [x for x in ref[:2] if isinstance(x, int) and not isinstance(x, bool)]
     if len(ref) not in (2, 3) or len(whole) != 2 or (len(ref) == 3 and not isinstance(ref[2], str)):
-        raise UserError(
-            f"{where}: offsets are [start, end] whole numbers, not {short_repr(ref)}"
-        )
+        raise UserError(f"{where}: offsets are [start, end] whole numbers, not {short_repr(ref)}")
     start, end = whole
     if not 0 <= start < end <= len(story):
         raise UserError(f"offsets {start}–{end} are outside the story")
     if len(ref) == 3 and ref[2] != story[start:end]:
         raise UserError(
-            f"offsets {start}–{end} hold {short_repr(story[start:end])}, "
-            f"not {short_repr(ref[2])}"
+            f"offsets {start}–{end} hold {short_repr(story[start:end])}, not {short_repr(ref[2])}"
         )
     return Span(start, end, story[start:end])
 
