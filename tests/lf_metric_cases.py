@@ -116,10 +116,20 @@ def _ppi(store: Any, run_id: int, probe: Any, params: Any) -> dict[str, Any]:
     return out
 
 
+def _digest(extra: dict[str, Any]) -> str:
+    """The extra results (curves, top names, term stories) as one SHA-256: they hold first
+    names and item keys, which the fixture keeps out; equal results give equal digests."""
+    import hashlib
+    import json
+
+    text = json.dumps(extra, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def snapshot(tmp: Path) -> dict[str, Any]:
     """Every case's metrics of the four paths (see the module)."""
     from gbdesk.analysis.ppi_metrics import draw_sample
-    from gbdesk.analysis.results import compute_metrics, item_results
+    from gbdesk.analysis.results import compute_metrics, extra_results, item_results
     from gbdesk.store import Store
     from gbdesk.studies import get_probe
 
@@ -140,6 +150,9 @@ def snapshot(tmp: Path) -> dict[str, Any]:
                 got[f"flat/{mode}"] = _metric_json(
                     compute_metrics(store, run_id, mode, use_cache=False, flat=True)
                 )
+                for flat in (False, True):
+                    extra = extra_results(store, run_id, mode, flat=flat)
+                    got[f"extra/{mode}/{'flat' if flat else 'plain'}"] = _digest(extra)
                 results = [r for r in item_results(store, run_id, mode) if r.labels]
                 got[f"resampled/{mode}"] = _resampled(probe, results, run_params, seed=run_id)
             got["ppi"] = _ppi(store, run_id, probe, run_params)
