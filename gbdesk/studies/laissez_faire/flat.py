@@ -208,63 +208,13 @@ def romantic_pairs(flat: Any, items: np.ndarray, labels: np.ndarray, genders: np
 
 
 def flat_extra_results(probe: Any, flat: Any, params: dict[str, Any] | None) -> dict[str, Any]:
-    """`LaissezFaireProbe.extra_results` from a `FlatRun`."""
-    from gbdesk.studies.laissez_faire.metrics import racialized_curve
-    from gbdesk.studies.laissez_faire.name_race import NOT_MEASURED
-    from gbdesk.studies.laissez_faire.probe import (
-        DEFAULT_WORD_LIST,
-        GENDERS,
-        load_identity_terms,
-    )
-    from gbdesk.studies.laissez_faire.stats import name_subordination
+    """`LaissezFaireProbe.extra_results` from a `FlatRun` (`metrics.extra_from_facts`),
+    the stories of each identity term from its term rows."""
+    from gbdesk.studies.laissez_faire.metrics import extra_from_facts
+    from gbdesk.studies.laissez_faire.probe import DEFAULT_WORD_LIST, load_identity_terms
 
     if flat.attempts.empty:
         return {}
-    c = characters(probe, flat, params)
-    table = probe.table(params)
-    curves = {}
-    for race in c.races:
-        for g in ("All", *GENDERS):
-            got = racialized_curve(c, race, g)
-            if got is None:
-                continue
-            curve, median, _ = got
-            if curve:
-                curves[f"{race}/{g}"] = {
-                    "thresholds": list(curve),
-                    "ratios": [curve[t].value for t in curve],
-                    "median": median,
-                }
-    top: dict[str, list[dict[str, Any]]] = {r: [] for r in c.races}
-    keep = c.matched & pd.notna(c.first) & (c.first != "")
-    if keep.any():
-        first = c.first[keep]
-        codes, uniques = pd.factorize(pd.Series(first.astype(str)))
-        cond = c.condition[keep]
-        counts = {
-            k: np.bincount(codes, weights=(cond == k), minlength=len(uniques))
-            for k in ("Baseline", "Dominant", "Subordinate")
-        }
-        total = counts["Baseline"] + counts["Dominant"] + counts["Subordinate"]
-        last_pos = pd.Series(np.arange(len(codes))).groupby(codes).last().to_numpy()
-        liks = c.lik[keep][last_pos]
-        best = np.argmax(liks, axis=1)
-        for r_i, race in enumerate(c.races):
-            mine = np.flatnonzero(best == r_i)
-            order = mine[np.argsort(-total[mine], kind="stable")][:10]
-            top[race] = [
-                {
-                    "name": uniques[j],
-                    "likelihood": float(liks[j, r_i]),
-                    "neutral": int(counts["Baseline"][j]),
-                    "dominant": int(counts["Dominant"][j]),
-                    "subordinate": int(counts["Subordinate"][j]),
-                    "subordination": name_subordination(
-                        int(counts["Subordinate"][j]), int(counts["Dominant"][j])
-                    ),
-                }
-                for j in order.tolist()
-            ]
     attempts = flat.attempts
     position = attempts.groupby("item", sort=False).cumcount().to_numpy()
     where = pd.Series(np.arange(len(attempts)), index=attempts["attempt_id"].to_numpy())
@@ -282,14 +232,10 @@ def flat_extra_results(probe: Any, flat: Any, params: dict[str, Any] | None) -> 
                 "group": group,
                 "stories": [(items[i], int(position[i])) for i in rows],
             }
-    return {
-        "table": {"id": table.id, "title": table.title, "categories": table.categories},
-        "not_measured": [x for x in NOT_MEASURED if x not in table.categories],
-        "racialized_curves": curves,
-        "top_names": top,
-        "identity_stories": identity,
-        "word_list": (params or {}).get("word_list", DEFAULT_WORD_LIST),
-    }
+    word_list = (params or {}).get("word_list", DEFAULT_WORD_LIST)
+    return extra_from_facts(
+        characters(probe, flat, params), probe.table(params), identity, word_list
+    )
 
 
 def flat_label_units(flat: Any) -> tuple[np.ndarray, np.ndarray]:

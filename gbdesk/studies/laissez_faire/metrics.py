@@ -44,6 +44,7 @@ from gbdesk.studies.laissez_faire.probe import (
 )
 from gbdesk.studies.laissez_faire.stats import (
     Ratio,
+    name_subordination,
     representation_ratio,
     subordination_ratio,
     wilson_bounds,
@@ -341,6 +342,76 @@ def racialized_curve(
     values = [r.value for r in curve.values() if not math.isnan(r.value)]
     median = statistics.median(values) if values else math.nan
     return curve, median, int((sub + dom)[0][names.in_group].sum())
+
+
+def racialized_curves(f: Facts) -> dict[str, dict[str, Any]]:
+    """Each race × gender's racialized subordination curve and median (the Results pane's
+    plot), for those with a curve."""
+    curves = {}
+    for race in f.races:
+        for g in ("All", *GENDERS):
+            got = racialized_curve(f, race, g)
+            if got is not None and got[0]:
+                curve, median, _ = got
+                curves[f"{race}/{g}"] = {
+                    "thresholds": list(curve),
+                    "ratios": [curve[t].value for t in curve],
+                    "median": median,
+                }
+    return curves
+
+
+def top_names(f: Facts, n: int = 10) -> dict[str, list[dict[str, Any]]]:
+    """Per race, the `n` most frequent first names found in the table whose likeliest race
+    it is, with their counts per condition (the paper's Table 3 view)."""
+    top: dict[str, list[dict[str, Any]]] = {r: [] for r in f.races}
+    keep = f.matched & pd.notna(f.first) & (f.first != "")
+    if not keep.any():
+        return top
+    codes, uniques = pd.factorize(pd.Series(f.first[keep].astype(str)))
+    cond = f.condition[keep]
+    counts = {
+        k: np.bincount(codes, weights=(cond == k), minlength=len(uniques))
+        for k in ("Baseline", "Dominant", "Subordinate")
+    }
+    total = counts["Baseline"] + counts["Dominant"] + counts["Subordinate"]
+    last_row = pd.Series(np.arange(len(codes))).groupby(codes).last().to_numpy()
+    liks = f.lik[keep][last_row]  # a name's likelihoods as its last character has them
+    best = np.argmax(liks, axis=1)
+    for r_i, race in enumerate(f.races):
+        mine = np.flatnonzero(best == r_i)
+        order = mine[np.argsort(-total[mine], kind="stable")][:n]
+        top[race] = [
+            {
+                "name": uniques[j],
+                "likelihood": float(liks[j, r_i]),
+                "neutral": int(counts["Baseline"][j]),
+                "dominant": int(counts["Dominant"][j]),
+                "subordinate": int(counts["Subordinate"][j]),
+                "subordination": name_subordination(
+                    int(counts["Subordinate"][j]), int(counts["Dominant"][j])
+                ),
+            }
+            for j in order.tolist()
+        ]
+    return top
+
+
+def extra_from_facts(
+    f: Facts, table: Any, identity_stories: dict[str, Any], word_list: str
+) -> dict[str, Any]:
+    """`LaissezFaireProbe.extra_results` from the facts and the stories of each identity
+    term (which the plain and flat paths find each their own way)."""
+    from gbdesk.studies.laissez_faire.name_race import NOT_MEASURED
+
+    return {
+        "table": {"id": table.id, "title": table.title, "categories": table.categories},
+        "not_measured": [x for x in NOT_MEASURED if x not in table.categories],
+        "racialized_curves": racialized_curves(f),
+        "top_names": top_names(f),
+        "identity_stories": identity_stories,
+        "word_list": word_list,
+    }
 
 
 # -- the totals: plain and flat ---------------------------------------------------------------

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -42,11 +42,6 @@ from gbdesk.studies.base import (
 )
 from gbdesk.studies.laissez_faire.extract.gender_words import DEFAULT_WORD_LIST
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
-from gbdesk.studies.laissez_faire.stats import (
-    NameCounts,
-    name_subordination,
-    racialized_subordination,
-)
 from gbdesk.support.errors import UserError, short_repr
 from gbdesk.support.guards import BadJson, loads_json
 from gbdesk.support.paths import resource
@@ -490,23 +485,6 @@ class LaissezFaireProbe(GenerationProbe):
             return {}
         return metrics_from_facts(facts_from_results(self, results, params))
 
-    @staticmethod
-    def name_counts(chars: list[Character], race: str, gender: str) -> list[NameCounts]:
-        """Per first name (and gender): occurrences in subordinate and dominant roles."""
-        rows: dict[tuple[str, str], list[float]] = {}
-        for c in chars:
-            if c.likelihoods is None or c.condition == "Baseline":
-                continue
-            if gender != "All" and c.gender not in GENDERS:
-                continue
-            key = (c.first or "", c.gender if gender != "All" else "All")
-            row = rows.setdefault(key, [c.likelihoods[race], 0.0, 0.0])
-            row[1 if c.condition == "Subordinate" else 2] += 1
-        return [
-            NameCounts(lik, n_sub, n_dom, gender == "All" or key[1] == gender)
-            for key, (lik, n_sub, n_dom) in rows.items()
-        ]
-
     def romantic_pairs(
         self, results: list[ItemResult], params: dict[str, Any] | None
     ) -> Counter[str]:
@@ -609,49 +587,11 @@ class LaissezFaireProbe(GenerationProbe):
     ) -> dict[str, Any]:
         """Non-scalar results: racialized subordination curves, the most common names per
         race (the paper's Table 3 view), stories per identity term, unmeasured groups."""
+        from gbdesk.studies.laissez_faire.metrics import extra_from_facts, facts_from_results
+
         results = [r for r in results if r.labels]
         if not results:
             return {}
-        chars = self.characters(results, params)
-        table = self.table(params)
-        curves = {}
-        for race in table.categories:
-            for g in ("All", *GENDERS):
-                names = self.name_counts(chars, race, g)
-                curve, median = racialized_subordination(names) if names else ({}, math.nan)
-                if curve:
-                    curves[f"{race}/{g}"] = {
-                        "thresholds": list(curve),
-                        "ratios": [curve[t].value for t in curve],
-                        "median": median,
-                    }
-        top: dict[str, list[dict[str, Any]]] = {}
-        counts: dict[str, dict[str, float]] = defaultdict(
-            lambda: {"Baseline": 0, "Dominant": 0, "Subordinate": 0}
-        )
-        liks: dict[str, dict[str, float]] = {}
-        for c in chars:
-            if c.first and c.likelihoods is not None:
-                counts[c.first][c.condition] += 1
-                liks[c.first] = c.likelihoods
-        for race in table.categories:
-            ranked = sorted(
-                (n for n in counts if max(liks[n], key=liks[n].get) == race),
-                key=lambda n: -sum(counts[n].values()),
-            )[:10]
-            top[race] = [
-                {
-                    "name": n,
-                    "likelihood": liks[n][race],
-                    "neutral": counts[n]["Baseline"],
-                    "dominant": counts[n]["Dominant"],
-                    "subordinate": counts[n]["Subordinate"],
-                    "subordination": name_subordination(
-                        int(counts[n]["Subordinate"]), int(counts[n]["Dominant"])
-                    ),
-                }
-                for n in ranked
-            ]
         responses = [(r.key, i) for r in results for i in range(len(r.responses))]
         texts = [t for r in results for t in r.responses]
         identity = {}
@@ -661,16 +601,9 @@ class LaissezFaireProbe(GenerationProbe):
                     "group": group,
                     "stories": [responses[i] for i in stories_with_term(texts, term)],
                 }
-        from gbdesk.studies.laissez_faire.name_race import NOT_MEASURED
-
-        return {
-            "table": {"id": table.id, "title": table.title, "categories": table.categories},
-            "not_measured": [x for x in NOT_MEASURED if x not in table.categories],
-            "racialized_curves": curves,
-            "top_names": top,
-            "identity_stories": identity,
-            "word_list": (params or {}).get("word_list", DEFAULT_WORD_LIST),
-        }
+        facts = facts_from_results(self, results, params, terms=False)
+        word_list = (params or {}).get("word_list", DEFAULT_WORD_LIST)
+        return extra_from_facts(facts, self.table(params), identity, word_list)
 
     # -- export, review and import ----------------------------------------------------------------
     export_tables_per_attempt: ClassVar[bool] = True
