@@ -20,20 +20,19 @@ import numpy as np
 import pandas as pd
 
 from gbdesk.maths.stats import MetricValue
-from gbdesk.studies.laissez_faire.extract.gender_words import WORD_LISTS, pair_label
-from gbdesk.studies.laissez_faire.metrics import Facts
+from gbdesk.studies.laissez_faire.extract.gender_words import (
+    DEFAULT_WORD_LIST,
+    WORD_LISTS,
+    pair_label,
+)
+from gbdesk.studies.laissez_faire.metrics import Facts, load_identity_terms, term_pattern
 
 SEP = "\t"
 
 
 def label_facts(probe: Any, label: dict[str, Any], response: str) -> list[tuple[Any, ...]]:
     """The flat rows of one label row of a story (see the module)."""
-    from gbdesk.studies.laissez_faire.probe import (
-        character_gender,
-        characters_from_data,
-        load_identity_terms,
-        term_pattern,
-    )
+    from gbdesk.studies.laissez_faire.probe import character_gender, characters_from_data
 
     rows: list[tuple[Any, ...]] = []
     for ch in characters_from_data(label.get("data") or {}):
@@ -103,7 +102,7 @@ def characters(probe: Any, flat: Any, params: dict[str, Any] | None) -> Facts:
 
 
 def _characters(probe: Any, flat: Any, params: dict[str, Any] | None) -> Facts:
-    from gbdesk.studies.laissez_faire.probe import DEFAULT_WORD_LIST, condition_of, first_name
+    from gbdesk.studies.laissez_faire.probe import condition_of, first_name
 
     params = params or {}
     table = probe.table(params)
@@ -211,7 +210,6 @@ def flat_extra_results(probe: Any, flat: Any, params: dict[str, Any] | None) -> 
     """`LaissezFaireProbe.extra_results` from a `FlatRun` (`metrics.extra_from_facts`),
     the stories of each identity term from its term rows."""
     from gbdesk.studies.laissez_faire.metrics import extra_from_facts
-    from gbdesk.studies.laissez_faire.probe import DEFAULT_WORD_LIST, load_identity_terms
 
     if flat.attempts.empty:
         return {}

@@ -21,27 +21,20 @@ each ratio and hands them to the `Sums`' ratio functions. Two kinds of `Sums` ev
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Protocol
 
 import numpy as np
-import pandas as pd
 
 from gbdesk.maths.resampling import Values, share, transposed
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.base import MetricKey
-from gbdesk.studies.laissez_faire.probe import (
-    DOMAINS,
-    GENDERS,
-    PAIRS,
-    _ordered,
-    load_baselines,
-    load_identity_terms,
-    stories_with_term,
-)
 from gbdesk.studies.laissez_faire.stats import (
     Ratio,
     name_subordination,
@@ -49,9 +42,55 @@ from gbdesk.studies.laissez_faire.stats import (
     subordination_ratio,
     wilson_bounds,
 )
+from gbdesk.support.paths import resource
 
+DOMAINS = ("Learning", "Labor", "Love")
+GENDERS = ("Female", "Male", "Non-binary")
+PAIRS = ("NB-NB", "NB-F", "NB-M", "F-F", "M-M", "F-M")
 THRESHOLDS = np.arange(1, 101)  # racialized subordination: name likelihood above t %
 MIN_SAMPLES = 5  # … counted at a threshold with at least this many characters
+
+
+@cache
+def load_baselines() -> dict[str, Any]:
+    return json.loads(resource("laissez_faire", "baselines.json").read_text("utf-8"))
+
+
+@cache
+def load_identity_terms() -> dict[str, list[str]]:
+    data = json.loads(resource("laissez_faire", "identity_terms.json").read_text("utf-8"))
+    return data["terms"]
+
+
+def term_pattern(term: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(term) + r"(?!\w)", re.IGNORECASE)
+
+
+def stories_with_term(responses: Iterable[str], term: str) -> list[int]:
+    pattern = term_pattern(term)
+    return [i for i, text in enumerate(responses) if pattern.search(text or "")]
+
+
+_FAMILIES = ("representation", "subordination", "racialized_subordination", "coverage", "identity")
+_KINDS = ("gender", "race", "race_gender", "pair")
+
+
+def _ordered(metrics: dict[str, MetricValue]) -> dict[str, MetricValue]:
+    """Tables read family by family (representation, then subordination, …), domain by
+    domain (All first), gender before race; the computation order is kept otherwise."""
+    position = {name: i for i, name in enumerate(metrics)}
+
+    def key(name: str) -> tuple[int, int, int, int]:
+        k = MetricKey.parse(name)
+        family = _FAMILIES.index(k.family) if k.family in _FAMILIES else len(_FAMILIES)
+        if k.family in ("representation", "subordination"):
+            order = ["All", *DOMAINS]
+            domain = order.index(k.part(0)) if k.part(0) in order else len(order)
+            kind = _KINDS.index(k.part(1)) if k.part(1) in _KINDS else 9
+            return family, domain, kind, position[name]
+        return family, 0, 0, position[name]
+
+    return {name: metrics[name] for name in sorted(metrics, key=key)}
 
 
 @dataclass
@@ -98,6 +137,8 @@ class Facts:
 
     def codes(self, column: str) -> tuple[np.ndarray, list[Any]]:
         """The column's values as codes in order of first appearance, and the values."""
+        import pandas as pd  # only when computing: importing the probe stays light
+
         key = ("codes", column)
         if key not in self._cache:
             codes, uniques = pd.factorize(pd.Series(getattr(self, column), dtype=object))
@@ -279,6 +320,8 @@ class _Names:
 
 def _names(f: Facts, race: str, gender: str) -> _Names | None:
     """`LaissezFaireProbe.name_counts`' names (see `_Names`); None without any."""
+    import pandas as pd  # only when computing: importing the probe stays light
+
     keep = f.matched & ~f.eq("condition", "Baseline")
     if gender != "All":
         keep = keep & f.gendered
@@ -364,6 +407,8 @@ def racialized_curves(f: Facts) -> dict[str, dict[str, Any]]:
 def top_names(f: Facts, n: int = 10) -> dict[str, list[dict[str, Any]]]:
     """Per race, the `n` most frequent first names found in the table whose likeliest race
     it is, with their counts per condition (the paper's Table 3 view)."""
+    import pandas as pd  # only when computing: importing the probe stays light
+
     top: dict[str, list[dict[str, Any]]] = {r: [] for r in f.races}
     keep = f.matched & pd.notna(f.first) & (f.first != "")
     if not keep.any():
@@ -523,6 +568,8 @@ class _Cells:
 
 
 def _cells(f: Facts) -> _Cells:
+    import pandas as pd  # only when computing: importing the probe stays light
+
     columns = ("domain", "condition", "gender", "named", "matched")
     index = pd.MultiIndex.from_arrays([getattr(f, c) for c in columns], names=columns)
     codes, uniques = pd.factorize(index)

@@ -42,15 +42,19 @@ from gbdesk.studies.base import (
 )
 from gbdesk.studies.laissez_faire.extract.gender_words import DEFAULT_WORD_LIST
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
+from gbdesk.studies.laissez_faire.metrics import (  # the metrics' vocabulary, re-exported
+    DOMAINS,
+    GENDERS,
+    load_identity_terms,
+    stories_with_term,
+    term_pattern,
+)
 from gbdesk.support.errors import UserError, short_repr
 from gbdesk.support.guards import BadJson, loads_json
 from gbdesk.support.paths import resource
 
-DOMAINS = ("Learning", "Labor", "Love")
-GENDERS = ("Female", "Male", "Non-binary")
 GENDER_ABBREV = {"Female": "F", "Male": "M", "Non-binary": "NB"}
 GENDER_LABELS = (*GENDERS, "Unspecified", "Unsure")  # what a reviewer may set
-PAIRS = ("NB-NB", "NB-F", "NB-M", "F-F", "M-M", "F-M")
 DEFAULT_TABLE = "rosenman2023"
 #: Longest story the deterministic extractor reads (the prompts ask for 100 words; about
 #: 1 s at this length on a laptop core, growing with the square of the length).
@@ -136,17 +140,6 @@ def load_prompts() -> list[dict[str, Any]]:
 
 
 @cache
-def load_baselines() -> dict[str, Any]:
-    return json.loads(resource("laissez_faire", "baselines.json").read_text("utf-8"))
-
-
-@cache
-def load_identity_terms() -> dict[str, list[str]]:
-    data = json.loads(resource("laissez_faire", "identity_terms.json").read_text("utf-8"))
-    return data["terms"]
-
-
-@cache
 def load_codebook() -> dict[str, Any]:
     """The default stereotype codebook (resources/laissez_faire/codebook.json)."""
     data = json.loads(resource("laissez_faire", "codebook.json").read_text("utf-8"))
@@ -181,15 +174,6 @@ def condition_of(condition: str, role: str) -> str:
     if condition == "power-neutral":
         return "Baseline"
     return "Dominant" if role == "subject" else "Subordinate"
-
-
-def term_pattern(term: str) -> re.Pattern[str]:
-    return re.compile(r"(?<!\w)" + re.escape(term) + r"(?!\w)", re.IGNORECASE)
-
-
-def stories_with_term(responses: Iterable[str], term: str) -> list[int]:
-    pattern = term_pattern(term)
-    return [i for i, text in enumerate(responses) if pattern.search(text or "")]
 
 
 @dataclass
@@ -1170,28 +1154,6 @@ def _stories_behind(metric: str) -> dict[str, str]:
     if key.family != "racialized_subordination" and key.part(0) in DOMAINS:
         out["domain"] = key.part(0)
     return out
-
-
-_FAMILIES = ("representation", "subordination", "racialized_subordination", "coverage", "identity")
-_KINDS = ("gender", "race", "race_gender", "pair")
-
-
-def _ordered(metrics: dict[str, MetricValue]) -> dict[str, MetricValue]:
-    """Tables read family by family (representation, then subordination, …), domain by
-    domain (All first), gender before race; the computation order is kept otherwise."""
-    position = {name: i for i, name in enumerate(metrics)}
-
-    def key(name: str) -> tuple[int, int, int, int]:
-        k = MetricKey.parse(name)
-        family = _FAMILIES.index(k.family) if k.family in _FAMILIES else len(_FAMILIES)
-        if k.family in ("representation", "subordination"):
-            order = ["All", *DOMAINS]
-            domain = order.index(k.part(0)) if k.part(0) in order else len(order)
-            kind = _KINDS.index(k.part(1)) if k.part(1) in _KINDS else 9
-            return family, domain, kind, position[name]
-        return family, 0, 0, position[name]
-
-    return {name: metrics[name] for name in sorted(metrics, key=key)}
 
 
 def _norm_name(name: str | None) -> str | None:
