@@ -279,7 +279,7 @@ def test_vectorised_subordination_ratio_matches_the_reference_formula():
 
 
 def _sdeg_items(n_groups: int, seed: int) -> list[ItemResult]:
-    from gbdesk.studies.intersectional.probe import load_categories
+    from gbdesk.studies.intersectional.data import load_categories
 
     rng = random.Random(seed)
     cats = load_categories()

@@ -12,7 +12,8 @@ import sqlite3
 
 import pytest
 
-from gbdesk.analysis.results import compute_metrics, extra_results, review_stats
+from gbdesk.analysis.label_accuracy import review_stats
+from gbdesk.analysis.results import compute_metrics, extra_results
 from gbdesk.store import Store
 from gbdesk.store.migrations import MIGRATIONS
 from gbdesk.workflows.importer import import_generations

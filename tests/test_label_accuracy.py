@@ -19,9 +19,9 @@ from gbdesk.analysis.label_accuracy import (
     label_accuracy,
     measured_share,
     recalibrate,
+    review_stats,
 )
 from gbdesk.analysis.ppi_metrics import draw_sample
-from gbdesk.analysis.results import review_stats
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from gbdesk.studies.laissez_faire.probe import character_gender, characters_from_data

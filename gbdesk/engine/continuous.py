@@ -74,6 +74,7 @@ from typing import Any
 import numpy as np
 
 from gbdesk.engine.scoring import DEFAULT_N_UBATCH
+from gbdesk.engine.streaming import emit_delta
 
 #: Best-scored tokens a greedy grammar-constrained sequence asks its grammar about, one at
 #: a time, before the grammar is applied to the whole vocabulary (`_grammar_first_allowed`).
@@ -618,15 +619,13 @@ class ContinuousBatcher:
         slot.next_token = token
 
     def _stream_delta(self, slot: _Slot) -> None:
-        from gbdesk.engine.llama_worker import LlamaGenerator
-
         assert slot.item is not None
         key = slot.item.key
 
         def emit(text: str) -> None:
             self._events.append(("token", key, text))
 
-        slot.streamed = LlamaGenerator._emit_delta(
+        slot.streamed = emit_delta(
             slot.text_bytes, slot.streamed, slot.stop_bytes, emit
         )
 

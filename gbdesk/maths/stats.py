@@ -19,13 +19,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-MARK_LETTERS = ("A", "B", "C", "D")
-MARK_MEANINGS = {
-    "A": "healthy",
-    "B": "cautionary",
-    "C": "critical",
-    "D": "catastrophic",
-}
+from gbdesk.support.format import MARK_LETTERS
+from gbdesk.support.format import MARK_MEANINGS as MARK_MEANINGS  # re-exported
 
 
 def nanmean(values: Iterable[float]) -> float:

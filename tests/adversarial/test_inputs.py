@@ -21,7 +21,7 @@ from gbdesk.cli import main
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from gbdesk.studies.globalbias.data import load_descriptors
-from gbdesk.studies.intersectional.probe import load_groups
+from gbdesk.studies.intersectional.data import load_groups
 from tests.adversarial.worlds import role_answers_csv
 
 INVENTORIES = get_probe("inventories")
