@@ -52,7 +52,7 @@ With separate streams llama.cpp splits a batch into micro-batches of *consecutiv
 sequence ids ("equal split"), so the live sequences are kept in slots 0..n-1: when a
 slot frees and no request takes it, the highest live sequence is moved into it (a stream
 copy). A generation step is then a single micro-batch of n tokens.
-tests/test_continuous_batching.py checks all of this against sequences decoded alone.
+tests/engine/test_continuous_batching.py checks all of this against sequences decoded alone.
 
 Prompt formatting, stop strings, end-of-generation tokens and max_tokens follow
 `LlamaGenerator.generate`. The texts are not `LlamaGenerator.generate`'s (other

@@ -419,7 +419,7 @@ def test_finding_14_validations_of_stereotypes_the_filter_moved_out_are_counted(
     """Decisions stored for stereotypes outside the dataset are reported as such — never
     as "there are no ratings"."""
     from tests.intersectional_fakes import write_decisions
-    from tests.test_intersectional_dataset import build
+    from tests.studies.intersectional.test_intersectional_dataset import build
 
     db = tmp_path / "db.sqlite"
     with Store(db) as store:
