@@ -1,7 +1,8 @@
 """Record the Laissez-Faire metrics of the four paths (plain, flat, resampled, PPI) on the
 tests' seeded runs into tests/fixtures/lf_metric_snapshot.json (numbers and metric names
-only; see tests/lf_metric_cases.py). Run once before a change to the metric code, so
-tests/test_laissez_faire_metric_snapshot.py can compare the new code's numbers with them.
+only; see tests/studies/laissez_faire/lf_metric_cases.py). Run once before a change to the
+metric code, so tests/studies/laissez_faire/test_laissez_faire_metric_snapshot.py can
+compare the new code's numbers with them.
 
     python scripts/lf_metric_snapshot.py [--out PATH]
 """
@@ -19,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
-    from tests.lf_metric_cases import snapshot
+    from tests.studies.laissez_faire.lf_metric_cases import snapshot
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "tests/fixtures/lf_metric_snapshot.json")

@@ -1,6 +1,6 @@
 """The Laissez-Faire metrics of all four paths (plain, flat, resampled, PPI) equal the
-numbers recorded before each metric was written once (`tests/lf_metric_cases.py`,
-`scripts/lf_metric_snapshot.py`): plain and flat values, intervals, n and p-values
+numbers recorded before each metric was written once (`lf_metric_cases.py` beside
+this file, `scripts/lf_metric_snapshot.py`): plain and flat values, intervals, n and p-values
 exactly, and the extra results (curves, top names, term stories; as a digest) alike;
 the resampled and PPI values to 1e-12 (relative), because their sums of name
 likelihoods are now taken per cell of the facts table instead of per feature column, a
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.lf_metric_cases import snapshot
+from tests.studies.laissez_faire.lf_metric_cases import snapshot
 
-FIXTURE = Path(__file__).parent / "fixtures" / "lf_metric_snapshot.json"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "lf_metric_snapshot.json"
 TOLERANCE = 1e-12
 
 

@@ -2,12 +2,12 @@
 as numbers only: what `scripts/lf_metric_snapshot.py` recorded in
 `tests/fixtures/lf_metric_snapshot.json` before the metrics were written once
 (`gbdesk.studies.laissez_faire.metrics`), and what
-`tests/test_laissez_faire_metric_snapshot.py` compares with it.
+`test_laissez_faire_metric_snapshot.py` beside it compares with it.
 
 The runs are the tests' own: recorded stories with varied names (`tests.synthetic`), with
-romantic couples (`tests.test_flat_metrics`), reviewed in part, under both name tables and
+romantic couples (`tests.analysis.test_flat_metrics`), reviewed in part, under both name tables and
 both word lists, and the recorded model output run through a fake backend with a reviewed
-random sample (`tests.test_ppi_metrics`). The snapshot holds metric names and values, no
+random sample (`tests.analysis.test_ppi_metrics`). The snapshot holds metric names and values, no
 text.
 """
 
@@ -59,7 +59,7 @@ def _build(store: Any, builder: str, params: dict[str, Any]) -> int:
 
     kind, *args = builder.split(":")
     if kind == "couples":
-        from tests.test_flat_metrics import _lf_run_with_couples
+        from tests.analysis.test_flat_metrics import _lf_run_with_couples
 
         run_id = _lf_run_with_couples(store, n=int(args[0]), seed=int(args[1]))
     elif kind == "variants":
@@ -80,11 +80,11 @@ def _build(store: Any, builder: str, params: dict[str, Any]) -> int:
 
 def _review(store: Any, run_id: int, seed: int | None) -> None:
     if seed is None:
-        from tests.test_ppi_metrics import review_sample_with_corrections
+        from tests.analysis.test_ppi_metrics import review_sample_with_corrections
 
         review_sample_with_corrections(store, run_id)
     else:
-        from tests.test_flat_metrics import _review_some
+        from tests.analysis.test_flat_metrics import _review_some
 
         _review_some(store, run_id, seed=seed)
 
