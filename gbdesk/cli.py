@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from gbdesk import __version__
-from gbdesk.errors import EngineError, UserError
-from gbdesk.format import duration, fmt
-from gbdesk.guards import INT64_DIGITS, INT64_MAX, in_int64, one_line
-from gbdesk.limits import LIMITS, SEED_RANGE
+from gbdesk.support.errors import EngineError, UserError
+from gbdesk.support.format import duration, fmt
+from gbdesk.support.guards import INT64_DIGITS, INT64_MAX, in_int64, one_line
+from gbdesk.support.limits import LIMITS, SEED_RANGE
 
 
 class _Parser(argparse.ArgumentParser):
@@ -610,9 +610,9 @@ def _open_store(path: str | None, writes: bool = False):
     locked), before any slow work, rather than at the first write. A path given with
     --db (or $GBDESK_DB) must lie in an existing folder, and only a command that writes
     makes a new file there (`check_db_path`); the per-user default is made when missing."""
-    from gbdesk.paths import default_db_path
     from gbdesk.store import Store
     from gbdesk.store.db import check_db_path
+    from gbdesk.support.paths import default_db_path
 
     target = Path(path).expanduser() if path else default_db_path()
     if path or os.environ.get("GBDESK_DB"):  # a path a person typed: refuse a typo
@@ -706,10 +706,10 @@ def _metrics_payload(
     """The JSON of `gbdesk metrics` from the run's `compute_metrics`, with the labels'
     accuracy (`review`: measured on the random review sample, else estimated; not computed
     with `review=False`)."""
-    from gbdesk.format import clip_ci, unfinished_note
-    from gbdesk.label_accuracy import label_accuracy
-    from gbdesk.stats import adjusted_p_values
+    from gbdesk.analysis.label_accuracy import label_accuracy
+    from gbdesk.maths.stats import adjusted_p_values
     from gbdesk.studies import get_probe
+    from gbdesk.support.format import clip_ci, unfinished_note
 
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
@@ -736,8 +736,8 @@ def _metrics_payload(
 def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> str:
     """The run's findings in words, most important first (as on the report's first page),
     from its `metrics` in this label mode."""
-    from gbdesk.findings import ordered, run_findings
-    from gbdesk.results import run_extra_results
+    from gbdesk.analysis.findings import ordered, run_findings
+    from gbdesk.analysis.results import run_extra_results
     from gbdesk.studies import get_probe
 
     run = store.get_run(run_id)
@@ -773,8 +773,8 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     """The metrics for reading: what each measures in words (the keys are in --json and
     the CSV), its value and interval (within what the metric can be), mark and support;
     footnotes say why a value or interval is missing."""
-    from gbdesk.format import UNDEFINED_CI, UNDEFINED_VALUE, ci_cells
     from gbdesk.studies import get_probe
+    from gbdesk.support.format import UNDEFINED_CI, UNDEFINED_VALUE, ci_cells
 
     probe = get_probe(payload["probe"])
     metrics = payload["metrics"]
@@ -942,7 +942,7 @@ def cmd_items(args) -> int:
 
 def cmd_models(args) -> int:
     from gbdesk.engine.http_backend import with_endpoints
-    from gbdesk.models import list_models
+    from gbdesk.workflows.models import list_models
 
     with _open_store(args.db, writes=bool(args.add)) as store:
         for path in args.add or []:
@@ -960,7 +960,7 @@ def _add_model(store, spec: str) -> None:
         check_capabilities,
         parse_endpoint_spec,
     )
-    from gbdesk.runs import resolve_model
+    from gbdesk.workflows.runs import resolve_model
 
     url, sep, model = spec.partition("#")
     if sep and url.strip().lower() in ENDPOINT_PRESETS:
@@ -1005,8 +1005,14 @@ def _model_line(m: dict[str, Any]) -> str:
 
 def cmd_run(args) -> int:
     from gbdesk.engine.llama_backend import LlamaCppBackend
-    from gbdesk.runs import check_engine_needs, plan_run, resolve_model, same_run, subset_note
     from gbdesk.studies import get_probe
+    from gbdesk.workflows.runs import (
+        check_engine_needs,
+        plan_run,
+        resolve_model,
+        same_run,
+        subset_note,
+    )
 
     # fail fast on a typo or a bad parameter, before loading anything
     probe = get_probe(args.probe)
@@ -1128,8 +1134,8 @@ def cmd_run(args) -> int:
 
 
 def _execute(args, store, run_id: int, backend_factory=None) -> int:
-    from gbdesk.runs import execute_run, llama_backend_factory
     from gbdesk.store.db import DatabaseFault, database_fault
+    from gbdesk.workflows.runs import execute_run, llama_backend_factory
 
     try:
         execute_run(
@@ -1175,7 +1181,7 @@ def _show_run(args, store, run_id: int) -> int:
     if args.json:
         _emit(args, summary, "")
         return 0
-    from gbdesk.results import compute_metrics
+    from gbdesk.analysis.results import compute_metrics
 
     metrics = compute_metrics(store, run_id, "auto")
     payload = _metrics_payload(store, run_id, "auto", metrics, review=False)
@@ -1200,7 +1206,7 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_label(args) -> int:
-    from gbdesk.labeling import label_run
+    from gbdesk.workflows.labeling import label_run
 
     with _open_store(args.db, writes=True) as store:
         result = label_run(
@@ -1267,7 +1273,7 @@ def cmd_resume(args) -> int:
 
 
 def cmd_metrics(args) -> int:
-    from gbdesk.results import compute_metrics
+    from gbdesk.analysis.results import compute_metrics
 
     with _open_store(args.db) as store:
         metrics = compute_metrics(store, args.run_id, args.labels)
@@ -1287,7 +1293,7 @@ def cmd_metrics(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from gbdesk.compare import compare_runs
+    from gbdesk.analysis.compare import compare_runs
 
     with _open_store(args.db) as store:
         c = compare_runs(
@@ -1317,7 +1323,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_audit(args) -> int:
-    from gbdesk.audit import (
+    from gbdesk.workflows.audit import (
         get_audit,
         measure_speed,
         parse_budget,
@@ -1326,7 +1332,7 @@ def cmd_audit(args) -> int:
         save_audit,
         unfinished_audit,
     )
-    from gbdesk.runs import resolve_model
+    from gbdesk.workflows.runs import resolve_model
 
     budget_s = parse_budget(args.budget)
     with _open_store(args.db, writes=True) as store:
@@ -1411,7 +1417,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_sample(args) -> int:
-    from gbdesk.ppi_metrics import draw_sample
+    from gbdesk.analysis.ppi_metrics import draw_sample
 
     with _open_store(args.db) as store:
         result = draw_sample(store, args.run_id, args.size, args.seed)
@@ -1427,7 +1433,7 @@ def cmd_sample(args) -> int:
 
 
 def cmd_import_labels(args) -> int:
-    from gbdesk.label_import import import_labels
+    from gbdesk.people.label_import import import_labels
 
     with _open_store(args.db) as store:
         result = import_labels(store, args.run_id, args.file, args.rater, consensus=args.consensus)
@@ -1438,7 +1444,7 @@ def cmd_import_labels(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from gbdesk.importer import import_generations
+    from gbdesk.workflows.importer import import_generations
 
     with _open_store(args.db, writes=True) as store:
         result = import_generations(
@@ -1482,7 +1488,7 @@ def cmd_review(args) -> int:
 
 
 def cmd_code(args) -> int:
-    from gbdesk import coding
+    from gbdesk.people import coding
 
     if args.consensus and not args.file:
         raise UserError("--consensus goes with --file")
@@ -1671,7 +1677,7 @@ def _agreement_text(payload: dict[str, Any]) -> str:
 
 
 def cmd_agreement(args) -> int:
-    from gbdesk.raters import run_agreement
+    from gbdesk.people.raters import run_agreement
 
     with _open_store(args.db) as store:
         payload = run_agreement(store, args.run_id, include_auto=args.with_auto)
@@ -1707,7 +1713,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gbdesk.engine.llama_worker import main as worker_main
 
         return worker_main()
-    from gbdesk.logs import setup_logging
+    from gbdesk.support.logs import setup_logging
 
     log_file = setup_logging()
     # A log file that cannot be written (a full disk) must not print tracebacks on stderr.

@@ -7,10 +7,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gbdesk.errors import UserError
 from gbdesk.store._facts import _INSERT_FACT, _fact_rows
 from gbdesk.store._labels import _auto_label_row
 from gbdesk.store._tables import _RUN_ATTEMPTS, TableFamily, now
+from gbdesk.support.errors import UserError
 
 _INSERT_SCORE = (
     "INSERT INTO scores (attempt_id, run_id, idx, grp, descriptor, axis, template, name, text, "

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gbdesk.errors import UserError
 from gbdesk.store._tables import TableFamily, now
+from gbdesk.support.errors import UserError
 
 
 class ModelTables(TableFamily):

@@ -10,8 +10,8 @@ from typing import Any
 
 import psutil
 
-from gbdesk.errors import UserError
 from gbdesk.store._tables import TableFamily, _loads, now
+from gbdesk.support.errors import UserError
 
 ACTIVE_STATUSES = ("running", "paused")
 FINAL_STATUSES = ("done",)

@@ -27,7 +27,6 @@ from typing import Any
 
 import sqlite_utils
 
-from gbdesk.errors import UserError
 from gbdesk.store._attempts import AttemptTables, PreparedAttempts, prepare_attempts
 from gbdesk.store._coding import CodingTables
 from gbdesk.store._facts import LabelFactTables
@@ -45,6 +44,7 @@ from gbdesk.store.faults import (
     fault_kind,
 )
 from gbdesk.store.migrations import latest_version, migrate, refuse_foreign
+from gbdesk.support.errors import UserError
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from gbdesk.errors import UserError
+from gbdesk.support.errors import UserError
 
 
 class DatabaseFault(UserError):

@@ -320,7 +320,7 @@ def _human_only_mean_interval(
 ) -> tuple[Interval, str]:
     """The interval of the human labels alone (Wilson for a share) and its method."""
     if binary:
-        from gbdesk.stats import wilson_interval
+        from gbdesk.maths.stats import wilson_interval
 
         ci = wilson_interval(int(y.sum()), len(y), alpha)
         method = "human labels only, Wilson interval"
@@ -338,7 +338,7 @@ def _automatic_mean(values: np.ndarray, binary: bool, alpha: float) -> tuple[flo
         return math.nan, NAN_CI
     value = float(values.mean())
     if binary:
-        from gbdesk.stats import wilson_interval
+        from gbdesk.maths.stats import wilson_interval
 
         return value, wilson_interval(int(values.sum()), m, alpha)
     if m < 2:
@@ -717,7 +717,7 @@ def review_sample(ids: Iterable[Hashable], size: int, seed: int) -> list:
 
 
 # ---------------------------------------------------------------------------------------------
-# Many statistics at once, from resampled values (gbdesk.ppi_metrics)
+# Many statistics at once, from resampled values (gbdesk.analysis.ppi_metrics)
 # ---------------------------------------------------------------------------------------------
 
 #: theta(which, w) → statistic name → its value on each row of unit multiplicities `w`;
