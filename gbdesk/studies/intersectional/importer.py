@@ -131,7 +131,7 @@ def _answers_by_model(
 
 
 def _planned_runs(
-    probe: IntersectionalProbe,
+    probe: Probe,
     params: dict[str, Any],
     by_model: _ByModel,
     index_of: dict[tuple[str, str], int],
