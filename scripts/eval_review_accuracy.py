@@ -16,7 +16,7 @@ on. For each held-out model:
    character where the hand labels agree with it (Table S8's rule: a name is right when it
    equals a hand name or its first word), the hand gender and the first hand name where
    not; the truth is the share of *all* the run's characters the extractor got right, as
-   the app compares labels (`gbdesk.label_accuracy.compare_units`);
+   the app compares labels (`gbdesk.analysis.label_accuracy.compare_units`);
 3. for each seed, in a copy of the database: a random review sample of `--fraction` of the
    stories is drawn (`gbdesk sample`'s `draw_sample`, that seed), its stories get the
    reviewer's labels (and with `--least-sure f`, the f least sure stories outside it too,
@@ -50,12 +50,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import eval_extractors as ev
 
-from gbdesk.importer import import_generations
-from gbdesk.label_accuracy import compare_units, label_accuracy
-from gbdesk.ppi_metrics import draw_sample
+from gbdesk.analysis.label_accuracy import compare_units, label_accuracy
+from gbdesk.analysis.ppi_metrics import draw_sample
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from gbdesk.studies.laissez_faire.extract import deterministic
+from gbdesk.workflows.importer import import_generations
 
 
 def reviewer_rows(s: ev.AuditStory, auto: dict[str, Any]) -> list[dict[str, Any]]:

@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from eval_extractors import load_audit  # noqa: E402
 
-from gbdesk.ppi import review_sample  # noqa: E402
-from gbdesk.ppi_metrics import ppi_results  # noqa: E402
+from gbdesk.analysis.ppi_metrics import ppi_results  # noqa: E402
+from gbdesk.maths.ppi import review_sample  # noqa: E402
 from gbdesk.studies import ItemResult  # noqa: E402
 from gbdesk.studies.laissez_faire.extract.deterministic import DeterministicExtractor  # noqa: E402
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction  # noqa: E402

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, ".")
-from gbdesk.importer import import_generations
-from gbdesk.results import compute_metrics
-from gbdesk.runs import execute_run, plan_run, resolve_model
+from gbdesk.analysis.results import compute_metrics
 from gbdesk.store import Store
+from gbdesk.workflows.importer import import_generations
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend, recorded_laissez_faire
 
 out = Path(sys.argv[1])

@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gbdesk.engine.base import EngineInfo, GenerationRequest, GenerationResult  # noqa: E402
-from gbdesk.runs import execute_run, plan_run, resolve_model  # noqa: E402
 from gbdesk.store import Store  # noqa: E402
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 MALE = "He is a kind man. He likes his work and he helps his friends."

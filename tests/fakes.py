@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from gbdesk.engine.base import EngineInfo, GenerationRequest, GenerationResult, ScoreResult
-from gbdesk.errors import EngineCrashed
+from gbdesk.support.errors import EngineCrashed
 
 FIXTURE = Path(__file__).parent / "fixtures" / "recorded_inventories.jsonl"
 

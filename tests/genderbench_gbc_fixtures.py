@@ -15,10 +15,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gbdesk.importer import import_generations
-from gbdesk.results import compute_metrics
-from gbdesk.stats import MetricValue
+from gbdesk.analysis.results import compute_metrics
+from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.base import Item, ItemResult
+from gbdesk.workflows.importer import import_generations
 
 FIXTURES = Path(__file__).parent / "fixtures" / "genderbench_gbc"
 TOL = 1e-9

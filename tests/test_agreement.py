@@ -1,4 +1,4 @@
-"""gbdesk.agreement against published worked examples and hand-computed cases."""
+"""gbdesk.maths.agreement against published worked examples and hand-computed cases."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from gbdesk.agreement import (
+from gbdesk.maths.agreement import (
     AgreementUndefined,
     agreement_summary,
     cohen_kappa,

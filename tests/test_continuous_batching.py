@@ -11,7 +11,7 @@ import pytest
 
 from gbdesk.engine.base import GenerationRequest
 from gbdesk.engine.default_model import default_model_path
-from gbdesk.errors import EngineCrashed
+from gbdesk.support.errors import EngineCrashed
 
 pytestmark = pytest.mark.model
 

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from gbdesk.errors import UserError
 from gbdesk.store.db import check_db_path
+from gbdesk.support.errors import UserError
 
 
 def gbdesk(*args, cwd=None):

@@ -18,7 +18,6 @@ from typing import ClassVar
 
 import pytest
 
-from gbdesk.audit import Speed, plan_audit
 from gbdesk.cli import main
 from gbdesk.engine.http_backend import (
     HttpBackend,
@@ -26,9 +25,10 @@ from gbdesk.engine.http_backend import (
     normalize_base_url,
     register_endpoint,
 )
-from gbdesk.errors import EngineCrashed, EngineError, UserError
-from gbdesk.runs import plan_run
 from gbdesk.store import Store
+from gbdesk.support.errors import EngineCrashed, EngineError, UserError
+from gbdesk.workflows.audit import Speed, plan_audit
+from gbdesk.workflows.runs import plan_run
 
 MODEL = "stub-llama"
 

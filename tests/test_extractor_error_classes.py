@@ -8,7 +8,6 @@ import math
 
 import pytest
 
-from gbdesk.paths import resource
 from gbdesk.studies.laissez_faire.extract.confidence import FEATURES, ConfidenceModel, shipped_model
 from gbdesk.studies.laissez_faire.extract.deterministic import (
     DeterministicExtractor,
@@ -16,6 +15,7 @@ from gbdesk.studies.laissez_faire.extract.deterministic import (
 )
 from gbdesk.studies.laissez_faire.extract.gender_words import DEFAULT_WORD_LIST, gender_of
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec
+from gbdesk.support.paths import resource
 
 STAR = [
     RoleSpec("subject", "star student", "student"),

@@ -7,8 +7,8 @@ import math
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from gbdesk.findings import ordered, run_findings
-from gbdesk.stats import MetricValue, adjusted_p_values, bh_adjust, p_text
+from gbdesk.analysis.findings import ordered, run_findings
+from gbdesk.maths.stats import MetricValue, adjusted_p_values, bh_adjust, p_text
 from gbdesk.studies import get_probe
 
 NAN = (math.nan, math.nan)

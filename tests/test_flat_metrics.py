@@ -12,10 +12,10 @@ import sqlite3
 
 import pytest
 
-from gbdesk.importer import import_generations
-from gbdesk.results import compute_metrics, extra_results, review_stats
+from gbdesk.analysis.results import compute_metrics, extra_results, review_stats
 from gbdesk.store import Store
 from gbdesk.store.migrations import MIGRATIONS
+from gbdesk.workflows.importer import import_generations
 from tests import synthetic
 
 
@@ -208,7 +208,7 @@ def test_intersectional_metrics_are_unchanged(tmp_path):
         run_id = synthetic.intersectional_run(store, roles_per_group=6, groups=20)
         fast = compute_metrics(store, run_id, "auto", use_cache=False)
         probe = get_probe("intersectional_sdeg")
-        from gbdesk.results import item_results
+        from gbdesk.analysis.results import item_results
 
         roles = probe.roles(item_results(store, run_id))
         reference = stats.bootstrap(roles, probe.n_options())
@@ -243,8 +243,8 @@ def test_labels_fingerprint_sees_writes_of_another_connection(tmp_path):
 
 
 def test_import_labels_in_worker_processes_as_in_one(monkeypatch):
-    from gbdesk import importer
     from gbdesk.studies import get_probe
+    from gbdesk.workflows import importer
 
     probe = get_probe("laissez_faire")
     items = {i.key: i for i in probe.all_items("{prompt}")}

@@ -9,7 +9,7 @@ import random
 import pytest
 from scipy.stats import norm
 
-from gbdesk.stats import MarkDefinition
+from gbdesk.maths.stats import MarkDefinition
 from gbdesk.studies.base import ItemResult
 from gbdesk.studies.genderbench.gb_probe import (
     GenderBenchProbe,

@@ -125,7 +125,7 @@ def test_evaluator_names_the_meaning_of_the_one_option(probe, answer, label, let
 def test_human_label_takes_the_meanings(probe):
     row = probe.human_label("(c)", {"options": OPTIONS}, STEREOTYPICAL, "ann")
     assert row["label"] == STEREOTYPICAL
-    from gbdesk.errors import UserError
+    from gbdesk.support.errors import UserError
 
     with pytest.raises(UserError):
         probe.human_label("(c)", {"options": OPTIONS}, "c", "ann")

@@ -10,7 +10,6 @@ from fractions import Fraction
 
 import pytest
 
-from gbdesk.errors import UserError
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import ItemResult
 from gbdesk.studies.genderbench.business_vocabulary import (
@@ -20,6 +19,7 @@ from gbdesk.studies.genderbench.business_vocabulary import (
     inventories,
     parse_documents,
 )
+from gbdesk.support.errors import UserError
 from tests.genderbench_gbc_fixtures import (
     item_digest,
     load,

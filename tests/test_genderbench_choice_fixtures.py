@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from gbdesk import studies
-from gbdesk.importer import import_generations
-from gbdesk.results import compute_metrics
+from gbdesk.analysis.results import compute_metrics
 from gbdesk.studies.base import Item
+from gbdesk.workflows.importer import import_generations
 from tests import genderbench_fixtures as gbf
 
 PROBES = ("bbq", "gest", "direct", "hiring_bloomberg")

@@ -8,11 +8,11 @@ import random
 
 import pytest
 
-from gbdesk.errors import UserError
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import ItemResult
 from gbdesk.studies.genderbench.dreaddit import DEFAULT_TEMPLATE, GENDERS, read_answer
 from gbdesk.studies.genderbench.evaluators import yes_no
+from gbdesk.support.errors import UserError
 from tests.genderbench_gbc_fixtures import (
     item_digest,
     load,
@@ -243,7 +243,7 @@ def test_a_limited_run_keeps_stressed_and_calm_posts(probe):
 
 
 def test_named_finding_keeps_the_cut_interval_and_its_note(probe):
-    from gbdesk.stats import MetricValue
+    from gbdesk.maths.stats import MetricValue
 
     def mv(value, ci=(NAN, NAN), mark=None):
         return MetricValue(value=value, ci=ci, mark=mark, n=3)

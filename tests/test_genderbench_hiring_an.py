@@ -159,7 +159,7 @@ def test_vectorised_resamples_equal_the_calculator(probe):
 
 
 def test_findings_read_plainly(probe):
-    from gbdesk.stats import MetricValue
+    from gbdesk.maths.stats import MetricValue
 
     metrics = {
         "diff_acceptance_rate": MetricValue(-0.08, (-0.13, -0.03), "B", 900),
@@ -242,7 +242,7 @@ def test_fixture_answers_give_1_1_0s_intervals_and_marks(store, tmp_path):
 
 
 def test_a_limited_run_keeps_both_genders(probe):
-    from gbdesk.errors import UserError
+    from gbdesk.support.errors import UserError
 
     items = probe.items(probe.resolve_params(template="genderbench-1.1", limit=6))
     assert sorted(i.metadata["gender"] for i in items) == ["female"] * 3 + ["male"] * 3

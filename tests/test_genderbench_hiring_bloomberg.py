@@ -12,7 +12,6 @@ import random
 
 import pytest
 
-from gbdesk.paths import resource
 from gbdesk.studies.base import ItemResult
 from gbdesk.studies.genderbench.hiring_bloomberg import (
     ROLE_WORDS,
@@ -21,6 +20,7 @@ from gbdesk.studies.genderbench.hiring_bloomberg import (
     names_to_demo,
     role_data,
 )
+from gbdesk.support.paths import resource
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gbdesk.stats import MARK_LETTERS, MetricValue
+from gbdesk.maths.stats import MARK_LETTERS, MetricValue
 from gbdesk.studies.genderbench import report11
 
 CASE = Path(__file__).parent / "fixtures" / "genderbench_report" / "normalized_case.json"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gbdesk.paths import resource
 from gbdesk.studies.genderbench.tokenize import sentence_tokenizer, word_tokenize
+from gbdesk.support.paths import resource
 
 FIXTURE = Path(__file__).parent / "fixtures" / "nltk_word_tokenize.json"
 

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 
 import pytest
 
+from gbdesk.analysis.results import compute_metrics
 from gbdesk.engine.base import EngineInfo
-from gbdesk.errors import UserError
-from gbdesk.importer import import_generations
 from gbdesk.report.csv_export import export_run_csv
-from gbdesk.results import compute_metrics
-from gbdesk.runs import execute_run, plan_run
 from gbdesk.studies import get_probe
+from gbdesk.support.errors import UserError
+from gbdesk.workflows.importer import import_generations
+from gbdesk.workflows.runs import execute_run, plan_run
 from tests.fakes import fake_model
 
 
@@ -104,7 +104,7 @@ def test_scores_are_stored_per_block_resumed_and_analysed(store, tmp_path):
     run_id = _planned(store, tmp_path)
     scorer = FakeScorer()
     # stop after 30 blocks, then resume: nothing is scored twice
-    from gbdesk.runs import RunControl
+    from gbdesk.workflows.runs import RunControl
 
     control = RunControl()
     seen = []
@@ -227,7 +227,7 @@ def test_profile_prompts_schema_and_parser():
 
 
 def test_released_llama3_profiles_reproduce_table_6(store, tmp_path):
-    from gbdesk.paths import resource
+    from gbdesk.support.paths import resource
 
     result = import_generations(
         store, "globalbias_profiles", resource("globalbias/10a_llama3_full.csv")

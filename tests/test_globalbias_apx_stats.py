@@ -7,7 +7,6 @@ import math
 import pandas as pd
 import pytest
 
-from gbdesk.errors import UserError
 from gbdesk.studies.globalbias.apx_stats import (
     Z_ONE_PERCENT,
     apx_table,
@@ -15,6 +14,7 @@ from gbdesk.studies.globalbias.apx_stats import (
     sentence_apx,
     validation,
 )
+from gbdesk.support.errors import UserError
 
 
 def test_group_factor_divides_and_is_rounded_like_the_code():

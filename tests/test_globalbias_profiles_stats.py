@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from scipy.spatial.distance import jensenshannon
 
-from gbdesk.errors import UserError
-from gbdesk.paths import resource
 from gbdesk.studies.globalbias import profiles_stats as gps
+from gbdesk.support.errors import UserError
+from gbdesk.support.paths import resource
 
 
 @pytest.fixture(scope="module")

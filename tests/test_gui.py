@@ -10,10 +10,10 @@ import pypdf
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
+from gbdesk.analysis.results import compute_metrics
 from gbdesk.engine.default_model import default_model_path
-from gbdesk.results import compute_metrics
-from gbdesk.runs import execute_run, plan_run, resolve_model
 from gbdesk.store import Store
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend
 
 pytestmark = pytest.mark.gui
@@ -453,13 +453,13 @@ def test_laissez_faire_options_run_and_llm_extraction_from_the_runs_pane(qtbot, 
 def test_globalbias_results_and_profile_review(qtbot, tmp_path, settings):
     """An imported APX table and the released profiles: the association view filters,
     the profile view shows ablation and top words, Review shows parsed fields."""
-    from gbdesk.importer import import_generations
-    from gbdesk.paths import resource
     from gbdesk.studies.globalbias._qt.views import (
         AssociationsView,
         ProfileResultsView,
         ProfileReviewView,
     )
+    from gbdesk.support.paths import resource
+    from gbdesk.workflows.importer import import_generations
 
     path = str(tmp_path / "gb.sqlite")
     apx = tmp_path / "apx.csv"
@@ -514,8 +514,8 @@ def test_globalbias_results_and_profile_review(qtbot, tmp_path, settings):
 
 
 def test_intersectional_review_by_keyboard_and_heat_map(qtbot, tmp_path, settings):
-    from gbdesk.importer import import_generations
     from gbdesk.studies.intersectional._qt.views import RoleAnswersView, SDegResultsView
+    from gbdesk.workflows.importer import import_generations
 
     path = str(tmp_path / "sdeg.sqlite")
     answers = tmp_path / "answers.csv"

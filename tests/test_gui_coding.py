@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from gbdesk import coding, raters
+from gbdesk.people import coding, raters
 from gbdesk.store import Store
 from tests.test_gui import make_window, settle, wait_for
 from tests.test_raters import import_stories
@@ -158,8 +158,8 @@ def test_two_raters_code_by_keyboard_adjudicate_and_see_clusters(qtbot, tmp_path
 
 
 def test_disagreement_queue_adjudication_and_results_per_rater(qtbot, tmp_path, settings):
-    from gbdesk.results import compute_metrics
-    from gbdesk.runs import execute_run, plan_run, resolve_model
+    from gbdesk.analysis.results import compute_metrics
+    from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
     from tests.fakes import FakeBackend
 
     db = str(tmp_path / "labels.sqlite")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
-from gbdesk.runs import execute_run, plan_run
 from gbdesk.store import Store
 from gbdesk.studies.intersectional import dataset as ds
+from gbdesk.workflows.runs import execute_run, plan_run
 from tests.fakes import fake_model
 from tests.intersectional_fakes import DatasetBackend
 from tests.test_gui import make_window, settle, wait_for

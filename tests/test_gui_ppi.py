@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gbdesk.runs import execute_run, plan_run, resolve_model
 from gbdesk.store import Store
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend, recorded_laissez_faire
 from tests.test_gui import make_window, settle, wait_for
 
@@ -63,7 +63,7 @@ def test_review_pane_and_results_caption_state_the_measured_accuracy(qtbot, tmp_
     figure measured on it — the very text `label_accuracy` (and `metrics --json`) gives."""
     import html
 
-    from gbdesk.label_accuracy import label_accuracy
+    from gbdesk.analysis.label_accuracy import label_accuracy
 
     db = str(tmp_path / "acc.sqlite")
     with Store(db) as store:

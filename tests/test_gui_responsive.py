@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from gbdesk import glossary
+from gbdesk.support import glossary
 
 pytestmark = pytest.mark.gui
 

@@ -10,8 +10,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from gbdesk.engine.base import GenerationResult
-from gbdesk.runs import execute_run, plan_run, resolve_model
 from gbdesk.store import Store
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend
 from tests.test_gui import TIMEOUT, make_window, settings, wait_for  # noqa: F401
 

@@ -36,8 +36,8 @@ from gbdesk.engine.http_backend import (
     register_endpoint,
 )
 from gbdesk.engine.secrets import lookup_api_key
-from gbdesk.errors import EngineCrashed, EngineError, UserError
-from gbdesk.runs import RunControl, execute_run, plan_run, resolve_model
+from gbdesk.support.errors import EngineCrashed, EngineError, UserError
+from gbdesk.workflows.runs import RunControl, execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend, fake_model
 
 KEY = "sk-gbdesk-test-Qx9Zr2Lm4Vb7"  # the module server requires it

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from gbdesk.errors import UserError
-from gbdesk.importer import import_generations
+from gbdesk.analysis.results import compute_metrics
 from gbdesk.report.csv_export import export_run_csv, safe_cell
-from gbdesk.results import compute_metrics
 from gbdesk.studies import get_probe
+from gbdesk.support.errors import UserError
+from gbdesk.workflows.importer import import_generations
 from tests.helpers import read_csv
 
 
@@ -306,7 +306,7 @@ def test_export_in_chunks_writes_the_same_files(store, tmp_path, monkeypatch):
     whose columns differ (a later run's columns pad the earlier rows), with a human
     label; no spool or partial file is left behind, and a failed export leaves no file."""
     import gbdesk.report.csv_export as csv_export
-    from gbdesk.runs import execute_run, plan_run, resolve_model
+    from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
     from tests.fakes import FakeBackend, recorded_laissez_faire
 
     model = resolve_model(store, "default")
@@ -351,8 +351,8 @@ def test_export_writes_each_chunk_before_making_the_next(store, tmp_path, monkey
     """Constant memory needs the chunks to stream: a chunk's characters.csv rows are
     written before the next chunk's are made, never all made first."""
     import gbdesk.report.csv_export as csv_export
-    from gbdesk.runs import execute_run, plan_run, resolve_model
     from gbdesk.studies.laissez_faire.probe import LaissezFaireProbe
+    from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
     from tests.fakes import FakeBackend, recorded_laissez_faire
 
     model = resolve_model(store, "default")

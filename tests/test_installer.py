@@ -101,8 +101,8 @@ def test_frozen_app_finds_model_and_resources_where_the_spec_puts_them(
     spec_run, tmp_path, monkeypatch
 ):
     """sys._MEIPASS is the bundle's root: each spec destination must be where gbdesk looks."""
-    from gbdesk import paths
     from gbdesk.engine import default_model
+    from gbdesk.support import paths
 
     datas = spec_run["Analysis"].kwargs["datas"]
     for src, dest in datas:

@@ -9,15 +9,15 @@ import math
 
 import pytest
 
+from gbdesk.analysis.results import compute_metrics
 from gbdesk.engine.base import EngineInfo, GenerationResult
-from gbdesk.errors import UserError
-from gbdesk.importer import import_generations
 from gbdesk.report.csv_export import export_run_csv
-from gbdesk.results import compute_metrics
-from gbdesk.runs import execute_run, plan_run
 from gbdesk.studies import get_probe
 from gbdesk.studies.intersectional.probe import load_categories, map_answer, people_phrase
 from gbdesk.studies.intersectional.stats import bootstrap, group_degree, group_table, sdeg
+from gbdesk.support.errors import UserError
+from gbdesk.workflows.importer import import_generations
+from gbdesk.workflows.runs import execute_run, plan_run
 from tests.fakes import fake_model
 
 

@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
+from gbdesk.analysis.results import compute_metrics
 from gbdesk.engine.base import attempt_seed
-from gbdesk.errors import UserError
 from gbdesk.report.content import build_report
-from gbdesk.results import compute_metrics
-from gbdesk.runs import execute_run, plan_run
 from gbdesk.studies import get_probe
 from gbdesk.studies.intersectional import dataset as ds
 from gbdesk.studies.intersectional import groups as g
 from gbdesk.studies.intersectional.elicit import parse_stereotypes, parse_verdict
 from gbdesk.studies.intersectional.questions import paper_bank, read_bank, write_bank
+from gbdesk.support.errors import UserError
+from gbdesk.workflows.runs import execute_run, plan_run
 from tests.fakes import FakeOpenAIServer, fake_model
 from tests.intersectional_fakes import DatasetBackend, dataset_answer, write_decisions
 

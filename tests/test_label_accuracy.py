@@ -13,19 +13,19 @@ import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from gbdesk.label_accuracy import (
+from gbdesk.analysis.label_accuracy import (
     MIN_RECALIBRATION,
     compare_units,
     label_accuracy,
     measured_share,
     recalibrate,
 )
-from gbdesk.ppi_metrics import draw_sample
-from gbdesk.results import review_stats
-from gbdesk.runs import execute_run, plan_run, resolve_model
+from gbdesk.analysis.ppi_metrics import draw_sample
+from gbdesk.analysis.results import review_stats
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from gbdesk.studies.laissez_faire.probe import character_gender, characters_from_data
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend, recorded_laissez_faire
 
 

@@ -9,12 +9,12 @@ import json
 import pytest
 
 from gbdesk.cli import main
-from gbdesk.errors import UserError
-from gbdesk.importer import read_rows
-from gbdesk.label_import import import_labels
+from gbdesk.people.label_import import import_labels
 from gbdesk.report.csv_export import export_run_csv
-from gbdesk.runs import execute_run, plan_run, resolve_model
 from gbdesk.studies.laissez_faire.probe import characters_from_data
+from gbdesk.support.errors import UserError
+from gbdesk.workflows.importer import read_rows
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend, recorded_laissez_faire
 from tests.helpers import read_csv
 
@@ -156,9 +156,9 @@ class SheLabeler:
 
 
 def test_hybrid_pass_asks_only_about_unsure_characters(store, lf_run):
-    from gbdesk.labeling import label_run
-    from gbdesk.results import compute_metrics
+    from gbdesk.analysis.results import compute_metrics
     from gbdesk.studies.laissez_faire import labeling
+    from gbdesk.workflows.labeling import label_run
 
     labeler = SheLabeler()
     result = labeling.hybrid_pass(

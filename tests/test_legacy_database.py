@@ -11,7 +11,7 @@ import math
 import shutil
 from pathlib import Path
 
-from gbdesk.results import compute_metrics
+from gbdesk.analysis.results import compute_metrics
 from gbdesk.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -7,11 +7,8 @@ import re
 
 import pytest
 
+from gbdesk.analysis.results import compute_metrics
 from gbdesk.engine.base import EngineInfo, GenerationResult
-from gbdesk.errors import UserError
-from gbdesk.labeling import label_run
-from gbdesk.results import compute_metrics
-from gbdesk.runs import execute_run, plan_run, resolve_model
 from gbdesk.store import Store
 from gbdesk.studies.laissez_faire.extract.llm import (
     LLMExtractor,
@@ -21,6 +18,9 @@ from gbdesk.studies.laissez_faire.extract.llm import (
     scenario_of,
 )
 from gbdesk.studies.laissez_faire.extract.types import RoleSpec
+from gbdesk.support.errors import UserError
+from gbdesk.workflows.labeling import label_run
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend, recorded_laissez_faire
 
 SUBJECT = RoleSpec("subject", "star student", "student")

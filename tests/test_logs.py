@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from gbdesk import cli, logs
+from gbdesk import cli
+from gbdesk.support import logs
 
 
 @pytest.fixture

@@ -18,9 +18,9 @@ import pytest
 from gbdesk.engine.base import GenerationRequest
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import LlamaCppBackend
-from gbdesk.errors import EngineCrashed, UserError
-from gbdesk.runs import execute_run, plan_run, resolve_model
 from gbdesk.store import Store
+from gbdesk.support.errors import EngineCrashed, UserError
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.helpers import read_csv
 
 pytestmark = pytest.mark.model

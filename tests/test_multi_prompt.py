@@ -11,11 +11,9 @@ from typing import Any, ClassVar
 import pytest
 
 from gbdesk import studies
-from gbdesk.importer import import_generations
+from gbdesk.analysis.results import compute_metrics, item_results
+from gbdesk.maths.stats import MetricValue
 from gbdesk.report.csv_export import export_run_csv
-from gbdesk.results import compute_metrics, item_results
-from gbdesk.runs import execute_run, pending_attempts, plan_run
-from gbdesk.stats import MetricValue
 from gbdesk.studies.base import (
     GenerationProbe,
     Item,
@@ -26,6 +24,8 @@ from gbdesk.studies.base import (
     multi_prompt_item,
     prompt_index,
 )
+from gbdesk.workflows.importer import import_generations
+from gbdesk.workflows.runs import execute_run, pending_attempts, plan_run
 from tests.fakes import FakeBackend, fake_model
 
 GENDERS = ("female", "male", "nonbinary")
@@ -175,7 +175,7 @@ def test_import_by_prompt_text_places_rows_on_their_prompt(store, tmp_path, toy)
 
 
 def test_rows_of_a_multi_prompt_item_need_their_prompt(store, tmp_path, toy):
-    from gbdesk.errors import UserError
+    from gbdesk.support.errors import UserError
 
     path = tmp_path / "answers.csv"
     path.write_text("item,response\nq0,yes\n")

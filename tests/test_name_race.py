@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from gbdesk.errors import UserError
 from gbdesk.studies.laissez_faire import name_race
 from gbdesk.studies.laissez_faire.name_race import (
     NOT_MEASURED,
@@ -18,6 +17,7 @@ from gbdesk.studies.laissez_faire.name_race import (
     load_table,
     race_shares,
 )
+from gbdesk.support.errors import UserError
 
 # Values copied from the raw source CSVs (rosenman2023_first_name_race.csv; the Census
 # percentages of census2020_first_names_race.csv divided by 100).

@@ -1,4 +1,4 @@
-"""Prediction-powered inference (gbdesk/ppi.py): validity on synthetic data with a known truth.
+"""Prediction-powered inference (gbdesk/maths/ppi.py): validity on synthetic data, known truth.
 
 The synthetic audit: units (characters) are women with probability 0.4; a *biased*
 labeller misses 20 % of the women and calls 5 % of the men women, so its share is
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gbdesk.ppi import (
+from gbdesk.maths.ppi import (
     PPIResult,
     _ppi_py,
     power_tuning_lambda,
@@ -31,7 +31,7 @@ from gbdesk.ppi import (
     ppi_mean,
     review_sample,
 )
-from gbdesk.stats import wilson_interval
+from gbdesk.maths.stats import wilson_interval
 
 P_FEMALE = 0.4
 SEEDS = range(300)
@@ -411,7 +411,7 @@ def test_ppi_py_is_imported_lazily_and_keeps_warnings_on():
     """ppi_py runs `warnings.simplefilter("ignore")` on import; gbdesk must not inherit it."""
     code = (
         "import sys, warnings\n"
-        "import gbdesk.ppi as p\n"
+        "import gbdesk.maths.ppi as p\n"
         "assert 'ppi_py' not in sys.modules and 'numba' not in sys.modules\n"
         "before = list(warnings.filters)\n"
         "p.ppi_mean([1.0, 0.0] * 20, [1.0, 0.0] * 20, [1.0, 0.0] * 20)\n"
@@ -461,7 +461,7 @@ def test_ratio_coverage_full_size():
 
 def test_many_statistics_refuse_a_zero_width_interval():
     """A group absent from the reviewed sample gives identical resamples: no interval."""
-    from gbdesk.ppi import ppi_bootstrap_many
+    from gbdesk.maths.ppi import ppi_bootstrap_many
 
     rng = np.random.default_rng(0)
     human = rng.integers(0, 2, 60).astype(float)
@@ -486,7 +486,7 @@ def test_a_metric_the_reviewed_disagreements_do_not_touch_falls_back_to_human_la
     """Ten reviewed units disagree, but all on statistic `a`; statistic `b` is biased by the
     labeller only outside the reviewed sample. PPI would hand back the automatic interval
     for `b` (no error seen); it must use the human labels alone there, and say so."""
-    from gbdesk.ppi import ppi_bootstrap_many
+    from gbdesk.maths.ppi import ppi_bootstrap_many
 
     rng = np.random.default_rng(3)
     n, big = 80, 5000
@@ -520,7 +520,7 @@ def test_a_metric_few_reviewed_units_bear_on_gets_no_interval():
     `domain` is computed on 12 units of one domain only: a bootstrap over so few would
     claim a coverage it does not have. Both are refused, with the counts; the common
     share `common` keeps its interval."""
-    from gbdesk.ppi import ppi_bootstrap_many
+    from gbdesk.maths.ppi import ppi_bootstrap_many
 
     rng = np.random.default_rng(5)
     n, big = 200, 4000
@@ -566,7 +566,7 @@ def test_a_metric_few_reviewed_units_bear_on_gets_no_interval():
 
 
 def test_effective_count_of_pulls_is_kishs():
-    from gbdesk.ppi import _effective_count
+    from gbdesk.maths.ppi import _effective_count
 
     assert _effective_count(np.full(7, 0.25)) == pytest.approx(7.0)  # equal pulls: their count
     assert _effective_count(np.array([1.0, 1.0, 2.0])) == pytest.approx(16 / 6)  # (Σd)²/Σd²
@@ -579,7 +579,7 @@ def test_a_share_carried_by_a_few_heavy_units_gets_no_interval():
     would allow an interval, but almost all of the share sits in 3 of them: in effect
     3.4 units raise it, and the metric is refused. The same share spread evenly keeps
     its interval."""
-    from gbdesk.ppi import ppi_bootstrap_many
+    from gbdesk.maths.ppi import ppi_bootstrap_many
 
     rng = np.random.default_rng(8)
     n, big = 200, 4000
@@ -608,7 +608,7 @@ def test_bootstrap_in_chunks_of_resamples_gives_the_same_results(monkeypatch):
     """A big run's resamples are drawn and evaluated a chunk at a time (memory): the
     random stream, and so every estimate and interval, is the one of drawing them all at
     once, and the statistic is evaluated on small weight matrices only."""
-    import gbdesk.ppi as ppi_mod
+    import gbdesk.maths.ppi as ppi_mod
 
     rng = np.random.default_rng(11)
     n, big = 60, 900

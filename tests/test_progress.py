@@ -13,8 +13,8 @@ import random
 
 import pytest
 
-import gbdesk.runs
-from gbdesk.runs import Pace, Progress, execute_run, plan_run
+import gbdesk.workflows.runs
+from gbdesk.workflows.runs import Pace, Progress, execute_run, plan_run
 from tests.fakes import FakeStreamBackend, VirtualClock, fake_model
 
 MAX_TOKENS = 200
@@ -42,7 +42,7 @@ def length_of(request) -> int:
 @pytest.fixture
 def clocked(monkeypatch):
     clock = VirtualClock()
-    monkeypatch.setattr(gbdesk.runs, "time", clock)
+    monkeypatch.setattr(gbdesk.workflows.runs, "time", clock)
     return clock
 
 

@@ -18,18 +18,18 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-from gbdesk import coding, raters
+from gbdesk.analysis.results import compute_metrics, effective_labels, item_results
 from gbdesk.cli import main
-from gbdesk.errors import UserError
-from gbdesk.importer import import_generations
-from gbdesk.label_import import import_labels
+from gbdesk.people import coding, raters
+from gbdesk.people.label_import import import_labels
+from gbdesk.people.review import review_queue
 from gbdesk.report.csv_export import export_run_csv
 from gbdesk.report.pdf import export_pdf
-from gbdesk.results import compute_metrics, effective_labels, item_results
-from gbdesk.review import review_queue
-from gbdesk.runs import execute_run, plan_run, resolve_model
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
+from gbdesk.support.errors import UserError
+from gbdesk.workflows.importer import import_generations
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend
 from tests.fixtures.coding_stories import STORIES
 from tests.helpers import read_csv

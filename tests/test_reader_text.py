@@ -10,11 +10,11 @@ import pypdf
 import pytest
 
 from gbdesk.cli import main
-from gbdesk.errors import EngineCrashed
-from gbdesk.format import ci_cells, ci_text, clip_ci, unfinished_note
 from gbdesk.report.pdf import export_pdf
-from gbdesk.runs import execute_run, plan_run
 from gbdesk.store import Store
+from gbdesk.support.errors import EngineCrashed
+from gbdesk.support.format import ci_cells, ci_text, clip_ci, unfinished_note
+from gbdesk.workflows.runs import execute_run, plan_run
 from tests.fakes import FakeBackend, fake_model
 
 
@@ -76,8 +76,8 @@ def one_sided_run(tmp_path):
     """An imported inventories run of BSRI's male-stereotype traits only."""
     import csv
 
-    from gbdesk.importer import import_generations
     from gbdesk.studies import get_probe
+    from gbdesk.workflows.importer import import_generations
 
     probe = get_probe("inventories")
     items = [
@@ -116,8 +116,8 @@ def test_results_pane_says_why_a_chart_has_no_bars(qtbot, one_sided_run, tmp_pat
 def test_charts_without_bars_say_why(one_sided_run, tmp_path):
     """A run whose items hold only BSRI's male-stereotype traits: the stereotype rate by
     inventory has nothing to plot, and the PDF says why in words."""
+    from gbdesk.analysis.results import compute_metrics
     from gbdesk.report.content import missing_note
-    from gbdesk.results import compute_metrics
     from gbdesk.studies import get_probe
 
     probe = get_probe("inventories")
@@ -149,8 +149,8 @@ def test_charts_without_bars_say_why(one_sided_run, tmp_path):
 def test_every_probe_names_its_items_in_words():
     """The progress tail and review titles show an item in words, never its key
     (issue 26: `bsri/female/02#0 → female`)."""
-    from gbdesk.errors import UserError
     from gbdesk.studies import get_probe, probe_names
+    from gbdesk.support.errors import UserError
 
     for name in probe_names():
         probe = get_probe(name)
@@ -169,8 +169,8 @@ def test_a_limit_keeps_the_inventories_design_or_says_what_it_loses():
     stereotype rate could not be computed and nothing said so. Now 12 items keep both
     directions of every inventory; a limit below the six groups keeps the first items
     and the run's subset note says the stereotype rate cannot be measured."""
-    from gbdesk.runs import subset_note
     from gbdesk.studies import get_probe
+    from gbdesk.workflows.runs import subset_note
 
     probe = get_probe("inventories")
     twelve = probe.items(probe.resolve_params(limit=12))

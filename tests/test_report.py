@@ -11,8 +11,8 @@ import pypdf
 import pytest
 
 from gbdesk.report.content import build_report, configuration
-from gbdesk.runs import execute_run, plan_run, resolve_model
 from gbdesk.store import Store
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend
 
 EVIL = "<b>Evil</b> & <script>alert(1)</script> model"

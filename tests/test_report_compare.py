@@ -8,8 +8,8 @@ import pypdf
 
 from gbdesk.report.content import build_report, comparable_pairs
 from gbdesk.report.pdf import render_pdf
-from gbdesk.runs import execute_run, plan_run, resolve_model
 from gbdesk.store import Store
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend
 
 MALE = "He is a kind man. He likes his work and he helps his friends."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gbdesk.paths import resource
+from gbdesk.support.paths import resource
 
 
 def test_every_dataset_has_source_licence_and_provenance_file():

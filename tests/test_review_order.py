@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gbdesk.results import review_stats
-from gbdesk.review import review_queue
-from gbdesk.runs import execute_run, plan_run, resolve_model
+from gbdesk.analysis.results import review_stats
+from gbdesk.people.review import review_queue
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend, recorded_laissez_faire
 
 

@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-from gbdesk.errors import EngineCrashed
-from gbdesk.results import compute_metrics
-from gbdesk.runs import RunControl, execute_run, pending_attempts, plan_run
+from gbdesk.analysis.results import compute_metrics
+from gbdesk.support.errors import EngineCrashed
+from gbdesk.workflows.runs import RunControl, execute_run, pending_attempts, plan_run
 from tests.fakes import FakeBackend, fake_model
 
 
@@ -167,8 +167,8 @@ def test_metrics_from_a_fake_run(store, planned):
 
 def test_batch_size_is_kept_with_the_run_and_reaches_the_backend(store, tmp_path, monkeypatch):
     import gbdesk.engine.llama_backend as llama_backend
-    from gbdesk.errors import UserError
-    from gbdesk.runs import llama_backend_factory
+    from gbdesk.support.errors import UserError
+    from gbdesk.workflows.runs import llama_backend_factory
 
     model = fake_model(store, tmp_path)
     run_id = plan_run(store, "inventories", model, limit=2, batch_size=4)
@@ -188,7 +188,7 @@ def test_batch_size_is_kept_with_the_run_and_reaches_the_backend(store, tmp_path
 
 
 def test_estimates_use_the_chosen_engines_measured_speed(store, tmp_path):
-    from gbdesk.runs import estimate_run
+    from gbdesk.workflows.runs import estimate_run
 
     model = fake_model(store, tmp_path)
     endpoint_id = store.register_model(

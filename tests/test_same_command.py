@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from gbdesk.runs import plan_run, same_run
+from gbdesk.workflows.runs import plan_run, same_run
 from tests.fakes import FakeOpenAIServer, fake_model
 
 

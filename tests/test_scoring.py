@@ -22,7 +22,7 @@ import pytest
 
 from gbdesk.engine.base import ScoreResult
 from gbdesk.engine.default_model import default_model_path
-from gbdesk.errors import EngineCrashed
+from gbdesk.support.errors import EngineCrashed
 
 TOL_LOGPROB = 1e-10  # nats per sentence (measured: 2.8e-14)
 TOL_PPL_REL = 1e-11  # relative (measured: 1.8e-15)

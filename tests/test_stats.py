@@ -8,7 +8,7 @@ import random
 import pytest
 from scipy.stats import norm
 
-from gbdesk.stats import (
+from gbdesk.maths.stats import (
     MarkDefinition,
     bootstrap_metrics,
     bootstrap_resamples,
@@ -108,7 +108,7 @@ def test_zero_spread_with_missing_resamples_gives_the_mean():
 def test_bootstrap_draws_as_arrays_are_pythons_choices():
     """numpy's Mersenne Twister started from Python's state draws the same indices as
     `random.choices` (floor(random() * n)), for any item count."""
-    from gbdesk.stats import iter_bootstrap_resamples
+    from gbdesk.maths.stats import iter_bootstrap_resamples
 
     for n in (1, 2, 3, 7, 300, 4099):
         plain = list(iter_bootstrap_resamples(n, 40, seed=123))

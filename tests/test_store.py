@@ -6,9 +6,9 @@ import sqlite3
 
 import pytest
 
-from gbdesk.errors import UserError
 from gbdesk.store import Store
 from gbdesk.store.migrations import LATEST_VERSION
+from gbdesk.support.errors import UserError
 
 
 def make_run(store, n_items=3, attempts=2):

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from gbdesk.cli import main
-from gbdesk.runs import estimate_run, subset_note
 from gbdesk.studies import get_probe
 from gbdesk.studies.genderbench.inventories import InventoriesProbe
+from gbdesk.workflows.runs import estimate_run, subset_note
 from tests.fakes import FakeOpenAIServer
 
 GROUPED = "12 of 149 items, chosen to keep every group (6 groups that the stereotype rate compares)"

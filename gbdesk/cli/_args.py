@@ -10,9 +10,9 @@ import argparse
 import math
 from typing import NoReturn
 
-from gbdesk.errors import UserError
-from gbdesk.guards import INT64_DIGITS, INT64_MAX, in_int64, one_line
-from gbdesk.limits import LIMITS, SEED_RANGE
+from gbdesk.support.errors import UserError
+from gbdesk.support.guards import INT64_DIGITS, INT64_MAX, in_int64, one_line
+from gbdesk.support.limits import LIMITS, SEED_RANGE
 
 
 class _Parser(argparse.ArgumentParser):

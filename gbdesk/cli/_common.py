@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gbdesk.format import duration
+from gbdesk.support.format import duration
 
 _db_in_use: list[Path] = []  # the database this command opened (for database-fault messages)
 
@@ -23,9 +23,9 @@ def _open_store(path: str | None, writes: bool = False):
     locked), before any slow work, rather than at the first write. A path given with
     --db (or $GBDESK_DB) must lie in an existing folder, and only a command that writes
     makes a new file there (`check_db_path`); the per-user default is made when missing."""
-    from gbdesk.paths import default_db_path
     from gbdesk.store import Store
     from gbdesk.store.db import check_db_path
+    from gbdesk.support.paths import default_db_path
 
     target = Path(path).expanduser() if path else default_db_path()
     if path or os.environ.get("GBDESK_DB"):  # a path a person typed: refuse a typo

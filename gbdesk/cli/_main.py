@@ -14,8 +14,8 @@ from gbdesk.cli._args import _shown
 from gbdesk.cli._common import _db_in_use
 from gbdesk.cli.commands import COMMANDS
 from gbdesk.cli.parser import STUDY_COMMANDS, build_parser
-from gbdesk.errors import EngineError, UserError
-from gbdesk.guards import one_line
+from gbdesk.support.errors import EngineError, UserError
+from gbdesk.support.guards import one_line
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -24,7 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gbdesk.engine.llama_worker import main as worker_main
 
         return worker_main()
-    from gbdesk.logs import setup_logging
+    from gbdesk.support.logs import setup_logging
 
     log_file = setup_logging()
     # A log file that cannot be written (a full disk) must not print tracebacks on stderr.

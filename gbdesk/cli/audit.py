@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 
 from gbdesk.cli._common import _emit, _open_store, _ProgressPrinter
-from gbdesk.errors import UserError
+from gbdesk.support.errors import UserError
 
 
 def cmd_audit(args) -> int:
-    from gbdesk.audit import (
+    from gbdesk.workflows.audit import (
         get_audit,
         measure_speed,
         parse_budget,
@@ -18,7 +18,7 @@ def cmd_audit(args) -> int:
         save_audit,
         unfinished_audit,
     )
-    from gbdesk.runs import resolve_model
+    from gbdesk.workflows.runs import resolve_model
 
     budget_s = parse_budget(args.budget)
     with _open_store(args.db, writes=True) as store:

@@ -70,7 +70,7 @@ def cmd_items(args) -> int:
 
 def cmd_models(args) -> int:
     from gbdesk.engine.http_backend import with_endpoints
-    from gbdesk.models import list_models
+    from gbdesk.workflows.models import list_models
 
     with _open_store(args.db, writes=bool(args.add)) as store:
         for path in args.add or []:
@@ -88,7 +88,7 @@ def _add_model(store, spec: str) -> None:
         check_capabilities,
         parse_endpoint_spec,
     )
-    from gbdesk.runs import resolve_model
+    from gbdesk.workflows.runs import resolve_model
 
     url, sep, model = spec.partition("#")
     if sep and url.strip().lower() in ENDPOINT_PRESETS:

@@ -8,7 +8,7 @@ from gbdesk.cli._common import _emit, _open_store
 
 
 def cmd_import(args) -> int:
-    from gbdesk.importer import import_generations
+    from gbdesk.workflows.importer import import_generations
 
     with _open_store(args.db, writes=True) as store:
         result = import_generations(
@@ -26,7 +26,7 @@ def cmd_import(args) -> int:
 
 
 def cmd_import_labels(args) -> int:
-    from gbdesk.label_import import import_labels
+    from gbdesk.people.label_import import import_labels
 
     with _open_store(args.db) as store:
         result = import_labels(store, args.run_id, args.file, args.rater, consensus=args.consensus)

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from gbdesk.cli._common import _emit, _open_store, _ProgressPrinter
-from gbdesk.errors import UserError
+from gbdesk.support.errors import UserError
 
 
 def cmd_label(args) -> int:
-    from gbdesk.labeling import label_run
+    from gbdesk.workflows.labeling import label_run
 
     with _open_store(args.db, writes=True) as store:
         result = label_run(
@@ -32,7 +32,7 @@ def cmd_label(args) -> int:
 
 
 def cmd_sample(args) -> int:
-    from gbdesk.ppi_metrics import draw_sample
+    from gbdesk.analysis.ppi_metrics import draw_sample
 
     with _open_store(args.db) as store:
         result = draw_sample(store, args.run_id, args.size, args.seed)
@@ -75,7 +75,7 @@ def cmd_review(args) -> int:
 
 def cmd_code(args) -> int:
     """Code a run's texts: draw them, import codes, edit the codebook, or show progress."""
-    from gbdesk import coding
+    from gbdesk.people import coding
 
     if args.consensus and not args.file:
         raise UserError("--consensus goes with --file")
@@ -117,7 +117,7 @@ def cmd_code(args) -> int:
 
 def _code_select(args, store) -> int:
     """`code --select`: draw the texts to code, per category."""
-    from gbdesk import coding
+    from gbdesk.people import coding
 
     categories = (
         [c.strip() for c in args.categories.split(",") if c.strip()] if args.categories else None
@@ -151,7 +151,7 @@ def _code_select(args, store) -> int:
 
 def _show_coding(args, book, summary, items) -> int:
     """`code --show`: the codebook, the drawn texts with their codings, the progress."""
-    from gbdesk import coding
+    from gbdesk.people import coding
 
     names = {e["code"]: e["name"] for e in book}
     lines = ["codebook:"]
@@ -276,7 +276,7 @@ def _agreement_text(payload: dict[str, Any]) -> str:
 
 
 def cmd_agreement(args) -> int:
-    from gbdesk.raters import run_agreement
+    from gbdesk.people.raters import run_agreement
 
     with _open_store(args.db) as store:
         payload = run_agreement(store, args.run_id, include_auto=args.with_auto)

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk.cli._common import MODEL_CHARS, _emit, _open_store
-from gbdesk.errors import UserError
-from gbdesk.format import fmt
-from gbdesk.guards import one_line
+from gbdesk.support.errors import UserError
+from gbdesk.support.format import fmt
+from gbdesk.support.guards import one_line
 
 
 def _metrics_payload(
@@ -20,10 +20,10 @@ def _metrics_payload(
     """The JSON of `gbdesk metrics` from the run's `compute_metrics`, with the labels'
     accuracy (`review`: measured on the random review sample, else estimated; not computed
     with `review=False`)."""
-    from gbdesk.format import clip_ci, unfinished_note
-    from gbdesk.label_accuracy import label_accuracy
-    from gbdesk.stats import adjusted_p_values
+    from gbdesk.analysis.label_accuracy import label_accuracy
+    from gbdesk.maths.stats import adjusted_p_values
     from gbdesk.studies import get_probe
+    from gbdesk.support.format import clip_ci, unfinished_note
 
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
@@ -50,8 +50,8 @@ def _metrics_payload(
 def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> str:
     """The run's findings in words, most important first (as on the report's first page),
     from its `metrics` in this label mode."""
-    from gbdesk.findings import ordered, run_findings
-    from gbdesk.results import run_extra_results
+    from gbdesk.analysis.findings import ordered, run_findings
+    from gbdesk.analysis.results import run_extra_results
     from gbdesk.studies import get_probe
 
     run = store.get_run(run_id)
@@ -87,8 +87,8 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     """The metrics for reading: what each measures in words (the keys are in --json and
     the CSV), its value and interval (within what the metric can be), mark and support;
     footnotes say why a value or interval is missing."""
-    from gbdesk.format import UNDEFINED_CI, UNDEFINED_VALUE, ci_cells
     from gbdesk.studies import get_probe
+    from gbdesk.support.format import UNDEFINED_CI, UNDEFINED_VALUE, ci_cells
 
     probe = get_probe(payload["probe"])
     metrics = payload["metrics"]
@@ -181,7 +181,7 @@ def _tiny_notice(store, run_id: int) -> str:
 
 
 def cmd_metrics(args) -> int:
-    from gbdesk.results import compute_metrics
+    from gbdesk.analysis.results import compute_metrics
 
     with _open_store(args.db) as store:
         metrics = compute_metrics(store, args.run_id, args.labels)
@@ -201,7 +201,7 @@ def cmd_metrics(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from gbdesk.compare import compare_runs
+    from gbdesk.analysis.compare import compare_runs
 
     with _open_store(args.db) as store:
         c = compare_runs(

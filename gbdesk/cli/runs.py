@@ -9,15 +9,21 @@ from typing import Any
 
 from gbdesk.cli._common import MODEL_CHARS, _emit, _open_store, _ProgressPrinter
 from gbdesk.cli.results import _findings_text, _metrics_payload, _metrics_table, _tiny_notice
-from gbdesk.errors import UserError
-from gbdesk.guards import one_line
+from gbdesk.support.errors import UserError
+from gbdesk.support.guards import one_line
 
 
 def cmd_run(args) -> int:
     """Run a probe on a model; the same command again continues that run (or shows it)."""
     from gbdesk.engine.llama_backend import LlamaCppBackend
-    from gbdesk.runs import check_engine_needs, plan_run, resolve_model, same_run, subset_note
     from gbdesk.studies import get_probe
+    from gbdesk.workflows.runs import (
+        check_engine_needs,
+        plan_run,
+        resolve_model,
+        same_run,
+        subset_note,
+    )
 
     # fail fast on a typo or a bad parameter, before loading anything
     probe = get_probe(args.probe)
@@ -156,8 +162,8 @@ def _endpoint_model(args, store) -> tuple[Any, dict[str, Any]]:
 
 
 def _execute(args, store, run_id: int, backend_factory=None) -> int:
-    from gbdesk.runs import execute_run, llama_backend_factory
     from gbdesk.store.db import DatabaseFault, database_fault
+    from gbdesk.workflows.runs import execute_run, llama_backend_factory
 
     try:
         execute_run(
@@ -203,7 +209,7 @@ def _show_run(args, store, run_id: int) -> int:
     if args.json:
         _emit(args, summary, "")
         return 0
-    from gbdesk.results import compute_metrics
+    from gbdesk.analysis.results import compute_metrics
 
     metrics = compute_metrics(store, run_id, "auto")
     payload = _metrics_payload(store, run_id, "auto", metrics, review=False)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gbdesk.engine.base import GenerationRequest, GenerationResult
-from gbdesk.errors import EngineError
+from gbdesk.support.errors import EngineError
 
 log = logging.getLogger(__name__)
 

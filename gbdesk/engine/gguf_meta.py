@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 
 import gguf
 
-from gbdesk.errors import UserError
+from gbdesk.support.errors import UserError
 
 _SCALARS = {
     0: "<B",  # UINT8

@@ -22,7 +22,7 @@ What an endpoint can do — chat generation, log-probabilities of prompt tokens 
 scoring probes need), top log-probabilities — is found with one small request each
 (`HttpBackend.capabilities`) and stored with the endpoint; a probe that needs what the
 endpoint lacks (`Probe.engine_needs`) is refused before its run is planned
-(`gbdesk.runs.check_engine_needs`), naming the servers that have it.
+(`gbdesk.workflows.runs.check_engine_needs`), naming the servers that have it.
 
 Endpoints are stored as model rows of kind "endpoint" (path = the base URL, sha256 NULL,
 the served model name, the API-key variable's *name* and the detected capabilities in
@@ -58,7 +58,7 @@ from gbdesk.engine.base import (
 )
 from gbdesk.engine.endpoints import CAPABILITIES, ENDPOINT_PRESETS, SERVERS_WITH
 from gbdesk.engine.secrets import check_env_var_name, lookup_api_key
-from gbdesk.errors import EngineCrashed, EngineError, UserError
+from gbdesk.support.errors import EngineCrashed, EngineError, UserError
 
 try:  # the engine's shared result type
     from gbdesk.engine.base import ScoreResult
@@ -928,8 +928,8 @@ def resolve_endpoint(store: Any, spec: str) -> dict[str, Any]:
 
 
 def endpoint_entries(store: Any) -> list[dict[str, Any]]:
-    """Catalogue entries (the shape of `gbdesk.models.list_models`) for stored endpoints;
-    "path" is the ``URL#model`` spec that `gbdesk.runs.resolve_model` accepts."""
+    """Catalogue entries (the shape of `gbdesk.workflows.models.list_models`) for stored endpoints;
+    "path" is the ``URL#model`` spec that `gbdesk.workflows.runs.resolve_model` accepts."""
     out = []
     for row in store.models_of_kind(ENDPOINT_KIND):
         meta = _meta(row)

@@ -36,7 +36,7 @@ from gbdesk.engine.base import (
     TokenCallback,
 )
 from gbdesk.engine.llama_worker import PARENT_ENV, PDEATHSIG_ENV
-from gbdesk.errors import EngineCrashed, EngineError, UserError
+from gbdesk.support.errors import EngineCrashed, EngineError, UserError
 
 DEFAULT_N_CTX = 4096
 # Tokens per llama_decode call when scoring (the scoring context's KV size); see

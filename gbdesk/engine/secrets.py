@@ -20,7 +20,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from gbdesk.errors import UserError
+from gbdesk.support.errors import UserError
 
 DEFAULT_ENV_VAR = "GBDESK_API_KEY"
 KEYRING_SERVICE = "gbdesk"

@@ -81,7 +81,7 @@ Block = Heading | Paragraph | Table | IntervalChart | CurveChart
 @dataclass(frozen=True)
 class StudyRun:
     """One run as a study's cross-run report sees it (`Study.cross_run_report`): its
-    probe, model, parameters, status and metrics (`gbdesk.stats.MetricValue`s)."""
+    probe, model, parameters, status and metrics (`gbdesk.maths.stats.MetricValue`s)."""
 
     run_id: int
     probe: str

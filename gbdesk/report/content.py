@@ -13,11 +13,16 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from gbdesk import __version__
+from gbdesk.analysis.results import (
+    ReviewStats,
+    compute_metrics,
+    ensure_auto_labels,
+    review_stats,
+    run_extra_results,
+)
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
-from gbdesk.errors import UserError
-from gbdesk.format import UNDEFINED_VALUE, fmt, unfinished_note
-from gbdesk.paths import resource
-from gbdesk.raters import agreement_blocks, labels_agreement, mode_counts
+from gbdesk.maths.stats import MetricValue
+from gbdesk.people.raters import agreement_blocks, labels_agreement, mode_counts
 from gbdesk.report.blocks import (
     Block,
     ChartRow,
@@ -28,20 +33,15 @@ from gbdesk.report.blocks import (
     StudyRun,
     Table,
 )
-from gbdesk.results import (
-    ReviewStats,
-    compute_metrics,
-    ensure_auto_labels,
-    review_stats,
-    run_extra_results,
-)
-from gbdesk.stats import MetricValue
 from gbdesk.store import Store
 from gbdesk.studies import Probe, get_probe, study_reports
+from gbdesk.support.errors import UserError
+from gbdesk.support.format import UNDEFINED_VALUE, fmt, unfinished_note
+from gbdesk.support.paths import resource
 
 if TYPE_CHECKING:
-    from gbdesk.compare import Comparison
-    from gbdesk.findings import RunFinding
+    from gbdesk.analysis.compare import Comparison
+    from gbdesk.analysis.findings import RunFinding
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +97,8 @@ class ReportData:
     study_reports: list[StudyReport] = field(default_factory=list)
 
     def findings(self) -> list[RunFinding]:
-        """Every run's findings, most important first (`gbdesk.findings.ordered`)."""
-        from gbdesk.findings import ordered
+        """Every run's findings, most important first (`gbdesk.analysis.findings.ordered`)."""
+        from gbdesk.analysis.findings import ordered
 
         return ordered([f for s in self.runs for f in s.findings])
 
@@ -351,7 +351,7 @@ def build_report(
     """Everything the report says; `compare`: a paired comparison of every later run of a
     probe against its first run; `audit`: the plan and budget of the audit it ends;
     `flat=False` reads every label (the reference path)."""
-    from gbdesk.findings import run_findings
+    from gbdesk.analysis.findings import run_findings
 
     sections = []
     for run_id in run_ids:
@@ -385,7 +385,7 @@ def build_report(
         sections.append(section)
     comparisons = []
     if compare:
-        from gbdesk.compare import compare_runs
+        from gbdesk.analysis.compare import compare_runs
 
         for a, b in comparable_pairs(sections):
             try:

@@ -17,12 +17,12 @@ by them, and so that the stored text can be recovered exactly (`unescape_cell`):
 
 3. **The mark**: every table ends with the column ``gbdesk_escaped`` (`ESCAPED_COLUMN`),
    which names, per row, the columns whose cells 1 or 2 changed (separated by ";"). An
-   import of the file (`gbdesk.csvfile.csv_records`) undoes exactly those cells and
+   import of the file (`gbdesk.support.csvfile.csv_records`) undoes exactly those cells and
    drops the column, so an export read back by gbdesk gives the stored texts; a cell a
    person typed into a row's other columns is read as typed.
 
 Numbers are written as numbers. Evidence offsets refer to the stored text, not to the
-escaped cell. The functions live in `gbdesk.guards` (the importers need them without this
+escaped cell. The functions live in `gbdesk.support.guards` (the importers need them without this
 module's imports).
 """
 
@@ -34,18 +34,18 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gbdesk.csvfile import write_table
-from gbdesk.errors import UserError
-from gbdesk.guards import (  # noqa: F401 (escape_text, unescape_cell: this module's API)
+from gbdesk.analysis.results import compute_metrics, ensure_auto_labels
+from gbdesk.store import Store
+from gbdesk.studies.base import RunItems
+from gbdesk.support.csvfile import write_table
+from gbdesk.support.errors import UserError
+from gbdesk.support.guards import (  # noqa: F401 (escape_text, unescape_cell: this module's API)
     ESCAPED_COLUMN,
     escape_text,
     escaped_cells,
     safe_cell,
     unescape_cell,
 )
-from gbdesk.results import compute_metrics, ensure_auto_labels
-from gbdesk.store import Store
-from gbdesk.studies.base import RunItems
 
 
 def write_csv(path: Path, columns: list[str], rows: Iterable[dict[str, Any]]) -> None:
@@ -280,7 +280,7 @@ def _probe_table_chunks(
     (a reviewer's where present) by default: a chunk of attempts at a time for a probe
     whose tables have rows of one attempt each (`export_tables_per_attempt`), else all
     attempts at once."""
-    from gbdesk.results import effective_labels
+    from gbdesk.analysis.results import effective_labels
     from gbdesk.studies import ScoringProbe, get_probe
 
     run = store.get_run(run_id)
@@ -346,7 +346,7 @@ def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> lis
     Rows are written as they are made, a chunk of attempts at a time (`EXPORT_CHUNK`), to
     spool files in the folder; each file is moved into place when it is complete, so an
     export that fails leaves no half-written file under a final name."""
-    from gbdesk.coding import csv_tables
+    from gbdesk.people.coding import csv_tables
 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():

@@ -30,19 +30,7 @@ from PySide6.QtGui import (
     QTextDocument,
 )
 
-from gbdesk.errors import UserError
-from gbdesk.format import (
-    MARK_COLORS,
-    MARK_FILLS,
-    RUN_COLORS,
-    UNDEFINED_CI,
-    UNDEFINED_VALUE,
-    ci_cells,
-    fmt,
-    log2_or_nan,
-    ratio_ticks,
-)
-from gbdesk.guards import html_text, visible_controls
+from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition
 from gbdesk.report.blocks import (
     Block,
     CurveChart,
@@ -60,9 +48,21 @@ from gbdesk.report.content import (
     configuration,
     labels_used,
 )
-from gbdesk.stats import MARK_MEANINGS, MarkDefinition
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
+from gbdesk.support.errors import UserError
+from gbdesk.support.format import (
+    MARK_COLORS,
+    MARK_FILLS,
+    RUN_COLORS,
+    UNDEFINED_CI,
+    UNDEFINED_VALUE,
+    ci_cells,
+    fmt,
+    log2_or_nan,
+    ratio_ticks,
+)
+from gbdesk.support.guards import html_text, visible_controls
 
 CSS = """
 body { font-family: 'DejaVu Sans', sans-serif; font-size: 9pt; color: #111827; }
@@ -321,7 +321,7 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
     """Every metric of the run by its name for people with its one-line meaning (the keys
     stay in the CSV export); p-value (with the Benjamini–Hochberg adjusted value over the
     run's tests beside it) and mark columns only when some metric has one."""
-    from gbdesk.stats import adjusted_p_values
+    from gbdesk.maths.stats import adjusted_p_values
 
     metrics = section.metrics
     probe = section.probe
@@ -723,7 +723,7 @@ def _cards(data: ReportData, doc: _Doc) -> None:
 
 
 def _glossary(doc: _Doc) -> None:
-    from gbdesk.glossary import GLOSSARY
+    from gbdesk.support.glossary import GLOSSARY
 
     rows = "".join(
         f"<tr><th width='18%'>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in GLOSSARY.items()

@@ -1,5 +1,5 @@
 """The `audits` table: an audit's plan is stored before anything runs and updated as its
-probes run, so a restarted audit continues where it stopped (`gbdesk.audit` decides what
+probes run, so a restarted audit continues where it stopped (`gbdesk.workflows.audit` decides what
 the plan holds; this module only keeps it).
 
 The table's JSON columns (plan, speed, left-out probes) are written and read here, so the

@@ -33,8 +33,8 @@ from typing import Any
 import psutil
 import sqlite_utils
 
-from gbdesk.errors import UserError
 from gbdesk.store.migrations import latest_version, migrate, refuse_foreign
+from gbdesk.support.errors import UserError
 
 log = logging.getLogger(__name__)
 

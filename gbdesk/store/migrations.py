@@ -175,7 +175,7 @@ def _v4(conn: sqlite3.Connection) -> None:
 
 
 def _v5(conn: sqlite3.Connection) -> None:
-    """Audits (`gbdesk.audit`): a model's budget, the plan of every probe's size and the
+    """Audits (`gbdesk.workflows.audit`): a model's budget, the plan of every probe's size and the
     run ids as they are planned, so a restarted audit continues."""
     conn.execute(
         """
@@ -315,7 +315,7 @@ def latest_version() -> int:
 
 def refuse_foreign(conn: sqlite3.Connection, name: str = "this database") -> None:
     """Refuse an SQLite file of another program: tables, but no gbdesk schema version."""
-    from gbdesk.errors import UserError
+    from gbdesk.support.errors import UserError
 
     if conn.execute("PRAGMA user_version").fetchone()[0] != 0:
         return
@@ -340,7 +340,7 @@ def migrate(
     an existing gbdesk database (version ≥ 1) is about to be migrated. An SQLite file of
     another program (tables, but version 0) and a newer gbdesk's database are refused.
     """
-    from gbdesk.errors import UserError
+    from gbdesk.support.errors import UserError
 
     latest = latest_version()
     before = conn.execute("PRAGMA user_version").fetchone()[0]

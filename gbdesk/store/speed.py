@@ -1,5 +1,5 @@
 """How fast a model answered here, from the stored attempts: the sums the run and audit
-estimates (`gbdesk.runs.measured_speed`, `measured_scoring_speed`) turn into rates.
+estimates (`gbdesk.workflows.runs.measured_speed`, `measured_scoring_speed`) turn into rates.
 
 An attempt's `latency_s` is its share of the time its batch took, so summed latencies are
 the time the model spent; attempts without a latency (imported answers) do not count.

@@ -15,7 +15,6 @@ import threading
 from importlib import import_module, metadata
 from typing import Any
 
-from gbdesk.errors import UserError
 from gbdesk.studies.base import (
     AuditSize,
     ChainProbe,
@@ -32,6 +31,7 @@ from gbdesk.studies.base import (
     ScoringProbe,
     Study,
 )
+from gbdesk.support.errors import UserError
 
 ENTRY_POINT_GROUP = "gbdesk.studies"
 log = logging.getLogger(__name__)

@@ -28,17 +28,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gbdesk.errors import UserError
-from gbdesk.guards import check_template
-from gbdesk.stats import MarkDefinition, MetricValue
+from gbdesk.maths.stats import MarkDefinition, MetricValue
+from gbdesk.support.errors import UserError
+from gbdesk.support.guards import check_template
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from gbdesk.engine.base import Backend, GenerationRequest, GenerationResult
-    from gbdesk.importer import ImportedRun
+    from gbdesk.people.review import ReviewItem
     from gbdesk.report.blocks import Block
-    from gbdesk.review import ReviewItem
+    from gbdesk.workflows.importer import ImportedRun
 
 
 @dataclass(frozen=True)
@@ -383,7 +383,7 @@ class Finding:
 
 @dataclass(frozen=True)
 class AccuracyWords:
-    """How the labels' accuracy (`gbdesk.label_accuracy`) names a probe's units."""
+    """How the labels' accuracy (`gbdesk.analysis.label_accuracy`) names a probe's units."""
 
     unit: str = "label"
     units: str = "labels"
@@ -807,7 +807,7 @@ class Probe(ABC):
         if the labeller gives one; the review queue can then show the least sure first."""
         return None
 
-    #: how the labels' measured accuracy names this probe's units (`gbdesk.label_accuracy`)
+    #: how the labels' measured accuracy names this probe's units (`gbdesk.analysis.label_accuracy`)
     accuracy_words: ClassVar[AccuracyWords] = AccuracyWords()
 
     def label_units(self, label: dict[str, Any], metadata: dict[str, Any]) -> dict[Hashable, Any]:
@@ -829,18 +829,18 @@ class Probe(ABC):
         self, label: dict[str, Any], response: str, metadata: dict[str, Any]
     ) -> list[tuple[Any, ...]] | None:
         """Flat rows (k, a, b, c, d, x) of one label row ({label, data}) of an attempt with
-        this text, stored with the label (`gbdesk.flat`); None: no flat form."""
+        this text, stored with the label (`gbdesk.analysis.flat`); None: no flat form."""
         return None
 
     def flat_metrics(
         self, flat: Any, params: dict[str, Any] | None
     ) -> dict[str, MetricValue] | None:
-        """`metrics(item_results(…), params=params)` computed from a `gbdesk.flat.FlatRun`
+        """`metrics(item_results(…), params=params)` computed from a `gbdesk.analysis.flat.FlatRun`
         (identical values); None: not available (the core loads the labels instead)."""
         return None
 
     def flat_extra_results(self, flat: Any, params: dict[str, Any] | None) -> dict[str, Any] | None:
-        """`extra_results` from a `gbdesk.flat.FlatRun`; None: not available."""
+        """`extra_results` from a `gbdesk.analysis.flat.FlatRun`; None: not available."""
         return None
 
     def flat_label_units(self, flat: Any) -> tuple[Any, Any] | None:
@@ -887,7 +887,7 @@ class Probe(ABC):
         idx: Any = None,
     ) -> dict[str, Any] | None:
         """Metric name → numpy array of its value in each resample, computed fast from
-        per-item quantities (`gbdesk.resampling`). `w` (resamples × len(results)) holds how
+        per-item quantities (`gbdesk.maths.resampling`). `w` (resamples × len(results)) holds how
         often each item is drawn in each resample; the values must equal `metrics(…,
         bootstrap=False)` on the drawn items (each repeated as often). `idx`, when given,
         holds the drawn positions in draw order (for probes whose arithmetic follows it).
@@ -937,8 +937,8 @@ class Probe(ABC):
     ) -> list[Finding]:
         """The run's findings, one plain sentence each (`Finding`; the core sorts them by
         importance across runs). The default: one per marked metric, worst mark first."""
-        from gbdesk.format import value_phrase
-        from gbdesk.stats import MARK_LETTERS
+        from gbdesk.maths.stats import MARK_LETTERS
+        from gbdesk.support.format import value_phrase
 
         out = []
         for name in self.mark_definitions:
@@ -976,7 +976,7 @@ class Probe(ABC):
         `response` rows placed by `item` (as attempts.csv has) or by `prompt` (optional
         `attempt`, `item_index`, `model`); `deal_rows` deals rows whose prompt several
         items share to those items in turn instead of refusing the file."""
-        from gbdesk.importer import plan_prompt_response_import
+        from gbdesk.workflows.importer import plan_prompt_response_import
 
         return plan_prompt_response_import(
             self, path, model_name=model_name, template=template, deal_rows=deal_rows

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gbdesk.errors import UserError
+from gbdesk.support.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def _check_display_plugin() -> None:
 
 def main(db_path: str | None = None) -> int:
     """The app; `db_path`: open it on this database (and remember it), else the last one."""
-    from gbdesk.logs import setup_logging
+    from gbdesk.support.logs import setup_logging
 
     setup_logging()
     if db_path:  # refuse a mistyped path before any window (a new file only in a folder)
@@ -134,7 +134,7 @@ def main(db_path: str | None = None) -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from gbdesk.paths import default_db_path
+    from gbdesk.support.paths import default_db_path
     from gbdesk.ui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])

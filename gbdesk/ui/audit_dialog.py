@@ -1,6 +1,6 @@
 """ "Audit this model": choose a time budget, read the plan, run every probe, get the report.
 
-Thin: planning, running and the report are `gbdesk.audit`'s; this dialog shows the plan
+Thin: planning, running and the report are `gbdesk.workflows.audit`'s; this dialog shows the plan
 and the progress and keeps the window responsive (planning on a pool thread, the runs on
 their own thread).
 """
@@ -26,11 +26,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk.format import duration
-from gbdesk.guards import html_text
-from gbdesk.runs import RunControl
 from gbdesk.store import Store
+from gbdesk.support.format import duration
+from gbdesk.support.guards import html_text
 from gbdesk.ui.context import AppContext
+from gbdesk.workflows.runs import RunControl
 
 BUDGET_CHOICES = [
     ("30m", "30 minutes"),
@@ -42,14 +42,14 @@ BUDGET_CHOICES = [
 def _plan(
     store: Store, model_spec: str, budget: str, backend_factory: Any, harness: str | None = None
 ) -> dict[str, Any]:
-    from gbdesk.audit import (
+    from gbdesk.workflows.audit import (
         get_audit,
         measure_speed,
         parse_budget,
         plan_audit,
         unfinished_audit,
     )
-    from gbdesk.runs import resolve_model
+    from gbdesk.workflows.runs import resolve_model
 
     model = resolve_model(store, model_spec)
     pending = unfinished_audit(store, model["id"])
@@ -65,9 +65,9 @@ def _plan(
 
 
 class AuditThread(QThread):
-    """Runs (or continues) a stored audit to its report (`gbdesk.audit.run_audit`)."""
+    """Runs (or continues) a stored audit to its report (`gbdesk.workflows.audit.run_audit`)."""
 
-    progress = Signal(object)  # gbdesk.audit.AuditProgress
+    progress = Signal(object)  # gbdesk.workflows.audit.AuditProgress
     completed = Signal(object)  # {"plan", "runs", "report", "audit_id"}
     failed = Signal(str)
 
@@ -79,7 +79,7 @@ class AuditThread(QThread):
         self.control = RunControl()
 
     def run(self) -> None:
-        from gbdesk.audit import run_audit
+        from gbdesk.workflows.audit import run_audit
 
         try:
             with Store(self.db_path) as store:
@@ -304,7 +304,7 @@ class AuditDialog(QDialog):
     # -- run -------------------------------------------------------------------------------------
     def start(self) -> None:
         """Store the plan and run it."""
-        from gbdesk.audit import save_audit
+        from gbdesk.workflows.audit import save_audit
 
         if self.plan is None or self.ctx.running:
             if self.ctx.running:

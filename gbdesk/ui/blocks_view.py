@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk.guards import html_text
 from gbdesk.report.blocks import (
     Block,
     Heading,
@@ -26,6 +25,7 @@ from gbdesk.report.blocks import (
     Paragraph,
     Table,
 )
+from gbdesk.support.guards import html_text
 from gbdesk.ui.plots import CIPlot, PlotRow
 from gbdesk.ui.theme import MARK_FILLS, RUN_COLORS
 

@@ -1,6 +1,6 @@
 """The Review pane's coding mode: texts coded with a codebook by several raters.
 
-The queue holds the run's texts drawn for coding (`gbdesk.coding.draw_selection`); number
+The queue holds the run's texts drawn for coding (`gbdesk.people.coding.draw_selection`); number
 keys toggle codes, Enter stores the rater's coding (or, when adjudicating, the consensus)
 and moves on. A second tab shows agreement and the clusters of texts by their codes.
 """
@@ -33,10 +33,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk import coding
-from gbdesk.coding import CodingItem
-from gbdesk.guards import html_text
+from gbdesk.people import coding
+from gbdesk.people.coding import CodingItem
 from gbdesk.studies import get_probe
+from gbdesk.support.guards import html_text
 from gbdesk.ui.coding_views import CodingSummaryView, CodingView
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.widgets import Banner

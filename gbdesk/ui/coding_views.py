@@ -26,10 +26,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk.coding import NO_CODE, CodingItem
-from gbdesk.format import fmt
-from gbdesk.guards import html_text
+from gbdesk.people.coding import NO_CODE, CodingItem
 from gbdesk.studies.base import Probe
+from gbdesk.support.format import fmt
+from gbdesk.support.guards import html_text
 from gbdesk.ui.review_views import highlight
 from gbdesk.ui.theme import MUTED
 

@@ -36,8 +36,8 @@ class AppContext(QObject):
         """Switch to the database at `path` (a new one is made there when missing) — or
         refuse, with `db_problem`, a path whose folder does not exist (nothing is made, the
         open database stays)."""
-        from gbdesk.errors import UserError
         from gbdesk.store.db import check_db_path
+        from gbdesk.support.errors import UserError
 
         try:
             check_db_path(path, create=True)

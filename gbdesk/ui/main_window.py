@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk import __version__
-from gbdesk.guards import html_text
 from gbdesk.report.content import load_datasets
+from gbdesk.support.guards import html_text
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.panes.models import ModelsPane
 from gbdesk.ui.panes.reports import ReportsPane
@@ -188,7 +188,7 @@ class MainWindow(QMainWindow):
         return self.audit_dialog
 
     def _guide_panel(self) -> QFrame:
-        from gbdesk.glossary import GUIDE
+        from gbdesk.support.glossary import GUIDE
 
         frame = QFrame()
         frame.setObjectName("guide")
@@ -214,7 +214,7 @@ class MainWindow(QMainWindow):
         self.guide.setVisible(True)
 
     def glossary_html(self) -> str:
-        from gbdesk.glossary import GLOSSARY
+        from gbdesk.support.glossary import GLOSSARY
 
         rows = "".join(
             f"<tr><td><b>{html_text(k)}</b></td><td>{html_text(v)}</td></tr>"
@@ -236,7 +236,7 @@ class MainWindow(QMainWindow):
         from PySide6.QtCore import QUrl
         from PySide6.QtGui import QDesktopServices
 
-        from gbdesk.logs import log_dir
+        from gbdesk.support.logs import log_dir
 
         folder = log_dir()
         self.statusBar().showMessage(f"Log folder: {folder}", 10000)

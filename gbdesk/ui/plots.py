@@ -12,8 +12,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 
-from gbdesk.format import log2_or_nan, ratio_ticks
-from gbdesk.stats import MarkDefinition
+from gbdesk.maths.stats import MarkDefinition
+from gbdesk.support.format import log2_or_nan, ratio_ticks
 from gbdesk.ui.theme import MARK_COLORS, MARK_FILLS
 
 pg.setConfigOptions(background="w", foreground="#374151", antialias=True)

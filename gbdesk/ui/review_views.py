@@ -11,9 +11,9 @@ from typing import Any
 
 from PySide6.QtWidgets import QLabel, QTextBrowser, QVBoxLayout, QWidget
 
-from gbdesk.guards import html_text
-from gbdesk.review import ReviewItem
+from gbdesk.people.review import ReviewItem
 from gbdesk.studies.base import Probe
+from gbdesk.support.guards import html_text
 from gbdesk.ui.theme import MUTED
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal
 
-from gbdesk.errors import EngineCrashed, GbdeskError
-from gbdesk.runs import RunControl, execute_run, llama_backend_factory
 from gbdesk.store import Store
+from gbdesk.support.errors import EngineCrashed, GbdeskError
+from gbdesk.workflows.runs import RunControl, execute_run, llama_backend_factory
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ class TaskRunner(QObject):
 class _StoreJobThread(QThread):
     """A long job on its own store connection; errors arrive as `failed(message, resumable)`."""
 
-    progress = Signal(object)  # gbdesk.runs.Progress
+    progress = Signal(object)  # gbdesk.workflows.runs.Progress
     completed = Signal(object)
     failed = Signal(str, bool)  # message, resumable
 
@@ -154,7 +154,7 @@ class _StoreJobThread(QThread):
 
 class RunThread(_StoreJobThread):
     """Executes one run; pause/cancel go through `control`; `completed` carries the
-    `gbdesk.runs.RunOutcome`."""
+    `gbdesk.workflows.runs.RunOutcome`."""
 
     token = Signal(str)
 
@@ -175,7 +175,7 @@ class RunThread(_StoreJobThread):
 
 class LabelThread(_StoreJobThread):
     """Runs a probe's labelling pass over a run's stored texts with a labeler model
-    (`gbdesk.labeling.label_run`); `completed` carries label_run's summary dict."""
+    (`gbdesk.workflows.labeling.label_run`); `completed` carries label_run's summary dict."""
 
     def __init__(
         self,
@@ -192,7 +192,7 @@ class LabelThread(_StoreJobThread):
         self.pass_name = pass_name
 
     def work(self, store: Store) -> Any:
-        from gbdesk.labeling import label_run
+        from gbdesk.workflows.labeling import label_run
 
         result = label_run(
             store,

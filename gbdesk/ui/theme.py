@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gbdesk.format import (
+from gbdesk.support.format import (
     GENDER_COLORS,
     MARK_COLORS,
     MARK_FILLS,

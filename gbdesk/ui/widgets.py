@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk.guards import html_text
+from gbdesk.support.guards import html_text
 from gbdesk.ui.theme import MARK_COLORS, MARK_TEXT
 
 

@@ -113,8 +113,8 @@ def import_csv(path: Path, n: int, probe: str = "inventories", tag: str = "") ->
 
 def imported_db(db: Path, n: int = 600, tag: str = "first") -> Path:
     """A database holding one imported inventories run of `n` attempts."""
-    from gbdesk.importer import import_generations
     from gbdesk.store import Store
+    from gbdesk.workflows.importer import import_generations
 
     source = import_csv(db.parent / f"{db.stem}-{tag}.csv", n, tag=tag)
     with Store(db) as store:
@@ -125,9 +125,9 @@ def imported_db(db: Path, n: int = 600, tag: str = "first") -> Path:
 def generated_db(db: Path, done: int = 5, limit: int = 6, attempts: int = 2, seed: int = 5):
     """A database with one generated (fake-model) inventories run, interrupted after
     `done` attempts; returns (db, run id, total attempts)."""
-    from gbdesk.errors import EngineCrashed
-    from gbdesk.runs import execute_run, plan_run
     from gbdesk.store import Store
+    from gbdesk.support.errors import EngineCrashed
+    from gbdesk.workflows.runs import execute_run, plan_run
     from tests.fakes import FakeBackend, fake_model
 
     with Store(db) as store:
@@ -140,8 +140,8 @@ def generated_db(db: Path, done: int = 5, limit: int = 6, attempts: int = 2, see
 
 def reference_texts(tmp: Path, limit: int, attempts: int, seed: int) -> list[tuple]:
     """(item, attempt, seed, response) of an uninterrupted fake run, for comparisons."""
-    from gbdesk.runs import execute_run, plan_run
     from gbdesk.store import Store
+    from gbdesk.workflows.runs import execute_run, plan_run
     from tests.fakes import FakeBackend, fake_model
 
     tmp.mkdir(parents=True, exist_ok=True)

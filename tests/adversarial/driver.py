@@ -75,7 +75,7 @@ def inject_io_errors(after: int) -> None:
 
 def use_fake_backend(delay_s: float) -> None:
     import gbdesk.engine.llama_backend as llama_backend
-    import gbdesk.runs as runs
+    import gbdesk.workflows.runs as runs
     from tests.fakes import FakeBackend, fake_model
 
     def slow(_backend, _request) -> None:
@@ -85,7 +85,7 @@ def use_fake_backend(delay_s: float) -> None:
         return FakeBackend(on_generate=slow)
 
     def resolve(store, _spec):
-        from gbdesk.paths import data_dir  # not next to the database: it may be read-only
+        from gbdesk.support.paths import data_dir  # not next to the database: it may be read-only
 
         return fake_model(store, data_dir())
 

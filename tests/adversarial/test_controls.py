@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from gbdesk.guards import html_text, one_line, visible_controls
 from gbdesk.store import Store
+from gbdesk.support.guards import html_text, one_line, visible_controls
 
 GROUPS = {
     "bidi-overrides": "\u202a\u202b\u202c\u202d\u202e",
@@ -57,10 +57,10 @@ def _controls_db(folder: Path, chars: str) -> tuple[Path, list[int]]:
     """Runs whose every shown text carries `chars`: an LF run (generated: model name,
     template, stories, codebook, codings, memos, rater names), an imported inventories run
     (model name, responses) and an imported intersectional run (roles)."""
-    from gbdesk import coding
-    from gbdesk.importer import import_generations
-    from gbdesk.runs import execute_run, plan_run
+    from gbdesk.people import coding
     from gbdesk.studies.intersectional.probe import load_categories, load_groups
+    from gbdesk.workflows.importer import import_generations
+    from gbdesk.workflows.runs import execute_run, plan_run
     from tests.fakes import FakeBackend, fake_model, recorded_laissez_faire
 
     tag = f"X{chars}Y"

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from gbdesk.errors import UserError
 from gbdesk.store import DatabaseFault, Store
 from gbdesk.store import db as store_db
 from gbdesk.store.migrations import LATEST_VERSION
+from gbdesk.support.errors import UserError
 from tests.adversarial.dbtools import (
     can_unshare,
     counts,

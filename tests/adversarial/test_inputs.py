@@ -385,7 +385,7 @@ def test_profiles_with_odd_values_import(tmp_path, capsys):
 
 @pytest.mark.parametrize("probe", ["globalbias_profiles", "globalbias_apx"])
 def test_review_of_a_probe_without_command_line_labels_says_so(probe):
-    from gbdesk.errors import UserError
+    from gbdesk.support.errors import UserError
 
     with pytest.raises(UserError, match="review them in the app"):
         get_probe(probe).human_label("{}", {}, "male", "ana")

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from gbdesk.guards import MAX_JSON_DEPTH, loads_json, nesting_depth
 from gbdesk.studies.intersectional.probe import load_categories, load_groups
+from gbdesk.support.guards import MAX_JSON_DEPTH, loads_json, nesting_depth
 from tests.adversarial.worlds import (
     INV_ITEMS,
     LF_ITEM,

@@ -413,16 +413,16 @@ def test_finding_5_compare_seed_and_resamples(world, tmp_path, monkeypatch):
     huge = run_cli(["compare", run, run, "--resamples", "99999999999999", "--db", db])
     assert huge.code == 2 and "at most 100,000" in huge.err
     # within the bound, the item draws are checked before numpy allocates them
-    import gbdesk.compare
+    import gbdesk.analysis.compare
 
-    monkeypatch.setattr(gbdesk.compare, "MAX_RESAMPLE_CELLS", 50)
+    monkeypatch.setattr(gbdesk.analysis.compare, "MAX_RESAMPLE_CELLS", 50)
     big = run_cli(["compare", run, run, "--resamples", "20", "--db", db])  # 20 × 4 items
     assert big.code == 2 and "at most 12 resamples" in big.err, big.err
 
 
 def test_store_turns_a_missed_overflow_into_one_line(tmp_path):
-    from gbdesk.errors import UserError
     from gbdesk.store import Store
+    from gbdesk.support.errors import UserError
 
     with Store(tmp_path / "db.sqlite") as store, pytest.raises(UserError, match="outside what"):
         store.get_run(2**63)

@@ -20,8 +20,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gbdesk.cli import _args as cli_args
-from gbdesk.errors import UserError
-from gbdesk.importer import read_rows
 from gbdesk.report.csv_export import escape_text, unescape_cell
 from gbdesk.studies import get_probe
 from gbdesk.studies.globalbias.profiles import parse_profiles
@@ -30,6 +28,8 @@ from gbdesk.studies.intersectional.probe import load_categories, map_answer
 from gbdesk.studies.laissez_faire.extract.llm import filter_and_locate, parse_reply
 from gbdesk.studies.laissez_faire.extract.types import RoleSpec
 from gbdesk.studies.laissez_faire.name_race import load_table
+from gbdesk.support.errors import UserError
+from gbdesk.workflows.importer import read_rows
 
 FAST, SLOW = 300, 10_000
 

@@ -26,15 +26,15 @@ from typing import Any
 
 import pytest
 
+from gbdesk.analysis.results import compute_metrics, effective_labels
 from gbdesk.cli import main
 from gbdesk.engine.base import EngineInfo, GenerationResult
-from gbdesk.errors import UserError
-from gbdesk.importer import import_generations
+from gbdesk.maths.stats import MetricValue
 from gbdesk.report.csv_export import export_run_csv, probe_tables, write_csv
-from gbdesk.results import compute_metrics, effective_labels
-from gbdesk.runs import execute_run, plan_run
-from gbdesk.stats import MetricValue
 from gbdesk.studies import ItemResult, ScoringProbe, get_probe
+from gbdesk.support.errors import UserError
+from gbdesk.workflows.importer import import_generations
+from gbdesk.workflows.runs import execute_run, plan_run
 from tests.fakes import FakeBackend, fake_model, recorded_laissez_faire, recorded_texts
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -481,7 +481,7 @@ def test_globalbias_profiles_with_several_names_per_prompt_round_trip(store, tmp
 def _profile_rows(store, run_id) -> list[tuple]:
     """(profile record) per profile in the analysis order, every field as text."""
     probe = get_probe("globalbias_profiles")
-    from gbdesk.results import item_results
+    from gbdesk.analysis.results import item_results
 
     return [
         tuple(sorted((k, json.dumps(v, sort_keys=True, default=str)) for k, v in r.items()))
@@ -527,8 +527,8 @@ def test_globalbias_profiles_csv_round_trip(store, tmp_path):
 
 def test_released_profiles_export_round_trip(store, tmp_path):
     """The released Llama 3 70B file → run → profiles.csv → shuffled → the same Table 6."""
-    from gbdesk.paths import resource
-    from gbdesk.results import item_results
+    from gbdesk.analysis.results import item_results
+    from gbdesk.support.paths import resource
 
     run_id = import_generations(
         store, "globalbias_profiles", resource("globalbias/10a_llama3_full.csv")
@@ -637,7 +637,7 @@ NASTY = [
 
 def test_nasty_texts_are_escaped_in_the_file():
     """The export really escapes them (else the round trips below would prove little)."""
-    from gbdesk.guards import escape_text
+    from gbdesk.support.guards import escape_text
 
     assert sum(escape_text(t) != t for t in NASTY) >= 18
 
@@ -743,7 +743,7 @@ def _human(store, run_id: int) -> dict[tuple[str, int], tuple[str, Any]]:
 def _label_round_trip(store, tmp_path, run_id, probe, text_file, label_file, rater="ana"):
     """Export the run, import its texts (a new run), put the export's hand labels on it:
     the same reviewed labels and metrics."""
-    from gbdesk.label_import import import_labels
+    from gbdesk.people.label_import import import_labels
 
     copy = import_generations(store, probe, exported(store, run_id, tmp_path, text_file))
     copy = copy["run_id"]
@@ -809,7 +809,7 @@ def test_intersectional_hand_labels_round_trip(store, tmp_path):
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory) -> dict:
     """One run of each probe (with a coding for codes.csv), exported."""
-    from gbdesk import coding
+    from gbdesk.people import coding
     from gbdesk.store import Store
     from tests.intersectional_fakes import DatasetBackend
 

@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from gbdesk.errors import UserError
-from gbdesk.guards import MAX_FILLED_CHARS
 from gbdesk.studies import get_probe, probe_names
+from gbdesk.support.errors import UserError
+from gbdesk.support.guards import MAX_FILLED_CHARS
 from tests.adversarial.worlds import db_state, fake_engine, run_cli  # noqa: F401
 
 CONVERSIONS = ["", "!r", "!s", "!a", "!z", "!x", "!"]

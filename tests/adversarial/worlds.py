@@ -64,8 +64,8 @@ class World:
 
 
 def build_world(folder: Path) -> World:
-    from gbdesk.importer import import_generations
-    from gbdesk.runs import execute_run, plan_run
+    from gbdesk.workflows.importer import import_generations
+    from gbdesk.workflows.runs import execute_run, plan_run
     from tests.fakes import fake_model
     from tests.intersectional_fakes import DatasetBackend
 
@@ -167,7 +167,7 @@ def fake_engine(monkeypatch, tmp_path):
     """`gbdesk run` in this process without a model: the fake backend, a fake model file
     (as `tests.adversarial.driver` does for subprocesses)."""
     import gbdesk.engine.llama_backend as llama_backend
-    import gbdesk.runs as runs
+    import gbdesk.workflows.runs as runs
     from tests.fakes import FakeBackend, fake_model
 
     def make(*_args, **_kwargs):

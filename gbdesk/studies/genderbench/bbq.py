@@ -21,9 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.format import pct
-from gbdesk.paths import resource
-from gbdesk.stats import MarkDefinition, MetricValue
+from gbdesk.maths.stats import MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Item,
     ItemResult,
@@ -44,6 +42,8 @@ from gbdesk.studies.genderbench.gb_probe import (
     nanmean,
 )
 from gbdesk.studies.genderbench.grouped import GroupedProbe, percent
+from gbdesk.support.format import pct
+from gbdesk.support.paths import resource
 
 LETTERS = "abc"
 STEREOTYPICAL = "stereotypical"

@@ -18,9 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.errors import UserError
-from gbdesk.paths import resource
-from gbdesk.stats import MarkDefinition, MetricValue
+from gbdesk.maths.stats import MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Item,
     ItemResult,
@@ -37,6 +35,8 @@ from gbdesk.studies.genderbench.hiring_bloomberg import names_to_demo
 from gbdesk.studies.genderbench.tokenize import word_tokenize
 from gbdesk.studies.genderbench.word_hits import token_hits
 from gbdesk.studies.genderbench.wording import points
+from gbdesk.support.errors import UserError
+from gbdesk.support.paths import resource
 
 #: the inventories in 1.1.0's order (`prepare_inventories`)
 INVENTORIES = ("bsri", "epaq", "gaucher", "gest", "nicolas", "wan")

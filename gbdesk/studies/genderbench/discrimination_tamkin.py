@@ -20,9 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.format import pct
-from gbdesk.paths import resource
-from gbdesk.stats import MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Item,
     ItemResult,
@@ -49,6 +47,8 @@ from gbdesk.studies.genderbench.outcome import (
     signed_points,
     word_spans,
 )
+from gbdesk.support.format import pct
+from gbdesk.support.paths import resource
 
 #: 1.1.0's `DiscriminationTamkinGenders`, in its order, as its metric names spell them
 GENDERS = ("female", "male", "nonbinary")

@@ -16,9 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.format import pct
-from gbdesk.paths import resource
-from gbdesk.stats import MarkDefinition, MetricValue
+from gbdesk.maths.stats import MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Finding,
     Item,
@@ -36,6 +34,8 @@ from gbdesk.studies.genderbench.per_item import PerItemCounts
 from gbdesk.studies.genderbench.tokenize import word_tokenize
 from gbdesk.studies.genderbench.word_hits import token_hits
 from gbdesk.studies.genderbench.wording import points, reword
+from gbdesk.support.format import pct
+from gbdesk.support.paths import resource
 
 #: the writer's gender as 1.1.0's prompts state it ("The writer is {gender}."), in its order
 GENDERS = ("male", "female", "non-binary")

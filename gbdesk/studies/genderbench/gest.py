@@ -20,9 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.format import pct
-from gbdesk.paths import resource
-from gbdesk.stats import MarkDefinition, MetricValue
+from gbdesk.maths.stats import MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Item,
     ItemResult,
@@ -44,6 +42,8 @@ from gbdesk.studies.genderbench.gb_probe import (
 )
 from gbdesk.studies.genderbench.gest_creative import GEST_STEREOTYPES
 from gbdesk.studies.genderbench.grouped import GroupedProbe, points, quoted
+from gbdesk.support.format import pct
+from gbdesk.support.paths import resource
 
 LETTERS = "abc"
 #: 1.1.0's `GestEvaluator.options`, in its order (the permutations are drawn from it)

@@ -14,8 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.paths import resource
-from gbdesk.stats import nanmean
+from gbdesk.maths.stats import nanmean
 from gbdesk.studies.base import Item, MetricGroup, ProbeCard
 from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
@@ -24,6 +23,7 @@ from gbdesk.studies.genderbench.common import (
     REFERENCE_PRESET,
     CharacterProfileProbe,
 )
+from gbdesk.support.paths import resource
 
 # -- gest_creative -------------------------------------------------------------------------
 GEST_STEREOTYPES = {

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.stats import MetricValue
+from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.base import ItemResult
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe
 

@@ -25,9 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from gbdesk.format import pct
-from gbdesk.paths import resource
-from gbdesk.stats import MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Finding,
     Item,
@@ -52,6 +50,8 @@ from gbdesk.studies.genderbench.outcome import (
     phrase_spans,
     without_repeated_gap,
 )
+from gbdesk.support.format import pct
+from gbdesk.support.paths import resource
 
 #: 1.1.0's `_hiring_an_base_templates` (the instruction, before its closing sentences)
 INSTRUCTIONS = (

@@ -26,9 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.format import pct
-from gbdesk.paths import resource
-from gbdesk.stats import MarkDefinition, MetricValue
+from gbdesk.maths.stats import MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Item,
     ItemResult,
@@ -48,6 +46,8 @@ from gbdesk.studies.genderbench.gb_probe import (
     nanmean,
 )
 from gbdesk.studies.genderbench.grouped import GroupedProbe, percent, points
+from gbdesk.support.format import pct
+from gbdesk.support.paths import resource
 
 #: 1.1.0's `base_prompt` (`hiring_bloomberg_templates.py`) with the CVs appended as 1.1.0's
 #: `create_prompt` does (`base_prompt.format(…) + "\n\n" + resumes`)

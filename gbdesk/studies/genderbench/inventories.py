@@ -6,8 +6,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.paths import resource
-from gbdesk.stats import nanmean
+from gbdesk.maths.stats import nanmean
 from gbdesk.studies.base import Item, MetricGroup, ProbeCard
 from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
@@ -15,6 +14,7 @@ from gbdesk.studies.genderbench.common import (
     REFERENCE_NOTE,
     CharacterProfileProbe,
 )
+from gbdesk.support.paths import resource
 
 
 # -- inventories ---------------------------------------------------------------------------

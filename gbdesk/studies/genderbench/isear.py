@@ -17,9 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.format import pct
-from gbdesk.paths import resource
-from gbdesk.stats import MarkDefinition, MetricValue
+from gbdesk.maths.stats import MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Finding,
     Item,
@@ -37,6 +35,8 @@ from gbdesk.studies.genderbench.per_item import PerItemCounts
 from gbdesk.studies.genderbench.tokenize import word_tokenize
 from gbdesk.studies.genderbench.word_hits import token_hits
 from gbdesk.studies.genderbench.wording import points, reword
+from gbdesk.support.format import pct
+from gbdesk.support.paths import resource
 
 #: 1.1.0's `IsearProbe.genders`, as they fill the prompt's {gender}
 GENDERS = ("a man", "a woman", "a non-binary person")

@@ -10,8 +10,7 @@ import numpy as np
 from scipy.optimize import lsq_linear
 from scipy.stats import pearsonr
 
-from gbdesk.paths import resource
-from gbdesk.stats import nanmean
+from gbdesk.maths.stats import nanmean
 from gbdesk.studies.base import Item, MetricGroup, ProbeCard
 from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
@@ -19,6 +18,7 @@ from gbdesk.studies.genderbench.common import (
     REFERENCE_NOTE,
     CharacterProfileProbe,
 )
+from gbdesk.support.paths import resource
 
 
 # -- jobs_lum ------------------------------------------------------------------------------

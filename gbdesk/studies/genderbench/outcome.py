@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gbdesk.stats import MetricValue
+from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.base import Finding, ItemResult, LabelOption, Precision, z95
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED
 

@@ -20,9 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from gbdesk.format import pct
-from gbdesk.paths import resource
-from gbdesk.stats import MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Finding,
     Item,
@@ -50,6 +48,8 @@ from gbdesk.studies.genderbench.outcome import (
     gap_sentence,
     without_repeated_gap,
 )
+from gbdesk.support.format import pct
+from gbdesk.support.paths import resource
 
 #: DefaultHarness's `sample_k` (also the number of items 1.1.0 creates)
 HARNESS_SAMPLE = 3_000

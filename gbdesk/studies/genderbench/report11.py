@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from gbdesk.format import UNDEFINED_VALUE, clip_ci
+from gbdesk.maths.stats import MARK_LETTERS, MARK_MEANINGS
 from gbdesk.report.blocks import (
     Block,
     ChartRow,
@@ -41,8 +41,8 @@ from gbdesk.report.blocks import (
     StudyRun,
     Table,
 )
-from gbdesk.stats import MARK_LETTERS, MARK_MEANINGS
 from gbdesk.studies.genderbench.gb_probe import HARM_SECTIONS
+from gbdesk.support.format import UNDEFINED_VALUE, clip_ci
 
 PRESET = "genderbench-1.1"
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from gbdesk.format import clip_ci
-from gbdesk.stats import MetricValue
+from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.base import Finding
+from gbdesk.support.format import clip_ci
 
 
 def points(share: float) -> str:

@@ -16,8 +16,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from gbdesk.errors import UserError
-from gbdesk.stats import MetricValue
+from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.base import (
     AuditSize,
     Item,
@@ -46,6 +45,7 @@ from gbdesk.studies.globalbias.data import (
     selected_names,
     sentence,
 )
+from gbdesk.support.errors import UserError
 
 APX_TITLES = {
     "flagged_pairs": "Flagged group × descriptor associations",
@@ -468,7 +468,7 @@ class GlobalBiasApxProbe(ScoringProbe):
         idx: Any = None,
     ) -> dict[str, Any] | None:
         """Mean perplexity per template over the scored sentences of the drawn blocks."""
-        from gbdesk.resampling import Features, share
+        from gbdesk.maths.resampling import Features, share
 
         feats = Features(len(results))
         templates = set()

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from gbdesk.errors import UserError
+from gbdesk.support.errors import UserError
 
 TEMPLATES = {
     1: "My name is {name}, I {partial_1}.",

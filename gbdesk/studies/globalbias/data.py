@@ -6,9 +6,9 @@ import csv
 import functools
 from typing import Any
 
-from gbdesk.paths import resource
 from gbdesk.studies.base import ProbeOption
 from gbdesk.studies.globalbias.apx_stats import TEMPLATES
+from gbdesk.support.paths import resource
 
 DATASETS = ("HolisticBias", "StereoSet", "GhavamiPeplau")
 SCORE_BLOCK = 146  # sentences per model call (730 = 5 × 146); fixed so resumes are identical

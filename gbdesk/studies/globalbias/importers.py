@@ -12,9 +12,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gbdesk.errors import UserError, short_repr
-from gbdesk.guards import INT64_MAX
-from gbdesk.importer import (
+from gbdesk.studies.base import Item, Probe
+from gbdesk.studies.globalbias.apx_stats import UNFLAGGED_AXES
+from gbdesk.studies.globalbias.data import load_descriptors, load_names, sentence
+from gbdesk.support.errors import UserError, short_repr
+from gbdesk.support.guards import INT64_MAX
+from gbdesk.workflows.importer import (
     ImportedAttempt,
     ImportedRun,
     line_list,
@@ -24,9 +27,6 @@ from gbdesk.importer import (
     require_columns,
     whole_number,
 )
-from gbdesk.studies.base import Item, Probe
-from gbdesk.studies.globalbias.apx_stats import UNFLAGGED_AXES
-from gbdesk.studies.globalbias.data import load_descriptors, load_names, sentence
 
 
 def plan_apx_import(

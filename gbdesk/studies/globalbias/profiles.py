@@ -11,10 +11,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from gbdesk.errors import UserError
-from gbdesk.guards import BadJson, loads_json
-from gbdesk.paths import resource
-from gbdesk.stats import MetricValue
+from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.base import (
     AuditSize,
     GenerationProbe,
@@ -27,6 +24,9 @@ from gbdesk.studies.base import (
     z95,
 )
 from gbdesk.studies.globalbias.data import NAMES_PER_GROUP, selected_names
+from gbdesk.support.errors import UserError
+from gbdesk.support.guards import BadJson, loads_json
+from gbdesk.support.paths import resource
 
 
 def _text_schema(max_length: int = 40) -> dict[str, Any]:
@@ -351,8 +351,8 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         """Answers with a `response` column (an exported attempts.csv, or prompt + response
         rows: the default import), else profiles in the released files' layout or as
         profiles.csv has them (`importers.plan_profiles`)."""
-        from gbdesk.importer import plan_prompt_response_import, read_rows
         from gbdesk.studies.globalbias.importers import plan_profiles
+        from gbdesk.workflows.importer import plan_prompt_response_import, read_rows
 
         rows = read_rows(path)
         if rows and any("response" in record for _, record in rows[:1]):
@@ -530,7 +530,7 @@ class GlobalBiasProfilesProbe(GenerationProbe):
     ) -> dict[str, Any] | None:
         import numpy as np
 
-        from gbdesk.resampling import share
+        from gbdesk.maths.resampling import share
 
         failed = np.array([sum(1 for lab in r.labels if lab != "parsed") for r in results], float)
         answers = np.array([len(r.labels) for r in results], dtype=float)

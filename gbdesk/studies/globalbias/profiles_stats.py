@@ -59,9 +59,9 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
-from gbdesk.csvfile import csv_records
-from gbdesk.errors import UserError
-from gbdesk.guards import MAX_JSON_DEPTH, loads_json, too_deep, unescape_exported
+from gbdesk.support.csvfile import csv_records
+from gbdesk.support.errors import UserError
+from gbdesk.support.guards import MAX_JSON_DEPTH, loads_json, too_deep, unescape_exported
 
 # --------------------------------------------------------------------------- layout
 

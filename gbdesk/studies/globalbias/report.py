@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gbdesk.format import fmt, pct
+from gbdesk.maths.stats import MetricValue, wilson_interval
 from gbdesk.report.blocks import Block, Paragraph, Table
-from gbdesk.stats import MetricValue, wilson_interval
 from gbdesk.studies.base import Finding
+from gbdesk.support.format import fmt, pct
 
 CHANCE = {"group": 0.025, "ethnicity": 0.05, "gender": 0.5}
 FLAG_LEVEL = 0.01  # the one-tailed level of a flag

@@ -18,13 +18,13 @@ import argparse
 import sys
 from typing import Any
 
-from gbdesk.errors import UserError
+from gbdesk.support.errors import UserError
 
 KIT: Any = None
 
 
 def _dataset_ref(text: str) -> str:
-    from gbdesk.guards import INT64_MAX, whole_number
+    from gbdesk.support.guards import INT64_MAX, whole_number
 
     value = text.strip()
     if value.casefold() == "latest":
@@ -160,7 +160,7 @@ def cmd_dataset(args: argparse.Namespace) -> int:
 
 # -- build ------------------------------------------------------------------------------------
 def _execute(store: Any, run_id: int, what: str) -> None:
-    from gbdesk.runs import execute_run
+    from gbdesk.workflows.runs import execute_run
 
     run = store.get_run(run_id)
     if run["status"] == "done" and run["attempts_done"] >= run["attempts_total"]:
@@ -177,9 +177,9 @@ def _execute(store: Any, run_id: int, what: str) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from gbdesk.runs import plan_run, resolve_model
     from gbdesk.studies.intersectional import dataset as ds
     from gbdesk.studies.intersectional.elicit import ElicitationProbe, FilterProbe
+    from gbdesk.workflows.runs import plan_run, resolve_model
 
     if args.groups:
         spec = ",".join(args.groups)

@@ -17,7 +17,7 @@ Rules (§2.5 of the paper, and where it is silent, ours — all stated in the re
   among the tied, else the lowest category number); without validators' categories, the
   one an imported file gave, else the model's suggestion;
 * **agreement** per question over the stereotypes in the dataset: Fleiss' κ
-  (`gbdesk.agreement.fleiss_kappa`, statsmodels) and the share the majority judged common
+  (`gbdesk.maths.agreement.fleiss_kappa`, statsmodels) and the share the majority judged common
   (commonality) or exclusive (group-specificity) — the paper's "agreed upon by at least two
   out of three validators as being commonly observed" (98.33 %) and "… target the specified
   intersectional groups" (80.21 %). `percent_agreement(...).at_least` is reported too: with
@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk import __version__
-from gbdesk.errors import UserError, short_repr
-from gbdesk.guards import INT64_MAX, loads_json, whole_number
+from gbdesk.support.errors import UserError, short_repr
+from gbdesk.support.guards import INT64_MAX, loads_json, whole_number
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +260,7 @@ def human_labels_by_validator(store: Any, run_id: int) -> dict[int, dict[str, di
 
 def load(store: Any, ref: Any) -> Dataset:
     """The dataset of a filter run (id or "latest"), with every validator's decisions."""
-    from gbdesk.results import ensure_auto_labels
+    from gbdesk.analysis.results import ensure_auto_labels
     from gbdesk.studies.intersectional.questions import paper_bank
 
     run_id = resolve_id(store, ref)
@@ -340,7 +340,7 @@ def ratings(
 def _figures(
     dataset: Dataset, question: str, everywhere: bool = False
 ) -> tuple[dict[str, Any], list[Stereotype]]:
-    from gbdesk.agreement import agreement_summary
+    from gbdesk.maths.agreement import agreement_summary
 
     rated = [
         s for s in dataset.stereotypes if (everywhere or s.in_dataset) and s.votes(question)
@@ -356,7 +356,7 @@ def _share(rated: list[Stereotype], question: str) -> float | None:
 
 def question_agreement(dataset: Dataset, question: str) -> dict[str, Any]:
     """Fleiss' κ, the share the majority answered positively, and the raw agreement of one
-    question (`gbdesk.agreement`; figures it cannot define are None with a reason), over
+    question (`gbdesk.maths.agreement`; figures it cannot define are None with a reason), over
     the stereotypes in the dataset (the paper's figures).
 
     Validators may also judge stereotypes the filter moved out (to check the filter):
@@ -412,8 +412,8 @@ def plan_validations(
 ) -> list[tuple[int, dict[str, Any]]]:
     """(attempt id, decision) for every row of a validation file (columns stereotype_id,
     common, specific; optional category), all or nothing: every bad line is listed."""
-    from gbdesk.importer import line_list, read_rows, refuse, require_columns
     from gbdesk.studies.intersectional.elicit import human_decision
+    from gbdesk.workflows.importer import line_list, read_rows, refuse, require_columns
 
     rows = read_rows(path)
     require_columns(path, rows, ("stereotype_id", "common", "specific"))
@@ -522,7 +522,7 @@ def export(dataset: Dataset, path: str | Path) -> dict[str, Any]:
         }
         p.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str), "utf-8")
     else:
-        from gbdesk.csvfile import write_table
+        from gbdesk.support.csvfile import write_table
 
         write_table(p, list(CSV_COLUMNS), (csv_row(s, provenance) for s in dataset.stereotypes))
     return {"dataset_id": dataset.id, "file": str(p), "stereotypes": len(dataset.stereotypes)}
@@ -531,7 +531,7 @@ def export(dataset: Dataset, path: str | Path) -> dict[str, Any]:
 # -- import -------------------------------------------------------------------------------------
 def _records(path: str | Path) -> tuple[list[tuple[int, dict[str, Any]]], dict[str, Any]]:
     """(line, record) pairs of a dataset file and the document's own fields (JSON)."""
-    from gbdesk.importer import read_rows
+    from gbdesk.workflows.importer import read_rows
 
     p = Path(path)
     if p.suffix.lower() == ".json":
@@ -576,10 +576,10 @@ def plan_import(path: str | Path) -> dict[str, Any]:
     """Read and check a dataset file (CSV or JSON, as `export` writes; at least the
     columns stereotype_id, group, stereotype, explanation, category) — all or nothing:
     every bad line is listed."""
-    from gbdesk.importer import line_list, refuse, require_columns
     from gbdesk.studies.intersectional.elicit import human_decision
     from gbdesk.studies.intersectional.groups import canonical, parse_group
     from gbdesk.studies.intersectional.questions import check_bank, find_category
+    from gbdesk.workflows.importer import line_list, refuse, require_columns
 
     rows, doc = _records(path)
     require_columns(path, rows, ("stereotype_id", "group", "stereotype", "explanation", "category"))
@@ -695,9 +695,9 @@ def plan_import(path: str | Path) -> dict[str, Any]:
 def import_dataset(store: Any, path: str | Path, model_name: str | None = None) -> dict[str, Any]:
     """A dataset file as a new dataset (an imported filter run, its validators' decisions as
     their human labels) in one transaction."""
-    from gbdesk.importer import ImportedAttempt, ImportedRun, write_imported_runs
     from gbdesk.studies import get_probe
     from gbdesk.studies.intersectional.elicit import FILTER_PROMPT, FilterProbe, decision_text
+    from gbdesk.workflows.importer import ImportedAttempt, ImportedRun, write_imported_runs
 
     plan = plan_import(path)
     probe = get_probe(FilterProbe.name)

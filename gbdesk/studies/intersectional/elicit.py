@@ -24,9 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from gbdesk.engine.base import GenerationResult
-from gbdesk.errors import UserError, short_repr
-from gbdesk.guards import INT64_MAX, loads_json, whole_number
-from gbdesk.stats import MetricValue, wilson_interval
+from gbdesk.maths.stats import MetricValue, wilson_interval
 from gbdesk.studies.base import (
     AuditSize,
     ChainProbe,
@@ -46,6 +44,8 @@ from gbdesk.studies.intersectional.groups import (
     resolve_groups,
     table1_groups,
 )
+from gbdesk.support.errors import UserError, short_repr
+from gbdesk.support.guards import INT64_MAX, loads_json, whole_number
 
 CITATION = (
     "Ma, Chiang, Wu, Wang & Vosoughi (2023) Intersectional Stereotypes in Large Language "
@@ -546,7 +546,7 @@ def stereotypes_of_run(store: Any, run_id: int) -> list[dict[str, Any]]:
     run = store.get_run(run_id)
     if run["probe"] != ElicitationProbe.name:
         raise UserError(f"run {run_id} is a {run['probe']} run, not an {ElicitationProbe.name} run")
-    from gbdesk.results import ensure_auto_labels
+    from gbdesk.analysis.results import ensure_auto_labels
 
     ensure_auto_labels(store, run_id)
     labels = store.labels(run_id, "auto")

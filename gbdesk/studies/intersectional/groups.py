@@ -20,7 +20,7 @@ import itertools
 import re
 from collections.abc import Iterable, Mapping
 
-from gbdesk.errors import UserError
+from gbdesk.support.errors import UserError
 
 #: attribute → its values (the paper's §2.1, plus non-binary from Table 1)
 ATTRIBUTE_VALUES: dict[str, tuple[str, ...]] = {

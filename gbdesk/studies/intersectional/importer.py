@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gbdesk.importer import (
+from gbdesk.studies.intersectional.probe import (
+    IntersectionalProbe,
+    answers_label,
+    load_categories,
+    load_groups,
+    map_answer,
+)
+from gbdesk.workflows.importer import (
     ImportedAttempt,
     ImportedRun,
     line_list,
@@ -15,13 +22,6 @@ from gbdesk.importer import (
     require_columns,
     require_text,
     whole_number,
-)
-from gbdesk.studies.intersectional.probe import (
-    IntersectionalProbe,
-    answers_label,
-    load_categories,
-    load_groups,
-    map_answer,
 )
 
 

@@ -25,10 +25,7 @@ from collections.abc import Callable, Generator, Iterable
 from typing import Any, ClassVar
 
 from gbdesk.engine.base import GenerationRequest, GenerationResult
-from gbdesk.errors import UserError, short_repr
-from gbdesk.guards import INT64_MAX, loads_json, whole_number
-from gbdesk.paths import resource
-from gbdesk.stats import MetricValue
+from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.base import (
     AuditSize,
     ChainProbe,
@@ -51,6 +48,9 @@ from gbdesk.studies.intersectional.stats import (
 from gbdesk.studies.intersectional.stats import (
     fast_bootstrap as bootstrap_intervals,  # = stats.bootstrap, vectorised
 )
+from gbdesk.support.errors import UserError, short_repr
+from gbdesk.support.guards import INT64_MAX, loads_json, whole_number
+from gbdesk.support.paths import resource
 
 ATTRIBUTES = ("race", "age", "religion", "gender", "political", "disability")
 ROLE_PROMPT = (
@@ -735,7 +735,7 @@ class IntersectionalProbe(ChainProbe):
         idx: Any = None,
     ) -> dict[str, Any] | None:
         """SDeg means over groups from each item's (group's) own SDeg values."""
-        from gbdesk.resampling import Features, share
+        from gbdesk.maths.resampling import Features, share
 
         catalog = question_catalog(results)
         n_opts = {qid: len(q["options"]) for qid, q in catalog.items()}

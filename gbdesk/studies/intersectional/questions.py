@@ -22,8 +22,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gbdesk.errors import UserError
-from gbdesk.guards import loads_json
+from gbdesk.support.errors import UserError
+from gbdesk.support.guards import loads_json
 
 FIELDS = ("question_id", "category_id", "category", "question", "expected_answers", "source")
 
@@ -81,7 +81,7 @@ def _options(record: dict[str, Any]) -> Any:
 def check_bank(records: list[tuple[int, dict[str, Any]]], where: str) -> list[dict[str, Any]]:
     """Questions from (line, record) pairs, all or nothing: every bad line is listed in one
     `UserError`."""
-    from gbdesk.importer import line_list, refuse
+    from gbdesk.workflows.importer import line_list, refuse
 
     bad: dict[str, list[int]] = {}
     out: list[dict[str, Any]] = []
@@ -138,7 +138,7 @@ def check_bank(records: list[tuple[int, dict[str, Any]]], where: str) -> list[di
 
 def read_bank(path: str | Path) -> list[dict[str, Any]]:
     """A bank from a CSV or JSON file (see the module's description)."""
-    from gbdesk.importer import read_rows
+    from gbdesk.workflows.importer import read_rows
 
     p = Path(path)
     if p.suffix.lower() == ".json":
@@ -163,7 +163,7 @@ def write_bank(bank: list[dict[str, Any]], path: str | Path) -> Path:
     if p.suffix.lower() == ".json":
         p.write_text(json.dumps({"questions": bank}, ensure_ascii=False, indent=2), "utf-8")
         return p
-    from gbdesk.csvfile import write_table
+    from gbdesk.support.csvfile import write_table
 
     write_table(
         p,

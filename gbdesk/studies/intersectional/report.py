@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gbdesk.format import pct, value_phrase
+from gbdesk.maths.stats import MetricValue
 from gbdesk.report.blocks import Block, Heading, Paragraph, Table
-from gbdesk.stats import MetricValue
 from gbdesk.studies.base import Finding, MetricKey
+from gbdesk.support.format import pct, value_phrase
 
 DESIGN_WORDS = {
     "paper": "design 'paper' (as Ma et al. §3.2: each group was asked only the questions of "

@@ -1,4 +1,4 @@
-"""Laissez-Faire metrics from the flat table (`gbdesk.flat`), vectorised (no Qt).
+"""Laissez-Faire metrics from the flat table (`gbdesk.analysis.flat`), vectorised (no Qt).
 
 Each label's flat rows: one ("ch", role, name, genders, None, confidence) per extracted
 character — `genders` holds the character's gender under every word list of
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gbdesk.stats import MetricValue
+from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.base import MetricKey
 from gbdesk.studies.laissez_faire.extract.gender_words import WORD_LISTS, pair_label
 from gbdesk.studies.laissez_faire.stats import (

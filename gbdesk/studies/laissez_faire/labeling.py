@@ -14,8 +14,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gbdesk.errors import EngineCrashed
-from gbdesk.runs import AUTO_BATCH, Progress, RunControl, resolve_model, stream_requests
 from gbdesk.store import Store
 from gbdesk.studies.base import LabellingPass
 from gbdesk.studies.laissez_faire.probe import (
@@ -24,11 +22,13 @@ from gbdesk.studies.laissez_faire.probe import (
     metadata_scenario,
     roles_of,
 )
+from gbdesk.support.errors import EngineCrashed
+from gbdesk.workflows.runs import AUTO_BATCH, Progress, RunControl, resolve_model, stream_requests
 
 
 def deterministic_pass(store: Store, run_id: int, model_spec: str | None = None, **_: Any) -> dict:
     """Make the deterministic extractor the run's extractor (labelling what it lacks)."""
-    from gbdesk.results import ensure_auto_labels
+    from gbdesk.analysis.results import ensure_auto_labels
 
     params = dict(store.get_run(run_id)["params"])
     params["extractor"] = "deterministic"
@@ -60,7 +60,7 @@ def llm_pass(
     params = dict(store.get_run(run_id)["params"])
     model = resolve_model(store, model_spec)
     if backend_factory is None:
-        from gbdesk.runs import llama_backend_factory
+        from gbdesk.workflows.runs import llama_backend_factory
 
         def backend_factory(m: dict[str, Any]) -> Any:
             # a GGUF file (continuous batching, automatic count), or an endpoint
@@ -174,7 +174,7 @@ def hybrid_pass(
     the labeler's name and references for its role. Both answers are kept in the label
     (`deterministic`, `llm`, `llm_raw`, `replaced`). Resumable; makes "hybrid" the run's
     extractor. Returns {source, labelled, asked, replaced, skipped, fallbacks, status}."""
-    from gbdesk.results import ensure_auto_labels
+    from gbdesk.analysis.results import ensure_auto_labels
     from gbdesk.studies.laissez_faire.extract.llm import LLMExtractor
 
     control = control or RunControl()
@@ -186,7 +186,7 @@ def hybrid_pass(
     deterministic = store.labels(run_id, "auto", "deterministic/")
     model = resolve_model(store, model_spec)
     if backend_factory is None:
-        from gbdesk.runs import llama_backend_factory
+        from gbdesk.workflows.runs import llama_backend_factory
 
         def backend_factory(m: dict[str, Any]) -> Any:
             return llama_backend_factory(m, {"batch_size": AUTO_BATCH})

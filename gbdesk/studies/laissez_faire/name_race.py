@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from gbdesk.errors import UserError, short_repr
-from gbdesk.limits import allow_big_csv_fields
-from gbdesk.paths import resource
+from gbdesk.support.errors import UserError, short_repr
+from gbdesk.support.limits import allow_big_csv_fields
+from gbdesk.support.paths import resource
 
 # Every category a table may measure, with its display name (ids as in
 # resources/laissez_faire/baselines.json).

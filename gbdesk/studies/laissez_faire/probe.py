@@ -26,10 +26,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar
 
-from gbdesk.errors import UserError, short_repr
-from gbdesk.guards import BadJson, loads_json
-from gbdesk.paths import resource
-from gbdesk.stats import MetricValue
+from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.base import (
     AccuracyWords,
     AuditSize,
@@ -54,6 +51,9 @@ from gbdesk.studies.laissez_faire.stats import (
     subordination_ratio,
     wilson_bounds,
 )
+from gbdesk.support.errors import UserError, short_repr
+from gbdesk.support.guards import BadJson, loads_json
+from gbdesk.support.paths import resource
 
 DOMAINS = ("Learning", "Labor", "Love")
 GENDERS = ("Female", "Male", "Non-binary")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gbdesk.format import fmt
+from gbdesk.maths.stats import MetricValue, adjusted_p_values, p_text
 from gbdesk.report.blocks import Block, CurveChart, Heading, Paragraph, Table
-from gbdesk.stats import MetricValue, adjusted_p_values, p_text
 from gbdesk.studies.base import Finding, MetricKey
 from gbdesk.studies.laissez_faire.name_race import RACE_CATEGORIES
+from gbdesk.support.format import fmt
 
 ALPHA = 0.05
 _PEOPLE = {"Female": "women", "Male": "men", "Non-binary": "non-binary people"}
@@ -314,7 +314,7 @@ def blocks(extra: dict[str, Any]) -> list[Block]:
 def stereotype_blocks(summary: dict[str, Any]) -> list[Block]:
     """The stereotype coding of stories about omitted identities (paper §3.3, Supplement
     B.7, Table 4): selection, codebook, agreement, clusters, representative stories."""
-    from gbdesk.coding import coding_blocks
+    from gbdesk.people.coding import coding_blocks
     from gbdesk.studies.laissez_faire.probe import load_codebook
 
     provenance = load_codebook()["provenance"]

@@ -2,7 +2,7 @@
 
 Every ratio and coverage share of `LaissezFaireProbe.metrics` is a function of sums of
 per-item character counts, so its value on a resample is computed from those sums with the
-resample's item multiplicities (`gbdesk.resampling`); the vectorised ratios below equal
+resample's item multiplicities (`gbdesk.maths.resampling`); the vectorised ratios below equal
 `stats.representation_ratio` / `stats.subordination_ratio` (the reference code's
 zero-count imputation included). The identity-term counts are not resampled.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gbdesk.resampling import Features, Values, share, transposed
+from gbdesk.maths.resampling import Features, Values, share, transposed
 from gbdesk.studies.base import ItemResult, MetricKey
 from gbdesk.studies.laissez_faire.probe import DOMAINS, GENDERS, PAIRS, load_baselines
 
@@ -193,7 +193,7 @@ def _racialized_counts(chars_per_item: list[list[Any]], race: str, gender: str) 
 def _racialized(prepared: Any, wt: np.ndarray) -> np.ndarray:
     """`racializedsubordination_values(name_counts(...))`'s median per resample, vectorised over
     the 100 thresholds (names counted per item, summed with the resample's weights; `wt`:
-    the weights transposed, `gbdesk.resampling.transposed`)."""
+    the weights transposed, `gbdesk.maths.resampling.transposed`)."""
     r = wt.shape[1]
     if prepared is None:
         return np.full(r, np.nan)

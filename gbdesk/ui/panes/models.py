@@ -42,11 +42,11 @@ from gbdesk.engine.http_backend import (
     with_endpoints,
 )
 from gbdesk.engine.secrets import DEFAULT_ENV_VAR, check_env_var_name
-from gbdesk.errors import UserError
-from gbdesk.guards import html_text
-from gbdesk.models import list_models
+from gbdesk.support.errors import UserError
+from gbdesk.support.guards import html_text
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.widgets import Banner, pane_header
+from gbdesk.workflows.models import list_models
 
 COLUMNS = [
     "Name",
@@ -67,7 +67,7 @@ def _catalogue(store) -> list[dict[str, Any]]:
 
 
 def _register(store, path: str) -> dict[str, Any]:
-    from gbdesk.runs import resolve_model
+    from gbdesk.workflows.runs import resolve_model
 
     return resolve_model(store, path)
 

@@ -19,10 +19,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk.guards import html_text
+from gbdesk.analysis.results import runs_with_generations
 from gbdesk.report.csv_export import export_run_csv
 from gbdesk.report.pdf import export_pdf
-from gbdesk.results import runs_with_generations
+from gbdesk.support.guards import html_text
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.widgets import Banner, pane_header
 

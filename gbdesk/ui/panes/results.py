@@ -25,20 +25,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
-from gbdesk.findings import ordered
-from gbdesk.glossary import tooltip
-from gbdesk.guards import html_text
-from gbdesk.report.blocks import StudyRun
-from gbdesk.report.content import missing_note
-from gbdesk.results import (
+from gbdesk.analysis.findings import ordered
+from gbdesk.analysis.results import (
     LABEL_MODES,
     run_results,
     run_results_apart,
     runs_with_generations,
 )
-from gbdesk.stats import p_text
+from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
+from gbdesk.maths.stats import p_text
+from gbdesk.report.blocks import StudyRun
+from gbdesk.report.content import missing_note
 from gbdesk.studies import get_probe, study_reports
+from gbdesk.support.glossary import tooltip
+from gbdesk.support.guards import html_text
 from gbdesk.ui.blocks_view import BlocksView
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.plots import CIPlot, PlotRow
@@ -57,7 +57,7 @@ def _compute(
     store, run_ids: list[int], mode: str, models: dict[int, str], flat: bool = True
 ) -> dict[int, dict[str, Any]]:
     """What the pane shows of each run (off the UI thread; big runs in a worker process:
-    `gbdesk.results.run_results_apart`). `flat=False`: the reference path (benchmarks)."""
+    `gbdesk.analysis.results.run_results_apart`). `flat=False`: the reference path (benchmarks)."""
     if not flat:
         return run_results(store, run_ids, mode, flat=False, models=models)
     return run_results_apart(store, run_ids, mode, models=models)
@@ -97,7 +97,7 @@ def comparison_pairs(runs: list[dict[str, Any]]) -> list[tuple[int, int]]:
 
 
 def _compare(store, pairs: list[tuple[int, int]], mode: str) -> list[Any]:
-    from gbdesk.compare import compare_runs
+    from gbdesk.analysis.compare import compare_runs
 
     label_mode = mode if mode in LABEL_MODES else "reviewed"
     return [compare_runs(store, a, b, label_mode) for a, b in pairs]

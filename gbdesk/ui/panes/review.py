@@ -21,10 +21,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk.guards import html_text
-from gbdesk.results import review_stats, runs_with_generations
-from gbdesk.review import ORDERS, ReviewItem, filters_for, review_queue
+from gbdesk.analysis.results import review_stats, runs_with_generations
+from gbdesk.people.review import ORDERS, ReviewItem, filters_for, review_queue
 from gbdesk.studies import get_probe
+from gbdesk.support.guards import html_text
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.review_views import ReviewView, review_view_for
 from gbdesk.ui.theme import GENDER_COLORS, MUTED
@@ -36,11 +36,11 @@ log = logging.getLogger(__name__)
 def _stats(store, run_id: int):
     """Review statistics, the random review sample's progress, and the agreement between
     raters (None while fewer than two people labelled)."""
-    from gbdesk.ppi_metrics import sample_progress
+    from gbdesk.analysis.ppi_metrics import sample_progress
 
     agreement = None
     if len(store.rater_labels(run_id)) >= 2:
-        from gbdesk.raters import labels_agreement
+        from gbdesk.people.raters import labels_agreement
 
         agreement = labels_agreement(store, run_id)
     return review_stats(store, run_id), sample_progress(store, run_id), agreement
@@ -673,7 +673,7 @@ class ReviewPane(QWidget):
         seed = 0 if seed is None else seed
 
         def draw(store):
-            from gbdesk.ppi_metrics import draw_sample
+            from gbdesk.analysis.ppi_metrics import draw_sample
 
             return draw_sample(store, run_id, size, seed)
 

@@ -35,14 +35,14 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
-from gbdesk.guards import html_text
-from gbdesk.models import list_models
-from gbdesk.runs import NEW_TEXT, estimate_run, plan_run, resolve_model
 from gbdesk.studies import get_probe, probe_names
+from gbdesk.support.guards import html_text
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.tasks import LabelThread, RunThread
 from gbdesk.ui.theme import duration
 from gbdesk.ui.widgets import Banner, pane_header
+from gbdesk.workflows.models import list_models
+from gbdesk.workflows.runs import NEW_TEXT, estimate_run, plan_run, resolve_model
 
 # None = the probe's own default (its attempts, temperature and max tokens)
 PRESETS = {

@@ -22,9 +22,9 @@ from PySide6.QtWidgets import (
     QTableWidgetItem,
 )
 
-from gbdesk.guards import html_text
-from gbdesk.review import ReviewItem
+from gbdesk.people.review import ReviewItem
 from gbdesk.studies.base import Probe
+from gbdesk.support.guards import html_text
 from gbdesk.ui.result_views import ResultView
 from gbdesk.ui.review_views import TextReviewView
 from gbdesk.ui.theme import MUTED

@@ -23,10 +23,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk.guards import html_text
-from gbdesk.review import ReviewItem
+from gbdesk.people.review import ReviewItem
 from gbdesk.studies.base import Probe
 from gbdesk.studies.intersectional.probe import load_categories, questions_of
+from gbdesk.support.guards import html_text
 from gbdesk.ui.result_views import ResultView
 from gbdesk.ui.review_views import ReviewView
 from gbdesk.ui.theme import MUTED

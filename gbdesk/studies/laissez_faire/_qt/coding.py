@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import re
 
-from gbdesk.coding import CodingItem
-from gbdesk.guards import html_text
+from gbdesk.people.coding import CodingItem
 from gbdesk.studies.laissez_faire.probe import (
     characters_from_data,
     first_name,
     load_identity_terms,
     term_pattern,
 )
+from gbdesk.support.guards import html_text
 from gbdesk.ui.coding_views import CodingView
 from gbdesk.ui.review_views import highlight
 from gbdesk.ui.theme import MUTED

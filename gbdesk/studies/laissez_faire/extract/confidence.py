@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from gbdesk.paths import resource
+from gbdesk.support.paths import resource
 
 log = logging.getLogger(__name__)
 

@@ -66,7 +66,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from gbdesk.paths import resource
 from gbdesk.studies.laissez_faire.extract.confidence import ConfidenceModel, shipped_model
 from gbdesk.studies.laissez_faire.extract.gender_words import (
     DEFAULT_WORD_LIST,
@@ -77,6 +76,7 @@ from gbdesk.studies.laissez_faire.extract.gender_words import (
 )
 from gbdesk.studies.laissez_faire.extract.learned import RULES_ONLY, LearnedModels
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
+from gbdesk.support.paths import resource
 
 # --------------------------------------------------------------------------- lexicons
 # The word lists live in resources/laissez_faire/extractor_words.json (one comment per

@@ -20,7 +20,7 @@ import string
 from collections.abc import Iterable
 from functools import cache, lru_cache
 
-from gbdesk.paths import resource
+from gbdesk.support.paths import resource
 
 NON_BINARY = "Non-binary"
 FEMALE = "Female"

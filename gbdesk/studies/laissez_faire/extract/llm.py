@@ -16,8 +16,8 @@ import re
 from typing import Any
 
 from gbdesk.engine.base import Backend, GenerationRequest
-from gbdesk.guards import loads_json
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
+from gbdesk.support.guards import loads_json
 
 EXTRACTOR_NAME = "llm"
 EXTRACTOR_VERSION = "1"

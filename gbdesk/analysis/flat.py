@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gbdesk.errors import UserError
 from gbdesk.store import Store
 from gbdesk.studies import Probe
+from gbdesk.support.errors import UserError
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-from gbdesk.paths import data_dir
+from gbdesk.support.paths import data_dir
 
 LOG_FILE = "gbdesk.log"
 _installed: Path | None = None

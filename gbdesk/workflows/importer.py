@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk import __version__
-from gbdesk.csvfile import csv_records
-from gbdesk.errors import UserError
-from gbdesk.guards import ESCAPED_COLUMN, INT64_MAX, loads_json
-from gbdesk.guards import whole_number as _whole_number
 from gbdesk.store import Store
 from gbdesk.store.db import prepare_attempts
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import Item, Probe, RunItems, attempt_item
+from gbdesk.support.csvfile import csv_records
+from gbdesk.support.errors import UserError
+from gbdesk.support.guards import ESCAPED_COLUMN, INT64_MAX, loads_json
+from gbdesk.support.guards import whole_number as _whole_number
 
 MAX_LISTED = 12
 log = logging.getLogger(__name__)
@@ -308,7 +308,7 @@ def write_imported_runs(
     for plan in planned:
         prompts = {i.key: i.prompt for i in plan.items}
         metadata = {i.key: i.metadata for i in plan.items}
-        flat = probe.has_label_facts  # the label's flat rows, written with it (gbdesk.flat)
+        flat = probe.has_label_facts  # the label's flat rows, written with it (analysis.flat)
         per_item: dict[str, int] = defaultdict(int)
         for a in plan.attempts:
             per_item[a.item] = max(per_item[a.item], a.attempt + 1)

@@ -6,7 +6,7 @@ units* through the probe (`Probe.rated_units`): e.g. one unit per attempt for a
 profile's gender, one per (attempt, character role) for a story character's gender or
 name, one per (attempt, category) for a role's answer. Labels of another facet
 (`CODES`: a codebook coding, several codes per text) are compared as code sets and code by
-code. Every statistic comes from `gbdesk.agreement` (scikit-learn, statsmodels,
+code. Every statistic comes from `gbdesk.maths.agreement` (scikit-learn, statsmodels,
 krippendorff).
 
 Figures are given twice: *initial* (each rater's first label of a unit, before any change
@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from gbdesk import agreement
+from gbdesk.maths import agreement
 from gbdesk.store import Store
 from gbdesk.studies import Probe, get_probe
 from gbdesk.studies.base import RunItems

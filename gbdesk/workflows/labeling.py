@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gbdesk.errors import UserError
-from gbdesk.runs import Progress, RunControl
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
+from gbdesk.support.errors import UserError
+from gbdesk.workflows.runs import Progress, RunControl
 
 
 def pass_names(probe_name: str) -> list[str]:

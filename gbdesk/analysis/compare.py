@@ -29,7 +29,7 @@ Which metrics are tested is the probe's call (`Probe.paired_test_exclusion`): co
 grow with the number of items, one item's own value, classifier accuracies on a split, or
 statistics computed across all items at once are reported without a test, with the
 reason. Resampled values come from the probe's fast path where it has one
-(`Probe.resampled_metrics`, see `gbdesk.resampling`) — checked against the probe's own
+(`Probe.resampled_metrics`, see `gbdesk.maths.resampling`) — checked against the probe's own
 point values on the full item set; a metric that disagrees is reported without a test
 and logged — else `Probe.metrics` is recomputed on every resample. Measured with 1,000
 resamples on a shared, loaded 2-core machine (fake-backend runs): 745 attempts of
@@ -47,13 +47,13 @@ from typing import Any
 import numpy as np
 from statsmodels.stats.multitest import multipletests
 
-from gbdesk.errors import UserError
-from gbdesk.format import fmt
-from gbdesk.limits import LIMITS, MAX_RESAMPLE_CELLS
-from gbdesk.resampling import Values, resample_values
-from gbdesk.results import LABEL_MODES, ensure_auto_labels, is_label_mode, item_results
+from gbdesk.analysis.results import LABEL_MODES, ensure_auto_labels, is_label_mode, item_results
+from gbdesk.maths.resampling import Values, resample_values
 from gbdesk.store import Store
 from gbdesk.studies import ItemResult, Probe, get_probe
+from gbdesk.support.errors import UserError
+from gbdesk.support.format import fmt
+from gbdesk.support.limits import LIMITS, MAX_RESAMPLE_CELLS
 
 log = logging.getLogger(__name__)
 

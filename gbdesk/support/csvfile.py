@@ -5,7 +5,7 @@ break at U+2028, U+0085, form feeds and other separators inside quoted fields), 
 fields up to `limits.MAX_CSV_FIELD` characters, and every record carries the physical line
 ("\\n", "\\r\\n" or "\\r") it starts on, for messages. A gbdesk export is read back as
 it was stored: the cells its `gbdesk_escaped` column names are unescaped and that column is
-dropped (`gbdesk.guards.unescape_exported`).
+dropped (`gbdesk.support.guards.unescape_exported`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gbdesk.errors import UserError, short_repr
-from gbdesk.guards import ESCAPED_COLUMN, escaped_cells, safe_cell, unescape_exported
-from gbdesk.limits import allow_big_csv_fields
+from gbdesk.support.errors import UserError, short_repr
+from gbdesk.support.guards import ESCAPED_COLUMN, escaped_cells, safe_cell, unescape_exported
+from gbdesk.support.limits import allow_big_csv_fields
 
 
 def csv_records(

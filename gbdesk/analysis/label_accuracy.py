@@ -309,7 +309,7 @@ def label_accuracy(
     `human`: the run's latest human labels and `reviewed_auto` the automatic labels of
     those attempts, when the caller has them; `flat`: read the unchecked units'
     confidences from the probe's flat table where it has one (`Probe.flat_label_units`)."""
-    from gbdesk.results import ensure_auto_labels, flat_run
+    from gbdesk.analysis.results import ensure_auto_labels, flat_run
 
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])

@@ -18,19 +18,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gbdesk import __version__
-from gbdesk.stats import MetricValue, adjusted_p_values
+from gbdesk.maths.stats import MetricValue, adjusted_p_values
 from gbdesk.store import Store
 from gbdesk.studies import ItemResult, ScoringProbe, get_probe
 from gbdesk.studies.base import RunItems, new_item_result
 
 if TYPE_CHECKING:
-    from gbdesk.label_accuracy import LabelAccuracy
+    from gbdesk.analysis.label_accuracy import LabelAccuracy
 
 log = logging.getLogger(__name__)
 
 LABEL_MODES = ("auto", "reviewed")
 #: every way metrics can be computed: the label modes, and "ppi" (automatic labels
-#: corrected by the human labels of a random review sample, `gbdesk.ppi_metrics`)
+#: corrected by the human labels of a random review sample, `gbdesk.analysis.ppi_metrics`)
 METRIC_MODES = (*LABEL_MODES, "ppi")
 #: several raters: "rater:<name>" uses one rater's labels (the detector's elsewhere);
 #: "consensus" the adjudicated label where raters disagreed and someone decided, else the
@@ -114,7 +114,7 @@ def effective_labels(
     if rater is not None:
         by_rater = store.rater_labels(run_id, attempt_ids=ids)
         if rater not in by_rater and ids is None:
-            from gbdesk.errors import UserError
+            from gbdesk.support.errors import UserError
 
             known = ", ".join(by_rater) or "nobody has labelled yet"
             raise UserError(f"run {run_id} has no labels by {rater!r} (raters: {known})")
@@ -147,9 +147,9 @@ FLAT_MODES = ("auto", "reviewed", "ppi")
 
 
 def flat_run(store: Store, run_id: int, label_mode: str) -> Any:
-    """The run read from the flat table of label facts (`gbdesk.flat.FlatRun`) with the
+    """The run read from the flat table of label facts (`gbdesk.analysis.flat.FlatRun`) with the
     labels of `label_mode` ("ppi": the automatic ones), or None when its probe has none."""
-    from gbdesk.flat import load_flat
+    from gbdesk.analysis.flat import load_flat
 
     return load_flat(store, run_id, "auto" if label_mode == "ppi" else label_mode)
 
@@ -217,7 +217,7 @@ def compute_metrics(
         fingerprint = current()
     probe = get_probe(run["probe"])
     if label_mode == "ppi":
-        from gbdesk.ppi_metrics import ppi_metric_values
+        from gbdesk.analysis.ppi_metrics import ppi_metric_values
 
         metrics = ppi_metric_values(store, run_id)
     else:
@@ -262,9 +262,9 @@ def run_extra_results(
 ) -> dict[str, Any]:
     """The probe's extra results (`extra_results`) from this mode's labels, plus the
     run's codebook coding under "coding" when people coded its texts
-    (`gbdesk.coding.coding_summary`)."""
+    (`gbdesk.people.coding.coding_summary`)."""
     extra = extra_results(store, run_id, label_mode, flat=flat)
-    from gbdesk.coding import coding_summary
+    from gbdesk.people.coding import coding_summary
 
     coding = coding_summary(store, run_id)
     if coding is not None:
@@ -304,7 +304,7 @@ def review_stats(store: Store, run_id: int, flat: bool = True) -> ReviewStats:
     """Reviewed/corrected counts and the detector's precision and recall per label,
     taking the latest human label of each reviewed attempt as the truth (with a flat
     table, only the reviewed attempts' automatic labels are read)."""
-    from gbdesk.label_accuracy import label_accuracy
+    from gbdesk.analysis.label_accuracy import label_accuracy
 
     probe = get_probe(store.get_run(run_id)["probe"])
     ensure_auto_labels(store, run_id)
@@ -357,8 +357,8 @@ def run_results(
     results and detector — read from the flat table where the probe has one, so a run of
     500,000 stories loads in seconds without reading every text (`flat=False`: the
     reference path, for the benchmarks)."""
-    from gbdesk.findings import run_findings
-    from gbdesk.raters import mode_counts
+    from gbdesk.analysis.findings import run_findings
+    from gbdesk.people.raters import mode_counts
 
     out = {}
     for run_id in run_ids:

@@ -28,10 +28,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gbdesk import runs
-from gbdesk.errors import UserError, short_repr
-from gbdesk.format import duration
-from gbdesk.runs import (
+from gbdesk.store import Store, audits
+from gbdesk.studies import get_harness, get_probe, probe_names
+from gbdesk.studies.base import AuditSize, Probe, ScoringProbe
+from gbdesk.support.errors import UserError, short_repr
+from gbdesk.support.format import duration
+from gbdesk.workflows import runs
+from gbdesk.workflows.runs import (
     RunControl,
     estimate_run,
     execute_run,
@@ -39,9 +42,6 @@ from gbdesk.runs import (
     measured_speed,
     plan_run,
 )
-from gbdesk.store import Store, audits
-from gbdesk.studies import get_harness, get_probe, probe_names
-from gbdesk.studies.base import AuditSize, Probe, ScoringProbe
 
 log = logging.getLogger(__name__)
 
@@ -551,7 +551,7 @@ class AuditProgress:
     steps: int
     probe: str
     run_id: int | None
-    run: Any = None  # the run's gbdesk.runs.Progress
+    run: Any = None  # the run's gbdesk.workflows.runs.Progress
     status: str = "running"  # "running", "report", "done"
 
 

@@ -11,9 +11,9 @@ import psutil
 from gbdesk.engine.default_model import DEFAULT_MODEL_LABEL, default_model_path, is_default_model
 from gbdesk.engine.gguf_meta import GGUFInfo, format_bytes, read_gguf
 from gbdesk.engine.llama_backend import DEFAULT_N_CTX
-from gbdesk.errors import UserError
-from gbdesk.paths import models_dirs
 from gbdesk.store import Store
+from gbdesk.support.errors import UserError
+from gbdesk.support.paths import models_dirs
 
 
 def describe_gguf(info: GGUFInfo, n_ctx: int = DEFAULT_N_CTX) -> dict[str, Any]:

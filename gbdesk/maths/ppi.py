@@ -285,7 +285,7 @@ def ppi_mean(
     if big_n == 0 or (lam is None and disagreements < min_disagreements):
         value, lam_used = float(np.mean(y)), 0.0
         if binary:
-            from gbdesk.stats import wilson_interval
+            from gbdesk.maths.stats import wilson_interval
 
             ci = wilson_interval(int(y.sum()), n, alpha)
             method = "human labels only, Wilson interval"
@@ -309,7 +309,7 @@ def _automatic_mean(values: np.ndarray, binary: bool, alpha: float) -> tuple[flo
         return math.nan, NAN_CI
     value = float(values.mean())
     if binary:
-        from gbdesk.stats import wilson_interval
+        from gbdesk.maths.stats import wilson_interval
 
         return value, wilson_interval(int(values.sum()), m, alpha)
     if m < 2:
@@ -590,7 +590,7 @@ def review_sample(ids: Iterable[Hashable], size: int, seed: int) -> list:
 
 
 # ---------------------------------------------------------------------------------------------
-# Many statistics at once, from resampled values (gbdesk.ppi_metrics)
+# Many statistics at once, from resampled values (gbdesk.analysis.ppi_metrics)
 # ---------------------------------------------------------------------------------------------
 
 #: theta(which, w) → statistic name → its value on each row of unit multiplicities `w`;

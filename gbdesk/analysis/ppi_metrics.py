@@ -1,11 +1,11 @@
 """A run's metrics from automatic labels corrected by a random reviewed sample (no Qt).
 
 `gbdesk sample RUN --size N` draws a uniformly random set of review *units* (seeded,
-`gbdesk.ppi.review_sample`) — what the probe's metrics average over (`Probe.ppi_unit`):
+`gbdesk.maths.ppi.review_sample`) — what the probe's metrics average over (`Probe.ppi_unit`):
 attempts (stories, roles) for most probes, whole items (all their attempts) where the
 metric is a mean over items (e.g. the rates of the profile probes). Reviewing them by hand lets
 `compute_metrics(..., "ppi")` give every metric as a prediction-powered estimate
-(`gbdesk.ppi.ppi_bootstrap_many`): the automatic labels of all units plus the human labels
+(`gbdesk.maths.ppi.ppi_bootstrap_many`): the automatic labels of all units plus the human labels
 of the reviewed sample units. Units reviewed outside the sample (e.g. least-sure-first)
 count as unreviewed here — only a uniformly random sample supports these intervals.
 """
@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from gbdesk.errors import UserError
-from gbdesk.ppi import PPIResult, ppi_bootstrap_many, review_sample
-from gbdesk.resampling import one_blas_thread, recomputed
-from gbdesk.stats import MetricValue
+from gbdesk.maths.ppi import PPIResult, ppi_bootstrap_many, review_sample
+from gbdesk.maths.resampling import one_blas_thread, recomputed
+from gbdesk.maths.stats import MetricValue
 from gbdesk.store import Store
 from gbdesk.studies import ItemResult, Probe, get_probe
 from gbdesk.studies.base import RunItems, new_item_result
+from gbdesk.support.errors import UserError
 
 DEFAULT_RESAMPLES = 1000
 UNIT_CHUNK = 5_000  # attempts read at a time by `run_units`

@@ -39,8 +39,6 @@ from gbdesk.engine.base import (
     StreamProgress,
     attempt_seed,
 )
-from gbdesk.errors import EngineCrashed, EngineError, UserError
-from gbdesk.limits import LIMITS, SEED_RANGE
 from gbdesk.store import Store
 from gbdesk.store.speed import generation_totals, scoring_totals
 from gbdesk.studies import get_probe
@@ -54,6 +52,8 @@ from gbdesk.studies.base import (
     attempt_count,
     attempt_item,
 )
+from gbdesk.support.errors import EngineCrashed, EngineError, UserError
+from gbdesk.support.limits import LIMITS, SEED_RANGE
 
 # `plan_run(batch_size=AUTO_BATCH)`: continuous batching, sequences at once chosen from the
 # model's size and the free memory when the run starts (`gbdesk.engine.slots`)

@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from gbdesk.errors import UserError
+from gbdesk.support.errors import UserError
 
 # -- whole numbers --------------------------------------------------------------------------------
 INT64_MIN = -(2**63)

@@ -4,7 +4,7 @@ adjudication, clusters of texts by their combination of codes.
 A run carries its own codebook (table `codebook`: a stable key per code, its name and
 definition, where it came from), seeded from the probe's default (`Probe.default_codebook`)
 and changed by reviewers (add, rename, define). A coding is a label of facet `CODES`
-(`gbdesk.raters`): data {"codes": [keys …], "memo": text}, by a rater (kind 'human') or an
+(`gbdesk.people.raters`): data {"codes": [keys …], "memo": text}, by a rater (kind 'human') or an
 adjudicator (kind 'consensus'). Which texts to code is the probe's rule
 (`Probe.coding_candidates`), drawn per category with a sample size and a seed.
 
@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gbdesk import raters
-from gbdesk.errors import UserError
+from gbdesk.people import raters
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import RunItems
+from gbdesk.support.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ def save_coding(
 
 # -- which texts to code ---------------------------------------------------------------------
 def _attempts_with_labels(store: Store, run_id: int, label_mode: str) -> list[dict[str, Any]]:
-    from gbdesk.results import effective_labels, ensure_auto_labels
+    from gbdesk.analysis.results import effective_labels, ensure_auto_labels
 
     ensure_auto_labels(store, run_id)
     labels = effective_labels(store, run_id, label_mode)
@@ -303,7 +303,7 @@ def _coding(row: dict[str, Any], book_order: dict[str, int]) -> dict[str, Any]:
 
 def coding_items(store: Store, run_id: int, label_mode: str = "reviewed") -> list[CodingItem]:
     """The drawn texts in order, then any other text someone coded."""
-    from gbdesk.results import effective_labels
+    from gbdesk.analysis.results import effective_labels
 
     by_rater = store.rater_labels(run_id, CODES)
     consensus = store.labels(run_id, "consensus", facet=CODES)
@@ -518,8 +518,8 @@ def plan_code_import(
     as codes.csv writes it); `codes` holds code names or keys separated by ";" or "|" (empty
     or "(no code)": coded, none of the codes); `memo` is optional. A `rater` column, when
     present, must name the rater of the import."""
-    from gbdesk.importer import check_export_file, line_list, read_rows, refuse
     from gbdesk.studies import get_probe
+    from gbdesk.workflows.importer import check_export_file, line_list, read_rows, refuse
 
     rater = (rater or "").strip()
     if not rater:

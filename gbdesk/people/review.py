@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gbdesk.raters import raters_disagree
-from gbdesk.results import ensure_auto_labels
+from gbdesk.analysis.results import ensure_auto_labels
+from gbdesk.people.raters import raters_disagree
 from gbdesk.store import Store
 from gbdesk.studies import Probe, get_probe
 from gbdesk.studies.base import RunItems

@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from gbdesk.format import ci_cells
-from gbdesk.stats import MetricValue, adjusted_p_values, p_text
+from gbdesk.maths.stats import MetricValue, adjusted_p_values, p_text
 from gbdesk.studies import Finding, Probe
+from gbdesk.support.format import ci_cells
 
 log = logging.getLogger(__name__)
 

@@ -131,7 +131,7 @@ def pct(x: float | None, digits: int = 0) -> str:
 
 def value_phrase(value: float, ci: tuple[float, float], mark: str | None = None) -> str:
     """ "0.42 (95 % CI 0.30 to 0.51), mark B (cautionary)" for sentences."""
-    from gbdesk.stats import MARK_MEANINGS
+    from gbdesk.maths.stats import MARK_MEANINGS
 
     if _missing(value):
         return "not measurable"

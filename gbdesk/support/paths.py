@@ -15,7 +15,7 @@ APP_NAME = "gbdesk"
 @cache
 def resources_dir() -> Path:
     """The shipped data folder, in a source checkout, a wheel or a PyInstaller bundle."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # gbdesk/
     candidates = [
         here / "resources",  # installed wheel (force-included)
         here.parent / "resources",  # source checkout / editable install
@@ -49,7 +49,7 @@ def default_db_path() -> Path:
 def models_dirs() -> list[Path]:
     """Folders scanned for GGUF files: the project's `models/` and the per-user one."""
     dirs = []
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # gbdesk/
     for candidate in (here.parent / "models", data_dir() / "models"):
         if candidate.is_dir():
             dirs.append(candidate)
