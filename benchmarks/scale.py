@@ -8,7 +8,7 @@ them, written with the flat rows an import writes (`tests.synthetic.
 laissez_faire_scale_run`). No data of the paper is used. Then, in this process:
 
   new    metrics (`compute_metrics`, no cache, flat table), the Results pane's query
-         (`results.run_results`, in this process — the app runs it in a worker process for
+         (`run_results`, in this process — the app runs it in a worker process for
          big runs: metrics, review counts, extra results), the PDF (`export_pdf`), on the
          big run, each with the peak memory so far;
   old    the reference path (every label's JSON and every text: `flat=False`) on the
@@ -300,8 +300,8 @@ def main() -> int:
         subprocess.run(cmd, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from gbdesk.analysis.results import compute_metrics
-    from gbdesk.analysis.results import run_results as _compute
     from gbdesk.report.pdf import export_pdf
+    from gbdesk.report.run_results import run_results as _compute
     from gbdesk.store import Store
 
     print(f"database {db} ({db.stat().st_size / 2**20:,.0f} MB); peak before {peak_mb():.0f} MB")

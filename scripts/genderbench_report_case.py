@@ -1,6 +1,6 @@
 """Dev tool: record GenderBench 1.1.0's `calculate_normalized_table` and `section_emojis`
 on fabricated results of three models (tests/fixtures/genderbench_report/normalized_case.json,
-read by tests/test_genderbench_report.py).
+read by tests/studies/genderbench/test_genderbench_report.py).
 
 Run with a Python >= 3.12 that has genderbench==1.1.0 installed (see
 scripts/genderbench_reference.py for the venv):

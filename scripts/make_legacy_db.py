@@ -1,5 +1,5 @@
 """Build a database with gbdesk as of 2f3552d (before the study layout) and record its
-metrics, for tests/test_legacy_database.py."""
+metrics, for tests/store/test_legacy_database.py."""
 
 import csv
 import json

@@ -57,3 +57,46 @@ def _no_modal_boxes(monkeypatch):
     monkeypatch.setattr(QMessageBox, "question", staticmethod(question))
     monkeypatch.setattr(QMessageBox, "exec", lambda self: int(QMessageBox.StandardButton.Ok))
     yield asked
+
+
+@pytest.fixture
+def settings(tmp_path):
+    """The app's settings in a file of the test's own, with a reviewer's name set."""
+    from PySide6.QtCore import QSettings
+
+    s = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    s.setValue("reviewer", "ana")
+    return s
+
+
+@pytest.fixture
+def filled_db(tmp_path):
+    """A database with one complete fake inventories run (recorded texts, no model)."""
+    from gbdesk.store import Store
+    from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
+    from tests.fakes import FakeBackend
+
+    path = str(tmp_path / "gui.sqlite")
+    with Store(path) as store:
+        model = resolve_model(store, "default")
+        run_id = plan_run(store, "inventories", model, attempts=2, limit=30)
+        execute_run(store, run_id, backend_factory=lambda m, g: FakeBackend())
+    return path
+
+
+@pytest.fixture
+def recorded_lf_run(store):
+    """A function making a complete Laissez-Faire run of `limit` recorded stories (no
+    model) in the test's `store`, returning its id."""
+    from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
+    from tests.fakes import FakeBackend, recorded_laissez_faire
+
+    def make(limit: int) -> int:
+        model = resolve_model(store, "default")
+        run_id = plan_run(store, "laissez_faire", model, attempts=1, limit=limit)
+        texts = recorded_laissez_faire()
+        execute_run(store, run_id, backend_factory=lambda m, g: FakeBackend(texts))
+        return run_id
+
+    return make
+

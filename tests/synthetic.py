@@ -260,7 +260,7 @@ def intersectional_run(
 ) -> int:
     """An intersectional run: `roles_per_group` roles for each of the 106 groups (170: about
     18,000 roles, the paper's size), 16 answers each, options drawn with a per-group skew."""
-    from gbdesk.studies.intersectional.probe import answers_label, load_categories
+    from gbdesk.studies.intersectional.data import answers_label, load_categories
 
     probe = get_probe("intersectional_sdeg")
     chosen = probe.items(probe.resolve_params(limit=groups))

@@ -29,12 +29,14 @@ from __future__ import annotations
 import logging
 import math
 import warnings
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from gbdesk.analysis.results import auto_source, ensure_auto_labels, flat_run
 from gbdesk.store import Store
 from gbdesk.studies import Probe, get_probe
 from gbdesk.studies.base import AccuracyWords
@@ -309,8 +311,6 @@ def label_accuracy(
     `human`: the run's latest human labels and `reviewed_auto` the automatic labels of
     those attempts, when the caller has them; `flat`: read the unchecked units'
     confidences from the probe's flat table where it has one (`Probe.flat_label_units`)."""
-    from gbdesk.analysis.results import ensure_auto_labels, flat_run
-
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
     if not probe.reviewable:
@@ -427,3 +427,69 @@ def _sample(
                 out.confidence.append(float(c))
                 out.right.append(all(ok.values()))
     return out
+
+
+def none_if_nan(x: float) -> float | None:
+    return None if x is None or math.isnan(x) else float(x)
+
+
+@dataclass
+class ReviewStats:
+    """How the detector fares against the reviewers' labels."""
+
+    attempts: int
+    reviewed: int
+    corrected: int
+    per_label: dict[str, dict[str, float]]  # label → precision, recall, support
+    accuracy: float
+    quality: dict[str, Any] = field(default_factory=dict)  # probe-specific (e.g. names)
+    #: the labels' accuracy: measured on the random review sample, else estimated
+    label_accuracy: LabelAccuracy | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "attempts": self.attempts,
+            "reviewed": self.reviewed,
+            "corrected": self.corrected,
+            "accuracy": none_if_nan(self.accuracy),
+            "per_label": {
+                k: {m: none_if_nan(v) if isinstance(v, float) else v for m, v in d.items()}
+                for k, d in self.per_label.items()
+            },
+            "quality": self.quality,
+            "label_accuracy": self.label_accuracy.to_json() if self.label_accuracy else None,
+        }
+
+
+def review_stats(store: Store, run_id: int, flat: bool = True) -> ReviewStats:
+    """Reviewed/corrected counts and the detector's precision and recall per label,
+    taking the latest human label of each reviewed attempt as the truth (with a flat
+    table, only the reviewed attempts' automatic labels are read)."""
+    probe = get_probe(store.get_run(run_id)["probe"])
+    ensure_auto_labels(store, run_id)
+    human = store.labels(run_id, "human")
+    auto = store.labels_of(human, "auto", auto_source(store, run_id))
+    accuracy = label_accuracy(store, run_id, human=human, reviewed_auto=auto, flat=flat)
+    rows = [(auto[a], h) for a, h in human.items() if a in auto]
+    pairs = [(a["label"], h["label"]) for a, h in rows]
+    per_label: dict[str, dict[str, float]] = {}
+    predicted = Counter(p for p, _ in pairs)
+    actual = Counter(t for _, t in pairs)
+    hits = Counter(p for p, t in pairs if p == t)
+    for value in probe.label_values():
+        per_label[value] = {
+            "precision": hits[value] / predicted[value] if predicted[value] else math.nan,
+            "recall": hits[value] / actual[value] if actual[value] else math.nan,
+            "support": actual[value],  # reviewed generations a person gave this label
+            "predicted": predicted[value],  # reviewed generations the detector gave it
+        }
+    correct = sum(hits.values())
+    return ReviewStats(
+        attempts=store.count_attempts(run_id),
+        reviewed=len(pairs),
+        corrected=len(pairs) - correct,
+        per_label=per_label,
+        accuracy=correct / len(pairs) if pairs else math.nan,
+        quality=probe.review_quality(rows) if rows else {},
+        label_accuracy=accuracy,
+    )

@@ -12,19 +12,14 @@ import hashlib
 import json
 import logging
 import math
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gbdesk import __version__
-from gbdesk.maths.stats import MetricValue, adjusted_p_values
+from gbdesk.maths.stats import MetricValue
 from gbdesk.store import Store
 from gbdesk.studies import ItemResult, ScoringProbe, get_probe
 from gbdesk.studies.base import RunItems, new_item_result
-
-if TYPE_CHECKING:
-    from gbdesk.analysis.label_accuracy import LabelAccuracy
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +67,7 @@ def label_modes(store: Store, run_id: int) -> dict[str, str]:
     return modes
 
 
-def _auto_source(store: Store, run_id: int) -> str | None:
+def auto_source(store: Store, run_id: int) -> str | None:
     run = store.get_run(run_id)
     return get_probe(run["probe"]).auto_source(run["params"])
 
@@ -81,7 +76,7 @@ def ensure_auto_labels(store: Store, run_id: int) -> int:
     """Label any stored attempt that has no automatic label (of the run's extractor)
     yet with the probe's built-in labeller; return how many were labelled."""
     probe = get_probe(store.get_run(run_id)["probe"])
-    source = _auto_source(store, run_id)
+    source = auto_source(store, run_id)
     if source is not None and not source.startswith(probe.builtin_source_prefix()):
         return 0  # another labeller (e.g. an LLM pass) fills these; nothing to do here
     missing = store.unlabelled_attempts(run_id, source)
@@ -105,7 +100,7 @@ def effective_labels(
     if not is_label_mode(label_mode):
         raise ValueError(f"label mode must be one of {LABEL_MODES}, {CONSENSUS} or rater:NAME")
     ids = attempt_ids
-    labels = store.labels(run_id, "auto", _auto_source(store, run_id), attempt_ids=ids)
+    labels = store.labels(run_id, "auto", auto_source(store, run_id), attempt_ids=ids)
     rater = rater_mode(label_mode)
     if label_mode in ("reviewed", CONSENSUS):
         labels.update(store.labels(run_id, "human", attempt_ids=ids))
@@ -257,85 +252,6 @@ def _none(x: float) -> float | None:
     return None if x is None or math.isnan(x) else float(x)
 
 
-def run_extra_results(
-    store: Store, run_id: int, label_mode: str = "auto", flat: bool = True
-) -> dict[str, Any]:
-    """The probe's extra results (`extra_results`) from this mode's labels, plus the
-    run's codebook coding under "coding" when people coded its texts
-    (`gbdesk.people.coding.coding_summary`)."""
-    extra = extra_results(store, run_id, label_mode, flat=flat)
-    from gbdesk.people.coding import coding_summary
-
-    coding = coding_summary(store, run_id)
-    if coding is not None:
-        extra = {**extra, "coding": coding}
-    return extra
-
-
-@dataclass
-class ReviewStats:
-    """How the detector fares against the reviewers' labels."""
-
-    attempts: int
-    reviewed: int
-    corrected: int
-    per_label: dict[str, dict[str, float]]  # label → precision, recall, support
-    accuracy: float
-    quality: dict[str, Any] = field(default_factory=dict)  # probe-specific (e.g. names)
-    #: the labels' accuracy: measured on the random review sample, else estimated
-    label_accuracy: LabelAccuracy | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "attempts": self.attempts,
-            "reviewed": self.reviewed,
-            "corrected": self.corrected,
-            "accuracy": _none(self.accuracy),
-            "per_label": {
-                k: {m: _none(v) if isinstance(v, float) else v for m, v in d.items()}
-                for k, d in self.per_label.items()
-            },
-            "quality": self.quality,
-            "label_accuracy": self.label_accuracy.to_json() if self.label_accuracy else None,
-        }
-
-
-def review_stats(store: Store, run_id: int, flat: bool = True) -> ReviewStats:
-    """Reviewed/corrected counts and the detector's precision and recall per label,
-    taking the latest human label of each reviewed attempt as the truth (with a flat
-    table, only the reviewed attempts' automatic labels are read)."""
-    from gbdesk.analysis.label_accuracy import label_accuracy
-
-    probe = get_probe(store.get_run(run_id)["probe"])
-    ensure_auto_labels(store, run_id)
-    human = store.labels(run_id, "human")
-    auto = store.labels_of(human, "auto", _auto_source(store, run_id))
-    accuracy = label_accuracy(store, run_id, human=human, reviewed_auto=auto, flat=flat)
-    rows = [(auto[a], h) for a, h in human.items() if a in auto]
-    pairs = [(a["label"], h["label"]) for a, h in rows]
-    per_label: dict[str, dict[str, float]] = {}
-    predicted = Counter(p for p, _ in pairs)
-    actual = Counter(t for _, t in pairs)
-    hits = Counter(p for p, t in pairs if p == t)
-    for value in probe.label_values():
-        per_label[value] = {
-            "precision": hits[value] / predicted[value] if predicted[value] else math.nan,
-            "recall": hits[value] / actual[value] if actual[value] else math.nan,
-            "support": actual[value],  # reviewed generations a person gave this label
-            "predicted": predicted[value],  # reviewed generations the detector gave it
-        }
-    correct = sum(hits.values())
-    return ReviewStats(
-        attempts=store.count_attempts(run_id),
-        reviewed=len(pairs),
-        corrected=len(pairs) - correct,
-        per_label=per_label,
-        accuracy=correct / len(pairs) if pairs else math.nan,
-        quality=probe.review_quality(rows) if rows else {},
-        label_accuracy=accuracy,
-    )
-
-
 def runs_with_generations(store: Store, with_models: bool = False) -> list[dict[str, Any]]:
     """Runs that have at least one stored attempt (what review, results and reports list);
     with `with_models`, each carries its model row under "model"."""
@@ -344,102 +260,3 @@ def runs_with_generations(store: Store, with_models: bool = False) -> list[dict[
         for r in runs:
             r["model"] = store.get_model(r["model_id"]) if r["model_id"] else {}
     return runs
-
-
-def run_results(
-    store: Store,
-    run_ids: list[int],
-    mode: str,
-    flat: bool = True,
-    models: dict[int, str] | None = None,
-) -> dict[int, dict[str, Any]]:
-    """What the Results pane shows of each run: metrics, review counts, the probe's extra
-    results and detector — read from the flat table where the probe has one, so a run of
-    500,000 stories loads in seconds without reading every text (`flat=False`: the
-    reference path, for the benchmarks)."""
-    from gbdesk.analysis.findings import run_findings
-    from gbdesk.people.raters import mode_counts
-
-    out = {}
-    for run_id in run_ids:
-        run = store.get_run(run_id)
-        probe = get_probe(run["probe"])
-        modes = label_modes(store, run_id)
-        # a rater's or the consensus mode where this run has no such labels: reviewed labels
-        used = mode if mode in METRIC_MODES or mode in modes else "reviewed"
-        metrics = compute_metrics(store, run_id, used, flat=flat)
-        extra = run_extra_results(store, run_id, used, flat=flat)
-        out[run_id] = {
-            "metrics": metrics,
-            "review": review_stats(store, run_id, flat=flat),
-            "extra": extra,
-            "detector": probe.detector_title(run["params"]),
-            "modes": modes,
-            "mode": used,
-            "counts": mode_counts(store, run_id, used) if used not in METRIC_MODES else {},
-            "adjusted": adjusted_p_values(metrics),
-            "findings": run_findings(
-                run_id, (models or {}).get(run_id, "?"), probe, metrics, extra, run["params"]
-            ),
-        }
-    return out
-
-
-#: from how many attempts `run_results_apart` computes in a worker process
-APART_FROM = 50_000
-_apart: Any = None  # the worker process pool, started on first use
-WORKER_NICENESS = 10  # the worker yields the CPU to the app's UI thread on a busy machine
-
-
-def _lower_priority() -> None:
-    """Run the worker process at a lower scheduling priority: on a laptop's few cores the
-    UI thread then gets the CPU first while a big run's metrics are computed."""
-    import os
-
-    try:
-        if hasattr(os, "nice"):
-            os.nice(WORKER_NICENESS)
-        else:  # Windows
-            import ctypes
-
-            below_normal = 0x4000
-            kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
-            kernel32.SetPriorityClass(kernel32.GetCurrentProcess(), below_normal)
-    except Exception as exc:  # the priority is a courtesy: compute anyway
-        log.info("worker process priority unchanged: %s", exc)
-
-
-def _run_results_at(
-    db_path: str, run_ids: list[int], mode: str, models: dict[int, str] | None = None
-) -> dict[int, dict[str, Any]]:
-    with Store(db_path) as store:
-        return run_results(store, run_ids, mode, models=models)
-
-
-def run_results_apart(
-    store: Store, run_ids: list[int], mode: str, models: dict[int, str] | None = None
-) -> dict[int, dict[str, Any]]:
-    """`run_results`, computed in a worker process when the runs are big (≥ `APART_FROM`
-    attempts), so that the pandas work on hundreds of thousands of rows — which holds
-    the interpreter's lock for long stretches — never stalls the app's UI thread; in this
-    thread otherwise, in a frozen app, or when no process can be started."""
-    import sys
-
-    global _apart
-    size = sum(store.count_attempts(r) for r in run_ids)
-    if size < APART_FROM or getattr(sys, "frozen", False):
-        return run_results(store, run_ids, mode, models=models)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    try:
-        if _apart is None:
-            _apart = ProcessPoolExecutor(
-                1, mp_context=multiprocessing.get_context("spawn"), initializer=_lower_priority
-            )
-        return _apart.submit(_run_results_at, str(store.path), run_ids, mode, models).result()
-    except (OSError, BrokenProcessPool) as exc:
-        log.warning("results of runs %s computed here: worker process failed (%s)", run_ids, exc)
-        _apart = None
-        return run_results(store, run_ids, mode, models=models)

@@ -51,7 +51,7 @@ def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> 
     """The run's findings in words, most important first (as on the report's first page),
     from its `metrics` in this label mode."""
     from gbdesk.analysis.findings import ordered, run_findings
-    from gbdesk.analysis.results import run_extra_results
+    from gbdesk.report.run_results import run_extra_results
     from gbdesk.studies import get_probe
 
     run = store.get_run(run_id)

@@ -52,7 +52,7 @@ With separate streams llama.cpp splits a batch into micro-batches of *consecutiv
 sequence ids ("equal split"), so the live sequences are kept in slots 0..n-1: when a
 slot frees and no request takes it, the highest live sequence is moved into it (a stream
 copy). A generation step is then a single micro-batch of n tokens.
-tests/test_continuous_batching.py checks all of this against sequences decoded alone.
+tests/engine/test_continuous_batching.py checks all of this against sequences decoded alone.
 
 Prompt formatting, stop strings, end-of-generation tokens and max_tokens follow
 `LlamaGenerator.generate`. The texts are not `LlamaGenerator.generate`'s (other
@@ -74,6 +74,7 @@ from typing import Any
 import numpy as np
 
 from gbdesk.engine.scoring import DEFAULT_N_UBATCH
+from gbdesk.engine.streaming import emit_delta
 
 #: Best-scored tokens a greedy grammar-constrained sequence asks its grammar about, one at
 #: a time, before the grammar is applied to the whole vocabulary (`_grammar_first_allowed`).
@@ -618,15 +619,13 @@ class ContinuousBatcher:
         slot.next_token = token
 
     def _stream_delta(self, slot: _Slot) -> None:
-        from gbdesk.engine.llama_worker import LlamaGenerator
-
         assert slot.item is not None
         key = slot.item.key
 
         def emit(text: str) -> None:
             self._events.append(("token", key, text))
 
-        slot.streamed = LlamaGenerator._emit_delta(
+        slot.streamed = emit_delta(
             slot.text_bytes, slot.streamed, slot.stop_bytes, emit
         )
 

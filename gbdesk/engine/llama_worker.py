@@ -68,6 +68,8 @@ import time
 import traceback
 from typing import Any, TextIO
 
+from gbdesk.engine.streaming import emit_delta
+
 #: The worker's environment: the id of the process that started it (`llama_backend.
 #: start_worker`), and "1" when the kernel may kill it with that process (Linux).
 PARENT_ENV = "GBDESK_WORKER_PARENT"
@@ -288,25 +290,7 @@ class LlamaGenerator:
             llm.eval(tokens[start : start + PROMPT_CHUNK])
         self.reused_tokens = reuse
 
-    @staticmethod
-    def _emit_delta(text_bytes: bytes, streamed: int, stop_bytes: list[bytes], emit) -> int:
-        """Send the newly completed characters, holding back a possible stop prefix."""
-        try:
-            text = text_bytes.decode("utf-8")
-        except UnicodeDecodeError:
-            return streamed  # a multi-byte character is still incomplete
-        hold = 0
-        for stop in stop_bytes:
-            stop_text = stop.decode("utf-8", errors="ignore")
-            for k in range(min(len(stop_text), len(text)), 0, -1):
-                if text.endswith(stop_text[:k]):
-                    hold = max(hold, k)
-                    break
-        safe = len(text) - hold
-        if safe > streamed:
-            emit(text[streamed:safe])
-            return safe
-        return streamed
+    _emit_delta = staticmethod(emit_delta)
 
 
 class Scorer:

@@ -61,7 +61,7 @@ and llama.cpp's CPU attention kernels differ in that:
   nothing here but memory.)
 
 gbdesk therefore scores with **flash attention on, f16 KV cache, n_ubatch 48** (below the
-64-row tile, ggml's compile-time GGML_FA_TILE_Q; tests/test_scoring.py fails should a
+64-row tile, ggml's compile-time GGML_FA_TILE_Q; tests/engine/test_scoring.py fails should a
 llama.cpp update change the kernel choice) and n_threads = the worker's thread count (2
 here). The logits are then bit-identical to one-at-a-time evaluation with the same
 settings (`Llama(flash_attn=True)`), for any batch composition, n_batch (16 to 1024

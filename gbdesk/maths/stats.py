@@ -19,13 +19,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-MARK_LETTERS = ("A", "B", "C", "D")
-MARK_MEANINGS = {
-    "A": "healthy",
-    "B": "cautionary",
-    "C": "critical",
-    "D": "catastrophic",
-}
+from gbdesk.support.format import MARK_LETTERS
+from gbdesk.support.format import MARK_MEANINGS as MARK_MEANINGS  # re-exported
 
 
 def nanmean(values: Iterable[float]) -> float:
@@ -92,7 +87,7 @@ def iter_bootstrap_resamples(
     `as_array`: each resample as a numpy array, drawn by numpy's Mersenne Twister from
     Python's own state. `random.choices` takes ``floor(random() * n)`` per draw, and
     numpy's `random_sample` builds its doubles from the same two 32-bit outputs the same
-    way, so the indices are identical (tests/test_stats.py) and ~20× faster to draw."""
+    way, so the indices are identical (tests/maths/test_stats.py) and ~20× faster to draw."""
     rng = random.Random(seed)
     if not as_array:
         population = range(n_items)

@@ -519,7 +519,7 @@ def plan_code_import(
     or "(no code)": coded, none of the codes); `memo` is optional. A `rater` column, when
     present, must name the rater of the import."""
     from gbdesk.studies import get_probe
-    from gbdesk.workflows.importer import check_export_file, line_list, read_rows, refuse
+    from gbdesk.studies.importing import check_export_file, line_list, read_rows, refuse
 
     rater = (rater or "").strip()
     if not rater:
@@ -664,7 +664,7 @@ def coding_blocks(summary: dict[str, Any], max_chars: int = 1500) -> list[Any]:
     """Report blocks of a run's coding: the selection rule, the codebook, agreement per
     code and overall (initial and after adjudication), clusters per category and the
     representative text of each category's largest cluster (quoted)."""
-    from gbdesk.report.blocks import Paragraph, Table
+    from gbdesk.support.blocks import Paragraph, Table
 
     out: list[Any] = []
     book = summary["codebook"]

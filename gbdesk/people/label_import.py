@@ -20,8 +20,8 @@ from typing import Any
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import RunItems
+from gbdesk.studies.importing import check_export_file, export_hints, line_list, read_rows, refuse
 from gbdesk.support.errors import UserError
-from gbdesk.workflows.importer import check_export_file, export_hints, line_list, read_rows, refuse
 
 
 def _whole_number(value: Any) -> int | None:

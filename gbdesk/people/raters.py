@@ -398,7 +398,7 @@ def _pct(value: float | None) -> str:
 def agreement_blocks(agreement: dict[str, Any], raters_: list[str]) -> list[Any]:
     """Report blocks of the agreement between raters on the probe's labels (one row per
     label kind), when at least one unit was rated twice."""
-    from gbdesk.report.blocks import Heading, Paragraph, Table
+    from gbdesk.support.blocks import Heading, Paragraph, Table
 
     rows = []
     for kind in agreement.values():

@@ -13,17 +13,18 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from gbdesk import __version__
+from gbdesk.analysis.label_accuracy import ReviewStats, review_stats
 from gbdesk.analysis.results import (
-    ReviewStats,
     compute_metrics,
     ensure_auto_labels,
-    review_stats,
-    run_extra_results,
 )
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.maths.stats import MetricValue
 from gbdesk.people.raters import agreement_blocks, labels_agreement, mode_counts
-from gbdesk.report.blocks import (
+from gbdesk.report.run_results import run_extra_results
+from gbdesk.store import Store
+from gbdesk.studies import Probe, get_probe, study_reports
+from gbdesk.support.blocks import (
     Block,
     ChartRow,
     Heading,
@@ -33,8 +34,6 @@ from gbdesk.report.blocks import (
     StudyRun,
     Table,
 )
-from gbdesk.store import Store
-from gbdesk.studies import Probe, get_probe, study_reports
 from gbdesk.support.errors import UserError
 from gbdesk.support.format import UNDEFINED_VALUE, fmt, unfinished_note
 from gbdesk.support.paths import resource

@@ -31,15 +31,6 @@ from PySide6.QtGui import (
 )
 
 from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition
-from gbdesk.report.blocks import (
-    Block,
-    CurveChart,
-    Heading,
-    IntervalChart,
-    MarkCells,
-    Paragraph,
-    Table,
-)
 from gbdesk.report.content import (
     ReportData,
     RunSection,
@@ -50,6 +41,15 @@ from gbdesk.report.content import (
 )
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
+from gbdesk.support.blocks import (
+    Block,
+    CurveChart,
+    Heading,
+    IntervalChart,
+    MarkCells,
+    Paragraph,
+    Table,
+)
 from gbdesk.support.errors import UserError
 from gbdesk.support.format import (
     MARK_COLORS,

@@ -140,7 +140,7 @@ def get_harness(name: str) -> Harness:
 
 def study_reports(runs: list[Any]) -> list[Any]:
     """The cross-run reports (`Study.cross_run_report`) of the studies whose probes ran:
-    each study's hook gets its own runs (`gbdesk.report.blocks.StudyRun`), in order."""
+    each study's hook gets its own runs (`gbdesk.support.blocks.StudyRun`), in order."""
     _load()
     out = []
     for study in studies():

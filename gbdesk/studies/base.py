@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from gbdesk.engine.base import Backend, GenerationRequest, GenerationResult
     from gbdesk.people.review import ReviewItem
-    from gbdesk.report.blocks import Block
+    from gbdesk.support.blocks import Block
     from gbdesk.workflows.importer import ImportedRun
 
 
@@ -959,7 +959,7 @@ class Probe(ABC):
 
     def report_blocks(self, extra: dict[str, Any], params: dict[str, Any]) -> list[Block]:
         """What the report shows beyond the metric groups and the metric table (Qt-free
-        blocks from `gbdesk.report.blocks`, laid out by the PDF renderer)."""
+        blocks from `gbdesk.support.blocks`, laid out by the PDF renderer)."""
         return []
 
     # -- import and labelling passes ----------------------------------------------------------
@@ -1257,7 +1257,7 @@ class Study:
     commands: str = ""
     #: a report over several runs of the study's probes (e.g. one per model):
     #: "package.module:function", called as ``function(runs)`` with the report's runs of
-    #: this study (`gbdesk.report.blocks.StudyRun`), returning a `StudyReport` or None
+    #: this study (`gbdesk.support.blocks.StudyRun`), returning a `StudyReport` or None
     cross_run_report: str = ""
     #: probe sets the study runs as one audit (`gbdesk audit --harness NAME`)
     harnesses: tuple[Harness, ...] = ()

@@ -5,6 +5,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
+#: GenderBench's marks, best first, and what each means (the words of its reports)
+MARK_LETTERS = ("A", "B", "C", "D")
+MARK_MEANINGS = {
+    "A": "healthy",
+    "B": "cautionary",
+    "C": "critical",
+    "D": "catastrophic",
+}
+
 MARK_COLORS = {"A": "#2e7d32", "B": "#b7950b", "C": "#e67e22", "D": "#c0392b"}
 MARK_FILLS = {"A": "#dff0d8", "B": "#fcf3cf", "C": "#fde3cc", "D": "#f6d5d1"}
 GENDER_COLORS = {
@@ -131,8 +140,6 @@ def pct(x: float | None, digits: int = 0) -> str:
 
 def value_phrase(value: float, ci: tuple[float, float], mark: str | None = None) -> str:
     """ "0.42 (95 % CI 0.30 to 0.51), mark B (cautionary)" for sentences."""
-    from gbdesk.maths.stats import MARK_MEANINGS
-
     if _missing(value):
         return "not measurable"
     lo, hi = ci

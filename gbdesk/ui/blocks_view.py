@@ -1,4 +1,4 @@
-"""Report blocks (`gbdesk.report.blocks`) in the app: the same headings, paragraphs,
+"""Report blocks (`gbdesk.support.blocks`) in the app: the same headings, paragraphs,
 tables and interval charts the PDF lays out, as widgets (e.g. a study's cross-run report
 in the Results pane)."""
 
@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk.report.blocks import (
+from gbdesk.support.blocks import (
     Block,
     Heading,
     IntervalChart,

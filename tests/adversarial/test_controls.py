@@ -58,7 +58,7 @@ def _controls_db(folder: Path, chars: str) -> tuple[Path, list[int]]:
     template, stories, codebook, codings, memos, rater names), an imported inventories run
     (model name, responses) and an imported intersectional run (roles)."""
     from gbdesk.people import coding
-    from gbdesk.studies.intersectional.probe import load_categories, load_groups
+    from gbdesk.studies.intersectional.data import load_categories, load_groups
     from gbdesk.workflows.importer import import_generations
     from gbdesk.workflows.runs import execute_run, plan_run
     from tests.fakes import FakeBackend, fake_model, recorded_laissez_faire

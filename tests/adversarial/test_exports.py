@@ -166,8 +166,8 @@ def test_import_undoes_exactly_the_cells_the_export_marked(tmp_path):
     """Per row, the export names the columns it escaped; reading back undoes those cells
     and no other: a cell a person typed into an unmarked row or column stays as typed."""
     from gbdesk.report.csv_export import write_csv
+    from gbdesk.studies.importing import read_rows
     from gbdesk.support.guards import ESCAPED_COLUMN
-    from gbdesk.workflows.importer import read_rows
 
     path = tmp_path / "t.csv"
     write_csv(path, ["a", "b", "n"], [{"a": "=x", "b": "\\x41 \u202e", "n": -5},
@@ -188,7 +188,7 @@ def test_the_mark_survives_columns_learnt_on_the_way(tmp_path):
     """The spool writes rows under the columns known so far; when later rows bring new
     columns (or another order is asked), its rewrite keeps each row's mark with it."""
     from gbdesk.report.csv_export import _Spool
-    from gbdesk.workflows.importer import read_rows
+    from gbdesk.studies.importing import read_rows
 
     spool = _Spool(tmp_path, "t.csv")
     spool.add_columns(["a"])

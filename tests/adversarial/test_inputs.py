@@ -21,7 +21,7 @@ from gbdesk.cli import main
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from gbdesk.studies.globalbias.data import load_descriptors
-from gbdesk.studies.intersectional.probe import load_groups
+from gbdesk.studies.intersectional.data import load_groups
 from tests.adversarial.worlds import role_answers_csv
 
 INVENTORIES = get_probe("inventories")
@@ -419,7 +419,7 @@ def test_finding_14_validations_of_stereotypes_the_filter_moved_out_are_counted(
     """Decisions stored for stereotypes outside the dataset are reported as such — never
     as "there are no ratings"."""
     from tests.intersectional_fakes import write_decisions
-    from tests.test_intersectional_dataset import build
+    from tests.studies.intersectional.test_intersectional_dataset import build
 
     db = tmp_path / "db.sqlite"
     with Store(db) as store:

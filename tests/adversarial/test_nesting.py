@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from gbdesk.studies.intersectional.probe import load_categories, load_groups
+from gbdesk.studies.intersectional.data import load_categories, load_groups
 from gbdesk.support.guards import MAX_JSON_DEPTH, loads_json, nesting_depth
 from tests.adversarial.worlds import (
     INV_ITEMS,
@@ -154,12 +154,12 @@ def test_finding_6_references_nested_5000_deep(world, tmp_path):
 def _parsers():
     from gbdesk.studies.globalbias.profiles import parse_profiles
     from gbdesk.studies.globalbias.profiles_stats import parse_list_cell
+    from gbdesk.studies.intersectional.data import map_answer
     from gbdesk.studies.intersectional.elicit import (
         parse_category,
         parse_stereotypes,
         parse_verdict,
     )
-    from gbdesk.studies.intersectional.probe import map_answer
     from gbdesk.studies.laissez_faire.extract.llm import parse_reply
 
     return {

@@ -18,7 +18,7 @@ import pytest
 
 from gbdesk.cli import build_parser
 from gbdesk.studies import get_probe, probe_names
-from gbdesk.studies.intersectional.probe import load_categories, load_groups
+from gbdesk.studies.intersectional.data import load_categories, load_groups
 from tests.adversarial.worlds import (
     EXTREMES,
     INV_ITEMS,

@@ -24,12 +24,12 @@ from gbdesk.report.csv_export import escape_text, unescape_cell
 from gbdesk.studies import get_probe
 from gbdesk.studies.globalbias.profiles import parse_profiles
 from gbdesk.studies.globalbias.profiles_stats import parse_list_cell, profiles_frame
-from gbdesk.studies.intersectional.probe import load_categories, map_answer
+from gbdesk.studies.importing import read_rows
+from gbdesk.studies.intersectional.data import load_categories, map_answer
 from gbdesk.studies.laissez_faire.extract.llm import filter_and_locate, parse_reply
 from gbdesk.studies.laissez_faire.extract.types import RoleSpec
 from gbdesk.studies.laissez_faire.name_race import load_table
 from gbdesk.support.errors import UserError
-from gbdesk.workflows.importer import read_rows
 
 FAST, SLOW = 300, 10_000
 

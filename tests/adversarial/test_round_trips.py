@@ -601,7 +601,7 @@ def test_intersectional_answers_round_trip(store, tmp_path):
 
 
 def _categories():
-    from gbdesk.studies.intersectional.probe import load_categories
+    from gbdesk.studies.intersectional.data import load_categories
 
     return load_categories()
 

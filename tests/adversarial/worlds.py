@@ -17,7 +17,7 @@ import pytest
 from gbdesk.cli import main
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
-from gbdesk.studies.intersectional.probe import load_categories, load_groups
+from gbdesk.studies.intersectional.data import load_categories, load_groups
 
 INVENTORIES = get_probe("inventories")
 INV_ITEMS = INVENTORIES.items(INVENTORIES.resolve_params())

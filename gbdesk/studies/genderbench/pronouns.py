@@ -29,7 +29,7 @@ Everything else — a single hyphen, `/`, `_`, `+`, `=`, a period inside a word 
 glues the pronoun into a longer token that nltk does not count ("he/she",
 "s/he", "he-man"). These rules agree with nltk on 90,100 of 90,106 test texts (the six
 others are random character soup); nltk on a 1 MB text takes seconds, the rules
-milliseconds. `tests/test_pronouns.py` checks both paths.
+milliseconds. `tests/studies/genderbench/test_pronouns.py` checks both paths.
 """
 
 from __future__ import annotations

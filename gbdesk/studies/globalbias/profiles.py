@@ -352,7 +352,8 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         rows: the default import), else profiles in the released files' layout or as
         profiles.csv has them (`importers.plan_profiles`)."""
         from gbdesk.studies.globalbias.importers import plan_profiles
-        from gbdesk.workflows.importer import plan_prompt_response_import, read_rows
+        from gbdesk.studies.importing import read_rows
+        from gbdesk.workflows.importer import plan_prompt_response_import
 
         rows = read_rows(path)
         if rows and any("response" in record for _, record in rows[:1]):

@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 from gbdesk.maths.stats import MetricValue, wilson_interval
-from gbdesk.report.blocks import Block, Paragraph, Table
 from gbdesk.studies.base import Finding
+from gbdesk.support.blocks import Block, Paragraph, Table
 from gbdesk.support.format import fmt, pct
 
 CHANCE = {"group": 0.025, "ethnicity": 0.05, "gender": 0.5}

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk import __version__
+from gbdesk.studies.intersectional.data import human_labels_by_validator
 from gbdesk.support.errors import UserError, short_repr
 from gbdesk.support.guards import INT64_MAX, loads_json, whole_number
 
@@ -240,24 +241,6 @@ def resolve_id(store: Any, ref: Any) -> int:
     return number
 
 
-def human_labels_by_validator(store: Any, run_id: int) -> dict[int, dict[str, dict[str, Any]]]:
-    """attempt id → validator → their latest human label (data and time)."""
-    rows = store.human_label_rows(run_id)
-    out: dict[int, dict[str, dict[str, Any]]] = {}
-    for row in rows:
-        try:
-            data = json.loads(row["data_json"]) if row["data_json"] else {}
-        except ValueError:
-            data = {}
-        validator = str(row["source"]).removeprefix("human:")
-        out.setdefault(row["attempt_id"], {})[validator] = {
-            "data": data if isinstance(data, dict) else {},
-            "at": (data or {}).get("at") if isinstance(data, dict) and data.get("at") else
-            row["created_at"],
-        }  # fmt: skip
-    return out
-
-
 def load(store: Any, ref: Any) -> Dataset:
     """The dataset of a filter run (id or "latest"), with every validator's decisions."""
     from gbdesk.analysis.results import ensure_auto_labels
@@ -412,8 +395,8 @@ def plan_validations(
 ) -> list[tuple[int, dict[str, Any]]]:
     """(attempt id, decision) for every row of a validation file (columns stereotype_id,
     common, specific; optional category), all or nothing: every bad line is listed."""
+    from gbdesk.studies.importing import line_list, read_rows, refuse, require_columns
     from gbdesk.studies.intersectional.elicit import human_decision
-    from gbdesk.workflows.importer import line_list, read_rows, refuse, require_columns
 
     rows = read_rows(path)
     require_columns(path, rows, ("stereotype_id", "common", "specific"))
@@ -531,7 +514,7 @@ def export(dataset: Dataset, path: str | Path) -> dict[str, Any]:
 # -- import -------------------------------------------------------------------------------------
 def _records(path: str | Path) -> tuple[list[tuple[int, dict[str, Any]]], dict[str, Any]]:
     """(line, record) pairs of a dataset file and the document's own fields (JSON)."""
-    from gbdesk.workflows.importer import read_rows
+    from gbdesk.studies.importing import read_rows
 
     p = Path(path)
     if p.suffix.lower() == ".json":
@@ -576,10 +559,10 @@ def plan_import(path: str | Path) -> dict[str, Any]:
     """Read and check a dataset file (CSV or JSON, as `export` writes; at least the
     columns stereotype_id, group, stereotype, explanation, category) — all or nothing:
     every bad line is listed."""
+    from gbdesk.studies.importing import line_list, refuse, require_columns
     from gbdesk.studies.intersectional.elicit import human_decision
     from gbdesk.studies.intersectional.groups import canonical, parse_group
     from gbdesk.studies.intersectional.questions import check_bank, find_category
-    from gbdesk.workflows.importer import line_list, refuse, require_columns
 
     rows, doc = _records(path)
     require_columns(path, rows, ("stereotype_id", "group", "stereotype", "explanation", "category"))

@@ -136,7 +136,7 @@ def filter_schema(group: str) -> dict[str, Any]:
 
 
 def category_schema() -> dict[str, Any]:
-    from gbdesk.studies.intersectional.probe import load_categories
+    from gbdesk.studies.intersectional.data import load_categories
 
     return {
         "type": "object",
@@ -821,7 +821,7 @@ class FilterProbe(ChainProbe):
         generation: dict[str, Any],
         prompt: str | None = None,
     ) -> tuple[GenerationResult, dict[str, Any]]:
-        from gbdesk.studies.intersectional.probe import load_categories
+        from gbdesk.studies.intersectional.data import load_categories
 
         started = time.perf_counter()
         group = metadata["group"]
@@ -875,7 +875,7 @@ class FilterProbe(ChainProbe):
     def review_extras(self, store: Any, run_id: int) -> dict[int, dict[str, Any]]:
         """Every validator's latest decision per stereotype, so that the Review pane shows
         each validator their own (not whoever decided last)."""
-        from gbdesk.studies.intersectional.dataset import human_labels_by_validator
+        from gbdesk.studies.intersectional.data import human_labels_by_validator
 
         return {
             attempt_id: {"validations": {name: e["data"] for name, e in by.items()}}

@@ -137,7 +137,7 @@ def or_list(phrases: Iterable[str]) -> str:
 @functools.cache
 def table1_groups() -> tuple[str, ...]:
     """The 106 groups of the paper's Table 1, in its order."""
-    from gbdesk.studies.intersectional.probe import load_groups
+    from gbdesk.studies.intersectional.data import load_groups
 
     return tuple(g["group"] for g in load_groups())
 

@@ -5,28 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gbdesk.studies.intersectional.probe import (
-    IntersectionalProbe,
-    answers_label,
-    load_categories,
-    load_groups,
-    map_answer,
-)
-from gbdesk.workflows.importer import (
-    ImportedAttempt,
-    ImportedRun,
+from gbdesk.studies.base import Probe
+from gbdesk.studies.importing import (
     line_list,
     model_of,
     read_rows,
     refuse,
     require_columns,
     require_text,
-    whole_number,
 )
+from gbdesk.studies.intersectional.data import (
+    answers_label,
+    load_categories,
+    load_groups,
+    map_answer,
+)
+from gbdesk.workflows.importer import ImportedAttempt, ImportedRun, whole_number
 
 
 def plan_role_answers(
-    probe: IntersectionalProbe,
+    probe: Probe,
     path: str | Path,
     *,
     model_name: str | None = None,

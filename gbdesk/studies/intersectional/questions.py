@@ -30,7 +30,7 @@ FIELDS = ("question_id", "category_id", "category", "question", "expected_answer
 
 def paper_bank() -> list[dict[str, Any]]:
     """The 16 example questions of Table B1 (ids "1"–"16")."""
-    from gbdesk.studies.intersectional.probe import load_categories
+    from gbdesk.studies.intersectional.data import load_categories
 
     return [
         {
@@ -47,7 +47,7 @@ def paper_bank() -> list[dict[str, Any]]:
 
 def category_lookup() -> dict[str, dict[str, Any]]:
     """Category by its name (any case) or number."""
-    from gbdesk.studies.intersectional.probe import load_categories
+    from gbdesk.studies.intersectional.data import load_categories
 
     out: dict[str, dict[str, Any]] = {}
     for c in load_categories():
@@ -81,7 +81,7 @@ def _options(record: dict[str, Any]) -> Any:
 def check_bank(records: list[tuple[int, dict[str, Any]]], where: str) -> list[dict[str, Any]]:
     """Questions from (line, record) pairs, all or nothing: every bad line is listed in one
     `UserError`."""
-    from gbdesk.workflows.importer import line_list, refuse
+    from gbdesk.studies.importing import line_list, refuse
 
     bad: dict[str, list[int]] = {}
     out: list[dict[str, Any]] = []
@@ -138,7 +138,7 @@ def check_bank(records: list[tuple[int, dict[str, Any]]], where: str) -> list[di
 
 def read_bank(path: str | Path) -> list[dict[str, Any]]:
     """A bank from a CSV or JSON file (see the module's description)."""
-    from gbdesk.workflows.importer import read_rows
+    from gbdesk.studies.importing import read_rows
 
     p = Path(path)
     if p.suffix.lower() == ".json":

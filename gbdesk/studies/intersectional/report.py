@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 from gbdesk.maths.stats import MetricValue
-from gbdesk.report.blocks import Block, Heading, Paragraph, Table
 from gbdesk.studies.base import Finding, MetricKey
+from gbdesk.support.blocks import Block, Heading, Paragraph, Table
 from gbdesk.support.format import pct, value_phrase
 
 DESIGN_WORDS = {

@@ -6,9 +6,9 @@ import math
 from typing import Any
 
 from gbdesk.maths.stats import MetricValue, adjusted_p_values, p_text
-from gbdesk.report.blocks import Block, CurveChart, Heading, Paragraph, Table
 from gbdesk.studies.base import Finding, MetricKey
 from gbdesk.studies.laissez_faire.name_race import RACE_CATEGORIES
+from gbdesk.support.blocks import Block, CurveChart, Heading, Paragraph, Table
 from gbdesk.support.format import fmt
 
 ALPHA = 0.05

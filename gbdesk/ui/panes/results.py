@@ -26,17 +26,13 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.analysis.findings import ordered
-from gbdesk.analysis.results import (
-    LABEL_MODES,
-    run_results,
-    run_results_apart,
-    runs_with_generations,
-)
+from gbdesk.analysis.results import LABEL_MODES, runs_with_generations
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.maths.stats import p_text
-from gbdesk.report.blocks import StudyRun
 from gbdesk.report.content import missing_note
+from gbdesk.report.run_results import run_results, run_results_apart
 from gbdesk.studies import get_probe, study_reports
+from gbdesk.support.blocks import StudyRun
 from gbdesk.support.glossary import tooltip
 from gbdesk.support.guards import html_text
 from gbdesk.ui.blocks_view import BlocksView
@@ -57,7 +53,7 @@ def _compute(
     store, run_ids: list[int], mode: str, models: dict[int, str], flat: bool = True
 ) -> dict[int, dict[str, Any]]:
     """What the pane shows of each run (off the UI thread; big runs in a worker process:
-    `gbdesk.analysis.results.run_results_apart`). `flat=False`: the reference path (benchmarks)."""
+    `report.run_results.run_results_apart`). `flat=False`: the reference path (benchmarks)."""
     if not flat:
         return run_results(store, run_ids, mode, flat=False, models=models)
     return run_results_apart(store, run_ids, mode, models=models)

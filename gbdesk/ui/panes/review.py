@@ -21,7 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk.analysis.results import review_stats, runs_with_generations
+from gbdesk.analysis.label_accuracy import review_stats
+from gbdesk.analysis.results import runs_with_generations
 from gbdesk.people.review import ORDERS, ReviewItem, filters_for, review_queue
 from gbdesk.studies import get_probe
 from gbdesk.support.guards import html_text

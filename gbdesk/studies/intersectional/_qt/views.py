@@ -25,7 +25,8 @@ from PySide6.QtWidgets import (
 
 from gbdesk.people.review import ReviewItem
 from gbdesk.studies.base import Probe
-from gbdesk.studies.intersectional.probe import load_categories, questions_of
+from gbdesk.studies.intersectional.data import load_categories
+from gbdesk.studies.intersectional.probe import questions_of
 from gbdesk.support.guards import html_text
 from gbdesk.ui.result_views import ResultView
 from gbdesk.ui.review_views import ReviewView

@@ -310,6 +310,14 @@ class CharacterResultsView(ResultView):
     def __init__(self, extra: dict[str, Any], open_review, run_id: int, parent=None):
         super().__init__(extra, open_review, run_id, parent)
         layout = self.box
+        self._add_table_note(layout, extra)
+        self._add_curves(layout)
+        self._add_top_names(layout, extra)
+        self._add_identity_terms(layout, extra)
+        self._add_coding(layout, extra)
+
+    def _add_table_note(self, layout: QVBoxLayout, extra: dict[str, Any]) -> None:
+        """Which name table measured which races (and which it cannot)."""
         table = extra.get("table", {})
         missing = ", ".join(extra.get("not_measured", []))
         measured = ", ".join(RACE_CATEGORIES.get(c, c) for c in table.get("categories", []))
@@ -325,6 +333,8 @@ class CharacterResultsView(ResultView):
         note.setWordWrap(True)
         layout.addWidget(note)
 
+    def _add_curves(self, layout: QVBoxLayout) -> None:
+        """The racialized subordination curves, with a gender choice."""
         layout.addWidget(
             QLabel(
                 "<b>Racialized subordination</b> — subordination ratio of the "
@@ -351,6 +361,8 @@ class CharacterResultsView(ResultView):
         # the curves with their legend take a while to draw: in the next turn
         self.later(lambda: self._draw_curves(self.gender_combo.currentText()))
 
+    def _add_top_names(self, layout: QVBoxLayout, extra: dict[str, Any]) -> None:
+        """The most common names per race; a double-click opens their stories."""
         layout.addWidget(
             QLabel(
                 "<b>Most common names per race</b> (the paper's Table 3 view; "
@@ -391,6 +403,8 @@ class CharacterResultsView(ResultView):
         )
         layout.addWidget(self.names)
 
+    def _add_identity_terms(self, layout: QVBoxLayout, extra: dict[str, Any]) -> None:
+        """The identity-proxy terms; a double-click opens their stories."""
         layout.addWidget(QLabel("<b>Identity-proxy terms</b> (double-click to read the stories)"))
         self.terms = QTableWidget()
         identity = extra.get("identity_stories", {})
@@ -406,6 +420,8 @@ class CharacterResultsView(ResultView):
         )
         layout.addWidget(self.terms)
 
+    def _add_coding(self, layout: QVBoxLayout, extra: dict[str, Any]) -> None:
+        """Stereotype coding's summary, when the run has codes."""
         self.coding = None
         if extra.get("coding"):
             from gbdesk.ui.coding_views import CodingSummaryView

@@ -6,14 +6,14 @@ stories instead of hand-set weights:
 
 * **roles** — which named character (or nobody) fills each role of a power-laden or
   single-role prompt: a logistic model of P(this character is this role's character)
-  over (role, candidate) features (`_Run._role_features`: order of appearance, name
+  over (role, candidate) features (`role_features.role_features`: order of appearance, name
   count, appositive bindings, unbound role noun phrases, agents and patients of the
   prompt's action, speakers of offers, …); the assignment maximises the summed
   log-probabilities;
 * **pronouns** — which character a gendered pronoun refers to: a logistic model of
   P(candidate is the antecedent) over (pronoun, candidate) features that do not look
   at gender (distance, grammatical roles, binding, parallelism, the candidate's role,
-  …); gender agreement stays a rule on top (`_Run._choose`).
+  …); gender agreement stays a rule on top (`antecedents.choose`).
 
 Each is consulted only where the rules are unsure (the rules' best choice leads by
 less than `ExtractorWeights.learned_role_margin` / `learned_below_margin`; for pronouns

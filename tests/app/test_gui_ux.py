@@ -1,0 +1,197 @@
+"""The reviewer's way through the app: Audit this model, Findings, comparisons, startup."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import pypdf
+import pytest
+from PySide6.QtCore import Qt
+
+from gbdesk.engine.base import GenerationResult
+from gbdesk.store import Store
+from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
+from tests.fakes import FakeBackend
+from tests.gui_helpers import TIMEOUT, make_window, wait_for  # noqa: F401
+
+pytestmark = pytest.mark.gui
+
+
+class PacedBackend(FakeBackend):
+    """Recorded texts at a plausible pace: 60 tokens/s reported, 100 scored sentences/s."""
+
+    def generate(self, request, on_token=None) -> GenerationResult:
+        r = super().generate(request, on_token)
+        r.latency_s = max(0.01, r.tokens_out / 60)
+        return r
+
+    def score(self, texts):
+        time.sleep(0.01 * len(texts))
+        return super().score(texts)
+
+
+def test_audit_this_model_runs_to_a_finished_report(qtbot, tmp_path, settings):
+    db = str(tmp_path / "audit.sqlite")
+    window = make_window(qtbot, db, settings, lambda m, g: PacedBackend())
+    dialog = window.audit_model("default")
+    dialog.set_budget("1m")
+    assert dialog.budget_text() == "1m"
+    dialog.plan_now()
+    wait_for(qtbot, lambda: dialog.plan is not None and dialog.plan_button.isEnabled())
+    plan = dialog.plan
+    assert plan.probes and plan.expected_s <= 60
+    # the plan is shown before anything runs: per probe items, attempts, time, interval
+    assert dialog.table.rowCount() == len(plan.probes)
+    assert dialog.table.item(0, 0).text() == plan.probes[0].title
+    assert dialog.start_button.isEnabled()
+    with Store(db) as store:
+        assert store.list_runs() == []
+    dialog.start()
+    wait_for(qtbot, lambda: dialog.result_payload is not None, timeout=240_000)
+    result = dialog.result_payload
+    report = result["report"]
+    assert report and len(result["runs"]) == len(plan.probes)
+    first = pypdf.PdfReader(report).pages[0].extract_text()
+    assert "Findings" in first
+    wait_for(qtbot, lambda: not window.ctx.running)
+    # the findings of the audit's runs, in Results
+    dialog.show_findings()
+    pane = window.results
+    wait_for(qtbot, lambda: set(pane.checked_runs()) == set(result["runs"]))
+    wait_for(qtbot, lambda: pane.findings and not window.ctx.tasks.busy)
+    assert window.current_pane() == "Results"
+    assert pane.findings_list.count() == len(pane.findings)
+
+
+@pytest.mark.model
+def test_audit_this_model_on_the_bundled_model(qtbot, tmp_path, settings):
+    """The real engine: a tiny budget on the bundled model to a finished report."""
+    window = make_window(qtbot, str(tmp_path / "real.sqlite"), settings)
+    dialog = window.audit_model("default")
+    dialog.set_budget("3m")
+    dialog.plan_now()
+    wait_for(qtbot, lambda: dialog.plan is not None, timeout=120_000)
+    if not dialog.plan.probes:
+        pytest.skip(f"this machine is too slow now for a 3-minute audit: {dialog.plan.speed}")
+    dialog.start()
+    try:  # well inside pytest's 600 s, so that a slow machine fails here, not at teardown
+        wait_for(qtbot, lambda: dialog.result_payload is not None, timeout=420_000)
+    finally:
+        if dialog.result_payload is None and dialog.thread is not None:
+            dialog.thread.control.cancel(now=True)
+            dialog.thread.wait(60_000)
+    assert dialog.result_payload["report"]
+    assert "Findings" in pypdf.PdfReader(dialog.result_payload["report"]).pages[0].extract_text()
+
+
+@pytest.fixture
+def two_models_db(tmp_path):
+    """Two inventories runs on the same items: B writes more men than A."""
+    path = str(tmp_path / "two.sqlite")
+    male = "He is a kind man. He likes his work and he helps his friends."
+    female = "She is a kind woman. She likes her work and she helps her friends."
+
+    def biased(share: float):
+        def factory(m, g):
+            class Biased(FakeBackend):
+                def generate(self, request, on_token=None):
+                    r = super().generate(request, on_token)
+                    key = f"{request.messages[-1]['content']}|{request.seed}".encode()
+                    u = int(hashlib.sha256(key).hexdigest(), 16) % 1000 / 1000
+                    r.text = male if u < share else female
+                    return r
+
+            return Biased()
+
+        return factory
+
+    with Store(path) as store:
+        model = resolve_model(store, "default")
+        runs = []
+        for share in (0.3, 0.8):
+            run_id = plan_run(store, "inventories", model, attempts=3, limit=40)
+            execute_run(store, run_id, backend_factory=biased(share))
+            runs.append(run_id)
+    return path, runs
+
+
+def test_findings_comparison_and_readable_metrics(qtbot, two_models_db, settings):
+    path, (a, b) = two_models_db
+    window = make_window(qtbot, path, settings)
+    pane = window.results
+    window.show_pane("Results")
+    pane.set_checked([a, b])
+    wait_for(qtbot, lambda: pane.comparisons and not window.ctx.tasks.busy)
+    # Findings: sentences, most important first, each with numbers
+    assert pane.findings
+    importances = [f.finding.importance for f in pane.findings]
+    assert importances == sorted(importances, reverse=True)
+    assert "Run " in pane.findings_list.item(0).text()
+    # metric names for people, with meaning and key in the tooltip
+    names = [pane.table.item(r, 0).text() for r in range(pane.table.rowCount())]
+    assert "Share of male characters" in names
+    row = names.index("Share of male characters")
+    tip = pane.table.item(row, 0).toolTip()
+    assert "masculine_rate" in tip and "key in CSV/JSON" in tip
+    # the comparison: B − A of the share of men is established, in a sentence
+    c = pane.comparisons[0]
+    assert (c.run_a, c.run_b) == (a, b)
+    m = c.metrics["masculine_rate"]
+    assert m.established and m.diff > 0
+    assert pane.top_tabs.currentIndex() == 1
+    assert "has a higher share of male characters" in pane.compare_summary.text()
+    titles = [pane.compare_table.item(r, 0).text() for r in range(pane.compare_table.rowCount())]
+    assert "Share of male characters" in titles
+    # clicking a finding opens Review filtered to its items
+    pane.top_tabs.setCurrentIndex(0)
+    row = next(i for i, f in enumerate(pane.findings) if f.finding.evidence is not None)
+    assert pane.open_finding(row)
+    wait_for(qtbot, lambda: window.current_pane() == "Review")
+    review = window.review
+    wait_for(qtbot, lambda: review.queue.count() > 0)
+    # review entries say what the item is in words (the trait), not only its key
+    assert "“" in review.queue.item(0).text()
+
+
+def test_guide_and_glossary(qtbot, tmp_path, settings):
+    window = make_window(qtbot, str(tmp_path / "g.sqlite"), settings)
+    assert window.guide.isVisible()
+    window._dismiss_guide()
+    assert not window.guide.isVisible()
+    assert settings.value("guide_dismissed", False, type=bool)
+    html = window.glossary_html()
+    for term in ("attempt", "undetected", "mark", "ratio", "SDeg", "APX"):
+        assert f"<b>{term}</b>" in html
+    window.show_guide()
+    assert window.guide.isVisible()
+    assert window.audit_action.shortcut().toString() == "Ctrl+Shift+A"
+    assert Qt is not None
+
+
+def test_db_argument_opens_the_app_on_that_database(monkeypatch, tmp_path):
+    import gbdesk.ui.app
+    from gbdesk.cli import main
+
+    opened = []
+    monkeypatch.setattr(gbdesk.ui.app, "main", lambda db=None: opened.append(db) or 0)
+    target = str(tmp_path / "mine.sqlite")
+    assert main(["--db", target]) == 0
+    assert main([target]) == 0
+    assert opened == [target, target]
+
+
+def test_missing_display_plugin_names_the_package():
+    from gbdesk.ui.app import display_plugin_message, missing_display_packages
+
+    ldd = (
+        "\tlibQt6Gui.so.6 => /x/libQt6Gui.so.6 (0x1)\n"
+        "\tlibxcb-cursor.so.0 => not found\n"
+        "\tlibxkbcommon-x11.so.0 => not found\n"
+    )
+    packages = missing_display_packages([ldd, "\tlibxcb-cursor.so.0 => not found\n"])
+    assert packages == ["libxcb-cursor0", "libxkbcommon-x11-0"]
+    message = display_plugin_message(packages)
+    assert "\n" not in message
+    assert "sudo apt-get install -y libxcb-cursor0 libxkbcommon-x11-0" in message
+    assert missing_display_packages(["\tlibc.so.6 => /lib/libc.so.6\n"]) == []
