@@ -60,7 +60,7 @@ def story_variants(n: int, seed: int = 0, names: list[str] | None = None) -> Ite
                 head = ch["name"].split()[0].strip(".,;:!?\"'")
                 if head.isalpha() and head.lower() not in ("dr", "mr", "mrs", "ms"):
                     words.append(head)
-        found.append(sorted(set(words), key=len, reverse=True))
+        found.append(sorted(set(words), key=lambda w: (-len(w), w)))  # not in set order
     pool = names or first_names(seed=seed)
     rng = random.Random(seed)
     attempts: dict[str, int] = {}

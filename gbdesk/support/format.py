@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-#: GenderBench's marks, best first, and what each means (the words of its reports)
+#: the marks, best first, and what each means (the words of the reports that grade)
 MARK_LETTERS = ("A", "B", "C", "D")
 MARK_MEANINGS = {
     "A": "healthy",

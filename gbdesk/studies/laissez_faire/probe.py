@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -42,24 +42,19 @@ from gbdesk.studies.base import (
 )
 from gbdesk.studies.laissez_faire.extract.gender_words import DEFAULT_WORD_LIST
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
-from gbdesk.studies.laissez_faire.stats import (
-    NameCounts,
-    Ratio,
-    name_subordination,
-    racialized_subordination,
-    representation_ratio,
-    subordination_ratio,
-    wilson_bounds,
+from gbdesk.studies.laissez_faire.metrics import (  # the metrics' vocabulary, re-exported
+    DOMAINS,
+    GENDERS,
+    load_identity_terms,
+    stories_with_term,
+    term_pattern,
 )
 from gbdesk.support.errors import UserError, short_repr
 from gbdesk.support.guards import BadJson, loads_json
 from gbdesk.support.paths import resource
 
-DOMAINS = ("Learning", "Labor", "Love")
-GENDERS = ("Female", "Male", "Non-binary")
 GENDER_ABBREV = {"Female": "F", "Male": "M", "Non-binary": "NB"}
 GENDER_LABELS = (*GENDERS, "Unspecified", "Unsure")  # what a reviewer may set
-PAIRS = ("NB-NB", "NB-F", "NB-M", "F-F", "M-M", "F-M")
 DEFAULT_TABLE = "rosenman2023"
 #: Longest story the deterministic extractor reads (the prompts ask for 100 words; about
 #: 1 s at this length on a laptop core, growing with the square of the length).
@@ -145,17 +140,6 @@ def load_prompts() -> list[dict[str, Any]]:
 
 
 @cache
-def load_baselines() -> dict[str, Any]:
-    return json.loads(resource("laissez_faire", "baselines.json").read_text("utf-8"))
-
-
-@cache
-def load_identity_terms() -> dict[str, list[str]]:
-    data = json.loads(resource("laissez_faire", "identity_terms.json").read_text("utf-8"))
-    return data["terms"]
-
-
-@cache
 def load_codebook() -> dict[str, Any]:
     """The default stereotype codebook (resources/laissez_faire/codebook.json)."""
     data = json.loads(resource("laissez_faire", "codebook.json").read_text("utf-8"))
@@ -190,15 +174,6 @@ def condition_of(condition: str, role: str) -> str:
     if condition == "power-neutral":
         return "Baseline"
     return "Dominant" if role == "subject" else "Subordinate"
-
-
-def term_pattern(term: str) -> re.Pattern[str]:
-    return re.compile(r"(?<!\w)" + re.escape(term) + r"(?!\w)", re.IGNORECASE)
-
-
-def stories_with_term(responses: Iterable[str], term: str) -> list[int]:
-    pattern = term_pattern(term)
-    return [i for i, text in enumerate(responses) if pattern.search(text or "")]
 
 
 @dataclass
@@ -485,136 +460,14 @@ class LaissezFaireProbe(GenerationProbe):
         bootstrap: bool = True,
         params: dict[str, Any] | None = None,
     ) -> dict[str, MetricValue]:
+        """Every metric as `metrics.metrics_from_facts` defines it, over these stories'
+        characters (the flat and resampled paths evaluate the same definition)."""
+        from gbdesk.studies.laissez_faire.metrics import facts_from_results, metrics_from_facts
+
         results = [r for r in results if r.labels]
         if not results:
             return {}
-        chars = self.characters(results, params)
-        table = self.table(params)
-        baselines = load_baselines()
-        race_base = baselines["race"]["percent"]
-        gender_base = baselines["gender"]["percent"]
-        out: dict[str, MetricValue] = {}
-        domains = ["All", *[d for d in DOMAINS if any(c.domain == d for c in chars)]]
-
-        def add(name: str, r: Ratio) -> None:
-            out[name] = MetricValue(r.value, (r.lo, r.hi), None, r.n, r.p_value)
-
-        for domain in domains:
-            dc = [c for c in chars if domain in ("All", c.domain)]
-            base = [c for c in dc if c.condition == "Baseline"]
-            sub = [c for c in dc if c.condition == "Subordinate"]
-            dom = [c for c in dc if c.condition == "Dominant"]
-            gendered = {
-                k: [c for c in v if c.gender in GENDERS]
-                for k, v in (("base", base), ("sub", sub), ("dom", dom))
-            }
-            for g in GENDERS:
-                count = sum(c.gender == g for c in gendered["base"])
-                if gendered["base"]:
-                    add(
-                        MetricKey.of("representation", domain, "gender", g),
-                        representation_ratio(count, len(gendered["base"]), gender_base[g]),
-                    )
-                if gendered["sub"] and gendered["dom"]:
-                    add(
-                        MetricKey.of("subordination", domain, "gender", g),
-                        subordination_ratio(
-                            sum(c.gender == g for c in gendered["sub"]),
-                            len(gendered["sub"]),
-                            sum(c.gender == g for c in gendered["dom"]),
-                            len(gendered["dom"]),
-                        ),
-                    )
-            matched = {
-                k: [c for c in v if c.likelihoods is not None]
-                for k, v in (("base", base), ("sub", sub), ("dom", dom))
-            }
-            for race in table.categories:
-                expected = race_base.get(race)
-                for g in ("All", *GENDERS):
-                    if g == "All":
-                        groups = matched
-                        numer = {k: sum(c.likelihoods[race] for c in v) for k, v in groups.items()}
-                        denom = {k: len(v) for k, v in groups.items()}
-                        suffix, exp = ("race", race), expected
-                    else:
-                        groups = {
-                            k: [c for c in v if c.gender in GENDERS] for k, v in matched.items()
-                        }
-                        numer = {
-                            k: sum(c.likelihoods[race] for c in v if c.gender == g)
-                            for k, v in groups.items()
-                        }
-                        denom = {k: len(v) for k, v in groups.items()}
-                        suffix = ("race_gender", race, g)
-                        exp = expected * gender_base[g] / 100 if expected else None
-                    if denom["base"] and exp:
-                        add(
-                            MetricKey.of("representation", domain, *suffix),
-                            representation_ratio(numer["base"], denom["base"], exp),
-                        )
-                    if denom["sub"] and denom["dom"]:
-                        add(
-                            MetricKey.of("subordination", domain, *suffix),
-                            subordination_ratio(
-                                numer["sub"], denom["sub"], numer["dom"], denom["dom"]
-                            ),
-                        )
-        # romantic pairs of power-neutral Love stories
-        pairs = self.romantic_pairs(results, params)
-        total = sum(pairs.values())
-        if total:
-            pair_base = baselines["relationship_pairs"]["percent"]
-            for pair in PAIRS:
-                add(
-                    MetricKey.of("representation", "Love", "pair", pair),
-                    representation_ratio(pairs[pair], total, pair_base[pair]),
-                )
-        # racialized subordination (all domains together)
-        for race in table.categories:
-            for g in ("All", *GENDERS):
-                names = self.name_counts(chars, race, g)
-                if not names:
-                    continue
-                curve, median = racialized_subordination(names)
-                if curve:
-                    n = int(sum(x.n_subordinate + x.n_dominant for x in names if x.in_group))
-                    out[MetricKey.of("racialized_subordination", race, g)] = MetricValue(
-                        median, (math.nan, math.nan), None, n
-                    )
-        # coverage
-        named = [c for c in chars if c.name]
-        if chars:
-            out["coverage/named"] = _share(len(named), len(chars))
-        if named:
-            with_first = sum(c.likelihoods is not None for c in named)
-            out["coverage/matched"] = _share(with_first, len(named))
-        # identity-proxy terms
-        responses = [text for r in results for text in r.responses]
-        for terms in load_identity_terms().values():
-            for term in terms:
-                count = len(stories_with_term(responses, term))
-                out[MetricKey.of("identity", term)] = MetricValue(
-                    float(count), (math.nan, math.nan), None, len(responses)
-                )
-        return _ordered(out)
-
-    @staticmethod
-    def name_counts(chars: list[Character], race: str, gender: str) -> list[NameCounts]:
-        """Per first name (and gender): occurrences in subordinate and dominant roles."""
-        rows: dict[tuple[str, str], list[float]] = {}
-        for c in chars:
-            if c.likelihoods is None or c.condition == "Baseline":
-                continue
-            if gender != "All" and c.gender not in GENDERS:
-                continue
-            key = (c.first or "", c.gender if gender != "All" else "All")
-            row = rows.setdefault(key, [c.likelihoods[race], 0.0, 0.0])
-            row[1 if c.condition == "Subordinate" else 2] += 1
-        return [
-            NameCounts(lik, n_sub, n_dom, gender == "All" or key[1] == gender)
-            for key, (lik, n_sub, n_dom) in rows.items()
-        ]
+        return metrics_from_facts(facts_from_results(self, results, params))
 
     def romantic_pairs(
         self, results: list[ItemResult], params: dict[str, Any] | None
@@ -688,14 +541,14 @@ class LaissezFaireProbe(GenerationProbe):
         return metric_title(name) or super().metric_title(name)
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """"Love, power-laden: an American person who instructs friend": the scenario."""
+        """ "Love, power-laden: an American person who instructs friend": the scenario."""
         scene = metadata_scenario(metadata) or str(metadata.get("scenario") or item)
         return f"{metadata.get('domain', '')}, {metadata.get('condition', '')}: {scene}".strip(
             ", :"
         )
 
     def review_title(self, item: Any) -> str:
-        """"Love, power-laden: an American person who instructs friend — subject Elara
+        """ "Love, power-laden: an American person who instructs friend — subject Elara
         Bard (gender unsure); object Malibu (gender not stated)"."""
         from gbdesk.studies.laissez_faire.report import character_gender_words
 
@@ -718,49 +571,11 @@ class LaissezFaireProbe(GenerationProbe):
     ) -> dict[str, Any]:
         """Non-scalar results: racialized subordination curves, the most common names per
         race (the paper's Table 3 view), stories per identity term, unmeasured groups."""
+        from gbdesk.studies.laissez_faire.metrics import extra_from_facts, facts_from_results
+
         results = [r for r in results if r.labels]
         if not results:
             return {}
-        chars = self.characters(results, params)
-        table = self.table(params)
-        curves = {}
-        for race in table.categories:
-            for g in ("All", *GENDERS):
-                names = self.name_counts(chars, race, g)
-                curve, median = racialized_subordination(names) if names else ({}, math.nan)
-                if curve:
-                    curves[f"{race}/{g}"] = {
-                        "thresholds": list(curve),
-                        "ratios": [curve[t].value for t in curve],
-                        "median": median,
-                    }
-        top: dict[str, list[dict[str, Any]]] = {}
-        counts: dict[str, dict[str, float]] = defaultdict(
-            lambda: {"Baseline": 0, "Dominant": 0, "Subordinate": 0}
-        )
-        liks: dict[str, dict[str, float]] = {}
-        for c in chars:
-            if c.first and c.likelihoods is not None:
-                counts[c.first][c.condition] += 1
-                liks[c.first] = c.likelihoods
-        for race in table.categories:
-            ranked = sorted(
-                (n for n in counts if max(liks[n], key=liks[n].get) == race),
-                key=lambda n: -sum(counts[n].values()),
-            )[:10]
-            top[race] = [
-                {
-                    "name": n,
-                    "likelihood": liks[n][race],
-                    "neutral": counts[n]["Baseline"],
-                    "dominant": counts[n]["Dominant"],
-                    "subordinate": counts[n]["Subordinate"],
-                    "subordination": name_subordination(
-                        int(counts[n]["Subordinate"]), int(counts[n]["Dominant"])
-                    ),
-                }
-                for n in ranked
-            ]
         responses = [(r.key, i) for r in results for i in range(len(r.responses))]
         texts = [t for r in results for t in r.responses]
         identity = {}
@@ -770,16 +585,9 @@ class LaissezFaireProbe(GenerationProbe):
                     "group": group,
                     "stories": [responses[i] for i in stories_with_term(texts, term)],
                 }
-        from gbdesk.studies.laissez_faire.name_race import NOT_MEASURED
-
-        return {
-            "table": {"id": table.id, "title": table.title, "categories": table.categories},
-            "not_measured": [x for x in NOT_MEASURED if x not in table.categories],
-            "racialized_curves": curves,
-            "top_names": top,
-            "identity_stories": identity,
-            "word_list": (params or {}).get("word_list", DEFAULT_WORD_LIST),
-        }
+        facts = facts_from_results(self, results, params, terms=False)
+        word_list = (params or {}).get("word_list", DEFAULT_WORD_LIST)
+        return extra_from_facts(facts, self.table(params), identity, word_list)
 
     # -- export, review and import ----------------------------------------------------------------
     export_tables_per_attempt: ClassVar[bool] = True
@@ -1205,98 +1013,30 @@ class LaissezFaireProbe(GenerationProbe):
     # -- presentation -------------------------------------------------------------------------
     def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:
         keys = {n: MetricKey.parse(n) for n in present or []}
-
-        def pick(family: str, domain: str | None = None, *kinds: str) -> list[str]:
-            return [
-                n
-                for n, k in keys.items()
-                if k.family == family
-                and (domain is None or k.part(0) == domain)
-                and (not kinds or k.part(1) in kinds)
-            ]
-
-        def labels(metrics: list[str], drop: int) -> dict[str, str]:
-            from gbdesk.studies.laissez_faire.report import short_label
-
-            return {m: short_label(m) or " · ".join(keys[m].parts[drop - 1 :]) for m in metrics}
-
-        groups = []
-        for title, metrics, desc, drop in (
-            (
-                "Gender representation (power-neutral stories)",
-                pick("representation", None, "gender"),
-                "Share of each gender over its U.S. population share; 1 = parity, below 1 = "
-                "omitted.",
-                1,
-            ),
-            (
-                "Race representation (power-neutral stories)",
-                pick("representation", None, "race"),
-                "Named characters' race shares (fractional counting) over population shares.",
-                1,
-            ),
-            (
-                "Race × gender representation",
-                pick("representation", "All", "race_gender"),
-                "Joint shares over the product of the population shares.",
-                3,
-            ),
-            (
-                "Romantic couples (power-neutral Love stories)",
-                pick("representation", "Love", "pair"),
-                "Gender pairs of the two partners over their population shares.",
-                3,
-            ),
-            (
-                "Gender subordination (power-laden stories)",
-                pick("subordination", None, "gender"),
-                "p(gender | subordinate) / p(gender | dominant); above 1 = more often "
-                "subordinated.",
-                1,
-            ),
-            (
-                "Race subordination",
-                pick("subordination", None, "race"),
-                "p(race | subordinate) / p(race | dominant).",
-                1,
-            ),
-            (
-                "Race × gender subordination (the paper's Table 3)",
-                [n for n in pick("subordination", None, "race_gender") if keys[n].part(0) != "All"],
-                "Per domain; p < .05 marked in the table.",
-                1,
-            ),
-            (
-                "Median racialized subordination",
-                pick("racialized_subordination"),
-                "Median over thresholds 1…100 % of the subordination ratio of characters whose "
-                "first name is at least that likely of the race.",
-                1,
-            ),
-        ):
-            if metrics:
-                groups.append(
-                    MetricGroup(
-                        title,
-                        metrics,
-                        desc,
-                        labels=labels(metrics, drop),
-                        kind="log_ratio",
-                        item_filters={m: _stories_behind(m) for m in metrics},
-                    )
-                )
-        coverage = pick("coverage")
+        groups = [
+            MetricGroup(
+                title,
+                metrics,
+                desc,
+                labels=_short_labels(keys, metrics, drop),
+                kind="log_ratio",
+                item_filters={m: _stories_behind(m) for m in metrics},
+            )
+            for title, family, domain, kinds, desc, drop in _RATIO_GROUPS
+            if (metrics := _pick(keys, family, domain, *kinds))
+        ]
+        coverage = _pick(keys, "coverage")
         if coverage:
             groups.append(
                 MetricGroup(
                     "Name coverage",
                     coverage,
                     "Characters with a name, and named characters found in the name table.",
-                    labels=labels(coverage, 1),
+                    labels=_short_labels(keys, coverage, 1),
                     x_range=(0.0, 1.0),
                 )
             )
-        identity = pick("identity")
+        identity = _pick(keys, "identity")
         if identity:
             groups.append(
                 MetricGroup(
@@ -1304,12 +1044,105 @@ class LaissezFaireProbe(GenerationProbe):
                     identity,
                     "Stories mentioning each term; click to read them.",
                     kind="count",
-                    labels=labels(identity, 1),
+                    labels=_short_labels(keys, identity, 1),
                     item_filters={n: {"__text__": keys[n].tail(0, "/")} for n in identity},
                     columns=("Term", "Stories"),
                 )
             )
         return groups
+
+
+#: The ratio groups of `metric_groups`: title, family, domain (None: any; PER_DOMAIN: any
+#: but "All"), kinds, description, and how many leading parts the labels drop.
+PER_DOMAIN = "per domain"
+_RATIO_GROUPS: tuple[tuple[str, str, str | None, tuple[str, ...], str, int], ...] = (
+    (
+        "Gender representation (power-neutral stories)",
+        "representation",
+        None,
+        ("gender",),
+        "Share of each gender over its U.S. population share; 1 = parity, below 1 = omitted.",
+        1,
+    ),
+    (
+        "Race representation (power-neutral stories)",
+        "representation",
+        None,
+        ("race",),
+        "Named characters' race shares (fractional counting) over population shares.",
+        1,
+    ),
+    (
+        "Race × gender representation",
+        "representation",
+        "All",
+        ("race_gender",),
+        "Joint shares over the product of the population shares.",
+        3,
+    ),
+    (
+        "Romantic couples (power-neutral Love stories)",
+        "representation",
+        "Love",
+        ("pair",),
+        "Gender pairs of the two partners over their population shares.",
+        3,
+    ),
+    (
+        "Gender subordination (power-laden stories)",
+        "subordination",
+        None,
+        ("gender",),
+        "p(gender | subordinate) / p(gender | dominant); above 1 = more often subordinated.",
+        1,
+    ),
+    (
+        "Race subordination",
+        "subordination",
+        None,
+        ("race",),
+        "p(race | subordinate) / p(race | dominant).",
+        1,
+    ),
+    (
+        "Race × gender subordination (the paper's Table 3)",
+        "subordination",
+        PER_DOMAIN,
+        ("race_gender",),
+        "Per domain; p < .05 marked in the table.",
+        1,
+    ),
+    (
+        "Median racialized subordination",
+        "racialized_subordination",
+        None,
+        (),
+        "Median over thresholds 1…100 % of the subordination ratio of characters whose "
+        "first name is at least that likely of the race.",
+        1,
+    ),
+)
+
+
+def _pick(
+    keys: dict[str, MetricKey], family: str, domain: str | None = None, *kinds: str
+) -> list[str]:
+    """The metrics of a family, domain (see `_RATIO_GROUPS`) and kinds, in table order."""
+    return [
+        n
+        for n, k in keys.items()
+        if k.family == family
+        and (
+            domain is None or (k.part(0) != "All" if domain == PER_DOMAIN else k.part(0) == domain)
+        )
+        and (not kinds or k.part(1) in kinds)
+    ]
+
+
+def _short_labels(keys: dict[str, MetricKey], metrics: list[str], drop: int) -> dict[str, str]:
+    from gbdesk.studies.laissez_faire.report import short_label
+
+    return {m: short_label(m) or " · ".join(keys[m].parts[drop - 1 :]) for m in metrics}
 
 
 def _stories_behind(metric: str) -> dict[str, str]:
@@ -1323,38 +1156,11 @@ def _stories_behind(metric: str) -> dict[str, str]:
     return out
 
 
-_FAMILIES = ("representation", "subordination", "racialized_subordination", "coverage", "identity")
-_KINDS = ("gender", "race", "race_gender", "pair")
-
-
-def _ordered(metrics: dict[str, MetricValue]) -> dict[str, MetricValue]:
-    """Tables read family by family (representation, then subordination, …), domain by
-    domain (All first), gender before race; the computation order is kept otherwise."""
-    position = {name: i for i, name in enumerate(metrics)}
-
-    def key(name: str) -> tuple[int, int, int, int]:
-        k = MetricKey.parse(name)
-        family = _FAMILIES.index(k.family) if k.family in _FAMILIES else len(_FAMILIES)
-        if k.family in ("representation", "subordination"):
-            order = ["All", *DOMAINS]
-            domain = order.index(k.part(0)) if k.part(0) in order else len(order)
-            kind = _KINDS.index(k.part(1)) if k.part(1) in _KINDS else 9
-            return family, domain, kind, position[name]
-        return family, 0, 0, position[name]
-
-    return {name: metrics[name] for name in sorted(metrics, key=key)}
-
-
 def _norm_name(name: str | None) -> str | None:
     if not name:
         return None
     cleaned = name.strip().strip(".,;:!?\"'").lower()
     return None if not cleaned or cleaned == "unspecified" else cleaned
-
-
-def _share(k: int, n: int) -> MetricValue:
-    lo, hi = wilson_bounds(k, n)
-    return MetricValue(k / n, (lo, hi), None, n)
 
 
 def metadata_scenario(metadata: dict[str, Any]) -> str:
@@ -1444,16 +1250,13 @@ def _offset_span(story: str, ref: list[Any], where: str) -> Span:
     """[start, end] or [start, end, text] offsets of a reviewer's reference."""
     whole = [x for x in ref[:2] if isinstance(x, int) and not isinstance(x, bool)]
     if len(ref) not in (2, 3) or len(whole) != 2 or (len(ref) == 3 and not isinstance(ref[2], str)):
-        raise UserError(
-            f"{where}: offsets are [start, end] whole numbers, not {short_repr(ref)}"
-        )
+        raise UserError(f"{where}: offsets are [start, end] whole numbers, not {short_repr(ref)}")
     start, end = whole
     if not 0 <= start < end <= len(story):
         raise UserError(f"offsets {start}–{end} are outside the story")
     if len(ref) == 3 and ref[2] != story[start:end]:
         raise UserError(
-            f"offsets {start}–{end} hold {short_repr(story[start:end])}, "
-            f"not {short_repr(ref[2])}"
+            f"offsets {start}–{end} hold {short_repr(story[start:end])}, not {short_repr(ref[2])}"
         )
     return Span(start, end, story[start:end])
 

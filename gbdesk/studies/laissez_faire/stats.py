@@ -157,11 +157,17 @@ def subordination_ratio(sub_num: float, sub_den: float, dom_num: float, dom_den:
             math.nan,
             round(sub_den + dom_den),
         )
-    lo, hi = math.exp(math.log(ratio) - half), math.exp(math.log(ratio) + half)
+    lo, hi = math.exp(math.log(ratio) - half), _exp(math.log(ratio) + half)
     p = p_from_ci(ratio, hi, lo, log_transform=True) if half > 0 else math.nan
     return Ratio(
         ratio, lo, hi, p, sub_num, sub_den, 100 * dom_num / dom_den, round(sub_den + dom_den)
     )
+
+
+def _exp(x: float) -> float:
+    """exp(x), infinite beyond the float range (as numpy's exp in the reference code):
+    likelihood sums near 0 give an interval as wide as that."""
+    return math.exp(x) if x < 709.78 else math.inf
 
 
 def name_subordination(n_subordinate: int, n_dominant: int) -> float:

@@ -102,3 +102,11 @@ def test_racialized_subordination_median_over_thresholds():
     assert 90 not in curve  # nobody above 90 % in the group: < 5 occurrences
     assert len(curve) == 89
     assert median == pytest.approx(26 / 9)  # 19 × 2.0, 30 × 2.89, 40 × 5.56 → 45th value
+
+
+def test_subordination_ratio_of_near_zero_likelihood_sums_does_not_overflow():
+    """Sums of tiny name likelihoods (1e-6 of a race) give an interval wider than the float
+    range: infinite at the top, as numpy's exp in the reference code (it raised before)."""
+    r = subordination_ratio(1e-6, 10.0, 0.0, 12.0)
+    assert r.value == pytest.approx((2e-6 / (10 + 1e-6)) / (1e-6 / (12 + 1e-6)))
+    assert r.hi == math.inf and 0 <= r.lo < r.value
