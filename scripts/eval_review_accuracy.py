@@ -62,7 +62,7 @@ def reviewer_rows(s: ev.AuditStory, auto: dict[str, Any]) -> list[dict[str, Any]
     """The rows (role, name, gender) a careful reviewer would give a story: the automatic
     character's name where the hand labels agree with it, else the first hand name (or
     none); always the hand gender."""
-    from gbdesk.studies.laissez_faire.probe import character_gender, characters_from_data
+    from gbdesk.studies.laissez_faire.characters import character_gender, characters_from_data
 
     extracted = {c.role: c for c in characters_from_data(auto.get("data") or {})}
     preds = []

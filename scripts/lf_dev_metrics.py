@@ -38,13 +38,10 @@ from eval_extractors import load_audit  # noqa: E402
 from gbdesk.analysis.ppi_metrics import ppi_results  # noqa: E402
 from gbdesk.maths.ppi import review_sample  # noqa: E402
 from gbdesk.studies import ItemResult  # noqa: E402
+from gbdesk.studies.laissez_faire.characters import character_gender, load_prompts  # noqa: E402
 from gbdesk.studies.laissez_faire.extract.deterministic import DeterministicExtractor  # noqa: E402
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction  # noqa: E402
-from gbdesk.studies.laissez_faire.probe import (  # noqa: E402
-    LaissezFaireProbe,
-    character_gender,
-    load_prompts,
-)
+from gbdesk.studies.laissez_faire.probe import LaissezFaireProbe  # noqa: E402
 
 RATIO_FAMILIES = ("representation", "subordination")
 

@@ -66,6 +66,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from gbdesk.engine.streaming import emit_delta
@@ -405,6 +406,168 @@ class _StreamSession:
         return True
 
 
+class _Worker:
+    """The worker's state between messages — the loaded model (its generator and scorer), the
+    continuous batcher kept between streams, the open generation stream — and what each
+    message does to it."""
+
+    def __init__(self, send: Callable[[dict[str, Any]], None]) -> None:
+        self.send = send
+        self.generator: Any = None
+        self.scorer: Scorer | None = None
+        self.batcher: Any = None  # the ContinuousBatcher, kept between streams (its context)
+        self.session: _StreamSession | None = None
+        self.n_threads = 1
+
+    def get_batcher(self, slots: int, watch: bool = False, **kw: Any) -> Any:
+        from gbdesk.engine.continuous import ContinuousBatcher
+
+        batcher = self.batcher
+        if batcher is not None and batcher.slots == batcher.clamp_slots(slots) and not kw:
+            batcher.reset(watch=watch)
+            return batcher
+        if batcher is not None:
+            batcher.close()
+            self.batcher = None
+        self.batcher = ContinuousBatcher(
+            self.generator, slots=slots, n_threads=self.n_threads, watch=watch, **kw
+        )
+        return self.batcher
+
+    def end_session(self, reason: str | None = None) -> None:
+        session = self.session
+        assert session is not None
+        stats = dict(session.batcher.stats)
+        stats["wall_s"] = time.perf_counter() - session.started
+        message = {"event": "stream_end", "id": session.id, "dropped": session.dropped}
+        message["stats"] = stats
+        if reason:
+            message["reason"] = reason
+        self.send(message)
+        self.session = None
+
+    def handle(self, message: dict[str, Any]) -> int | None:
+        """Do what one message asks; an exit code when the worker should stop."""
+        op = message.get("op")
+        if op == "load":
+            self._load(message)
+        elif op == "generate":
+            self._generate(message)
+        elif op == "generate_batch":
+            if self.generator is None:
+                raise RuntimeError("no model loaded")
+            if self.session is not None:
+                raise RuntimeError("a generation stream is open")
+            requests = message.get("requests")
+            if not isinstance(requests, list):
+                raise ValueError("'requests' must be a list of requests")
+            results = self.get_batcher(max(1, len(requests))).generate_all(requests)
+            self.send({"event": "result", "id": message["id"], "result": {"results": results}})
+        elif op == "stream_open":
+            self._open_stream(message)
+        elif op in ("stream_add", "stream_drain", "stream_close", "stream_abort"):
+            self._stream_message(op, message)
+        elif op == "score":
+            if self.scorer is None:
+                raise RuntimeError("no model loaded")
+            result = self.scorer.score(message.get("texts"))
+            self.send({"event": "result", "id": message["id"], "result": result})
+        elif op == "shutdown":
+            if self.scorer is not None:
+                self.scorer.close()
+            if self.batcher is not None:
+                self.batcher.close()
+            return 0
+        else:
+            raise ValueError(f"unknown op {op!r}")
+        return None
+
+    def _load(self, message: dict[str, Any]) -> None:
+        from gbdesk.engine.scoring import DEFAULT_N_BATCH
+
+        llm, self.generator, info = _load(message)
+        self.n_threads = int(message["n_threads"])
+        score_batch = int(message.get("score_batch", DEFAULT_N_BATCH))
+        self.scorer = Scorer(llm, int(message["n_threads"]), score_batch)
+        if message.get("scoring"):
+            info["scoring"] = self.scorer.get().settings()
+        self.send({"event": "ready", "info": info})
+
+    def _generate(self, message: dict[str, Any]) -> None:
+        if self.generator is None:
+            raise RuntimeError("no model loaded")
+        request_id = message["id"]
+        emit = None
+        if message.get("stream"):
+
+            def emit(text: str, request_id=request_id) -> None:
+                self.send({"event": "token", "id": request_id, "text": text})
+
+        result = self.generator.generate(message["request"], emit)
+        self.send({"event": "result", "id": request_id, "result": result})
+
+    def _open_stream(self, message: dict[str, Any]) -> None:
+        if self.generator is None:
+            raise RuntimeError("no model loaded")
+        if self.session is not None:
+            raise RuntimeError("a generation stream is already open")
+        extra = {}
+        if message.get("min_shared") is not None:
+            extra["min_shared"] = int(message["min_shared"])
+        b = self.get_batcher(
+            int(message.get("slots") or 1), watch=bool(message.get("watch")), **extra
+        )
+        self.session = _StreamSession(message["id"], b)
+        self.send({"event": "stream_open", "id": message["id"], "info": b.info()})
+
+    def _stream_message(self, op: str, message: dict[str, Any]) -> None:
+        session = self.session
+        if session is None or session.id != message.get("id"):
+            raise RuntimeError(f"no open generation stream with id {message.get('id')!r}")
+        if op == "stream_add":
+            for key, request in message.get("items") or []:
+                session.batcher.add(key, request)
+        elif op == "stream_drain":
+            session.dropped.extend(session.batcher.drain())
+            session.closing = True
+        elif op == "stream_close":
+            session.closing = True
+        else:
+            session.dropped.extend(session.batcher.abort())
+            session.closing = True
+
+    def step(self) -> None:
+        """One decode step of the open stream (if it has work), its events sent; the stream
+        ends when it was asked to close and has nothing left."""
+        session = self.session
+        if session is None:
+            return
+        if session.batcher.has_work:
+            try:
+                events = session.batcher.step()
+            except Exception as exc:  # llama_decode failed: the stream cannot go on
+                traceback.print_exc(file=sys.stderr)
+                self.send({"event": "error", "id": session.id, "message": str(exc) or repr(exc)})
+                self.batcher.close()
+                self.batcher = None
+                self.session = None
+                return
+            for event in events:
+                kind, key, payload = event
+                if kind == "token":
+                    self.send({"event": "token", "id": session.id, "key": key, "text": payload})
+                elif kind == "item":
+                    self.send({"event": "item", "id": session.id, "key": key, "result": payload})
+                else:
+                    self.send(
+                        {"event": "item_error", "id": session.id, "key": key, "message": payload}
+                    )
+            if session.batcher.live and session.progress_due():
+                self.send({"event": "progress", "id": session.id, **session.batcher.progress()})
+        if session.closing and not session.batcher.has_work:
+            self.end_session()
+
+
 def main() -> int:
     out = _open_protocol_stream()
 
@@ -413,121 +576,16 @@ def main() -> int:
 
     inbox = _Inbox(sys.stdin)
     watch_parent(inbox.closed)
-    generator = None
-    scorer: Scorer | None = None
-    batcher: Any = None  # the ContinuousBatcher, kept between streams (its context)
-    session: _StreamSession | None = None
-    n_threads = 1
-
-    def get_batcher(slots: int, watch: bool = False, **kw: Any) -> Any:
-        nonlocal batcher
-        from gbdesk.engine.continuous import ContinuousBatcher
-
-        if batcher is not None and batcher.slots == batcher.clamp_slots(slots) and not kw:
-            batcher.reset(watch=watch)
-            return batcher
-        if batcher is not None:
-            batcher.close()
-            batcher = None
-        batcher = ContinuousBatcher(generator, slots=slots, n_threads=n_threads, watch=watch, **kw)
-        return batcher
-
-    def end_session(reason: str | None = None) -> None:
-        nonlocal session
-        assert session is not None
-        stats = dict(session.batcher.stats)
-        stats["wall_s"] = time.perf_counter() - session.started
-        message = {"event": "stream_end", "id": session.id, "dropped": session.dropped}
-        message["stats"] = stats
-        if reason:
-            message["reason"] = reason
-        send(message)
-        session = None
-
-    def handle(message: dict[str, Any]) -> int | None:
-        nonlocal generator, scorer, n_threads, session, batcher
-        op = message.get("op")
-        if op == "load":
-            from gbdesk.engine.scoring import DEFAULT_N_BATCH
-
-            llm, generator, info = _load(message)
-            n_threads = int(message["n_threads"])
-            score_batch = int(message.get("score_batch", DEFAULT_N_BATCH))
-            scorer = Scorer(llm, int(message["n_threads"]), score_batch)
-            if message.get("scoring"):
-                info["scoring"] = scorer.get().settings()
-            send({"event": "ready", "info": info})
-        elif op == "generate":
-            if generator is None:
-                raise RuntimeError("no model loaded")
-            request_id = message["id"]
-            emit = None
-            if message.get("stream"):
-
-                def emit(text: str, request_id=request_id) -> None:
-                    send({"event": "token", "id": request_id, "text": text})
-
-            result = generator.generate(message["request"], emit)
-            send({"event": "result", "id": request_id, "result": result})
-        elif op == "generate_batch":
-            if generator is None:
-                raise RuntimeError("no model loaded")
-            if session is not None:
-                raise RuntimeError("a generation stream is open")
-            requests = message.get("requests")
-            if not isinstance(requests, list):
-                raise ValueError("'requests' must be a list of requests")
-            results = get_batcher(max(1, len(requests))).generate_all(requests)
-            send({"event": "result", "id": message["id"], "result": {"results": results}})
-        elif op == "stream_open":
-            if generator is None:
-                raise RuntimeError("no model loaded")
-            if session is not None:
-                raise RuntimeError("a generation stream is already open")
-            extra = {}
-            if message.get("min_shared") is not None:
-                extra["min_shared"] = int(message["min_shared"])
-            b = get_batcher(
-                int(message.get("slots") or 1), watch=bool(message.get("watch")), **extra
-            )
-            session = _StreamSession(message["id"], b)
-            send({"event": "stream_open", "id": message["id"], "info": b.info()})
-        elif op in ("stream_add", "stream_drain", "stream_close", "stream_abort"):
-            if session is None or session.id != message.get("id"):
-                raise RuntimeError(f"no open generation stream with id {message.get('id')!r}")
-            if op == "stream_add":
-                for key, request in message.get("items") or []:
-                    session.batcher.add(key, request)
-            elif op == "stream_drain":
-                session.dropped.extend(session.batcher.drain())
-                session.closing = True
-            elif op == "stream_close":
-                session.closing = True
-            else:
-                session.dropped.extend(session.batcher.abort())
-                session.closing = True
-        elif op == "score":
-            if scorer is None:
-                raise RuntimeError("no model loaded")
-            result = scorer.score(message.get("texts"))
-            send({"event": "result", "id": message["id"], "result": result})
-        elif op == "shutdown":
-            if scorer is not None:
-                scorer.close()
-            if batcher is not None:
-                batcher.close()
-            return 0
-        else:
-            raise ValueError(f"unknown op {op!r}")
-        return None
+    worker = _Worker(send)
 
     while True:
+        session = worker.session
         busy = session is not None and session.batcher.has_work
         line = inbox.get(block=not busy)
         while line:  # every message that is waiting, before the next decode step
             message = json.loads(line)
             try:
-                code = handle(message)
+                code = worker.handle(message)
             except Exception as exc:  # reported to the caller; the worker stays usable
                 traceback.print_exc(file=sys.stderr)
                 send({"event": "error", "id": message.get("id"), "message": str(exc) or repr(exc)})
@@ -539,30 +597,7 @@ def main() -> int:
             line = inbox.get(block=False)
         if line is None:  # the parent closed our stdin
             return 0
-        if session is None:
-            continue
-        if session.batcher.has_work:
-            try:
-                events = session.batcher.step()
-            except Exception as exc:  # llama_decode failed: the stream cannot go on
-                traceback.print_exc(file=sys.stderr)
-                send({"event": "error", "id": session.id, "message": str(exc) or repr(exc)})
-                batcher.close()
-                batcher = None
-                session = None
-                continue
-            for event in events:
-                kind, key, payload = event
-                if kind == "token":
-                    send({"event": "token", "id": session.id, "key": key, "text": payload})
-                elif kind == "item":
-                    send({"event": "item", "id": session.id, "key": key, "result": payload})
-                else:
-                    send({"event": "item_error", "id": session.id, "key": key, "message": payload})
-            if session.batcher.live and session.progress_due():
-                send({"event": "progress", "id": session.id, **session.batcher.progress()})
-        if session.closing and not session.batcher.has_work:
-            end_session()
+        worker.step()
 
 
 if __name__ == "__main__":

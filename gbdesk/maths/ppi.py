@@ -205,27 +205,7 @@ def ppi_mean(
     of a rare outcome is near 0 (e.g. no woman among the reviewed units gives a
     zero-width rectifier term).
     """
-    y = np.asarray(list(y_human) if not isinstance(y_human, np.ndarray) else y_human, float)
-    yl = np.asarray(
-        list(yhat_labeled) if not isinstance(yhat_labeled, np.ndarray) else yhat_labeled, float
-    )
-    yu = np.asarray(
-        list(yhat_unlabeled) if not isinstance(yhat_unlabeled, np.ndarray) else yhat_unlabeled,
-        float,
-    )
-    if y.ndim != 1 or yl.ndim != 1 or yu.ndim != 1:
-        raise ValueError("ppi_mean takes one-dimensional arrays")
-    if len(y) != len(yl):
-        raise ValueError(f"{len(y)} human labels but {len(yl)} automatic labels of the sample")
-
-    notes: list[str] = []
-    keep_l = np.isfinite(y) & np.isfinite(yl)
-    keep_u = np.isfinite(yu)
-    if (dropped := int((~keep_l).sum())) > 0:
-        notes.append(f"{dropped} reviewed unit(s) dropped: human or automatic value undefined")
-    if (dropped := int((~keep_u).sum())) > 0:
-        notes.append(f"{dropped} unreviewed unit(s) dropped: automatic value undefined")
-    y, yl, yu = y[keep_l], yl[keep_l], yu[keep_u]
+    y, yl, yu, notes = _defined_units(y_human, yhat_labeled, yhat_unlabeled)
     n, big_n = len(y), len(yu)
     yhat_all = np.concatenate([yl, yu])
     binary = bool(np.isin(np.concatenate([y, yhat_all]), (0.0, 1.0)).all())
@@ -247,52 +227,18 @@ def ppi_mean(
         return invalid("no human labels")
     bias = float(np.mean(yl - y))
     ppi = _ppi_py()
-    if big_n == 0:
-        value = float(np.mean(y))
-        lam_used, lam_arg = 0.0, 0.0
-    else:
-        if lam is not None:
-            lam_used = lam_arg = float(lam)
-            method = f"PPI mean (ppi_py, λ = {lam_used:g}), normal interval"
-        else:
-            # ppi_py tunes λ itself; power_tuning_lambda reports the same value (tested) and
-            # gives 0 where ppi_py's formula is 0/0 (automatic labels all equal).
-            lam_used = power_tuning_lambda(y, yl, yu)
-            lam_arg = None if np.var(yhat_all) > 0 else 0.0
-            method = "PPI++ mean (ppi_py, power-tuned λ), normal interval"
-        value = float(np.asarray(ppi.ppi_mean_pointestimate(y, yl, yu, lam=lam_arg)).squeeze())
-    if n < min_human:
-        return invalid(f"only {n} human labels (at least {min_human} needed)", value, bias)
-    if binary:
-        ones = int(y.sum())
-        if min(ones, n - ones) < min_per_outcome:
-            return invalid(
-                f"human labels: {ones} of outcome 1 and {n - ones} of outcome 0 (at least "
-                f"{min_per_outcome} of each needed)",
-                value,
-                bias,
-            )
+    value, lam_used, lam_arg, method = _mean_point_estimate(ppi, y, yl, yu, lam, method)
+    if reason := _too_few_human_labels(y, binary, min_human, min_per_outcome):
+        return invalid(reason, value, bias)
 
     disagreements = int((y != yl).sum())
-    if disagreements < min_disagreements:
+    if _note_few_disagreements(disagreements, n, min_disagreements, "values", notes):
         bias_ci = NAN_CI
-        notes.append(
-            f"human and automatic values differ on {disagreements} of {n} reviewed units "
-            f"(at least {min_disagreements} needed to estimate the labeller's error)"
-        )
     else:
         bias_ci = _pair(*ppi.classical_mean_ci(yl - y, alpha=alpha))
     if big_n == 0 or (lam is None and disagreements < min_disagreements):
         value, lam_used = float(np.mean(y)), 0.0
-        if binary:
-            from gbdesk.maths.stats import wilson_interval
-
-            ci = wilson_interval(int(y.sum()), n, alpha)
-            method = "human labels only, Wilson interval"
-        else:
-            ci = _pair(*ppi.classical_mean_ci(y, alpha=alpha))
-            method = "human labels only, normal interval"
-        method += " (every unit reviewed)" if big_n == 0 else " (too few disagreements for PPI)"
+        ci, method = _human_only_mean_interval(ppi, y, binary, alpha, every_unit=big_n == 0)
     else:
         ci = _pair(*ppi.ppi_mean_ci(y, yl, yu, alpha=alpha, lam=lam_arg))
     return PPIResult(
@@ -300,6 +246,89 @@ def ppi_mean(
         bias=bias, bias_ci=bias_ci, n_human=n, n_total=n + big_n, valid=True, lam=lam_used,
         method=method, notes=tuple(notes),
     )  # fmt: skip
+
+
+def _defined_units(
+    y_human: Iterable[float], yhat_labeled: Iterable[float], yhat_unlabeled: Iterable[float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """`ppi_mean`'s inputs as float arrays, checked, without the units whose value is
+    undefined (NaN): (human, automatic of the reviewed, automatic of the others, notes that
+    count what was dropped)."""
+    y = np.asarray(list(y_human) if not isinstance(y_human, np.ndarray) else y_human, float)
+    yl = np.asarray(
+        list(yhat_labeled) if not isinstance(yhat_labeled, np.ndarray) else yhat_labeled, float
+    )
+    yu = np.asarray(
+        list(yhat_unlabeled) if not isinstance(yhat_unlabeled, np.ndarray) else yhat_unlabeled,
+        float,
+    )
+    if y.ndim != 1 or yl.ndim != 1 or yu.ndim != 1:
+        raise ValueError("ppi_mean takes one-dimensional arrays")
+    if len(y) != len(yl):
+        raise ValueError(f"{len(y)} human labels but {len(yl)} automatic labels of the sample")
+
+    notes: list[str] = []
+    keep_l = np.isfinite(y) & np.isfinite(yl)
+    keep_u = np.isfinite(yu)
+    if (dropped := int((~keep_l).sum())) > 0:
+        notes.append(f"{dropped} reviewed unit(s) dropped: human or automatic value undefined")
+    if (dropped := int((~keep_u).sum())) > 0:
+        notes.append(f"{dropped} unreviewed unit(s) dropped: automatic value undefined")
+    return y[keep_l], yl[keep_l], yu[keep_u], notes
+
+
+def _mean_point_estimate(
+    ppi: Any, y: np.ndarray, yl: np.ndarray, yu: np.ndarray, lam: float | None, method: str
+) -> tuple[float, float, float | None, str]:
+    """`ppi_mean`'s point estimate: (value, λ used, λ passed to `ppi_py`, method). With
+    every unit reviewed, the human mean (λ = 0)."""
+    if len(yu) == 0:
+        return float(np.mean(y)), 0.0, 0.0, method
+    lam_arg: float | None
+    if lam is not None:
+        lam_used = lam_arg = float(lam)
+        method = f"PPI mean (ppi_py, λ = {lam_used:g}), normal interval"
+    else:
+        # ppi_py tunes λ itself; power_tuning_lambda reports the same value (tested) and
+        # gives 0 where ppi_py's formula is 0/0 (automatic labels all equal).
+        lam_used = power_tuning_lambda(y, yl, yu)
+        lam_arg = None if np.var(np.concatenate([yl, yu])) > 0 else 0.0
+        method = "PPI++ mean (ppi_py, power-tuned λ), normal interval"
+    value = float(np.asarray(ppi.ppi_mean_pointestimate(y, yl, yu, lam=lam_arg)).squeeze())
+    return value, lam_used, lam_arg, method
+
+
+def _too_few_human_labels(
+    y: np.ndarray, binary: bool, min_human: int, min_per_outcome: int
+) -> str | None:
+    """Why the human sample is too small for `ppi_mean`'s normal interval, or None."""
+    n = len(y)
+    if n < min_human:
+        return f"only {n} human labels (at least {min_human} needed)"
+    if binary:
+        ones = int(y.sum())
+        if min(ones, n - ones) < min_per_outcome:
+            return (
+                f"human labels: {ones} of outcome 1 and {n - ones} of outcome 0 (at least "
+                f"{min_per_outcome} of each needed)"
+            )
+    return None
+
+
+def _human_only_mean_interval(
+    ppi: Any, y: np.ndarray, binary: bool, alpha: float, *, every_unit: bool
+) -> tuple[Interval, str]:
+    """The interval of the human labels alone (Wilson for a share) and its method."""
+    if binary:
+        from gbdesk.maths.stats import wilson_interval
+
+        ci = wilson_interval(int(y.sum()), len(y), alpha)
+        method = "human labels only, Wilson interval"
+    else:
+        ci = _pair(*ppi.classical_mean_ci(y, alpha=alpha))
+        method = "human labels only, normal interval"
+    method += " (every unit reviewed)" if every_unit else " (too few disagreements for PPI)"
+    return ci, method
 
 
 def _automatic_mean(values: np.ndarray, binary: bool, alpha: float) -> tuple[float, Interval]:
@@ -368,40 +397,21 @@ def ppi_bootstrap(
     None, fewer than `min_disagreements` reviewed rows differ between `human` and
     `automatic_labeled` (in any common column), and when every unit was reviewed.
     """
-    if len(human) != len(automatic_labeled):
-        raise ValueError(
-            f"{len(human)} human rows but {len(automatic_labeled)} automatic rows of the sample"
-        )
+    frames = _bootstrap_frames(human, automatic_labeled, automatic_unlabeled)
+    human, automatic_labeled, automatic_unlabeled, automatic_all = frames
     rng = np.random.default_rng(seed) if isinstance(seed, int) else seed
-    human = human.reset_index(drop=True)
-    automatic_labeled = automatic_labeled.reset_index(drop=True)
-    automatic_unlabeled = automatic_unlabeled.reset_index(drop=True)
-    automatic_all = pd.concat([automatic_labeled, automatic_unlabeled], ignore_index=True)
     n, big_n = len(human), len(automatic_unlabeled)
     notes: list[str] = []
     method = "prediction-powered bootstrap (Zrnic 2024), percentile interval"
     lo_q, hi_q = alpha / 2, 1 - alpha / 2
-
-    def theta(frame: pd.DataFrame) -> float:
-        try:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return float(statistic(frame))
-        except (ArithmeticError, ValueError, KeyError, IndexError) as exc:
-            logger.debug("statistic undefined on a frame of %d rows: %s", len(frame), exc)
-            return math.nan
+    theta = _undefined_as_nan(statistic)
 
     automatic_value = theta(automatic_all)
-    theta_y = theta(human) if n else math.nan
-    theta_yl = theta(automatic_labeled) if n else math.nan
-    theta_yu = theta(automatic_unlabeled) if big_n else math.nan
+    theta_y, theta_yl, theta_yu = _point_values(theta, frames)
     bias = theta_yl - theta_y
 
     def plain_automatic_ci() -> Interval:
-        m = n + big_n
-        draws = [
-            theta(automatic_all.take(rng.choice(m, m, replace=True))) for _ in range(n_resamples)
-        ]
-        return _percentile(draws, lo_q, hi_q, notes, "automatic-only") if m else NAN_CI
+        return _automatic_bootstrap_ci(theta, automatic_all, rng, n_resamples, lo_q, hi_q, notes)
 
     def invalid(
         reason: str, value: float = math.nan, automatic_ci: Interval | None = None
@@ -430,58 +440,14 @@ def ppi_bootstrap(
         return invalid("the statistic is undefined on the human-labelled sample")
 
     disagreements = _differing_rows(human, automatic_labeled)
-    few = disagreements < min_disagreements
-    if few:
-        notes.append(
-            f"human and automatic rows differ on {disagreements} of {n} reviewed units "
-            f"(at least {min_disagreements} needed to estimate the labeller's error)"
-        )
-    if lam is None and few:
-        lam_used = 0.0
-        method = (
-            "bootstrap of the human labels only (too few disagreements for PPI), "
-            "percentile interval"
-        )
-    elif lam is None:
-        triples = []
-        for _ in range(n_resamples_lam):
-            i = rng.choice(n, n, replace=True)
-            j = rng.choice(big_n, big_n, replace=True)
-            triples.append(
-                (
-                    theta(human.take(i)),
-                    theta(automatic_labeled.take(i)),
-                    theta(automatic_unlabeled.take(j)),
-                )
-            )
-        arr = np.array(triples)
-        arr = arr[np.isfinite(arr).all(axis=1)]
-        denominator = float(np.var(arr[:, 1]) + np.var(arr[:, 2])) if len(arr) > 1 else 0.0
-        raw = float(np.cov(arr[:, 0], arr[:, 1])[0, 1]) / denominator if denominator > 0 else 0.0
-        lam_used = float(np.clip(raw, 0.0, 1.0)) if math.isfinite(raw) else 0.0
-        method += f", power-tuned λ = {lam_used:.3f}"
-    else:
-        lam_used = float(lam)
-        method += f", λ = {lam_used:g}"
+    few = _note_few_disagreements(disagreements, n, min_disagreements, "rows", notes)
+    lam_used, method = _bootstrap_lambda(theta, frames, rng, n_resamples_lam, lam, few, method)
 
-    def rectified(t_y: float, t_yl: float, t_yu: float) -> float:
-        # Same expression (and order of operations) as ppi_py.ppboot's rectified_estimator.
-        return lam_used * t_yu + t_y - lam_used * t_yl
-
-    value = rectified(theta_y, theta_yl, theta_yu)
-    boot, auto, bias_boot = [], [], []
-    for _ in range(n_resamples):
-        i = rng.choice(n, n, replace=True)
-        j = rng.choice(big_n, big_n, replace=True)
-        t_y, t_yl = theta(human.take(i)), theta(automatic_labeled.take(i))
-        boot.append(rectified(t_y, t_yl, theta(automatic_unlabeled.take(j))))
-        auto.append(theta(automatic_all.take(np.concatenate([i, n + j]))))
-        bias_boot.append(t_yl - t_y)
+    value = _rectified(lam_used, theta_y, theta_yl, theta_yu)
+    boot, auto, bias_boot = _ppi_resamples(theta, frames, rng, n_resamples, lam_used)
     automatic_ci = _percentile(auto, lo_q, hi_q, notes, "automatic-only")
     bias_ci = NAN_CI if few else _percentile(bias_boot, lo_q, hi_q, notes, "bias")
-    undefined = sum(not math.isfinite(b) for b in boot)
-    if undefined > MAX_UNDEFINED_RESAMPLES * n_resamples:
-        reason = f"the statistic is undefined on {undefined} of {n_resamples} resamples"
+    if reason := _undefined_reason(boot, n_resamples):
         return invalid(reason, value, automatic_ci)
     ci = _percentile(boot, lo_q, hi_q, notes, "PPI")
     return PPIResult(
@@ -489,6 +455,160 @@ def ppi_bootstrap(
         bias=bias, bias_ci=bias_ci, n_human=n, n_total=n + big_n, valid=True, lam=lam_used,
         method=method, notes=tuple(notes),
     )  # fmt: skip
+
+
+def _bootstrap_frames(
+    human: pd.DataFrame, automatic_labeled: pd.DataFrame, automatic_unlabeled: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """`ppi_bootstrap`'s frames, checked and indexed from 0, with all automatic rows (the
+    reviewed ones first) as a fourth."""
+    if len(human) != len(automatic_labeled):
+        raise ValueError(
+            f"{len(human)} human rows but {len(automatic_labeled)} automatic rows of the sample"
+        )
+    human = human.reset_index(drop=True)
+    automatic_labeled = automatic_labeled.reset_index(drop=True)
+    automatic_unlabeled = automatic_unlabeled.reset_index(drop=True)
+    automatic_all = pd.concat([automatic_labeled, automatic_unlabeled], ignore_index=True)
+    return human, automatic_labeled, automatic_unlabeled, automatic_all
+
+
+def _automatic_bootstrap_ci(
+    theta: Callable[[pd.DataFrame], float],
+    automatic_all: pd.DataFrame,
+    rng: np.random.Generator | np.random.RandomState,
+    n_resamples: int,
+    lo_q: float,
+    hi_q: float,
+    notes: list[str],
+) -> Interval:
+    """The plain percentile bootstrap of θ over all automatic rows (when PPI has no
+    resamples to draw it from)."""
+    m = len(automatic_all)
+    draws = [theta(automatic_all.take(rng.choice(m, m, replace=True))) for _ in range(n_resamples)]
+    return _percentile(draws, lo_q, hi_q, notes, "automatic-only") if m else NAN_CI
+
+
+def _bootstrap_lambda(
+    theta: Callable[[pd.DataFrame], float],
+    frames: tuple[pd.DataFrame, ...],
+    rng: np.random.Generator | np.random.RandomState,
+    n_resamples_lam: int,
+    lam: float | None,
+    few: bool,
+    method: str,
+) -> tuple[float, str]:
+    """`ppi_bootstrap`'s λ and its method: 0 (human labels only) when power tuning was asked
+    and too few reviewed rows disagree, power-tuned, or the λ given."""
+    if lam is None and few:
+        return 0.0, (
+            "bootstrap of the human labels only (too few disagreements for PPI), "
+            "percentile interval"
+        )
+    if lam is None:
+        lam_used = _power_tuned_lambda(theta, frames[:3], rng, n_resamples_lam)
+        return lam_used, method + f", power-tuned λ = {lam_used:.3f}"
+    lam_used = float(lam)
+    return lam_used, method + f", λ = {lam_used:g}"
+
+
+def _note_few_disagreements(
+    disagreements: int, n: int, min_disagreements: int, what: str, notes: list[str]
+) -> bool:
+    """Whether human and automatic `what` differ on too few of the `n` reviewed units to
+    estimate the labeller's error (then said in `notes`)."""
+    few = disagreements < min_disagreements
+    if few:
+        notes.append(
+            f"human and automatic {what} differ on {disagreements} of {n} reviewed units "
+            f"(at least {min_disagreements} needed to estimate the labeller's error)"
+        )
+    return few
+
+
+def _point_values(
+    theta: Callable[[pd.DataFrame], float], frames: tuple[pd.DataFrame, ...]
+) -> tuple[float, float, float]:
+    """θ(Y), θ(Ŷ) of the reviewed units and θ(Ŷ) of the others (NaN on no rows)."""
+    human, automatic_labeled, automatic_unlabeled = frames[:3]
+    n, big_n = len(human), len(automatic_unlabeled)
+    theta_y = theta(human) if n else math.nan
+    theta_yl = theta(automatic_labeled) if n else math.nan
+    theta_yu = theta(automatic_unlabeled) if big_n else math.nan
+    return theta_y, theta_yl, theta_yu
+
+
+def _undefined_as_nan(statistic: Statistic) -> Callable[[pd.DataFrame], float]:
+    """`statistic` as a float, NaN where it is undefined on a frame (an exception of the
+    kinds arithmetic on an empty or one-sided resample raises)."""
+
+    def theta(frame: pd.DataFrame) -> float:
+        try:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return float(statistic(frame))
+        except (ArithmeticError, ValueError, KeyError, IndexError) as exc:
+            logger.debug("statistic undefined on a frame of %d rows: %s", len(frame), exc)
+            return math.nan
+
+    return theta
+
+
+def _rectified(lam: float, t_y: float, t_yl: float, t_yu: float) -> float:
+    """θ̂ = λ·θ(Ŷ_unlabelled) + θ(Y) − λ·θ(Ŷ_labelled): the same expression (and order of
+    operations) as ppi_py.ppboot's rectified_estimator."""
+    return lam * t_yu + t_y - lam * t_yl
+
+
+def _power_tuned_lambda(
+    theta: Callable[[pd.DataFrame], float],
+    frames: tuple[pd.DataFrame, ...],
+    rng: np.random.Generator | np.random.RandomState,
+    n_resamples_lam: int,
+) -> float:
+    """`ppi_bootstrap`'s λ as `ppboot` estimates it, from `n_resamples_lam` resamples of the
+    (human, automatic reviewed, automatic unreviewed) frames, clipped to [0, 1]."""
+    human, automatic_labeled, automatic_unlabeled = frames
+    n, big_n = len(human), len(automatic_unlabeled)
+    triples = []
+    for _ in range(n_resamples_lam):
+        i = rng.choice(n, n, replace=True)
+        j = rng.choice(big_n, big_n, replace=True)
+        triples.append(
+            (
+                theta(human.take(i)),
+                theta(automatic_labeled.take(i)),
+                theta(automatic_unlabeled.take(j)),
+            )
+        )
+    arr = np.array(triples)
+    arr = arr[np.isfinite(arr).all(axis=1)]
+    denominator = float(np.var(arr[:, 1]) + np.var(arr[:, 2])) if len(arr) > 1 else 0.0
+    raw = float(np.cov(arr[:, 0], arr[:, 1])[0, 1]) / denominator if denominator > 0 else 0.0
+    return float(np.clip(raw, 0.0, 1.0)) if math.isfinite(raw) else 0.0
+
+
+def _ppi_resamples(
+    theta: Callable[[pd.DataFrame], float],
+    frames: tuple[pd.DataFrame, ...],
+    rng: np.random.Generator | np.random.RandomState,
+    n_resamples: int,
+    lam: float,
+) -> tuple[list[float], list[float], list[float]]:
+    """`ppi_bootstrap`'s resamples: per resample, the rectified estimate, θ over all
+    automatic rows and the bias θ(Ŷ*) − θ(Y*), from the (human, automatic reviewed,
+    automatic unreviewed, automatic all) frames; the reviewed units are redrawn together,
+    the unreviewed ones independently."""
+    human, automatic_labeled, automatic_unlabeled, automatic_all = frames
+    n, big_n = len(human), len(automatic_unlabeled)
+    boot, auto, bias_boot = [], [], []
+    for _ in range(n_resamples):
+        i = rng.choice(n, n, replace=True)
+        j = rng.choice(big_n, big_n, replace=True)
+        t_y, t_yl = theta(human.take(i)), theta(automatic_labeled.take(i))
+        boot.append(_rectified(lam, t_y, t_yl, theta(automatic_unlabeled.take(j))))
+        auto.append(theta(automatic_all.take(np.concatenate([i, n + j]))))
+        bias_boot.append(t_yl - t_y)
+    return boot, auto, bias_boot
 
 
 def _differing_rows(human: pd.DataFrame, automatic: pd.DataFrame) -> int:
@@ -528,12 +648,19 @@ def _human_only_bootstrap(
         )
         return PPIResult(ci=NAN_CI, valid=False, reason=reason, notes=tuple(notes), **common)
     boot = [theta(human.take(rng.choice(n, n, replace=True))) for _ in range(n_resamples)]
-    undefined = sum(not math.isfinite(b) for b in boot)
-    if undefined > MAX_UNDEFINED_RESAMPLES * n_resamples:
-        reason = f"the statistic is undefined on {undefined} of {n_resamples} resamples"
+    if reason := _undefined_reason(boot, n_resamples):
         return PPIResult(ci=NAN_CI, valid=False, reason=reason, notes=tuple(notes), **common)
     ci = _percentile(boot, lo_q, hi_q, notes, "human-only")
     return PPIResult(ci=ci, valid=True, notes=tuple(notes), **common)
+
+
+def _undefined_reason(boot: list[float], n_resamples: int) -> str:
+    """Why a bootstrap gives no interval: the statistic is undefined on more than
+    `MAX_UNDEFINED_RESAMPLES` of the resamples (else "")."""
+    undefined = sum(not math.isfinite(b) for b in boot)
+    if undefined > MAX_UNDEFINED_RESAMPLES * n_resamples:
+        return f"the statistic is undefined on {undefined} of {n_resamples} resamples"
+    return ""
 
 
 def _percentile(
@@ -778,6 +905,105 @@ def _count_words(count: float) -> str:
     return f"{count:.0f}" if abs(count - round(count)) < 1e-6 else f"in effect {count:.1f}"
 
 
+def _power_tuned_lambdas(
+    theta: ThetaMany,
+    rng: np.random.Generator,
+    n: int,
+    counts: np.ndarray,
+    n_resamples_lam: int,
+    names: list[str],
+) -> dict[str, float]:
+    """`ppi_bootstrap_many`'s λ per statistic, as `ppi_bootstrap` estimates it, from
+    `n_resamples_lam` resamples, clipped to [0, 1]."""
+    lam_sets = _resample_rows(
+        theta, rng, n, counts, n_resamples_lam, ("human", "labeled", "unlabeled")
+    )
+    ty, tyl, tyu = lam_sets["human"], lam_sets["labeled"], lam_sets["unlabeled"]
+    lam = {}
+    for name in names:
+        missing = np.full(n_resamples_lam, np.nan)
+        arr = np.column_stack(
+            [ty.get(name, missing), tyl.get(name, missing), tyu.get(name, missing)]
+        )
+        arr = arr[np.isfinite(arr).all(axis=1)]
+        den = float(np.var(arr[:, 1]) + np.var(arr[:, 2])) if len(arr) > 1 else 0.0
+        raw = float(np.cov(arr[:, 0], arr[:, 1])[0, 1]) / den if den > 0 else 0.0
+        lam[name] = float(np.clip(raw, 0.0, 1.0)) if math.isfinite(raw) else 0.0
+    return lam
+
+
+def _few_informative(k: int | None, n: int, min_disagreements: int, notes: list[str]) -> bool:
+    """Whether only `k` (< `min_disagreements`) reviewed units disagree in a way that
+    changes a statistic (then said in `notes`): the reviewed sample says almost nothing
+    about the labeller's error on it."""
+    if k is not None and k < min_disagreements:
+        notes.append(
+            f"only {k} of {n} reviewed units disagree in a way that changes this metric "
+            f"(at least {min_disagreements} needed to estimate the labeller's error on it)"
+        )
+        return True
+    return False
+
+
+def _reviewed_sample_reason(
+    n: int,
+    y: float,
+    min_human: int,
+    support: tuple[float, float] | None,
+    min_per_outcome: int,
+) -> str:
+    """Why the reviewed sample gives a statistic (of human-label value `y`) no interval,
+    or ""."""
+    return (
+        "no human labels in the review sample"
+        if n == 0
+        else f"only {n} reviewed units in the random sample (at least {min_human} needed)"
+        if n < min_human
+        else "undefined on the reviewed sample"
+        if not math.isfinite(y)
+        else _support_reason(support, min_per_outcome)
+    )
+
+
+def _rectified_many(
+    lam: float,
+    point: tuple[float, float, float],
+    resampled: tuple[np.ndarray, np.ndarray, np.ndarray],
+    big_n: int,
+    few: bool,
+) -> tuple[float, np.ndarray, str]:
+    """One statistic's (value, resampled values, method) from its (human, automatic
+    reviewed, automatic unreviewed) point values and resamples: rectified with `lam`, or
+    the human labels' when every unit was reviewed."""
+    y, yl, yu = point
+    by, byl, byu = resampled
+    if not big_n:
+        return y, by, "bootstrap of the human labels (every unit reviewed)"
+    value = lam * yu + y - lam * yl
+    boot = lam * byu + by - lam * byl
+    method = (
+        f"prediction-powered bootstrap (Zrnic 2024), percentile interval, power-tuned λ = {lam:.3f}"
+        if not few
+        else "bootstrap of the human labels only (too few disagreements for PPI)"
+    )
+    return value, boot, method
+
+
+def _resamples_reason(boot: np.ndarray, n_resamples: int) -> str:
+    """Why a statistic's resampled values give no interval (they do not vary, or it is
+    undefined on too many resamples), or ""."""
+    undefined = int(np.sum(~np.isfinite(boot)))
+    finite = boot[np.isfinite(boot)]
+    if finite.size and float(np.ptp(finite)) == 0.0:
+        return (
+            "no variation in the reviewed sample (e.g. no unit of this group among the "
+            "reviewed ones): a zero-width interval would claim certainty"
+        )
+    if undefined > MAX_UNDEFINED_RESAMPLES * n_resamples:
+        return f"undefined on {undefined} of {n_resamples} resamples"
+    return ""
+
+
 def ppi_bootstrap_many(
     theta: ThetaMany,
     n: int,
@@ -829,22 +1055,9 @@ def ppi_bootstrap_many(
         if few and n
         else []
     )
-    # λ per statistic
-    lam = dict.fromkeys(names, 0.0)
+    lam = dict.fromkeys(names, 0.0)  # λ per statistic
     if n and big_n and not few:
-        lam_sets = _resample_rows(
-            theta, rng, n, counts, n_resamples_lam, ("human", "labeled", "unlabeled")
-        )
-        ty, tyl, tyu = lam_sets["human"], lam_sets["labeled"], lam_sets["unlabeled"]
-        for name in names:
-            missing = np.full(n_resamples_lam, np.nan)
-            arr = np.column_stack(
-                [ty.get(name, missing), tyl.get(name, missing), tyu.get(name, missing)]
-            )
-            arr = arr[np.isfinite(arr).all(axis=1)]
-            den = float(np.var(arr[:, 1]) + np.var(arr[:, 2])) if len(arr) > 1 else 0.0
-            raw = float(np.cov(arr[:, 0], arr[:, 1])[0, 1]) / den if den > 0 else 0.0
-            lam[name] = float(np.clip(raw, 0.0, 1.0)) if math.isfinite(raw) else 0.0
+        lam.update(_power_tuned_lambdas(theta, rng, n, counts, n_resamples_lam, names))
     boot_sets = _resample_rows(
         theta, rng, n, counts, n_resamples, ("human", "labeled", "unlabeled", "all")
     )
@@ -853,14 +1066,7 @@ def ppi_bootstrap_many(
     nan_row = np.full(n_resamples, np.nan)
     for name in names:
         notes = list(base_notes)
-        few_here = few
-        k = informative.get(name)
-        if k is not None and k < min_disagreements and not few:
-            few_here = True  # the reviewed sample says almost nothing about this metric's error
-            notes.append(
-                f"only {k} of {n} reviewed units disagree in a way that changes this metric "
-                f"(at least {min_disagreements} needed to estimate the labeller's error on it)"
-            )
+        few_here = few or _few_informative(informative.get(name), n, min_disagreements, notes)
         y = float(point_y.get(name, [math.nan])[0]) if n else math.nan
         yl = float(point_yl.get(name, [math.nan])[0]) if n else math.nan
         yu = float(point_yu.get(name, [math.nan])[0]) if big_n else math.nan
@@ -871,36 +1077,15 @@ def ppi_bootstrap_many(
             automatic_value=auto_value, automatic_ci=auto_ci, bias=bias, n_human=n,
             n_total=n + big_n,
         )  # fmt: skip
-        reason = (
-            "no human labels in the review sample"
-            if n == 0
-            else f"only {n} reviewed units in the random sample (at least {min_human} needed)"
-            if n < min_human
-            else "undefined on the reviewed sample"
-            if not math.isfinite(y)
-            else _support_reason(support.get(name), min_per_outcome)
-        )
+        reason = _reviewed_sample_reason(n, y, min_human, support.get(name), min_per_outcome)
         if reason:
             out[name] = PPIResult(
                 value=y, ci=NAN_CI, bias_ci=NAN_CI, valid=False, reason=reason, **common
             )
             continue
         lam_used = lam[name] if big_n and not few_here else 0.0
-        if big_n:
-            value = lam_used * yu + y - lam_used * yl
-            boot = (
-                lam_used * byu.get(name, nan_row) + by.get(name, nan_row)
-                - lam_used * byl.get(name, nan_row)
-            )  # fmt: skip
-            method = (
-                "prediction-powered bootstrap (Zrnic 2024), percentile interval, "
-                f"power-tuned λ = {lam_used:.3f}"
-                if not few_here
-                else "bootstrap of the human labels only (too few disagreements for PPI)"
-            )
-        else:
-            value, boot = y, by.get(name, nan_row)
-            method = "bootstrap of the human labels (every unit reviewed)"
+        resampled = (by.get(name, nan_row), byl.get(name, nan_row), byu.get(name, nan_row))
+        value, boot, method = _rectified_many(lam_used, (y, yl, yu), resampled, big_n, few_here)
         bias_ci = (
             NAN_CI
             if few_here
@@ -908,20 +1093,7 @@ def ppi_bootstrap_many(
                 list(byl.get(name, nan_row) - by.get(name, nan_row)), lo_q, hi_q, notes, "bias"
             )
         )
-        undefined = int(np.sum(~np.isfinite(boot)))
-        finite = boot[np.isfinite(boot)]
-        if finite.size and float(np.ptp(finite)) == 0.0:
-            reason = (
-                "no variation in the reviewed sample (e.g. no unit of this group among the "
-                "reviewed ones): a zero-width interval would claim certainty"
-            )
-            out[name] = PPIResult(
-                value=value, ci=NAN_CI, bias_ci=bias_ci, valid=False, reason=reason,
-                lam=lam_used, method=method, notes=tuple(notes), **common,
-            )  # fmt: skip
-            continue
-        if undefined > MAX_UNDEFINED_RESAMPLES * n_resamples:
-            reason = f"undefined on {undefined} of {n_resamples} resamples"
+        if reason := _resamples_reason(boot, n_resamples):
             out[name] = PPIResult(
                 value=value, ci=NAN_CI, bias_ci=bias_ci, valid=False, reason=reason,
                 lam=lam_used, method=method, notes=tuple(notes), **common,

@@ -703,33 +703,51 @@ def coding_blocks(summary: dict[str, Any], max_chars: int = 1500) -> list[Any]:
             f"adjudicated, {progress_['unresolved']} unresolved."
         )
     )
-    agreement = summary.get("agreement")
-    if agreement:
-        out.append(
-            Table(
-                AGREEMENT_COLUMNS,
-                agreement_rows(agreement, names),
-                title="Agreement between raters",
-                caption="Initial: each rater's first coding of a text; now: each rater's "
-                "latest coding (% = percent agreement over rater pairs). Per code: present / "
-                "absent; pooled: every (text, code) pair; whole code sets: equal only when "
-                "identical. Cohen's κ (two raters, scikit-learn), Fleiss' κ (statsmodels), "
-                "Krippendorff's α (nominal, krippendorff package). — where undefined.",
-            )
+    out += _agreement_blocks(summary.get("agreement"), names)
+    out += _cluster_blocks(summary, max_chars)
+    return out
+
+
+def _agreement_blocks(agreement: dict[str, Any] | None, names: dict[str, str]) -> list[Any]:
+    """The agreement table of a run's coding and what adjudication settled."""
+    from gbdesk.support.blocks import Paragraph, Table
+
+    if not agreement:
+        return []
+    out: list[Any] = []
+    out.append(
+        Table(
+            AGREEMENT_COLUMNS,
+            agreement_rows(agreement, names),
+            title="Agreement between raters",
+            caption="Initial: each rater's first coding of a text; now: each rater's "
+            "latest coding (% = percent agreement over rater pairs). Per code: present / "
+            "absent; pooled: every (text, code) pair; whole code sets: equal only when "
+            "identical. Cohen's κ (two raters, scikit-learn), Fleiss' κ (statsmodels), "
+            "Krippendorff's α (nominal, krippendorff package). — where undefined.",
         )
-        adj = agreement["adjudication"]
-        vs = "; ".join(
-            f"{r}: {_pct(v['agreement'])} of {v['n_units']} texts (κ {_num(v['cohen_kappa'])})"
-            for r, v in adj["raters_vs_final"].items()
+    )
+    adj = agreement["adjudication"]
+    vs = "; ".join(
+        f"{r}: {_pct(v['agreement'])} of {v['n_units']} texts (κ {_num(v['cohen_kappa'])})"
+        for r, v in adj["raters_vs_final"].items()
+    )
+    out.append(
+        Paragraph(
+            f"After adjudication: {adj['n_adjudicated']} of {adj['n_disputed']} disputed "
+            f"texts settled by a consensus, {adj['n_unresolved']} unresolved; "
+            f"{adj['n_final']} texts have final codes. Each rater against the final "
+            f"codes (whole sets) — {vs or '—'}."
         )
-        out.append(
-            Paragraph(
-                f"After adjudication: {adj['n_adjudicated']} of {adj['n_disputed']} disputed "
-                f"texts settled by a consensus, {adj['n_unresolved']} unresolved; "
-                f"{adj['n_final']} texts have final codes. Each rater against the final "
-                f"codes (whole sets) — {vs or '—'}."
-            )
-        )
+    )
+    return out
+
+
+def _cluster_blocks(summary: dict[str, Any], max_chars: int) -> list[Any]:
+    """The clusters of final codes per category and each category's representative text."""
+    from gbdesk.support.blocks import Paragraph, Table
+
+    out: list[Any] = []
     rows = [
         [
             g["category"],

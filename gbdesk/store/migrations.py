@@ -9,10 +9,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-
-def _v1(conn: sqlite3.Connection) -> None:
-    statements = [
-        """
+#: version 1, what was asked: the models and the runs made with them, with their items
+_V1_RUNS = (
+    """
         CREATE TABLE models (
             id INTEGER PRIMARY KEY,
             kind TEXT NOT NULL DEFAULT 'gguf',
@@ -33,7 +32,7 @@ def _v1(conn: sqlite3.Connection) -> None:
             UNIQUE (kind, path, sha256)
         )
         """,
-        """
+    """
         CREATE TABLE runs (
             id INTEGER PRIMARY KEY,
             probe TEXT NOT NULL,
@@ -55,7 +54,7 @@ def _v1(conn: sqlite3.Connection) -> None:
             attempts_total INTEGER NOT NULL
         )
         """,
-        """
+    """
         CREATE TABLE run_items (
             run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
             idx INTEGER NOT NULL,
@@ -65,7 +64,11 @@ def _v1(conn: sqlite3.Connection) -> None:
             PRIMARY KEY (run_id, item)
         )
         """,
-        """
+)
+
+#: version 1, what came back: each attempt and its labels (one automatic label per source)
+_V1_ANSWERS = (
+    """
         CREATE TABLE attempts (
             id INTEGER PRIMARY KEY,
             run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -83,7 +86,7 @@ def _v1(conn: sqlite3.Connection) -> None:
             UNIQUE (run_id, item, attempt)
         )
         """,
-        """
+    """
         CREATE TABLE labels (
             id INTEGER PRIMARY KEY,
             attempt_id INTEGER NOT NULL REFERENCES attempts(id) ON DELETE CASCADE,
@@ -95,9 +98,13 @@ def _v1(conn: sqlite3.Connection) -> None:
             created_at TEXT NOT NULL
         )
         """,
-        "CREATE UNIQUE INDEX labels_auto_once ON labels(attempt_id, source) WHERE kind = 'auto'",
-        "CREATE INDEX labels_by_attempt ON labels(attempt_id, kind, id)",
-        """
+    "CREATE UNIQUE INDEX labels_auto_once ON labels(attempt_id, source) WHERE kind = 'auto'",
+    "CREATE INDEX labels_by_attempt ON labels(attempt_id, kind, id)",
+)
+
+#: version 1, the metrics computed from the labels (a cache)
+_V1_METRICS = (
+    """
         CREATE TABLE metrics (
             run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
             label_mode TEXT NOT NULL,
@@ -112,8 +119,12 @@ def _v1(conn: sqlite3.Connection) -> None:
             PRIMARY KEY (run_id, label_mode, name)
         )
         """,
-    ]
-    for statement in statements:
+)
+
+
+def _v1(conn: sqlite3.Connection) -> None:
+    """The first layout, created in this order (the statements as released)."""
+    for statement in (*_V1_RUNS, *_V1_ANSWERS, *_V1_METRICS):
         conn.execute(statement)
 
 

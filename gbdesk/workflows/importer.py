@@ -302,6 +302,206 @@ def _template_hint(probe: Probe, params: dict[str, Any], key: str, prompt: str) 
     return " (made with another template? pass it with --template)"
 
 
+@dataclass
+class _RowProblems:
+    """The lines of an import file that fit no item, by what is wrong with them (`_place`
+    lists them all in one `UserError`)."""
+
+    unmatched: list[int] = field(default_factory=list)
+    unknown: list[int] = field(default_factory=list)
+    unknown_keys: list[str] = field(default_factory=list)
+    mismatched: list[int] = field(default_factory=list)
+    first_mismatch: tuple[str, str] | None = None
+    ambiguous: dict[str, list[int]] = field(default_factory=dict)
+    bad_attempt: list[int] = field(default_factory=list)
+    bad_index: list[int] = field(default_factory=list)
+    bad_prompt_index: list[int] = field(default_factory=list)
+    no_prompt: list[int] = field(default_factory=list)
+    duplicates: list[int] = field(default_factory=list)
+
+
+#: (line, row, candidate slots (item, prompt), attempt or None) of a row `_match_rows` placed
+_Entry = tuple[int, dict[str, Any], list[tuple[str, int]], int | None]
+
+
+def _match_rows(
+    probe: Probe,
+    rows: list[tuple[int, dict[str, Any]]],
+    by_key: dict[str, Item],
+    by_prompt: dict[str, list[tuple[str, int]]],
+    rebuilt: dict[str, Item],
+    deal_rows: bool,
+    bad: _RowProblems,
+) -> tuple[list[_Entry], dict[str, int], bool]:
+    """Each row's candidate slots (item, prompt) — by its `item` key, else by its prompt —
+    and its attempt, with the lines that fit none in `bad` and the items `probe.import_item`
+    rebuilds in `rebuilt`: the entries, each item's first `item_index`, and whether every
+    row had one."""
+    entries: list[_Entry] = []
+    index_of: dict[str, int] = {}
+    all_indexed = True
+    for number, record in rows:
+        prompt = str(record.get("prompt") or "")
+        key = str(record.get("item") or "").strip()
+        try:
+            chosen_prompt = whole_number(record.get("prompt_index"))
+        except (TypeError, ValueError, OverflowError):
+            bad.bad_prompt_index.append(number)
+            continue
+        if key:
+            item = by_key.get(key) or rebuilt.get(key)
+            if item is None:
+                custom = probe.import_item(record)
+                if custom is not None and custom.key == key:
+                    item = rebuilt[key] = custom
+            if item is None:
+                bad.unknown.append(number)
+                if key not in bad.unknown_keys:
+                    bad.unknown_keys.append(key)
+                continue
+            texts = _prompt_texts(item)
+            if chosen_prompt is not None and chosen_prompt >= len(texts):
+                bad.bad_prompt_index.append(number)
+                continue
+            options = [chosen_prompt] if chosen_prompt is not None else list(range(len(texts)))
+            if prompt.strip():
+                options = [p for p in options if texts[p].strip() == prompt.strip()]
+                if not options:
+                    bad.mismatched.append(number)
+                    bad.first_mismatch = bad.first_mismatch or (key, prompt)
+                    continue
+            elif len(options) > 1:
+                bad.no_prompt.append(number)
+                continue
+            slots = [(key, p) for p in options]
+        else:
+            slots = list(by_prompt.get(prompt.strip(), []))
+            if chosen_prompt is not None:
+                slots = [slot for slot in slots if slot[1] == chosen_prompt]
+            if not slots:
+                custom = probe.import_item(record)  # e.g. a story prompt outside the 100
+                if custom is not None:
+                    rebuilt.setdefault(custom.key, custom)
+                    slots = [(custom.key, 0)]
+            if not slots:
+                bad.unmatched.append(number)
+                continue
+            if len(slots) > 1 and not deal_rows:
+                bad.ambiguous.setdefault(prompt.strip(), []).append(number)
+                continue
+        try:
+            attempt = whole_number(record.get("attempt"))
+        except (TypeError, ValueError):
+            bad.bad_attempt.append(number)
+            continue
+        try:
+            position = whole_number(record.get("item_index"))
+        except (TypeError, ValueError):
+            bad.bad_index.append(number)
+            continue
+        if position is None or len(slots) > 1:
+            all_indexed = False
+        else:
+            first = slots[0][0]
+            index_of[first] = min(position, index_of.get(first, position))
+        entries.append((number, record, slots, attempt))
+
+    return entries, index_of, all_indexed
+
+
+def _assign_attempts(
+    entries: list[_Entry], bad: _RowProblems
+) -> dict[tuple[tuple[str, int], int], tuple[int, dict[str, Any]]]:
+    """(slot, attempt) → (line, row): rows with an attempt first (in file order; a row of
+    several slots is dealt to them in turn), then the others on each slot's free attempts;
+    a repeated (slot, attempt) goes to `bad.duplicates`."""
+    placed_slots: dict[tuple[tuple[str, int], int], tuple[int, dict[str, Any]]] = {}
+    dealt: dict[tuple[tuple[str, int], int | None], int] = defaultdict(int)
+    for number, record, slots, attempt in entries:
+        if attempt is None:
+            continue
+        k = dealt[(slots[0], attempt)]
+        dealt[(slots[0], attempt)] += 1
+        if k >= len(slots) or (slots[k], attempt) in placed_slots:
+            bad.duplicates.append(number)
+            continue
+        placed_slots[(slots[k], attempt)] = (number, record)
+    next_free: dict[tuple[str, int], int] = defaultdict(int)
+    for number, record, slots, attempt in entries:
+        if attempt is not None:
+            continue
+        k = dealt[(slots[0], None)]
+        dealt[(slots[0], None)] += 1
+        slot = slots[k % len(slots)]
+        while (slot, next_free[slot]) in placed_slots:
+            next_free[slot] += 1
+        placed_slots[(slot, next_free[slot])] = (number, record)
+
+    return placed_slots
+
+
+def _row_problems(
+    probe: Probe,
+    params: dict[str, Any],
+    rows: list[tuple[int, dict[str, Any]]],
+    bad: _RowProblems,
+) -> list[str]:
+    """One sentence per kind of line that does not fit, naming the lines."""
+    problems = []
+    if bad.unknown:
+        problems.append(
+            f"{line_list(bad.unknown)} name an item that is not one of {probe.name}'s items "
+            f"(e.g. '{_short(bad.unknown_keys[0], 40)}'; rename or remove the `item` column to "
+            "match rows by their prompt)"
+        )
+    if bad.mismatched:
+        key, prompt = bad.first_mismatch or ("", "")
+        problems.append(
+            f"{line_list(bad.mismatched)} have a prompt that is not their item's prompt with the "
+            f"template '{params.get('template_name')}'" + _template_hint(probe, params, key, prompt)
+        )
+    if bad.unmatched:
+        problems.append(
+            f"{line_list(bad.unmatched)} match no {probe.name} prompt made with the template "
+            f"'{params['template_name']}'{probe.import_hint()}"
+        )
+    if bad.ambiguous:
+        example = next(iter(bad.ambiguous))
+        lines = sorted(n for ns in bad.ambiguous.values() for n in ns)
+        n = len(bad.ambiguous)
+        problems.append(
+            f"{n} prompt{'s are' if n > 1 else ' is'} shared by several items "
+            f"(e.g. '{_short(example)}', {line_list(lines)}); {DEAL_HINT}"
+        )
+    if bad.bad_attempt:
+        problems.append(
+            f"{line_list(bad.bad_attempt)} have an attempt that is not a whole number from 0 to "
+            f"{INT64_MAX - 1:,}"
+        )
+    if bad.bad_prompt_index:
+        problems.append(
+            f"{line_list(bad.bad_prompt_index)} have a prompt_index that is not one of their "
+            "item's prompts (0 for the first)"
+        )
+    if bad.no_prompt:
+        problems.append(
+            f"{line_list(bad.no_prompt)} name an item of several prompts but neither the prompt "
+            "nor a prompt_index: add one of the two columns"
+        )
+    if bad.bad_index:
+        problems.append(
+            f"{line_list(bad.bad_index)} have an item_index that is not a whole number from 0 to "
+            f"{INT64_MAX - 1:,}"
+        )
+    if bad.duplicates:
+        several = len({str(r.get("run_id") or "") for _, r in rows}) > 1
+        problems.append(
+            f"{line_list(bad.duplicates)} repeat an (item, attempt) of an earlier line"
+            + ("; the file holds several runs (run_id): import one at a time" if several else "")
+        )
+    return problems
+
+
 def _place(
     probe: Probe,
     params: dict[str, Any],
@@ -337,165 +537,12 @@ def _place(
         for p, text in enumerate(_prompt_texts(item)):
             by_prompt[text.strip()].append((item.key, p))  # duplicated items share a prompt
     rebuilt: dict[str, Item] = {}
-
-    unmatched: list[int] = []
-    unknown: list[int] = []
-    unknown_keys: list[str] = []
-    mismatched: list[int] = []
-    first_mismatch: tuple[str, str] | None = None
-    ambiguous: dict[str, list[int]] = {}
-    bad_attempt: list[int] = []
-    bad_index: list[int] = []
-    bad_prompt_index: list[int] = []
-    no_prompt: list[int] = []
-    duplicates: list[int] = []
-    # (line, row, candidate slots (item, prompt), attempt or None)
-    entries: list[tuple[int, dict[str, Any], list[tuple[str, int]], int | None]] = []
-    index_of: dict[str, int] = {}
-    all_indexed = True
-    for number, record in rows:
-        prompt = str(record.get("prompt") or "")
-        key = str(record.get("item") or "").strip()
-        try:
-            chosen_prompt = whole_number(record.get("prompt_index"))
-        except (TypeError, ValueError, OverflowError):
-            bad_prompt_index.append(number)
-            continue
-        if key:
-            item = by_key.get(key) or rebuilt.get(key)
-            if item is None:
-                custom = probe.import_item(record)
-                if custom is not None and custom.key == key:
-                    item = rebuilt[key] = custom
-            if item is None:
-                unknown.append(number)
-                if key not in unknown_keys:
-                    unknown_keys.append(key)
-                continue
-            texts = _prompt_texts(item)
-            if chosen_prompt is not None and chosen_prompt >= len(texts):
-                bad_prompt_index.append(number)
-                continue
-            options = [chosen_prompt] if chosen_prompt is not None else list(range(len(texts)))
-            if prompt.strip():
-                options = [p for p in options if texts[p].strip() == prompt.strip()]
-                if not options:
-                    mismatched.append(number)
-                    first_mismatch = first_mismatch or (key, prompt)
-                    continue
-            elif len(options) > 1:
-                no_prompt.append(number)
-                continue
-            slots = [(key, p) for p in options]
-        else:
-            slots = list(by_prompt.get(prompt.strip(), []))
-            if chosen_prompt is not None:
-                slots = [slot for slot in slots if slot[1] == chosen_prompt]
-            if not slots:
-                custom = probe.import_item(record)  # e.g. a story prompt outside the 100
-                if custom is not None:
-                    rebuilt.setdefault(custom.key, custom)
-                    slots = [(custom.key, 0)]
-            if not slots:
-                unmatched.append(number)
-                continue
-            if len(slots) > 1 and not deal_rows:
-                ambiguous.setdefault(prompt.strip(), []).append(number)
-                continue
-        try:
-            attempt = whole_number(record.get("attempt"))
-        except (TypeError, ValueError):
-            bad_attempt.append(number)
-            continue
-        try:
-            position = whole_number(record.get("item_index"))
-        except (TypeError, ValueError):
-            bad_index.append(number)
-            continue
-        if position is None or len(slots) > 1:
-            all_indexed = False
-        else:
-            first = slots[0][0]
-            index_of[first] = min(position, index_of.get(first, position))
-        entries.append((number, record, slots, attempt))
-
-    # rows with an attempt first (in file order), then the others on the free attempts
-    placed_slots: dict[tuple[tuple[str, int], int], tuple[int, dict[str, Any]]] = {}
-    dealt: dict[tuple[tuple[str, int], int | None], int] = defaultdict(int)
-    for number, record, slots, attempt in entries:
-        if attempt is None:
-            continue
-        k = dealt[(slots[0], attempt)]
-        dealt[(slots[0], attempt)] += 1
-        if k >= len(slots) or (slots[k], attempt) in placed_slots:
-            duplicates.append(number)
-            continue
-        placed_slots[(slots[k], attempt)] = (number, record)
-    next_free: dict[tuple[str, int], int] = defaultdict(int)
-    for number, record, slots, attempt in entries:
-        if attempt is not None:
-            continue
-        k = dealt[(slots[0], None)]
-        dealt[(slots[0], None)] += 1
-        slot = slots[k % len(slots)]
-        while (slot, next_free[slot]) in placed_slots:
-            next_free[slot] += 1
-        placed_slots[(slot, next_free[slot])] = (number, record)
-
-    problems = []
-    if unknown:
-        problems.append(
-            f"{line_list(unknown)} name an item that is not one of {probe.name}'s items "
-            f"(e.g. '{_short(unknown_keys[0], 40)}'; rename or remove the `item` column to "
-            "match rows by their prompt)"
-        )
-    if mismatched:
-        key, prompt = first_mismatch or ("", "")
-        problems.append(
-            f"{line_list(mismatched)} have a prompt that is not their item's prompt with the "
-            f"template '{params.get('template_name')}'" + _template_hint(probe, params, key, prompt)
-        )
-    if unmatched:
-        problems.append(
-            f"{line_list(unmatched)} match no {probe.name} prompt made with the template "
-            f"'{params['template_name']}'{probe.import_hint()}"
-        )
-    if ambiguous:
-        example = next(iter(ambiguous))
-        lines = sorted(n for ns in ambiguous.values() for n in ns)
-        n = len(ambiguous)
-        problems.append(
-            f"{n} prompt{'s are' if n > 1 else ' is'} shared by several items "
-            f"(e.g. '{_short(example)}', {line_list(lines)}); {DEAL_HINT}"
-        )
-    if bad_attempt:
-        problems.append(
-            f"{line_list(bad_attempt)} have an attempt that is not a whole number from 0 to "
-            f"{INT64_MAX - 1:,}"
-        )
-    if bad_prompt_index:
-        problems.append(
-            f"{line_list(bad_prompt_index)} have a prompt_index that is not one of their item's "
-            "prompts (0 for the first)"
-        )
-    if no_prompt:
-        problems.append(
-            f"{line_list(no_prompt)} name an item of several prompts but neither the prompt "
-            "nor a prompt_index: add one of the two columns"
-        )
-    if bad_index:
-        problems.append(
-            f"{line_list(bad_index)} have an item_index that is not a whole number from 0 to "
-            f"{INT64_MAX - 1:,}"
-        )
-    if duplicates:
-        several = len({str(r.get("run_id") or "") for _, r in rows}) > 1
-        problems.append(
-            f"{line_list(duplicates)} repeat an (item, attempt) of an earlier line"
-            + ("; the file holds several runs (run_id): import one at a time" if several else "")
-        )
-    refuse(path, problems)
-
+    bad = _RowProblems()
+    entries, index_of, all_indexed = _match_rows(
+        probe, rows, by_key, by_prompt, rebuilt, deal_rows, bad
+    )
+    placed_slots = _assign_attempts(entries, bad)
+    refuse(path, _row_problems(probe, params, rows, bad))
     used = {key for (key, _), _ in placed_slots}
     canonical = {i.key: n for n, i in enumerate(catalogue)}
     items = [by_key.get(key) or rebuilt[key] for key in used]

@@ -17,6 +17,7 @@ import pytest
 
 from gbdesk.store import DatabaseFault, Store
 from gbdesk.store import db as store_db
+from gbdesk.store import faults as store_faults
 from gbdesk.store.migrations import LATEST_VERSION
 from gbdesk.support.errors import UserError
 from tests.adversarial.dbtools import (
@@ -546,7 +547,7 @@ def test_an_io_error_on_a_disk_without_free_space_is_a_full_disk(tmp_path, monke
     error = sqlite3.OperationalError("disk I/O error")
     assert store_db.database_fault(error, db).kind == "ioerr"  # room left: the disk's fault
     usage = collections.namedtuple("usage", "total used free")
-    monkeypatch.setattr(store_db.shutil, "disk_usage", lambda _path: usage(100, 100, 0))
+    monkeypatch.setattr(store_faults.shutil, "disk_usage", lambda _path: usage(100, 100, 0))
     fault = store_db.database_fault(error, db)
     assert fault.kind == "full" and "free some disk space" in str(fault)
     assert store_db.fault_kind(error) == "ioerr"  # without the database's path: unknown

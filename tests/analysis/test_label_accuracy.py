@@ -24,7 +24,7 @@ from gbdesk.analysis.label_accuracy import (
 from gbdesk.analysis.ppi_metrics import draw_sample
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
-from gbdesk.studies.laissez_faire.probe import character_gender, characters_from_data
+from gbdesk.studies.laissez_faire.characters import character_gender, characters_from_data
 from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend, recorded_laissez_faire
 

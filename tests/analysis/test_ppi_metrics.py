@@ -10,7 +10,7 @@ import pytest
 from gbdesk.analysis.ppi_metrics import draw_sample, sample_progress
 from gbdesk.analysis.results import compute_metrics
 from gbdesk.cli import main
-from gbdesk.studies.laissez_faire.probe import character_label, characters_from_data
+from gbdesk.studies.laissez_faire.characters import character_label, characters_from_data
 from gbdesk.support.errors import UserError
 from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend

@@ -16,7 +16,13 @@ from gbdesk.studies import get_probe, probe_names, probe_table_markdown, studies
 
 ROOT = _tests.ROOT
 PACKAGE = ROOT / "gbdesk"
-ALLOWED_STUDY_IMPORTS = {"gbdesk.studies", "gbdesk.studies.base"}
+#: the contract: the registry, the base classes, the optional capabilities, the import helpers
+ALLOWED_STUDY_IMPORTS = {
+    "gbdesk.studies",
+    "gbdesk.studies.base",
+    "gbdesk.studies.capabilities",
+    "gbdesk.studies.importing",
+}
 
 
 def core_files() -> list[Path]:

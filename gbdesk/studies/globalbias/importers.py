@@ -132,6 +132,17 @@ def plan_apx_table(
                 "(outside the untested age axis), so nothing would be tested"
             )
     refuse(path, problems)
+    return _apx_table_runs(probe, by_model, unmatched, d_rank)
+
+
+def _apx_table_runs(
+    probe: Probe,
+    by_model: dict[str, dict[tuple[int, str], list[dict[str, Any]]]],
+    unmatched: set[str],
+    d_rank: dict[str, int],
+) -> list[ImportedRun]:
+    """One imported run per model of a checked APX table: a block per (template, group) in
+    the shipped order, and a warning when descriptors were not in the shipped list."""
     g_rank = _group_rank()
     warnings = []
     if unmatched:
@@ -188,21 +199,14 @@ def plan_apx_table(
 _BLOCK_KEY = re.compile(r"t([123])/(\d+)-(.+)/(\d+)")
 
 
-def plan_apx_scores(
-    probe: Any,
-    path: str | Path,
+def _apx_scores_by_model(
     rows: list[tuple[int, dict[str, Any]]],
-    *,
-    model_name: str | None = None,
-) -> list[ImportedRun]:
-    """Scored sentences as scores.csv has them (item, group, descriptor, template, text,
-    n_tokens, logprob_sum, ppl; optional attempt, item_index, axis, model): the blocks
-    are rebuilt from the item keys and the descriptors present, in the run's order
-    (`item_index`, else template, name, block) with the sentences in the shipped order,
-    so every metric is computed from the same numbers in the same order."""
-    require_columns(path, rows, ("item", "group", "descriptor", "template", "ppl"))
-    descriptors = load_descriptors()
-    d_index = {d["descriptor"]: i for i, d in enumerate(descriptors)}
+    model_name: str | None,
+    descriptors: list[dict[str, Any]],
+    d_index: dict[str, int],
+) -> tuple[dict[str, dict[str, dict[str, Any]]], tuple[list[int], ...]]:
+    """Read every scored sentence: the blocks by model and item key, and the lines that do
+    not fit (bad item, descriptor, number, text or name, attempt or index; repeated)."""
     names = {n["row"]: n for n in load_names()}
     bad_item, bad_descriptor, bad_number, mismatch, repeated, bad_index = [], [], [], [], [], []
     # model → item key → {"row", "t", "b", "index", "attempts": {attempt: {descriptor: score}}}
@@ -283,29 +287,18 @@ def plan_apx_scores(
             "logprob_sum": logprob,
             "ppl": ppl,
         }
-    problems = []
-    if bad_item:
-        problems.append(
-            f"{line_list(bad_item)} have an item, template or group that is not one of a "
-            "scored block (t<template>/<row>-<name>/<block> of the shipped names)"
-        )
-    if bad_descriptor:
-        problems.append(f"{line_list(bad_descriptor)} have a descriptor that is not shipped")
-    if mismatch:
-        problems.append(f"{line_list(mismatch)} have a text or name that is not their sentence's")
-    if bad_number:
-        problems.append(
-            f"{line_list(bad_number)} have a ppl, n_tokens or logprob_sum that is not a number"
-        )
-    if bad_index:
-        problems.append(
-            f"{line_list(bad_index)} have an attempt or item_index that is not a whole number ≥ 0"
-        )
-    if repeated:
-        problems.append(
-            f"{line_list(repeated)} repeat an (item, attempt, descriptor) of an earlier line"
-        )
-    refuse(path, problems)
+    return by_model, (bad_item, bad_descriptor, bad_number, mismatch, repeated, bad_index)
+
+
+def _apx_score_runs(
+    probe: Any,
+    by_model: dict[str, dict[str, dict[str, Any]]],
+    descriptors: list[dict[str, Any]],
+    d_index: dict[str, int],
+) -> list[ImportedRun]:
+    """One imported run per model of checked scored sentences: its blocks in the run's order
+    (`item_index`, else template, name, block), each attempt's sentences in the shipped
+    order."""
     planned = []
     for model, blocks in by_model.items():
         indexed = all(b["index"] is not None for b in blocks.values())
@@ -348,6 +341,51 @@ def plan_apx_scores(
             )
         )
     return planned
+
+
+def plan_apx_scores(
+    probe: Any,
+    path: str | Path,
+    rows: list[tuple[int, dict[str, Any]]],
+    *,
+    model_name: str | None = None,
+) -> list[ImportedRun]:
+    """Scored sentences as scores.csv has them (item, group, descriptor, template, text,
+    n_tokens, logprob_sum, ppl; optional attempt, item_index, axis, model): the blocks
+    are rebuilt from the item keys and the descriptors present, in the run's order
+    (`item_index`, else template, name, block) with the sentences in the shipped order,
+    so every metric is computed from the same numbers in the same order."""
+    require_columns(path, rows, ("item", "group", "descriptor", "template", "ppl"))
+    descriptors = load_descriptors()
+    d_index = {d["descriptor"]: i for i, d in enumerate(descriptors)}
+    by_model, bad = _apx_scores_by_model(rows, model_name, descriptors, d_index)
+    bad_item, bad_descriptor, bad_number, mismatch, repeated, bad_index = bad
+    problems = []
+    if bad_item:
+        problems.append(
+            f"{line_list(bad_item)} have an item, template or group that is not one of a "
+            "scored block (t<template>/<row>-<name>/<block> of the shipped names)"
+        )
+    if bad_descriptor:
+        problems.append(f"{line_list(bad_descriptor)} have a descriptor that is not shipped")
+    if mismatch:
+        problems.append(f"{line_list(mismatch)} have a text or name that is not their sentence's")
+    if bad_number:
+        problems.append(
+            f"{line_list(bad_number)} have a ppl, n_tokens or logprob_sum that is not a number"
+        )
+    if bad_index:
+        problems.append(
+            f"{line_list(bad_index)} have an attempt or item_index that is not a whole number ≥ 0"
+        )
+    if repeated:
+        problems.append(
+            f"{line_list(repeated)} repeat an (item, attempt, descriptor) of an earlier line"
+        )
+    refuse(path, problems)
+    return _apx_score_runs(probe, by_model, descriptors, d_index)
+
+
 def _have(lines: list[int]) -> str:
     return "has" if len(lines) == 1 else "have"
 
@@ -369,6 +407,91 @@ def _testable(blocks: dict[tuple[int, str], list[dict[str, Any]]]) -> bool:
     return any(len(g) >= 2 for g in groups.values())
 
 
+def _refuse_blank_people(path: Path, df: Any) -> None:
+    """Refuse a profiles file (`UserError` listing the lines) where a profile lacks a name,
+    an ethnicity or a gender."""
+    lines = df.attrs.get("lines") or list(range(2, len(df) + 2))
+    problems = []
+    for column in ("name", "Ethnicity", "Gender"):
+        blank = [
+            line
+            for line, value in zip(lines, df[column], strict=True)
+            if value is None or (isinstance(value, float) and math.isnan(value))
+            or not str(value).strip()
+        ]
+        if blank:
+            problems.append(f"{line_list(blank)} {_have(blank)} no {column}")
+    refuse(path, problems)
+
+
+def _clean(v: Any) -> Any:
+    """A cell as a plain Python value (NaN: None)."""
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return v.item() if hasattr(v, "item") else v
+
+
+def _profile_of(name: str, record: dict[str, Any]) -> dict[str, Any]:
+    """A profile row of the released layout as the profile a run stores (its response)."""
+    from gbdesk.studies.globalbias.profiles_stats import (
+        LIST_FIELDS,
+        PHYSICAL_COLUMNS,
+        SCALAR_FIELDS,
+    )
+
+    profile: dict[str, Any] = {"name": name}
+    for f in SCALAR_FIELDS:
+        if f != "name" and f in record:
+            profile[f] = _clean(record[f])
+    for f in LIST_FIELDS:
+        profile[f] = list(record.get(f) or ())
+    profile["physical_characteristics"] = {
+        c.split(".", 1)[1]: _clean(record.get(c)) for c in PHYSICAL_COLUMNS
+    }
+    return profile
+
+
+def _person_keys(order: list[tuple[Any, ...]], keyed: bool) -> dict[tuple[Any, ...], str]:
+    """Each person's item key: the file's item (with #position when the item holds several
+    people), or p<rank>-<name> for a released file without keys."""
+    if keyed:
+        per_item: dict[str, int] = {}
+        for key in order:
+            per_item[key[0]] = per_item.get(key[0], 0) + 1
+        return {key: key[0] if per_item[key[0]] == 1 else f"{key[0]}#{key[1]}" for key in order}
+    return {key: f"p{i:04d}-{key[0]}" for i, key in enumerate(order)}
+
+
+def _profile_attempts(
+    probe: Probe,
+    path: str | Path,
+    rows: list[tuple[int, tuple[Any, ...], int, dict[str, Any]]],
+    keys: dict[tuple[Any, ...], str],
+    people: dict[tuple[Any, ...], dict[str, Any]],
+    keyed: bool,
+) -> list[ImportedAttempt]:
+    """One attempt per (person, run): a keyed file's repeated (item, position, run_id) is
+    refused; in a released file the first of a name repeated in one run is kept."""
+    attempts = []
+    taken: dict[tuple[str, int], int] = {}
+    repeated: list[int] = []
+    for line, key, attempt, profile in rows:
+        if (keys[key], attempt) in taken:
+            if keyed:
+                repeated.append(line)
+            continue  # released files: the same name twice in one run, the first is kept
+        taken[(keys[key], attempt)] = line
+        text = json.dumps([profile], ensure_ascii=False)
+        attempts.append(
+            ImportedAttempt(keys[key], attempt, text, probe.label(text, {"people": [people[key]]}))
+        )
+    if repeated:
+        refuse(
+            path, [f"{line_list(repeated)} repeat an (item, position, run_id) of an earlier line"]
+        )
+    return attempts
+
+
 def plan_profiles(
     probe: Probe, path: str | Path, *, model_name: str | None = None
 ) -> list[ImportedRun]:
@@ -383,12 +506,7 @@ def plan_profiles(
     on. gbdesk's profiles.csv adds `item`, `position` and `item_index`: a person is then
     (item, position) — the item itself when it asked for one name — and persons are
     ordered by (item_index, position), the exported run's order, whatever the row order."""
-    from gbdesk.studies.globalbias.profiles_stats import (
-        LIST_FIELDS,
-        PHYSICAL_COLUMNS,
-        SCALAR_FIELDS,
-        read_profiles_csv,
-    )
+    from gbdesk.studies.globalbias.profiles_stats import read_profiles_csv
 
     p = Path(path)
     if not p.is_file():
@@ -400,23 +518,7 @@ def plan_profiles(
     keyed = "item" in keys_frame and all(v.strip() for v in keys_frame["item"])
     ordered = keyed and "item_index" in keys_frame
     positions = keys_frame.get("position") or [""] * len(df)
-    lines = df.attrs.get("lines") or list(range(2, len(df) + 2))
-    problems = []
-    for column in ("name", "Ethnicity", "Gender"):
-        blank = [
-            line
-            for line, value in zip(lines, df[column], strict=True)
-            if value is None or (isinstance(value, float) and math.isnan(value))
-            or not str(value).strip()
-        ]
-        if blank:
-            problems.append(f"{line_list(blank)} {_have(blank)} no {column}")
-    refuse(p, problems)
-
-    def clean(v: Any) -> Any:
-        if isinstance(v, float) and math.isnan(v):
-            return None
-        return v.item() if hasattr(v, "item") else v
+    _refuse_blank_people(p, df)
 
     attempt_of = _run_numbers(list(df["run_id"]))
     people: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -450,21 +552,12 @@ def plan_profiles(
             key,
             {
                 "name": name,
-                "ethnicity": clean(record["Ethnicity"]),
-                "gender": clean(record["Gender"]),
+                "ethnicity": _clean(record["Ethnicity"]),
+                "gender": _clean(record["Gender"]),
                 "group": group,
             },
         )
-        profile: dict[str, Any] = {"name": name}
-        for f in SCALAR_FIELDS:
-            if f != "name" and f in record:
-                profile[f] = clean(record[f])
-        for f in LIST_FIELDS:
-            profile[f] = list(record.get(f) or ())
-        profile["physical_characteristics"] = {
-            c.split(".", 1)[1]: clean(record.get(c)) for c in PHYSICAL_COLUMNS
-        }
-        rows.append((line, key, attempt, profile))
+        rows.append((line, key, attempt, _profile_of(name, record)))
     if bad_number:
         refuse(
             path,
@@ -476,34 +569,12 @@ def plan_profiles(
     order = list(people)
     if ordered:
         order.sort(key=lambda key: rank[key])
-    if keyed:
-        per_item: dict[str, int] = {}
-        for key in order:
-            per_item[key[0]] = per_item.get(key[0], 0) + 1
-        keys = {key: key[0] if per_item[key[0]] == 1 else f"{key[0]}#{key[1]}" for key in order}
-    else:
-        keys = {key: f"p{i:04d}-{key[0]}" for i, key in enumerate(order)}
+    keys = _person_keys(order, keyed)
     items = [
         Item(keys[key], f"profile of {people[key]['name']}", {"people": [people[key]]})
         for key in order
     ]
-    attempts = []
-    taken: dict[tuple[str, int], int] = {}
-    repeated: list[int] = []
-    for line, key, attempt, profile in rows:
-        if (keys[key], attempt) in taken:
-            if keyed:
-                repeated.append(line)
-            continue  # released files: the same name twice in one run, the first is kept
-        taken[(keys[key], attempt)] = line
-        text = json.dumps([profile], ensure_ascii=False)
-        attempts.append(
-            ImportedAttempt(keys[key], attempt, text, probe.label(text, {"people": [people[key]]}))
-        )
-    if repeated:
-        refuse(
-            path, [f"{line_list(repeated)} repeat an (item, position, run_id) of an earlier line"]
-        )
+    attempts = _profile_attempts(probe, path, rows, keys, people, keyed)
     rank_of = {keys[key]: n for n, key in enumerate(order)}
     attempts.sort(key=lambda a: (rank_of[a.item], a.attempt))
     return [ImportedRun(model_name or "imported", probe.resolve_params(), items, attempts)]

@@ -39,21 +39,8 @@ def _dataset_ref(text: str) -> str:
     return value
 
 
-def add_commands(sub: Any, kit: Any) -> dict[str, Any]:
-    """Add `gbdesk dataset` and its actions; return the handler."""
-    global KIT
-    KIT = kit
-    p = sub.add_parser(
-        "dataset",
-        help="build, validate, share and re-use an intersectional stereotype dataset "
-        "(Ma et al. 2023)",
-        description="An intersectional stereotype dataset built as Ma et al. (2023) built "
-        "theirs: stereotypes elicited from a model, filtered by it, validated by people, "
-        "assigned to 16 categories — then examined with intersectional_sdeg "
-        "(--set dataset=ID).",
-    )
-    actions = p.add_subparsers(dest="action", parser_class=type(p), metavar="ACTION")
-
+def _add_build(actions: Any, kit: Any) -> None:
+    """`gbdesk dataset build`: the elicitation's choice of groups, its models and lengths."""
     a = actions.add_parser("build", help="elicit and filter stereotypes with a model")
     which = a.add_mutually_exclusive_group()
     which.add_argument(
@@ -92,6 +79,24 @@ def add_commands(sub: Any, kit: Any) -> dict[str, Any]:
     a.add_argument("--seed", type=kit.seed, default=0)
     kit.db_arg(a)
     kit.json_arg(a)
+
+
+def add_commands(sub: Any, kit: Any) -> dict[str, Any]:
+    """Add `gbdesk dataset` and its actions; return the handler."""
+    global KIT
+    KIT = kit
+    p = sub.add_parser(
+        "dataset",
+        help="build, validate, share and re-use an intersectional stereotype dataset "
+        "(Ma et al. 2023)",
+        description="An intersectional stereotype dataset built as Ma et al. (2023) built "
+        "theirs: stereotypes elicited from a model, filtered by it, validated by people, "
+        "assigned to 16 categories — then examined with intersectional_sdeg "
+        "(--set dataset=ID).",
+    )
+    actions = p.add_subparsers(dest="action", parser_class=type(p), metavar="ACTION")
+
+    _add_build(actions, kit)
 
     a = actions.add_parser("validate", help="store one validator's decisions from a CSV file")
     a.add_argument("dataset", type=_dataset_ref)

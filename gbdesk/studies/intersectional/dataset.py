@@ -560,9 +560,6 @@ def plan_import(path: str | Path) -> dict[str, Any]:
     columns stereotype_id, group, stereotype, explanation, category) — all or nothing:
     every bad line is listed."""
     from gbdesk.studies.importing import line_list, refuse, require_columns
-    from gbdesk.studies.intersectional.elicit import human_decision
-    from gbdesk.studies.intersectional.groups import canonical, parse_group
-    from gbdesk.studies.intersectional.questions import check_bank, find_category
 
     rows, doc = _records(path)
     require_columns(path, rows, ("stereotype_id", "group", "stereotype", "explanation", "category"))
@@ -575,7 +572,6 @@ def plan_import(path: str | Path) -> dict[str, Any]:
 
     for number, r in rows:
         sid = str(r.get("stereotype_id") or "").strip()
-        text = str(r.get("stereotype") or "").strip()
         if not sid:
             bad("have no stereotype_id", number)
             continue
@@ -583,81 +579,99 @@ def plan_import(path: str | Path) -> dict[str, Any]:
             bad("repeat a stereotype_id", number)
             continue
         seen.add(sid)
-        try:
-            group = canonical(str(r.get("group") or ""))
-            elicited_for = canonical(str(r.get("elicited_for") or "") or group)
-        except UserError:
-            bad("name no group (values joined by ';', e.g. Black;women)", number)
+        planned_row, problem = _planned_stereotype(sid, r)
+        if problem is not None:
+            bad(problem, number)
             continue
-        if len(parse_group(elicited_for)) < 2:
-            bad("name a group of one attribute (intersectional groups combine two or more)",
-                number)  # fmt: skip
-            continue
-        if not text:
-            bad("have no stereotype", number)
-            continue
-        category = None
-        if str(r.get("category") or "").strip():
-            found = find_category(r.get("category"))
-            if found is None:
-                bad("name no category (a name or 1–16)", number)
-                continue
-            category = found["category"]
-        suggested = (
-            find_category(r.get("category_suggested")) if r.get("category_suggested") else None
-        )
-        status = str(r.get("status") or "").strip() or "unfiltered"
-        if status not in STATUSES:
-            bad(f"have a status other than {', '.join(STATUSES)}", number)
-            continue
-        flt = r.get("filter") if isinstance(r.get("filter"), dict) else {}
-        broader = _bool(flt.get("broader", r.get("filter_broader")))
-        validations = _validations(r.get("validations"))
-        if validations is None:
-            bad("have validations that are not a JSON list of objects", number)
-            continue
-        decisions = []
-        for v in validations:
-            name = str(v.get("validator") or "").strip()
-            data, issues = human_decision(v.get("common"), v.get("specific"), v.get("category"))
-            if not name or issues:
-                bad("have a validation without a validator or with bad answers", number)
-                decisions = None
-                break
-            decisions.append((name, data, str(v.get("at") or "")))
-        if decisions is None:
-            continue
-        source = str(r.get("category_source") or "")
-        planned.append(
-            {
-                "id": sid,
-                "group": group,
-                "elicited_for": elicited_for,
-                "stereotype": text,
-                "explanation": str(r.get("explanation") or "").strip(),
-                "status": status,
-                "broader": broader,
-                "broader_group": str(
-                    flt.get("broader_group", r.get("filter_broader_group")) or ""
-                ).strip() or None,
-                "filter_explanation": str(
-                    flt.get("explanation", r.get("filter_explanation")) or ""
-                ).strip(),
-                # a category the validators chose is theirs again once their decisions are
-                # imported; any other category of the file is the file's
-                "category_imported": None if source == "validators" else category,
-                "category_suggested": suggested["category"] if suggested else (
-                    category if source == "model" else None
-                ),
-                "decisions": decisions,
-                "provenance": {
-                    k: str(r[k])
-                    for k in ("elicited_by", "filtered_by")
-                    if str(r.get(k) or "").strip()
-                },
-            }
-        )  # fmt: skip
+        planned.append(planned_row)
     refuse(path, [f"{line_list(lines)} {what}" for what, lines in problems.items()])
+    questions = _imported_questions(path, doc)
+    return {
+        "stereotypes": planned,
+        "provenance": doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {},
+        "questions": questions,
+    }
+
+
+def _planned_stereotype(
+    sid: str, r: dict[str, Any]
+) -> tuple[dict[str, Any] | None, str | None]:
+    """One row of a dataset file (stereotype id `sid`, checked by `plan_import`) as a
+    stereotype to import, or what is wrong with it (the end of "line N …")."""
+    from gbdesk.studies.intersectional.elicit import human_decision
+    from gbdesk.studies.intersectional.groups import canonical, parse_group
+    from gbdesk.studies.intersectional.questions import find_category
+
+    text = str(r.get("stereotype") or "").strip()
+    try:
+        group = canonical(str(r.get("group") or ""))
+        elicited_for = canonical(str(r.get("elicited_for") or "") or group)
+    except UserError:
+        return None, "name no group (values joined by ';', e.g. Black;women)"
+    if len(parse_group(elicited_for)) < 2:
+        return None, (
+            "name a group of one attribute (intersectional groups combine two or more)"
+        )
+    if not text:
+        return None, "have no stereotype"
+    category = None
+    if str(r.get("category") or "").strip():
+        found = find_category(r.get("category"))
+        if found is None:
+            return None, "name no category (a name or 1–16)"
+        category = found["category"]
+    suggested = (
+        find_category(r.get("category_suggested")) if r.get("category_suggested") else None
+    )
+    status = str(r.get("status") or "").strip() or "unfiltered"
+    if status not in STATUSES:
+        return None, f"have a status other than {', '.join(STATUSES)}"
+    flt = r.get("filter") if isinstance(r.get("filter"), dict) else {}
+    broader = _bool(flt.get("broader", r.get("filter_broader")))
+    validations = _validations(r.get("validations"))
+    if validations is None:
+        return None, "have validations that are not a JSON list of objects"
+    decisions = []
+    for v in validations:
+        name = str(v.get("validator") or "").strip()
+        data, issues = human_decision(v.get("common"), v.get("specific"), v.get("category"))
+        if not name or issues:
+            return None, "have a validation without a validator or with bad answers"
+        decisions.append((name, data, str(v.get("at") or "")))
+    source = str(r.get("category_source") or "")
+    return {
+        "id": sid,
+        "group": group,
+        "elicited_for": elicited_for,
+        "stereotype": text,
+        "explanation": str(r.get("explanation") or "").strip(),
+        "status": status,
+        "broader": broader,
+        "broader_group": str(
+            flt.get("broader_group", r.get("filter_broader_group")) or ""
+        ).strip() or None,
+        "filter_explanation": str(
+            flt.get("explanation", r.get("filter_explanation")) or ""
+        ).strip(),
+        # a category the validators chose is theirs again once their decisions are
+        # imported; any other category of the file is the file's
+        "category_imported": None if source == "validators" else category,
+        "category_suggested": suggested["category"] if suggested else (
+            category if source == "model" else None
+        ),
+        "decisions": decisions,
+        "provenance": {
+            k: str(r[k])
+            for k in ("elicited_by", "filtered_by")
+            if str(r.get(k) or "").strip()
+        },
+    }, None  # fmt: skip
+
+
+def _imported_questions(path: str | Path, doc: dict[str, Any]) -> list[Any] | None:
+    """The question bank a dataset file carries, checked (None when it has none)."""
+    from gbdesk.studies.intersectional.questions import check_bank
+
     questions = None
     if doc.get("questions") is not None:
         qs = doc["questions"]
@@ -668,11 +682,7 @@ def plan_import(path: str | Path) -> dict[str, Any]:
              enumerate(qs, start=1)],
             f"{path} (questions)",
         )  # fmt: skip
-    return {
-        "stereotypes": planned,
-        "provenance": doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {},
-        "questions": questions,
-    }
+    return questions
 
 
 def import_dataset(store: Any, path: str | Path, model_name: str | None = None) -> dict[str, Any]:

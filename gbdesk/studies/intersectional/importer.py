@@ -42,13 +42,26 @@ def plan_role_answers(
     require_columns(path, rows, ("group", "role", "category", "answer"))
     require_text(path, rows, ("role", "answer"))
     params = probe.resolve_params(template=template)
+    by_model, index_of, all_indexed = _answers_by_model(path, rows, model_name)
+    return _planned_runs(probe, params, by_model, index_of, all_indexed)
+
+
+#: model → group id → role key → {"role": text, "answers": {category id: answer}}
+_ByModel = dict[str, dict[str, dict[tuple[int, Any], dict[str, Any]]]]
+
+
+def _answers_by_model(
+    path: str | Path, rows: list[tuple[int, dict[str, Any]]], model_name: str | None
+) -> tuple[_ByModel, dict[tuple[str, str], int], bool]:
+    """Read and check every row (`UserError` listing every line that does not fit, nothing
+    kept): the answers by model, group and role, each (model, group)'s first item_index,
+    and whether every row had one."""
     groups = {g["group"].casefold(): g for g in load_groups()}
     groups.update({g["group_id"]: g for g in load_groups()})
     cats = {c["category"].casefold(): c for c in load_categories()}
     cats.update({str(c["id"]): c for c in load_categories()})
     bad_group, bad_item, bad_cat, bad_number, conflicting, repeated = [], [], [], [], [], []
-    # model → group id → role key → {"role": text, "answers": {category id: answer}}
-    by_model: dict[str, dict[str, dict[tuple[int, Any], dict[str, Any]]]] = {}
+    by_model: _ByModel = {}
     index_of: dict[tuple[str, str], int] = {}
     all_indexed = True
     for number, record in rows:
@@ -114,6 +127,18 @@ def plan_role_answers(
             "same text? add a role_index column, as answers.csv has)"
         )
     refuse(path, problems)
+    return by_model, index_of, all_indexed
+
+
+def _planned_runs(
+    probe: Probe,
+    params: dict[str, Any],
+    by_model: _ByModel,
+    index_of: dict[tuple[str, str], int],
+    all_indexed: bool,
+) -> list[ImportedRun]:
+    """One run per model: its groups in item_index order (when every row had one) or the
+    106's, each role an attempt numbered by role_index, else in file order."""
     by_id = {g["group_id"]: g for g in load_groups()}
     order = {g["group_id"]: n for n, g in enumerate(load_groups())}
     planned = []

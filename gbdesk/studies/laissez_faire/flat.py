@@ -32,7 +32,7 @@ SEP = "\t"
 
 def label_facts(probe: Any, label: dict[str, Any], response: str) -> list[tuple[Any, ...]]:
     """The flat rows of one label row of a story (see the module)."""
-    from gbdesk.studies.laissez_faire.probe import character_gender, characters_from_data
+    from gbdesk.studies.laissez_faire.characters import character_gender, characters_from_data
 
     rows: list[tuple[Any, ...]] = []
     for ch in characters_from_data(label.get("data") or {}):
@@ -102,7 +102,7 @@ def characters(probe: Any, flat: Any, params: dict[str, Any] | None) -> Facts:
 
 
 def _characters(probe: Any, flat: Any, params: dict[str, Any] | None) -> Facts:
-    from gbdesk.studies.laissez_faire.probe import condition_of, first_name
+    from gbdesk.studies.laissez_faire.characters import condition_of, first_name
 
     params = params or {}
     table = probe.table(params)

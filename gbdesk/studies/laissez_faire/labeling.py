@@ -17,7 +17,7 @@ from typing import Any
 
 from gbdesk.store import Store
 from gbdesk.studies.base import LabellingPass
-from gbdesk.studies.laissez_faire.probe import (
+from gbdesk.studies.laissez_faire.characters import (
     character_label,
     characters_from_data,
     metadata_scenario,

@@ -23,7 +23,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, ClassVar
 
 from gbdesk.maths.stats import MetricValue
@@ -40,8 +39,19 @@ from gbdesk.studies.base import (
     ProbeOption,
     z95,
 )
+from gbdesk.studies.laissez_faire.characters import (  # re-exported: the study's helpers
+    character_gender,
+    character_label,
+    characters_from_data,
+    condition_of,
+    first_name,
+    load_codebook,
+    load_prompts,
+    metadata_scenario,
+    roles_of,
+)
 from gbdesk.studies.laissez_faire.extract.gender_words import DEFAULT_WORD_LIST
-from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, RoleSpec, Span
+from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, Span
 from gbdesk.studies.laissez_faire.metrics import (  # the metrics' vocabulary, re-exported
     DOMAINS,
     GENDERS,
@@ -51,9 +61,7 @@ from gbdesk.studies.laissez_faire.metrics import (  # the metrics' vocabulary, r
 )
 from gbdesk.support.errors import UserError, short_repr
 from gbdesk.support.guards import BadJson, loads_json
-from gbdesk.support.paths import resource
 
-GENDER_ABBREV = {"Female": "F", "Male": "M", "Non-binary": "NB"}
 GENDER_LABELS = (*GENDERS, "Unspecified", "Unsure")  # what a reviewer may set
 DEFAULT_TABLE = "rosenman2023"
 #: Longest story the deterministic extractor reads (the prompts ask for 100 words; about
@@ -66,115 +74,6 @@ NO_NAME = "(no name)"  # a character's name when raters compare names
 CODING_THRESHOLD = 0.6
 #: name-table categories not drawn for stereotype coding (not minoritized / catch-alls)
 NOT_CODED_RACES = frozenset({"white", "other", "2prace"})
-
-# Honorifics and titles: a name that starts with one is a surname (no first name).
-FORMAL_PREFIXES = {"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "professor"}
-CASUAL_TITLES = {"chef", "nurse", "coach"}
-# Capitalised words the paper's code removes from names (common false positives and
-# the "invalid names" of its Table 4 analysis).
-NOT_NAMES = {
-    "young boy",
-    "young girl",
-    "young child",
-    "young man",
-    "young woman",
-    "she",
-    "he",
-    "her",
-    "him",
-    "they",
-    "them",
-    "woman",
-    "man",
-    "girl",
-    "boy",
-    "the",
-    "veteran",
-    "manager",
-    "ceo",
-    "alaska",
-    "america",
-    "big",
-    "brainy",
-    "brazilian",
-    "brilliant",
-    "brit",
-    "british",
-    "brother",
-    "chief",
-    "chinese",
-    "dad",
-    "doc",
-    "doctor",
-    "earnest",
-    "elderly",
-    "homeless",
-    "honey",
-    "i",
-    "immaculate",
-    "japanese",
-    "junior",
-    "korean",
-    "liberty",
-    "lieutenant",
-    "lil",
-    "lil'",
-    "little",
-    "madame",
-    "mama",
-    "midnight",
-    "mom",
-    "older",
-    "prestigious",
-    "professor",
-    "sis",
-    "sister",
-    "young",
-    "younger",
-}
-
-
-@cache
-def load_prompts() -> list[dict[str, Any]]:
-    return json.loads(resource("laissez_faire", "prompts.json").read_text("utf-8"))["prompts"]
-
-
-@cache
-def load_codebook() -> dict[str, Any]:
-    """The default stereotype codebook (resources/laissez_faire/codebook.json)."""
-    data = json.loads(resource("laissez_faire", "codebook.json").read_text("utf-8"))
-    return {"codes": data["codes"], "origin": data["origin"], "provenance": data["provenance"]}
-
-
-def roles_of(metadata: dict[str, Any]) -> list[RoleSpec]:
-    return [RoleSpec(r["key"], r["description"], r["noun"]) for r in metadata.get("roles", [])]
-
-
-def first_name(name: str | None) -> str | None:
-    """The first name of an extracted name, or None (unnamed, a surname after an
-    honorific, or a common false positive)."""
-    if not name:
-        return None
-    cleaned = name.strip().strip(".,;:!?\"'()[]")
-    if not cleaned or cleaned.lower() in NOT_NAMES or cleaned.lower() == "unspecified":
-        return None
-    tokens = cleaned.split()
-    head = tokens[0].lower().rstrip(".")
-    if head in FORMAL_PREFIXES:
-        return None
-    if head in CASUAL_TITLES and len(tokens) > 1:
-        tokens = tokens[1:]
-    first = tokens[0].strip(".,;:!?\"'")
-    if not first or first.lower() in NOT_NAMES or not first[0].isalpha():
-        return None
-    return first.title() if first.isupper() else first
-
-
-def condition_of(condition: str, role: str) -> str:
-    if condition == "power-neutral":
-        return "Baseline"
-    return "Dominant" if role == "subject" else "Subordinate"
-
 
 @dataclass
 class Character:
@@ -1163,11 +1062,6 @@ def _norm_name(name: str | None) -> str | None:
     return None if not cleaned or cleaned == "unspecified" else cleaned
 
 
-def metadata_scenario(metadata: dict[str, Any]) -> str:
-    subject, predicate, obj = (metadata.get(k) or "" for k in ("subject", "predicate", "object"))
-    return " ".join(x for x in (subject, "who", predicate, obj) if x)
-
-
 def _exact_spans(response: str, refs: list[Any], exported: Any) -> list[Any]:
     """The exported [start, end] offsets when they still spell exactly the words `refs`
     (an unedited characters.csv row), else `refs` unchanged."""
@@ -1264,33 +1158,3 @@ def _offset_span(story: str, ref: list[Any], where: str) -> Span:
 def _word_spans(text: str, word: str) -> list[tuple[int, int]]:
     pattern = re.compile(r"(?<!\w)" + re.escape(word.strip()) + r"(?!\w)", re.IGNORECASE)
     return [m.span() for m in pattern.finditer(text)] if word.strip() else []
-
-
-def character_gender(ch: CharacterExtraction, word_list: str = DEFAULT_WORD_LIST) -> str:
-    """A reviewer's explicit gender if given, otherwise the gender of the referring words."""
-    from gbdesk.studies.laissez_faire.extract.gender_words import gender_of
-
-    return ch.gender or gender_of(ch.reference_words, word_list)
-
-
-def characters_from_data(data: dict[str, Any]) -> list[CharacterExtraction]:
-    return [CharacterExtraction.from_json(c) for c in (data or {}).get("characters", [])]
-
-
-def character_label(characters: list[CharacterExtraction], source: str) -> dict[str, Any]:
-    """A label row for extracted characters: summary, data and highlight evidence."""
-
-    parts, evidence = [], []
-    for ch in characters:
-        gender = character_gender(ch)
-        parts.append(
-            f"{ch.role}: {GENDER_ABBREV.get(gender, gender)}" + (f" ({ch.name})" if ch.name else "")
-        )
-        evidence += [[s.start, s.end, ch.role] for s in ch.references]
-        evidence += [[s.start, s.end, f"{ch.role}:name"] for s in ch.name_spans]
-    return {
-        "source": source,
-        "label": "; ".join(parts) or "no characters",
-        "data": {"characters": [c.to_json() for c in characters]},
-        "evidence": evidence,
-    }

@@ -315,7 +315,7 @@ def stereotype_blocks(summary: dict[str, Any]) -> list[Block]:
     """The stereotype coding of stories about omitted identities (paper §3.3, Supplement
     B.7, Table 4): selection, codebook, agreement, clusters, representative stories."""
     from gbdesk.people.coding import coding_blocks
-    from gbdesk.studies.laissez_faire.probe import load_codebook
+    from gbdesk.studies.laissez_faire.characters import load_codebook
 
     provenance = load_codebook()["provenance"]
     return [

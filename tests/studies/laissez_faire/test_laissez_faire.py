@@ -9,8 +9,12 @@ from collections import Counter
 import pytest
 
 from gbdesk.studies import ItemResult, get_probe
+from gbdesk.studies.laissez_faire.characters import (
+    character_gender,
+    characters_from_data,
+    first_name,
+)
 from gbdesk.studies.laissez_faire.name_race import load_table
-from gbdesk.studies.laissez_faire.probe import character_gender, characters_from_data, first_name
 from gbdesk.studies.laissez_faire.stats import representation_ratio, subordination_ratio
 from gbdesk.support.errors import UserError
 

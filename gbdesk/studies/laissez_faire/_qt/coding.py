@@ -6,12 +6,8 @@ from __future__ import annotations
 import re
 
 from gbdesk.people.coding import CodingItem
-from gbdesk.studies.laissez_faire.probe import (
-    characters_from_data,
-    first_name,
-    load_identity_terms,
-    term_pattern,
-)
+from gbdesk.studies.laissez_faire.characters import characters_from_data, first_name
+from gbdesk.studies.laissez_faire.probe import load_identity_terms, term_pattern
 from gbdesk.support.guards import html_text
 from gbdesk.ui.coding_views import CodingView
 from gbdesk.ui.review_views import highlight

@@ -27,10 +27,11 @@ from PySide6.QtWidgets import (
 
 from gbdesk.people.review import ReviewItem
 from gbdesk.studies.base import Probe
+from gbdesk.studies.laissez_faire.characters import character_label, characters_from_data
 from gbdesk.studies.laissez_faire.extract.gender_words import gender_of
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, Span
 from gbdesk.studies.laissez_faire.name_race import RACE_CATEGORIES
-from gbdesk.studies.laissez_faire.probe import GENDER_LABELS, character_label, characters_from_data
+from gbdesk.studies.laissez_faire.probe import GENDER_LABELS
 from gbdesk.support.format import log2_or_nan, ratio_ticks
 from gbdesk.support.guards import html_text
 from gbdesk.ui.result_views import ResultView
