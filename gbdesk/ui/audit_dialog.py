@@ -121,7 +121,6 @@ class AuditDialog(QDialog):
         self.thread: AuditThread | None = None
         self.result_payload: dict[str, Any] | None = None
         self._stored_shown: tuple[Any, Any] | None = None  # (run, attempts) last reported
-
         intro = QLabel(
             "gbdesk measures how fast this model writes, then sizes every probe so that the "
             "whole audit fits the time you give it: more time gives more items and "
@@ -130,6 +129,30 @@ class AuditDialog(QDialog):
             "(PDF) is written at the end."
         )
         intro.setWordWrap(True)
+        row = self._build_choice()
+        self.summary = QLabel("<i>Choose a budget and press Plan.</i>")
+        self.summary.setWordWrap(True)
+        self.table = QTableWidget()
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        self.progress = QProgressBar()
+        self.progress.setVisible(False)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        buttons = self._build_buttons()
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(intro)
+        layout.addLayout(row)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.status)
+        layout.addLayout(buttons)
+        self._connect_signals()
+
+    def _build_choice(self) -> QHBoxLayout:
+        """What to run (every probe, or a study's harness), the time budget, Plan."""
         self.budget = QComboBox()
         for key, text in BUDGET_CHOICES:
             self.budget.addItem(text, key)
@@ -149,7 +172,6 @@ class AuditDialog(QDialog):
             "their own templates and sizes, cut to the budget)"
         )
         self.plan_button = QPushButton("&Plan")
-        self.plan_button.clicked.connect(self.plan_now)
         row = QHBoxLayout()
         what_label = QLabel("&Run:")
         what_label.setBuddy(self.what)
@@ -160,37 +182,24 @@ class AuditDialog(QDialog):
         row.addWidget(budget_label)
         row.addWidget(self.budget, 1)
         row.addWidget(self.plan_button)
+        return row
 
-        self.summary = QLabel("<i>Choose a budget and press Plan.</i>")
-        self.summary.setWordWrap(True)
-        self.table = QTableWidget()
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().setVisible(False)
-        self.progress = QProgressBar()
-        self.progress.setVisible(False)
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-
+    def _build_buttons(self) -> QHBoxLayout:
+        """Continue, start, stop, open the report, see the findings; close."""
         self.start_button = QPushButton("&Start audit")
         self.start_button.setEnabled(False)
-        self.start_button.clicked.connect(self.start)
         self.continue_button = QPushButton("&Continue unfinished audit")
         self.continue_button.setVisible(False)
-        self.continue_button.clicked.connect(self.continue_pending)
         self.stop_button = QPushButton("S&top")
         self.stop_button.setEnabled(False)
-        self.stop_button.clicked.connect(self.stop)
         self.open_button = QPushButton("&Open report")
         self.open_button.setEnabled(False)
-        self.open_button.clicked.connect(self.open_report)
         self.results_button = QPushButton("See the &findings")
         self.results_button.setEnabled(False)
-        self.results_button.clicked.connect(self.show_findings)
         self.close_button = QPushButton("C&lose")
         self.close_button.setToolTip(
             "Close this window (a running audit goes on; Audit this model shows it again)"
         )
-        self.close_button.clicked.connect(self.close)
         buttons = QHBoxLayout()
         for b in (
             self.continue_button,
@@ -202,15 +211,17 @@ class AuditDialog(QDialog):
             buttons.addWidget(b)
         buttons.addStretch(1)
         buttons.addWidget(self.close_button)
+        return buttons
 
-        layout = QVBoxLayout(self)
-        layout.addWidget(intro)
-        layout.addLayout(row)
-        layout.addWidget(self.summary)
-        layout.addWidget(self.table, 1)
-        layout.addWidget(self.progress)
-        layout.addWidget(self.status)
-        layout.addLayout(buttons)
+    def _connect_signals(self) -> None:
+        """What each button sets off."""
+        self.plan_button.clicked.connect(self.plan_now)
+        self.start_button.clicked.connect(self.start)
+        self.continue_button.clicked.connect(self.continue_pending)
+        self.stop_button.clicked.connect(self.stop)
+        self.open_button.clicked.connect(self.open_report)
+        self.results_button.clicked.connect(self.show_findings)
+        self.close_button.clicked.connect(self.close)
 
     # -- plan ----------------------------------------------------------------------------------
     def budget_text(self) -> str:

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gbdesk import cli
+from gbdesk.cli import _args as cli_args
 from gbdesk.report.csv_export import escape_text, unescape_cell
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import label_values
@@ -364,13 +364,13 @@ test_name_table, test_name_table_slow = twice(check_name_table, content=name_tab
 
 # -- the CLI's argument types ------------------------------------------------------------------
 ARGUMENT_TYPES = [
-    cli._temperature,
-    cli._top_p,
-    cli._seed,
-    cli._run_id,
-    cli._bounded("attempts"),
-    cli._bounded("max_tokens"),
-    cli._text,
+    cli_args._temperature,
+    cli_args._top_p,
+    cli_args._seed,
+    cli_args._run_id,
+    cli_args._bounded("attempts"),
+    cli_args._bounded("max_tokens"),
+    cli_args._text,
 ]
 
 

@@ -133,7 +133,7 @@ def test_a_stream_gives_no_eta_before_its_first_progress_and_far_off_etas_are_re
 
 
 def printed(progress: list[Progress], monkeypatch) -> list[str]:
-    from gbdesk.cli import _ProgressPrinter
+    from gbdesk.cli._common import _ProgressPrinter
 
     err = io.StringIO()
     monkeypatch.setattr("sys.stderr", err)

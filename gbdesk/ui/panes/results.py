@@ -110,33 +110,39 @@ class ResultsPane(QWidget):
         self.plots: list[CIPlot] = []
         self.missing_notes: list[QLabel] = []  # why a chart lacks bars, in words
         self._plot_steps: list[Callable[[], None]] = []
-        self._plot_timer = QTimer(self)
-        self._plot_timer.setSingleShot(True)
-        self._plot_timer.setInterval(0)
-        self._plot_timer.timeout.connect(self._next_plot)
+        self.findings: list[Any] = []
+        self.comparisons: list[Any] = []
+        self.study_views: list[BlocksView] = []  # studies' reports over the ticked runs
+        self._pending_select: int | None = None
+        self._pending_many: list[int] | None = None
         self.banner = Banner()
+        self._build_run_choice()
+        self._build_top_tabs()
+        self._build_metrics_views()
+        self._lay_out()
+        self._connect_signals()
+        self.refresh_runs()
 
+    # -- layout: the widgets, built once --------------------------------------------------
+    def _build_run_choice(self) -> None:
+        """The runs to tick, the label mode (as chosen last time) and the caption."""
         self.run_list = QListWidget()
         self.run_list.setWordWrap(True)
-        self.run_list.itemChanged.connect(self._selection_changed)
         self.mode_combo = QComboBox()
         for key, text in MODES.items():
             self.mode_combo.addItem(text, key)
         self.mode_combo.setCurrentIndex(
-            max(0, self.mode_combo.findData(ctx.setting("label_mode", "auto")))
+            max(0, self.mode_combo.findData(self.ctx.setting("label_mode", "auto")))
         )
-        self.mode_combo.currentIndexChanged.connect(self._mode_changed)
         self.caption = QLabel()
         self.caption.setWordWrap(True)
         self.caption.setTextFormat(Qt.TextFormat.RichText)
 
-        self.findings: list[Any] = []
+    def _build_top_tabs(self) -> None:
+        """The findings and the comparison of two runs, as tabs (studies add theirs)."""
         self.findings_list = QListWidget()
         self.findings_list.setWordWrap(True)
         self.findings_list.setAlternatingRowColors(True)
-        self.findings_list.itemActivated.connect(self._finding_clicked)
-        self.findings_list.itemClicked.connect(self._finding_clicked)
-        self.comparisons: list[Any] = []
         self.compare_summary = QLabel()
         self.compare_summary.setWordWrap(True)
         self.compare_summary.setTextFormat(Qt.TextFormat.RichText)
@@ -154,7 +160,6 @@ class ResultsPane(QWidget):
         self.top_tabs = QTabWidget()
         self.top_tabs.addTab(self.findings_list, "Findings")
         self.top_tabs.addTab(compare_box, "Comparison")
-        self.study_views: list[BlocksView] = []  # studies' reports over the ticked runs
         self.top_tabs.setTabToolTip(
             0, "One sentence per result, most important first; click one to see its evidence"
         )
@@ -164,6 +169,8 @@ class ResultsPane(QWidget):
             "paired bootstrap over their shared items tests every metric's difference",
         )
 
+    def _build_metrics_views(self) -> None:
+        """The metrics table and the scrolling area of plots."""
         self.table = QTableWidget()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
@@ -175,6 +182,8 @@ class ResultsPane(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.plot_area)
 
+    def _lay_out(self) -> None:
+        """Runs on the left; label mode, caption, tabs, table and plots on the right."""
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
@@ -189,7 +198,7 @@ class ResultsPane(QWidget):
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.top_tabs)
         right.addWidget(self.table)
-        right.addWidget(scroll)
+        right.addWidget(self.scroll)
         right.setSizes([330, 170, 360])
         right_box = QWidget()
         rl = QVBoxLayout(right_box)
@@ -216,14 +225,24 @@ class ResultsPane(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(splitter, 1)
 
+    # -- wiring -----------------------------------------------------------------------------
+    def _connect_signals(self) -> None:
+        """What each widget and application-wide change sets off; the plots are drawn one
+        per turn of the event loop (`_next_plot`)."""
+        self._plot_timer = QTimer(self)
+        self._plot_timer.setSingleShot(True)
+        self._plot_timer.setInterval(0)
+        self._plot_timer.timeout.connect(self._next_plot)
+        self.run_list.itemChanged.connect(self._selection_changed)
+        self.mode_combo.currentIndexChanged.connect(self._mode_changed)
+        self.findings_list.itemActivated.connect(self._finding_clicked)
+        self.findings_list.itemClicked.connect(self._finding_clicked)
+        ctx = self.ctx
         ctx.db_changed.connect(self.refresh_runs)
         ctx.runs_changed.connect(self.refresh_runs)
         ctx.labels_changed.connect(self._labels_changed)
         ctx.open_results.connect(self.show_run)
         ctx.open_runs.connect(self.show_runs)
-        self._pending_select: int | None = None
-        self._pending_many: list[int] | None = None
-        self.refresh_runs()
 
     # -- runs -----------------------------------------------------------------------------
     def refresh_runs(self) -> None:

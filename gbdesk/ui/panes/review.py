@@ -85,13 +85,22 @@ class ReviewPane(QWidget):
         self.item_filter: dict[str, Any] | None = None
         self.view: ReviewView | None = None
         self.view_probe: str | None = None
+        self.adopt_buttons: list[QPushButton] = []  # "take <rater>'s label" when adjudicating
+        self.label_buttons: list[QPushButton] = []
+        self._label_shortcuts: list[QShortcut] = []
+        self._saying = False  # this pane is announcing its own labels
         self.banner = Banner()
+        self._lay_out(self._build_top(), self._build_labelling())
+        self._connect_signals()
+        self.refresh_runs()
 
+    # -- layout: the widgets, built once --------------------------------------------------
+    def _build_top(self) -> QHBoxLayout:
+        """The row above the queue: run, filter, order, reviewer, adjudication, mode, the
+        filter chip and the review sample."""
         self.run_combo = QComboBox()
-        self.run_combo.currentIndexChanged.connect(self._run_changed)
         self.filter_combo = QComboBox()
         self._fill_filters(None)
-        self.filter_combo.currentIndexChanged.connect(self.reload)
         self.order_combo = QComboBox()
         for key, text in ORDERS.items():
             self.order_combo.addItem(text, key)
@@ -100,19 +109,14 @@ class ReviewPane(QWidget):
             "Least sure first: lowest calibrated confidence first, where the labeller gives one "
             "(reviewing these fixes the most errors per story read)."
         )
-        self.order_combo.currentIndexChanged.connect(self.reload)
-        self.reviewer = QLineEdit(ctx.reviewer)
+        self.reviewer = QLineEdit(self.ctx.reviewer)
         self.reviewer.setPlaceholderText("your name")
-        self.reviewer.editingFinished.connect(self._reviewer_changed)
         self.adjudicate = QCheckBox("Ad&judicate")
         self.adjudicate.setToolTip(
             "Decide where raters disagree: the labels (or codes) you give now are stored as "
             "the consensus, with your name, apart from every rater's own labels. Use the "
             "filter “Raters disagree” to see what is left to decide."
         )
-        # views that show each reviewer's own label follow a change of name
-        self.reviewer.editingFinished.connect(lambda: self._show_current(self.queue.currentRow()))
-        self.adjudicate.toggled.connect(self._adjudicate_toggled)
         self.mode_combo = QComboBox()
         self.mode_combo.addItem("Labels", "labels")
         self.mode_combo.setToolTip(
@@ -120,11 +124,9 @@ class ReviewPane(QWidget):
             "codebook (several codes per text), as several raters, and adjudicate."
         )
         self.mode_combo.setVisible(False)
-        self.mode_combo.currentIndexChanged.connect(self._mode_changed)
         self.filter_chip = QPushButton()
         self.filter_chip.setVisible(False)
         self.filter_chip.setToolTip("Clear this filter")
-        self.filter_chip.clicked.connect(self.clear_item_filter)
         top = QHBoxLayout()
         self._top_labels: dict[QWidget, QLabel] = {}
         for label, w in (
@@ -150,20 +152,18 @@ class ReviewPane(QWidget):
             "automatic labeller gets wrong. Only a random sample supports this: review it in "
             "run order, not least-sure-first."
         )
-        self.sample_button.clicked.connect(self.draw_sample)
         top.addWidget(self.sample_button)
+        return top
 
+    def _build_labelling(self) -> QSplitter:
+        """The queue beside the current text's view, its status, adopt and label buttons."""
         self.queue = LazyList()  # a run's every attempt: only the rows on screen are described
-        self.queue.currentRowChanged.connect(self._show_current)
         self.view_holder = QVBoxLayout()
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.buttons = QHBoxLayout()
         self.adopt_row = QHBoxLayout()  # "take <rater>'s label" when adjudicating
-        self.adopt_buttons: list[QPushButton] = []
-        self.label_buttons: list[QPushButton] = []
         self.confirm_button = QPushButton("Confirm detector's label  (Enter)")
-        self.confirm_button.clicked.connect(self.confirm)
         self.stats = QLabel()
         self.stats.setWordWrap(True)
         self.stats.setTextFormat(Qt.TextFormat.RichText)
@@ -179,7 +179,11 @@ class ReviewPane(QWidget):
         splitter.addWidget(self.queue)
         splitter.addWidget(right)
         splitter.setSizes([300, 700])
+        return splitter
 
+    def _lay_out(self, top: QHBoxLayout, splitter: QSplitter) -> None:
+        """Header, banner, the top row; labelling and coding stacked (the mode chooses);
+        the statistics below."""
         layout = QVBoxLayout(self)
         layout.addWidget(
             pane_header(
@@ -194,7 +198,7 @@ class ReviewPane(QWidget):
         from gbdesk.ui.coding_panel import CodingPanel
 
         self.coding = CodingPanel(
-            ctx,
+            self.ctx,
             lambda: self.reviewer.text().strip(),
             self.adjudicate.isChecked,
             self.banner,
@@ -205,6 +209,21 @@ class ReviewPane(QWidget):
         layout.addWidget(self.stack, 1)
         layout.addWidget(self.stats)
 
+    # -- wiring -----------------------------------------------------------------------------
+    def _connect_signals(self) -> None:
+        """What each widget, key and application-wide change sets off."""
+        self.run_combo.currentIndexChanged.connect(self._run_changed)
+        self.filter_combo.currentIndexChanged.connect(self.reload)
+        self.order_combo.currentIndexChanged.connect(self.reload)
+        self.reviewer.editingFinished.connect(self._reviewer_changed)
+        # views that show each reviewer's own label follow a change of name
+        self.reviewer.editingFinished.connect(lambda: self._show_current(self.queue.currentRow()))
+        self.adjudicate.toggled.connect(self._adjudicate_toggled)
+        self.mode_combo.currentIndexChanged.connect(self._mode_changed)
+        self.filter_chip.clicked.connect(self.clear_item_filter)
+        self.sample_button.clicked.connect(self.draw_sample)
+        self.queue.currentRowChanged.connect(self._show_current)
+        self.confirm_button.clicked.connect(self.confirm)
         for seq in ("Return", "Enter"):
             QShortcut(
                 QKeySequence(seq),
@@ -224,13 +243,11 @@ class ReviewPane(QWidget):
             lambda: self.move(-1),
             context=Qt.ShortcutContext.WidgetWithChildrenShortcut,
         )
-        self._label_shortcuts: list[QShortcut] = []
+        ctx = self.ctx
         ctx.db_changed.connect(self.refresh_runs)
         ctx.runs_changed.connect(self.refresh_runs)
         ctx.labels_changed.connect(self._labels_changed)
         ctx.open_review.connect(self.open_filtered)
-        self._saying = False  # this pane is announcing its own labels
-        self.refresh_runs()
 
     # -- runs and queue -------------------------------------------------------------------
     def refresh_runs(self) -> None:

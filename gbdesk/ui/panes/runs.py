@@ -124,34 +124,36 @@ class RunsPane(QWidget):
         self.current_run: int | None = None
         self._stored_shown = 0  # attempts stored this session when progress was last shown
         self.thread: RunThread | None = None
+        self.label_pass: str | None = None  # the selected run's probe's labelling pass
+        self.option_widgets: dict[str, Any] = {}
         self.banner = Banner()
+        self._lay_out(self._build_catalogue(), self._build_middle(), self._build_history())
+        self._connect_signals()
+        self._restore_last_probe()
 
-        # catalogue + card
+    # -- layout: the widgets, built once --------------------------------------------------
+    def _build_catalogue(self) -> QSplitter:
+        """The probe list above the selected probe's card."""
         self.probe_list = QListWidget()
         for name in probe_names():
             item = QListWidgetItem(f"{get_probe(name).card.title}\n  {name}")
             item.setData(Qt.ItemDataRole.UserRole, name)
             self.probe_list.addItem(item)
-        self.probe_list.currentItemChanged.connect(self._probe_changed)
         self.card = QTextBrowser()
         self.card.setOpenExternalLinks(False)
         left = QSplitter(Qt.Orientation.Vertical)
         left.addWidget(self.probe_list)
         left.addWidget(self.card)
         left.setSizes([110, 600])
+        return left
 
-        # parameters
+    def _build_parameters(self) -> QFormLayout:
+        """The run's parameters: model, preset, template, sizes, sampling, batching."""
         self.model_combo = QComboBox()
-        self.model_combo.currentIndexChanged.connect(self._model_changed)
         self.preset_combo = QComboBox()
         self.preset_combo.addItems([*PRESETS, "Custom"])
-        self.preset_combo.currentTextChanged.connect(self._apply_preset)
         self.template_combo = QComboBox()
-        self.template_combo.currentIndexChanged.connect(self._template_changed)
         self.template_edit = QLineEdit()
-        self.template_edit.textEdited.connect(
-            lambda _t: self.template_combo.setCurrentIndex(self.template_combo.count() - 1)
-        )
         self.attempts = QSpinBox(minimum=1, maximum=10000)
         self.limit = QSpinBox(minimum=0, maximum=100000, specialValueText="all items")
         self.limit.setSuffix(" items")
@@ -175,10 +177,6 @@ class RunsPane(QWidget):
             "Texts do not depend on the number, but differ from one-at-a-time decoding. "
             "Kept with the run: resuming decodes the same way."
         )
-        self.batch.currentIndexChanged.connect(self._params_edited)
-        for w in (self.attempts, self.limit, self.sample, self.max_tokens, self.seed):
-            w.valueChanged.connect(self._params_edited)
-        self.temperature.valueChanged.connect(self._params_edited)
         self.estimate = QLabel()
         self.estimate.setWordWrap(True)
         self.model_warning = QLabel()
@@ -199,24 +197,28 @@ class RunsPane(QWidget):
         form.addRow("&Seed", self.seed)
         form.addRow("&Decode at once", self.batch)
         form.addRow("Estimate", self.estimate)
+        return form
 
+    def _build_controls(self) -> QHBoxLayout:
+        """Start, pause and cancel."""
         self.start_button = QPushButton("&Start run")
         self.start_button.setShortcut(QKeySequence("Ctrl+Return"))
         self.start_button.setToolTip("Start (Ctrl+Enter)")
-        self.start_button.clicked.connect(self.start)
         self.pause_button = QPushButton("&Pause")
         self.pause_button.setToolTip("Pause after the current generation (Ctrl+P)")
-        self.pause_button.clicked.connect(self.toggle_pause)
         self.cancel_button = QPushButton("&Cancel")
         self.cancel_button.setToolTip("Stop now; the run stays resumable (Ctrl+.)")
-        self.cancel_button.clicked.connect(self.cancel)
-        QShortcut(QKeySequence("Ctrl+P"), self, self.toggle_pause)
-        QShortcut(QKeySequence("Ctrl+."), self, self.cancel)
         controls = QHBoxLayout()
         for b in (self.start_button, self.pause_button, self.cancel_button):
             controls.addWidget(b)
         controls.addStretch(1)
+        return controls
 
+    def _build_middle(self) -> QWidget:
+        """Parameters and probe options (scrolling), the controls, the progress and the
+        latest generation."""
+        form = self._build_parameters()
+        controls = self._build_controls()
         self.progress = QProgressBar()
         self.progress.setRange(0, 1)
         self.progress.setFormat("%v / %m (%p%)")
@@ -231,7 +233,6 @@ class RunsPane(QWidget):
         params_box.setLayout(form)
         self.options_box = QGroupBox("Probe options")
         self.options_form = QFormLayout(self.options_box)
-        self.option_widgets: dict[str, Any] = {}
         params_widget = QWidget()
         params_layout = QVBoxLayout(params_widget)
         params_layout.setContentsMargins(0, 0, 0, 0)
@@ -252,8 +253,10 @@ class RunsPane(QWidget):
         mid_layout.addWidget(self.progress_label)
         mid_layout.addWidget(self.live_caption)
         mid_layout.addWidget(self.live, 2)
+        return middle
 
-        # history
+    def _build_history(self) -> QGroupBox:
+        """The run history with resume, open results and label buttons."""
         self.history = QTableWidget(0, len(HISTORY_COLUMNS))
         self.history.setHorizontalHeaderLabels(HISTORY_COLUMNS)
         self.history.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -264,20 +267,14 @@ class RunsPane(QWidget):
             QHeaderView.ResizeMode.ResizeToContents
         )
         self.history.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        self.history.itemSelectionChanged.connect(self._history_selection)
-        self.history.doubleClicked.connect(self._open_results)
         self.resume_button = QPushButton("&Resume selected")
-        self.resume_button.clicked.connect(self.resume_selected)
         self.results_button = QPushButton("Open res&ults")
-        self.results_button.clicked.connect(self._open_results)
         # a labelling pass of the selected run's probe (e.g. an LLM character extractor)
         self.label_button = QPushButton("Label with the selected model")
         self.label_button.setToolTip(
             "For probes with a labelling pass: label the run's stored texts with the model "
             "chosen above; the run's metrics then use these labels. Resumable."
         )
-        self.label_pass: str | None = None
-        self.label_button.clicked.connect(self.label_selected)
         hist_buttons = QHBoxLayout()
         hist_buttons.addWidget(self.resume_button)
         hist_buttons.addWidget(self.results_button)
@@ -287,7 +284,11 @@ class RunsPane(QWidget):
         hb = QVBoxLayout(history_box)
         hb.addWidget(self.history)
         hb.addLayout(hist_buttons)
+        return history_box
 
+    def _lay_out(self, left: QWidget, middle: QWidget, history_box: QWidget) -> None:
+        """The catalogue on the left; parameters and progress above the history on the
+        right; the pane's header and banner on top."""
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(middle)
         right.addWidget(history_box)
@@ -309,15 +310,45 @@ class RunsPane(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(splitter, 1)
 
+    # -- wiring -----------------------------------------------------------------------------
+    def _connect_signals(self) -> None:
+        """What each widget, shortcut and application-wide change sets off."""
+        self.probe_list.currentItemChanged.connect(self._probe_changed)
+        self.model_combo.currentIndexChanged.connect(self._model_changed)
+        self.preset_combo.currentTextChanged.connect(self._apply_preset)
+        self.template_combo.currentIndexChanged.connect(self._template_changed)
+        self.template_edit.textEdited.connect(
+            lambda _t: self.template_combo.setCurrentIndex(self.template_combo.count() - 1)
+        )
+        self.batch.currentIndexChanged.connect(self._params_edited)
+        for w in (self.attempts, self.limit, self.sample, self.max_tokens, self.seed):
+            w.valueChanged.connect(self._params_edited)
+        self.temperature.valueChanged.connect(self._params_edited)
+        self.start_button.clicked.connect(self.start)
+        self.pause_button.clicked.connect(self.toggle_pause)
+        self.cancel_button.clicked.connect(self.cancel)
+        QShortcut(QKeySequence("Ctrl+P"), self, self.toggle_pause)
+        QShortcut(QKeySequence("Ctrl+."), self, self.cancel)
+        self.history.itemSelectionChanged.connect(self._history_selection)
+        self.history.doubleClicked.connect(self._open_results)
+        self.resume_button.clicked.connect(self.resume_selected)
+        self.results_button.clicked.connect(self._open_results)
+        self.label_button.clicked.connect(self.label_selected)
         self._estimate_timer = QTimer(self, singleShot=True, interval=250)
         self._estimate_timer.timeout.connect(self._update_estimate)
-        self._set_running(False)
+        ctx = self.ctx
         ctx.db_changed.connect(self.refresh)
         ctx.models_changed.connect(self._reload_models)
         ctx.runs_changed.connect(self.refresh_history)
         # the estimate counts this model's earlier generations: recount once a run is stored
         ctx.runs_changed.connect(self._runs_changed_estimate)
-        last = ctx.setting("probe", probe_names()[0] if probe_names() else "")
+
+    # -- state ------------------------------------------------------------------------------
+    def _restore_last_probe(self) -> None:
+        """Idle controls, the probe chosen last time (else the first), the database's
+        models and runs."""
+        self._set_running(False)
+        last = self.ctx.setting("probe", probe_names()[0] if probe_names() else "")
         for row in range(self.probe_list.count()):
             if self.probe_list.item(row).data(Qt.ItemDataRole.UserRole) == last:
                 self.probe_list.setCurrentRow(row)

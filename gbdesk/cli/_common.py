@@ -1,0 +1,117 @@
+"""What the command modules share: opening the database, printing the result (text or
+`--json`) and a progress printer for runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from gbdesk.support.format import duration
+
+_db_in_use: list[Path] = []  # the database this command opened (for database-fault messages)
+
+
+def _open_store(path: str | None, writes: bool = False):
+    """Open the database; say on stderr where the copy made before a layout update is.
+    `writes`: check now that the database can take writes (not damaged, read-only or
+    locked), before any slow work, rather than at the first write. A path given with
+    --db (or $GBDESK_DB) must lie in an existing folder, and only a command that writes
+    makes a new file there (`check_db_path`); the per-user default is made when missing."""
+    from gbdesk.store import Store
+    from gbdesk.store.db import check_db_path
+    from gbdesk.support.paths import default_db_path
+
+    target = Path(path).expanduser() if path else default_db_path()
+    if path or os.environ.get("GBDESK_DB"):  # a path a person typed: refuse a typo
+        check_db_path(target, create=writes)
+    _db_in_use[:] = [target]
+    store = Store(target)
+    if store.backup_path is not None:
+        from gbdesk.store.db import backup_notice
+
+        version = store.migrated_from
+        print(f"gbdesk: {backup_notice(store.path, store.backup_path, version)}", file=sys.stderr)
+    if writes:
+        try:
+            store.check_writable()
+        except BaseException:
+            store.close()
+            raise
+    return store
+
+
+def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(payload, ensure_ascii=False, default=_json_default))
+    else:
+        print(text)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+
+class _ProgressPrinter:
+    """Progress on stderr: one rewritten line on a terminal, a line every few seconds else.
+
+    From the first second after the model loaded: attempts stored, sequences in flight
+    with their tokens (continuous batching), speed, ETA, the last attempt in words."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, p) -> None:
+        if p.status == "loading":
+            print(f"[run {p.run_id}] loading the model…", file=sys.stderr, flush=True)
+            return
+        if p.loaded_s is not None:
+            batching = f"; continuous batching: {p.slots} sequences at once" if p.slots > 1 else ""
+            print(
+                f"[run {p.run_id}] model loaded in {p.loaded_s:.1f} s{batching}; "
+                f"{p.total - p.done:,} attempt(s) to go",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+        unit = "sent/s" if p.rate_unit == "sentences/s" else "tok/s"
+        eta = "measuring the speed" if p.eta_s is None else duration(p.eta_s, compact=True)
+        parts = [f"[run {p.run_id}] {p.done:,}/{p.total:,} ({100 * p.fraction:.1f}%)"]
+        if p.in_flight_text:
+            parts.append(p.in_flight_text)
+        rate = f"{p.tokens_per_s:.1f}" if p.tokens_per_s < 10 else f"{p.tokens_per_s:.0f}"
+        if p.eta_s is None and p.tokens_per_s <= 0:
+            parts.append("measuring the speed")
+        else:
+            parts += [f"{rate} {unit}", f"ETA {eta}"]
+        if p.last:
+            parts.append(p.last_text)
+        if p.status not in ("running", "labelling"):
+            parts.append(p.status)
+        line = " · ".join(parts)
+        now = time.monotonic()
+        if self.tty:
+            end = "\n" if p.status not in ("running", "labelling") else ""
+            print(
+                "\r" + line[: os.get_terminal_size().columns - 1].ljust(40),
+                end=end,
+                file=sys.stderr,
+                flush=True,
+            )
+        elif p.status != "running" or now - self.last > 5 or p.done == p.total:
+            print(line, file=sys.stderr, flush=True)
+            self.last = now
+
+
+#: a model name's characters on a line of `gbdesk runs` or `compare` (--json has it whole)
+MODEL_CHARS = 60

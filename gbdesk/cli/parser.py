@@ -1,0 +1,479 @@
+"""The `gbdesk` command's argument parser: one function per group of subcommands, then
+the subcommands the studies add (`Study.commands`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gbdesk import __version__
+from gbdesk.cli._args import (
+    _batch_size,
+    _bounded,
+    _db_arg,
+    _draw_seed,
+    _json_arg,
+    _label_mode,
+    _name,
+    _Parser,
+    _positive_int,
+    _presets,
+    _run_id,
+    _seed,
+    _share,
+    _temperature,
+    _text,
+    _top_p,
+)
+from gbdesk.cli._common import _emit, _open_store, _ProgressPrinter
+from gbdesk.cli.commands import COMMANDS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of `gbdesk`: its own --version and --db, each group's subcommands, then
+    the studies' own."""
+    parser = _Parser(
+        prog="gbdesk",
+        description="Audit a local language model for gender bias, alone and combined with "
+        "other identities. Without arguments, opens the desktop app.",
+    )
+    parser.add_argument("--version", action="version", version=f"gbdesk {__version__}")
+    parser.add_argument(
+        "--db",
+        dest="app_db",
+        metavar="PATH",
+        help="without a command: open the desktop app on this database",
+    )
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    # the groups in the order `gbdesk --help` lists their commands
+    for add in (
+        _catalogue_commands,
+        _run_commands,
+        _result_commands,
+        _audit_commands,
+        _export_commands,
+        _import_commands,
+        _labelling_commands,
+        _people_commands,
+    ):
+        add(sub)
+    _add_study_commands(sub)
+    return parser
+
+
+def _subset_args(p: argparse.ArgumentParser) -> None:
+    """--limit and --sample: which of a probe's items (`items` and `run` take them alike)."""
+    p.add_argument(
+        "--limit",
+        type=_bounded("limit"),
+        help="N items: the first N, or — for a probe whose metrics compare groups of items — "
+        "a seeded subset keeping every group (the run says which)",
+    )
+    p.add_argument("--sample", type=_bounded("sample"), help="a seeded random sample of K items")
+
+
+def _catalogue_commands(sub: Any) -> None:
+    """probes, card, items, models: what can be run, on what."""
+    p = sub.add_parser("probes", help="list the probes (of every installed study)")
+    p.add_argument("--markdown", action="store_true", help="print the README's probe table instead")
+    _json_arg(p)
+
+    p = sub.add_parser("card", help="show a probe's card (what it measures, data, limits)")
+    p.add_argument("probe")
+    _json_arg(p)
+
+    p = sub.add_parser("items", help="list a probe's items and prompts")
+    p.add_argument("--probe", required=True)
+    p.add_argument("--template", type=_text, help="template text or preset name")
+    _subset_args(p)
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "models", help="list the bundled default model, registered GGUF files and endpoints"
+    )
+    p.add_argument(
+        "--add",
+        metavar="PATH",
+        action="append",
+        help="register a GGUF file, or an endpoint URL#MODEL (e.g. ollama#llama3.1:8b), whose "
+        "capabilities are then checked",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+
+def _run_commands(sub: Any) -> None:
+    """run, runs, resume."""
+    p = sub.add_parser("run", help="run a probe on a model")
+    p.add_argument("--probe", required=True)
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--model", help="GGUF path or 'default' (bundled SmolLM2; the default)")
+    which.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="an OpenAI-compatible server instead of a GGUF file, e.g. http://host:8000/v1 "
+        "(vLLM, llama-cpp-python's server), or a local one by name: "
+        + ", ".join(f"{name} = {url} ({title})" for name, (title, url, _) in _presets().items())
+        + "; perplexity probes need log-probabilities of prompt tokens, which only vLLM and "
+        "llama-cpp-python's server give",
+    )
+    p.add_argument(
+        "--endpoint-model",
+        dest="endpoint_model",
+        type=_text,
+        metavar="NAME",
+        help="model name at --endpoint",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=_bounded("concurrency"),
+        help="requests in flight at once (--endpoint only; default 1)",
+    )
+    p.add_argument(
+        "--api-key-env",
+        dest="api_key_env",
+        metavar="VAR",
+        help="environment variable holding the endpoint's API key (default: GBDESK_API_KEY, "
+        "then the OS keyring); the key is never stored",
+    )
+    p.add_argument("--attempts", type=_bounded("attempts"), help="samples per prompt")
+    _subset_args(p)
+    p.add_argument(
+        "--seed", type=_seed, default=0, help="run seed (per-attempt seeds derive from it)"
+    )
+    p.add_argument("--temperature", type=_temperature)
+    p.add_argument("--top-p", type=_top_p, dest="top_p")
+    p.add_argument("--max-tokens", type=_bounded("max_tokens"), dest="max_tokens")
+    p.add_argument("--template", type=_text, help="template text or preset name")
+    p.add_argument(
+        "--prompt-mode",
+        choices=("auto", "chat", "completion"),
+        default="auto",
+        help="chat template or completion frame (auto: chat if the GGUF has one)",
+    )
+    p.add_argument(
+        "--batch",
+        type=_batch_size,
+        default=0,
+        dest="batch_size",
+        metavar="N|auto",
+        help="local models: continuous batching with N sequences at once (default auto: "
+        "chosen from the model's size and the free memory); 1 decodes one attempt at a time "
+        "(slower; its texts differ from batched ones, which do not depend on N). Kept with "
+        "the run: a resume decodes the same way",
+    )
+    p.add_argument(
+        "--set",
+        dest="options",
+        type=_text,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a probe parameter, e.g. --set domains=Love,Labor --set name_table=census2020 "
+        "(see `gbdesk card PROBE`)",
+    )
+    p.add_argument(
+        "--new",
+        action="store_true",
+        help="start another run even if this database holds one of the same probe, model "
+        "file and settings; without it the same command continues that run where it "
+        "stopped, or shows its results when it is done",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser("runs", help="list the runs in the database")
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser("resume", help="continue an interrupted or cancelled run")
+    p.add_argument("run_id", type=_run_id)
+    _db_arg(p)
+    _json_arg(p)
+
+
+def _result_commands(sub: Any) -> None:
+    """metrics, compare: a run's numbers, two runs against each other."""
+    p = sub.add_parser("metrics", help="metrics of a run with 95%% CIs and marks")
+    p.add_argument("run_id", type=_run_id)
+    p.add_argument(
+        "--labels",
+        type=_label_mode,
+        default="auto",
+        metavar="MODE",
+        help="auto: automatic labels; reviewed: human where present; ppi: automatic "
+        "labels corrected by the reviewed random sample (prediction-powered intervals); "
+        "rater:NAME: one rater's labels; consensus: adjudicated where raters disagreed, "
+        "else a reviewer's",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "compare", help="compare two runs of a probe item by item (paired bootstrap, BH)"
+    )
+    p.add_argument("run_a", type=_run_id, metavar="RUN_A")
+    p.add_argument("run_b", type=_run_id, metavar="RUN_B", help="differences are B − A")
+    p.add_argument("--labels", choices=("auto", "reviewed"), default="auto")
+    p.add_argument("--resamples", type=_bounded("resamples"), default=1000, help="default 1000")
+    p.add_argument("--seed", type=_draw_seed, default=0, help="seed of the resampling (default 0)")
+    _db_arg(p)
+    _json_arg(p)
+
+
+def _audit_commands(sub: Any) -> None:
+    """audit: a model in one go, planned to a time budget."""
+    p = sub.add_parser(
+        "audit",
+        help="audit a model in one go: plan every probe to fit a time budget, run, report",
+        description="Measure the model's speed, plan every probe's size to fit the budget "
+        "(the plan is printed before anything runs), run the probes one after another and "
+        "write the PDF report. Running the same command again continues an unfinished "
+        "audit of the model.",
+    )
+    p.add_argument("--model", default="default", help="a GGUF path or 'default' (bundled)")
+    p.add_argument("--budget", required=True, help="time budget: 30m, 2h, 8h, 1h30m …")
+    p.add_argument("--report", metavar="FILE", help="the PDF (default: next to the database)")
+    p.add_argument("--plan-only", action="store_true", help="show the plan, run nothing")
+    p.add_argument(
+        "--harness",
+        metavar="NAME",
+        help="run a study's harness: its probes with their own templates and sizes, cut to "
+        "the budget (`gbdesk probes` lists the harnesses); default: every probe",
+    )
+    p.add_argument("--new", action="store_true", help="plan a new audit even if one is unfinished")
+    _db_arg(p)
+    _json_arg(p)
+
+
+def _export_commands(sub: Any) -> None:
+    """export: CSV files and the PDF report."""
+    p = sub.add_parser("export", help="export runs as CSV files and/or a PDF report")
+    p.add_argument("run_ids", type=_run_id, nargs="+", metavar="RUN_ID")
+    p.add_argument("--csv", metavar="DIR", help="write attempts.csv and metrics.csv here")
+    p.add_argument("--pdf", metavar="FILE", help="write the PDF report here")
+    p.add_argument(
+        "--labels",
+        type=_label_mode,
+        default="reviewed",
+        metavar="MODE",
+        help="labels the PDF's metrics use (default: reviewed, i.e. human where present; "
+        "ppi: prediction-powered estimates from the reviewed random sample; rater:NAME: one "
+        "rater's labels; consensus: adjudicated where raters disagreed)",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+
+def _import_commands(sub: Any) -> None:
+    """import, import-labels: generations and hand labels made elsewhere."""
+    p = sub.add_parser("import", help="analyse generations made elsewhere")
+    p.add_argument("--probe", required=True)
+    p.add_argument(
+        "--file",
+        required=True,
+        help="CSV or JSONL with response and item or prompt columns (e.g. an exported "
+        "attempts.csv), or the probe's own layout",
+    )
+    p.add_argument("--model-name", type=_text, help="name of the model that wrote the responses")
+    p.add_argument(
+        "--template", type=_text, help="template the prompts were made with (text or preset)"
+    )
+    p.add_argument(
+        "--deal-rows",
+        action="store_true",
+        help="rows without an item column whose prompt several items share are dealt to "
+        "those items in turn (otherwise such a file is refused)",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "import-labels",
+        help="store a rater's hand labels for a run from CSV/JSONL (e.g. an edited export)",
+    )
+    p.add_argument("run_id", type=_run_id)
+    p.add_argument(
+        "--file",
+        required=True,
+        help="rows keyed by attempt_id, item + attempt, or prompt + response; the label "
+        "columns depend on the probe (characters.csv: role, name, gender, references; "
+        "answers.csv: category, option; others: label)",
+    )
+    p.add_argument("--rater", type=_name, required=True, help="who made these labels")
+    p.add_argument(
+        "--consensus",
+        action="store_true",
+        help="the labels are adjudicated ones (where raters disagreed), decided by --rater",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+
+def _labelling_commands(sub: Any) -> None:
+    """label, sample: a labelling pass, the random review sample."""
+    p = sub.add_parser(
+        "label", help="label a run's stored texts with one of its probe's labelling passes"
+    )
+    p.add_argument("run_id", type=_run_id)
+    p.add_argument(
+        "--extractor",
+        default="llm",
+        metavar="PASS",
+        help="the labelling pass (see the probe's card; default: llm)",
+    )
+    p.add_argument(
+        "--labeler-model", default="default", help="GGUF path or 'default' for a model-based pass"
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "sample",
+        help="draw a uniformly random review sample of a run (for --labels ppi)",
+    )
+    p.add_argument("run_id", type=_run_id)
+    p.add_argument("--size", type=_positive_int, required=True, help="units to draw")
+    p.add_argument("--seed", type=_seed, default=0)
+    _db_arg(p)
+    _json_arg(p)
+
+
+def _people_commands(sub: Any) -> None:
+    """code, agreement, review: what people decide, and how far they agree."""
+    p = sub.add_parser(
+        "code",
+        help="code a run's texts with a codebook: draw the texts to code, import a rater's "
+        "codes, edit the codebook, show progress",
+    )
+    p.add_argument("run_id", type=_run_id)
+    action = p.add_mutually_exclusive_group(required=True)
+    action.add_argument(
+        "--select", action="store_true", help="draw the texts to code (per category, seeded)"
+    )
+    action.add_argument(
+        "--file",
+        help="CSV/JSONL of codes to store as --rater's (all or nothing): attempt_id, item + "
+        "attempt, or story (item#attempt); codes (names separated by ';'); memo",
+    )
+    action.add_argument("--add-code", metavar="NAME", type=_text, help="add a code")
+    action.add_argument(
+        "--rename", nargs=2, metavar=("CODE", "NEW_NAME"), type=_text, help="rename a code"
+    )
+    action.add_argument(
+        "--define", nargs=2, metavar=("CODE", "DEFINITION"), type=_text, help="define a code"
+    )
+    action.add_argument(
+        "--show", action="store_true", help="the codebook, the drawn texts and the progress"
+    )
+    p.add_argument("--rater", type=_name, help="who coded (--file), or who edits the codebook")
+    p.add_argument(
+        "--consensus",
+        action="store_true",
+        help="with --file: the codes are the adjudicated ones, decided by --rater",
+    )
+    p.add_argument("--definition", type=_text, default="", help="with --add-code")
+    p.add_argument(
+        "--per-category", type=_positive_int, default=3, help="texts per category (default 3)"
+    )
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the draw (default 0)")
+    p.add_argument(
+        "--threshold",
+        type=_share,
+        help="name-likelihood threshold of a name-based category (default: the probe's own)",
+    )
+    p.add_argument(
+        "--categories", type=_text, help="comma-separated categories to draw (default: all)"
+    )
+    p.add_argument(
+        "--labels",
+        type=_label_mode,
+        default="reviewed",
+        metavar="MODE",
+        help="labels whose names the selection reads (default: reviewed)",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "agreement",
+        help="agreement between raters of a run: per label kind, and for codes per code "
+        "and overall (initial, current, after adjudication)",
+    )
+    p.add_argument("run_id", type=_run_id)
+    p.add_argument(
+        "--with-auto",
+        action="store_true",
+        help="count the automatic labeller as one more rater",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser("review", help="record a reviewer's label for an attempt")
+    p.add_argument("attempt_id", type=_run_id)
+    p.add_argument(
+        "label",
+        type=_text,
+        help="a label (e.g. male/female/undetected), or JSON for probes with structured labels, "
+        'e.g. [{"role": "subject", "name": "Jane", "references": ["she", "her"]}]',
+    )
+    p.add_argument("--reviewer", type=_name, required=True)
+    p.add_argument(
+        "--consensus",
+        action="store_true",
+        help="store the label as the adjudicated one (raters disagreed), decided by --reviewer",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+
+@dataclass(frozen=True)
+class CommandKit:
+    """What a study's own subcommands (`Study.commands`) use to behave like the built-in
+    ones: the --db and --json arguments, opening the database, printing the result, a
+    progress printer for runs, and the argument types."""
+
+    db_arg: Callable[[argparse.ArgumentParser], None]
+    json_arg: Callable[[argparse.ArgumentParser], None]
+    open_store: Callable[..., Any]
+    emit: Callable[[argparse.Namespace, Any, str], None]
+    progress: Callable[[], Callable[[Any], None]]
+    text: Callable[[str], str]
+    run_id: Callable[[str], int]
+    positive_int: Callable[[str], int]
+    seed: Callable[[str], int]
+    name: Callable[[str], str]
+    bounded: Callable[[str], Callable[[str], int]]  # a positive int up to `LIMITS[name]`
+
+
+#: subcommands added by studies (`Study.commands`), filled when the parser is built
+STUDY_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def _add_study_commands(sub: Any) -> None:
+    """Let every study that declares `commands` add its subcommands."""
+    from importlib import import_module
+
+    from gbdesk.studies import studies
+
+    kit = CommandKit(
+        _db_arg, _json_arg, _open_store, _emit, _ProgressPrinter, _text, _run_id,
+        _positive_int, _seed, _name, _bounded,
+    )  # fmt: skip
+    for study in studies():
+        if not study.commands:
+            continue
+        module, _, attr = study.commands.partition(":")
+        try:
+            handlers = getattr(import_module(module), attr)(sub, kit)
+        except Exception:  # a broken study must not break the other commands
+            logging.getLogger(__name__).exception("commands of the study %r failed", study.name)
+            continue
+        for name, handler in handlers.items():
+            if name in COMMANDS:
+                logging.getLogger(__name__).error("study command %r shadows a built-in", name)
+                continue
+            STUDY_COMMANDS[name] = handler

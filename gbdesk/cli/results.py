@@ -1,0 +1,255 @@
+"""`gbdesk metrics`, `compare` and `export`: a run's numbers in words and tables, two
+runs against each other, and the files a run leaves for others."""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+from gbdesk.cli._common import MODEL_CHARS, _emit, _open_store
+from gbdesk.support.errors import UserError
+from gbdesk.support.format import fmt
+from gbdesk.support.guards import one_line
+
+
+def _metrics_payload(
+    store, run_id: int, labels: str, metrics: dict[str, Any], review: bool = True
+) -> dict[str, Any]:
+    """The JSON of `gbdesk metrics` from the run's `compute_metrics`, with the labels'
+    accuracy (`review`: measured on the random review sample, else estimated; not computed
+    with `review=False`)."""
+    from gbdesk.analysis.label_accuracy import label_accuracy
+    from gbdesk.maths.stats import adjusted_p_values
+    from gbdesk.studies import get_probe
+    from gbdesk.support.format import clip_ci, unfinished_note
+
+    run = store.get_run(run_id)
+    probe = get_probe(run["probe"])
+    adjusted = adjusted_p_values(metrics)  # Benjamini–Hochberg over the run's tests
+    out = {}
+    for name, m in metrics.items():
+        out[name] = m.to_json()
+        out[name]["title"] = probe.capabilities.presentation.metric_title(name)
+        (lo, hi), past = clip_ci(m.ci, probe.capabilities.presentation.metric_bounds(name))
+        if past:  # the interval within what the metric can be (`ci` is the bootstrap's)
+            out[name]["ci_shown"] = [lo, hi]
+        if name in adjusted:
+            out[name]["p_adj"] = adjusted[name]
+    payload = {"run_id": run_id, "probe": run["probe"], "labels": labels, "metrics": out}
+    payload["status"] = run["status"]
+    payload["attempts"] = {"done": run["attempts_done"], "total": run["attempts_total"]}
+    payload["unfinished"] = unfinished_note(run, probe.capabilities.running.unit)
+    # what the Review pane and the Results caption state
+    accuracy = label_accuracy(store, run_id) if review else None
+    payload["review"] = accuracy.to_json() if accuracy is not None else None
+    return payload
+
+
+def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> str:
+    """The run's findings in words, most important first (as on the report's first page),
+    from its `metrics` in this label mode."""
+    from gbdesk.analysis.findings import ordered, run_findings
+    from gbdesk.report.run_results import run_extra_results
+    from gbdesk.studies import get_probe
+
+    run = store.get_run(run_id)
+    probe = get_probe(run["probe"])
+    try:
+        extra = run_extra_results(store, run_id, labels)
+    except UserError:
+        raise
+    except Exception:  # the table is printed already: say the findings failed, and why
+        logging.getLogger(__name__).exception("findings of run %s", run_id)
+        return "\n\nFindings: could not be computed (see the log)."
+    found = ordered(run_findings(run_id, "", probe, metrics, extra, run["params"]))
+    if not found:
+        return ""
+    lines = [f"{k}. {f.sentence}" for k, f in enumerate(found, start=1)]
+    return "\n\nFindings:\n" + "\n".join(lines)
+
+
+def _metrics_heading(payload: dict[str, Any]) -> str:
+    """ "run 1 — <the probe's title>, automatic labels" and a line break."""
+    from gbdesk.studies import get_probe
+
+    labels = {
+        "auto": "automatic labels",
+        "reviewed": "reviewed labels (a person's where present)",
+        "ppi": "prediction-powered estimates",
+        "consensus": "consensus labels",
+    }.get(payload["labels"], payload["labels"].replace("rater:", "labels of "))
+    return f"run {payload['run_id']} — {get_probe(payload['probe']).card.title}, {labels}\n"
+
+
+def _metrics_table(payload: dict[str, Any]) -> str:
+    """The metrics for reading: what each measures in words (the keys are in --json and
+    the CSV), its value and interval (within what the metric can be), mark and support;
+    footnotes say why a value or interval is missing."""
+    from gbdesk.studies import get_probe
+    from gbdesk.support.format import UNDEFINED_CI, UNDEFINED_VALUE, ci_cells
+
+    probe = get_probe(payload["probe"])
+    metrics = payload["metrics"]
+    title = probe.capabilities.presentation.metric_title
+    titles = {name: m.get("title") or title(name) for name, m in metrics.items()}
+    width = min(60, max([28, *(len(t) for t in titles.values())]))
+    cis, cut = {}, False
+    for name, m in metrics.items():
+        lo, hi = (math.nan if v is None else v for v in m["ci"])
+        text, was_cut = ci_cells((lo, hi), probe.capabilities.presentation.metric_bounds(name))
+        if m["value"] is not None and lo != lo:
+            text = "—†"
+        cis[name] = text + ("*" if was_cut else "")
+        cut |= was_cut
+    ci_width = max([19, *(len(ci) for ci in cis.values())])
+    with_p = any(m.get("p_value") is not None for m in metrics.values())
+    p_head = f"{'p':>7}  {'p_adj':>7}  " if with_p else ""
+    ppi = any((m.get("details") or {}).get("kind") == "ppi" for m in metrics.values())
+    ppi_head = f"{'automatic':>9}  {'bias':>7}  " if ppi else ""
+    rows = [
+        f"{'what':<{width}} {'value':>8}  {'95% CI':<{ci_width}} {p_head}{ppi_head}mark  {'n':>5}"
+    ]
+    undefined: list[str] = []
+    reasons: dict[str, list[str]] = {}
+    for name, m in metrics.items():
+        p_cell = ""
+        if with_p:
+            p, pa = m.get("p_value"), m.get("p_adj")
+            p_cell = (
+                f"{'<0.001' if p is not None and p < 0.001 else fmt(p):>7}  "
+                f"{'<0.001' if pa is not None and pa < 0.001 else fmt(pa):>7}  "
+            )
+        ppi_cell = ""
+        if ppi:
+            d = m.get("details") or {}
+            ppi_cell = f"{fmt(d.get('automatic_value')):>9}  {fmt(d.get('bias')):>7}  "
+            if not d.get("valid", True):
+                reasons.setdefault(d.get("reason") or "no interval", []).append(name)
+        title = titles[name] if len(titles[name]) <= width else titles[name][: width - 1] + "…"
+        value = fmt(m["value"])
+        if m["value"] is None:
+            value = "—‡"
+            undefined.append(name)
+        rows.append(
+            f"{title:<{width}} {value:>8}  {cis[name]:<{ci_width}} {p_cell}{ppi_cell}"
+            f"{m['mark'] or '—':<4}  {m['n']:>5}"
+        )
+    if undefined:
+        why_undefined = probe.capabilities.presentation.why_undefined
+        why = sorted({why_undefined(n, {}) or UNDEFINED_VALUE for n in undefined})
+        rows.append("\n‡ " + "; ".join(why))
+    if any(c.startswith("—†") for c in cis.values()):
+        rows.append(f"† {UNDEFINED_CI}")
+    if cut:
+        rows.append(
+            "* interval cut at what the metric can be (e.g. 0–1 for a share): the "
+            "bootstrap's normal fit reached past it; the mark is the study's, from the "
+            "uncut interval (--json has both)"
+        )
+    if payload.get("unfinished"):
+        rows.insert(
+            0,
+            f"UNFINISHED RUN — {payload['unfinished'].removeprefix('unfinished: ')}: the "
+            f"numbers cover only these (continue it with: gbdesk resume {payload['run_id']})",
+        )
+    if with_p:
+        rows.append(
+            "\np_adj: Benjamini–Hochberg adjusted over the run's tests (read this one when "
+            "many metrics are tested)"
+        )
+    if ppi:
+        rows.append(
+            "\nvalue and 95 % CI: prediction-powered (automatic labels corrected by the "
+            "reviewed random sample); automatic: the same from automatic labels alone; bias: "
+            "automatic − human on the reviewed sample."
+        )
+        for reason, names in reasons.items():
+            which = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            rows.append(f"no interval for {which}: {reason}")
+    return "\n".join(rows)
+
+
+def _tiny_notice(store, run_id: int) -> str:
+    from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
+
+    run = store.get_run(run_id)
+    if run["model_id"]:
+        model = store.get_model(run["model_id"])
+        if model["kind"] == "gguf" and is_default_model(model["path"]):
+            return "\n\nNote: " + TINY_MODEL_NOTICE
+    return ""
+
+
+def cmd_metrics(args) -> int:
+    from gbdesk.analysis.results import compute_metrics
+
+    with _open_store(args.db) as store:
+        metrics = compute_metrics(store, args.run_id, args.labels)
+        payload = _metrics_payload(store, args.run_id, args.labels, metrics)
+        notice = _tiny_notice(store, args.run_id)
+        findings = "" if args.json else _findings_text(store, args.run_id, args.labels, metrics)
+    review = payload["review"]
+    text = (
+        _metrics_heading(payload)
+        + _metrics_table(payload)
+        + findings
+        + (f"\n\nLabels: {review['text']}" if review else "")
+        + notice
+    )
+    _emit(args, payload, text)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from gbdesk.analysis.compare import compare_runs
+
+    with _open_store(args.db) as store:
+        c = compare_runs(
+            store, args.run_a, args.run_b, args.labels, resamples=args.resamples, seed=args.seed
+        )
+    lines = [
+        f"run {c.run_b} (B: {one_line(c.model_b, MODEL_CHARS)}) against run {c.run_a} "
+        f"(A: {one_line(c.model_a, MODEL_CHARS)}) · {c.probe} · "
+        f"{c.items} items paired · {c.label_mode} labels · {c.resamples} paired resamples "
+        f"(seed {c.seed})"
+    ]
+    lines += [f"warning: {w}" for w in c.warnings]
+    width = max([24, *(len(n) for n in c.metrics)])
+    lines.append(f"{'metric':<{width}} {'A':>8} {'B':>8} {'B − A':>8}  {'95% CI':<19} p_adj")
+    for name, m in c.metrics.items():
+        cells = f"[{fmt(m.ci[0])}, {fmt(m.ci[1])}]  {fmt(m.p_adj)}" if m.tested else "not tested"
+        star = " *" if m.established else ""
+        lines.append(f"{name:<{width}} {fmt(m.a):>8} {fmt(m.b):>8} {fmt(m.diff):>8}  {cells}{star}")
+    lines += ["", c.summary()]
+    reasons: dict[str, int] = {}
+    for m in c.metrics.values():
+        if m.reason:
+            reasons[m.reason] = reasons.get(m.reason, 0) + 1
+    lines += [f"not tested ({n}): {reason}" for reason, n in reasons.items()]
+    _emit(args, c.to_json(), "\n".join(lines))
+    return 0
+
+
+def cmd_export(args) -> int:
+    if not args.csv and not args.pdf:
+        raise UserError("say where to export: --csv DIR and/or --pdf FILE")
+    if args.pdf and Path(args.pdf).is_dir():  # before any metric is computed and cached
+        raise UserError(f"--pdf must name a file, and {args.pdf} is a folder")
+    if args.csv and Path(args.csv).exists() and not Path(args.csv).is_dir():
+        raise UserError(f"--csv must name a folder, and {args.csv} is a file")
+    written: list[str] = []
+    with _open_store(args.db) as store:
+        for run_id in args.run_ids:
+            store.get_run(run_id)  # a clear error for an unknown run
+        if args.csv:
+            from gbdesk.report.csv_export import export_run_csv
+
+            written += [str(p) for p in export_run_csv(store, args.run_ids, args.csv)]
+        if args.pdf:
+            from gbdesk.report.pdf import export_pdf
+
+            written.append(str(export_pdf(store, args.run_ids, args.pdf, label_mode=args.labels)))
+    _emit(args, {"files": written}, "\n".join(written))
+    return 0
