@@ -19,7 +19,11 @@ import ast
 import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "gbdesk"
@@ -46,71 +50,48 @@ def _resolve(name: str, known: set[str]) -> str | None:
     return name or None
 
 
+def imports(module: str, path: Path, known: set[str]) -> Iterator[tuple[int, str]]:
+    """(line, gbdesk module) for every import anywhere in a module's source — inside
+    functions and under `if TYPE_CHECKING:` too. `from pkg import name` counts `pkg` as
+    well: importing anything from a package runs its `__init__`."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [f"{base}.{a.name}" for a in node.names] + [base]
+        else:
+            continue
+        for target in targets:
+            resolved = _resolve(target, known) if target.startswith("gbdesk") else None
+            if resolved and resolved != module:
+                yield node.lineno, resolved
+
+
 def import_graph() -> dict[str, set[str]]:
     """module → the gbdesk modules it imports anywhere in its body."""
     found = modules()
     known = set(found)
-    graph: dict[str, set[str]] = {m: set() for m in found}
-    for module, path in found.items():
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")
-                    anchor = anchor[: len(anchor) - (node.level - 1)]
-                    base = ".".join([*anchor, base] if base else anchor)
-                targets = [f"{base}.{a.name}" for a in node.names] + [base]
-            for target in targets:
-                if not target.startswith("gbdesk"):
-                    continue
-                resolved = _resolve(target, known)
-                if resolved and resolved != module:
-                    graph[module].add(resolved)
-    # `from gbdesk.x import y` with y a name (not a module) also lists gbdesk.x: keep the
-    # deepest module each import names
-    return graph
+    return {m: {t for _, t in imports(m, path, known)} for m, path in found.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    out: list[list[str]] = []
-    counter = [0]
-    sys.setrecursionlimit(10_000)
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                out.append(sorted(component))
-
-    for v in graph:
-        if v not in index:
-            visit(v)
-    return sorted(out, key=len, reverse=True)
+    """The import loops: strongly connected components of more than one module."""
+    names = sorted(graph)
+    index = {n: i for i, n in enumerate(names)}
+    edges = [(index[m], index[t]) for m in names for t in graph[m]]
+    rows, cols = zip(*edges, strict=True) if edges else ((), ())
+    matrix = csr_matrix(([1] * len(edges), (rows, cols)), shape=(len(names), len(names)))
+    _, label = connected_components(matrix, directed=True, connection="strong")
+    groups: dict[int, list[str]] = {}
+    for name, component in zip(names, label, strict=True):
+        groups.setdefault(int(component), []).append(name)
+    return sorted((g for g in groups.values() if len(g) > 1), key=len, reverse=True)
 
 
 def probe_members() -> list[str]:

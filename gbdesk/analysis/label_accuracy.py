@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from gbdesk.analysis.results import auto_source, ensure_auto_labels, flat_run
+from gbdesk.analysis.results import auto_source, ensure_auto_labels, flat_run, none_if_nan
 from gbdesk.store import Store
 from gbdesk.studies import Probe, get_probe
 from gbdesk.studies.base import AccuracyWords, label_values
@@ -428,10 +428,6 @@ def _sample(
                 out.confidence.append(float(c))
                 out.right.append(all(ok.values()))
     return out
-
-
-def none_if_nan(x: float) -> float | None:
-    return None if x is None or math.isnan(x) else float(x)
 
 
 @dataclass

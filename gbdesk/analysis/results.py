@@ -232,9 +232,9 @@ def compute_metrics(
         [
             {
                 "name": name,
-                "value": _none(m.value),
-                "ci_lo": _none(m.ci[0]),
-                "ci_hi": _none(m.ci[1]),
+                "value": none_if_nan(m.value),
+                "ci_lo": none_if_nan(m.ci[0]),
+                "ci_hi": none_if_nan(m.ci[1]),
                 "mark": m.mark,
                 "n": m.n,
                 "p_value": m.p_value,
@@ -250,7 +250,8 @@ def _nan(x: float | None) -> float:
     return math.nan if x is None else float(x)
 
 
-def _none(x: float) -> float | None:
+def none_if_nan(x: float) -> float | None:
+    """NaN (or None) as JSON's null."""
     return None if x is None or math.isnan(x) else float(x)
 
 

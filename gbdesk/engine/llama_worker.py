@@ -260,7 +260,7 @@ class LlamaGenerator:
                     finish_reason = "stop"
                     break
                 if emit is not None:
-                    streamed = self._emit_delta(text_bytes, streamed, stop_bytes, emit)
+                    streamed = emit_delta(text_bytes, streamed, stop_bytes, emit)
                 if len(completion) >= max_tokens:
                     break
         latency = time.perf_counter() - started
@@ -290,8 +290,6 @@ class LlamaGenerator:
         for start in range(reuse, len(tokens), PROMPT_CHUNK):
             llm.eval(tokens[start : start + PROMPT_CHUNK])
         self.reused_tokens = reuse
-
-    _emit_delta = staticmethod(emit_delta)
 
 
 class Scorer:

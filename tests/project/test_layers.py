@@ -18,16 +18,26 @@ points). And no module takes part in an import loop.
 
 from __future__ import annotations
 
-import ast
+import importlib.util
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 import tests as _tests
 
 ROOT = _tests.ROOT
-PACKAGE = ROOT / "gbdesk"
+
+
+def _figures():
+    """scripts/architecture_figures.py: the import graph its figures are measured on."""
+    path = ROOT / "scripts" / "architecture_figures.py"
+    spec = importlib.util.spec_from_file_location("architecture_figures", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+FIGURES = _figures()
 
 #: lowest first; each layer names the module prefixes it holds
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
@@ -47,17 +57,7 @@ RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
 CONTRACT = {"base", "importing", "capabilities"}  # modules of gbdesk/studies/ itself
 
 
-def modules() -> dict[str, Path]:
-    out = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = path
-    return out
-
-
-MODULES = modules()
+MODULES = FIGURES.modules()
 
 
 def study_of(module: str) -> str | None:
@@ -80,33 +80,9 @@ def layer_of(module: str) -> str:
     return found
 
 
-def _resolve(name: str) -> str | None:
-    while name and name not in MODULES:
-        name = name.rpartition(".")[0]
-    return name or None
-
-
 def imports(module: str) -> Iterator[tuple[int, str]]:
     """(line, gbdesk module) for every import anywhere in the module's source."""
-    path = MODULES[module]
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, base] if base else anchor)
-            # `from pkg import mod` names the module; `from mod import name` the module
-            targets = [_resolve(f"{base}.{a.name}") or base for a in node.names]
-        else:
-            continue
-        for target in targets:
-            resolved = _resolve(target) if target.startswith("gbdesk") else None
-            if resolved and resolved != module:
-                yield node.lineno, resolved
+    return FIGURES.imports(module, MODULES[module], set(MODULES))
 
 
 def _allowed(module: str, target: str) -> bool:
@@ -141,43 +117,8 @@ def test_packages_import_only_downward():
     assert not wrong, "upward or sideways imports:\n" + "\n".join(wrong)
 
 
-def _loops() -> list[list[str]]:
-    graph = {m: {t for _, t in imports(m)} for m in MODULES}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in graph:
-        if v not in index:
-            visit(v)
-    return found
-
-
 def test_no_import_loops():
-    loops = _loops()
+    loops = FIGURES.cycles({m: {t for _, t in imports(m)} for m in MODULES})
     assert not loops, "modules that import each other:\n" + "\n".join(", ".join(c) for c in loops)
 
 
@@ -215,4 +156,5 @@ def test_function_level_and_type_checking_imports_count(tmp_path, monkeypatch):
     path.write_text(source, encoding="utf-8")
     monkeypatch.setitem(MODULES, "gbdesk.maths.probe_mod", path)
     found = {t for _, t in imports("gbdesk.maths.probe_mod")}
-    assert found == {"gbdesk.analysis.results", "gbdesk.workflows.runs"}
+    # `from gbdesk.workflows import runs` also runs the package's __init__
+    assert found == {"gbdesk.analysis.results", "gbdesk.workflows.runs", "gbdesk.workflows"}
