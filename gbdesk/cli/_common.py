@@ -46,6 +46,18 @@ def _open_store(path: str | None, writes: bool = False):
     return store
 
 
+def _holding(store: Any, args: argparse.Namespace, kind: str, what: str):
+    """Hold the database for a long writing command (`gbdesk.store.jobs`): refused in one
+    line while another process's run, audit or import holds it, or — with --wait — waits,
+    saying once for which job."""
+    from gbdesk.store import jobs
+
+    def waiting(job: jobs.Job) -> None:
+        print(f"gbdesk: waiting for {job.describe()} to end…", file=sys.stderr, flush=True)
+
+    return jobs.job(store, kind, what, wait=bool(getattr(args, "wait", False)), on_wait=waiting)
+
+
 def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
     if getattr(args, "json", False):
         print(json.dumps(payload, ensure_ascii=False, default=_json_default))

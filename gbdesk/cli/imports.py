@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import sys
 
-from gbdesk.cli._common import _emit, _open_store
+from gbdesk.cli._common import _emit, _holding, _open_store
 
 
 def cmd_import(args) -> int:
     from gbdesk.workflows.importer import import_generations
 
-    with _open_store(args.db, writes=True) as store:
+    with (
+        _open_store(args.db, writes=True) as store,
+        _holding(store, args, "import", f"an import of {args.probe} answers"),
+    ):
         result = import_generations(
             store,
             args.probe,

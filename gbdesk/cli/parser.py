@@ -105,6 +105,15 @@ def _catalogue_commands(sub: Any) -> None:
     _json_arg(p)
 
 
+def _wait_arg(p: Any) -> None:
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="if another gbdesk process is running, auditing or importing into this database, "
+        "wait for it to end (without it the command stops at once, naming that process)",
+    )
+
+
 def _run_commands(sub: Any) -> None:
     """run, runs, resume."""
     p = sub.add_parser("run", help="run a probe on a model")
@@ -182,6 +191,7 @@ def _run_commands(sub: Any) -> None:
         "file and settings; without it the same command continues that run where it "
         "stopped, or shows its results when it is done",
     )
+    _wait_arg(p)
     _db_arg(p)
     _json_arg(p)
 
@@ -191,6 +201,7 @@ def _run_commands(sub: Any) -> None:
 
     p = sub.add_parser("resume", help="continue an interrupted or cancelled run")
     p.add_argument("run_id", type=_run_id)
+    _wait_arg(p)
     _db_arg(p)
     _json_arg(p)
 
@@ -245,6 +256,7 @@ def _audit_commands(sub: Any) -> None:
         "the budget (`gbdesk probes` lists the harnesses); default: every probe",
     )
     p.add_argument("--new", action="store_true", help="plan a new audit even if one is unfinished")
+    _wait_arg(p)
     _db_arg(p)
     _json_arg(p)
 
@@ -288,6 +300,7 @@ def _import_commands(sub: Any) -> None:
         help="rows without an item column whose prompt several items share are dealt to "
         "those items in turn (otherwise such a file is refused)",
     )
+    _wait_arg(p)
     _db_arg(p)
     _json_arg(p)
 

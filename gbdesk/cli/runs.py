@@ -7,7 +7,7 @@ import sqlite3
 import sys
 from typing import Any
 
-from gbdesk.cli._common import MODEL_CHARS, _emit, _open_store, _ProgressPrinter
+from gbdesk.cli._common import MODEL_CHARS, _emit, _holding, _open_store, _ProgressPrinter
 from gbdesk.cli.results import _findings_text, _metrics_payload, _metrics_table, _tiny_notice
 from gbdesk.support.errors import UserError
 from gbdesk.support.guards import one_line
@@ -32,7 +32,10 @@ def cmd_run(args) -> int:
     )
     _check_endpoint_flags(args)
     planned = _planned(args)
-    with _open_store(args.db, writes=True) as store:
+    with (
+        _open_store(args.db, writes=True) as store,
+        _holding(store, args, "run", f"a run of {args.probe}"),
+    ):
         # parameters naming data in the database (a dataset, an elicitation run) are
         # checked before the model is registered: a refused run writes nothing
         probe.capabilities.parameters.bind(store, params)
@@ -274,7 +277,10 @@ def cmd_runs(args) -> int:
 
 
 def cmd_resume(args) -> int:
-    with _open_store(args.db, writes=True) as store:
+    with (
+        _open_store(args.db, writes=True) as store,
+        _holding(store, args, "run", f"run {args.run_id}"),
+    ):
         run = store.get_run(args.run_id)
         if run["source"] == "imported":
             raise UserError(

@@ -314,7 +314,32 @@ def _v8(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE run_items ADD COLUMN prompts_json TEXT")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8]
+def _v9(conn: sqlite3.Connection) -> None:
+    """Jobs (`gbdesk.store.jobs`): the long writing work a process is doing on this database
+    (a run, an audit, an import), who does it and since when, so that a second one is
+    refused in one line naming the first, and the app shows work of other processes. An
+    audit also records its process (`owner`) and when it last showed a sign of life."""
+    conn.execute(
+        """
+        CREATE TABLE jobs (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,
+            what TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            pid INTEGER,
+            command TEXT,
+            run_id INTEGER,
+            audit_id INTEGER,
+            started_at TEXT NOT NULL,
+            heartbeat_at TEXT NOT NULL
+        )
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9,
+]  # fmt: skip
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -39,7 +39,7 @@ from gbdesk.engine.base import (
     StreamProgress,
     attempt_seed,
 )
-from gbdesk.store import Store
+from gbdesk.store import Store, jobs
 from gbdesk.store.speed import generation_totals, scoring_totals
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import (
@@ -1111,13 +1111,37 @@ def execute_run(
     on_progress: Callable[[Progress], None] | None = None,
     on_token: Callable[[str], None] | None = None,
     on_backend: Callable[[Backend], None] | None = None,
+    wait: bool = False,
+    on_wait: Callable[[jobs.Job], None] | None = None,
 ) -> RunOutcome:
     """Make the run's missing attempts, storing each as it completes. Safe to call again
-    at any time (a resume)."""
-    control = control or RunControl()
+    at any time (a resume). The run holds the database while it runs (`gbdesk.store.jobs`):
+    while another process's run, audit or import holds it, this one is refused in one line
+    naming that job — or waits for it to end with `wait` (`on_wait` hears of each job)."""
     run = store.get_run(run_id)
     if run["source"] != "generated":
         raise UserError(f"run {run_id} was imported; there is nothing to generate")
+    model = store.get_model(run["model_id"]) if run.get("model_id") else {}
+    what = f"run {run_id} ({run['probe']}) of {model.get('name') or 'a model'}"
+    with jobs.job(store, "run", what, run_id=run_id, wait=wait, on_wait=on_wait):
+        return _execute_run(
+            store, run_id, backend_factory=backend_factory, control=control,
+            on_progress=on_progress, on_token=on_token, on_backend=on_backend,
+        )  # fmt: skip
+
+
+def _execute_run(
+    store: Store,
+    run_id: int,
+    *,
+    backend_factory: BackendFactory,
+    control: RunControl | None,
+    on_progress: Callable[[Progress], None] | None,
+    on_token: Callable[[str], None] | None,
+    on_backend: Callable[[Backend], None] | None,
+) -> RunOutcome:
+    control = control or RunControl()
+    run = store.get_run(run_id)
     probe = get_probe(run["probe"])
     todo = pending_attempts(store, run_id)
     total = run["attempts_total"]
