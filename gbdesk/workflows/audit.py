@@ -371,7 +371,7 @@ class AuditPlan:
             f"Round 1 — every probe's first look, about {duration(self.first_round_s)}:",
         ]
         for n, p in enumerate(self.probes, start=1):
-            lines.append(f"{n:>2}. {p.title} — {_first_look_text(p)}")
+            lines.append(f"{n:>2}. {p.title} — {first_look_text(p)}")
         marked = [p for p in self.probes if p.marked]
         if marked:
             lines.append(
@@ -388,7 +388,7 @@ class AuditPlan:
         return "\n".join(lines)
 
 
-def _first_look_text(p: ProbePlan) -> str:
+def first_look_text(p: ProbePlan) -> str:
     per = p.attempts * p.prompts
     if not p.marked:
         fixed = p.fixed or {}
