@@ -50,7 +50,7 @@ from gbdesk.store import Store, audits, jobs
 from gbdesk.store.speed import generation_totals
 from gbdesk.studies import get_harness, get_probe, probe_names
 from gbdesk.studies.base import AuditSize, Item, Probe, draw_order
-from gbdesk.support.errors import EngineError, UserError, short_repr
+from gbdesk.support.errors import UserError, short_repr
 from gbdesk.support.format import duration
 from gbdesk.workflows import runs
 from gbdesk.workflows.runs import (
@@ -963,7 +963,7 @@ def _run_audit(
     audits.update_audit(store, audit_id, status="running")
     try:
         finished = _rounds(session)
-    except EngineError:
+    except BaseException:  # an engine failure, a second Ctrl-C: what was made is kept
         session.save()
         audits.update_audit(store, audit_id, status="stopped")
         raise
