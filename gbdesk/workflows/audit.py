@@ -368,9 +368,11 @@ class AuditPlan:
         lines = [
             f"Audit: {what}{self.model.get('name', '?')} within {self.budget}",
             f"Speed: {self.speed.basis}",
-            f"Round 1 — every probe's first look, about {duration(self.first_round_s)}:",
+            f"Round 1 — every probe's first look, cheapest first, about "
+            f"{duration(self.first_round_s)}:",
         ]
-        for n, p in enumerate(self.probes, start=1):
+        in_order = sorted(self.probes, key=lambda p: (p.first_seconds(), p.priority, p.probe))
+        for n, p in enumerate(in_order, start=1):
             lines.append(f"{n:>2}. {p.title} — {first_look_text(p)}")
         marked = [p for p in self.probes if p.marked]
         if marked:
