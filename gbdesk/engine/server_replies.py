@@ -10,8 +10,9 @@ answer — never read with chains of ``.get``. The rules, in one place:
   ``Infinity``, ``-Infinity`` or ``"-1.5"``) of at most `LOGPROB_ROUNDING` (a logarithm of
   a probability is ≤ 0; servers round). Fields gbdesk does not use are ignored.
 * **An answer is no longer than its tokens allow**: at most `MAX_CHARS_PER_TOKEN`
-  characters per requested token (`check_answer_length`) — a server that sends megabytes
-  for a 300-token answer ignored ``max_tokens``.
+  characters per requested token, counting at least `MIN_TOKENS_ALLOWED`
+  (`check_answer_length`) — a server that sends megabytes for a 300-token answer ignored
+  ``max_tokens``.
 * **A reply is at most `MAX_REPLY_BYTES`** (read in pieces, so a runaway server cannot
   fill the memory).
 
@@ -33,8 +34,10 @@ MAX_TOKEN_COUNT = 10**9
 #: how far above 0 a log-probability may be (servers round in float32)
 LOGPROB_ROUNDING = 1e-3
 #: characters an answer may hold per token it was allowed (the longest tokens of common
-#: vocabularies are runs of spaces or punctuation well under this)
+#: vocabularies are runs of spaces or punctuation well under this), counting at least
+#: MIN_TOKENS_ALLOWED tokens (a one-token test request is not judged on its few characters)
 MAX_CHARS_PER_TOKEN = 256
+MIN_TOKENS_ALLOWED = 64
 #: the largest reply read (a scoring reply with every prompt token's logprobs is far less)
 MAX_REPLY_BYTES = 64 * 2**20
 
@@ -223,8 +226,8 @@ def describe(exc: ValidationError) -> str:
 
 def check_answer_length(text: str, max_tokens: int) -> None:
     """`ReplyMismatch` when `text` is longer than `max_tokens` tokens can be
-    (`MAX_CHARS_PER_TOKEN` each)."""
-    most = max(1, int(max_tokens)) * MAX_CHARS_PER_TOKEN
+    (`MAX_CHARS_PER_TOKEN` each, at least `MIN_TOKENS_ALLOWED` tokens)."""
+    most = max(MIN_TOKENS_ALLOWED, int(max_tokens)) * MAX_CHARS_PER_TOKEN
     if len(text) > most:
         raise ReplyMismatch(
             f"the answer has {len(text):,} characters, more than {max_tokens:,} tokens "

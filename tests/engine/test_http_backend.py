@@ -41,6 +41,7 @@ from gbdesk.engine.http_backend import (
 from gbdesk.engine.secrets import lookup_api_key
 from gbdesk.engine.server_replies import (
     MAX_CHARS_PER_TOKEN,
+    MIN_TOKENS_ALLOWED,
     ChatAnswer,
     ModelList,
     ReplyMismatch,
@@ -454,6 +455,9 @@ def test_replies_that_fit_are_read_as_typed_values():
     with pytest.raises(ReplyMismatch, match="more than 300 tokens"):
         check_answer_length("x" * (300 * MAX_CHARS_PER_TOKEN + 1), 300)
     check_answer_length("x" * 300 * MAX_CHARS_PER_TOKEN, 300)
+    check_answer_length("x" * 560, 1)  # a one-token request is not judged on a few characters
+    with pytest.raises(ReplyMismatch):
+        check_answer_length("x" * (MIN_TOKENS_ALLOWED * MAX_CHARS_PER_TOKEN + 1), 1)
 
 
 def test_read_time_outs_fit_the_answer_and_can_be_fixed(monkeypatch):
