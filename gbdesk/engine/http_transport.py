@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import certifi
 import urllib3
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import (
@@ -91,7 +92,12 @@ class Transport:
 
         secure = urlsplit(base_url).scheme == "https"
         base = HTTPSConnection if secure else HTTPConnection
-        self._pool = urllib3.connection_from_url(base_url, maxsize=size, block=True, retries=False)
+        # HTTPS: certificates checked against certifi's authorities (as httpx did), not a
+        # system store that some Pythons (macOS's python.org builds) leave empty
+        tls = {"ca_certs": certifi.where()} if secure else {}
+        self._pool = urllib3.connection_from_url(
+            base_url, maxsize=size, block=True, retries=False, **tls
+        )
         self._pool.ConnectionCls = type("TrackedConnection", (Tracked, base), {})
 
     def send(self, method: str, url: str, body: dict[str, Any] | None, read_s: float) -> Any:
