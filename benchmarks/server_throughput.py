@@ -27,7 +27,9 @@ per probe so that a shared machine's load falls on both alike, and prints the ra
     python benchmarks/server_throughput.py [--probes bbq,isear] [--items 2000]
         [--concurrency 64] [--compare-with /work/main] [--profile DIR]
 
-`--profile DIR` writes a cProfile of each (this checkout's) command to DIR/PROBE.prof.
+`--profile DIR` writes a cProfile of each (this checkout's) command to DIR/PROBE.prof;
+`--http10` makes the stand-in close every connection after its answer (HTTP/1.0), as
+tests.fakes' stand-in did before it kept connections alive.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def harness_sizes() -> dict[str, int]:
 
 
 # -- the stand-in server (a child process) ------------------------------------------------------
-def serve(probe: str) -> int:
+def serve(probe: str, keep_alive: bool = True) -> int:
     """Serve `probe`'s GenderBench answers until SIGTERM; print the URL first."""
     from tests import genderbench_fixtures as gbf
     from tests.fakes import FakeOpenAIServer
@@ -78,7 +80,7 @@ def serve(probe: str) -> int:
 
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
-    with FakeOpenAIServer(answer) as server:
+    with FakeOpenAIServer(answer, keep_alive=keep_alive) as server:
         print(server.url, flush=True)
         while not stop["now"]:
             time.sleep(0.2)
@@ -106,12 +108,18 @@ def _wait(proc: subprocess.Popen) -> tuple[int, float]:
 
 
 def one_run(
-    probe: str, root: Path, concurrency: int, items: int | None, profile: Path | None
+    probe: str,
+    root: Path,
+    concurrency: int,
+    items: int | None,
+    profile: Path | None,
+    keep_alive: bool = True,
 ) -> Took:
     """`gbdesk run` of one probe with `root`'s gbdesk against a fresh stand-in server."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    serve_args = ["--serve", probe] + ([] if keep_alive else ["--http10"])
     server = subprocess.Popen(
-        [sys.executable, __file__, "--serve", probe], stdout=subprocess.PIPE, text=True, env=env
+        [sys.executable, __file__, *serve_args], stdout=subprocess.PIPE, text=True, env=env
     )
     try:
         assert server.stdout is not None
@@ -177,10 +185,13 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--compare-with", type=Path, help="another checkout: run it too")
     parser.add_argument("--profile", type=Path, help="write DIR/PROBE.prof (this checkout)")
+    parser.add_argument(
+        "--http10", action="store_true", help="the stand-in closes every connection (HTTP/1.0)"
+    )
     parser.add_argument("--serve", help=argparse.SUPPRESS)  # the stand-in server's child
     args = parser.parse_args()
     if args.serve:
-        return serve(args.serve)
+        return serve(args.serve, keep_alive=not args.http10)
     sizes = harness_sizes()
     probes = args.probes.split(",") if args.probes else list(sizes)
     sides = [("this", ROOT)]
@@ -201,7 +212,9 @@ def main() -> int:
     for probe in probes:
         for name, root in sides:
             profile = args.profile if name == "this" else None
-            took = one_run(probe, root, args.concurrency, args.items, profile)
+            took = one_run(
+                probe, root, args.concurrency, args.items, profile, keep_alive=not args.http10
+            )
             projected[name] += sizes[probe] / took.rate
             label = probe if len(sides) == 1 else f"{probe} ({name})"
             print(_line(label, took, sizes[probe]) + " min", flush=True)

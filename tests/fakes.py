@@ -135,10 +135,17 @@ class FakeOpenAIServer:
     Chat requests get ``answer``'s text; ``/completions`` with ``echo`` (scoring) get the
     prompt back with a logprob of -0.5 per word after the first. `misbehave` (see
     `Misbehaviour`) replaces any answer, the model list's included, for the tests of
-    servers that misbehave. Connections are kept alive (HTTP/1.1), as real servers do.
+    servers that misbehave. Connections are kept alive (HTTP/1.1), as real servers do
+    (`keep_alive=False`: one connection per request).
     ``requests`` counts the requests answered or not."""
 
-    def __init__(self, answer, misbehave: Misbehaviour | None = None, model: str = "fake"):
+    def __init__(
+        self,
+        answer,
+        misbehave: Misbehaviour | None = None,
+        model: str = "fake",
+        keep_alive: bool = True,
+    ):
         import http.server
         import sys
         import threading
@@ -148,7 +155,7 @@ class FakeOpenAIServer:
         self.requests = 0
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
 
             def _send(self, payload: Any, path: str, request: dict) -> None:
                 with owner.lock:
