@@ -277,6 +277,8 @@ def test_models_pane_shows_what_an_endpoint_can_do(no_echo, qtbot, tmp_path):
     dialog.model.setText(MODEL)
     dialog.accept()
     wait_for(qtbot, lambda: "Connected to" in pane.test_result.text())
+    # the list is read again in a task of its own, which may end after the test
+    wait_for(qtbot, lambda: any(m.get("endpoint") for m in pane.models))
     entry = next(m for m in pane.models if m.get("endpoint"))
     pane.table.selectRow(pane.models.index(entry))
     wait_for(qtbot, lambda: "What it can do</b> (checked" in pane.details.text())
