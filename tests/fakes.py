@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gbdesk.engine.base import EngineInfo, GenerationRequest, GenerationResult, ScoreResult
 from gbdesk.support.errors import EngineCrashed
@@ -102,47 +105,143 @@ def fake_model(store, tmp_path: Path) -> dict:
     return store.get_model(model_id)
 
 
-class FakeOpenAIServer:
-    """An OpenAI-compatible chat endpoint on loopback whose answers depend only on (user
-    message, seed): `answer(content, seed) -> str`. For CLI runs without a model:
-    ``gbdesk run --endpoint server.url --endpoint-model fake``. Use as a context manager."""
+@dataclass
+class Reply:
+    """A raw answer of `FakeOpenAIServer` (a misbehaving server): these bytes with this
+    status and content type, after `delay_s` seconds (a server that never answers: long);
+    `declared_length` larger than the body sends a Content-Length the body does not reach
+    and closes the connection (closing midway); `close` drops the connection without an
+    answer."""
 
-    def __init__(self, answer):
+    body: bytes = b""
+    status: int = 200
+    content_type: str = "application/json"
+    declared_length: int | None = None
+    delay_s: float = 0.0
+    close: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+#: a stand-in's misbehaviour: (request path, request body, the answer it would give) →
+#: None (give it), another JSON value, or a raw `Reply`
+Misbehaviour = Callable[[str, dict, dict], "Reply | dict | list | str | int | float | None"]
+
+
+class FakeOpenAIServer:
+    """An OpenAI-compatible endpoint on loopback whose answers depend only on (user
+    message, seed): `answer(content, seed) -> str`. For CLI runs without a model:
+    ``gbdesk run --endpoint server.url --endpoint-model fake``. Use as a context manager.
+
+    Chat requests get ``answer``'s text; ``/completions`` with ``echo`` (scoring) get the
+    prompt back with a logprob of -0.5 per word after the first. `misbehave` (see
+    `Misbehaviour`) replaces any answer, the model list's included, for the tests of
+    servers that misbehave. Connections are kept alive (HTTP/1.1), as real servers do
+    (`keep_alive=False`: one connection per request).
+    ``requests`` counts the requests answered or not."""
+
+    def __init__(
+        self,
+        answer,
+        misbehave: Misbehaviour | None = None,
+        model: str = "fake",
+        keep_alive: bool = True,
+    ):
         import http.server
+        import sys
         import threading
 
         owner = self
+        self.closing = threading.Event()
+        self.requests = 0
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def _send(self, payload: dict) -> None:
-                body = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
+            def _send(self, payload: Any, path: str, request: dict) -> None:
+                with owner.lock:
+                    owner.requests += 1
+                changed = owner.misbehave(path, request, payload) if owner.misbehave else None
+                reply = changed if isinstance(changed, Reply) else None
+                if reply is None:
+                    data = payload if changed is None else changed
+                    reply = Reply(json.dumps(data).encode())
+                if reply.delay_s and owner.closing.wait(reply.delay_s):
+                    return
+                if reply.close:
+                    self.close_connection = True
+                    return
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                length = len(reply.body) if reply.declared_length is None else reply.declared_length
+                self.send_header("Content-Length", str(length))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(reply.body)
+                if length != len(reply.body):
+                    self.close_connection = True
 
             def do_GET(self):
-                self._send({"data": [{"id": "fake", "owned_by": "tests"}]})
+                self._send({"data": [{"id": owner.model, "owned_by": "tests"}]}, self.path, {})
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                try:
+                    body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                except ValueError:  # the client went away while sending
+                    self.close_connection = True
+                    return
+                if "messages" not in body and body.get("echo"):
+                    self._send(owner.echoed(body), self.path, body)
+                    return
                 content = body["messages"][-1]["content"] if "messages" in body else ""
                 text = owner.answer(content, body.get("seed", 0))
                 self._send(
                     {
-                        "model": "fake",
+                        "model": owner.model,
                         "choices": [{"message": {"content": text}, "finish_reason": "stop"}],
                         "usage": {"prompt_tokens": 5, "completion_tokens": len(text.split())},
-                    }
+                    },
+                    self.path,
+                    body,
                 )
 
             def log_message(self, *args):
                 pass
 
-        self.answer = answer
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.answer, self.misbehave, self.model = answer, misbehave, model
+        self.lock = threading.Lock()
+
+        class Server(http.server.ThreadingHTTPServer):
+            request_queue_size = 128  # 64 clients connecting at once are not refused
+
+            def handle_error(self, request, client_address):  # a client that went away
+                if not isinstance(sys.exc_info()[1], ConnectionError):
+                    super().handle_error(request, client_address)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def echoed(self, body: dict) -> dict:
+        """A scoring answer: the prompt and one generated word, -0.5 nats per word."""
+        prompt = str(body.get("prompt") or "")
+        words = prompt.split(" ")
+        offsets, at = [], 0
+        for word in words:
+            offsets.append(at)
+            at += len(word) + 1
+        offsets.append(len(prompt))  # the generated word
+        values = [None] + [-0.5] * len(words)
+        return {
+            "model": self.model,
+            "choices": [
+                {
+                    "text": prompt + " x",
+                    "logprobs": {"token_logprobs": values, "text_offset": offsets},
+                    "finish_reason": "length",
+                }
+            ],
+            "usage": {"prompt_tokens": len(words), "completion_tokens": 1},
+        }
 
     @property
     def url(self) -> str:
@@ -153,6 +252,7 @@ class FakeOpenAIServer:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.closing.set()
         self.server.shutdown()
         self.server.server_close()
 

@@ -84,6 +84,10 @@ class _ProgressPrinter:
         self.last = 0.0
 
     def __call__(self, p) -> None:
+        if getattr(p, "waiting", ""):  # the endpoint is silent: always said, on a line
+            start = "\n" if self.tty else ""  # after the line being rewritten
+            print(f"{start}[run {p.run_id}] {p.waiting}", file=sys.stderr, flush=True)
+            return
         if p.status == "loading":
             print(f"[run {p.run_id}] loading the model…", file=sys.stderr, flush=True)
             return

@@ -145,6 +145,7 @@ def _endpoint_model(args, store) -> tuple[Any, dict[str, Any]]:
         api_key_env=args.api_key_env,
         concurrency=args.concurrency or 1,
         prompt_mode=args.prompt_mode,
+        on_wait=lambda line: print(f"[endpoint] {line}", file=sys.stderr, flush=True),
     )
     model = register_endpoint(
         store,
@@ -168,12 +169,19 @@ def _execute(args, store, run_id: int, backend_factory=None) -> int:
     from gbdesk.store.db import DatabaseFault, database_fault
     from gbdesk.workflows.runs import execute_run, llama_backend_factory
 
+    def connecting(model: dict[str, Any], generation: dict[str, Any]) -> Any:
+        """The run's engine; an endpoint's silence while it is connected to is said."""
+        say = f"[run {run_id}]"
+        return llama_backend_factory(
+            model, generation, on_wait=lambda line: print(f"{say} {line}", file=sys.stderr)
+        )
+
     try:
         execute_run(
             store,
             run_id,
             on_progress=_ProgressPrinter(),
-            backend_factory=backend_factory or llama_backend_factory,
+            backend_factory=backend_factory or connecting,
         )
     except (sqlite3.Error, DatabaseFault) as exc:
         fault = database_fault(exc, store.path, store.BUSY_TIMEOUT_S)

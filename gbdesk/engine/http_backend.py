@@ -8,10 +8,20 @@ makes a one-token request, finds which structured-output form it accepts — so 
 address, path, model name or API key fails at once with one clear line (`UserError`),
 before a run is planned.
 
-During a run, 429, 5xx, time-outs and dropped connections are retried with exponential
-backoff (bounded); when the retries are used up `generate` raises `EngineCrashed`, so the
-run ends "interrupted" and `gbdesk resume` continues it. A request the server refuses for
-good (400, 404 …) raises `EngineError`.
+Every reply is parsed against a typed schema (`gbdesk.engine.server_replies`: strict
+types, finite numbers, bounded sizes) before anything in it is believed. During a run,
+429, 5xx, time-outs, dropped connections and replies that do not fit their schema (or are
+not JSON) are retried with exponential backoff (bounded); when the retries are used up
+`generate` raises `EngineCrashed` naming the server and what was wrong, so the run ends
+"interrupted" and `gbdesk resume` continues it. A request the server refuses for good
+(400, 404 …) raises `EngineError`.
+
+Time-outs: connecting may take `DEFAULT_CONNECT_TIMEOUT_S`; an answer may take
+`read_timeout(max_tokens)` — `READ_TIMEOUT_BASE_S` for the prompt plus the answer's tokens at
+`SLOWEST_TOKENS_PER_S`; a request that timed out is tried once more (`READ_TIMEOUT_RETRIES`).
+While the server is silent a line is given every so often (`on_wait`: "waiting 45 s for
+the server at … — it has answered 0 of the last 16 requests"), so a server that never
+answers is never a silent hour.
 
 Each request carries its attempt's `seed`. Servers that honour it (llama-server,
 llama-cpp-python's server, vLLM) then give the same text for the same prompt, seed and
@@ -40,12 +50,14 @@ import random
 import re
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
+import urllib3
 
 from gbdesk import __version__
 from gbdesk.engine.base import (
@@ -57,7 +69,17 @@ from gbdesk.engine.base import (
     completion_frame,
 )
 from gbdesk.engine.endpoints import CAPABILITIES, ENDPOINT_PRESETS, SERVERS_WITH
+from gbdesk.engine.http_transport import Answered, Redirected, Transport, Unanswered
 from gbdesk.engine.secrets import check_env_var_name, lookup_api_key
+from gbdesk.engine.server_replies import (
+    Answer,
+    ErrorAnswer,
+    ModelList,
+    ReplyMismatch,
+    answer_schema,
+    check_answer_length,
+    parse_reply,
+)
 from gbdesk.support.errors import EngineCrashed, EngineError, UserError
 
 try:  # the engine's shared result type
@@ -80,11 +102,29 @@ except ImportError:  # pragma: no cover - an engine version without it
 log = logging.getLogger(__name__)
 
 ENDPOINT_KIND = "endpoint"
-DEFAULT_TIMEOUT_S = 600.0
+#: seconds to open a connection: a server that does not accept one in this long is down or
+#: unreachable (GBDESK_HTTP_CONNECT_TIMEOUT overrides)
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
-# Retries after a failed try (429, 5xx, time-out, dropped connection), waiting
-# backoff · 2^k seconds (±20 %, at most MAX_BACKOFF_S) before try k + 1: 0.5 + 1 + 2 + 4 +
-# 8 + 16 ≈ 30 s in all by default. GBDESK_HTTP_RETRIES and GBDESK_HTTP_BACKOFF override.
+#: An answer is not streamed, so the server says nothing until it is complete: the read
+#: time-out must fit the longest answer on the slowest server gbdesk is meant for. It is
+#: READ_TIMEOUT_BASE_S (reading a long prompt, or loading the model on first use as Ollama
+#: does) plus the answer's max_tokens at SLOWEST_TOKENS_PER_S (a 70B model on a CPU-only
+#: server): 120 + 300 / 2 = 270 s for 300-token answers (the longest most probes ask). A
+#: fixed number of seconds instead: GBDESK_HTTP_READ_TIMEOUT (or `read_timeout_s`).
+READ_TIMEOUT_BASE_S = 120.0
+SLOWEST_TOKENS_PER_S = 2.0
+#: a request that timed out is tried this many more times (another full wait each), unless
+#: the server answered other requests meanwhile (then it is busy, not gone)
+READ_TIMEOUT_RETRIES = 1
+#: seconds of silence before the first "waiting … for the server" line, which then repeats
+#: every 1.5 times as long (GBDESK_HTTP_WAIT_NOTICE overrides)
+WAIT_NOTICE_S = 20.0
+#: requests the waiting line counts answers over
+WAIT_RECENT = 16
+# Retries after a failed try (429, 5xx, time-out, dropped connection, a reply that does
+# not fit), waiting backoff · 2^k seconds (±20 %, at most MAX_BACKOFF_S) before try k + 1:
+# 0.5 + 1 + 2 + 4 + 8 + 16 ≈ 30 s in all by default. GBDESK_HTTP_RETRIES and
+# GBDESK_HTTP_BACKOFF override.
 DEFAULT_MAX_RETRIES = 6
 DEFAULT_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 30.0
@@ -116,24 +156,6 @@ _PROBE_SCHEMA = {
 }
 _TINY = GenerationRequest(messages=[{"role": "user", "content": "Say OK."}], seed=0, max_tokens=1)
 _TOP_K = 5  # alternatives asked for when checking top logprobs
-
-
-def _top_alternatives(answer: dict[str, Any]) -> int:
-    """How many alternatives the first generated token of an answer lists: chat's
-    ``logprobs.content[0].top_logprobs`` or completions' ``logprobs.top_logprobs[0]``."""
-    choices = answer.get("choices")
-    choice = choices[0] if isinstance(choices, list) and choices else None
-    logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
-    if not isinstance(logprobs, dict):
-        return 0
-    content = logprobs.get("content")
-    if isinstance(content, list) and content and isinstance(content[0], dict):
-        top = content[0].get("top_logprobs")
-        return len(top) if isinstance(top, list) else 0
-    top = logprobs.get("top_logprobs")
-    if isinstance(top, list) and top and isinstance(top[0], dict):
-        return len(top[0])
-    return 0
 
 
 # -- URLs and endpoint specs ---------------------------------------------------------------
@@ -193,11 +215,20 @@ def parse_endpoint_spec(spec: str | None) -> tuple[str, str | None] | None:
 
 
 def _env_number(name: str, default: Any, cast: type) -> Any:
-    """A number from the environment (retry tuning), or `default` when unset or malformed."""
+    """A number from the environment (retry and time-out tuning), or `default` when unset
+    or malformed."""
     try:
         return cast(os.environ[name])
     except (KeyError, ValueError):
         return default
+
+
+def _positive(value: float | None) -> float | None:
+    """A finite positive number of seconds, else None."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and value > 0 else None
 
 
 def _one_line(text: str, limit: int = 240) -> str:
@@ -205,47 +236,17 @@ def _one_line(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _error_message(response: httpx.Response) -> str:
+def _error_message(answered: Answered) -> str:
     """The server's own explanation of an error answer, on one line."""
     try:
-        body = response.json()
-    except ValueError:
-        body = None
-    message: Any = None
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict):
-            message = error.get("message") or error.get("type")
-        elif error:
-            message = error
-        message = message or body.get("detail") or body.get("message")
+        message: Any = parse_reply(ErrorAnswer, answered.content).words()
+    except ReplyMismatch:
+        message = None
     if message is None:
-        message = response.text or response.reason_phrase
+        message = answered.content.decode("utf-8", "replace") or answered.reason
     if not isinstance(message, str):
         message = json.dumps(message)
     return _one_line(message)
-
-
-def _describe_transport(exc: httpx.TransportError) -> str:
-    if isinstance(exc, httpx.TimeoutException):
-        kind = {
-            httpx.ConnectTimeout: "connecting timed out",
-            httpx.ReadTimeout: "no answer in time",
-            httpx.WriteTimeout: "sending timed out",
-            httpx.PoolTimeout: "no free connection in time",
-        }.get(type(exc), "timed out")
-        return kind
-    cause = exc.__cause__ or exc.__context__
-    text = str(exc) or (str(cause) if cause else "") or type(exc).__name__
-    if isinstance(exc, httpx.ConnectError):
-        if re.search(r"refused", text, re.I):
-            return "connection refused"
-        if re.search(r"name or service|nodename|getaddrinfo|resolve", text, re.I):
-            return "host name not found"
-        return f"cannot connect ({_one_line(text, 120)})"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return f"the server closed the connection ({_one_line(text, 120)})"
-    return _one_line(text, 160)
 
 
 class _HttpRefused(Exception):
@@ -257,11 +258,129 @@ class _HttpRefused(Exception):
 
 
 class _NotJson(Exception):
-    def __init__(self, response: httpx.Response, path: str):
-        ctype = response.headers.get("content-type", "no content type").split(";")[0]
-        start = _one_line(response.text, 60)
+    """A success answer that is not JSON at all (an HTML page, an empty body)."""
+
+    def __init__(self, answered: Answered, path: str):
+        ctype = answered.content_type or "no content type"
+        start = _one_line(answered.content.decode("utf-8", "replace"), 60)
         super().__init__(f"{ctype}, starting {start!r}" if start else ctype)
         self.path = path
+
+
+def _another_listed(asked: str, answered: str, listed: list[str]) -> bool:
+    """Whether a server of several models answered a request for `asked` as another model
+    it lists — not `asked` itself nor a version of it (OpenAI answers "gpt-4o" as
+    "gpt-4o-2024-08-06"; Ollama "llama3.1" as "llama3.1:latest")."""
+    if len(listed) < 2 or not answered or answered == asked or answered not in listed:
+        return False
+    return not answered.startswith((f"{asked}-", f"{asked}:", f"{asked}@"))
+
+
+class _Misfit(Exception):
+    """A reply that does not fit its schema, not retried (connecting, checking)."""
+
+    def __init__(self, what: str, path: str):
+        super().__init__(what)
+        self.path = path
+
+
+def _looks_like_json(answered: Answered) -> bool:
+    """Whether a success answer is meant as JSON (its content type, or its first byte): a
+    truncated JSON reply is a reply that does not fit; an HTML page is not JSON at all."""
+    return "json" in answered.content_type.lower() or answered.content.lstrip()[:1] in (b"{", b"[")
+
+
+# -- waiting for a server ------------------------------------------------------------------
+@dataclass(eq=False)
+class _Sent:
+    """One request to the server: when it was sent, whether it got an answer."""
+
+    at: float
+    answered: bool = False
+    over: bool = False
+
+
+@dataclass
+class _Waits:
+    """The requests in flight and the last `WAIT_RECENT` ones, and a thread that says when
+    the server has been silent `notice_s` seconds (then every 1.5 × as long): no answer to
+    any request since the oldest one in flight was sent. `notify(text)` gets the line."""
+
+    base_url: str
+    notice_s: float
+    notify: Callable[[str], None]
+    recent: deque[_Sent] = field(default_factory=lambda: deque(maxlen=WAIT_RECENT))
+    flight: set[_Sent] = field(default_factory=set)
+    last_answer: float = 0.0
+    noticed_at: float | None = None  # the silence (seconds) of the last line
+    closed: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    thread: threading.Thread | None = None
+
+    def begin(self) -> _Sent:
+        sent = _Sent(time.monotonic())
+        with self.lock:
+            self.recent.append(sent)
+            self.flight.add(sent)
+            if self.thread is None and not self.closed.is_set():
+                self.thread = threading.Thread(
+                    target=self._watch, name="gbdesk-http-waits", daemon=True
+                )
+                self.thread.start()
+        return sent
+
+    def end(self, sent: _Sent, answered: bool) -> None:
+        with self.lock:
+            sent.answered, sent.over = answered, True
+            self.flight.discard(sent)
+            if answered:
+                self.last_answer = time.monotonic()
+
+    def answered_since(self, moment: float) -> bool:
+        """Did the server answer any request after `moment` (monotonic seconds)?"""
+        with self.lock:
+            return self.last_answer > moment
+
+    def silence(self) -> float | None:
+        """Seconds the server has been silent with requests in flight, or None."""
+        with self.lock:
+            if not self.flight:
+                return None
+            since = max(self.last_answer, min(s.at for s in self.flight))
+        return time.monotonic() - since
+
+    def line(self, seconds: float) -> str:
+        with self.lock:
+            answered = sum(1 for s in self.recent if s.answered)
+            count, flying = len(self.recent), len(self.flight)
+        under_way = f"; {flying} requests under way" if flying > 1 else ""
+        return (
+            f"waiting {seconds:.0f} s for the server at {self.base_url} — it has answered "
+            f"{answered} of the last {count} request{'s' if count != 1 else ''}{under_way}"
+        )
+
+    def _watch(self) -> None:
+        tick = max(0.05, min(1.0, self.notice_s / 4))
+        while not self.closed.wait(tick):
+            seconds = self.silence()
+            if seconds is None or seconds < self.notice_s:
+                self.noticed_at = None
+                continue
+            if self.noticed_at is not None and seconds < self.noticed_at + 1.5 * self.notice_s:
+                continue
+            self.noticed_at = seconds
+            text = self.line(seconds)
+            log.info("%s", text)
+            try:
+                self.notify(text)
+            except Exception:  # a listener's bug must not stop the watch
+                log.exception("the waiting line's listener failed")
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+T = TypeVar("T")
 
 
 # -- the backend -----------------------------------------------------------------------------
@@ -278,11 +397,16 @@ class HttpBackend:
         api_key_env: str | None = None,
         concurrency: int = 1,
         prompt_mode: str = "auto",
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+        read_timeout_s: float | None = None,
+        connect_timeout_s: float | None = None,
         max_retries: int | None = None,
         backoff_s: float | None = None,
+        on_wait: Callable[[str], None] | None = None,
+        wait_notice_s: float | None = None,
     ):
+        """`read_timeout_s`: seconds an answer may take (None: `read_timeout` of its
+        max_tokens, or GBDESK_HTTP_READ_TIMEOUT); `on_wait(line)`: told while the server is
+        silent (from another thread; it may be set later, e.g. by the run loop)."""
         self.base_url = normalize_base_url(base_url)
         self.model = (model or "").strip()
         if not self.model:
@@ -295,7 +419,14 @@ class HttpBackend:
             raise UserError("--prompt-mode must be auto, chat or completion")
         self.concurrency = int(concurrency)
         self.api_key_env = check_env_var_name(api_key_env)
-        self.timeout_s = float(timeout_s)
+        if read_timeout_s is None:
+            read_timeout_s = _env_number("GBDESK_HTTP_READ_TIMEOUT", None, float)
+        self.read_timeout_s = _positive(read_timeout_s)
+        if connect_timeout_s is None:
+            connect_timeout_s = _env_number(
+                "GBDESK_HTTP_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT_S, float
+            )
+        self.connect_timeout_s = _positive(connect_timeout_s) or DEFAULT_CONNECT_TIMEOUT_S
         if max_retries is None:
             max_retries = _env_number("GBDESK_HTTP_RETRIES", DEFAULT_MAX_RETRIES, int)
         if backoff_s is None:
@@ -309,28 +440,34 @@ class HttpBackend:
         self._pool: ThreadPoolExecutor | None = None
         self._scoring_error: str | None = None
         self._scoring_checked = False
+        self._answered_as: str | None = None  # the model name the server's answers give
+        self.on_wait = on_wait
+        if wait_notice_s is None:
+            wait_notice_s = _env_number("GBDESK_HTTP_WAIT_NOTICE", WAIT_NOTICE_S, float)
+        self._waits = _Waits(
+            self.base_url, _positive(wait_notice_s) or WAIT_NOTICE_S, self._tell_waiting
+        )
         key = lookup_api_key(self.base_url, self.api_key_env)
         self.api_key_source = key.source
         headers = {"Accept": "application/json", "User-Agent": f"gbdesk/{__version__}"}
         if key.value:
             headers["Authorization"] = f"Bearer {key.value}"
-        self._client = httpx.Client(
-            headers=headers,
-            timeout=httpx.Timeout(self.timeout_s, connect=connect_timeout_s),
-            limits=httpx.Limits(
-                max_connections=self.concurrency + 2,
-                max_keepalive_connections=self.concurrency + 2,
-            ),
-            follow_redirects=True,
+        self._transport = Transport(
+            self.base_url, self.concurrency + 2, headers, self.connect_timeout_s
         )
         try:
             self._connect()
         except BaseException:
-            self._client.close()
+            self.close()
             raise
 
     @classmethod
-    def from_model_row(cls, model: dict[str, Any], prompt_mode: str = "auto") -> HttpBackend:
+    def from_model_row(
+        cls,
+        model: dict[str, Any],
+        prompt_mode: str = "auto",
+        on_wait: Callable[[str], None] | None = None,
+    ) -> HttpBackend:
         """The backend for a stored endpoint model row."""
         meta = json.loads(model.get("metadata_json") or "{}")
         return cls(
@@ -339,11 +476,23 @@ class HttpBackend:
             api_key_env=meta.get("api_key_env"),
             concurrency=int(meta.get("concurrency") or 1),
             prompt_mode=prompt_mode,
+            on_wait=on_wait,
         )
 
     # -- plumbing -------------------------------------------------------------------------
     def _url(self, path: str) -> str:
         return f"{self.base_url}/{path}"
+
+    def read_timeout(self, max_tokens: int) -> float:
+        """Seconds an answer of at most `max_tokens` tokens may take (see
+        `READ_TIMEOUT_BASE_S`), or the fixed `read_timeout_s`."""
+        if self.read_timeout_s is not None:
+            return self.read_timeout_s
+        return READ_TIMEOUT_BASE_S + max(0, int(max_tokens)) / SLOWEST_TOKENS_PER_S
+
+    def _tell_waiting(self, text: str) -> None:
+        if self.on_wait is not None:
+            self.on_wait(text)
 
     def _call(
         self,
@@ -351,59 +500,88 @@ class HttpBackend:
         path: str,
         body: dict[str, Any] | None = None,
         *,
+        reply: Callable[[bytes], T],
         retry_transport: bool = True,
         retry_status: frozenset[int] = RETRY_STATUSES,
-        timeout: float | None = None,
-    ) -> tuple[dict[str, Any], float]:
-        """One API call with bounded retries; (JSON answer, seconds of the last try).
+        read_s: float | None = None,
+    ) -> tuple[T, float]:
+        """One API call with bounded retries; (the parsed answer, seconds of the last try).
 
-        Raises `_HttpRefused` for an error answer that is not retried, `_NotJson` for a
-        non-JSON success, `EngineCrashed` when the retries are used up or `abort` was
-        called, and `httpx.TransportError` when `retry_transport` is false.
+        `reply(body bytes)` parses a success answer (`parse_reply` with a schema, plus any
+        further check), raising `ReplyMismatch` when it does not fit. `read_s`: the read
+        time-out (default `read_timeout(0)`). Raises `_HttpRefused` for an error answer
+        that is not retried, `EngineCrashed` when the retries are used up or `abort` was
+        called; with `retry_transport` false (connecting, checking what the server can do)
+        nothing but a busy server is retried: `Unanswered`, `_NotJson` and `ReplyMismatch`
+        are raised at once. A redirect is refused (`_HttpRefused`: the real address is the
+        one to give).
         """
-        tries = 0
+        read_s = self.read_timeout(0) if read_s is None else read_s
+        url = self._url(path)
+        tries = timeouts = 0
         while True:
             if self._stop.is_set():
                 raise EngineCrashed("the request to the endpoint was stopped")
             retry_after = 0.0
             started = time.perf_counter()
+            sent = self._waits.begin()
             try:
-                kwargs: dict[str, Any] = {"json": body} if body is not None else {}
-                if timeout is not None:
-                    kwargs["timeout"] = timeout
-                response = self._client.request(method, self._url(path), **kwargs)
-            except httpx.TransportError as exc:
+                try:
+                    response = self._transport.send(method, url, body, read_s)
+                except BaseException:
+                    self._waits.end(sent, answered=False)
+                    raise
+                self._waits.end(sent, answered=True)
+                answered = self._transport.read(response, read_s)
+            except Unanswered as exc:
+                self._waits.end(sent, answered=False)
                 if self._stop.is_set():
                     raise EngineCrashed("the request to the endpoint was stopped") from None
                 if not retry_transport:
                     raise
-                problem = _describe_transport(exc)
-            except RuntimeError:  # the client was closed by abort()/close()
-                raise EngineCrashed("the request to the endpoint was stopped") from None
+                problem = str(exc)
+                if exc.kind == "read-timeout" and not self._waits.answered_since(sent.at):
+                    timeouts += 1  # silent: one more full wait at most (busy: not counted)
+            except Redirected as exc:
+                raise _HttpRefused(exc.status, str(exc).split(": ", 1)[1], path) from None
+            except ReplyMismatch as exc:  # too big to read
+                if not retry_transport:
+                    raise
+                problem = f"a reply that does not fit the OpenAI format: {exc}"
             else:
                 latency = time.perf_counter() - started
-                status = response.status_code
+                status = answered.status
                 if status < 400:
                     try:
-                        data = response.json()
+                        if not _looks_like_json(answered):
+                            raise _NotJson(answered, path)
+                        return reply(answered.content), latency
+                    except _NotJson as exc:
+                        if not retry_transport:
+                            raise
+                        problem = f"an answer that is not JSON ({exc})"
+                    except ReplyMismatch as exc:
+                        if not retry_transport:
+                            raise
+                        problem = f"a reply that does not fit the OpenAI format: {exc}"
+                else:
+                    message = _error_message(answered)
+                    permanent = status == 500 and _PERMANENT.search(message)
+                    if status not in retry_status or permanent:
+                        raise _HttpRefused(status, message, path)
+                    problem = f"HTTP {status} {message}"
+                    try:
+                        retry_after = float(answered.headers.get("retry-after") or 0)
                     except ValueError:
-                        raise _NotJson(response, path) from None
-                    if not isinstance(data, dict):
-                        raise _NotJson(response, path)
-                    return data, latency
-                message = _error_message(response)
-                permanent = status == 500 and _PERMANENT.search(message)
-                if status not in retry_status or permanent:
-                    raise _HttpRefused(status, message, path)
-                problem = f"HTTP {status} {message}"
-                try:
-                    retry_after = float(response.headers.get("retry-after", 0) or 0)
-                except ValueError:
-                    retry_after = 0.0
-            if tries >= self.max_retries:
+                        retry_after = 0.0
+            if tries >= self.max_retries or timeouts > READ_TIMEOUT_RETRIES:
+                log.warning("the endpoint %s gave up after %d tries: %s", self.base_url,
+                            tries + 1, problem)  # fmt: skip
                 raise EngineCrashed(
-                    f"the endpoint {self.base_url} failed {tries + 1} times in a row ({problem})"
+                    f"the endpoint {self.base_url} failed {tries + 1} times in a row "
+                    f"(/{path}: {problem})"
                 )
+            log.info("the endpoint %s: %s; trying again", self.base_url, problem)
             delay = min(MAX_BACKOFF_S, self.backoff_s * 2**tries) * random.uniform(0.8, 1.2)
             delay = max(delay, min(retry_after, MAX_BACKOFF_S))
             tries += 1
@@ -455,15 +633,26 @@ class HttpBackend:
         started = time.perf_counter()
         try:
             self._probe()
-        except httpx.TransportError as exc:
+        except Unanswered as exc:
+            if exc.kind == "read-timeout":
+                raise UserError(
+                    f"the server at {self.base_url} took the request but sent no answer "
+                    f"within {exc.read_s or self.read_timeout(0):.0f} s — is it stuck or "
+                    "overloaded? (GBDESK_HTTP_READ_TIMEOUT sets how long to wait)"
+                ) from None
             raise UserError(
-                f"cannot reach the endpoint {self.base_url}: {_describe_transport(exc)} — "
+                f"cannot reach the endpoint {self.base_url}: {exc} — "
                 "is the server running, and the address and port right?"
             ) from None
         except _NotJson as exc:
             raise UserError(
                 f"{self._url(exc.path)} did not answer with JSON ({exc}) — is this an "
                 "OpenAI-compatible API? Its base URL usually ends in /v1"
+            ) from None
+        except _Misfit as exc:
+            raise UserError(
+                f"the server at {self.base_url} answered /{exc.path} with a reply that does "
+                f"not fit the OpenAI format: {exc}"
             ) from None
         except EngineCrashed as exc:
             raise UserError(f"the endpoint is not ready: {exc}") from None
@@ -472,7 +661,7 @@ class HttpBackend:
             backend=self.backend_name,
             model_name=self.server_model,
             prompt_mode="completion" if self.mode == "completion" else "chat",
-            versions={"httpx": httpx.__version__},
+            versions={"urllib3": urllib3.__version__},
             settings={
                 "endpoint": self.base_url,
                 "endpoint_model": self.model,
@@ -485,10 +674,32 @@ class HttpBackend:
                 "sampler_extras": self.sampler_extras,
                 "seed": "sent with every request; honoured only by servers that support it",
                 "max_retries": self.max_retries,
-                "timeout_s": self.timeout_s,
+                "connect_timeout_s": self.connect_timeout_s,
+                # seconds, or how they follow from each request's max_tokens
+                "read_timeout_s": self.read_timeout_s
+                or f"{READ_TIMEOUT_BASE_S:g} + max_tokens / {SLOWEST_TOKENS_PER_S:g}",
             },
             load_time_s=self.connect_time_s,
         )
+
+    def _ask(self, path: str, body: dict[str, Any], **call: Any) -> tuple[Answer, float]:
+        """POST `body` to `path`; the answer parsed and checked (`server_replies`: its
+        schema; a generated text no longer than its max_tokens allows; the model the
+        server answered as when connected). `_Misfit` when it does not fit and is not
+        retried; `call`: `_call`'s settings."""
+        schema = answer_schema(path)
+
+        def fits(content: bytes) -> Answer:
+            answer = parse_reply(schema, content)
+            if not body.get("echo"):  # an echo holds the prompt too
+                check_answer_length(answer.text, int(body.get("max_tokens") or 1))
+            self._same_model(answer)
+            return answer
+
+        try:
+            return self._call("POST", path, body, reply=fits, **call)
+        except ReplyMismatch as exc:
+            raise _Misfit(str(exc), path) from None
 
     def _probe(self) -> None:
         # 1. the model list (optional: a server without /models is still usable)
@@ -498,16 +709,18 @@ class HttpBackend:
         listing_ok = False
         try:
             listing, self.models_latency_s = self._call(
-                "GET", "models", retry_transport=False, retry_status=quick, timeout=30.0
-            )
-            entries = [e for e in listing.get("data") or [] if isinstance(e, dict)]
-            self.server_models = [str(e.get("id")) for e in entries if e.get("id")]
-            self.owned_by = next((str(e["owned_by"]) for e in entries if e.get("owned_by")), None)
+                "GET", "models", reply=lambda b: parse_reply(ModelList, b),
+                retry_transport=False, retry_status=quick, read_s=min(30.0, self.read_timeout(0)),
+            )  # fmt: skip
+            self.server_models = [entry.id for entry in listing.data if entry.id]
+            self.owned_by = next((e.owned_by for e in listing.data if e.owned_by), None)
             listing_ok = True
         except _HttpRefused as exc:
             self.models_latency_s = None
             if exc.status in (401, 403):
                 raise self._auth_error(exc) from None
+        except ReplyMismatch as exc:
+            raise _Misfit(str(exc), "models") from None
         # 2. a one-token request: right path, model name and key; sampling extensions
         self.sampler_extras = True
         self.json_format = "none"
@@ -523,13 +736,20 @@ class HttpBackend:
                     raise self._refused_error(again, listing_ok) from None
             else:
                 raise self._refused_error(exc, listing_ok) from None
-        reported = str(answer.get("model") or "")
+        reported = answer.model or ""
+        if _another_listed(self.model, reported, self.server_models):
+            raise UserError(
+                f"the endpoint {self.base_url} does not serve the model {self.model!r}: it "
+                f"answered as {reported!r}, another model it lists; it serves: "
+                f"{', '.join(self.server_models[:10])}"
+            )
         if self.model in self.server_models:
             self.server_model = self.model
         elif len(self.server_models) == 1:  # a one-model server that ignores the name
             self.server_model = self.server_models[0]
         else:
             self.server_model = reported or self.model
+        self._answered_as = reported or None
         # 3. which structured-output form the server takes *and applies*: constrained, the
         # answer to "Say OK." starts with "{"; a server that ignores the field says "OK".
         for form in ("json_schema", "json_object"):
@@ -538,37 +758,23 @@ class HttpBackend:
                 messages=tiny.messages, seed=0, max_tokens=2, json_schema=_PROBE_SCHEMA
             )
             try:
-                answer, _ = self._call(
-                    "POST", self._path, self._body(probe), retry_transport=False,
-                    retry_status=quick,
+                answer, _ = self._ask(
+                    self._path, self._body(probe), retry_transport=False, retry_status=quick,
+                    read_s=self.read_timeout(probe.max_tokens),
                 )  # fmt: skip
-            except (_HttpRefused, _NotJson):
+            except (_HttpRefused, _NotJson, _Misfit):
                 continue
-            if self._text(answer).lstrip().startswith("{"):
+            if answer.text.lstrip().startswith("{"):
                 break
         else:
             self.json_format = "none"
 
-    def _try_tiny(self, request: GenerationRequest, retry_status: frozenset[int]) -> dict:
-        answer, self.tiny_latency_s = self._call(
-            "POST", self._path, self._body(request), retry_transport=False,
-            retry_status=retry_status,
+    def _try_tiny(self, request: GenerationRequest, retry_status: frozenset[int]) -> Answer:
+        answer, self.tiny_latency_s = self._ask(
+            self._path, self._body(request), retry_transport=False, retry_status=retry_status,
+            read_s=self.read_timeout(request.max_tokens),
         )  # fmt: skip
-        if not isinstance(answer.get("choices"), list) or not answer["choices"]:
-            raise UserError(
-                f"{self._url(self._path)} answered without 'choices' — is this an "
-                "OpenAI-compatible API?"
-            )
         return answer
-
-    def _text(self, answer: dict[str, Any]) -> str:
-        """The generated text of an answer's first choice ("" when there is none)."""
-        choices = answer.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            return ""
-        if self.mode == "completion":
-            return str(choices[0].get("text") or "")
-        return str((choices[0].get("message") or {}).get("content") or "")
 
     def _auth_error(self, exc: _HttpRefused) -> UserError:
         where = f"${self.api_key_env}" if self.api_key_env else "$GBDESK_API_KEY"
@@ -583,6 +789,11 @@ class HttpBackend:
     def _refused_error(self, exc: _HttpRefused, listing_ok: bool) -> UserError:
         if exc.status in (401, 403):
             return self._auth_error(exc)
+        if 300 <= exc.status < 400:
+            return UserError(
+                f"{self._url(exc.path)} answered HTTP {exc.status}: {exc.message} — give "
+                "that address as the endpoint (redirects are not followed)"
+            )
         served = ", ".join(self.server_models[:10]) or "none listed"
         if exc.status == 404 and not listing_ok:
             return UserError(
@@ -591,8 +802,8 @@ class HttpBackend:
             )
         if exc.status in (400, 404) and re.search(r"model", exc.message, re.I):
             return UserError(
-                f"the endpoint does not serve the model {self.model!r} ({exc.message}); "
-                f"it serves: {served}"
+                f"the endpoint {self.base_url} does not serve the model {self.model!r} "
+                f"({exc.message}); it serves: {served}"
             )
         return UserError(
             f"the endpoint {self.base_url} refused a test request "
@@ -605,33 +816,35 @@ class HttpBackend:
     ) -> GenerationResult:
         """One generation (not streamed: `on_token` gets the whole text at the end)."""
         try:
-            data, latency = self._call("POST", self._path, self._body(request))
+            answer, latency = self._ask(
+                self._path, self._body(request), read_s=self.read_timeout(request.max_tokens)
+            )
         except _HttpRefused as exc:
             raise EngineError(
                 f"the endpoint refused the request (HTTP {exc.status}: {exc.message})"
             ) from None
-        except _NotJson as exc:
-            raise EngineError(
-                f"the endpoint answered with something that is not JSON ({exc})"
-            ) from None
-        choices = data.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise EngineError(f"the endpoint's answer has no choices: {_one_line(data, 160)}")
-        choice = choices[0]
-        text = self._text(data)
-        finish = str(choice.get("finish_reason") or "stop")
-        usage = data.get("usage") or {}
+        text = answer.text
+        finish = answer.first.finish_reason or "stop"
         if on_token is not None and text:
             on_token(text)
         return GenerationResult(
             text=text,
-            tokens_in=int(usage.get("prompt_tokens") or 0),
-            tokens_out=int(usage.get("completion_tokens") or 0),
+            tokens_in=answer.tokens_in,
+            tokens_out=answer.tokens_out,
             latency_s=latency,
             finish_reason="stop" if finish in ("eos", "end_turn", "stop_sequence") else finish,
             prompt_mode=self.info.prompt_mode,
-            extra={"server_model": data.get("model")},
+            extra={"server_model": answer.model},
         )
+
+    def _same_model(self, answer: Answer) -> None:
+        """`ReplyMismatch` when the server answers as another model than when gbdesk
+        connected (it loaded another one: its answers are not this run's model's)."""
+        if answer.model and self._answered_as and answer.model != self._answered_as:
+            raise ReplyMismatch(
+                f"it answered as the model {answer.model!r}, not {self._answered_as!r} as when "
+                "gbdesk connected — did the server load another model?"
+            )
 
     def score(self, texts: list[str]) -> list[ScoreResult]:
         """Log-likelihood of each text from the server's echoed prompt logprobs
@@ -650,8 +863,8 @@ class HttpBackend:
 
     def _prompt_logprobs(self, text: str, **call: Any) -> list[float]:
         """The log-probability of each of `text`'s tokens after the first (the server's
-        echoed prompt logprobs); `EngineError` when the server refuses or ignores echo.
-        `call`: `_call`'s retry settings."""
+        echoed prompt logprobs, each a finite number ≤ 0: `server_replies`); `EngineError`
+        when the server refuses or ignores echo. `call`: `_call`'s retry settings."""
         body = {
             "model": self.model,
             "prompt": text,
@@ -662,7 +875,7 @@ class HttpBackend:
             "seed": 0,
         }
         try:
-            data, _ = self._call("POST", "completions", body, **call)
+            answer, _ = self._ask("completions", body, read_s=self.read_timeout(1), **call)
         except _HttpRefused as exc:
             raise EngineError(
                 f"{_CANNOT_SCORE}/completions with echo and logprobs was refused "
@@ -672,22 +885,21 @@ class HttpBackend:
             raise EngineError(
                 f"{_CANNOT_SCORE}/completions did not answer with JSON ({exc})"
             ) from None
-        choices = data.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices else {}
-        logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
-        values = logprobs.get("token_logprobs") if isinstance(logprobs, dict) else None
-        if not values or not str(choice.get("text", "")).startswith(text):
+        choice = answer.first
+        logprobs = choice.logprobs
+        values = logprobs.token_logprobs if logprobs else None
+        if not values or not choice.text.startswith(text):
             raise EngineError(
                 f"{_CANNOT_SCORE}it does not return the prompt's token logprobs "
                 "(echo=true with logprobs is ignored)"
             )
-        offsets = logprobs.get("text_offset")
+        offsets = logprobs.text_offset if logprobs else None
         if offsets and len(offsets) == len(values):
             prompt = [v for v, o in zip(values, offsets, strict=True) if o < len(text)]
         else:
-            generated = int((data.get("usage") or {}).get("completion_tokens") or 0)
+            generated = answer.tokens_out
             prompt = values[: len(values) - generated] if generated else values
-        return [float(v) for v in prompt if v is not None]
+        return [v for v in prompt if v is not None]
 
     def _calibrate(self, **call: Any) -> float:
         """Score the counting sequence and remember whether the logprobs are trustworthy
@@ -727,13 +939,15 @@ class HttpBackend:
         ):
             try:
                 found[key] = detect(quick)
-            except httpx.TransportError as exc:
-                found[key] = {
-                    "ok": None,
-                    "note": f"could not be checked: {_describe_transport(exc)}",
-                }
+            except Unanswered as exc:
+                found[key] = {"ok": None, "note": f"could not be checked: {exc}"}
             except EngineCrashed as exc:
                 found[key] = {"ok": None, "note": f"could not be checked: {exc}"}
+            except _Misfit as exc:  # NaN logprobs, strings for numbers …: not believed
+                found[key] = {
+                    "ok": False,
+                    "note": f"its reply to /{exc.path} does not fit the OpenAI format: {exc}",
+                }
             log.info("endpoint %s %s: %s", self.base_url, key, found[key])
         return {**found, "checked_at": now(), "server": self.owned_by}
 
@@ -745,13 +959,12 @@ class HttpBackend:
             }
         body = {**self._sampling(_TINY), "max_tokens": 1, "messages": _TINY.messages}
         try:
-            answer, latency = self._call(
-                "POST", "chat/completions", body, retry_transport=False, retry_status=quick
-            )
+            _, latency = self._ask(
+                "chat/completions", body, retry_transport=False, retry_status=quick,
+                read_s=self.read_timeout(1),
+            )  # fmt: skip
         except (_HttpRefused, _NotJson) as exc:
             return {"ok": False, "note": f"/chat/completions refused a chat request ({exc})"}
-        if not isinstance(answer.get("choices"), list) or not answer["choices"]:
-            return {"ok": False, "note": "/chat/completions answered without 'choices'"}
         return {"ok": True, "note": f"a one-token chat request took {1000 * latency:.0f} ms"}
 
     def _detect_prompt_logprobs(self, quick: frozenset[int]) -> dict[str, Any]:
@@ -775,12 +988,13 @@ class HttpBackend:
         else:
             body.update({"logprobs": True, "top_logprobs": _TOP_K})
         try:
-            answer, _ = self._call(
-                "POST", self._path, body, retry_transport=False, retry_status=quick
-            )
+            answer, _ = self._ask(
+                self._path, body, retry_transport=False, retry_status=quick,
+                read_s=self.read_timeout(1),
+            )  # fmt: skip
         except (_HttpRefused, _NotJson) as exc:
             return {"ok": False, "note": f"a request for top logprobs was refused ({exc})"}
-        alternatives = _top_alternatives(answer)
+        alternatives = answer.alternatives
         if alternatives >= 2:
             return {"ok": True, "note": f"{alternatives} alternatives per generated token"}
         return {"ok": False, "note": "a request for top logprobs is answered without them"}
@@ -801,10 +1015,13 @@ class HttpBackend:
     def abort(self) -> None:
         """Stop at once (from any thread): pending requests raise `EngineCrashed`."""
         self._stop.set()
-        self._client.close()
+        self._waits.close()
+        self._transport.abort()
 
     def close(self) -> None:
-        self._client.close()
+        """Close the connections; requests still under way (another thread's, e.g. after
+        Ctrl-C) stop at once instead of being waited for or retried."""
+        self.abort()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 

@@ -378,7 +378,8 @@ class Progress:
     counts every token decoded this session (answers in flight included); ``eta_s`` is
     None until the speed is known (`Pace`). ``last`` is the last stored attempt: item
     key, attempt (0-based, as stored), its ``title`` in words (`Presentation.item_title`),
-    label, prompt, response, tokens."""
+    label, prompt, response, tokens. ``waiting`` (an endpoint's silence) comes between
+    them, at least once a minute while the server says nothing."""
 
     run_id: int
     status: str
@@ -395,6 +396,9 @@ class Progress:
     tokens_in_flight: int = 0  # tokens those sequences hold so far
     tokens: int = 0  # tokens (sentences) made this session, in-flight answers included
     loaded_s: float | None = None  # the model's load time, on the first report after it
+    #: the engine waits for its server: "waiting 45 s for the server at … — it has answered
+    #: 0 of the last 16 requests" (reported from the engine's thread while it is silent)
+    waiting: str = ""
 
     @property
     def fraction(self) -> float:
@@ -463,10 +467,16 @@ class BackendFactory(Protocol):
     def __call__(self, model: dict[str, Any], generation: dict[str, Any]) -> Backend: ...
 
 
-def llama_backend_factory(model: dict[str, Any], generation: dict[str, Any]) -> Backend:
-    """The default factory: llama.cpp for GGUF files, `HttpBackend` for endpoint models."""
+def llama_backend_factory(
+    model: dict[str, Any],
+    generation: dict[str, Any],
+    *,
+    on_wait: Callable[[str], None] | None = None,
+) -> Backend:
+    """The default factory: llama.cpp for GGUF files, `HttpBackend` for endpoint models
+    (`on_wait`: told while the endpoint is silent as it is connected to)."""
     if model.get("kind") == "endpoint":
-        return http_backend_factory(model, generation)
+        return http_backend_factory(model, generation, on_wait=on_wait)
     from gbdesk.engine.llama_backend import LlamaCppBackend
 
     return LlamaCppBackend(
@@ -476,11 +486,20 @@ def llama_backend_factory(model: dict[str, Any], generation: dict[str, Any]) -> 
     )
 
 
-def http_backend_factory(model: dict[str, Any], generation: dict[str, Any]) -> Backend:
-    """An OpenAI-compatible endpoint (model row of kind "endpoint"); probes it first."""
+def http_backend_factory(
+    model: dict[str, Any],
+    generation: dict[str, Any],
+    *,
+    on_wait: Callable[[str], None] | None = None,
+) -> Backend:
+    """An OpenAI-compatible endpoint (model row of kind "endpoint"); probes it first.
+    `on_wait(line)`: told while the server is silent (the run loop then takes it over and
+    reports it as `Progress.waiting`)."""
     from gbdesk.engine.http_backend import HttpBackend
 
-    return HttpBackend.from_model_row(model, prompt_mode=generation.get("prompt_mode", "auto"))
+    return HttpBackend.from_model_row(
+        model, prompt_mode=generation.get("prompt_mode", "auto"), on_wait=on_wait
+    )
 
 
 @dataclass
@@ -666,6 +685,22 @@ class _RunLoop:
     def __post_init__(self) -> None:
         if self.pace is None:
             self.pace = Pace(len(self.todo), None)
+        if hasattr(self.backend, "on_wait"):  # an endpoint's silence, reported as progress
+            self.backend.on_wait = self.waiting
+
+    def waiting(self, text: str) -> None:
+        """The backend waits for its server (called from the backend's own thread): a
+        progress report with ``waiting``, the figures as they were."""
+        self.report(
+            "running",
+            session_done=self.tally.done,
+            elapsed_s=time.monotonic() - self.report.started,
+            rate_unit=self.probe.capabilities.running.rate_unit,
+            slots=self.slots,
+            last=self.last,
+            tokens=int(self.tally.work),
+            waiting=text,
+        )
 
     def busy_s(self) -> float:
         """Seconds spent generating this session (since the model was loaded, pauses
@@ -769,8 +804,10 @@ def _concurrent(loop: _RunLoop, workers: int) -> str:
     """Generation probes on a backend that takes `workers` requests at once (endpoints).
 
     Requests are submitted in attempt-major order with the same per-attempt seeds as the
-    sequential loop; each result is stored by this, the calling thread, as soon as it
-    completes (the store's connection is used by one thread only). Pause and cancel stop
+    sequential loop; each result is labelled and stored by this, the calling thread, as
+    soon as it completes (the store's connection is used by one thread only) — the
+    answers that completed together in one transaction (one commit, not one per answer;
+    a labelling error still stores the ones labelled before it). Pause and cancel stop
     new submissions; what is in flight is waited for and stored (`cancel(now=True)`
     aborts it instead). After an engine error nothing new is submitted, what is in
     flight is stored, and the error is raised. Busy time is wall clock, pauses excluded.
@@ -803,22 +840,39 @@ def _concurrent(loop: _RunLoop, workers: int) -> str:
             if not in_flight:
                 break
             finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
-            for future in finished:
-                item, attempt, seed = in_flight.pop(future)
-                try:
-                    result = future.result()
-                except BaseException as exc:
-                    error = error or exc
-                    continue
-                label = probe.label(result.text, item["metadata"])
-                now_ = time.monotonic()
-                loop.stored(item, attempt, Performed(result, label, seed), now_ - mark)
-                mark = now_
+            labelled: list[tuple[dict[str, Any], int, Performed]] = []
+            try:
+                for future in finished:
+                    item, attempt, seed = in_flight.pop(future)
+                    try:
+                        result = future.result()
+                    except BaseException as exc:
+                        error = error or exc
+                        continue
+                    label = probe.label(result.text, item["metadata"])
+                    labelled.append((item, attempt, Performed(result, label, seed)))
+            finally:
+                mark = _store_together(loop, labelled, mark)
     finally:  # nothing is in flight here unless an exception (Ctrl-C) is propagating
         pool.shutdown(wait=False, cancel_futures=True)
     if error is not None:
         raise error
     return "done" if exhausted and loop.tally.done == len(loop.todo) else "cancelled"
+
+
+def _store_together(
+    loop: _RunLoop, labelled: list[tuple[dict[str, Any], int, Performed]], mark: float
+) -> float:
+    """Store attempts that completed together in one transaction (each reported as it is
+    written); the busy time is shared out as in one-by-one storing. The new mark."""
+    if not labelled:
+        return mark
+    with loop.store.transaction():
+        for item, attempt, done in labelled:
+            now_ = time.monotonic()
+            loop.stored(item, attempt, done, now_ - mark)
+            mark = now_
+    return mark
 
 
 def _batched(loop: _RunLoop, batch_size: int) -> str:

@@ -29,6 +29,7 @@ from gbdesk.store import Store
 from gbdesk.support.errors import EngineCrashed, EngineError, UserError
 from gbdesk.workflows.audit import Speed, plan_audit
 from gbdesk.workflows.runs import plan_run
+from tests.fakes import FakeOpenAIServer
 
 MODEL = "stub-llama"
 
@@ -196,6 +197,50 @@ def test_an_audit_leaves_out_what_the_endpoint_cannot_run(no_echo, store):
     assert "needs log-probabilities of prompt tokens" in left and "vLLM" in left
 
 
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        (float("nan"), "token_logprobs[1] = nan: input should be a finite number"),
+        (float("-inf"), "token_logprobs[1] = -inf: input should be a finite number"),
+        ("-0.5", "token_logprobs[1] = '-0.5': input should be a valid number"),
+        (3.0, "token_logprobs[1] = 3.0: input should be less than or equal to 0.001"),
+    ],
+)
+def test_logprobs_that_are_not_log_probabilities_are_not_believed(bad, says, tmp_path, capsys):
+    """A server whose prompt log-probabilities are NaN, infinite, strings or above 0: the
+    check says it does not give them and why; the perplexity probe is refused in one line
+    and no run is made (before: "yes — nan nats per token", then a run ending done with
+    "mean perplexity nan")."""
+
+    def wrong(path, request, normal):
+        if request.get("echo"):
+            values = normal["choices"][0]["logprobs"]["token_logprobs"]
+            normal["choices"][0]["logprobs"]["token_logprobs"] = [None] + [bad] * (len(values) - 1)
+            return normal
+        return None
+
+    db = str(tmp_path / "bad.sqlite")
+    with FakeOpenAIServer(lambda content, seed: "OK", wrong) as server:
+        with HttpBackend(server.url, "fake", max_retries=1, backoff_s=0.01) as backend:
+            found = backend.capabilities()
+            # scoring anyway (a stored "yes" gone stale): retried, then the run stops
+            with pytest.raises(EngineCrashed, match="does not fit the OpenAI format"):
+                backend.score(["Jamal was a pilot."])
+        assert found["prompt_logprobs"]["ok"] is False
+        assert says in found["prompt_logprobs"]["note"]
+        code, out, _ = cli(capsys, "models", "--add", f"{server.url}#fake", "--db", db)
+        assert code == 0
+        assert "log-probabilities of prompt tokens: no — its reply to /completions" in out
+        code, out, err = cli(
+            capsys, "run", "--probe", "globalbias_apx", "--endpoint", server.url,
+            "--endpoint-model", "fake", "--db", db,
+        )  # fmt: skip
+    assert code == 2 and not out
+    (line,) = err.strip().splitlines()
+    assert "needs log-probabilities of prompt tokens" in line and says in line
+    assert cli(capsys, "runs", "--db", db, "--json")[1].strip() == "[]"
+
+
 def test_models_add_checks_an_endpoint(no_echo, tmp_path, capsys):
     db = str(tmp_path / "m.sqlite")
     code, out, err = cli(capsys, "models", "--add", f"{no_echo}#{MODEL}", "--db", db)
@@ -231,6 +276,8 @@ def test_models_pane_shows_what_an_endpoint_can_do(no_echo, qtbot, tmp_path):
     dialog.model.setText(MODEL)
     dialog.accept()
     wait_for(qtbot, lambda: "Connected to" in pane.test_result.text())
+    # the list is read again in a task of its own, which may end after the test
+    wait_for(qtbot, lambda: any(m.get("endpoint") for m in pane.models))
     entry = next(m for m in pane.models if m.get("endpoint"))
     pane.table.selectRow(pane.models.index(entry))
     wait_for(qtbot, lambda: "What it can do</b> (checked" in pane.details.text())

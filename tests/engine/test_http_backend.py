@@ -11,6 +11,7 @@ import http.server
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -22,13 +23,15 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-import httpx
 import pytest
+import urllib3
 
 from gbdesk.cli import main
 from gbdesk.engine.base import GenerationRequest, attempt_seed
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.http_backend import (
+    READ_TIMEOUT_BASE_S,
+    SLOWEST_TOKENS_PER_S,
     HttpBackend,
     endpoint_spec,
     normalize_base_url,
@@ -36,9 +39,19 @@ from gbdesk.engine.http_backend import (
     register_endpoint,
 )
 from gbdesk.engine.secrets import lookup_api_key
+from gbdesk.engine.server_replies import (
+    MAX_CHARS_PER_TOKEN,
+    MIN_TOKENS_ALLOWED,
+    ChatAnswer,
+    ModelList,
+    ReplyMismatch,
+    TextAnswer,
+    check_answer_length,
+    parse_reply,
+)
 from gbdesk.support.errors import EngineCrashed, EngineError, UserError
 from gbdesk.workflows.runs import RunControl, execute_run, plan_run, resolve_model
-from tests.fakes import FakeBackend, fake_model
+from tests.fakes import FakeBackend, FakeOpenAIServer, Reply, fake_model
 
 KEY = "sk-gbdesk-test-Qx9Zr2Lm4Vb7"  # the module server requires it
 KEY_VAR = "GBDESK_TEST_ENDPOINT_KEY"
@@ -89,9 +102,10 @@ class LlamaServer:
             if self.proc.poll() is not None:
                 pytest.fail(f"llama_cpp.server exited: {self.log.read_text()[-2000:]}")
             try:
-                if httpx.get(f"{self.url}/v1/models", headers=headers, timeout=2).is_success:
+                models = f"{self.url}/v1/models"
+                if urllib3.request("GET", models, headers=headers, timeout=2).status < 300:
                     return
-            except httpx.HTTPError:
+            except urllib3.exceptions.HTTPError:
                 pass
             time.sleep(0.2)
         pytest.fail(f"llama_cpp.server did not start: {self.log.read_text()[-2000:]}")
@@ -282,6 +296,7 @@ class Scripted(http.server.BaseHTTPRequestHandler):
 
     script: ClassVar[list[int]] = []
     requests: ClassVar[list[str]] = []
+    keys: ClassVar[set[str | None]] = set()  # the Authorization headers seen
 
     def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
         body = json.dumps(payload).encode()
@@ -294,9 +309,11 @@ class Scripted(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
+        type(self).keys.add(self.headers.get("Authorization"))
         self._send(200, {"data": [{"id": "served-a"}, {"id": "served-b"}]})
 
     def do_POST(self):
+        type(self).keys.add(self.headers.get("Authorization"))
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append(body["model"])
         if body["model"] not in ("served-a", "served-b"):
@@ -321,7 +338,7 @@ class Scripted(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def scripted():
-    Scripted.script, Scripted.requests = [], []
+    Scripted.script, Scripted.requests, Scripted.keys = [], [], set()
     stub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
     threading.Thread(target=stub.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{stub.server_port}"
@@ -329,11 +346,12 @@ def scripted():
     stub.server_close()
 
 
-def test_retries_backoff_and_refusals(scripted):
+def test_retries_backoff_and_refusals(scripted, keyed):
     request = GenerationRequest(messages=[{"role": "user", "content": "Hi"}], seed=1)
     with pytest.raises(UserError, match=r"does not serve the model 'nope'.*served-a, served-b"):
         HttpBackend(scripted, "nope")
-    backend = HttpBackend(scripted, "served-b", max_retries=3, backoff_s=0.01)
+    Scripted.keys.clear()
+    backend = HttpBackend(scripted, "served-b", max_retries=3, backoff_s=0.01, api_key_env=KEY_VAR)
     assert backend.info.model_name == "served-b"
     assert backend.info.settings["json_format"] == "json_schema"
     Scripted.script[:] = [503, 429, 502]  # three failures, then an answer
@@ -349,6 +367,172 @@ def test_retries_backoff_and_refusals(scripted):
         backend.generate(request)
     assert not isinstance(info.value, EngineCrashed) and len(Scripted.requests) - before == 1
     backend.close()
+    assert Scripted.keys == {f"Bearer {KEY}"}  # every request, GET and POST, carries the key
+
+
+# -- replies, time-outs and waiting (stand-in servers) -------------------------------------------
+REPLY = {
+    "model": "fake",
+    "choices": [{"message": {"content": "He is kind."}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 5, "completion_tokens": 3},
+}
+
+
+@pytest.mark.parametrize(
+    ("body", "schema", "says"),
+    [
+        (b'{"choices": [{"message": "hi"}]}', ChatAnswer, "choices[0].message = 'hi'"),
+        (b'{"choices": [{"message": {"content": 7}}]}', ChatAnswer, "content = 7"),
+        (b'{"choices": []}', ChatAnswer, "choices = []: list should have at least 1 item"),
+        (b'{"choices": [{"message": {}}], "usage": "lots"}', ChatAnswer, "usage = 'lots'"),
+        (
+            b'{"choices": [{"message": {}}], "usage": {"prompt_tokens": "12"}}',
+            ChatAnswer,
+            "usage.prompt_tokens = '12': input should be a valid integer",
+        ),
+        (
+            b'{"choices": [{"message": {}}], "usage": {"completion_tokens": 3.0}}',
+            ChatAnswer,
+            "usage.completion_tokens = 3.0",
+        ),
+        (
+            b'{"choices": [{"message": {}}], "usage": {"completion_tokens": 1e999}}',
+            ChatAnswer,
+            "usage.completion_tokens = inf",
+        ),
+        (
+            b'{"choices": [{"message": {}}], "usage": {"prompt_tokens": -1}}',
+            ChatAnswer,
+            "greater than or equal to 0",
+        ),
+        (
+            b'{"choices": [{"message": {}}], "usage": {"prompt_tokens": 10000000000000000000000}}',
+            ChatAnswer,
+            "less than or equal to 1000000000",
+        ),
+        (
+            b'{"choices": [{"text": "a b", "logprobs": {"token_logprobs": [null, NaN]}}]}',
+            TextAnswer,
+            "token_logprobs[1] = nan: input should be a finite number",
+        ),
+        (
+            b'{"choices": [{"text": "a b", "logprobs": {"token_logprobs": [null, Infinity]}}]}',
+            TextAnswer,
+            "token_logprobs[1] = inf",
+        ),
+        (
+            b'{"choices": [{"text": "a b", "logprobs": {"token_logprobs": [null, "-1"]}}]}',
+            TextAnswer,
+            "token_logprobs[1] = '-1': input should be a valid number",
+        ),
+        (
+            b'{"choices": [{"text": "a b", "logprobs": {"token_logprobs": [null, 2.5]}}]}',
+            TextAnswer,
+            "token_logprobs[1] = 2.5: input should be less than or equal to 0.001",
+        ),
+        (b'{"choices": [{"text": "a"}]', TextAnswer, "not valid JSON (EOF while parsing"),
+        (b'{"data": 5}', ModelList, "data = 5: input should be a valid array"),
+        (b'{"object": "list"}', ModelList, "data is missing"),
+        (b'{"data": [{"id": 3}]}', ModelList, "data[0].id = 3"),
+    ],
+)
+def test_a_reply_that_does_not_fit_says_where_and_what(body, schema, says):
+    with pytest.raises(ReplyMismatch) as info:
+        parse_reply(schema, body)
+    assert says in str(info.value) and "\n" not in str(info.value)
+
+
+def test_replies_that_fit_are_read_as_typed_values():
+    answer = parse_reply(ChatAnswer, json.dumps(REPLY).encode())
+    assert (answer.text, answer.tokens_in, answer.tokens_out) == ("He is kind.", 5, 3)
+    scored = parse_reply(
+        TextAnswer,
+        b'{"choices": [{"text": "a b x", "logprobs": {"token_logprobs": [null, -0.5, 0.0001],'
+        b' "text_offset": [0, 2, 3], "top_logprobs": [null, {"b": -0.5, "c": -2}]}}]}',
+    )
+    assert scored.first.logprobs.token_logprobs == [None, -0.5, 0.0001]
+    assert parse_reply(ChatAnswer, b'{"choices": [{"message": {"content": null}}]}').text == ""
+    with pytest.raises(ReplyMismatch, match="more than 300 tokens"):
+        check_answer_length("x" * (300 * MAX_CHARS_PER_TOKEN + 1), 300)
+    check_answer_length("x" * 300 * MAX_CHARS_PER_TOKEN, 300)
+    check_answer_length("x" * 560, 1)  # a one-token request is not judged on a few characters
+    with pytest.raises(ReplyMismatch):
+        check_answer_length("x" * (MIN_TOKENS_ALLOWED * MAX_CHARS_PER_TOKEN + 1), 1)
+
+
+def test_read_time_outs_fit_the_answer_and_can_be_fixed(monkeypatch):
+    with FakeOpenAIServer(lambda content, seed: "OK") as server:
+        monkeypatch.delenv("GBDESK_HTTP_READ_TIMEOUT", raising=False)
+        with HttpBackend(server.url, "fake") as backend:
+            assert backend.read_timeout(300) == READ_TIMEOUT_BASE_S + 300 / SLOWEST_TOKENS_PER_S
+            assert backend.read_timeout(0) == READ_TIMEOUT_BASE_S
+            settings = backend.info.settings
+            assert settings["connect_timeout_s"] == 10.0
+            assert settings["read_timeout_s"] == "120 + max_tokens / 2"
+        monkeypatch.setenv("GBDESK_HTTP_READ_TIMEOUT", "42")
+        monkeypatch.setenv("GBDESK_HTTP_CONNECT_TIMEOUT", "3")
+        with HttpBackend(server.url, "fake") as backend:
+            assert backend.read_timeout(300) == backend.read_timeout(1) == 42.0
+            assert backend.info.settings["connect_timeout_s"] == 3.0
+
+
+def _silent_after_connecting(path, request, normal):
+    """Answers the connection's short requests, then nothing."""
+    return Reply(delay_s=3600) if (request.get("max_tokens") or 0) > 2 else None
+
+
+def test_a_silent_server_is_reported_while_waiting_then_given_up(monkeypatch):
+    monkeypatch.setenv("GBDESK_HTTP_BACKOFF", "0.01")
+    lines: list[str] = []
+    request = GenerationRequest(messages=[{"role": "user", "content": "Hi"}], seed=1)
+    server = FakeOpenAIServer(lambda c, s: "OK", _silent_after_connecting)
+    with server, HttpBackend(
+        server.url, "fake", read_timeout_s=0.8, wait_notice_s=0.2, on_wait=lines.append,
+        max_retries=5,
+    ) as backend:  # fmt: skip
+        asked = server.requests
+        started = time.monotonic()
+        with pytest.raises(EngineCrashed, match=r"failed 2 times in a row .*no answer within 1 s"):
+            backend.generate(request)
+        # a time-out is tried once more, not max_retries times: 2 waits of 0.8 s
+        assert server.requests - asked == 2 and time.monotonic() - started < 5
+    assert lines, "no waiting line"
+    assert re.fullmatch(
+        rf"waiting \d+ s for the server at {re.escape(server.url)} — it has answered \d+ of "
+        r"the last \d+ requests",
+        lines[0],
+    )
+
+
+def test_abort_stops_a_request_under_way():
+    request = GenerationRequest(messages=[{"role": "user", "content": "Hi"}], seed=1)
+    with FakeOpenAIServer(lambda c, s: "OK", _silent_after_connecting) as server:
+        backend = HttpBackend(server.url, "fake", read_timeout_s=60)
+        failure: list[BaseException] = []
+
+        def ask():
+            try:
+                backend.generate(request)
+            except BaseException as exc:
+                failure.append(exc)
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        time.sleep(0.3)
+        stopped = time.monotonic()
+        backend.abort()
+        asking.join(10)
+        assert not asking.is_alive() and time.monotonic() - stopped < 5
+        assert isinstance(failure[0], EngineCrashed)
+
+
+def test_a_redirect_is_refused_with_the_address_it_points_to():
+    def moved(path, request, normal):
+        return Reply(b"", status=301, headers={"Location": "https://elsewhere.example/v1"})
+
+    server = FakeOpenAIServer(lambda c, s: "OK", moved)
+    with server, pytest.raises(UserError, match=r"HTTP 301: it redirects to https://elsewhere"):
+        HttpBackend(server.url, "fake")
 
 
 # -- a real llama_cpp.server --------------------------------------------------------------------

@@ -775,6 +775,9 @@ class RunsPane(QWidget):
     def _on_progress(self, p) -> None:
         self.progress.setRange(0, max(1, p.total))
         self.progress.setValue(p.done)
+        if p.waiting:  # an endpoint is silent: said until its next answer
+            self.progress_label.setText(f"Run {p.run_id}: {p.waiting}")
+            return
         if p.status == "loading":
             self.progress_label.setText(f"Run {p.run_id}: loading the model…")
             return
