@@ -143,6 +143,10 @@ class _Borrowed:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._backend, name)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Set on the model (e.g. the run's `on_wait` for a silent server)."""
+        setattr(self._backend, name, value)
+
     def close(self) -> None:
         """The audit closes the model at its end, not each run."""
 
