@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from gbdesk.analysis.shown import metric_verdict, verdict_sentence
 from gbdesk.maths.stats import (
-    MARK_MEANINGS,
     MarkDefinition,
     MetricValue,
     bootstrap_metrics,
@@ -45,7 +45,12 @@ from gbdesk.studies.base import (
     z95,
 )
 from gbdesk.studies.capabilities import AuditSizing, Capabilities, Resampling
-from gbdesk.studies.genderbench.gb_probe import EXPORT_FILES, genderbench_interval
+from gbdesk.studies.genderbench.gb_probe import (
+    EXPORT_FILES,
+    genderbench_interval,
+    mark_words,
+    too_few_finding,
+)
 from gbdesk.studies.genderbench.pronouns import DETECTOR_NAME, DETECTOR_VERSION, detect_gender
 from gbdesk.support.format import ci_text, clip_ci, pct, value_phrase
 
@@ -268,15 +273,19 @@ class CharacterProfileProbe(GenerationProbe):
         out = []
         for rank, name in enumerate(self.headline_metrics):
             m = metrics.get(name)
-            if m is None or math.isnan(m.value) or not m.mark:
+            v = None if m is None or math.isnan(m.value) else metric_verdict(self, name, m)
+            if m is None or v is None or not v.measured:
+                continue
+            if v.too_few:  # says so first, no mark, below the measured findings
+                out.append(too_few_finding(self, name, m, v, rank, "every prompt's generations"))
                 continue
             lead = _FINDING_TEXT[name].format(pct=pct(m.value), value=f"{m.value:.2f}")
             # within what the metric can be, with a note where the normal fit reached past it
             interval = ci_text(m.ci, self.metric_bounds(name), percent=name == "masculine_rate")
             out.append(
                 Finding(
-                    f"{lead} ({interval}): mark {m.mark}, {MARK_MEANINGS[m.mark]}.",
-                    importance=_MARK_IMPORTANCE[m.mark] - rank,
+                    f"{lead} ({interval}): {verdict_sentence(v)}.",
+                    importance=_MARK_IMPORTANCE[v.genderbench_mark or v.marks[0]] - rank,
                     metric=name,
                     value=m.value,
                     ci=m.ci,
@@ -357,7 +366,8 @@ class CharacterProfileProbe(GenerationProbe):
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
     ) -> str:
         parts = [
-            f"{label} {value_phrase(metrics[name].value, metrics[name].ci, metrics[name].mark)}"
+            f"{label} {value_phrase(metrics[name].value, metrics[name].ci)}"
+            + (f", {said}" if (said := mark_words(self, name, metrics[name])) else "")
             for name, label in (
                 ("masculine_rate", "share of male characters (masculine rate)"),
                 ("stereotype_rate", "stereotype rate"),
