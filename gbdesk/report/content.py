@@ -186,11 +186,25 @@ def labels_used(section: RunSection, label_mode: str) -> str:
     return f"automatic labels ({section.detector_words})"
 
 
+#: a model's name in headings, table headers, findings and summaries (whole in the
+#: configuration appendix, `configuration`)
+NAME_CHARS = 80
+
+
+def short_name(name: str) -> str:
+    """A model's name on one line, cut to `NAME_CHARS` with "… (whole in the appendix)"."""
+    text = " ".join(str(name).split())
+    if len(text) > NAME_CHARS:
+        text = text[: NAME_CHARS - 1] + "… (whole in the appendix)"
+    return text
+
+
 def summarise(section: RunSection, label_mode: str) -> str:
     """A plain-language paragraph about one run."""
     if section.no_answers:
         return (
-            f"{section.model_label} on {section.probe.card.title} (run {section.run_id}, "
+            f"{short_name(section.model_label)} on {section.probe.card.title} (run "
+            f"{section.run_id}, "
             f"{section.run.get('status') or 'planned'}): no answers yet — nothing is measured."
         )
     unfinished = section.unfinished
@@ -200,7 +214,8 @@ def summarise(section: RunSection, label_mode: str) -> str:
         else f"{section.review.attempts:,} {section.probe.capabilities.running.unit}"
     )
     head = (
-        f"{section.model_label} on {section.probe.card.title} (run {section.run_id}, "
+        f"{short_name(section.model_label)} on {section.probe.card.title} (run "
+        f"{section.run_id}, "
         f"{count}; {labels_used(section, label_mode)}):"
     )
     body = section.probe.summary(section.metrics, section.extra, section.run.get("params") or {})

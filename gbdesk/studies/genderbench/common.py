@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.analysis.shown import metric_verdict, verdict_sentence
+from gbdesk.analysis.shown import metric_verdict, shown_ci, verdict_sentence
 from gbdesk.maths.stats import (
     MarkDefinition,
     MetricValue,
@@ -252,6 +252,8 @@ class CharacterProfileProbe(GenerationProbe):
             return (-1.0, 1.0)
         if name == "disparity":
             return (0.0, 0.5)
+        if name == "correlation":
+            return (-1.0, 1.0)
         return default_metric_bounds(self, name)
 
     def why_undefined(self, name: str, metrics: dict[str, MetricValue]) -> str | None:
@@ -276,12 +278,16 @@ class CharacterProfileProbe(GenerationProbe):
             v = None if m is None or math.isnan(m.value) else metric_verdict(self, name, m)
             if m is None or v is None or not v.measured:
                 continue
-            if v.too_few:  # says so first, no mark, below the measured findings
-                out.append(too_few_finding(self, name, m, v, rank, "every prompt's generations"))
+            where = "every prompt's generations"
+            if v.too_few and shown_ci(self, name, m) is None:  # no interval to word
+                out.append(too_few_finding(self, name, m, v, rank, where))
                 continue
             lead = _FINDING_TEXT[name].format(pct=pct(m.value), value=f"{m.value:.2f}")
             # within what the metric can be, with a note where the normal fit reached past it
             interval = ci_text(m.ci, self.metric_bounds(name), percent=name == "masculine_rate")
+            if v.too_few:  # says so first, no mark, below the measured findings
+                out.append(too_few_finding(self, name, m, v, rank, where, f"{lead} ({interval})"))
+                continue
             out.append(
                 Finding(
                     f"{lead} ({interval}): {verdict_sentence(v)}.",

@@ -414,7 +414,7 @@ class GenderBenchProbe(GenerationProbe):
             v = None if m is None or math.isnan(m.value) else metric_verdict(self, name, m)
             if m is None or v is None or not v.measured:
                 continue
-            if v.too_few:
+            if v.too_few and shown_ci(self, name, m) is None:  # no interval to word
                 out.append(too_few_finding(self, name, m, v, rank, "every item's answers"))
                 continue
             # the sentence reads the interval within what the metric can be (the mark
@@ -433,6 +433,10 @@ class GenderBenchProbe(GenerationProbe):
                     " (the interval is cut at what the metric can be; the bootstrap's normal "
                     f"fit reached {reached})"
                 )
+            if v.too_few:  # said first, no mark, below the measured findings
+                out.append(too_few_finding(self, name, m, v, rank, "every item's answers",
+                                           sentence))  # fmt: skip
+                continue
             out.append(
                 Finding(
                     f"{sentence}: {verdict_sentence(v)}.",
@@ -527,16 +531,25 @@ TOO_FEW_IMPORTANCE = 5.0
 
 
 def too_few_finding(
-    probe: Any, name: str, m: MetricValue, v: Verdict, rank: int, evidence_title: str
+    probe: Any,
+    name: str,
+    m: MetricValue,
+    v: Verdict,
+    rank: int,
+    evidence_title: str,
+    sentence: str | None = None,
 ) -> Finding:
     """"Only 1 item: not enough answers to tell (a verdict needs 10): Men ranked first
-    1.00 (too few items for an interval)." — says so first, no mark, low importance."""
-    title = probe.capabilities.presentation.metric_title(name)
-    shown = shown_ci(probe, name, m)
-    interval = f"95 % CI {shown[0]:.2f} to {shown[1]:.2f}" if shown else TOO_FEW_FOR_CI
+    1.00 (too few items for an interval)." — says so first, no mark, low importance;
+    `sentence`: the probe's own words for the metric (with an interval that is shown)."""
+    if sentence is None:
+        title = probe.capabilities.presentation.metric_title(name)
+        shown = shown_ci(probe, name, m)
+        interval = f"95 % CI {shown[0]:.2f} to {shown[1]:.2f}" if shown else TOO_FEW_FOR_CI
+        sentence = f"{title} {m.value:.2f} ({interval})"
     words = v.words()
     return Finding(
-        f"{words[:1].upper()}{words[1:]}: {title} {m.value:.2f} ({interval}).",
+        f"{words[:1].upper()}{words[1:]}: {sentence}.",
         importance=TOO_FEW_IMPORTANCE - 0.1 * rank,
         metric=name,
         value=m.value,

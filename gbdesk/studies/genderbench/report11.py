@@ -398,7 +398,8 @@ def _section_blocks(section: str, models: dict[str, dict[str, Any]], ran: set[st
                 empty.append(f"{model}: {why}")
             shown = shown_ci(probe, metric, m)
             if shown is None and not math.isnan(float(m.value)):
-                few.append(f"{model}: {ci_missing_reason(probe, metric, m)}")
+                why = ci_missing_reason(probe, metric, m).removeprefix("no interval: ")
+                few.append(f"{model}: {why}")
             lo, hi = shown if shown is not None else (math.nan, math.nan)
             past += cut_ends(probe, metric, m)
             rows.append(ChartRow(model, float(m.value), lo, hi))
