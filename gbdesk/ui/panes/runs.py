@@ -140,8 +140,12 @@ def elsewhere(store) -> list[dict[str, Any]]:
                 run = None
             if run is not None:
                 item.update(done=run["attempts_done"], total=run["attempts_total"])
+                try:
+                    title = get_probe(run["probe"]).card.title
+                except Exception:  # a study no longer installed: its key
+                    title = run["probe"]
                 item["text"] += (
-                    f" — run {run['id']} ({run['probe']}): {run['attempts_done']:,} of "
+                    f" — run {run['id']} ({title}): {run['attempts_done']:,} of "
                     f"{run['attempts_total']:,} generations"
                 )
         out.append(item)
