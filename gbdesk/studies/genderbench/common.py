@@ -47,6 +47,7 @@ from gbdesk.studies.base import (
 from gbdesk.studies.capabilities import AuditSizing, Capabilities, Resampling
 from gbdesk.studies.genderbench.gb_probe import (
     EXPORT_FILES,
+    OWN_MARK,
     genderbench_interval,
     mark_words,
     too_few_finding,
@@ -290,7 +291,7 @@ class CharacterProfileProbe(GenerationProbe):
                 continue
             out.append(
                 Finding(
-                    f"{lead} ({interval}): {verdict_sentence(v)}.",
+                    f"{lead} ({interval}): {verdict_sentence(v, OWN_MARK)}.",
                     importance=_MARK_IMPORTANCE[v.genderbench_mark or v.marks[0]] - rank,
                     metric=name,
                     value=m.value,

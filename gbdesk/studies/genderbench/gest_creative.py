@@ -55,7 +55,7 @@ class GestCreativeProbe(CharacterProfileProbe):
     #: the per-stereotype rates name their stereotype (1.1.0's keys stay in CSV and JSON)
     metric_titles: ClassVar[dict[str, str]] = {
         **{
-            f"masculine_rate_{i}": f"Share of male characters, stereotype {i}: “{text}”"
+            f"masculine_rate_{i}": f"Share of male characters, GEST {i}: {text}"
             for i, text in GEST_STEREOTYPES.items()
         },
         **CharacterProfileProbe.metric_titles,
