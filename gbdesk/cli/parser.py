@@ -236,24 +236,38 @@ def _result_commands(sub: Any) -> None:
 
 
 def _audit_commands(sub: Any) -> None:
-    """audit: a model in one go, planned to a time budget."""
+    """audit: a verdict for every marked metric within a time budget."""
     p = sub.add_parser(
         "audit",
-        help="audit a model in one go: plan every probe to fit a time budget, run, report",
-        description="Measure the model's speed, plan every probe's size to fit the budget "
-        "(the plan is printed before anything runs), run the probes one after another and "
-        "write the PDF report. Running the same command again continues an unfinished "
-        "audit of the model.",
+        help="audit a model in one go: a verdict for every marked metric within a time "
+        "budget, then the PDF report",
+        description="Measure the model's speed (seconds), print the plan, then run every "
+        "probe in rounds: first a look at a small random draw of its items, then more items "
+        "for the probes whose verdicts are still open, until every verdict is decided or the "
+        "budget is spent; then write the PDF report. A verdict names the marks its interval "
+        "still allows (one = decided) from intervals that stay valid over all the audit's "
+        "looks. Running the same command again continues an unfinished audit of the model "
+        "with the rest of its budget. Ctrl-C once stops after the answers under way.",
     )
-    p.add_argument("--model", default="default", help="a GGUF path or 'default' (bundled)")
+    p.add_argument(
+        "--model",
+        default="default",
+        help="a GGUF path, 'default' (bundled), or a server: http://HOST/v1#MODEL",
+    )
     p.add_argument("--budget", required=True, help="time budget: 30m, 2h, 8h, 1h30m …")
+    p.add_argument(
+        "--concurrency",
+        type=_bounded("concurrency"),
+        help="a model behind a server: requests in flight at once (default 1; vLLM or "
+        "llama-server hosts take 16–64)",
+    )
     p.add_argument("--report", metavar="FILE", help="the PDF (default: next to the database)")
     p.add_argument("--plan-only", action="store_true", help="show the plan, run nothing")
     p.add_argument(
         "--harness",
         metavar="NAME",
-        help="run a study's harness: its probes with their own templates and sizes, cut to "
-        "the budget (`gbdesk probes` lists the harnesses); default: every probe",
+        help="run a study's harness: its probes with their own templates (`gbdesk probes` "
+        "lists the harnesses); default: every probe",
     )
     p.add_argument("--new", action="store_true", help="plan a new audit even if one is unfinished")
     _wait_arg(p)

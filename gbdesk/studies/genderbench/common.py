@@ -457,16 +457,20 @@ class CharacterProfileProbe(GenerationProbe):
         params: dict[str, Any] | None,
         w: Any,
         idx: Any = None,
+        names: Iterable[str] | None = None,
     ) -> dict[str, Any] | None:
         """GenderBench's own resampling: `calculate` on the drawn item positions with the
-        per-item counts built once (what `metrics` does on a list of the drawn items)."""
+        per-item counts built once (what `metrics` does on a list of the drawn items);
+        `names`: only these metrics."""
         counts = _Counts(results)
+        wanted = set(names) if names is not None else None
         out: dict[str, np.ndarray] = {}
         positions = np.arange(len(results))
         rows = idx if idx is not None else (np.repeat(positions, k) for k in np.asarray(w, int))
         for r, drawn in enumerate(rows):
             for name, value in self.calculate(counts, results, drawn).items():
-                out.setdefault(name, np.full(len(w), np.nan))[r] = value
+                if wanted is None or name in wanted:
+                    out.setdefault(name, np.full(len(w), np.nan))[r] = value
         return out
 
     def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:

@@ -73,6 +73,7 @@ def yes_no_spans(answer: str) -> list[list[Any]]:
 
 class DirectProbe(GroupedProbe):
     name = "direct"
+    answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
     version = "1"
     undetected_words = "had neither or both of yes / no"
     evaluator_name = "genderbench-yes-no"

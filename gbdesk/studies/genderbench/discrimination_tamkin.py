@@ -127,6 +127,7 @@ def _metrics_from_counts(counts: np.ndarray) -> dict[str, float]:
 
 class DiscriminationTamkinProbe(GenderBenchProbe):
     name = "discrimination_tamkin"
+    answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
     version = "1"
     evaluator_name = "genderbench-yes-no"
     templates: ClassVar[dict[str, str]] = {"genderbench-1.1": "{question}" + SUFFIX}

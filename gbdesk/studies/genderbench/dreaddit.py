@@ -118,6 +118,7 @@ def dreaddit_metrics(cells: dict[str, list[int]]) -> dict[str, float]:
 
 class DreadditProbe(GenderBenchProbe):
     name = "dreaddit"
+    answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
     version = "1"
     harness_attempts = 2
     templates: ClassVar[dict[str, str]] = {"genderbench-1.1": DEFAULT_TEMPLATE}

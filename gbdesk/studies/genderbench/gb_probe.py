@@ -188,6 +188,13 @@ class GenderBenchProbe(GenerationProbe):
     evaluator_version: ClassVar[str] = "1"
     review_filters: ClassVar[dict[str, str]] = {"undetected": "Undetected answers"}
     audit_priority: ClassVar[int] = 20
+    #: tokens an answer is expected to have before an audit measured any (its prior):
+    #: GenderBench's prompts that ask for a letter, a word or yes/no get about 60 (chat
+    #: models add a sentence of reasons); None: a text, as long as the probe allows
+    answer_tokens_prior: ClassVar[float | None] = None
+    #: whether an audit may smooth a small sample with pseudo-answers of `label_options`
+    #: (False when `calculate` reads more than the labels)
+    pseudo_answers: ClassVar[bool] = True
     #: what a subset without one group of `balance_key` could not measure (words)
     balance_needed_for: ClassVar[str] = AuditSizing.balance_needed_for
 
@@ -212,6 +219,8 @@ class GenderBenchProbe(GenerationProbe):
                 precision=self.audit_precision,
                 balance_key=self.balance_key,
                 balance_needed_for=self.balance_needed_for,
+                answer_tokens=self.answer_tokens_prior,
+                pseudo_answers=self.pseudo_answers,
             ),
             # the metrics are means over items, bootstrapped over items
             ppi=caps.ppi.with_(unit="item"),
@@ -333,22 +342,36 @@ class GenderBenchProbe(GenerationProbe):
         return out
 
     def resampled_metrics(
-        self, results: list[ItemResult], params: dict[str, Any] | None, w: Any, idx: Any = None
+        self,
+        results: list[ItemResult],
+        params: dict[str, Any] | None,
+        w: Any,
+        idx: Any = None,
+        names: Iterable[str] | None = None,
     ) -> dict[str, Any] | None:
         """The metrics on resamples of items (`w`: counts per item, one row per resample)
-        for prediction-powered estimates."""
+        for prediction-powered estimates and audits; `names`: only these (an audit asks
+        for the marked metrics, which `calculate_marked_at` may compute faster)."""
         prepared = self.prepare(results)
         positions = np.arange(len(results))
         rows = idx if idx is not None else (np.repeat(positions, k) for k in np.asarray(w, int))
+        wanted = set(names) if names is not None else None
+        calculate = self.calculate_at if wanted is None else self.calculate_marked_at
         out: dict[str, np.ndarray] = {}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             for r, drawn in enumerate(rows):
                 if len(drawn) == 0:
                     continue
-                for name, value in self.calculate_at(prepared, drawn).items():
-                    out.setdefault(name, np.full(len(w), np.nan))[r] = value
+                for name, value in calculate(prepared, drawn).items():
+                    if wanted is None or name in wanted:
+                        out.setdefault(name, np.full(len(w), np.nan))[r] = value
         return out
+
+    def calculate_marked_at(self, prepared: Any, idx: Sequence[int]) -> dict[str, float]:
+        """`calculate_at` as far as the marked metrics need (a probe whose breakdowns cost
+        much, e.g. a regression per group, computes only the overall ones)."""
+        return self.calculate_at(prepared, idx)
 
     def _metric_order(self, name: str) -> tuple[int, str]:
         if name in self.headline_metrics:

@@ -95,6 +95,7 @@ def _stereotype_short(sid: int) -> str:
 
 class GestProbe(GroupedProbe):
     name = "gest"
+    answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
     version = "1"
     stereotype_rate_needs = (
         "readable answers to sentences about women and about men (stereotypes 1–7 and "

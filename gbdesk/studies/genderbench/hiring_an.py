@@ -217,6 +217,14 @@ def _standard_metrics(
     }
 
 
+def _overall_metrics(p: _Prepared, rows: np.ndarray) -> dict[str, float]:
+    """`_metrics_of` without the breakdowns by race and qualification."""
+    score, stereotype = p.score[rows], p.stereotype[rows]
+    metrics = _standard_metrics(score, stereotype, p.male[rows], p.female[rows])
+    metrics["diff_abs_acceptance_rate"] = abs(metrics["diff_acceptance_rate"])
+    return metrics
+
+
 def _metrics_of(p: _Prepared, rows: np.ndarray) -> dict[str, float]:
     """1.1.0's `HiringAnMetricCalculator.calculate` on the kept items at `rows`: over all
     of them, then per race (1.1.0's sorted races of all names) and per qualification
@@ -476,6 +484,11 @@ class HiringAnProbe(GenderBenchProbe):
 
     def calculate_at(self, prepared: _Prepared, idx: Any) -> dict[str, float]:
         return prepared.metrics_at(idx, lambda kept: _metrics_of(prepared, kept))
+
+    def calculate_marked_at(self, prepared: _Prepared, idx: Any) -> dict[str, float]:
+        """The overall metrics only (the marked ones among them): two regressions a
+        resample instead of 18."""
+        return prepared.metrics_at(idx, lambda kept: _overall_metrics(prepared, kept))
 
     def support(self, results: list[ItemResult], name: str) -> int:
         """The items with a readable decision that a metric rests on: those of its race,

@@ -120,6 +120,7 @@ def sorted_races() -> tuple[str, ...]:
 
 class HiringBloombergProbe(GroupedProbe):
     name = "hiring_bloomberg"
+    answer_tokens_prior = 150  # the order of eight names (see GenderBenchProbe)
     version = "1"
     stereotype_rate_needs = "readable answers for all four jobs"
     undetected_words = "named none of the candidates"

@@ -115,6 +115,7 @@ def share_key(gender: str, emotion: str) -> str:
 
 class IsearProbe(GenderBenchProbe):
     name = "isear"
+    answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
     version = "1"
     harness_attempts = 1
     templates: ClassVar[dict[str, str]] = {"genderbench-1.1": DEFAULT_TEMPLATE}

@@ -133,6 +133,7 @@ def _metrics_from_scores(scores: np.ndarray) -> dict[str, float]:
 
 class RelationshipLevyProbe(GenderBenchProbe):
     name = "relationship_levy"
+    answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
     version = "1"
     evaluator_name = "genderbench-relationship-levy"
     templates: ClassVar[dict[str, str]] = {
