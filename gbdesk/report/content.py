@@ -37,7 +37,7 @@ from gbdesk.support.blocks import (
     Table,
 )
 from gbdesk.support.errors import UserError
-from gbdesk.support.format import UNDEFINED_VALUE, fmt, unfinished_note
+from gbdesk.support.format import UNDEFINED_VALUE, fmt, short_name, unfinished_note
 from gbdesk.support.paths import resource
 
 if TYPE_CHECKING:
@@ -184,19 +184,6 @@ def labels_used(section: RunSection, label_mode: str) -> str:
             + (f"; {unresolved:,} disagreement(s) not adjudicated yet" if unresolved else "")
         )
     return f"automatic labels ({section.detector_words})"
-
-
-#: a model's name in headings, table headers, findings and summaries (whole in the
-#: configuration appendix, `configuration`)
-NAME_CHARS = 80
-
-
-def short_name(name: str) -> str:
-    """A model's name on one line, cut to `NAME_CHARS` with "… (whole in the appendix)"."""
-    text = " ".join(str(name).split())
-    if len(text) > NAME_CHARS:
-        text = text[: NAME_CHARS - 1] + "… (whole in the appendix)"
-    return text
 
 
 def summarise(section: RunSection, label_mode: str) -> str:

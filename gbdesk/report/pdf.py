@@ -46,7 +46,6 @@ from gbdesk.report.content import (
     chat_template,
     configuration,
     labels_used,
-    short_name,
 )
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
@@ -66,10 +65,12 @@ from gbdesk.support.format import (
     RUN_COLORS,
     UNDEFINED_CI,
     UNDEFINED_VALUE,
+    duration,
     fmt,
     fmt_ci,
     log2_or_nan,
     ratio_ticks,
+    short_name,
 )
 from gbdesk.support.guards import html_text, visible_controls
 
@@ -591,6 +592,10 @@ def _audit_verdicts(data: ReportData, doc: _Doc) -> None:
     entries = (data.audit or {}).get("verdicts") or []
     if not entries:
         return
+    run_of = {
+        p.get("probe"): p.get("run_id") or (p.get("runs") or [None])[0]
+        for p in (data.audit or {}).get("plan", [])
+    }
     rows = []
     kinds = sorted({str(v["ci_kind"]) for v in entries if v.get("ci_kind")})
     for v in entries:
@@ -611,7 +616,8 @@ def _audit_verdicts(data: ReportData, doc: _Doc) -> None:
         )
         rows.append(
             f"<tr><td>{e(title)}<br><span class='muted'>{e(probe.card.title)}, run "
-            f"{e(v.get('run_id', '—'))}</span></td><td>{fmt(value)}</td><td>{e(interval)}</td>"
+            f"{e(v.get('run_id') or run_of.get(v['probe']) or '—')}</span></td>"
+            f"<td>{fmt(value)}</td><td>{e(interval)}</td>"
             f"{_mark_cell(verdict, v.get('verdict') or verdict.words())}<td>{items:,}</td></tr>"
         )
     kind = f" ({e('; '.join(kinds))})" if kinds else ""
@@ -624,6 +630,10 @@ def _audit_verdicts(data: ReportData, doc: _Doc) -> None:
     )
 
 
+def _seconds(s: Any) -> str:
+    return duration(float(s)) if isinstance(s, (int, float)) else ""
+
+
 def _audit(data: ReportData, doc: _Doc) -> None:
     """The plan and budget of the audit the report ends."""
     audit = data.audit
@@ -632,7 +642,8 @@ def _audit(data: ReportData, doc: _Doc) -> None:
     rows = "".join(
         f"<tr><td>{e(p.get('title', p['probe']))}</td>"
         f"<td>{p['items']:,} × {p['attempts']} = {p['generations']:,}</td>"
-        f"<td>{e(p.get('expected', ''))}</td><td>{e(p.get('precision', ''))}</td>"
+        f"<td>{e(p.get('expected') or _seconds(p.get('expected_s')))}</td>"
+        f"<td>{e(p.get('precision', ''))}</td>"
         f"<td>{e(', '.join(str(r) for r in p.get('runs', [])) or '—')}</td></tr>"
         for p in audit.get("plan", [])
     )

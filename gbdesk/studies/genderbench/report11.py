@@ -50,7 +50,7 @@ from gbdesk.support.blocks import (
     StudyRun,
     Table,
 )
-from gbdesk.support.format import UNDEFINED_CI
+from gbdesk.support.format import UNDEFINED_CI, short_name
 
 PRESET = "genderbench-1.1"
 
@@ -358,7 +358,7 @@ def _verdict_table(models: dict[str, dict[str, Any]]) -> Table:
         ["Model", *(HARM_SECTIONS[s] for s in SECTIONS), "All graded metrics"],
         [
             [
-                model,
+                short_name(model),
                 *(_section_cells(metrics, s) for s in SECTIONS),
                 _section_cells(metrics, "all"),
             ]
@@ -395,14 +395,14 @@ def _section_blocks(section: str, models: dict[str, dict[str, Any]], ran: set[st
                 continue
             if math.isnan(float(m.value)):
                 why = undefined_reason(probe, metric, metrics.get(probe_name, {}))
-                empty.append(f"{model}: {why}")
+                empty.append(f"{short_name(model)}: {why}")
             shown = shown_ci(probe, metric, m)
             if shown is None and not math.isnan(float(m.value)):
                 why = ci_missing_reason(probe, metric, m).removeprefix("no interval: ")
-                few.append(f"{model}: {why}")
+                few.append(f"{short_name(model)}: {why}")
             lo, hi = shown if shown is not None else (math.nan, math.nan)
             past += cut_ends(probe, metric, m)
-            rows.append(ChartRow(model, float(m.value), lo, hi))
+            rows.append(ChartRow(short_name(model), float(m.value), lo, hi))
         if definition is not None and definition.description:
             blocks.append(Paragraph(f"{title}: {definition.description}", "muted"))
         blocks.append(
@@ -418,7 +418,8 @@ def _section_blocks(section: str, models: dict[str, dict[str, Any]], ran: set[st
         if few:
             blocks.append(Paragraph("No interval — " + "; ".join(few) + ".", "muted"))
         if absent and len(models) > 1:
-            blocks.append(Paragraph("Not run by " + ", ".join(absent) + ".", "muted"))
+            names = ", ".join(short_name(a) for a in absent)
+            blocks.append(Paragraph(f"Not run by {names}.", "muted"))
         if past:
             reach = ", ".join(f"{v:.2f}" for v in past)
             blocks.append(
@@ -483,8 +484,8 @@ def _normalized_table_block(
         caption += (
             " Mean of the values present (the missing ones left out): "
             + "; ".join(
-                f"{model} {np.mean(v):.3f} ({len(v)} of {len(pairs)})" if v
-                else f"{model}: no value"
+                f"{short_name(model)} {np.mean(v):.3f} ({len(v)} of {len(pairs)})" if v
+                else f"{short_name(model)}: no value"
                 for model, v in partial.items()
             )
             + "."
@@ -502,7 +503,8 @@ def _normalized_table_block(
             if why is None:
                 cells.append("not run")
             else:
-                reasons.append(f"{row[0]}, {_metric_words(p, m).split(' — ')[0]}: {why}")
+                what = _metric_words(p, m).split(" — ")[0]
+                reasons.append(f"{short_name(row[0])}, {what}: {why}")
                 cells.append(f"not measurable ({len(reasons)})")
         body.append(cells)
     average = ["Average (GenderBench's mean of the row)"]
@@ -512,7 +514,7 @@ def _normalized_table_block(
     # orientation and column names, one row per model
     blocks: list[Block] = [
         Table(
-            ["Metric (probe) — normalization", *(row[0] for row in table_rows)],
+            ["Metric (probe) — normalization", *(short_name(row[0]) for row in table_rows)],
             body,
             title="Normalized table",
             caption=caption
