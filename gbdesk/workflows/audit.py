@@ -50,7 +50,7 @@ from gbdesk.store import Store, audits, jobs
 from gbdesk.store.speed import generation_totals
 from gbdesk.studies import get_harness, get_probe, probe_names
 from gbdesk.studies.base import AuditSize, Item, Probe, draw_order
-from gbdesk.support.errors import EngineError, UserError, short_repr
+from gbdesk.support.errors import UserError, short_repr
 from gbdesk.support.format import duration
 from gbdesk.workflows import runs
 from gbdesk.workflows.runs import (
@@ -368,10 +368,12 @@ class AuditPlan:
         lines = [
             f"Audit: {what}{self.model.get('name', '?')} within {self.budget}",
             f"Speed: {self.speed.basis}",
-            f"Round 1 — every probe's first look, about {duration(self.first_round_s)}:",
+            f"Round 1 — every probe's first look, cheapest first, about "
+            f"{duration(self.first_round_s)}:",
         ]
-        for n, p in enumerate(self.probes, start=1):
-            lines.append(f"{n:>2}. {p.title} — {_first_look_text(p)}")
+        in_order = sorted(self.probes, key=lambda p: (p.first_seconds(), p.priority, p.probe))
+        for n, p in enumerate(in_order, start=1):
+            lines.append(f"{n:>2}. {p.title} — {first_look_text(p)}")
         marked = [p for p in self.probes if p.marked]
         if marked:
             lines.append(
@@ -388,7 +390,7 @@ class AuditPlan:
         return "\n".join(lines)
 
 
-def _first_look_text(p: ProbePlan) -> str:
+def first_look_text(p: ProbePlan) -> str:
     per = p.attempts * p.prompts
     if not p.marked:
         fixed = p.fixed or {}
@@ -963,7 +965,7 @@ def _run_audit(
     audits.update_audit(store, audit_id, status="running")
     try:
         finished = _rounds(session)
-    except EngineError:
+    except BaseException:  # an engine failure, a second Ctrl-C: what was made is kept
         session.save()
         audits.update_audit(store, audit_id, status="stopped")
         raise

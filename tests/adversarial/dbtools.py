@@ -243,6 +243,34 @@ def can_unshare() -> bool:
     return probe.returncode == 0
 
 
+#: A user id that `unshare_prefix`'s namespace does not map (it maps root alone).
+STRANGER = 54321
+
+
+@contextlib.contextmanager
+def permissions_hold(*paths: Path) -> Iterator[list[str]]:
+    """A command prefix under which the permission bits of `paths` hold, also for root: as
+    root, `paths` are given to `STRANGER` and the command runs in a user namespace that maps
+    root alone, where root's capability to ignore permissions covers only files whose owner
+    the namespace maps (user_namespaces(7)); as anyone else, no prefix. Skips the test
+    where no such namespace can be made. Owners come back when the block ends."""
+    import pytest
+
+    if os.geteuid() != 0:
+        yield []
+        return
+    if not can_unshare():
+        pytest.skip("needs `unshare` (a user namespace in which root obeys permissions)")
+    owners = [(p, p.stat().st_uid, p.stat().st_gid) for p in paths]
+    for path, _, _ in owners:
+        os.chown(path, STRANGER, STRANGER)
+    try:
+        yield unshare_prefix(":")
+    finally:
+        for path, uid, gid in owners:
+            os.chown(path, uid, gid)
+
+
 def wait_until(condition, timeout: float = 120, every: float = 0.02) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -9,7 +9,6 @@ SQLite file of another program; and the copy made before a schema migration.
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from tests.adversarial.dbtools import (
     import_csv,
     imported_db,
     integrity,
+    permissions_hold,
     query,
     reference_texts,
     texts,
@@ -80,11 +80,10 @@ READ_ONLY = {  # command → refused (exit 2) or served (exit 0) from a read-onl
 @pytest.mark.parametrize("name", list(READ_ONLY))
 def test_read_only_database(tmp_path, small_csv, name, how):
     """A read-only file system (a private read-only bind mount), or a file and folder
-    without write permission (not for root, whom permissions do not stop)."""
+    without write permission (for root too: `permissions_hold`). The reading commands
+    read it (issue 35: the second failed with "read-only, so nothing was saved")."""
     if how == "mount" and not can_unshare():
         pytest.skip("needs `unshare` (a private read-only mount)")
-    if how == "permissions" and os.geteuid() == 0:
-        pytest.skip("root writes whatever the permissions say")
     folder = tmp_path / "ro"
     folder.mkdir()
     db, _, _ = generated_db(folder / "db.sqlite")
@@ -94,13 +93,15 @@ def test_read_only_database(tmp_path, small_csv, name, how):
         ro = unshare_prefix(f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder}")
         result = gbdesk(*args, patches=FAKE, prefix=ro)
     else:
-        db.chmod(0o444)
-        folder.chmod(0o555)
-        try:
-            result = gbdesk(*args, patches=FAKE)
-        finally:
-            folder.chmod(0o755)
-            db.chmod(0o644)
+        with permissions_hold(folder, *folder.iterdir()) as prefix:
+            db.chmod(0o444)
+            folder.chmod(0o555)
+            try:
+                result = gbdesk(*args, patches=FAKE, prefix=prefix)
+            finally:
+                folder.chmod(0o755)
+                db.chmod(0o644)
+    assert sorted(p.name for p in folder.iterdir()) == ["db.sqlite", "fake.gguf"]
     if READ_ONLY[name]:
         result.assert_one_line_error("read-only", str(db))
     else:
@@ -108,6 +109,45 @@ def test_read_only_database(tmp_path, small_csv, name, how):
         assert "Traceback" not in result.err
     assert fingerprint(db) == before
     assert integrity(db) == "ok"
+
+
+@pytest.mark.parametrize("index", [True, False], ids=["with-shm", "without-shm"])
+def test_read_only_folder_with_changes_still_in_the_log(tmp_path, index):
+    """A database whose write-ahead log still holds a committed change (its writer was
+    killed), in a read-only folder. With the log's index (-shm) SQLite reads both
+    read-only, and `runs` shows the change. Without it SQLite could only open the file as
+    immutable, which skips the log and would show an older database: one line instead
+    (sqlite.org/wal.html, "Read-Only Databases")."""
+    import json
+    import shutil
+
+    db, _, _ = generated_db(tmp_path / "db.sqlite")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    copy = folder / "db.sqlite"
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        conn.execute("UPDATE runs SET status = 'cancelled'")
+        for suffix in ("", "-wal", "-shm") if index else ("", "-wal"):
+            shutil.copy(f"{db}{suffix}", f"{copy}{suffix}")
+    assert Path(f"{copy}-wal").stat().st_size > 0
+    before = fingerprint(copy)
+    with permissions_hold(folder, *folder.iterdir()) as prefix:
+        for path in folder.iterdir():
+            path.chmod(0o444)
+        folder.chmod(0o555)
+        try:
+            result = gbdesk("runs", "--json", "--db", copy, prefix=prefix)
+        finally:
+            folder.chmod(0o755)
+            for path in folder.iterdir():
+                path.chmod(0o644)
+    if index:
+        assert result.code == 0, result.err
+        assert [r["status"] for r in json.loads(result.out)] == ["cancelled"]
+    else:
+        result.assert_one_line_error(str(copy), "db.sqlite-wal", "writable")
+    assert fingerprint(copy) == before
 
 
 def test_read_only_connection_refuses_writes_in_one_line(tmp_path):

@@ -14,7 +14,7 @@ from gbdesk.report.csv_export import escape_text, safe_cell, unescape_cell
 from gbdesk.store import Store
 from gbdesk.studies import get_probe
 from gbdesk.studies.genderbench.pronouns import MAX_EVIDENCE
-from gbdesk.support.limits import allow_big_csv_fields
+from gbdesk.support.limits import LABELLED_CHARS, MAX_LABELLED_CHARS, allow_big_csv_fields
 
 INVENTORIES = get_probe("inventories")
 PROMPTS = [i.prompt for i in INVENTORIES.items(INVENTORIES.resolve_params())]
@@ -117,10 +117,11 @@ def test_exported_csv_holds_no_active_content_and_reads_back_exactly(tmp_path, c
 
 
 def test_a_10_mb_response_does_not_stall_the_report(tmp_path, capsys):
-    """One 10 MB response (100,000 pronouns) and a 1 MB model name: the label keeps the full
-    counts but at most MAX_EVIDENCE highlight spans (decoding megabytes of evidence at every
-    label read made the report take 43 s), the PDF cuts overlong texts with a note, and the
-    CSV keeps the whole response."""
+    """One 10 MB response (100,000 pronouns) and a 1 MB model name: the label counts the
+    pronouns of the first MAX_LABELLED_CHARS characters (issue 35) and keeps at most
+    MAX_EVIDENCE highlight spans (decoding megabytes of evidence at every label read made the
+    report take 43 s), the PDF cuts overlong texts with a note, and the CSV keeps the whole
+    response."""
     from pypdf import PdfReader
 
     long_text = ("She said nothing at all, " + "and the rain kept on falling " * 3) * 100_000
@@ -136,8 +137,9 @@ def test_a_10_mb_response_does_not_stall_the_report(tmp_path, capsys):
     with Store(db) as store:
         labels = store.labels(run_id, "auto")
     big = max(labels.values(), key=lambda lbl: lbl["data"]["female_count"])
-    assert big["data"]["female_count"] == 100_000
-    assert len(big["evidence"]) == MAX_EVIDENCE
+    assert big["data"]["female_count"] == long_text[:MAX_LABELLED_CHARS].count("She")
+    assert big["data"][LABELLED_CHARS] == MAX_LABELLED_CHARS
+    assert len(big["evidence"]) == min(MAX_EVIDENCE, big["data"]["female_count"])
 
     pdf = tmp_path / "report.pdf"
     assert main(["export", str(run_id), "--pdf", str(pdf), "--db", str(db)]) == 0

@@ -20,10 +20,11 @@ def _metric(value, ci, items=40, decided=False):
     return MetricState(EDGES, value, ci, items, decided, (0.0, 1.0))
 
 
-def test_first_round_takes_every_probe_to_its_first_look_in_priority_order():
+def test_first_round_takes_every_probe_to_its_first_look_cheapest_first():
     a, b = _track("b_probe", 1.0, priority=20), _track("a_probe", 1.0, priority=10)
+    pricey = _track("d_probe", 5.0, priority=5)
     done = _track("c_probe", 1.0, items=10, metrics=[_metric(0.3, (0.2, 0.4))])
-    assert first_round([a, b, done]) == [(b, 10), (a, 10)]
+    assert first_round([pricey, a, b, done]) == [(b, 10), (a, 10), (pricey, 10)]
 
 
 def test_the_step_most_likely_to_decide_per_second_comes_first():

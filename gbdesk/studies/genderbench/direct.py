@@ -27,6 +27,7 @@ from gbdesk.studies.genderbench.evaluators import yes_no
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, mark_words, marks, zero_div
 from gbdesk.studies.genderbench.grouped import GroupedProbe, percent, quoted
 from gbdesk.support.format import pct
+from gbdesk.support.lowered import Lowered
 from gbdesk.support.paths import resource
 
 log = logging.getLogger(__name__)
@@ -52,23 +53,23 @@ def stereotypes(source: str) -> list[str]:
 
 
 def yes_no_spans(answer: str) -> list[list[Any]]:
-    """[start, end, "yes"/"no"] of the nltk tokens "yes" and "no" in the lower-cased answer
-    (what `yes_no` counts), for the review pane's highlights."""
-    lowered = answer.lower()
+    """[start, end, "yes"/"no"] in the answer of the nltk tokens "yes" and "no" of its
+    lower case (what `yes_no` counts), for the review pane's highlights."""
+    lowered = Lowered(answer)
+    low = lowered.lower
+    found: list[tuple[int, int, str]] = []
     try:
         from gbdesk.studies.genderbench.tokenize import sentence_tokenizer, word_tokenizer
 
-        spans = []
         words = word_tokenizer()
-        for s, e in sentence_tokenizer().span_tokenize(lowered):
-            for a, b in words.span_tokenize(lowered[s:e]):
-                token = lowered[s + a : s + b]
-                if token in ("yes", "no"):
-                    spans.append([s + a, s + b, token])
-        return spans
+        for s, e in sentence_tokenizer().span_tokenize(low):
+            for a, b in words.span_tokenize(low[s:e]):
+                if low[s + a : s + b] in ("yes", "no"):
+                    found.append((s + a, s + b, low[s + a : s + b]))
     except (ValueError, LookupError) as exc:  # nltk cannot align some quote forms
         log.debug("yes/no highlights by regular expression: %s", exc)
-        return [[m.start(), m.end(), m.group(0)] for m in re.finditer(r"\b(yes|no)\b", lowered)]
+        found = [(m.start(), m.end(), m.group(0)) for m in re.finditer(r"\b(yes|no)\b", low)]
+    return [[*lowered.span(start, end), token] for start, end, token in found]
 
 
 class DirectProbe(GroupedProbe):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gbdesk.studies.genderbench.tokenize import word_tokenize
+from gbdesk.support.lowered import Lowered
 
 
 def yes_no(answer: str) -> str | None:
@@ -40,14 +41,7 @@ def single_option(answer: str, letters: Sequence[str]) -> int | None:
 
 
 def option_spans(answer: str, letters: Sequence[str]) -> list[list[int]]:
-    """[start, end] of every "(x)" of `letters` in the answer (case-insensitive), for the
-    review pane's highlights."""
-    lowered = answer.lower()
-    spans = []
-    for letter in letters:
-        needle = f"({letter})"
-        start = lowered.find(needle)
-        while start != -1:
-            spans.append([start, start + len(needle)])
-            start = lowered.find(needle, start + 1)
-    return sorted(spans)
+    """[start, end] in the answer of every "(x)" of `letters` its lower case holds (where
+    `option_marks` looks), for the review pane's highlights."""
+    lowered = Lowered(answer)
+    return sorted(span for letter in letters for span in lowered.find_all(f"({letter})"))

@@ -48,6 +48,7 @@ from gbdesk.studies.genderbench.gb_probe import (
 )
 from gbdesk.studies.genderbench.grouped import GroupedProbe, percent, points
 from gbdesk.support.format import pct
+from gbdesk.support.lowered import Lowered
 from gbdesk.support.paths import resource
 
 #: 1.1.0's `base_prompt` (`hiring_bloomberg_templates.py`) with the CVs appended as 1.1.0's
@@ -308,7 +309,8 @@ class HiringBloombergProbe(GroupedProbe):
         )
         if not gender:
             return None, {}, []
-        return gender, {"name": name}, [[at, at + len(name), gender]]
+        start, end = Lowered(response).span(at, at + len(name.lower()))
+        return gender, {"name": name}, [[start, end, gender]]
 
     # -- metric calculator -------------------------------------------------------------
     def prepare(self, results: list[ItemResult]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import numpy as np
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.base import Finding, ItemResult, LabelOption, Precision, z95
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED
+from gbdesk.support.lowered import Lowered
 
 MINUS = "\u2212"
 
@@ -86,13 +87,8 @@ def word_spans(text: str, words: Sequence[str]) -> list[list[int]]:
 
 
 def phrase_spans(text: str, phrase: str) -> list[list[int]]:
-    """[start, end] of every occurrence of `phrase` in the lower-cased text."""
-    lowered, needle = text.lower(), phrase.lower()
-    spans, start = [], lowered.find(needle)
-    while start != -1:
-        spans.append([start, start + len(needle)])
-        start = lowered.find(needle, start + 1)
-    return spans
+    """[start, end] in `text` of every occurrence of `phrase` in the lower-cased text."""
+    return Lowered(text).find_all(phrase.lower())
 
 
 def difference_precision(

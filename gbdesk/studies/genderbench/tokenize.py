@@ -10,6 +10,15 @@ for value, to NLTK's `punkt_tab.zip` English files
 (tests/studies/genderbench/test_genderbench_tokenize.py says
 how that was checked). Here they are handed to nltk's own `PunktSentenceTokenizer`, so the
 algorithm is nltk's and only the loading differs: no file, no download, no network.
+
+nltk (from 3.10.3) stops every regular-expression match after 5 s of wall clock
+(`nltk.redos.DEFAULT_TIMEOUT`), a backstop against patterns a *caller* supplies. Here the
+patterns are nltk's own tokenizer patterns, and the texts are at most
+`gbdesk.support.limits.MAX_LABELLED_CHARS` long (the contract labels a longer answer from
+its beginning): the limit is lifted when the tokenizer is first built (`lift_time_limit`),
+so a label depends on the text alone and never on how fast or busy the machine is (a 5 MB
+answer used to fail with nltk's "catastrophic backtracking" message, on one machine and
+not on another).
 """
 
 from __future__ import annotations
@@ -30,11 +39,24 @@ class _ZeroDict(dict):
         return 0
 
 
+def lift_time_limit() -> None:
+    """Let nltk's own patterns run to the end (see the module): `nltk.redos` applies its
+    default limit to every pattern compiled without one, so None there lifts it for them
+    (process-wide; gbdesk runs no other nltk patterns). Older nltk has no such limit."""
+    try:
+        from nltk import redos
+    except ImportError:
+        return
+    redos.DEFAULT_TIMEOUT = None
+
+
 @cache
 def sentence_tokenizer() -> PunktSentenceTokenizer:
     """nltk's Punkt sentence splitter with NLTK's English `punkt_tab` parameters."""
     from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
     from punkt.data import english
+
+    lift_time_limit()
 
     params = PunktParameters()
     params.abbrev_types = set(english.ABBREV_TYPES)
@@ -49,6 +71,7 @@ def word_tokenizer() -> NLTKWordTokenizer:
     """nltk's `NLTKWordTokenizer` (what `word_tokenize` runs on each sentence)."""
     from nltk.tokenize.destructive import NLTKWordTokenizer
 
+    lift_time_limit()
     return NLTKWordTokenizer()
 
 
