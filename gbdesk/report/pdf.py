@@ -584,11 +584,12 @@ def _comparisons(data: ReportData, doc: _Doc) -> None:
 
 
 def _audit_verdicts(data: ReportData, doc: _Doc) -> None:
-    """Page 1: the verdicts of the audit the report ends (`audit["verdicts"]`, from its
-    interval valid over all its looks), each with the marks its interval allows; a mark is
-    coloured only when decided. Each entry: {"run_id", "probe", "metric", "value",
-    "ci": [lo, hi], "marks": [A→D allowed], "decided", "genderbench_mark", "items",
-    "verdict": words, optional "ci_kind": what the interval is, in words}."""
+    """Page 1, after the findings: the verdicts of the audit the report ends
+    (`audit["verdicts"]`, from its interval valid over all its looks), each with the marks
+    its interval allows; a mark is coloured only when decided. Each entry: {"probe",
+    "metric", "value", "ci": [lo, hi], "marks": [A→D allowed], "genderbench_mark",
+    "items", "verdict": words; optional "run_id" (else the plan's) and "ci_kind": what
+    the interval is, in words}."""
     entries = (data.audit or {}).get("verdicts") or []
     if not entries:
         return
@@ -929,8 +930,8 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
         + "</p>"
     )
     _unfinished(data, doc)
-    _audit_verdicts(data, doc)
     _findings(data, doc)
+    _audit_verdicts(data, doc)
     _audit(data, doc)
     doc.add("<h2>Summary</h2>" + "".join(f"<p>{e(s)}</p>" for s in data.summary()))
     _verdict(data, doc)
