@@ -528,9 +528,15 @@ def _findings(data: ReportData, doc: _Doc, limit: int = 12) -> None:
             f"<li>{mark}{e(f.sentence)}<br><span class='muted'>{e(detail)}"
             f"{' · ' if detail else ''}{where}</span></li>"
         )
+    rest = "".join(
+        f"<li>{'○ ' if not f.decided else ''}{e(f.sentence)} <span class='muted'>(run "
+        f"{f.run_id}, {e(f.probe_title)})</span></li>"
+        for f in found[limit:]
+    )  # every finding is in the report: the later ones in one line each
     more = (
-        f"<p class='muted'>{len(found) - limit} further findings are in the run sections.</p>"
-        if len(found) > limit
+        f"<p class='muted'>{len(found) - limit} further findings, less important or from "
+        f"fewer items:</p><ol start='{limit + 1}'>{rest}</ol>"
+        if rest
         else ""
     )
     compared = "".join(
