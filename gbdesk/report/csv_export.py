@@ -124,6 +124,7 @@ class _Spool:
         ):
             writer = csv.writer(dst)
             writer.writerow([*(safe_cell(c) for c in order), ESCAPED_COLUMN])
+            csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))  # a 10 MB answer
             reader = csv.reader(src)
             if self._header is not None:
                 next(reader)  # the spool's own header
@@ -414,7 +415,6 @@ def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> lis
             run_items = store.run_items(run_id)
             meta_cols, data_cols = _meta_columns(run_items), []
             sheet = spool("attempts.csv")
-            sheet.add_columns(_attempt_columns(meta_cols, data_cols))
             for rows in _attempt_row_chunks(store, run_id, run_items, data_cols):
                 sheet.add_columns(_attempt_columns(meta_cols, data_cols))
                 sheet.write(rows)

@@ -109,6 +109,7 @@ def test_one_generation_gives_no_zero_width_interval_nor_decided_mark(audit):
     first = re.sub(r"\s+", " ", first)
     assert "Only 1 item: not enough answers to tell (a verdict needs 10)" in first
     assert "100 % to 100 %" not in text and "catastrophic" not in first
+    assert "are in the run sections" not in text  # every finding is in the report itself
     payload = metrics_json(audit["db"], 1)["metrics"]["masculine_rate"]
     assert payload["ci"] == [1.0, 1.0]  # the bootstrap's, as it came
     assert payload["ci_shown"] is None and "too few items" in payload["reason"]
