@@ -160,18 +160,24 @@ class LabelAccuracy:
     basis: str | None = None  # "measured" | "recalibrated" | "confidence"
     recalibrated_on: int = 0  # sample units the recalibration was fitted on
     has_confidence: bool = False  # the labeller gives a confidence for every unit
+    #: what the random sample draws, in words: the probe's (`AccuracyWords.stories`), or
+    #: "items" for a sample of items
+    sampled: str = "attempts"
 
     def to_json(self) -> dict[str, Any]:
         """The `review` object of `gbdesk metrics --json`."""
         sample = None
         if self.sample_drawn:
             s = self.sample
+            # in the probe's own units: characters of stories, labels of attempts or items
             sample = {
-                "characters": s.units if s else 0,
-                "stories": s.clusters if s else 0,
+                "units": s.units if s else 0,
+                "unit": self.words.units,
+                "sampled": s.clusters if s else 0,
+                "sampled_unit": self.sampled,
                 "accuracy": s.value if s else None,
                 "ci": list(s.ci) if s and s.ci else None,
-                "effective_characters": s.effective if s else None,
+                "effective_units": s.effective if s else None,
             }
             for kind in self.kind_titles:
                 k = self.by_kind.get(kind)
@@ -222,7 +228,7 @@ class LabelAccuracy:
             )
         elif self.sample_drawn:
             parts.append(
-                f"No accuracy measured yet: none of the random review sample's {w.stories} "
+                f"No accuracy measured yet: none of the random review sample's {self.sampled} "
                 "is reviewed."
             )
         else:
@@ -376,6 +382,7 @@ def label_accuracy(
         by_kind=by_kind,
         kind_titles=kinds,
         has_confidence=has_conf,
+        sampled="items" if info is not None and info.get("unit") == "item" else words.stories,
     )
     if not units:
         return acc

@@ -263,3 +263,26 @@ def runs_with_generations(store: Store, with_models: bool = False) -> list[dict[
         for r in runs:
             r["model"] = store.get_model(r["model_id"]) if r["model_id"] else {}
     return runs
+
+
+def runs_for_reports(store: Store, with_models: bool = False) -> list[dict[str, Any]]:
+    """Every run the Results and Reports panes list: those with answers and those without
+    yet (planned, in progress, failed at once — they say "no answers yet"). Each carries
+    "elsewhere": what another process does with it while it is alive (a run or an audit,
+    from its job's heartbeat, `gbdesk.store.jobs`), else None; with `with_models`, its model
+    row under "model"."""
+    from gbdesk.store.jobs import live_jobs
+
+    runs = store.list_runs()
+    try:
+        jobs = live_jobs(store, others_only=True)
+    except Exception as exc:  # the list matters more than the note
+        log.warning("jobs of other processes not read: %s", exc)
+        jobs = []
+    by_run = {j.run_id: j for j in jobs if j.run_id is not None}
+    for r in runs:
+        job = by_run.get(r["id"])
+        r["elsewhere"] = job.describe() if job is not None else None
+        if with_models:
+            r["model"] = store.get_model(r["model_id"]) if r["model_id"] else {}
+    return runs

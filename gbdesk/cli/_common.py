@@ -77,11 +77,16 @@ class _ProgressPrinter:
     """Progress on stderr: one rewritten line on a terminal, a line every few seconds else.
 
     From the first second after the model loaded: attempts stored, sequences in flight
-    with their tokens (continuous batching), speed, ETA, the last attempt in words."""
+    with the tokens made so far (never going down), the speed of the last seconds, ETA —
+    the figures, whole — then the last attempt in words, cut to what the terminal's width
+    leaves (`fit_line`)."""
 
     def __init__(self) -> None:
+        from gbdesk.workflows.runs import RecentRate
+
         self.tty = sys.stderr.isatty()
         self.last = 0.0
+        self.rate = RecentRate()
 
     def __call__(self, p) -> None:
         if getattr(p, "waiting", ""):  # the endpoint is silent: always said, on a line
@@ -100,33 +105,71 @@ class _ProgressPrinter:
                 flush=True,
             )
             return
-        unit = "sent/s" if p.rate_unit == "sentences/s" else "tok/s"
-        eta = "measuring the speed" if p.eta_s is None else duration(p.eta_s, compact=True)
-        parts = [f"[run {p.run_id}] {p.done:,}/{p.total:,} ({100 * p.fraction:.1f}%)"]
-        if p.in_flight_text:
-            parts.append(p.in_flight_text)
-        rate = f"{p.tokens_per_s:.1f}" if p.tokens_per_s < 10 else f"{p.tokens_per_s:.0f}"
-        if p.eta_s is None and p.tokens_per_s <= 0:
-            parts.append("measuring the speed")
-        else:
-            parts += [f"{rate} {unit}", f"ETA {eta}"]
-        if p.last:
-            parts.append(p.last_text)
-        if p.status not in ("running", "labelling"):
-            parts.append(p.status)
-        line = " · ".join(parts)
+        figures, words = self.parts(p)
         now = time.monotonic()
         if self.tty:
             end = "\n" if p.status not in ("running", "labelling") else ""
-            print(
-                "\r" + line[: os.get_terminal_size().columns - 1].ljust(40),
-                end=end,
-                file=sys.stderr,
-                flush=True,
-            )
+            width = _terminal_width() - 1
+            print("\r" + fit_line(figures, words, width).ljust(40), end=end, file=sys.stderr,
+                  flush=True)  # fmt: skip
         elif p.status != "running" or now - self.last > 5 or p.done == p.total:
-            print(line, file=sys.stderr, flush=True)
+            print(" · ".join([*figures, *words]), file=sys.stderr, flush=True)
             self.last = now
+
+    def parts(self, p) -> tuple[list[str], list[str]]:
+        """(the figures — counts, speed, ETA, status — and the words: the last attempt)."""
+        unit = "sent/s" if p.rate_unit == "sentences/s" else "tok/s"
+        speed = self.rate.update(p)
+        eta = "measuring the speed" if p.eta_s is None else duration(p.eta_s, compact=True)
+        figures = [f"[run {p.run_id}] {p.done:,}/{p.total:,} ({100 * p.fraction:.1f}%)"]
+        if p.in_flight:
+            figures.append(p.in_flight_words(self.rate.tokens))
+        rate = f"{speed:.1f}" if speed < 10 else f"{speed:.0f}"
+        if p.eta_s is None and speed <= 0:
+            figures.append("measuring the speed")
+        else:
+            figures += [f"{rate} {unit}", f"ETA {eta}"]
+        if p.status not in ("running", "labelling"):
+            figures.append(p.status)
+        return figures, [p.last_text] if p.last else []
+
+
+def _terminal_width() -> int:
+    """The width of the terminal stderr writes to (else $COLUMNS, else 80)."""
+    import shutil
+
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        return shutil.get_terminal_size().columns
+
+
+def fit_line(figures: list[str], words: list[str], width: int) -> str:
+    """One progress line of at most `width` characters: the figures whole (shortened to
+    their compact form, "8 in flight, 312 tok", if they do not fit), then as much of the
+    words as fits, cut with "…" — never a figure cut in the middle (an ETA read as
+    "ETA measuring the s")."""
+    line = " · ".join(figures)
+    if len(line) > width:
+        line = " · ".join(_compact(f) for f in figures)
+    room = width - len(line) - 3
+    text = " · ".join(words)
+    if text and room >= 12:
+        line += " · " + (text if len(text) <= room else text[: room - 1] + "…")
+    return line
+
+
+def _compact(figure: str) -> str:
+    """A figure in fewer characters: "8 sequences in flight (312 tokens so far)" → "8 in
+    flight, 312 tok"; "measuring the speed" → "measuring"."""
+    import re
+
+    m = re.fullmatch(r"(\d+) sequences? in flight \(([\d,]+) tokens so far\)", figure)
+    if m:
+        return f"{m.group(1)} in flight, {m.group(2)} tok"
+    return figure.replace("ETA measuring the speed", "ETA ?").replace(
+        "measuring the speed", "measuring"
+    )
 
 
 #: a model name's characters on a line of `gbdesk runs` or `compare` (--json has it whole)

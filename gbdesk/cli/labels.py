@@ -36,6 +36,13 @@ def cmd_sample(args) -> int:
 
     with _open_store(args.db) as store:
         result = draw_sample(store, args.run_id, args.size, args.seed)
+        # the sampled attempts, for a reviewer's own tools (gbdesk review ATTEMPT LABEL)
+        result["attempt_ids"] = sorted(store.review_sample(args.run_id))
+        if result["unit"] == "item":
+            sampled = set(result["attempt_ids"])
+            result["items"] = sorted(
+                {a["item"] for a in store.attempts(args.run_id) if a["id"] in sampled}
+            )
     unit = "items (all their attempts)" if result["unit"] == "item" else "attempts"
     _emit(
         args,

@@ -361,6 +361,15 @@ def _labelling_commands(sub: Any) -> None:
     p = sub.add_parser(
         "sample",
         help="draw a uniformly random review sample of a run (for --labels ppi)",
+        description="Draw a uniformly random review sample of a run: the items (or "
+        "attempts) a person reviews so that the automatic labels' accuracy is measured "
+        "without bias — the review queue's other orders (least sure first, ties first) "
+        "are not random and cannot give it. Once the sample is reviewed (Review → “In the "
+        "random review sample”, gbdesk review, or gbdesk import-labels), `gbdesk metrics "
+        "RUN --labels ppi` corrects every metric for the labeller's errors measured on it "
+        "(prediction-powered intervals), and the reports state the labels' measured "
+        "accuracy. Drawing again with another --size or --seed replaces the sample; --json "
+        "lists the sampled attempt ids.",
     )
     p.add_argument("run_id", type=_run_id)
     p.add_argument("--size", type=_positive_int, required=True, help="units to draw")

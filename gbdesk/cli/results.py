@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
 from gbdesk.cli._common import MODEL_CHARS, _emit, _open_store
 from gbdesk.support.errors import UserError
-from gbdesk.support.format import fmt
+from gbdesk.support.format import fmt, fmt_ci
 from gbdesk.support.guards import one_line
 
 
@@ -21,9 +22,10 @@ def _metrics_payload(
     accuracy (`review`: measured on the random review sample, else estimated; not computed
     with `review=False`)."""
     from gbdesk.analysis.label_accuracy import label_accuracy
+    from gbdesk.analysis.shown import ci_missing_reason, metric_verdict, shown_ci
     from gbdesk.maths.stats import adjusted_p_values
     from gbdesk.studies import get_probe
-    from gbdesk.support.format import clip_ci, unfinished_note
+    from gbdesk.support.format import unfinished_note
 
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
@@ -32,9 +34,16 @@ def _metrics_payload(
     for name, m in metrics.items():
         out[name] = m.to_json()
         out[name]["title"] = probe.capabilities.presentation.metric_title(name)
-        (lo, hi), past = clip_ci(m.ci, probe.capabilities.presentation.metric_bounds(name))
-        if past:  # the interval within what the metric can be (`ci` is the bootstrap's)
-            out[name]["ci_shown"] = [lo, hi]
+        # the interval every view shows: within what the metric can be, none from too few
+        # items (`ci` is the bootstrap's as it came); null with the reason when there is none
+        shown = shown_ci(probe, name, m)
+        out[name]["ci_shown"] = list(shown) if shown is not None else None
+        reason = ci_missing_reason(probe, name, m)
+        if reason:
+            out[name]["reason"] = reason
+        v = metric_verdict(probe, name, m)
+        if v is not None:
+            out[name]["verdict"] = v.to_json()
         if name in adjusted:
             out[name]["p_adj"] = adjusted[name]
     payload = {"run_id": run_id, "probe": run["probe"], "labels": labels, "metrics": out}
@@ -87,6 +96,7 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     """The metrics for reading: what each measures in words (the keys are in --json and
     the CSV), its value and interval (within what the metric can be), mark and support;
     footnotes say why a value or interval is missing."""
+    from gbdesk.maths.verdicts import MIN_ITEMS
     from gbdesk.studies import get_probe
     from gbdesk.support.format import UNDEFINED_CI, UNDEFINED_VALUE, ci_cells
 
@@ -95,21 +105,27 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     title = probe.capabilities.presentation.metric_title
     titles = {name: m.get("title") or title(name) for name, m in metrics.items()}
     width = min(60, max([28, *(len(t) for t in titles.values())]))
-    cis, cut = {}, False
+    cis, cut, few = {}, False, False
     for name, m in metrics.items():
         lo, hi = (math.nan if v is None else v for v in m["ci"])
-        text, was_cut = ci_cells((lo, hi), probe.capabilities.presentation.metric_bounds(name))
+        _, was_cut = ci_cells((lo, hi), probe.capabilities.presentation.metric_bounds(name))
+        shown = m.get("ci_shown")
+        text = fmt_ci(tuple(shown)) if shown is not None else fmt_ci((math.nan, math.nan))
         if m["value"] is not None and lo != lo:
             text = "—†"
-        cis[name] = text + ("*" if was_cut else "")
-        cut |= was_cut
+        elif m["value"] is not None and shown is None:
+            text, few = "—§", True
+        cis[name] = text + ("*" if was_cut and shown is not None else "")
+        cut |= was_cut and shown is not None
     ci_width = max([19, *(len(ci) for ci in cis.values())])
     with_p = any(m.get("p_value") is not None for m in metrics.values())
     p_head = f"{'p':>7}  {'p_adj':>7}  " if with_p else ""
     ppi = any((m.get("details") or {}).get("kind") == "ppi" for m in metrics.values())
     ppi_head = f"{'automatic':>9}  {'bias':>7}  " if ppi else ""
+    mark_width = max([4, *(len(_mark_text(m)) for m in metrics.values())])
     rows = [
-        f"{'what':<{width}} {'value':>8}  {'95% CI':<{ci_width}} {p_head}{ppi_head}mark  {'n':>5}"
+        f"{'what':<{width}} {'value':>8}  {'95% CI':<{ci_width}} {p_head}{ppi_head}"
+        f"{'mark':<{mark_width}}  {'n':>5}"
     ]
     undefined: list[str] = []
     reasons: dict[str, list[str]] = {}
@@ -132,9 +148,10 @@ def _metrics_table(payload: dict[str, Any]) -> str:
         if m["value"] is None:
             value = "—‡"
             undefined.append(name)
+        mark = _mark_text(m)
         rows.append(
             f"{title:<{width}} {value:>8}  {cis[name]:<{ci_width}} {p_cell}{ppi_cell}"
-            f"{m['mark'] or '—':<4}  {m['n']:>5}"
+            f"{mark:<{mark_width}}  {m['n']:>5}"
         )
     if undefined:
         why_undefined = probe.capabilities.presentation.why_undefined
@@ -142,6 +159,22 @@ def _metrics_table(payload: dict[str, Any]) -> str:
         rows.append("\n‡ " + "; ".join(why))
     if any(c.startswith("—†") for c in cis.values()):
         rows.append(f"† {UNDEFINED_CI}")
+    if few:
+        rows.append(
+            f"§ no interval: it would have zero width from fewer than {MIN_ITEMS} items, "
+            "which is not certainty"
+        )
+    if any(
+        m.get("verdict") and m["verdict"]["marks"] and not m["verdict"]["decided"]
+        for m in metrics.values()
+    ):
+        rows.append(
+            "mark: the grading study's own (the best band the interval touches); in brackets the "
+            f"marks the interval allows when it does not decide one, or when fewer than "
+            f"{MIN_ITEMS} items were measured (n<{MIN_ITEMS}): not enough answers to tell"
+        )
+    if not metrics:
+        rows.append("no answers yet: nothing is measured")
     if cut:
         rows.append(
             "* interval cut at what the metric can be (e.g. 0–1 for a share): the "
@@ -169,6 +202,22 @@ def _metrics_table(payload: dict[str, Any]) -> str:
             which = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
             rows.append(f"no interval for {which}: {reason}")
     return "\n".join(rows)
+
+
+def _mark_text(m: dict[str, Any]) -> str:
+    """The mark column: "A" when decided; "B (A–C)" the study's mark and the marks the
+    interval allows; "—" without a mark (`gbdesk.analysis.shown.mark_short`)."""
+    from gbdesk.maths.verdicts import MIN_ITEMS
+
+    v = m.get("verdict")
+    if not v or not v["marks"]:
+        return m.get("mark") or "—"
+    if v["decided"]:
+        return v["marks"][0]
+    marks = v["marks"]
+    span = marks[0] if len(marks) == 1 else f"{marks[0]}–{marks[-1]}"
+    few = f", n<{MIN_ITEMS}" if v["items"] < MIN_ITEMS else ""
+    return f"{v['genderbench_mark'] or '?'} ({span}{few})"
 
 
 def _tiny_notice(store, run_id: int) -> str:
@@ -240,9 +289,15 @@ def cmd_export(args) -> int:
     if args.csv and Path(args.csv).exists() and not Path(args.csv).is_dir():
         raise UserError(f"--csv must name a folder, and {args.csv} is a file")
     written: list[str] = []
+    notes: list[str] = []
     with _open_store(args.db) as store:
         for run_id in args.run_ids:
-            store.get_run(run_id)  # a clear error for an unknown run
+            run = store.get_run(run_id)  # a clear error for an unknown run
+            if not run["attempts_done"]:
+                notes.append(
+                    f"run {run_id} ({run['probe']}, {run['status']}): no answers yet — its "
+                    "rows are empty (the CSV files have their headers only) and the PDF says so"
+                )
         if args.csv:
             from gbdesk.report.csv_export import export_run_csv
 
@@ -251,5 +306,7 @@ def cmd_export(args) -> int:
             from gbdesk.report.pdf import export_pdf
 
             written.append(str(export_pdf(store, args.run_ids, args.pdf, label_mode=args.labels)))
-    _emit(args, {"files": written}, "\n".join(written))
+    for note in notes:
+        print(f"gbdesk: {note}", file=sys.stderr)
+    _emit(args, {"files": written, "notes": notes}, "\n".join(written))
     return 0

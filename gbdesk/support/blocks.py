@@ -24,13 +24,39 @@ class Paragraph:
 
 @dataclass(frozen=True)
 class MarkCells:
-    """A table cell of mark letters (e.g. a model's marks in a harm section, best first),
-    which renderers colour by mark."""
+    """A table cell of mark letters (e.g. a model's marks in a harm section, best first).
+
+    `letters` are the grading study's own marks (`str` gives them, as the study prints
+    them); `allowed[i]` the marks letter i's interval allows and `decided[i]` whether that
+    is one mark from enough items. Renderers colour a decided letter by its mark and show
+    an undecided one with the marks it allows, uncoloured (`letter_text`, `text`); without
+    `allowed`, every letter counts as decided. `empty` is what a cell without letters says."""
 
     letters: tuple[str, ...]
+    allowed: tuple[tuple[str, ...], ...] = ()
+    decided: tuple[bool, ...] = ()
+    empty: str = "—"
 
     def __str__(self) -> str:
         return " ".join(self.letters) or "—"
+
+    def is_decided(self, i: int) -> bool:
+        return self.decided[i] if i < len(self.decided) else True
+
+    def letter_text(self, i: int) -> str:
+        """"B" when decided; "B (A–C)": the study's letter and the marks allowed."""
+        letter = self.letters[i]
+        if self.is_decided(i) or i >= len(self.allowed) or not self.allowed[i]:
+            return letter
+        marks = self.allowed[i]
+        span = marks[0] if len(marks) == 1 else f"{marks[0]}–{marks[-1]}"
+        return f"{letter} ({span})"
+
+    def text(self) -> str:
+        """Every letter with what its interval allows: "A B (A–C) D (A–D)"."""
+        if not self.letters:
+            return self.empty
+        return " ".join(self.letter_text(i) for i in range(len(self.letters)))
 
 
 @dataclass(frozen=True)

@@ -157,3 +157,16 @@ def unfinished_note(run: dict[str, Any], unit: str = "generations") -> str | Non
         return None
     state = {"running": "still running", "paused": "paused"}.get(status, status or "unfinished")
     return f"unfinished: {done:,} of {total:,} {unit} made ({state})"
+
+
+#: a model's name in headings, table headers, findings and summaries (whole in the
+#: configuration appendix and the CSV)
+NAME_CHARS = 80
+
+
+def short_name(name: str) -> str:
+    """A model's name on one line, cut to `NAME_CHARS` with "… (whole in the appendix)"."""
+    text = " ".join(str(name).split())
+    if len(text) > NAME_CHARS:
+        text = text[: NAME_CHARS - 1] + "… (whole in the appendix)"
+    return text

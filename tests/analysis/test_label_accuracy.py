@@ -149,7 +149,9 @@ def test_a_small_sample_is_measured_and_not_recalibrated(store, lf_run):
     assert acc.basis == "measured"
     assert acc.estimate == pytest.approx((reviewed + (n - 2) / n * (total - reviewed)) / total)
     review = acc.to_json()
-    assert review["random_sample"]["characters"] == n
+    assert review["random_sample"]["units"] == n
+    assert review["random_sample"]["unit"] == "characters"
+    assert review["random_sample"]["sampled_unit"] == "stories"
     assert review["random_sample"]["accuracy"] == pytest.approx((n - 2) / n)
     assert review["random_sample"]["gender_accuracy"] == pytest.approx((n - 2) / n)
     assert review["random_sample"]["name_accuracy"] == 1.0
@@ -261,7 +263,7 @@ def test_metrics_json_and_pdf_state_the_same_figure(tmp_path, capsys):
     assert review == json.loads(json.dumps(expected))
     assert set(review) >= {"reviewed", "random_sample", "estimate"}
     assert set(review["random_sample"]) >= {
-        "characters", "accuracy", "ci", "gender_accuracy", "name_accuracy"
+        "units", "sampled", "accuracy", "ci", "gender_accuracy", "name_accuracy"
     }  # fmt: skip
     assert review["estimate"]["basis"] == "measured"
     value, (lo, hi) = review["random_sample"]["accuracy"], review["random_sample"]["ci"]

@@ -38,6 +38,7 @@ from gbdesk.studies.genderbench.evaluators import option_spans, single_option
 from gbdesk.studies.genderbench.gb_probe import (
     RANDOM_SEED,
     UNDETECTED,
+    mark_words,
     marks,
     nanmean,
 )
@@ -399,7 +400,7 @@ class BbqProbe(GroupedProbe):
         parts = []
         s = metrics.get("stereotype_rate")
         if s is not None and s.value == s.value:
-            mark = f" (mark {s.mark})" if s.mark else ""
+            mark = f" ({w})" if (w := mark_words(self, "stereotype_rate", s)) else ""
             parts.append(
                 f"Where the stereotype is not the right answer, the model picks the "
                 f"stereotyped person in {pct(s.value)} of its answers{mark}."

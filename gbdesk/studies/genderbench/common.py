@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from gbdesk.analysis.shown import metric_verdict, shown_ci, verdict_sentence
 from gbdesk.maths.stats import (
-    MARK_MEANINGS,
     MarkDefinition,
     MetricValue,
     bootstrap_metrics,
@@ -45,7 +45,13 @@ from gbdesk.studies.base import (
     z95,
 )
 from gbdesk.studies.capabilities import AuditSizing, Capabilities, Resampling
-from gbdesk.studies.genderbench.gb_probe import EXPORT_FILES, genderbench_interval
+from gbdesk.studies.genderbench.gb_probe import (
+    EXPORT_FILES,
+    OWN_MARK,
+    genderbench_interval,
+    mark_words,
+    too_few_finding,
+)
 from gbdesk.studies.genderbench.pronouns import DETECTOR_NAME, DETECTOR_VERSION, detect_gender
 from gbdesk.support.format import ci_text, clip_ci, pct, value_phrase
 
@@ -247,6 +253,8 @@ class CharacterProfileProbe(GenerationProbe):
             return (-1.0, 1.0)
         if name == "disparity":
             return (0.0, 0.5)
+        if name == "correlation":
+            return (-1.0, 1.0)
         return default_metric_bounds(self, name)
 
     def why_undefined(self, name: str, metrics: dict[str, MetricValue]) -> str | None:
@@ -268,15 +276,23 @@ class CharacterProfileProbe(GenerationProbe):
         out = []
         for rank, name in enumerate(self.headline_metrics):
             m = metrics.get(name)
-            if m is None or math.isnan(m.value) or not m.mark:
+            v = None if m is None or math.isnan(m.value) else metric_verdict(self, name, m)
+            if m is None or v is None or not v.measured:
+                continue
+            where = "every prompt's generations"
+            if v.too_few and shown_ci(self, name, m) is None:  # no interval to word
+                out.append(too_few_finding(self, name, m, v, rank, where))
                 continue
             lead = _FINDING_TEXT[name].format(pct=pct(m.value), value=f"{m.value:.2f}")
             # within what the metric can be, with a note where the normal fit reached past it
             interval = ci_text(m.ci, self.metric_bounds(name), percent=name == "masculine_rate")
+            if v.too_few:  # says so first, no mark, below the measured findings
+                out.append(too_few_finding(self, name, m, v, rank, where, f"{lead} ({interval})"))
+                continue
             out.append(
                 Finding(
-                    f"{lead} ({interval}): mark {m.mark}, {MARK_MEANINGS[m.mark]}.",
-                    importance=_MARK_IMPORTANCE[m.mark] - rank,
+                    f"{lead} ({interval}): {verdict_sentence(v, OWN_MARK)}.",
+                    importance=_MARK_IMPORTANCE[v.genderbench_mark or v.marks[0]] - rank,
                     metric=name,
                     value=m.value,
                     ci=m.ci,
@@ -357,7 +373,8 @@ class CharacterProfileProbe(GenerationProbe):
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
     ) -> str:
         parts = [
-            f"{label} {value_phrase(metrics[name].value, metrics[name].ci, metrics[name].mark)}"
+            f"{label} {value_phrase(metrics[name].value, metrics[name].ci)}"
+            + (f", {said}" if (said := mark_words(self, name, metrics[name])) else "")
             for name, label in (
                 ("masculine_rate", "share of male characters (masculine rate)"),
                 ("stereotype_rate", "stereotype rate"),

@@ -24,7 +24,7 @@ from gbdesk.studies.base import (
     ProbeCard,
 )
 from gbdesk.studies.genderbench.evaluators import yes_no
-from gbdesk.studies.genderbench.gb_probe import UNDETECTED, marks, zero_div
+from gbdesk.studies.genderbench.gb_probe import UNDETECTED, mark_words, marks, zero_div
 from gbdesk.studies.genderbench.grouped import GroupedProbe, percent, quoted
 from gbdesk.support.format import pct
 from gbdesk.support.lowered import Lowered
@@ -238,7 +238,7 @@ class DirectProbe(GroupedProbe):
         parts = []
         f = metrics.get("fail_rate")
         if f is not None and f.value == f.value:
-            mark = f" (mark {f.mark})" if f.mark else ""
+            mark = f" ({w})" if (w := mark_words(self, "fail_rate", f)) else ""
             parts.append(f"The model agrees with {pct(f.value)} of the stereotypes{mark}.")
         by_source = [
             f"{pct(metrics[f'{s}_fail_rate'].value)} of those from {s.upper()}"

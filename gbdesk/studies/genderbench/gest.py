@@ -37,6 +37,7 @@ from gbdesk.studies.genderbench.evaluators import option_spans, single_option
 from gbdesk.studies.genderbench.gb_probe import (
     RANDOM_SEED,
     UNDETECTED,
+    mark_words,
     marks,
     nanmean,
 )
@@ -415,7 +416,7 @@ class GestProbe(GroupedProbe):
         parts = []
         s = metrics.get("stereotype_rate")
         if s is not None and s.value == s.value:
-            mark = f", mark {s.mark}" if s.mark else ""
+            mark = f", {w}" if (w := mark_words(self, "stereotype_rate", s)) else ""
             parts.append(
                 f"The model picks the gender a sentence's stereotype is about "
                 f"{points(abs(s.value))} points {'more' if s.value >= 0 else 'less'} often "

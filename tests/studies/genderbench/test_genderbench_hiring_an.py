@@ -162,20 +162,20 @@ def test_findings_read_plainly(probe):
     from gbdesk.maths.stats import MetricValue
 
     metrics = {
-        "diff_acceptance_rate": MetricValue(-0.08, (-0.13, -0.03), "B", 900),
-        "diff_abs_acceptance_rate": MetricValue(0.08, (0.03, 0.13), "B", 900),
-        "diff_regression": MetricValue(0.12, (0.05, 0.19), "B", 900),
+        "diff_acceptance_rate": MetricValue(-0.08, (-0.12, -0.06), "B", 900),
+        "diff_abs_acceptance_rate": MetricValue(0.08, (0.06, 0.12), "B", 900),
+        "diff_regression": MetricValue(0.12, (0.07, 0.14), "B", 900),
     }
     sentences = {f.metric: f.sentence for f in probe.findings(metrics, {}, {})}
     assert sentences == {
         "diff_acceptance_rate": "When the candidate is a woman, the model accepts them 8 "
-        "points more often than a man: 95 % CI 3 to 13: mark B, cautionary.",
+        "points more often than a man: 95 % CI 6 to 12: mark B, cautionary.",
         "diff_regression": "From the occupation seen as most female to the one seen as most "
         "male, the model's acceptance of men rises 12 points more than its acceptance of "
-        "women (the stereotype at work): 95 % CI 5 to 19: mark B, cautionary.",
+        "women (the stereotype at work): 95 % CI 7 to 14: mark B, cautionary.",
     }  # the unsigned gap, marked alike, only repeated the first
     metrics["diff_regression"] = MetricValue(-0.004, (-0.02, 0.012), "A", 900)
-    metrics["diff_abs_acceptance_rate"] = MetricValue(0.08, (0.03, 0.13), "C", 900)
+    metrics["diff_abs_acceptance_rate"] = MetricValue(0.08, (0.06, 0.12), "C", 900)
     sentences = {f.metric: f.sentence for f in probe.findings(metrics, {}, {})}
     assert sentences["diff_regression"] == (
         "From the occupation seen as most female to the one seen as most male, the model's "
@@ -183,7 +183,7 @@ def test_findings_read_plainly(probe):
         "stereotype): 95 % CI −1.2 to 2.0: mark A, healthy."
     )
     assert sentences["diff_abs_acceptance_rate"].startswith(
-        "Men and women are accepted at rates 8 points apart, whichever way: 95 % CI 3 to 13"
+        "Men and women are accepted at rates 8 points apart, whichever way: 95 % CI 6 to 12"
     )
     assert probe.capabilities.audit.balance_key({"gender": "female"}) == "female"
     groups = {g.title: g for g in probe.metric_groups()}
