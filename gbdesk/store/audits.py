@@ -113,3 +113,17 @@ def update_audit(
                 audit_id,
             ),
         )
+
+
+def audit_verdicts_of_run(store: Store, run_id: int) -> tuple[int, list[dict[str, Any]]] | None:
+    """(audit id, the verdicts of its last look) of the audit that ran `run_id` (the latest
+    such audit), or None when no audit ran it."""
+    rows = store.conn.execute("SELECT id, plan_json FROM audits ORDER BY id DESC").fetchall()
+    for audit_id, plan_json in rows:
+        plan = json.loads(plan_json or "null")
+        if not isinstance(plan, list):
+            continue
+        for entry in plan:
+            if isinstance(entry, dict) and entry.get("run_id") == run_id:
+                return int(audit_id), list(entry.get("verdicts") or [])
+    return None

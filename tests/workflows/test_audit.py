@@ -111,8 +111,19 @@ def test_the_audit_decides_the_known_harms_and_ends_with_its_report(store, tmp_p
         run = store.get_run(entry["run_id"])
         assert run["params"]["draw"] == entry["items"] == len(store.run_items(run["id"]))
         assert entry["looks"][0] == entry["sizes"][0] and entry["looks"] == sorted(entry["looks"])
-    text = " ".join(page.extract_text() for page in pypdf.PdfReader(out).pages)
-    assert "Audit" in text
+    # the PDF's first page and the Results pane say the audit's verdicts in the same words
+    first = " ".join(pypdf.PdfReader(out).pages[0].extract_text().split())
+    assert "D (catastrophic)" in first
+    from gbdesk.report.run_results import run_results
+
+    direct_run = next(e["run_id"] for e in stored if e["probe"] == "direct")
+    shown = run_results(store, [direct_run], "auto")[direct_run]
+    sentences = [f.sentence for f in shown["findings"]]
+    assert any(
+        s.startswith(f"Audit {audit_id}'s verdict on Agrees with stereotypes: D (catastrophic)")
+        for s in sentences
+    ), sentences
+    assert all(f.verdict.decided for f in shown["findings"] if f.finding.metric == "fail_rate")
 
 
 def test_the_budget_is_used_and_kept(store, tmp_path):
