@@ -120,7 +120,8 @@ def e(text: Any, limit: int = MAX_TEXT_CHARS, full: str = "the CSV export") -> s
     characters shown as <U+XXXX> (a right-to-left override in a model name would reverse
     the figures after it), characters no installed font can draw (emoji, without an emoji
     font) by their names (`drawable`), HTML-escaped (`guards.html_text`)."""
-    return html_text(drawable(cut(str(text), limit, full)))
+    # controls first (shown as <U+XXXX>, as in every other view), then what no font draws
+    return html_text(drawable(visible_controls(cut(str(text), limit, full))))
 
 
 def model_name(text: Any) -> str:
