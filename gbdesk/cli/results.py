@@ -96,9 +96,8 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     """The metrics for reading: what each measures in words (the keys are in --json and
     the CSV), its value and interval (within what the metric can be), mark and support;
     footnotes say why a value or interval is missing."""
-    from gbdesk.maths.verdicts import MIN_ITEMS
     from gbdesk.studies import get_probe
-    from gbdesk.support.format import UNDEFINED_CI, UNDEFINED_VALUE, ci_cells
+    from gbdesk.support.format import ci_cells
 
     probe = get_probe(payload["probe"])
     metrics = payload["metrics"]
@@ -153,6 +152,37 @@ def _metrics_table(payload: dict[str, Any]) -> str:
             f"{title:<{width}} {value:>8}  {cis[name]:<{ci_width}} {p_cell}{ppi_cell}"
             f"{mark:<{mark_width}}  {m['n']:>5}"
         )
+    rows += _metrics_footnotes(
+        probe, payload, undefined, cis, few=few, cut=cut, with_p=with_p, ppi=ppi, reasons=reasons
+    )
+    if payload.get("unfinished"):
+        rows.insert(
+            0,
+            f"UNFINISHED RUN — {payload['unfinished'].removeprefix('unfinished: ')}: the "
+            f"numbers cover only these (continue it with: gbdesk resume {payload['run_id']})",
+        )
+    return "\n".join(rows)
+
+
+def _metrics_footnotes(
+    probe: Any,
+    payload: dict[str, Any],
+    undefined: list[str],
+    cis: dict[str, str],
+    *,
+    few: bool,
+    cut: bool,
+    with_p: bool,
+    ppi: bool,
+    reasons: dict[str, list[str]],
+) -> list[str]:
+    """The footnotes of `_metrics_table`: why values or intervals are missing, what the
+    marks, cut intervals, p-values and prediction-powered columns mean."""
+    from gbdesk.maths.verdicts import MIN_ITEMS
+    from gbdesk.support.format import UNDEFINED_CI, UNDEFINED_VALUE
+
+    metrics = payload["metrics"]
+    rows: list[str] = []
     if undefined:
         why_undefined = probe.capabilities.presentation.why_undefined
         why = sorted({why_undefined(n, {}) or UNDEFINED_VALUE for n in undefined})
@@ -181,12 +211,6 @@ def _metrics_table(payload: dict[str, Any]) -> str:
             "bootstrap's normal fit reached past it; the mark is the study's, from the "
             "uncut interval (--json has both)"
         )
-    if payload.get("unfinished"):
-        rows.insert(
-            0,
-            f"UNFINISHED RUN — {payload['unfinished'].removeprefix('unfinished: ')}: the "
-            f"numbers cover only these (continue it with: gbdesk resume {payload['run_id']})",
-        )
     if with_p:
         rows.append(
             "\np_adj: Benjamini–Hochberg adjusted over the run's tests (read this one when "
@@ -201,7 +225,7 @@ def _metrics_table(payload: dict[str, Any]) -> str:
         for reason, names in reasons.items():
             which = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
             rows.append(f"no interval for {which}: {reason}")
-    return "\n".join(rows)
+    return rows
 
 
 def _mark_text(m: dict[str, Any]) -> str:
