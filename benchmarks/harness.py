@@ -33,7 +33,7 @@ differ where a one-token decode of the plain loop sees 256 or more KV cells (ggm
 switches to its split-KV attention kernel; gbdesk pads such steps, see
 `gbdesk.engine.continuous`): long prompts or answers. ``--plain-arithmetic default`` runs
 the plain loop as shipped (flash attention off) instead: its texts differ, and its
-tokens per answer with them (on bbq 46 against gbdesk's 20 on the first 24 items).
+tokens per answer with them (on the 24 bbq items: 46 against gbdesk's 20).
 
 Figures: generated tokens per second of generating, the model's load left out (plain: the
 loop; gbdesk: from the worker's model loaded to the last answer committed), both sides
