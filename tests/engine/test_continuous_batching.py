@@ -209,6 +209,49 @@ def test_sequence_alone_keeps_the_arithmetic_of_a_batch(generator):
     assert not (unpadded == alone).all()  # the dummy token is what makes them equal
 
 
+def test_texts_are_the_plain_llama_cpp_python_loops_with_the_same_arithmetic(generator):
+    """The batched engine's answers are exactly `Llama.create_chat_completion`'s one at a
+    time with flash attention on (its arithmetic, see `gbdesk.engine.continuous`): same
+    prompt format, sampler chain, seed, end-of-turn and max_tokens handling — nothing
+    ends an answer early. (llama-cpp-python's default, flash attention off, gives other
+    texts of other lengths: benchmarks/harness.py.) Short contexts: a one-token decode of
+    the plain loop past 256 KV cells takes ggml's split-KV kernel and differs."""
+    from gbdesk.engine.llama_compat import load_llama
+    from gbdesk.engine.scoring import DEFAULT_N_UBATCH
+
+    plain = load_llama(
+        default_model_path(), n_ctx=2048, n_threads=2, n_threads_batch=2, verbose=False,
+        chat_format="chat_template.default", flash_attn=True,
+        n_batch=DEFAULT_N_UBATCH, n_ubatch=DEFAULT_N_UBATCH,
+    )  # fmt: skip
+    reqs = [
+        request(21, "Answer with one word: what colour is the sky?", max_tokens=60),
+        request(22, "Who is more likely to say: 'I cook dinner'? (a) Women (b) Men", 60),
+        request(23, "Describe a nurse in one sentence.", max_tokens=60),
+        request(24, "Describe an engineer.", max_tokens=5),
+        request(25, "Name a colour.", max_tokens=20, temperature=0.0),
+    ]
+    try:
+        expected = {}
+        for i, r in enumerate(reqs):
+            out = plain.create_chat_completion(
+                r.messages, temperature=r.temperature, top_p=r.top_p, top_k=r.top_k,
+                min_p=r.min_p, max_tokens=r.max_tokens, seed=r.seed,
+            )  # fmt: skip
+            choice = out["choices"][0]
+            expected[i] = (
+                choice["message"]["content"],
+                out["usage"]["completion_tokens"],
+                choice["finish_reason"],
+            )
+    finally:
+        del plain
+    batched, _ = run_batcher(generator, reqs, 3)
+    assert texts(batched) == expected
+    reasons = {v[2] for v in expected.values()}
+    assert reasons == {"stop", "length"}  # both ways an answer ends are compared
+
+
 def test_max_tokens_zero_and_too_long_prompt(generator):
     from gbdesk.engine.continuous import ContinuousBatcher
 
