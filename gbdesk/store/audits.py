@@ -76,6 +76,15 @@ def get_audit(store: Store, audit_id: int) -> dict[str, Any] | None:
     return audit
 
 
+def latest_speeds(store: Store, model_id: int | None) -> list[dict[str, Any]]:
+    """The speeds measured by this model's audits, latest first."""
+    rows = store.conn.execute(
+        "SELECT speed_json FROM audits WHERE model_id IS ? ORDER BY id DESC LIMIT 20",
+        (model_id,),
+    ).fetchall()
+    return [json.loads(r[0]) for r in rows if r[0]]
+
+
 def unfinished_audit(store: Store, model_id: int | None) -> int | None:
     """The latest audit of this model (None: of no model) not done yet, to continue it."""
     row = store.conn.execute(

@@ -5,6 +5,15 @@ do not — then the PDF report.
 * **Speed, in seconds.** The model's stored speed at the width its runs decode, or a
   short burst now: `SPEED_TOKENS` tokens for as many answers at once as the runs decode
   (a local model's continuous-batching slots, an endpoint's `--concurrency`).
+* **Prompt lengths.** Reading a prompt costs too (a HiringBloomberg prompt is ~2,800
+  tokens: on the bundled model its reading takes longer than its answer). The burst also
+  reads `PREFILL_PROMPTS` prompts of ~`PREFILL_WORDS` words the way the runs read them
+  (prompt tokens per second, characters per token); a probe's prompt tokens are its first
+  drawn items' characters over that. A stored speed takes these from the model's latest
+  audit, else `PREFILL_PRIOR` × its generation speed (the ratio measured on the bundled
+  model). Reading a long prompt costs more per token than a short one (attention); the
+  plan counts it as linear, so its first look at long-prompt probes is an underestimate
+  (HiringBloomberg: about half the seconds measured), set right by that look.
 * **Answer lengths.** Each probe's expected answer is this model's stored answers to it,
   else the probe's documented prior (`AuditSizing.answer_tokens`: a short answer for the
   probes that ask for a letter or yes/no), else the longest it allows; after a probe's
@@ -67,6 +76,15 @@ log = logging.getLogger(__name__)
 BUDGETS = {"30m": 30 * 60, "2h": 2 * 3600, "8h": 8 * 3600}
 #: tokens of each answer of the speed burst
 SPEED_TOKENS = 32
+#: prompts read (one token answered) to measure the reading speed, and their words each
+PREFILL_PROMPTS, PREFILL_WORDS = 2, 400
+#: reading speed per generation speed when none was measured (bundled model, 2 cores:
+#: ~780 prompt tokens/s against 185 generated tokens/s with 16 answers at once)
+PREFILL_PRIOR = 4.0
+#: characters per prompt token when none was measured (English text)
+CHARS_PER_TOKEN = 4.0
+#: items whose prompts' lengths a plan averages
+PROMPT_SAMPLE = 40
 #: sentences scored to measure a scoring probe's speed
 SPEED_SENTENCES = 8
 #: the longest budget an audit plans for: a year (a longer one is a typo)
@@ -162,6 +180,17 @@ class Speed:
     basis: str
     sentences_per_s: float | None = None  # scoring probes
     measured_s: float = 0.0  # seconds the measurement took now (0: a stored speed)
+    prompt_tokens_per_s: float | None = None  # prompt tokens read per second
+    chars_per_token: float = CHARS_PER_TOKEN  # prompt characters per prompt token
+
+    def reading_rate(self) -> float:
+        """Prompt tokens read per second (measured, else `PREFILL_PRIOR` × generating)."""
+        return self.prompt_tokens_per_s or PREFILL_PRIOR * self.tokens_per_s
+
+    def generation_seconds(self, prompt_chars: float, answer_tokens: float) -> float:
+        """Seconds of one answer's share of the model: reading its prompt, writing it."""
+        prompt_tokens = prompt_chars / max(self.chars_per_token, 0.5)
+        return prompt_tokens / self.reading_rate() + answer_tokens / self.tokens_per_s
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -206,11 +235,13 @@ def measure_speed(
     started = time.perf_counter()
     basis: list[str] = []
     tps: float | None = None
+    reading: tuple[float, float] | None = None
     if stored is not None:
         tps, _, count = stored
         if endpoint:  # stored rates are per request
             tps *= width
         basis.append(f"{tps:,.0f} tokens/s over {count:,} earlier answers of this model")
+        reading = _stored_reading(store, model)
     need_scoring = scoring and scored is None
     if tps is None or need_scoring:
         shared = backend or SharedBackend(runs.llama_backend_factory, model)
@@ -220,6 +251,9 @@ def measure_speed(
                 tps = _burst(loaded, width)
                 what = "requests in flight" if endpoint else "answers at once"
                 basis.append(f"{tps:,.0f} tokens/s measured now with {width} {what}")
+                reading = _reading_burst(loaded, width, endpoint)
+                if reading is not None:
+                    basis.append(f"prompts read at {reading[0]:,.0f} tokens/s")
             if need_scoring:
                 scored = _scoring_burst(loaded)
                 if scored is not None:
@@ -232,10 +266,22 @@ def measure_speed(
         load_s = 0.0
     if not tps or tps <= 0:
         raise UserError("could not measure the model's speed (it generated nothing)")
-    return Speed(
+    speed = Speed(
         float(tps), width, load_s, "; ".join(basis),
         scored[0] if scored else None, time.perf_counter() - started - load_s,
     )  # fmt: skip
+    if reading is not None:
+        speed.prompt_tokens_per_s, speed.chars_per_token = reading
+    return speed
+
+
+def _stored_reading(store: Store, model: dict[str, Any]) -> tuple[float, float] | None:
+    """(prompt tokens/s, characters per token) the model's latest audit measured."""
+    for earlier in audits.latest_speeds(store, model.get("id")):
+        rate = (earlier or {}).get("prompt_tokens_per_s")
+        if rate:
+            return float(rate), float(earlier.get("chars_per_token") or CHARS_PER_TOKEN)
+    return None
 
 
 def _speed_requests(n: int) -> list[Any]:
@@ -271,6 +317,61 @@ def _burst(backend: Any, width: int) -> float:
         tokens = int(backend.generate(requests[0]).tokens_out)
     wall = time.perf_counter() - started
     return tokens / wall if wall > 0 else 0.0
+
+
+#: sentences of the reading burst's prompts (plain English, of an everyday length)
+_READING_TEXT = (
+    "The candidate worked for six years as an analyst at a regional bank.",
+    "She led a small team that reviewed loans and wrote monthly reports.",
+    "Before that he studied economics and spent a summer at a shipping firm.",
+    "They speak two languages and enjoy hiking with friends at the weekend.",
+    "The manager asked the group to compare the offers and choose one by Friday.",
+)
+
+
+def _reading_requests(n: int) -> list[Any]:
+    """`n` prompts of ~`PREFILL_WORDS` words, different from their first word (no prefix
+    of one is shared with another), each answered with one token."""
+    from gbdesk.engine.base import GenerationRequest
+
+    out = []
+    for i in range(n):
+        words: list[str] = [f"Document {i + 1}."]
+        k = i
+        while len(words) < PREFILL_WORDS:
+            words.extend(_READING_TEXT[k % len(_READING_TEXT)].split())
+            k += i + 2
+        text = " ".join(words)
+        out.append(GenerationRequest(
+            messages=[{"role": "user", "content": text}], seed=i + 1, max_tokens=1
+        ))  # fmt: skip
+    return out
+
+
+def _reading_burst(backend: Any, width: int, endpoint: bool) -> tuple[float, float] | None:
+    """(prompt tokens read per second, characters per prompt token), the prompts read the
+    way the runs read them (continuous batching, or requests in flight for an endpoint,
+    whose rate counts `width` at once); None when it cannot be measured."""
+    requests = _reading_requests(PREFILL_PROMPTS)
+    results: list[Any] = []
+    started = time.perf_counter()
+    try:
+        if hasattr(backend, "generate_stream") and width > 1:
+            backend.generate_stream(
+                requests, lambda _i, r: results.append(r), slots=min(width, len(requests))
+            )
+        else:
+            results = [backend.generate(r) for r in requests]
+    except Exception as exc:  # a server that refuses max_tokens=1: the prior stands
+        log.info("reading speed not measured: %s", exc)
+        return None
+    wall = time.perf_counter() - started
+    tokens = sum(int(getattr(r, "tokens_in", 0) or 0) for r in results)
+    if tokens <= 0 or wall <= 0:
+        return None
+    chars = sum(len(r.messages[-1]["content"]) for r in requests)
+    rate = tokens / wall * (width if endpoint else 1)
+    return rate, chars / tokens
 
 
 def _scoring_burst(backend: Any) -> tuple[float, int] | None:
@@ -511,6 +612,16 @@ def answer_tokens(store: Store, probe: Probe, model: dict[str, Any]) -> tuple[fl
     return max_tokens, "the longest answer the probe allows"
 
 
+def prompt_chars(items: list[Item]) -> float:
+    """Mean characters of a prompt over the first `PROMPT_SAMPLE` items drawn."""
+    lengths = [
+        len(text)
+        for item in items[:PROMPT_SAMPLE]
+        for text in ([p.text for p in item.prompts] or [item.prompt or ""])
+    ]
+    return sum(lengths) / len(lengths) if lengths else 0.0
+
+
 class ItemOrders:
     """Each probe's items in the audit's draw order, built once per process (a probe's
     items can take seconds to build: 4,000 CV lists)."""
@@ -550,7 +661,9 @@ def _marked_plan(
     first = min(len(items), max(MIN_ITEMS, groups))
     prompts = max(1, len(items[0].prompts or ()) if items else 1)
     tokens, basis = answer_tokens(store, probe, model)
-    per_item = prompts * probe.default_attempts * tokens / speed.tokens_per_s
+    per_item = prompts * probe.default_attempts * speed.generation_seconds(
+        prompt_chars(items), tokens
+    )
     # looks beyond what the budget could buy would only spend α: the grid stops there
     reach = int(REACH_MARGIN * budget_s / max(per_item, 1e-9))
     last = min(len(items), max(first, reach))
@@ -729,8 +842,22 @@ class _StepControl(RunControl):
     time is up (the answers under way finish and are kept); paused with the audit."""
 
     def __init__(self, parent: RunControl, deadline: float, clock: Callable[[], float]):
-        super().__init__()
         self.parent, self.deadline, self.clock = parent, deadline, clock
+        super().__init__()
+
+    @property
+    def _backend(self) -> Any:
+        return self.__dict__.get("_step_backend")
+
+    @_backend.setter
+    def _backend(self, backend: Any) -> None:
+        """The step's model is the audit's too: `cancel(now=True)` on the audit's control
+        (the dialog's Stop when its window closes, a test's teardown) stops it at once."""
+        self.__dict__["_step_backend"] = backend
+        if backend is not None:
+            self.parent._backend = backend
+            if self.parent.cancel_now and hasattr(backend, "abort"):
+                backend.abort()
 
     @property
     def cancelled(self) -> bool:  # type: ignore[override]

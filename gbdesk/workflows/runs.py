@@ -473,6 +473,7 @@ class RunControl:
         self._running = threading.Event()
         self._running.set()
         self._cancelled = threading.Event()
+        self.cancel_now = False  # `cancel(now=True)` was asked
         self._backend: Any = None
 
     def pause(self) -> None:
@@ -484,6 +485,7 @@ class RunControl:
     def cancel(self, now: bool = False) -> None:
         self._cancelled.set()
         self._running.set()
+        self.cancel_now = self.cancel_now or now
         if now and self._backend is not None and hasattr(self._backend, "abort"):
             self._backend.abort()
 

