@@ -661,8 +661,8 @@ def _marked_plan(
     first = min(len(items), max(MIN_ITEMS, groups))
     prompts = max(1, len(items[0].prompts or ()) if items else 1)
     tokens, basis = answer_tokens(store, probe, model)
-    per_item = prompts * probe.default_attempts * speed.generation_seconds(
-        prompt_chars(items), tokens
+    per_item = (
+        prompts * probe.default_attempts * speed.generation_seconds(prompt_chars(items), tokens)
     )
     # looks beyond what the budget could buy would only spend α: the grid stops there
     reach = int(REACH_MARGIN * budget_s / max(per_item, 1e-9))

@@ -324,5 +324,6 @@ def test_the_speed_test_measures_reading_the_prompts_too(store, tmp_path, monkey
     # a later plan that takes the stored speed reads the reading speed from this audit
     audit_id = save_audit(store, plan_audit(store, model, 600, speed, probes=["direct"]))
     assert audit_id and audit._stored_reading(store, model) == (
-        speed.prompt_tokens_per_s, speed.chars_per_token
+        speed.prompt_tokens_per_s,
+        speed.chars_per_token,
     )
