@@ -27,8 +27,8 @@ do not — then the PDF report.
 * **Rounds.** First every probe's first look; then one step at a time, to the probe
   whose next look is most likely to decide a verdict per second (`audit_rounds`), until
   every verdict is decided, the grid is done or the budget is spent. The step running
-  when the budget ends is cut there (the answers under way finish and are kept) and
-  looked at once more.
+  when the budget ends is cut there (the answers under way finish and are kept; those
+  still under way `DRAIN_GRACE_S` later are dropped) and looked at once more.
 * **Probes without marks** (other studies' probes, in an audit of every probe) run once
   at a fixed size that fits an even share of the budget (`AuditSizing.sizes`).
 * **Nothing lost.** The audit (plan, state, verdicts, run ids) is stored before anything
@@ -44,8 +44,9 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,9 @@ SPEED_SENTENCES = 8
 MAX_BUDGET_S = 366 * 24 * 3600
 #: seconds kept for the report at the end of the budget: this share of it, within bounds
 REPORT_SHARE, REPORT_MIN_S, REPORT_MAX_S = 0.04, 20.0, 120.0
+#: seconds the answers under way may take to finish after the budget's end; then they are
+#: dropped (the model is stopped), so that a long answer cannot overrun the budget
+DRAIN_GRACE_S = 30.0
 #: a step is not started with fewer seconds than this left
 MIN_STEP_S = 3.0
 #: share of the budget the fixed-size probes (without marks) may plan, all together
@@ -135,6 +139,8 @@ class SharedBackend:
         self.load_s = 0.0
 
     def get(self) -> Any:
+        if self.backend is not None and getattr(self.backend, "aborted", False) is True:
+            self.close()  # stopped at the budget's end or by Stop: a fresh one if needed
         if self.backend is None:
             started = time.perf_counter()
             self.backend = self.factory(self.model, {"prompt_mode": "auto", "batch_size": 0})
@@ -875,6 +881,30 @@ class _StepControl(RunControl):
         if now and self._backend is not None and hasattr(self._backend, "abort"):
             self._backend.abort()
 
+    @contextmanager
+    def watched(self, grace_s: float = DRAIN_GRACE_S, every_s: float = 0.25) -> Iterator[None]:
+        """While the step runs: once its deadline is `grace_s` behind and answers are still
+        under way, stop the model (`cancel(now=True)`); those answers are dropped, every
+        answer stored stays."""
+        done = threading.Event()
+        self.overran = False
+
+        def watch() -> None:
+            while not done.wait(every_s):
+                if self.clock() >= self.deadline + grace_s:
+                    log.info("the budget is spent: the answers under way are dropped")
+                    self.overran = True
+                    self.cancel(now=True)
+                    return
+
+        watcher = threading.Thread(target=watch, name="gbdesk-audit-deadline", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            watcher.join()
+
 
 @dataclass
 class _Session:
@@ -985,13 +1015,16 @@ def _execute(session: _Session, p: ProbePlan) -> None:
 
     started = session.clock()
     try:
-        outcome = execute_run(
-            session.store, int(p.run_id), backend_factory=session.backend.for_run,  # type: ignore[arg-type]
-            control=step_control, on_progress=forward,
-        )  # fmt: skip
+        with step_control.watched():
+            outcome = execute_run(
+                session.store, int(p.run_id), backend_factory=session.backend.for_run,  # type: ignore[arg-type]
+                control=step_control, on_progress=forward,
+            )  # fmt: skip
     finally:
         elapsed = session.clock() - started
         p.spent_s += elapsed
+    if step_control.overran:
+        session.state["dropped_at_end"] = True
     made = outcome.generated
     p.generations = outcome.attempts_done
     if made > 0:

@@ -231,6 +231,41 @@ def test_stop_now_stops_the_model_of_the_running_step(store, tmp_path):
     assert not result["finished"] and get_audit(store, audit_id)["status"] == "stopped"
 
 
+def test_answers_still_under_way_past_the_budget_are_dropped(store, tmp_path):
+    """An answer that runs on after the budget's end (a long story on a slow laptop) is
+    stopped `DRAIN_GRACE_S` later: the audit ends near its budget, every stored answer kept."""
+    _, _plan, audit_id = _audit(store, tmp_path, ["relationship_levy", "direct"], 300)
+    hang, skew = threading.Event(), [0.0]
+
+    class Slow(_HangingBackend):
+        def generate(self, request, on_token=None):
+            if self.hang.is_set():
+                skew[0] = 10_000.0  # the budget and the grace end while it answers
+            return super().generate(request, on_token)
+
+    backend = Slow(hang)
+
+    def clock() -> float:
+        return time.monotonic() + skew[0]
+
+    def hang_after_first_look(p):
+        if p.status == "look":
+            hang.set()
+
+    started = time.monotonic()
+    result = run_audit(
+        store, audit_id, backend_factory=lambda m, g: backend, clock=clock,
+        on_progress=hang_after_first_look,
+    )  # fmt: skip
+    assert backend.aborted.is_set() and time.monotonic() - started < 20
+    audit = get_audit(store, audit_id)
+    assert audit["state"]["dropped_at_end"] is True
+    first, cut = (e for e in audit["plan"] if e["run_id"] is not None)
+    assert store.count_attempts(first["run_id"]) >= 10  # the first look's answers are kept
+    assert store.count_attempts(cut["run_id"]) == 0  # the hanging answer is not stored
+    assert result["generations"] == store.count_attempts(first["run_id"])
+
+
 def test_one_audit_at_a_time(store, tmp_path):
     _, _plan, audit_id = _audit(store, tmp_path, ["direct"], 60)
     hold = (
