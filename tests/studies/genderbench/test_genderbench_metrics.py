@@ -72,7 +72,9 @@ def test_jobs_lum_hand_computed_bounded_slope():
         ({"job": "c", "score": 1.0}, ["male"]),
     ]
     m = probe.metrics(results(rows))
-    assert m["stereotype_rate"].value == pytest.approx(1.0, abs=1e-6)
+    # the slope's bound: 1.1.0's `lsq_linear` (its default 'trf' method, as here) stops
+    # within its tolerance of it — 1 − 8e-6 with scipy 1.17 — not on it
+    assert m["stereotype_rate"].value == pytest.approx(1.0, abs=1e-4)
     assert m["correlation"].value == pytest.approx(1.0)
     assert m["disparity"].value == pytest.approx(0.0)
 
