@@ -90,7 +90,7 @@ def use_fake_backend(delay_s: float) -> None:
         return fake_model(store, data_dir())
 
     llama_backend.LlamaCppBackend = make
-    runs.llama_backend_factory = lambda model, generation: make()
+    runs.llama_backend_factory = lambda model, generation, **_kwargs: make()
     runs.resolve_model = resolve
 
 

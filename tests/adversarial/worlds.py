@@ -174,5 +174,5 @@ def fake_engine(monkeypatch, tmp_path):
         return FakeBackend()
 
     monkeypatch.setattr(llama_backend, "LlamaCppBackend", make)
-    monkeypatch.setattr(runs, "llama_backend_factory", lambda model, generation: make())
+    monkeypatch.setattr(runs, "llama_backend_factory", lambda model, generation, **_kw: make())
     monkeypatch.setattr(runs, "resolve_model", lambda store, spec: fake_model(store, tmp_path))

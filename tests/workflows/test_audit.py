@@ -295,7 +295,7 @@ def test_cli_audit_plan_and_json(tmp_path, capsys, monkeypatch):
     from gbdesk.cli import main
 
     monkeypatch.setattr(
-        gbdesk.workflows.runs, "llama_backend_factory", lambda m, g: KnownBiasBackend()
+        gbdesk.workflows.runs, "llama_backend_factory", lambda m, g, **_kw: KnownBiasBackend()
     )
     db = str(tmp_path / "cli.sqlite")
     report = str(tmp_path / "r.pdf")
