@@ -22,6 +22,13 @@ laissez_faire_scale_run`). No data of the paper is used. Then, in this process:
          its checkout on the path, taking turns (`--rounds`, default 2) so that the load of
          a shared machine falls on both alike;
   back-fill  the first metrics of a run written without flat rows (an older database).
+  baseline (only with `--baseline CHECKOUT`, e.g. a worktree of the commit before a change)
+         instead of the sections above: the big run's metrics (no cache), the Results query
+         (no cache), the PDF, and the import of `--import-n` stories, with this checkout's
+         code and with CHECKOUT's, each in a child process with only its checkout on the
+         path, taking turns (`--rounds`, default 3); each side reads a database its own code
+         built (`DB` and `DB.baseline-<commit>.sqlite`: the schema may differ). Every figure
+         is printed with the load average beside it, then the medians and their ratios.
   ppi    (only with `--only ppi`) `compute_metrics(…, "ppi")` on the big run: a random review
          sample of `--sample` stories (default 500, drawn if the run has none) whose human
          labels are the automatic ones with every tenth story's first character's gender
@@ -35,6 +42,8 @@ laissez_faire_scale_run`). No data of the paper is used. Then, in this process:
     python benchmarks/scale.py [--db PATH] [--n 500000] [--baseline-n 50000]
                                [--import-n 5000] [--full-baseline]
                                [--only import|review|ppi] [--compare-with CHECKOUT] [--rounds 2]
+    python benchmarks/scale.py --baseline CHECKOUT [--db PATH] [--n 500000] [--import-n 21010]
+                               [--rounds 3]
 """
 
 from __future__ import annotations
@@ -46,7 +55,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -68,6 +79,8 @@ def build(db: Path, n: int, baseline_n: int, backfill_n: int) -> None:
 
     with Store(db) as store:
         for size, facts in ((n, True), (baseline_n, True), (backfill_n, False)):
+            if not size:
+                continue
             started = time.perf_counter()
             run_id = synthetic.laissez_faire_scale_run(store, size, seed=size, facts=facts)
             took = time.perf_counter() - started
@@ -76,6 +89,32 @@ def build(db: Path, n: int, baseline_n: int, backfill_n: int) -> None:
                 f"in {took:.0f} s ({size / took:,.0f} stories/s written)",
                 flush=True,
             )
+
+
+def entry_points() -> tuple[Callable, Callable, Callable, ModuleType]:
+    """compute_metrics, run_results, export_pdf and the importer module where the gbdesk
+    on the path has them (before the layered core, 656ad03 and earlier: `gbdesk.results`,
+    `gbdesk.importer`), so that a child can time an older checkout too."""
+    from gbdesk.report.pdf import export_pdf
+
+    try:
+        import gbdesk.workflows.importer as importer
+        from gbdesk.analysis.results import compute_metrics
+        from gbdesk.report.run_results import run_results
+    except ImportError:  # an older checkout
+        import gbdesk.importer as importer  # type: ignore[no-redef]
+        from gbdesk.results import compute_metrics, run_results  # type: ignore[no-redef]
+    return compute_metrics, run_results, export_pdf, importer
+
+
+def use_checkout(root: Path) -> None:
+    """Put `root` first on the path (a child process of a comparison) and check that
+    gbdesk comes from there."""
+    sys.path.insert(0, str(root))
+    import gbdesk
+
+    if not Path(gbdesk.__file__).resolve().is_relative_to(root.resolve()):
+        raise SystemExit(f"gbdesk comes from {gbdesk.__file__}, not from {root}")
 
 
 def timed(label: str, fn, *args, **kwargs):
@@ -95,8 +134,9 @@ def timed(label: str, fn, *args, **kwargs):
 def import_once(jsonl: Path, workers: int) -> tuple[float, float]:
     """Import `jsonl` into a new database with `workers` label processes (1: here):
     (wall s, CPU s of this process and its finished children)."""
-    import gbdesk.workflows.importer as importer
     from gbdesk.store import Store
+
+    importer = entry_points()[3]
 
     def cpu() -> float:
         own = resource.getrusage(resource.RUSAGE_SELF)
@@ -128,13 +168,10 @@ def import_child(root: Path, jsonl: Path) -> int:
     """Child of `--compare-with`: one import with the gbdesk of `root`; prints JSON."""
     import json
 
-    sys.path.insert(0, str(root))
-    import gbdesk
-
-    if not Path(gbdesk.__file__).resolve().is_relative_to(root.resolve()):
-        raise SystemExit(f"gbdesk comes from {gbdesk.__file__}, not from {root}")
+    use_checkout(root)
+    load = os.getloadavg()[0]
     wall, cpu = import_once(jsonl, 1)
-    print(json.dumps({"wall": wall, "cpu": cpu}))
+    print(json.dumps({"wall": wall, "cpu": cpu, "load": max(load, os.getloadavg()[0])}))
     return 0
 
 
@@ -175,11 +212,7 @@ def review_child(root: Path, db: Path, run_id: int) -> int:
     prints JSON (wall s, CPU s, peak MB of this process, queue length)."""
     import json
 
-    sys.path.insert(0, str(root))
-    import gbdesk
-
-    if not Path(gbdesk.__file__).resolve().is_relative_to(root.resolve()):
-        raise SystemExit(f"gbdesk comes from {gbdesk.__file__}, not from {root}")
+    use_checkout(root)
     from gbdesk.people.review import review_queue
     from gbdesk.store import Store
 
@@ -256,6 +289,98 @@ def import_benchmark(n: int, compare_with: Path | None, rounds: int) -> float:
     return n / t_one
 
 
+def measure_child(root: Path, db: Path) -> int:
+    """Child of `--baseline`: the big run's metrics (no cache), the Results query (no
+    cache) and the PDF with the gbdesk of `root`; prints JSON: per step wall s, CPU s and
+    the load average (the higher of before and after)."""
+    import json
+
+    use_checkout(root)
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from gbdesk.store import Store
+
+    compute_metrics, run_results, export_pdf, _ = entry_points()
+    got: dict[str, dict[str, float]] = {}
+
+    def step(name: str, fn, *args, **kwargs) -> None:
+        load, started, cpu = os.getloadavg()[0], time.perf_counter(), time.process_time()
+        fn(*args, **kwargs)
+        got[name] = {"wall": time.perf_counter() - started, "cpu": time.process_time() - cpu,
+                     "load": max(load, os.getloadavg()[0])}  # fmt: skip
+
+    with Store(db) as store, tempfile.TemporaryDirectory() as tmp:
+        big = min(r["id"] for r in store.list_runs())
+        step("metrics", compute_metrics, store, big, "auto", use_cache=False)
+        store.conn.execute("DELETE FROM metrics")
+        step("results", run_results, store, [big], "auto")
+        step("pdf", export_pdf, store, [big], Path(tmp) / "r.pdf", "auto")
+        got["n"] = {"stories": store.count_attempts(big)}
+    print(json.dumps(got))
+    return 0
+
+
+def _child(args: list[str], root: Path, answer: bool = True) -> dict:
+    """Run this script as a child with only `root`'s gbdesk on the path; its JSON answer
+    (the last line it prints), or {} with `answer=False` (its output shown as it comes)."""
+    import json
+
+    cmd = [sys.executable, __file__, *args, "--root", str(root.resolve())]
+    env = {**os.environ, "PYTHONPATH": str(root.resolve())}
+    if not answer:
+        subprocess.run(cmd, check=True, env=env)
+        return {}
+    out = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def baseline_benchmark(db: Path, baseline: Path, n: int, import_n: int, rounds: int) -> None:
+    """The baseline section (see the module)."""
+    import statistics
+
+    from tests import synthetic
+
+    git = ["git", "-C", str(baseline), "rev-parse", "--short", "HEAD"]
+    rev = subprocess.run(git, capture_output=True, text=True).stdout.strip() or baseline.name
+    sides = {"baseline": (baseline, db.with_name(f"{db.stem}.baseline-{rev}.sqlite")),
+             "this": (ROOT, db)}  # fmt: skip
+    for root, side_db in sides.values():
+        if not side_db.exists():
+            print(f"building {side_db} with the code of {root} …", flush=True)
+            _child(["--build-only", "--db", str(side_db), "--n", str(n), "--baseline-n", "0",
+                    "--backfill-n", "0"], root, answer=False)  # fmt: skip
+    print(f"— {baseline} ({rev}, baseline) against {ROOT}, {rounds} rounds taking turns, "
+          f"on {os.cpu_count()} cores —", flush=True)  # fmt: skip
+    took: dict[tuple[str, str], list[dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        jsonl = synthetic.write_stories_jsonl(Path(tmp) / "s.jsonl", import_n, seed=11)
+        for k in range(rounds):
+            for name, (root, side_db) in sides.items():
+                got = _child(["--measure-child", "--db", str(side_db)], root)
+                got["import"] = _child(["--import-child", str(jsonl)], root)
+                stories = {"import": import_n, **dict.fromkeys(("metrics", "results", "pdf"),
+                                                               got["n"]["stories"])}  # fmt: skip
+                for step in ("metrics", "results", "pdf", "import"):
+                    g = got[step]
+                    took.setdefault((step, name), []).append(g)
+                    print(f"round {k + 1} {name:<8} {step:<8} {stories[step]:>9,} stories "
+                          f"{g['wall']:8.2f} s  cpu {g['cpu']:7.2f} s  load {g['load']:5.2f}",
+                          flush=True)  # fmt: skip
+    print(f"medians of {rounds} (baseline → this; ratio baseline / this: > 1 is faster now)")
+    for step in ("metrics", "results", "pdf", "import"):
+        b, t = took[(step, "baseline")], took[(step, "this")]
+        med = {key: (statistics.median(g[key] for g in b), statistics.median(g[key] for g in t))
+               for key in ("wall", "cpu")}  # fmt: skip
+        loads = [g["load"] for g in b + t]
+        extra = ""
+        if step == "import":
+            extra = (f"; {import_n / med['wall'][0]:,.0f} → {import_n / med['wall'][1]:,.0f} "
+                     f"stories/s")  # fmt: skip
+        print(f"  {step:<8} wall {med['wall'][0]:7.2f} → {med['wall'][1]:7.2f} s "
+              f"(×{med['wall'][0] / med['wall'][1]:.2f}), cpu {med['cpu'][0]:7.2f} → "
+              f"{med['cpu'][1]:7.2f} s (×{med['cpu'][0] / med['cpu'][1]:.2f}){extra}; "
+              f"load {min(loads):.1f}–{max(loads):.1f}")  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, help="database to build or reuse")
@@ -268,29 +393,38 @@ def main() -> int:
     parser.add_argument("--only", choices=["import", "review", "ppi"], help="run only this section")
     parser.add_argument("--sample", type=int, default=500, help="ppi: stories reviewed")
     parser.add_argument("--compare-with", type=Path, help="another checkout: import there too")
-    parser.add_argument("--rounds", type=int, default=2, help="turns of --compare-with")
+    parser.add_argument("--rounds", type=int, help="turns of --compare-with (2), --baseline (3)")
+    parser.add_argument("--baseline", type=Path, help="another checkout: every figure there too")
+    parser.add_argument("--measure-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--import-child", type=Path, help=argparse.SUPPRESS)  # a JSONL
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)  # the child's checkout
     parser.add_argument("--review-child", type=int, help=argparse.SUPPRESS)  # a run id
     args = parser.parse_args()
     if args.import_child:
         return import_child(args.root, args.import_child)
+    if args.measure_child:
+        return measure_child(args.root, args.db)
     if args.review_child:
         return review_child(args.root, args.db, args.review_child)
     if args.only in ("review", "ppi"):
         if args.db is None or not args.db.exists():
             parser.error(f"--only {args.only} needs --db: a database this script built")
         if args.only == "review":
-            review_benchmark(args.db, args.compare_with, args.rounds)
+            review_benchmark(args.db, args.compare_with, args.rounds or 2)
         else:
             ppi_benchmark(args.db, args.sample)
         return 0
     if args.only == "import":
-        import_benchmark(args.import_n, args.compare_with, args.rounds)
+        import_benchmark(args.import_n, args.compare_with, args.rounds or 2)
         return 0
     db = args.db or Path(tempfile.gettempdir()) / f"gbdesk-scale-{args.n}.sqlite"
     if args.build_only:
+        if args.root:
+            use_checkout(args.root)
         build(db, args.n, args.baseline_n, args.backfill_n)
+        return 0
+    if args.baseline:
+        baseline_benchmark(db, args.baseline, args.n, args.import_n, args.rounds or 3)
         return 0
     if not db.exists():
         print(f"building {db} …", flush=True)
@@ -299,10 +433,9 @@ def main() -> int:
                "--backfill-n", str(args.backfill_n)]  # fmt: skip
         subprocess.run(cmd, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from gbdesk.analysis.results import compute_metrics
-    from gbdesk.report.pdf import export_pdf
-    from gbdesk.report.run_results import run_results as _compute
     from gbdesk.store import Store
+
+    compute_metrics, _compute, export_pdf, _ = entry_points()
 
     print(f"database {db} ({db.stat().st_size / 2**20:,.0f} MB); peak before {peak_mb():.0f} MB")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
@@ -364,7 +497,7 @@ def main() -> int:
             same = all(old_big[k].to_json() == metrics[k].to_json() for k in metrics)
             print(f"old / new at {n_big:,}: {t_old_big / t_metrics:.1f}×; identical: {same}")
 
-    rate = import_benchmark(args.import_n, args.compare_with, args.rounds)
+    rate = import_benchmark(args.import_n, args.compare_with, args.rounds or 2)
     print(
         f"SUMMARY metrics {n_big:,} stories {t_metrics:.1f} s; Results query {t_results:.1f} s; "
         f"PDF {t_pdf:.1f} s; new-path peak {new_peak:.0f} MB; old/new at {n_small:,} "

@@ -11,8 +11,11 @@ is killed or the disk fills up half-way.
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -235,10 +238,33 @@ def _stored_row(item: Item) -> dict[str, Any]:
 #: from how many texts an import labels them in worker processes (one per core, at most 4)
 PARALLEL_LABELS = 4000
 
+#: the young generation's collection threshold while labelling (Python's default: 700)
+LABEL_GC_THRESHOLD = 50_000
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Collect the young generation every `LABEL_GC_THRESHOLD` allocations instead of 700
+    while labelling: an extractor's label makes thousands of short-lived objects, and the
+    collector's passes over them (and over every object alive) were 8–10 % of an import's
+    CPU (issue 33, docs/benchmarks.md). Collection still runs, so memory stays bounded; the
+    labels are the same."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], LABEL_GC_THRESHOLD), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+def _labels_here(probe: Probe, rows: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """`probe.label` of every row in this process."""
+    with fewer_collections():
+        return [probe.label(text, metadata) for text, metadata in rows]
+
 
 def _label_chunk(probe_name: str, rows: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    probe = get_probe(probe_name)
-    return [probe.label(text, metadata) for text, metadata in rows]
+    return _labels_here(get_probe(probe_name), rows)
 
 
 def label_all(
@@ -255,7 +281,7 @@ def label_all(
     # benchmarks/scale.py) and outlive a killed import while they finish their chunk.
     cores = int(os.environ.get("GBDESK_IMPORT_WORKERS", "1")) if workers is None else workers
     if cores < 2 or len(rows) < PARALLEL_LABELS or getattr(sys, "frozen", False):
-        return [probe.label(text, metadata) for text, metadata in rows]
+        return _labels_here(probe, rows)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -268,7 +294,7 @@ def label_all(
             return [label for part in parts for label in part]
     except (OSError, RuntimeError) as exc:  # no processes here: label in this one
         log.warning("labelling in worker processes failed (%s); labelling here", exc)
-        return [probe.label(text, metadata) for text, metadata in rows]
+        return _labels_here(probe, rows)
 
 
 def _short(text: str, width: int = 160) -> str:

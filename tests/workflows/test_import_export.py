@@ -381,3 +381,19 @@ def test_export_writes_each_chunk_before_making_the_next(store, tmp_path, monkey
     monkeypatch.setattr(csv_export, "EXPORT_CHUNK", 4)
     export_run_csv(store, [lf], tmp_path / "out")
     assert events == ["make 4", "write", "make 4", "write", "make 1", "write"]
+
+
+def test_labelling_with_fewer_collections_gives_the_same_labels():
+    """The import labels with a higher collection threshold (speed, issue 33): the same
+    labels as a plain loop, and the collector's thresholds are restored afterwards."""
+    import gc
+
+    from gbdesk.workflows.importer import label_all
+    from tests.synthetic import story_variants
+
+    probe = get_probe("laissez_faire")
+    items = {i.key: i for i in probe.all_items("{prompt}")}
+    rows = [(s["response"], items[s["item"]].metadata) for s in story_variants(40, seed=3)]
+    before = gc.get_threshold()
+    assert label_all(probe, rows, workers=1) == [probe.label(t, m) for t, m in rows]
+    assert gc.get_threshold() == before
