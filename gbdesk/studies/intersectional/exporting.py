@@ -86,3 +86,51 @@ def export_tables(
             [{**c, "questions": ";".join(c["questions"])} for c in cells],
         )
     return tables
+
+
+# -- the filter run (intersectional_filter) -------------------------------------------------
+def filter_exporting() -> Exporting:
+    """stereotypes.csv; the attempts are read back by `import-labels` (a dataset goes out and
+    in with `gbdesk dataset export` / `dataset import`)."""
+    return Exporting(
+        tables=filter_tables,
+        files={
+            **DEFAULT_EXPORT_FILES,
+            "attempts.csv": ("import-labels",),
+            "stereotypes.csv": (),
+        },
+    )
+
+
+def filter_tables(
+    attempts: list[dict[str, Any]], params: dict[str, Any] | None
+) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
+    """stereotypes.csv: each screened stereotype with the filter's verdict (a validator's
+    decisions go out with `gbdesk dataset export`)."""
+    cols = ["stereotype_id", "elicited_for", "group", "stereotype", "explanation",
+            "status", "filter_broader", "filter_broader_group", "filter_explanation",
+            "category_suggested"]  # fmt: skip
+    rows = []
+    for a in attempts:
+        if a["attempt"]:
+            continue
+        meta = a["metadata"]
+        label = a.get("label") or {}
+        data = label.get("data") or {}
+        if label.get("source", "").startswith("human:"):
+            data = {}  # the export's own dataset command gives validations
+        rows.append(
+            {
+                "stereotype_id": a["item"],
+                "elicited_for": meta.get("group"),
+                "group": data.get("group", meta.get("group")),
+                "stereotype": meta.get("stereotype"),
+                "explanation": meta.get("explanation"),
+                "status": data.get("status", ""),
+                "filter_broader": data.get("broader"),
+                "filter_broader_group": data.get("broader_group") or "",
+                "filter_explanation": data.get("explanation", ""),
+                "category_suggested": data.get("category_suggested") or "",
+            }
+        )
+    return {"stereotypes.csv": (cols, rows)} if rows else {}
