@@ -6,6 +6,7 @@ importer writes the planned runs in one transaction.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk.studies.base import Item, Probe
+from gbdesk.studies.capabilities import Importing
 from gbdesk.studies.globalbias.apx_stats import UNFLAGGED_AXES
 from gbdesk.studies.globalbias.data import load_descriptors, load_names, sentence
 from gbdesk.studies.importing import line_list, model_of, read_rows, refuse, require_columns
@@ -416,7 +418,8 @@ def _refuse_blank_people(path: Path, df: Any) -> None:
         blank = [
             line
             for line, value in zip(lines, df[column], strict=True)
-            if value is None or (isinstance(value, float) and math.isnan(value))
+            if value is None
+            or (isinstance(value, float) and math.isnan(value))
             or not str(value).strip()
         ]
         if blank:
@@ -611,3 +614,23 @@ def _run_numbers(values: list[Any]) -> list[int]:
         return numbers
     labels = {label: n for n, label in enumerate(sorted({str(v) for v in values}))}
     return [labels[str(v)] for v in values]
+
+
+# -- the probes' `Importing` capabilities ---------------------------------------------------
+def apx_importing(probe: Any, base: Importing) -> Importing:
+    """Scored sentences or an APX table made elsewhere (`plan_apx_import`)."""
+    return base.with_(plan=functools.partial(plan_apx, probe))
+
+
+def plan_apx(
+    probe: Any,
+    path: Any,
+    *,
+    model_name: str | None = None,
+    template: str | None = None,
+    deal_rows: bool = False,
+) -> list[Any]:
+    """Scored sentences (an exported scores.csv) or an APX table computed elsewhere,
+    long (`group, descriptor, template, apx`) or wide (associations.csv's `apx_1…3`)
+    (`importers.plan_apx_import`). Rows are keyed by item, so `deal_rows` is unused."""
+    return plan_apx_import(probe, path, model_name=model_name)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from gbdesk.maths.stats import MetricValue, wilson_interval
-from gbdesk.studies.base import Finding
+from gbdesk.studies.base import Finding, MetricGroup
+from gbdesk.studies.capabilities import Presentation
 from gbdesk.support.blocks import Block, Paragraph, Table
 from gbdesk.support.format import fmt, pct
 
@@ -77,9 +79,7 @@ def apx_blocks(extra: dict[str, Any], limit: int = 60) -> list[Block]:
         per_group: dict[str, int] = {}
         for r in flagged:
             per_group[r["group"]] = per_group.get(r["group"], 0) + 1
-        listed = ", ".join(
-            f"{g} {n}" for g, n in sorted(per_group.items(), key=lambda kv: -kv[1])
-        )
+        listed = ", ".join(f"{g} {n}" for g, n in sorted(per_group.items(), key=lambda kv: -kv[1]))
         out.append(Paragraph(f"Flags per group: {listed}."))
     return out
 
@@ -194,3 +194,50 @@ def profiles_findings(m: dict[str, MetricValue]) -> list[Finding]:
             )
         )
     return out
+
+
+# -- presentation -------------------------------------------------------------------------------
+def apx_presentation(base: Presentation) -> Presentation:
+    """Items as a name, its group and template; the association tables in the report and
+    the associations view below the Results pane's plots."""
+    return base.with_(
+        item_title=apx_item_title,
+        report_blocks=lambda extra, params: apx_blocks(extra),
+        result_view="._qt.views:AssociationsView",
+    )
+
+
+def apx_item_title(item: str, metadata: dict[str, Any]) -> str:
+    """ "Abdourahamane (African, M), template 1": the name and its group, not the key."""
+    if not metadata.get("name"):
+        return item
+    ethnicity = str(metadata.get("ethnicity", "?")).capitalize()
+    return (
+        f"{metadata['name']} ({ethnicity}, {metadata.get('gender', '?')}), "
+        f"template {metadata.get('template', '?')}"
+    )
+
+
+def apx_metric_groups(present: Iterable[str] | None = None) -> list[MetricGroup]:
+    """Flagged associations, validation, and mean perplexity per template."""
+    names = list(present or [])
+    groups = [
+        MetricGroup(
+            "Associations (1 % one-tailed)",
+            [n for n in ("flagged_pairs", "flagged_descriptors") if n in names],
+            "Group × descriptor pairs and descriptors flagged; lower bias score = more associated.",
+            kind="count",
+        ),
+        MetricGroup(
+            "Validation on Ghavami & Peplau descriptors (template 1)",
+            [n for n in names if n.startswith("validation_")],
+            "Accuracy and MRR of the lowest-perplexity group; APX should beat PPL.",
+            kind="unit",
+        ),
+        MetricGroup(
+            "Mean perplexity per template",
+            [n for n in names if n.startswith("mean_ppl/")],
+            kind="count",
+        ),
+    ]
+    return [g for g in groups if g.metrics]
