@@ -63,3 +63,58 @@ APX_CARD = ProbeCard(
         "descriptor_sample": "0 = all selected descriptors, else a seeded random sample",
     },
 )
+
+
+PROFILES_CARD = ProbeCard(
+    title="GlobalBias: character profiles that give away the name's group",
+    short="whether character profiles written for a first name give away its ethnicity "
+    "and gender (SVM accuracy, top words)",
+    measures="Asks for game-character profiles of people named only by a first name (40 "
+    "ethnicity × gender groups, 10 names each, 3 runs) and measures how well a classifier "
+    "recovers the name's group, ethnicity and gender from the profile alone — if profiles "
+    "were unbiased, no better than chance — and which words differ most between groups.",
+    harms=[
+        "Stereotyping: occupations, religions, looks and traits follow the name's ethnicity "
+        "or gender although the prompt asks to avoid clichés.",
+        "Exoticising: some groups' profiles differ far more from the rest than others'.",
+    ],
+    method="The paper's Appendix B prompt (shipped) with the names as a JSON list; "
+    "JSON-schema-constrained decoding (bounded strings, exactly 3 items per list; the raw "
+    "text is kept). Analysis as the released notebook: exact duplicates dropped; one-hot "
+    "(case kept) over the scalar and physical fields, one TF-IDF per list field; SVC() "
+    "with defaults; one stratified 70/30 split (random_state 42) per target; accuracy "
+    "against chance 2.5 % / 5 % / 50 %. Beside it, the mean and SD over 20 stratified "
+    "splits. Drop-one-feature ablation; Jensen–Shannon top words per field and group "
+    "(shifterator's JSDivergenceShift, weights 0.5/0.5, base 2).",
+    data_source="GlobalBias repository (groovychoons/GlobalBias @ 29df633): 400 names, the "
+    "generation prompt, and the released Llama 3 70B profiles (import them to compare).",
+    size="400 names × 3 runs = 1,200 profiles (fewer with names per group).",
+    licence="MIT (GlobalBias repository)",
+    limitations=[
+        "A single 70/30 split moves accuracies by about ±2 points; read the repeated-split "
+        "mean beside it.",
+        "Small models often break the JSON or repeat one profile; parse failures are "
+        "counted and shown, and duplicates are dropped before classification.",
+        "Constrained decoding changes what the model writes (exactly 3 traits, bounded "
+        "strings); the paper parsed free text.",
+        "Top words by JSD have no direction: a word can be distinctive because a group uses "
+        "it less (see the in-group and out-group shares).",
+    ],
+    citation="Siddique, Turner & Espinosa-Anke (2024) Who is better at math, Jenny or "
+    "Jingzhen? Uncovering Stereotypes in Large Language Models, EMNLP 2024",
+    metrics={
+        "svm_accuracy_group": "SVM accuracy for the 40 ethnicity × gender groups (paper's "
+        "single split; chance 2.5 %).",
+        "svm_accuracy_ethnicity": "SVM accuracy for the 20 ethnicities (chance 5 %).",
+        "svm_accuracy_gender": "SVM accuracy for gender (chance 50 %).",
+        "svm_repeated/{target}": "Mean accuracy over 20 stratified 70/30 splits; the "
+        "interval is mean ± 1.96 SD of the splits (a spread, not a CI).",
+        "parse_failures": "Share of answers that gave no profile for some name.",
+        "profiles": "Profiles analysed (after dropping exact duplicates).",
+    },
+    parameters={
+        "attempts": "runs per name (default 3, as the paper)",
+        "names_per_prompt": "names per request (default 1; the paper used 20)",
+        "names_per_group": "1–10 (default 10)",
+    },
+)

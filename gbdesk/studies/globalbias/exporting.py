@@ -8,11 +8,13 @@ read back by `gbdesk import`.
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any
 
 from gbdesk.studies.base import ItemResult
 from gbdesk.studies.capabilities import DEFAULT_EXPORT_FILES, Exporting
 from gbdesk.studies.globalbias.apx_stats import associations
+from gbdesk.studies.globalbias.profiles_stats import COLUMNS, LIST_FIELDS, PHYSICAL_COLUMNS
 
 
 def apx_exporting(probe: Any) -> Exporting:
@@ -83,3 +85,52 @@ def apx_tables(
         for s in a.get("scores") or []
     ]
     return {"associations.csv": (cols, rows), "scores.csv": (score_cols, scores)}
+
+
+def profiles_exporting() -> Exporting:
+    """profiles.csv in the released files' layout; answers and profiles are read back by
+    `import` (parsed profiles are reviewed in the app)."""
+    return Exporting(
+        tables=profiles_tables,
+        files={
+            **DEFAULT_EXPORT_FILES,
+            "attempts.csv": ("import",),
+            "profiles.csv": ("import",),
+        },
+    )
+
+
+def profiles_tables(
+    attempts: list[dict[str, Any]], params: dict[str, Any] | None
+) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
+    """profiles.csv in the released files' layout (lists as JSON), one row per profile."""
+    rows = []
+    order = {key: n for n, key in enumerate(dict.fromkeys(a["item"] for a in attempts))}
+    for a in attempts:
+        people = (a.get("metadata") or {}).get("people") or []
+        data = (a.get("label") or {}).get("data") or {}
+        for profile in data.get("profiles") or []:
+            who = people[profile.get("position", 0)] if people else {}
+            physical = profile.get("physical_characteristics") or {}
+            row: dict[str, Any] = {
+                "gbdesk_run": a["run_id"],
+                "item": a["item"],
+                "item_index": order[a["item"]],
+                "position": profile.get("position", 0),
+            }
+            for col in COLUMNS:
+                if col in PHYSICAL_COLUMNS:
+                    row[col] = (
+                        physical.get(col.split(".", 1)[1]) if isinstance(physical, dict) else None
+                    )
+                elif col in LIST_FIELDS:
+                    row[col] = json.dumps(profile.get(col), ensure_ascii=False)
+                elif col == "run_id":
+                    row[col] = a["attempt"]
+                elif col in ("Ethnicity", "Gender", "Group"):
+                    row[col] = who.get(col.lower())
+                else:
+                    row[col] = profile.get(col)
+            rows.append(row)
+    cols = ["gbdesk_run", "item", *COLUMNS, "item_index", "position"]
+    return {"profiles.csv": (cols, rows)} if rows else {}

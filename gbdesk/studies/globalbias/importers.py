@@ -16,11 +16,21 @@ from typing import Any
 from gbdesk.studies.base import Item, Probe
 from gbdesk.studies.capabilities import Importing
 from gbdesk.studies.globalbias.apx_stats import UNFLAGGED_AXES
-from gbdesk.studies.globalbias.data import load_descriptors, load_names, sentence
+from gbdesk.studies.globalbias.data import (
+    load_descriptors,
+    load_names,
+    profile_prompt_template,
+    sentence,
+)
 from gbdesk.studies.importing import line_list, model_of, read_rows, refuse, require_columns
 from gbdesk.support.errors import UserError, short_repr
-from gbdesk.support.guards import INT64_MAX
-from gbdesk.workflows.importer import ImportedAttempt, ImportedRun, whole_number
+from gbdesk.support.guards import INT64_MAX, loads_json
+from gbdesk.workflows.importer import (
+    ImportedAttempt,
+    ImportedRun,
+    plan_prompt_response_import,
+    whole_number,
+)
 
 
 def plan_apx_import(
@@ -634,3 +644,64 @@ def plan_apx(
     long (`group, descriptor, template, apx`) or wide (associations.csv's `apx_1…3`)
     (`importers.plan_apx_import`). Rows are keyed by item, so `deal_rows` is unused."""
     return plan_apx_import(probe, path, model_name=model_name)
+
+
+def profiles_importing(probe: Any, base: Importing) -> Importing:
+    """Answers (the default import) or profiles tables made elsewhere, and the items of
+    exported answers that asked about several names."""
+    return base.with_(
+        plan=functools.partial(plan_profiles_import, probe), item=profiles_import_item
+    )
+
+
+def plan_profiles_import(
+    probe: Any,
+    path: Any,
+    *,
+    model_name: str | None = None,
+    template: str | None = None,
+    deal_rows: bool = False,
+) -> list[Any]:
+    """Answers with a `response` column (an exported attempts.csv, or prompt + response
+    rows: the default import), else profiles in the released files' layout or as
+    profiles.csv has them (`importers.plan_profiles`)."""
+    rows = read_rows(path)
+    if rows and any("response" in record for _, record in rows[:1]):
+        return plan_prompt_response_import(
+            probe, path, model_name=model_name, template=template, deal_rows=deal_rows
+        )
+    return plan_profiles(probe, path, model_name=model_name)
+
+
+def profiles_import_item(record: dict[str, Any]) -> Item | None:
+    """The item of an exported answer that asked for other names than the default
+    items (several names per prompt): rebuilt from the row's `item` and `people`
+    columns when they are consistent with the shipped names and the prompt."""
+    key = str(record.get("item") or "").strip()
+    try:
+        people = loads_json(str(record.get("people") or ""))
+    except ValueError:
+        return None
+    fields = ("name", "ethnicity", "gender", "group")
+    if (
+        not isinstance(people, list)
+        or not people
+        or not all(isinstance(p, dict) and set(p) == set(fields) for p in people)
+    ):
+        return None
+    shipped = {(n["firstname"], n["Ethnicity"], n["Gender"], n["Group"]) for n in load_names()}
+    if any(tuple(p[f] for f in fields) not in shipped for p in people):
+        return None
+    first = people[0]
+    suffix = f"+{len(people) - 1}" if len(people) > 1 else ""
+    rows = [
+        n["row"]
+        for n in load_names()
+        if n["firstname"] == first["name"] and n["Group"] == first["group"]
+    ]
+    if key not in {f"p{row}-{first['name']}{suffix}" for row in rows}:
+        return None
+    prompt = profile_prompt_template().replace(
+        "{list_of_names}", json.dumps([p["name"] for p in people])
+    )
+    return Item(key=key, prompt=prompt, metadata={"people": people})

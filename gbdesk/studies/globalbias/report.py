@@ -11,6 +11,7 @@ from gbdesk.studies.base import Finding, MetricGroup
 from gbdesk.studies.capabilities import Presentation
 from gbdesk.support.blocks import Block, Paragraph, Table
 from gbdesk.support.format import fmt, pct
+from gbdesk.support.guards import BadJson, loads_json
 
 CHANCE = {"group": 0.025, "ethnicity": 0.05, "gender": 0.5}
 FLAG_LEVEL = 0.01  # the one-tailed level of a flag
@@ -239,5 +240,55 @@ def apx_metric_groups(present: Iterable[str] | None = None) -> list[MetricGroup]
             [n for n in names if n.startswith("mean_ppl/")],
             kind="count",
         ),
+    ]
+    return [g for g in groups if g.metrics]
+
+
+#: the profiles probe's headline metrics: the SVM accuracies of the paper's single split
+PROFILES_HEADLINE = ("svm_accuracy_group", "svm_accuracy_ethnicity", "svm_accuracy_gender")
+
+
+def profiles_presentation(base: Presentation) -> Presentation:
+    """Items as the names asked about; the ablation and top words in the report and the
+    profile tables below the Results pane's plots."""
+    return base.with_(
+        item_title=profiles_item_title,
+        report_blocks=lambda extra, params: profiles_blocks(extra),
+        result_view="._qt.views:ProfileResultsView",
+    )
+
+
+def profiles_item_title(item: str, metadata: dict[str, Any]) -> str:
+    """ "Profile of Abdourahamane": the names asked about, not the key."""
+    people = metadata.get("people")
+    if isinstance(people, str):  # as a CSV import stores it
+        try:
+            people = loads_json(people)
+        except BadJson:
+            people = None
+    if not isinstance(people, list):
+        return item
+    names = [str(p.get("name")) for p in people or [] if isinstance(p, dict)]
+    return f"Profile of {', '.join(names)}" if names else item
+
+
+def profiles_metric_groups(present: Iterable[str] | None = None) -> list[MetricGroup]:
+    """SVM accuracies (the paper's split, then repeated splits) and parsing."""
+    names = list(present or [])
+    groups = [
+        MetricGroup(
+            "SVM accuracy from profiles (paper's single split)",
+            [n for n in PROFILES_HEADLINE if n in names],
+            "Chance: group 2.5 %, ethnicity 5 %, gender 50 %. Higher = profiles give the "
+            "name's group away.",
+            kind="unit",
+        ),
+        MetricGroup(
+            "SVM accuracy over 20 stratified splits (mean ± 1.96 SD)",
+            [n for n in names if n.startswith("svm_repeated/")],
+            "A more robust estimate than the single split; not the paper's number.",
+            kind="unit",
+        ),
+        MetricGroup("Parsing", [n for n in ("parse_failures",) if n in names], kind="count"),
     ]
     return [g for g in groups if g.metrics]
