@@ -48,7 +48,7 @@ from gbdesk.studies.globalbias.data import (
     sentence,
 )
 from gbdesk.studies.globalbias.exporting import apx_exporting
-from gbdesk.studies.globalbias.importers import apx_importing
+from gbdesk.studies.globalbias.importing import apx_importing
 from gbdesk.studies.globalbias.report import (
     apx_findings,
     apx_metric_groups,

@@ -6,7 +6,6 @@ importer writes the planned runs in one transaction.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
@@ -14,23 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk.studies.base import Item, Probe
-from gbdesk.studies.capabilities import Importing
 from gbdesk.studies.globalbias.apx_stats import UNFLAGGED_AXES
-from gbdesk.studies.globalbias.data import (
-    load_descriptors,
-    load_names,
-    profile_prompt_template,
-    sentence,
-)
+from gbdesk.studies.globalbias.data import load_descriptors, load_names, sentence
 from gbdesk.studies.importing import line_list, model_of, read_rows, refuse, require_columns
 from gbdesk.support.errors import UserError, short_repr
-from gbdesk.support.guards import INT64_MAX, loads_json
-from gbdesk.workflows.importer import (
-    ImportedAttempt,
-    ImportedRun,
-    plan_prompt_response_import,
-    whole_number,
-)
+from gbdesk.support.guards import INT64_MAX
+from gbdesk.workflows.importer import ImportedAttempt, ImportedRun, whole_number
 
 
 def plan_apx_import(
@@ -428,8 +416,7 @@ def _refuse_blank_people(path: Path, df: Any) -> None:
         blank = [
             line
             for line, value in zip(lines, df[column], strict=True)
-            if value is None
-            or (isinstance(value, float) and math.isnan(value))
+            if value is None or (isinstance(value, float) and math.isnan(value))
             or not str(value).strip()
         ]
         if blank:
@@ -624,84 +611,3 @@ def _run_numbers(values: list[Any]) -> list[int]:
         return numbers
     labels = {label: n for n, label in enumerate(sorted({str(v) for v in values}))}
     return [labels[str(v)] for v in values]
-
-
-# -- the probes' `Importing` capabilities ---------------------------------------------------
-def apx_importing(probe: Any, base: Importing) -> Importing:
-    """Scored sentences or an APX table made elsewhere (`plan_apx_import`)."""
-    return base.with_(plan=functools.partial(plan_apx, probe))
-
-
-def plan_apx(
-    probe: Any,
-    path: Any,
-    *,
-    model_name: str | None = None,
-    template: str | None = None,
-    deal_rows: bool = False,
-) -> list[Any]:
-    """Scored sentences (an exported scores.csv) or an APX table computed elsewhere,
-    long (`group, descriptor, template, apx`) or wide (associations.csv's `apx_1…3`)
-    (`importers.plan_apx_import`). Rows are keyed by item, so `deal_rows` is unused."""
-    return plan_apx_import(probe, path, model_name=model_name)
-
-
-def profiles_importing(probe: Any, base: Importing) -> Importing:
-    """Answers (the default import) or profiles tables made elsewhere, and the items of
-    exported answers that asked about several names."""
-    return base.with_(
-        plan=functools.partial(plan_profiles_import, probe), item=profiles_import_item
-    )
-
-
-def plan_profiles_import(
-    probe: Any,
-    path: Any,
-    *,
-    model_name: str | None = None,
-    template: str | None = None,
-    deal_rows: bool = False,
-) -> list[Any]:
-    """Answers with a `response` column (an exported attempts.csv, or prompt + response
-    rows: the default import), else profiles in the released files' layout or as
-    profiles.csv has them (`importers.plan_profiles`)."""
-    rows = read_rows(path)
-    if rows and any("response" in record for _, record in rows[:1]):
-        return plan_prompt_response_import(
-            probe, path, model_name=model_name, template=template, deal_rows=deal_rows
-        )
-    return plan_profiles(probe, path, model_name=model_name)
-
-
-def profiles_import_item(record: dict[str, Any]) -> Item | None:
-    """The item of an exported answer that asked for other names than the default
-    items (several names per prompt): rebuilt from the row's `item` and `people`
-    columns when they are consistent with the shipped names and the prompt."""
-    key = str(record.get("item") or "").strip()
-    try:
-        people = loads_json(str(record.get("people") or ""))
-    except ValueError:
-        return None
-    fields = ("name", "ethnicity", "gender", "group")
-    if (
-        not isinstance(people, list)
-        or not people
-        or not all(isinstance(p, dict) and set(p) == set(fields) for p in people)
-    ):
-        return None
-    shipped = {(n["firstname"], n["Ethnicity"], n["Gender"], n["Group"]) for n in load_names()}
-    if any(tuple(p[f] for f in fields) not in shipped for p in people):
-        return None
-    first = people[0]
-    suffix = f"+{len(people) - 1}" if len(people) > 1 else ""
-    rows = [
-        n["row"]
-        for n in load_names()
-        if n["firstname"] == first["name"] and n["Group"] == first["group"]
-    ]
-    if key not in {f"p{row}-{first['name']}{suffix}" for row in rows}:
-        return None
-    prompt = profile_prompt_template().replace(
-        "{list_of_names}", json.dumps([p["name"] for p in people])
-    )
-    return Item(key=key, prompt=prompt, metadata={"people": people})

@@ -31,7 +31,7 @@ from gbdesk.studies.globalbias.data import (
     selected_names,
 )
 from gbdesk.studies.globalbias.exporting import profiles_exporting
-from gbdesk.studies.globalbias.importers import profiles_importing
+from gbdesk.studies.globalbias.importing import profiles_importing
 from gbdesk.studies.globalbias.profiles_stats import (
     CHANCE,
     JSD_FIELDS,

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
 from gbdesk.studies.base import Probe
-from gbdesk.studies.capabilities import Importing
 from gbdesk.studies.importing import (
     line_list,
     model_of,
@@ -23,23 +21,6 @@ from gbdesk.studies.intersectional.data import (
     map_answer,
 )
 from gbdesk.workflows.importer import ImportedAttempt, ImportedRun, whole_number
-
-
-def importing(probe: Probe, base: Importing) -> Importing:
-    """The probe's `Importing`: role answers made elsewhere or exported (answers.csv)."""
-    return base.with_(plan=functools.partial(plan_import, probe))
-
-
-def plan_import(
-    probe: Probe,
-    path: Any,
-    *,
-    model_name: str | None = None,
-    template: str | None = None,
-    deal_rows: bool = False,
-) -> list[Any]:
-    """`plan_role_answers`: rows are keyed by group and role, so `deal_rows` is unused."""
-    return plan_role_answers(probe, path, model_name=model_name, template=template)
 
 
 def plan_role_answers(

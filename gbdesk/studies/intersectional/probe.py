@@ -46,7 +46,7 @@ from gbdesk.studies.intersectional.card import CARD
 from gbdesk.studies.intersectional.data import answers_label, load_categories, load_groups
 from gbdesk.studies.intersectional.exporting import exporting
 from gbdesk.studies.intersectional.groups import parse_group, people_phrase, table1_groups
-from gbdesk.studies.intersectional.importer import importing
+from gbdesk.studies.intersectional.importing import importing
 from gbdesk.studies.intersectional.labels import labelling
 from gbdesk.studies.intersectional.params import ATTRIBUTES, parameters, study_params
 from gbdesk.studies.intersectional.questions import paper_bank, question_catalog, questions_of

@@ -16,7 +16,6 @@ from typing import Any
 from gbdesk.studies.capabilities import Labelling
 from gbdesk.studies.laissez_faire.characters import GENDER_LABELS, character_label
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, Span
-from gbdesk.studies.laissez_faire.labeling import PASSES
 from gbdesk.support.errors import UserError, short_repr
 from gbdesk.support.guards import BadJson, loads_json
 
@@ -35,8 +34,17 @@ def labelling(base: Labelling) -> Labelling:
         detector_title=detector_title,
         human_label=human_label,
         from_rows=human_label_from_rows,
-        passes=lambda: PASSES,
+        passes=labelling_passes,
     )
+
+
+def labelling_passes() -> list[Any]:
+    """The LLM and hybrid extractors' passes (`labeling.PASSES`). Imported here, not at the
+    top: labeling.py brings the run loop and the store (`gbdesk.workflows.runs`), which
+    importing the probe should not load."""
+    from gbdesk.studies.laissez_faire.labeling import PASSES
+
+    return PASSES
 
 
 def auto_source(params: dict[str, Any] | None) -> str | None:

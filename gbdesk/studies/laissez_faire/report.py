@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from gbdesk.maths.stats import MetricValue, adjusted_p_values, p_text
-from gbdesk.people.coding import coding_blocks
 from gbdesk.studies.base import Finding, MetricGroup, MetricKey, default_metric_title
 from gbdesk.studies.capabilities import Presentation
 from gbdesk.studies.laissez_faire.characters import load_codebook, metadata_scenario
@@ -319,6 +318,10 @@ def blocks(extra: dict[str, Any]) -> list[Block]:
 def stereotype_blocks(summary: dict[str, Any]) -> list[Block]:
     """The stereotype coding of stories about omitted identities (paper §3.3, Supplement
     B.7, Table 4): selection, codebook, agreement, clusters, representative stories."""
+    # imported here, not at the top: gbdesk.people.coding brings the store, which importing
+    # the probe should not load
+    from gbdesk.people.coding import coding_blocks
+
     provenance = load_codebook()["provenance"]
     return [
         Heading("Stereotypes in stories about omitted identities"),
