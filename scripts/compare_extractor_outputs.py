@@ -61,7 +61,7 @@ def dump(root: Path, data: Path, out: Path, limit: int | None) -> None:
             label = probe.label(s.story, meta)
             record = {
                 "label": label,
-                "facts": probe.label_facts(label, s.story, meta),
+                "facts": probe.capabilities.flat.facts(label, s.story, meta),
                 "features": [
                     [[asdict(c), f] for c, f in x.extract_features(s.story, s.roles, s.scenario)]
                     for x in extractors

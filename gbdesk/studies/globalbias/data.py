@@ -71,8 +71,6 @@ NAMES_PER_GROUP = ProbeOption(
 )
 
 
-
-
 def selected_names(params: dict[str, Any]) -> list[dict[str, str]]:
     """The first `names_per_group` names of each group, in file order."""
     k = params.get("names_per_group") or 10
@@ -83,3 +81,9 @@ def selected_names(params: dict[str, Any]) -> list[dict[str, str]]:
             taken[row["Group"]] = taken.get(row["Group"], 0) + 1
             out.append(row)
     return out
+
+
+@functools.cache
+def profile_prompt_template() -> str:
+    """The released generation prompt, with a `{list_of_names}` slot."""
+    return resource("globalbias/generation_prompt_template.txt").read_text(encoding="utf-8")

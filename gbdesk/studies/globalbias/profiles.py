@@ -1,10 +1,10 @@
 """GlobalBias character profiles: the Appendix B prompt, schema-constrained, and the
 released analysis (SVM over profile fields, ablation, Jensen–Shannon top words)."""
 
-
 from __future__ import annotations
 
 import functools
+import json
 import math
 from collections.abc import Iterable
 from typing import Any, ClassVar
@@ -19,16 +19,39 @@ from gbdesk.studies.base import (
     ItemResult,
     MetricGroup,
     Precision,
-    ProbeCard,
     ProbeOption,
     sample_and_limit,
     z95,
 )
-from gbdesk.studies.capabilities import DEFAULT_EXPORT_FILES, Capabilities, Resampling
-from gbdesk.studies.globalbias.data import NAMES_PER_GROUP, selected_names
+from gbdesk.studies.capabilities import Capabilities
+from gbdesk.studies.globalbias.cards import PROFILES_CARD
+from gbdesk.studies.globalbias.data import (
+    NAMES_PER_GROUP,
+    profile_prompt_template,
+    selected_names,
+)
+from gbdesk.studies.globalbias.exporting import profiles_exporting
+from gbdesk.studies.globalbias.importing import profiles_importing
+from gbdesk.studies.globalbias.profiles_stats import (
+    CHANCE,
+    JSD_FIELDS,
+    ablation,
+    drop_duplicate_profiles,
+    jsd_top_words,
+    profiles_frame,
+    repeated_split_accuracy,
+    svm_accuracies,
+)
+from gbdesk.studies.globalbias.report import (
+    PROFILES_HEADLINE,
+    profiles_findings,
+    profiles_metric_groups,
+    profiles_presentation,
+    profiles_summary,
+)
+from gbdesk.studies.globalbias.resampling import profiles_ppi, profiles_resampling
 from gbdesk.support.errors import UserError
 from gbdesk.support.guards import BadJson, loads_json
-from gbdesk.support.paths import resource
 
 
 def _text_schema(max_length: int = 40) -> dict[str, Any]:
@@ -78,11 +101,6 @@ def _require_all(schema: dict[str, Any]) -> dict[str, Any]:
 _require_all(PROFILE_SCHEMA)
 
 
-@functools.cache
-def profile_prompt_template() -> str:
-    return resource("globalbias/generation_prompt_template.txt").read_text(encoding="utf-8")
-
-
 def _loads(text: str) -> tuple[Any, str | None]:
     """(value, None), or (None, why) when `text` is not JSON (never raises)."""
 
@@ -97,8 +115,6 @@ def _loads(text: str) -> tuple[Any, str | None]:
 def _scalar(value: Any) -> Any:
     """A profile field as the analysis reads it: text, a finite number, true/false or None;
     a list or object becomes its JSON text, NaN/inf None."""
-    import json
-
     if value is None or isinstance(value, str | bool | int):
         return value
     if isinstance(value, float):
@@ -185,49 +201,22 @@ class GlobalBiasProfilesProbe(GenerationProbe):
     def capabilities(self) -> Capabilities:
         """Profiles reviewed and shown in their own views, imported from answers or a
         profiles table, exported as one, sized for audits, resampled fast (the parse
-        failures; the SVMs are refitted)."""
+        failures; the SVMs are refitted) — each built by the module of its feature."""
         caps = super().capabilities
         return caps.with_(
             labelling=caps.labelling.with_(
-                source_prefix=self.builtin_source_prefix, detector_title=self.detector_title
+                source_prefix=lambda: "profile_parser/",
+                detector_title=lambda params: "the JSON profile parser",
             ),
             review=caps.review.with_(view="._qt.views:ProfileReviewView"),
-            presentation=caps.presentation.with_(
-                item_title=self.item_title,
-                report_blocks=self.report_blocks,
-                result_view="._qt.views:ProfileResultsView",
-            ),
-            importing=caps.importing.with_(plan=self.plan_import, item=self.import_item),
-            exporting=caps.exporting.with_(
-                tables=self.export_tables,
-                files={
-                    **DEFAULT_EXPORT_FILES,
-                    "attempts.csv": ("import",),  # parsed profiles are reviewed in the app
-                    "profiles.csv": ("import",),
-                },
-            ),
-            audit=caps.audit.with_(
-                priority=45, sizes=self.audit_sizes, precision=self.audit_precision
-            ),
-            resampling=Resampling(self.resampled_metrics),
-            ppi=caps.ppi.with_(
-                resampled=self.ppi_resampled_metrics,
-                paired_test_exclusion=self.paired_test_exclusion,
-            ),
+            presentation=profiles_presentation(caps.presentation),
+            importing=profiles_importing(self, caps.importing),
+            exporting=profiles_exporting(),
+            audit=caps.audit.with_(priority=45, sizes=audit_sizes, precision=self.audit_precision),
+            resampling=profiles_resampling(),
+            ppi=profiles_ppi(caps.ppi),
         )
 
-    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """"Profile of Abdourahamane": the names asked about, not the key."""
-        people = metadata.get("people")
-        if isinstance(people, str):  # as a CSV import stores it
-            try:
-                people = loads_json(people)
-            except BadJson:
-                people = None
-        if not isinstance(people, list):
-            return item
-        names = [str(p.get("name")) for p in people or [] if isinstance(p, dict)]
-        return f"Profile of {', '.join(names)}" if names else item
     templates: ClassVar[dict[str, str]] = {"paper": "{list_of_names}"}
     template_slots = ("list_of_names",)
     default_attempts = 3  # runs per name, as the paper
@@ -248,64 +237,8 @@ class GlobalBiasProfilesProbe(GenerationProbe):
     }
     label_options: ClassVar[list] = []
     metric_titles: ClassVar[dict[str, str]] = PROFILE_TITLES
-    headline_metrics: ClassVar[list[str]] = [
-        "svm_accuracy_group",
-        "svm_accuracy_ethnicity",
-        "svm_accuracy_gender",
-    ]
-    card = ProbeCard(
-        title="GlobalBias: character profiles that give away the name's group",
-        short="whether character profiles written for a first name give away its ethnicity "
-        "and gender (SVM accuracy, top words)",
-        measures="Asks for game-character profiles of people named only by a first name (40 "
-        "ethnicity × gender groups, 10 names each, 3 runs) and measures how well a classifier "
-        "recovers the name's group, ethnicity and gender from the profile alone — if profiles "
-        "were unbiased, no better than chance — and which words differ most between groups.",
-        harms=[
-            "Stereotyping: occupations, religions, looks and traits follow the name's ethnicity "
-            "or gender although the prompt asks to avoid clichés.",
-            "Exoticising: some groups' profiles differ far more from the rest than others'.",
-        ],
-        method="The paper's Appendix B prompt (shipped) with the names as a JSON list; "
-        "JSON-schema-constrained decoding (bounded strings, exactly 3 items per list; the raw "
-        "text is kept). Analysis as the released notebook: exact duplicates dropped; one-hot "
-        "(case kept) over the scalar and physical fields, one TF-IDF per list field; SVC() "
-        "with defaults; one stratified 70/30 split (random_state 42) per target; accuracy "
-        "against chance 2.5 % / 5 % / 50 %. Beside it, the mean and SD over 20 stratified "
-        "splits. Drop-one-feature ablation; Jensen–Shannon top words per field and group "
-        "(shifterator's JSDivergenceShift, weights 0.5/0.5, base 2).",
-        data_source="GlobalBias repository (groovychoons/GlobalBias @ 29df633): 400 names, the "
-        "generation prompt, and the released Llama 3 70B profiles (import them to compare).",
-        size="400 names × 3 runs = 1,200 profiles (fewer with names per group).",
-        licence="MIT (GlobalBias repository)",
-        limitations=[
-            "A single 70/30 split moves accuracies by about ±2 points; read the repeated-split "
-            "mean beside it.",
-            "Small models often break the JSON or repeat one profile; parse failures are "
-            "counted and shown, and duplicates are dropped before classification.",
-            "Constrained decoding changes what the model writes (exactly 3 traits, bounded "
-            "strings); the paper parsed free text.",
-            "Top words by JSD have no direction: a word can be distinctive because a group uses "
-            "it less (see the in-group and out-group shares).",
-        ],
-        citation="Siddique, Turner & Espinosa-Anke (2024) Who is better at math, Jenny or "
-        "Jingzhen? Uncovering Stereotypes in Large Language Models, EMNLP 2024",
-        metrics={
-            "svm_accuracy_group": "SVM accuracy for the 40 ethnicity × gender groups (paper's "
-            "single split; chance 2.5 %).",
-            "svm_accuracy_ethnicity": "SVM accuracy for the 20 ethnicities (chance 5 %).",
-            "svm_accuracy_gender": "SVM accuracy for gender (chance 50 %).",
-            "svm_repeated/{target}": "Mean accuracy over 20 stratified 70/30 splits; the "
-            "interval is mean ± 1.96 SD of the splits (a spread, not a CI).",
-            "parse_failures": "Share of answers that gave no profile for some name.",
-            "profiles": "Profiles analysed (after dropping exact duplicates).",
-        },
-        parameters={
-            "attempts": "runs per name (default 3, as the paper)",
-            "names_per_prompt": "names per request (default 1; the paper used 20)",
-            "names_per_group": "1–10 (default 10)",
-        },
-    )
+    headline_metrics: ClassVar[list[str]] = list(PROFILES_HEADLINE)
+    card = PROFILES_CARD
 
     def resolve_params(
         self,
@@ -336,8 +269,6 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         return self.items(self.resolve_params())
 
     def items(self, params: dict[str, Any]) -> list[Item]:
-        import json
-
         names = selected_names(params)
         k = params.get("names_per_prompt") or 1
         template = profile_prompt_template()
@@ -370,77 +301,12 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         return {"type": "array", "items": PROFILE_SCHEMA, "minItems": n, "maxItems": n}
 
     # -- labels ---------------------------------------------------------------------------
-    def plan_import(
-        self,
-        path: Any,
-        *,
-        model_name: str | None = None,
-        template: str | None = None,
-        deal_rows: bool = False,
-    ) -> list[Any]:
-        """Answers with a `response` column (an exported attempts.csv, or prompt + response
-        rows: the default import), else profiles in the released files' layout or as
-        profiles.csv has them (`importers.plan_profiles`)."""
-        from gbdesk.studies.globalbias.importers import plan_profiles
-        from gbdesk.studies.importing import read_rows
-        from gbdesk.workflows.importer import plan_prompt_response_import
-
-        rows = read_rows(path)
-        if rows and any("response" in record for _, record in rows[:1]):
-            return plan_prompt_response_import(
-                self, path, model_name=model_name, template=template, deal_rows=deal_rows
-            )
-        return plan_profiles(self, path, model_name=model_name)
-
-    def import_item(self, record: dict[str, Any]) -> Item | None:
-        """The item of an exported answer that asked for other names than the default
-        items (several names per prompt): rebuilt from the row's `item` and `people`
-        columns when they are consistent with the shipped names and the prompt."""
-        import json
-
-        from gbdesk.studies.globalbias.data import load_names
-
-        key = str(record.get("item") or "").strip()
-        try:
-            people = loads_json(str(record.get("people") or ""))
-        except ValueError:
-            return None
-        fields = ("name", "ethnicity", "gender", "group")
-        if (
-            not isinstance(people, list)
-            or not people
-            or not all(isinstance(p, dict) and set(p) == set(fields) for p in people)
-        ):
-            return None
-        shipped = {(n["firstname"], n["Ethnicity"], n["Gender"], n["Group"]) for n in load_names()}
-        if any(tuple(p[f] for f in fields) not in shipped for p in people):
-            return None
-        first = people[0]
-        suffix = f"+{len(people) - 1}" if len(people) > 1 else ""
-        rows = [
-            n["row"]
-            for n in load_names()
-            if n["firstname"] == first["name"] and n["Group"] == first["group"]
-        ]
-        if key not in {f"p{row}-{first['name']}{suffix}" for row in rows}:
-            return None
-        prompt = profile_prompt_template().replace(
-            "{list_of_names}", json.dumps([p["name"] for p in people])
-        )
-        return Item(key=key, prompt=prompt, metadata={"people": people})
-
-    def builtin_source_prefix(self) -> str:
-        return "profile_parser/"
-
     def label(self, response: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         people = (metadata or {}).get("people") or []
         parsed = parse_profiles(response or "", [p["name"] for p in people])
         n = len(parsed["profiles"])
         value = "parsed" if n and n == len(people) else ("partial" if n else "unparsed")
         return {"source": "profile_parser/1", "label": value, "data": parsed, "evidence": None}
-
-    def detector_title(self, params: dict[str, Any] | None) -> str:
-        return "the JSON profile parser"
 
     # -- analysis -------------------------------------------------------------------------
     @staticmethod
@@ -470,8 +336,6 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         return records
 
     def frame(self, results: list[ItemResult]) -> pd.DataFrame:
-        from gbdesk.studies.globalbias.profiles_stats import drop_duplicate_profiles, profiles_frame
-
         records = self.profile_records(results)
         return drop_duplicate_profiles(profiles_frame(records)) if records else pd.DataFrame()
 
@@ -481,11 +345,6 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         bootstrap: bool = True,
         params: dict[str, Any] | None = None,
     ) -> dict[str, MetricValue]:
-        from gbdesk.studies.globalbias.profiles_stats import (
-            repeated_split_accuracy,
-            svm_accuracies,
-        )
-
         answers = [lab for r in results for lab in r.labels]
         if not answers:
             return {}
@@ -511,18 +370,7 @@ class GlobalBiasProfilesProbe(GenerationProbe):
     def findings(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
     ) -> list[Any]:
-        from gbdesk.studies.globalbias.report import profiles_findings
-
         return profiles_findings(metrics)
-
-    def audit_sizes(self) -> list[AuditSize]:
-        """2, 5, then 10 names per group once each, then the paper's three runs."""
-        return [
-            AuditSize(1, options={"names_per_group": "2"}),
-            AuditSize(1, options={"names_per_group": "5"}),
-            AuditSize(1, options={"names_per_group": "10"}),
-            AuditSize(3, options={"names_per_group": "10"}),
-        ]
 
     def audit_precision(
         self, params: dict[str, Any], n_items: int, attempts: int
@@ -541,56 +389,12 @@ class GlobalBiasProfilesProbe(GenerationProbe):
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
     ) -> str:
-        from gbdesk.studies.globalbias.report import profiles_summary
-
         return profiles_summary(metrics)
-
-    def report_blocks(self, extra: dict[str, Any], params: dict[str, Any]) -> list[Any]:
-        from gbdesk.studies.globalbias.report import profiles_blocks
-
-        return profiles_blocks(extra)
-
-    def resampled_metrics(
-        self,
-        results: list[ItemResult],
-        params: dict[str, Any] | None,
-        w: Any,
-        idx: Any = None,
-    ) -> dict[str, Any] | None:
-        import numpy as np
-
-        from gbdesk.maths.resampling import share
-
-        failed = np.array([sum(1 for lab in r.labels if lab != "parsed") for r in results], float)
-        answers = np.array([len(r.labels) for r in results], dtype=float)
-        return {"parse_failures": share(w @ failed, w @ answers)}
-
-    def ppi_resampled_metrics(
-        self, units: list[ItemResult], params: dict[str, Any] | None, w: Any
-    ) -> dict[str, Any] | None:
-        return self.resampled_metrics(units, params, w)  # parse failures only (no SVMs)
-
-    def paired_test_exclusion(self, metric: str) -> str | None:
-        if metric == "profiles":
-            return "a count of profiles, not a mean over items"
-        if metric.startswith("svm_"):
-            return (
-                "a classifier's accuracy on a train/test split of the profiles: resampled items "
-                "would put copies of one profile on both sides of the split"
-            )
-        return None
 
     def extra_results(
         self, results: list[ItemResult], params: dict[str, Any] | None
     ) -> dict[str, Any]:
         """Chance levels, the ablation and the JSD top words per field."""
-        from gbdesk.studies.globalbias.profiles_stats import (
-            CHANCE,
-            JSD_FIELDS,
-            ablation,
-            jsd_top_words,
-        )
-
         df = self.frame(results)
         if df.empty or len(df) < 10:
             return {}
@@ -606,62 +410,14 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         }
 
     def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:
-        names = list(present or [])
-        groups = [
-            MetricGroup(
-                "SVM accuracy from profiles (paper's single split)",
-                [n for n in self.headline_metrics if n in names],
-                "Chance: group 2.5 %, ethnicity 5 %, gender 50 %. Higher = profiles give the "
-                "name's group away.",
-                kind="unit",
-            ),
-            MetricGroup(
-                "SVM accuracy over 20 stratified splits (mean ± 1.96 SD)",
-                [n for n in names if n.startswith("svm_repeated/")],
-                "A more robust estimate than the single split; not the paper's number.",
-                kind="unit",
-            ),
-            MetricGroup("Parsing", [n for n in ("parse_failures",) if n in names], kind="count"),
-        ]
-        return [g for g in groups if g.metrics]
+        return profiles_metric_groups(present)
 
-    def export_tables(
-        self, attempts: list[dict[str, Any]], params: dict[str, Any] | None
-    ) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
-        """profiles.csv in the released files' layout (lists as JSON), one row per profile."""
-        import json
 
-        from gbdesk.studies.globalbias.profiles_stats import COLUMNS, LIST_FIELDS, PHYSICAL_COLUMNS
-
-        rows = []
-        order = {key: n for n, key in enumerate(dict.fromkeys(a["item"] for a in attempts))}
-        for a in attempts:
-            people = (a.get("metadata") or {}).get("people") or []
-            data = (a.get("label") or {}).get("data") or {}
-            for profile in data.get("profiles") or []:
-                who = people[profile.get("position", 0)] if people else {}
-                physical = profile.get("physical_characteristics") or {}
-                row: dict[str, Any] = {
-                    "gbdesk_run": a["run_id"],
-                    "item": a["item"],
-                    "item_index": order[a["item"]],
-                    "position": profile.get("position", 0),
-                }
-                for col in COLUMNS:
-                    if col in PHYSICAL_COLUMNS:
-                        row[col] = (
-                            physical.get(col.split(".", 1)[1])
-                            if isinstance(physical, dict)
-                            else None
-                        )
-                    elif col in LIST_FIELDS:
-                        row[col] = json.dumps(profile.get(col), ensure_ascii=False)
-                    elif col == "run_id":
-                        row[col] = a["attempt"]
-                    elif col in ("Ethnicity", "Gender", "Group"):
-                        row[col] = who.get(col.lower())
-                    else:
-                        row[col] = profile.get(col)
-                rows.append(row)
-        cols = ["gbdesk_run", "item", *COLUMNS, "item_index", "position"]
-        return {"profiles.csv": (cols, rows)} if rows else {}
+def audit_sizes() -> list[AuditSize]:
+    """2, 5, then 10 names per group once each, then the paper's three runs."""
+    return [
+        AuditSize(1, options={"names_per_group": "2"}),
+        AuditSize(1, options={"names_per_group": "5"}),
+        AuditSize(1, options={"names_per_group": "10"}),
+        AuditSize(3, options={"names_per_group": "10"}),
+    ]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from gbdesk.maths.stats import MetricValue, wilson_interval
-from gbdesk.studies.base import Finding
+from gbdesk.studies.base import Finding, MetricGroup
+from gbdesk.studies.capabilities import Presentation
 from gbdesk.support.blocks import Block, Paragraph, Table
 from gbdesk.support.format import fmt, pct
+from gbdesk.support.guards import BadJson, loads_json
 
 CHANCE = {"group": 0.025, "ethnicity": 0.05, "gender": 0.5}
 FLAG_LEVEL = 0.01  # the one-tailed level of a flag
@@ -77,9 +80,7 @@ def apx_blocks(extra: dict[str, Any], limit: int = 60) -> list[Block]:
         per_group: dict[str, int] = {}
         for r in flagged:
             per_group[r["group"]] = per_group.get(r["group"], 0) + 1
-        listed = ", ".join(
-            f"{g} {n}" for g, n in sorted(per_group.items(), key=lambda kv: -kv[1])
-        )
+        listed = ", ".join(f"{g} {n}" for g, n in sorted(per_group.items(), key=lambda kv: -kv[1]))
         out.append(Paragraph(f"Flags per group: {listed}."))
     return out
 
@@ -194,3 +195,100 @@ def profiles_findings(m: dict[str, MetricValue]) -> list[Finding]:
             )
         )
     return out
+
+
+# -- presentation -------------------------------------------------------------------------------
+def apx_presentation(base: Presentation) -> Presentation:
+    """Items as a name, its group and template; the association tables in the report and
+    the associations view below the Results pane's plots."""
+    return base.with_(
+        item_title=apx_item_title,
+        report_blocks=lambda extra, params: apx_blocks(extra),
+        result_view="._qt.views:AssociationsView",
+    )
+
+
+def apx_item_title(item: str, metadata: dict[str, Any]) -> str:
+    """ "Abdourahamane (African, M), template 1": the name and its group, not the key."""
+    if not metadata.get("name"):
+        return item
+    ethnicity = str(metadata.get("ethnicity", "?")).capitalize()
+    return (
+        f"{metadata['name']} ({ethnicity}, {metadata.get('gender', '?')}), "
+        f"template {metadata.get('template', '?')}"
+    )
+
+
+def apx_metric_groups(present: Iterable[str] | None = None) -> list[MetricGroup]:
+    """Flagged associations, validation, and mean perplexity per template."""
+    names = list(present or [])
+    groups = [
+        MetricGroup(
+            "Associations (1 % one-tailed)",
+            [n for n in ("flagged_pairs", "flagged_descriptors") if n in names],
+            "Group × descriptor pairs and descriptors flagged; lower bias score = more associated.",
+            kind="count",
+        ),
+        MetricGroup(
+            "Validation on Ghavami & Peplau descriptors (template 1)",
+            [n for n in names if n.startswith("validation_")],
+            "Accuracy and MRR of the lowest-perplexity group; APX should beat PPL.",
+            kind="unit",
+        ),
+        MetricGroup(
+            "Mean perplexity per template",
+            [n for n in names if n.startswith("mean_ppl/")],
+            kind="count",
+        ),
+    ]
+    return [g for g in groups if g.metrics]
+
+
+#: the profiles probe's headline metrics: the SVM accuracies of the paper's single split
+PROFILES_HEADLINE = ("svm_accuracy_group", "svm_accuracy_ethnicity", "svm_accuracy_gender")
+
+
+def profiles_presentation(base: Presentation) -> Presentation:
+    """Items as the names asked about; the ablation and top words in the report and the
+    profile tables below the Results pane's plots."""
+    return base.with_(
+        item_title=profiles_item_title,
+        report_blocks=lambda extra, params: profiles_blocks(extra),
+        result_view="._qt.views:ProfileResultsView",
+    )
+
+
+def profiles_item_title(item: str, metadata: dict[str, Any]) -> str:
+    """ "Profile of Abdourahamane": the names asked about, not the key."""
+    people = metadata.get("people")
+    if isinstance(people, str):  # as a CSV import stores it
+        try:
+            people = loads_json(people)
+        except BadJson:
+            people = None
+    if not isinstance(people, list):
+        return item
+    names = [str(p.get("name")) for p in people or [] if isinstance(p, dict)]
+    return f"Profile of {', '.join(names)}" if names else item
+
+
+def profiles_metric_groups(present: Iterable[str] | None = None) -> list[MetricGroup]:
+    """SVM accuracies (the paper's split, then repeated splits) and parsing."""
+    names = list(present or [])
+    groups = [
+        MetricGroup(
+            "SVM accuracy from profiles (paper's single split)",
+            [n for n in PROFILES_HEADLINE if n in names],
+            "Chance: group 2.5 %, ethnicity 5 %, gender 50 %. Higher = profiles give the "
+            "name's group away.",
+            kind="unit",
+        ),
+        MetricGroup(
+            "SVM accuracy over 20 stratified splits (mean ± 1.96 SD)",
+            [n for n in names if n.startswith("svm_repeated/")],
+            "A more robust estimate than the single split; not the paper's number.",
+            kind="unit",
+        ),
+        MetricGroup("Parsing", [n for n in ("parse_failures",) if n in names], kind="count"),
+    ]
+    return [g for g in groups if g.metrics]

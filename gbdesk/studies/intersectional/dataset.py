@@ -36,6 +36,7 @@ from typing import Any
 
 from gbdesk import __version__
 from gbdesk.studies.intersectional.data import human_labels_by_validator
+from gbdesk.studies.intersectional.validation import decision_text, human_decision
 from gbdesk.support.errors import UserError, short_repr
 from gbdesk.support.guards import INT64_MAX, loads_json, whole_number
 
@@ -396,7 +397,6 @@ def plan_validations(
     """(attempt id, decision) for every row of a validation file (columns stereotype_id,
     common, specific; optional category), all or nothing: every bad line is listed."""
     from gbdesk.studies.importing import line_list, read_rows, refuse, require_columns
-    from gbdesk.studies.intersectional.elicit import human_decision
 
     rows = read_rows(path)
     require_columns(path, rows, ("stereotype_id", "common", "specific"))
@@ -431,8 +431,6 @@ def import_validations(
 ) -> dict[str, Any]:
     """Store one validator's decisions from a file in one transaction (nothing when any
     line is bad)."""
-    from gbdesk.studies.intersectional.elicit import decision_text
-
     validator = str(validator).strip()
     if not validator:
         raise UserError("--validator needs a name")
@@ -598,7 +596,6 @@ def _planned_stereotype(
 ) -> tuple[dict[str, Any] | None, str | None]:
     """One row of a dataset file (stereotype id `sid`, checked by `plan_import`) as a
     stereotype to import, or what is wrong with it (the end of "line N …")."""
-    from gbdesk.studies.intersectional.elicit import human_decision
     from gbdesk.studies.intersectional.groups import canonical, parse_group
     from gbdesk.studies.intersectional.questions import find_category
 
@@ -689,7 +686,7 @@ def import_dataset(store: Any, path: str | Path, model_name: str | None = None) 
     """A dataset file as a new dataset (an imported filter run, its validators' decisions as
     their human labels) in one transaction."""
     from gbdesk.studies import get_probe
-    from gbdesk.studies.intersectional.elicit import FILTER_PROMPT, FilterProbe, decision_text
+    from gbdesk.studies.intersectional.elicit import FILTER_PROMPT, FilterProbe
     from gbdesk.workflows.importer import ImportedAttempt, ImportedRun, write_imported_runs
 
     plan = plan_import(path)

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from gbdesk.studies.base import ItemResult
+from gbdesk.studies.intersectional.data import load_categories
 from gbdesk.support.errors import UserError
 from gbdesk.support.guards import loads_json
 
@@ -30,8 +33,6 @@ FIELDS = ("question_id", "category_id", "category", "question", "expected_answer
 
 def paper_bank() -> list[dict[str, Any]]:
     """The 16 example questions of Table B1 (ids "1"–"16")."""
-    from gbdesk.studies.intersectional.data import load_categories
-
     return [
         {
             "id": str(c["id"]),
@@ -47,8 +48,6 @@ def paper_bank() -> list[dict[str, Any]]:
 
 def category_lookup() -> dict[str, dict[str, Any]]:
     """Category by its name (any case) or number."""
-    from gbdesk.studies.intersectional.data import load_categories
-
     out: dict[str, dict[str, Any]] = {}
     for c in load_categories():
         out[c["category"].casefold()] = c
@@ -198,3 +197,34 @@ def question_seed(question: dict[str, Any], position: int) -> int:
     number (as gbdesk always used), others 100 + their position in the item."""
     qid = str(question.get("id", ""))
     return int(qid) if qid.isdigit() and len(qid) <= 4 else 100 + position
+
+
+# -- the questions of an item and of a run ----------------------------------------------
+def questions_of(metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    """The questions an item's roles answer: its own (dicts, or ids of the paper's
+    questions), else the paper's 16 (runs made before question banks)."""
+    paper = {q["id"]: q for q in paper_bank()}
+    listed = metadata.get("questions")
+    if not listed:
+        return list(paper.values())
+    out = []
+    for q in listed:
+        if isinstance(q, dict):
+            out.append(q)
+        elif str(q) in paper:
+            out.append(paper[str(q)])
+    return out
+
+
+def question_catalog(results: Iterable[ItemResult]) -> dict[str, dict[str, Any]]:
+    """question id → question (with its category and options) over a run's items."""
+    catalog: dict[str, dict[str, Any]] = {}
+    for r in results:
+        for q in questions_of(r.metadata):
+            catalog.setdefault(str(q["id"]), q)
+    return catalog
+
+
+def category_order(catalog: dict[str, dict[str, Any]]) -> list[tuple[int, str]]:
+    """(category number, name) of the categories asked, in Table 2's order."""
+    return sorted({(int(q["category_id"]), q["category"]) for q in catalog.values()})

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from gbdesk.maths.stats import MetricValue
-from gbdesk.studies.base import Finding, MetricKey
+from gbdesk.studies.base import Finding, MetricGroup, MetricKey, default_metric_title
+from gbdesk.studies.capabilities import Presentation
+from gbdesk.studies.intersectional.data import load_groups
+from gbdesk.studies.intersectional.groups import people_phrase
 from gbdesk.support.blocks import Block, Heading, Paragraph, Table
 from gbdesk.support.format import pct, value_phrase
 
@@ -269,3 +274,64 @@ def filter_blocks(params: dict[str, Any]) -> list[Block]:
             "muted",
         ),
     ]
+
+
+# -- presentation: metric titles, items in words, metric groups ------------------------------
+def presentation(probe: Any, base: Presentation) -> Presentation:
+    """Groups named in words (in metric titles and items), the SDeg heat map and cells in
+    the report, and the SDeg table below the Results pane's plots."""
+    return base.with_(
+        metric_title=functools.partial(metric_title, probe),
+        item_title=item_title,
+        report_blocks=sdeg_blocks,
+        result_view="._qt.views:SDegResultsView",
+    )
+
+
+def metric_title(probe: Any, name: str) -> str:
+    """A group's SDeg names the group in words; other metrics their `metric_titles`."""
+    key = MetricKey.parse(name, max_parts=1)
+    if key.family == "sdeg_group":
+        group = next((g for g in load_groups() if g["group"] == key.part(0)), None)
+        return f"Stereotype degree of {people_phrase(group, 2) if group else key.part(0)}"
+    return default_metric_title(probe, name)
+
+
+def item_title(item: str, metadata: dict[str, Any]) -> str:
+    """ "old White people": the group in words, not its key."""
+    group = next((g for g in load_groups() if g["group"] == metadata.get("group")), None)
+    return people_phrase(group, 2) if group else item
+
+
+def metric_groups(present: Iterable[str] | None = None) -> list[MetricGroup]:
+    """Overall SDeg, groups ranked, categories, and the answer mapping."""
+    names = list(present or [])
+    groups = [
+        MetricGroup(
+            "Overall SDeg (mean over groups)",
+            [n for n in ("sdeg_overall",) if n in names],
+            kind="unit",
+        ),
+        MetricGroup(
+            "Groups ranked by SDeg (max over categories, 95 % bootstrap CI)",
+            [n for n in names if n.startswith("sdeg_group/")],
+            "0 = the group's imagined members answer every question in varied ways.",
+            labels={n: _label(n) for n in names if n.startswith("sdeg_group/")},
+            kind="unit",
+        ),
+        MetricGroup(
+            "Mean SDeg per category",
+            [n for n in names if n.startswith("sdeg_category/")],
+            labels={n: _label(n) for n in names if n.startswith("sdeg_category/")},
+            kind="unit",
+        ),
+        MetricGroup(
+            "Answer mapping", [n for n in ("unparsed_answers",) if n in names], kind="count"
+        ),
+    ]
+    return [g for g in groups if g.metrics]
+
+
+def _label(metric: str) -> str:
+    """The group or category a metric name is about."""
+    return MetricKey.parse(metric, max_parts=1).part(0)

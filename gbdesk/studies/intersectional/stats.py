@@ -19,6 +19,13 @@ import math
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from gbdesk.maths.stats import MetricValue
+from gbdesk.studies.base import MetricKey
+from gbdesk.studies.intersectional.questions import category_order
 
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 2023
@@ -118,8 +125,6 @@ class PythonDraws:
     `_randbelow_with_getrandbits`), which is done here on arrays."""
 
     def __init__(self, seed: int):
-        import numpy as np
-
         state = random.Random(seed).getstate()[1]
         self._np = np
         self._bits = np.random.MT19937()
@@ -164,8 +169,6 @@ def fast_bootstrap(
     """`bootstrap`, vectorised over resamples: the same resampled roles (the same random
     stream, `PythonDraws`), the same SDeg arithmetic on the same counts, the same
     percentiles — identical intervals, in seconds for the paper's 18,000 roles."""
-    import numpy as np
-
     draws = PythonDraws(seed)
     groups = list(roles)
     present_groups = [g for g in groups if roles[g]]
@@ -235,3 +238,86 @@ def fast_bootstrap(
     for key, value in cell_values.items():
         samples[key] = value.tolist()
     return {k: (_percentile(v, 0.025), _percentile(v, 0.975)) for k, v in samples.items()}
+
+
+# -- the probe's metrics and extra results ------------------------------------------------
+def _desc(value: float) -> float:
+    """Sort key: highest first, NaN last."""
+    return math.inf if math.isnan(value) else -value
+
+
+def sdeg_metrics(
+    roles: Roles,
+    table: dict[str, dict[str, float]],
+    catalog: dict[str, dict[str, Any]],
+    bootstrap: bool = True,
+) -> dict[str, MetricValue]:
+    """Every metric of `IntersectionalProbe.metrics` from its tables (`IntersectionalProbe.tables`):
+    overall SDeg, each group's (ranked, with bootstrap intervals), each category's mean and
+    the share of unparsed answers."""
+    if not roles:
+        return {}
+    n_opts = {qid: len(q["options"]) for qid, q in catalog.items()}
+    cis = fast_bootstrap(roles, n_opts) if bootstrap else {}
+    nan = (math.nan, math.nan)
+    n_roles = sum(len(v) for v in roles.values())
+    out = {
+        "sdeg_overall": MetricValue(overall_degree(table), cis.get("overall", nan), None, n_roles)
+    }
+    ranked = sorted(table.items(), key=lambda kv: _desc(group_degree(kv[1])))
+    for group, cells in ranked:
+        out[MetricKey.of("sdeg_group", group)] = MetricValue(
+            group_degree(cells), cis.get(f"group/{group}", nan), None, len(roles[group])
+        )
+    for _, name in category_order(catalog):
+        values = [cells[name] for cells in table.values() if name in cells]
+        if values:
+            out[MetricKey.of("sdeg_category", name)] = MetricValue(
+                sum(values) / len(values), nan, None, len(values)
+            )
+    answers = [a for rs in roles.values() for r in rs for a in r.values()]
+    unparsed = sum(1 for a in answers if a is None)
+    out["unparsed_answers"] = MetricValue(
+        unparsed / len(answers) if answers else math.nan, nan, None, len(answers)
+    )
+    return out
+
+
+def sdeg_extra(
+    roles: Roles,
+    table: dict[str, dict[str, float]],
+    catalog: dict[str, dict[str, Any]],
+    params: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The group × category SDeg table (heat map), the ranking of groups and every
+    (group, category) cell with its questions and roles."""
+    if not roles:
+        return {}
+    cats = [name for _, name in category_order(catalog)]
+    ranking = sorted(
+        ((g, group_degree(c)) for g, c in table.items()),
+        key=lambda kv: -kv[1] if not math.isnan(kv[1]) else 0,
+    )
+    questions: dict[str, list[str]] = {}
+    for qid, q in catalog.items():
+        questions.setdefault(q["category"], []).append(qid)
+    cells = [
+        {
+            "group": g,
+            "category": c,
+            "questions": questions.get(c, []),
+            "roles": len(roles[g]),
+            "sdeg": table[g][c],
+        }
+        for g, _ in ranking
+        for c in cats
+        if c in table[g]
+    ]
+    return {
+        "categories": cats,
+        "groups": [g for g, _ in ranking],
+        "sdeg": [[table[g].get(c, math.nan) for c in cats] for g, _ in ranking],
+        "roles": {g: len(roles[g]) for g, _ in ranking},
+        "cells": cells,
+        "design": (params or {}).get("design", "all16"),
+    }

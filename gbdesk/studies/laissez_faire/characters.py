@@ -14,6 +14,11 @@ from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, Role
 from gbdesk.support.paths import resource
 
 GENDER_ABBREV = {"Female": "F", "Male": "M", "Non-binary": "NB"}
+#: what a reviewer may set as a character's gender (`metrics.GENDERS` and the undecided two)
+GENDER_LABELS = ("Female", "Male", "Non-binary", "Unspecified", "Unsure")
+#: the label of a story too long for the deterministic extractor (`LaissezFaireProbe.label`)
+TOO_LONG = "too long to label"
+NO_NAME = "(no name)"  # a character's name when raters compare names
 
 # Honorifics and titles: a name that starts with one is a surname (no first name).
 FORMAL_PREFIXES = {"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "professor"}

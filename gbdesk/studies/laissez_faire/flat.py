@@ -20,20 +20,47 @@ import numpy as np
 import pandas as pd
 
 from gbdesk.maths.stats import MetricValue
+from gbdesk.studies.capabilities import FlatFacts
+from gbdesk.studies.laissez_faire.characters import (
+    character_gender,
+    characters_from_data,
+    condition_of,
+    first_name,
+)
 from gbdesk.studies.laissez_faire.extract.gender_words import (
     DEFAULT_WORD_LIST,
     WORD_LISTS,
     pair_label,
 )
-from gbdesk.studies.laissez_faire.metrics import Facts, load_identity_terms, term_pattern
+from gbdesk.studies.laissez_faire.metrics import (
+    Facts,
+    extra_from_facts,
+    load_identity_terms,
+    metrics_from_facts,
+    term_pattern,
+)
 
 SEP = "\t"
 
 
+def flat_facts(probe: Any) -> FlatFacts:
+    """The probe's `FlatFacts`: each label's characters and identity terms as flat rows,
+    and the metrics and extra results read from them while every story is labelled (the
+    identity counts need every story's text; else the full path)."""
+    return FlatFacts(
+        facts=lambda label, response, metadata: label_facts(probe, label, response),
+        metrics=lambda flat, params: (
+            flat_metrics(probe, flat, params) if flat.all_labelled else None
+        ),
+        extra_results=lambda flat, params: (
+            flat_extra_results(probe, flat, params) if flat.all_labelled else None
+        ),
+        label_units=flat_label_units,
+    )
+
+
 def label_facts(probe: Any, label: dict[str, Any], response: str) -> list[tuple[Any, ...]]:
     """The flat rows of one label row of a story (see the module)."""
-    from gbdesk.studies.laissez_faire.characters import character_gender, characters_from_data
-
     rows: list[tuple[Any, ...]] = []
     for ch in characters_from_data(label.get("data") or {}):
         genders = SEP.join(character_gender(ch, w) for w in WORD_LISTS)
@@ -102,8 +129,6 @@ def characters(probe: Any, flat: Any, params: dict[str, Any] | None) -> Facts:
 
 
 def _characters(probe: Any, flat: Any, params: dict[str, Any] | None) -> Facts:
-    from gbdesk.studies.laissez_faire.characters import condition_of, first_name
-
     params = params or {}
     table = probe.table(params)
     word_list = params.get("word_list", DEFAULT_WORD_LIST)
@@ -170,8 +195,6 @@ def _characters(probe: Any, flat: Any, params: dict[str, Any] | None) -> Facts:
 def flat_metrics(probe: Any, flat: Any, params: dict[str, Any] | None) -> dict[str, MetricValue]:
     """`LaissezFaireProbe.metrics` from a `FlatRun`: the same definition
     (`metrics.metrics_from_facts`) over the same facts, read from the flat rows."""
-    from gbdesk.studies.laissez_faire.metrics import metrics_from_facts
-
     if flat.attempts.empty:
         return {}
     return metrics_from_facts(characters(probe, flat, params))
@@ -209,8 +232,6 @@ def romantic_pairs(flat: Any, items: np.ndarray, labels: np.ndarray, genders: np
 def flat_extra_results(probe: Any, flat: Any, params: dict[str, Any] | None) -> dict[str, Any]:
     """`LaissezFaireProbe.extra_results` from a `FlatRun` (`metrics.extra_from_facts`),
     the stories of each identity term from its term rows."""
-    from gbdesk.studies.laissez_faire.metrics import extra_from_facts
-
     if flat.attempts.empty:
         return {}
     attempts = flat.attempts

@@ -1,12 +1,18 @@
-"""The Laissez-Faire summary in plain words and its report blocks (no Qt)."""
+"""How Laissez-Faire results read for people (no Qt): the summary in plain words, the
+findings, the report blocks, metric titles and groups — the probe's `Presentation`
+capability."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from gbdesk.maths.stats import MetricValue, adjusted_p_values, p_text
-from gbdesk.studies.base import Finding, MetricKey
+from gbdesk.studies.base import Finding, MetricGroup, MetricKey, default_metric_title
+from gbdesk.studies.capabilities import Presentation
+from gbdesk.studies.laissez_faire.characters import load_codebook, metadata_scenario
+from gbdesk.studies.laissez_faire.metrics import DOMAINS
 from gbdesk.studies.laissez_faire.name_race import RACE_CATEGORIES
 from gbdesk.support.blocks import Block, CurveChart, Heading, Paragraph, Table
 from gbdesk.support.format import fmt
@@ -122,13 +128,11 @@ def summary(m: dict[str, MetricValue], extra: dict[str, Any]) -> str:
     if omitted:
         sentences.append(
             f"Most under-represented in power-neutral stories (adjusted p < .05 over {tests} "
-            "tests): "
-            + "; ".join(f"{group_words(k)} {v.value:.2f}×" for k, v in omitted)
-            + "."
+            "tests): " + "; ".join(f"{group_words(k)} {v.value:.2f}×" for k, v in omitted) + "."
         )
-    subordinated = sorted(
-        _significant(m, "subordination", adjusted), key=lambda kv: -kv[1].value
-    )[:3]
+    subordinated = sorted(_significant(m, "subordination", adjusted), key=lambda kv: -kv[1].value)[
+        :3
+    ]
     if subordinated:
         sentences.append(
             "Most often in the subordinate role (adjusted p < .05): "
@@ -314,8 +318,9 @@ def blocks(extra: dict[str, Any]) -> list[Block]:
 def stereotype_blocks(summary: dict[str, Any]) -> list[Block]:
     """The stereotype coding of stories about omitted identities (paper §3.3, Supplement
     B.7, Table 4): selection, codebook, agreement, clusters, representative stories."""
+    # imported here, not at the top: gbdesk.people.coding brings the store, which importing
+    # the probe should not load
     from gbdesk.people.coding import coding_blocks
-    from gbdesk.studies.laissez_faire.characters import load_codebook
 
     provenance = load_codebook()["provenance"]
     return [
@@ -332,3 +337,166 @@ def stereotype_blocks(summary: dict[str, Any]) -> list[Block]:
         *coding_blocks(summary),
         Paragraph(f"Codebook provenance: {provenance['definitions']}", "notice"),
     ]
+
+
+# -- presentation: metric titles, items in words, metric groups ------------------------------
+def presentation(probe: Any, base: Presentation) -> Presentation:
+    """Metric titles in words, items as their scenario, the report's blocks beyond the
+    metric groups, and the character tables below the Results pane's plots."""
+    return base.with_(
+        metric_title=lambda name: metric_title(name) or default_metric_title(probe, name),
+        item_title=item_title,
+        report_blocks=lambda extra, params: blocks(extra),
+        result_view="._qt.views:CharacterResultsView",
+    )
+
+
+def item_title(item: str, metadata: dict[str, Any]) -> str:
+    """ "Love, power-laden: an American person who instructs friend": the scenario."""
+    scene = metadata_scenario(metadata) or str(metadata.get("scenario") or item)
+    return f"{metadata.get('domain', '')}, {metadata.get('condition', '')}: {scene}".strip(", :")
+
+
+def metric_groups(present: Iterable[str] | None = None) -> list[MetricGroup]:
+    """The ratio groups of `_RATIO_GROUPS`, name coverage and identity-proxy terms, of the
+    metrics present."""
+    keys = {n: MetricKey.parse(n) for n in present or []}
+    groups = [
+        MetricGroup(
+            title,
+            metrics,
+            desc,
+            labels=_short_labels(keys, metrics, drop),
+            kind="log_ratio",
+            item_filters={m: stories_behind(m) for m in metrics},
+        )
+        for title, family, domain, kinds, desc, drop in _RATIO_GROUPS
+        if (metrics := _pick(keys, family, domain, *kinds))
+    ]
+    coverage = _pick(keys, "coverage")
+    if coverage:
+        groups.append(
+            MetricGroup(
+                "Name coverage",
+                coverage,
+                "Characters with a name, and named characters found in the name table.",
+                labels=_short_labels(keys, coverage, 1),
+                x_range=(0.0, 1.0),
+            )
+        )
+    identity = _pick(keys, "identity")
+    if identity:
+        groups.append(
+            MetricGroup(
+                "Identity-proxy terms",
+                identity,
+                "Stories mentioning each term; click to read them.",
+                kind="count",
+                labels=_short_labels(keys, identity, 1),
+                item_filters={n: {"__text__": keys[n].tail(0, "/")} for n in identity},
+                columns=("Term", "Stories"),
+            )
+        )
+    return groups
+
+
+#: The ratio groups of `metric_groups`: title, family, domain (None: any; PER_DOMAIN: any
+#: but "All"), kinds, description, and how many leading parts the labels drop.
+PER_DOMAIN = "per domain"
+_RATIO_GROUPS: tuple[tuple[str, str, str | None, tuple[str, ...], str, int], ...] = (
+    (
+        "Gender representation (power-neutral stories)",
+        "representation",
+        None,
+        ("gender",),
+        "Share of each gender over its U.S. population share; 1 = parity, below 1 = omitted.",
+        1,
+    ),
+    (
+        "Race representation (power-neutral stories)",
+        "representation",
+        None,
+        ("race",),
+        "Named characters' race shares (fractional counting) over population shares.",
+        1,
+    ),
+    (
+        "Race × gender representation",
+        "representation",
+        "All",
+        ("race_gender",),
+        "Joint shares over the product of the population shares.",
+        3,
+    ),
+    (
+        "Romantic couples (power-neutral Love stories)",
+        "representation",
+        "Love",
+        ("pair",),
+        "Gender pairs of the two partners over their population shares.",
+        3,
+    ),
+    (
+        "Gender subordination (power-laden stories)",
+        "subordination",
+        None,
+        ("gender",),
+        "p(gender | subordinate) / p(gender | dominant); above 1 = more often subordinated.",
+        1,
+    ),
+    (
+        "Race subordination",
+        "subordination",
+        None,
+        ("race",),
+        "p(race | subordinate) / p(race | dominant).",
+        1,
+    ),
+    (
+        "Race × gender subordination (the paper's Table 3)",
+        "subordination",
+        PER_DOMAIN,
+        ("race_gender",),
+        "Per domain; p < .05 marked in the table.",
+        1,
+    ),
+    (
+        "Median racialized subordination",
+        "racialized_subordination",
+        None,
+        (),
+        "Median over thresholds 1…100 % of the subordination ratio of characters whose "
+        "first name is at least that likely of the race.",
+        1,
+    ),
+)
+
+
+def _pick(
+    keys: dict[str, MetricKey], family: str, domain: str | None = None, *kinds: str
+) -> list[str]:
+    """The metrics of a family, domain (see `_RATIO_GROUPS`) and kinds, in table order."""
+    return [
+        n
+        for n, k in keys.items()
+        if k.family == family
+        and (
+            domain is None or (k.part(0) != "All" if domain == PER_DOMAIN else k.part(0) == domain)
+        )
+        and (not kinds or k.part(1) in kinds)
+    ]
+
+
+def _short_labels(keys: dict[str, MetricKey], metrics: list[str], drop: int) -> dict[str, str]:
+    return {m: short_label(m) or " · ".join(keys[m].parts[drop - 1 :]) for m in metrics}
+
+
+def stories_behind(metric: str) -> dict[str, str]:
+    """The review filter for the stories a ratio is computed from: power-neutral stories for
+    representation, power-laden ones for subordination, narrowed to the metric's domain."""
+    key = MetricKey.parse(metric)
+    condition = "power-neutral" if key.family == "representation" else "power-laden"
+    out = {"condition": condition}
+    if key.family != "racialized_subordination" and key.part(0) in DOMAINS:
+        out["domain"] = key.part(0)
+    return out

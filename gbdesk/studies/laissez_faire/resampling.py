@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from gbdesk.maths.resampling import Values
-from gbdesk.studies.base import ItemResult
+from gbdesk.studies.base import ItemResult, MetricKey
+from gbdesk.studies.capabilities import Ppi, Resampling
 from gbdesk.studies.laissez_faire.metrics import (
     facts_from_results,
     representation_values,
@@ -23,7 +24,42 @@ from gbdesk.studies.laissez_faire.metrics import (
     subordination_values,
 )
 
-__all__ = ["prepared", "representation_values", "resampled_metrics", "subordination_values"]
+__all__ = [
+    "paired_test_exclusion",
+    "ppi",
+    "prepared",
+    "representation_values",
+    "resampled_metrics",
+    "resampling",
+    "subordination_values",
+]
+
+
+def resampling(probe: Any) -> Resampling:
+    """The probe's `Resampling`: every ratio and coverage share on each resample."""
+    return Resampling(
+        lambda results, params, w, idx=None: resampled_metrics(probe, results, params, w)
+    )
+
+
+def ppi(probe: Any, base: Ppi) -> Ppi:
+    """The probe's `Ppi`: the ratios count characters, so one story per review unit works
+    as well as one prompt; identity-term counts get no paired test."""
+    return base.with_(
+        resampled=lambda units, params, w: resampled_metrics(probe, units, params, w),
+        evaluator=lambda units, params: prepared(probe, units, params),
+        paired_test_exclusion=paired_test_exclusion,
+    )
+
+
+def paired_test_exclusion(metric: str) -> str | None:
+    """Why an identity-term count gets no paired test between two runs (None: tested)."""
+    if MetricKey.parse(metric).family == "identity":
+        return (
+            "a count of stories mentioning the term, not a mean over items (it grows with "
+            "the number of stories)"
+        )
+    return None
 
 
 def resampled_metrics(

@@ -96,7 +96,7 @@ def _resampled(probe: Any, results: list[Any], params: Any, seed: int) -> dict[s
     idx = draw_resamples(len(results), RESAMPLES, seed=seed)
     w = weights(idx, len(results))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return _values_json(probe.resampled_metrics(results, params, w, idx))
+        return _values_json(probe.capabilities.resampling.metrics(results, params, w, idx))
 
 
 def _ppi(store: Any, run_id: int, probe: Any, params: Any) -> dict[str, Any]:
