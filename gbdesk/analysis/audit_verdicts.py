@@ -27,10 +27,11 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from gbdesk.contract import ItemResult, Probe
+from gbdesk.contract.running import label_values
 from gbdesk.maths.sequential import Looks, interval_at_level
 from gbdesk.maths.stats import iter_bootstrap_resamples
 from gbdesk.maths.verdicts import Verdict, verdict
-from gbdesk.studies.base import ItemResult, Probe, label_values
 
 #: resamples of the audit interval (the reference's count)
 RESAMPLES = 1000

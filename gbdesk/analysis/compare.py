@@ -48,9 +48,9 @@ import numpy as np
 from statsmodels.stats.multitest import multipletests
 
 from gbdesk.analysis.results import LABEL_MODES, ensure_auto_labels, is_label_mode, item_results
+from gbdesk.contract import ItemResult, Probe, get_probe
 from gbdesk.maths.resampling import Values, resample_values
 from gbdesk.store import Store
-from gbdesk.studies import ItemResult, Probe, get_probe
 from gbdesk.support.errors import UserError
 from gbdesk.support.format import fmt
 from gbdesk.support.limits import LIMITS, MAX_RESAMPLE_CELLS

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gbdesk.analysis.shown import TOO_FEW_FOR_CI, cut_ends, mark_cell, metric_verdict, shown_ci
+from gbdesk.contract import Finding, Probe
 from gbdesk.maths.stats import MetricValue, adjusted_p_values, p_text
 from gbdesk.maths.verdicts import MIN_ITEMS, Verdict
-from gbdesk.studies import Finding, Probe
 from gbdesk.support.format import fmt_ci
 
 log = logging.getLogger(__name__)

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gbdesk.contract import Probe
 from gbdesk.store import Store
-from gbdesk.studies import Probe
 from gbdesk.support.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -204,6 +204,6 @@ def _read(
 
 
 def _probe(name: str) -> Probe:
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     return get_probe(name)

@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 
 from gbdesk.analysis.results import auto_source, ensure_auto_labels, flat_run, none_if_nan
+from gbdesk.contract import AccuracyWords, Probe, get_probe
+from gbdesk.contract.running import label_values
 from gbdesk.store import Store
-from gbdesk.studies import Probe, get_probe
-from gbdesk.studies.base import AccuracyWords, label_values
 
 log = logging.getLogger(__name__)
 

@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from gbdesk.contract import ItemResult, Probe, get_probe
+from gbdesk.contract.running import RunItems, new_item_result
 from gbdesk.maths.ppi import PPIResult, ppi_bootstrap_many, review_sample
 from gbdesk.maths.resampling import one_blas_thread, recomputed
 from gbdesk.maths.stats import MetricValue
 from gbdesk.store import Store
-from gbdesk.studies import ItemResult, Probe, get_probe
-from gbdesk.studies.base import RunItems, new_item_result
 from gbdesk.support.errors import UserError
 
 DEFAULT_RESAMPLES = 1000

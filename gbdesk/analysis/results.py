@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from gbdesk import __version__
+from gbdesk.contract import ItemResult, get_probe
+from gbdesk.contract.running import RunItems, new_item_result
 from gbdesk.maths.stats import MetricValue
 from gbdesk.store import Store
-from gbdesk.studies import ItemResult, get_probe
-from gbdesk.studies.base import RunItems, new_item_result
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from gbdesk.cli._common import _emit, _open_store
 
 
 def cmd_probes(args) -> int:
-    from gbdesk.studies import get_probe, harnesses, probe_names, probe_table_markdown
-    from gbdesk.studies.base import describe
+    from gbdesk.contract import get_probe, harnesses, probe_names, probe_table_markdown
+    from gbdesk.contract.running import describe
 
     if args.markdown:
         print(probe_table_markdown())
@@ -33,7 +33,7 @@ def cmd_probes(args) -> int:
 
 
 def cmd_card(args) -> int:
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     probe = get_probe(args.probe)
     _emit(args, {"probe": probe.name, "card": probe.card.to_json()}, probe.card.to_text(probe.name))
@@ -41,7 +41,7 @@ def cmd_card(args) -> int:
 
 
 def cmd_items(args) -> int:
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     probe = get_probe(args.probe)
     params = probe.resolve_params(template=args.template, limit=args.limit, sample=args.sample)

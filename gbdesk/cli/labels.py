@@ -55,7 +55,7 @@ def cmd_sample(args) -> int:
 
 
 def cmd_review(args) -> int:
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     with _open_store(args.db, writes=True) as store:
         attempt = store.get_attempt(args.attempt_id)

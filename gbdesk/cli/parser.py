@@ -493,7 +493,7 @@ def _add_study_commands(sub: Any) -> None:
     """Let every study that declares `commands` add its subcommands."""
     from importlib import import_module
 
-    from gbdesk.studies import studies
+    from gbdesk.contract import studies
 
     kit = CommandKit(
         _db_arg, _json_arg, _open_store, _emit, _ProgressPrinter, _text, _run_id,

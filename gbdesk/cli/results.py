@@ -23,8 +23,8 @@ def _metrics_payload(
     with `review=False`)."""
     from gbdesk.analysis.label_accuracy import label_accuracy
     from gbdesk.analysis.shown import ci_missing_reason, metric_verdict, shown_ci
+    from gbdesk.contract import get_probe
     from gbdesk.maths.stats import adjusted_p_values
-    from gbdesk.studies import get_probe
     from gbdesk.support.format import unfinished_note
 
     run = store.get_run(run_id)
@@ -60,8 +60,8 @@ def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> 
     """The run's findings in words, most important first (as on the report's first page),
     from its `metrics` in this label mode."""
     from gbdesk.analysis.findings import ordered, run_findings
+    from gbdesk.contract import get_probe
     from gbdesk.report.run_results import run_extra_results
-    from gbdesk.studies import get_probe
 
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
@@ -81,7 +81,7 @@ def _findings_text(store, run_id: int, labels: str, metrics: dict[str, Any]) -> 
 
 def _metrics_heading(payload: dict[str, Any]) -> str:
     """ "run 1 — <the probe's title>, automatic labels" and a line break."""
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     labels = {
         "auto": "automatic labels",
@@ -96,7 +96,7 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     """The metrics for reading: what each measures in words (the keys are in --json and
     the CSV), its value and interval (within what the metric can be), mark and support;
     footnotes say why a value or interval is missing."""
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
     from gbdesk.support.format import ci_cells
 
     probe = get_probe(payload["probe"])

@@ -15,8 +15,8 @@ from gbdesk.support.guards import one_line
 
 def cmd_run(args) -> int:
     """Run a probe on a model; the same command again continues that run (or shows it)."""
+    from gbdesk.contract import get_probe
     from gbdesk.engine.llama_backend import LlamaCppBackend
-    from gbdesk.studies import get_probe
     from gbdesk.workflows.runs import (
         check_engine_needs,
         plan_run,
@@ -129,13 +129,13 @@ def _planned(args) -> dict[str, Any]:
 
 def _endpoint_model(args, store) -> tuple[Any, dict[str, Any]]:
     """The backend of `--endpoint` and its model row, registered with what it can do."""
+    from gbdesk.contract import get_probe
     from gbdesk.engine.http_backend import (
         HttpBackend,
         endpoint_capabilities,
         register_endpoint,
         store_capabilities,
     )
-    from gbdesk.studies import get_probe
 
     # Probe the endpoint before planning: a wrong address, path, model name or key
     # fails here in one line and leaves no empty run behind.

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gbdesk.contract import get_probe
+from gbdesk.contract.running import RunItems
 from gbdesk.people import raters
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import RunItems
 from gbdesk.support.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -518,8 +518,8 @@ def plan_code_import(
     as codes.csv writes it); `codes` holds code names or keys separated by ";" or "|" (empty
     or "(no code)": coded, none of the codes); `memo` is optional. A `rater` column, when
     present, must name the rater of the import."""
-    from gbdesk.studies import get_probe
-    from gbdesk.studies.importing import check_export_file, line_list, read_rows, refuse
+    from gbdesk.contract import get_probe
+    from gbdesk.contract.importing import check_export_file, line_list, read_rows, refuse
 
     rater = (rater or "").strip()
     if not rater:

@@ -17,10 +17,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from gbdesk.contract import get_probe
+from gbdesk.contract.importing import check_export_file, export_hints, line_list, read_rows, refuse
+from gbdesk.contract.running import RunItems
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import RunItems
-from gbdesk.studies.importing import check_export_file, export_hints, line_list, read_rows, refuse
 from gbdesk.support.errors import UserError
 
 

@@ -22,10 +22,10 @@ from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
+from gbdesk.contract import Probe, get_probe
+from gbdesk.contract.running import RunItems
 from gbdesk.maths import agreement
 from gbdesk.store import Store
-from gbdesk.studies import Probe, get_probe
-from gbdesk.studies.base import RunItems
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gbdesk.analysis.results import ensure_auto_labels
+from gbdesk.contract import Probe, get_probe
+from gbdesk.contract.running import RunItems
 from gbdesk.people.raters import raters_disagree
 from gbdesk.store import Store
-from gbdesk.studies import Probe, get_probe
-from gbdesk.studies.base import RunItems
 
 BASE_FILTERS = {
     "all": "All attempts",

@@ -20,12 +20,12 @@ from gbdesk.analysis.results import (
     ensure_auto_labels,
 )
 from gbdesk.analysis.shown import shown_ci
+from gbdesk.contract import Probe, get_probe, study_reports
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.maths.stats import MetricValue
 from gbdesk.people.raters import agreement_blocks, labels_agreement, mode_counts
 from gbdesk.report.run_results import run_extra_results
 from gbdesk.store import Store
-from gbdesk.studies import Probe, get_probe, study_reports
 from gbdesk.support.blocks import (
     Block,
     ChartRow,

@@ -42,9 +42,9 @@ from gbdesk.analysis.shown import (
     shown_ci,
     undefined_reason,
 )
+from gbdesk.contract import get_probe
+from gbdesk.contract.running import RunItems
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import RunItems
 from gbdesk.support.csvfile import write_table
 from gbdesk.support.errors import UserError
 from gbdesk.support.guards import (  # noqa: F401 (escape_text, unescape_cell: this module's API)
@@ -322,7 +322,7 @@ def _probe_table_chunks(
     whose tables have rows of one attempt each (`Exporting.per_attempt`), else all
     attempts at once."""
     from gbdesk.analysis.results import effective_labels
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     run = store.get_run(run_id)
     probe = get_probe(run["probe"])
@@ -376,8 +376,8 @@ def _study_tables(
 ) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
     """The CSV tables of the studies' reports over these runs (`Study.cross_run_report`,
     e.g. a benchmark's normalized summary table), from reviewed labels as the PDF's default."""
+    from gbdesk.contract import study_reports
     from gbdesk.report.content import study_run
-    from gbdesk.studies import study_reports
 
     runs = []
     for run_id in run_ids:

@@ -37,6 +37,7 @@ from gbdesk.analysis.shown import (
     metric_verdict,
     shown_ci,
 )
+from gbdesk.contract import get_probe
 from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition, MetricValue
 from gbdesk.maths.verdicts import MIN_ITEMS, Verdict
 from gbdesk.report.content import (
@@ -48,7 +49,6 @@ from gbdesk.report.content import (
     labels_used,
 )
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 from gbdesk.support.blocks import (
     Block,
     CurveChart,

@@ -22,12 +22,11 @@ from gbdesk.analysis.results import (
     extra_results,
     label_modes,
 )
+from gbdesk.contract import Finding, get_probe
 from gbdesk.maths.stats import adjusted_p_values
 from gbdesk.people.coding import coding_summary
 from gbdesk.people.raters import mode_counts
 from gbdesk.store import Store, audits
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import Finding
 
 log = logging.getLogger(__name__)
 

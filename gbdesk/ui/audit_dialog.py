@@ -205,7 +205,7 @@ class AuditDialog(QDialog):
         self.budget.setToolTip("How long the audit may take: 30m, 2h, 8h, or e.g. 1h30m")
         self.what = QComboBox()
         self.what.addItem("Every probe of every study", None)
-        from gbdesk.studies import harnesses
+        from gbdesk.contract import harnesses
 
         for name, harness in harnesses().items():
             self.what.addItem(harness.title, name)

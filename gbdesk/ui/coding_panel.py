@@ -33,10 +33,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gbdesk.contract import get_probe
+from gbdesk.contract.running import view_class
 from gbdesk.people import coding
 from gbdesk.people.coding import CodingItem
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import view_class
 from gbdesk.support.guards import html_text
 from gbdesk.ui.coding_views import CodingSummaryView, CodingView
 from gbdesk.ui.context import AppContext

@@ -26,8 +26,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gbdesk.contract import Probe
 from gbdesk.people.coding import NO_CODE, CodingItem
-from gbdesk.studies.base import Probe
 from gbdesk.support.format import fmt
 from gbdesk.support.guards import html_text
 from gbdesk.ui.review_views import highlight

@@ -8,7 +8,8 @@ from typing import Any
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from gbdesk.studies.base import Probe, view_class
+from gbdesk.contract import Probe
+from gbdesk.contract.running import view_class
 
 
 class ResultView(QWidget):

@@ -11,8 +11,9 @@ from typing import Any
 
 from PySide6.QtWidgets import QLabel, QTextBrowser, QVBoxLayout, QWidget
 
+from gbdesk.contract import Probe
+from gbdesk.contract.running import view_class
 from gbdesk.people.review import ReviewItem
-from gbdesk.studies.base import Probe, view_class
 from gbdesk.support.guards import html_text
 from gbdesk.ui.theme import MUTED
 

@@ -54,12 +54,12 @@ from typing import Any
 from gbdesk.analysis.audit_rounds import Track, first_round, metric_states, next_step
 from gbdesk.analysis.audit_verdicts import AuditVerdict, look_verdicts
 from gbdesk.analysis.results import compute_metrics, item_results
+from gbdesk.contract import AuditSize, Item, Probe, get_harness, get_probe, probe_names
+from gbdesk.contract.running import draw_order
 from gbdesk.maths.sequential import Looks, look_sizes
 from gbdesk.maths.verdicts import MIN_ITEMS
 from gbdesk.store import Store, audits, jobs
 from gbdesk.store.speed import generation_totals
-from gbdesk.studies import get_harness, get_probe, probe_names
-from gbdesk.studies.base import AuditSize, Item, Probe, draw_order
 from gbdesk.support.errors import UserError, short_repr
 from gbdesk.support.format import duration
 from gbdesk.workflows import runs

@@ -21,11 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk import __version__
-from gbdesk.store import Store
-from gbdesk.store.db import prepare_attempts
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import Item, Probe, RunItems, attempt_item
-from gbdesk.studies.importing import (
+from gbdesk.contract import Item, Probe, get_probe
+from gbdesk.contract.importing import (
     check_export_file,
     export_hints,
     line_list,
@@ -35,6 +32,9 @@ from gbdesk.studies.importing import (
     require_columns,
     require_text,
 )
+from gbdesk.contract.running import RunItems, attempt_item
+from gbdesk.store import Store
+from gbdesk.store.db import prepare_attempts
 from gbdesk.support.errors import UserError
 from gbdesk.support.guards import INT64_MAX
 from gbdesk.support.guards import whole_number as _whole_number

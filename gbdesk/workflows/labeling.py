@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gbdesk.contract import get_probe
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 from gbdesk.support.errors import UserError
 from gbdesk.workflows.runs import Progress, RunControl
 

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from gbdesk import __version__
+from gbdesk.contract import GenerationProbe, Performed, Probe, get_probe
+from gbdesk.contract.running import SAMPLE_SEED, AttemptEngine, attempt_count, attempt_item
 from gbdesk.engine.base import (
     DEFAULT_MIN_P,
     DEFAULT_TOP_K,
@@ -41,16 +43,6 @@ from gbdesk.engine.base import (
 )
 from gbdesk.store import Store, jobs
 from gbdesk.store.speed import generation_totals, scoring_totals
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import (
-    SAMPLE_SEED,
-    AttemptEngine,
-    GenerationProbe,
-    Performed,
-    Probe,
-    attempt_count,
-    attempt_item,
-)
 from gbdesk.support.errors import EngineCrashed, EngineError, UserError
 from gbdesk.support.limits import LIMITS, SEED_RANGE
 

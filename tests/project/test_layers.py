@@ -6,8 +6,8 @@ dependency: it is how the import loops of the old flat layout were held together
 
 The layers, lowest first (docs/layout.md says why each sits where it does):
 
-    support → maths → store → engine → studies (the contract) → analysis → people → report
-    → workflows → the study packages → app (cli, ui)
+    support → maths → store → engine → contract → analysis → people → report → workflows
+    → the studies (`gbdesk.studies` and its study packages) → app (cli, ui)
 
 A package may import its own modules and any lower layer, never a higher one or a sideways
 one. The study packages (`gbdesk/studies/<study>/`) are plug-ins: they may use every core
@@ -45,16 +45,17 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("maths", ("gbdesk.maths",)),
     ("store", ("gbdesk.store",)),
     ("engine", ("gbdesk.engine",)),
-    ("studies", ("gbdesk.studies",)),  # the contract: base, registry, importing, capabilities
+    ("contract", ("gbdesk.contract",)),  # items, probe, running, registry, capabilities …
     ("analysis", ("gbdesk.analysis",)),
     ("people", ("gbdesk.people",)),
     ("report", ("gbdesk.report",)),
     ("workflows", ("gbdesk.workflows",)),
-    ("study packages", ()),  # gbdesk.studies.<study>, see `layer_of`
+    ("study packages", ("gbdesk.studies",)),  # the built-in studies and the old paths
     ("app", ("gbdesk.cli", "gbdesk.ui", "gbdesk.__main__")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
-CONTRACT = {"base", "importing", "capabilities"}  # modules of gbdesk/studies/ itself
+#: modules of gbdesk/studies/ itself: the contract's old paths, kept for third-party studies
+SHIMS = {"base", "importing", "capabilities"}
 
 
 MODULES = FIGURES.modules()
@@ -63,7 +64,7 @@ MODULES = FIGURES.modules()
 def study_of(module: str) -> str | None:
     """The study package a module belongs to (`laissez_faire`), or None for the core."""
     parts = module.split(".")
-    if len(parts) >= 3 and parts[1] == "studies" and parts[2] not in CONTRACT:
+    if len(parts) >= 3 and parts[1] == "studies" and parts[2] not in SHIMS:
         return parts[2]
     return None
 
@@ -132,7 +133,11 @@ def test_no_import_loops():
         ("gbdesk.store", "gbdesk.engine.base", False),
         ("gbdesk.people.review", "gbdesk.workflows.runs", False),
         ("gbdesk.workflows.audit", "gbdesk.report.pdf", True),
-        ("gbdesk.studies.base", "gbdesk.analysis.results", False),
+        ("gbdesk.contract.probe", "gbdesk.analysis.results", False),
+        ("gbdesk.analysis.results", "gbdesk.contract", True),
+        ("gbdesk.analysis.results", "gbdesk.studies", False),  # the core never names studies
+        ("gbdesk.workflows.runs", "gbdesk.studies.base", False),
+        ("gbdesk.studies.base", "gbdesk.contract.probe", True),
         ("gbdesk.studies.laissez_faire.probe", "gbdesk.workflows.runs", True),
         ("gbdesk.studies.laissez_faire.probe", "gbdesk.studies.genderbench.common", False),
         ("gbdesk.studies.laissez_faire.probe", "gbdesk.ui.theme", False),
@@ -158,3 +163,9 @@ def test_function_level_and_type_checking_imports_count(tmp_path, monkeypatch):
     found = {t for _, t in imports("gbdesk.maths.probe_mod")}
     # `from gbdesk.workflows import runs` also runs the package's __init__
     assert found == {"gbdesk.analysis.results", "gbdesk.workflows.runs", "gbdesk.workflows"}
+
+
+def test_no_arrow_back_up_in_the_house():
+    """Between top-level packages too: the contract sits below the core that uses it, the
+    studies above it (`scripts/architecture_figures.py`, figure 7)."""
+    assert FIGURES.arrows_back_up() == []

@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from gbdesk import studies
 from gbdesk.analysis.results import compute_metrics, item_results
+from gbdesk.contract import registry as studies
 from gbdesk.maths.stats import MetricValue
 from gbdesk.report.csv_export import export_run_csv
 from gbdesk.studies.base import (

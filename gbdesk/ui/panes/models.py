@@ -101,8 +101,8 @@ def capabilities_html(found: dict[str, Any] | None) -> str:
             "<b>What it can do</b>: not checked yet — press <i>Test connection</i> (it asks "
             "the server one small request per capability)."
         )
+    from gbdesk.contract import get_probe, probe_names
     from gbdesk.engine.endpoints import CAPABILITIES
-    from gbdesk.studies import get_probe, probe_names
 
     keys = list(CAPABILITIES)
     when = str(found.get("checked_at") or "?")[:16].replace("T", " ")

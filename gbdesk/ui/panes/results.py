@@ -35,11 +35,11 @@ from gbdesk.analysis.shown import (
     shown_ci,
     undefined_reason,
 )
+from gbdesk.contract import get_probe, study_reports
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.maths.stats import p_text
 from gbdesk.report.content import missing_note
 from gbdesk.report.run_results import run_results, run_results_apart
-from gbdesk.studies import get_probe, study_reports
 from gbdesk.support.blocks import StudyRun
 from gbdesk.support.glossary import tooltip
 from gbdesk.support.guards import html_text

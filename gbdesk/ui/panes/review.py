@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
 
 from gbdesk.analysis.label_accuracy import review_stats
 from gbdesk.analysis.results import runs_with_generations
+from gbdesk.contract import get_probe
 from gbdesk.people.review import ORDERS, ReviewItem, filters_for, review_queue
-from gbdesk.studies import get_probe
 from gbdesk.support.guards import html_text
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.review_views import ReviewView, review_view_for

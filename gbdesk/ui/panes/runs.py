@@ -34,8 +34,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gbdesk.contract import get_probe, probe_names
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
-from gbdesk.studies import get_probe, probe_names
 from gbdesk.support.guards import html_text
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.tasks import LabelThread, RunThread

@@ -1,0 +1,95 @@
+"""The contract between gbdesk's core and its studies, in a package of its own.
+
+A study author reads `items` (what a probe builds and returns) and `probe` (the `Probe`
+classes, `Harness`, `Study`), and the optional capabilities they need (`capabilities`);
+`running` is what only the core does with a probe, `importing` the shared import
+helpers, `registry` the catalogue of studies found through entry points. The built-in
+studies live in `gbdesk.studies`; `gbdesk.studies.base` stays importable (the documented
+path for third-party studies).
+"""
+
+from __future__ import annotations
+
+from gbdesk.contract.capabilities import (
+    AUDIT_ITEM_STEPS,
+    AccuracyWords,
+    AuditSize,
+    CodingCandidates,
+    LabellingPass,
+    Precision,
+    z95,
+)
+from gbdesk.contract.items import (
+    Finding,
+    Item,
+    ItemResult,
+    LabelOption,
+    MetricGroup,
+    MetricKey,
+    Performed,
+    ProbeCard,
+    ProbeOption,
+    Prompt,
+    multi_prompt_item,
+    prompt_index,
+)
+from gbdesk.contract.probe import (
+    ChainProbe,
+    GenerationProbe,
+    Harness,
+    Probe,
+    ScoringProbe,
+    Study,
+)
+from gbdesk.contract.registry import (
+    BUILT_IN,
+    ENTRY_POINT_GROUP,
+    get_harness,
+    get_probe,
+    get_study,
+    harnesses,
+    probe_names,
+    probe_table_markdown,
+    reload,
+    studies,
+    study_reports,
+)
+
+__all__ = [
+    "AUDIT_ITEM_STEPS",
+    "BUILT_IN",
+    "ENTRY_POINT_GROUP",
+    "AccuracyWords",
+    "AuditSize",
+    "ChainProbe",
+    "CodingCandidates",
+    "Finding",
+    "GenerationProbe",
+    "Harness",
+    "Item",
+    "ItemResult",
+    "LabelOption",
+    "LabellingPass",
+    "MetricGroup",
+    "MetricKey",
+    "Performed",
+    "Precision",
+    "Probe",
+    "ProbeCard",
+    "ProbeOption",
+    "Prompt",
+    "ScoringProbe",
+    "Study",
+    "get_harness",
+    "get_probe",
+    "get_study",
+    "harnesses",
+    "multi_prompt_item",
+    "probe_names",
+    "probe_table_markdown",
+    "prompt_index",
+    "reload",
+    "studies",
+    "study_reports",
+    "z95",
+]
