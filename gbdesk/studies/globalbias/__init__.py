@@ -7,7 +7,7 @@ Jensen–Shannon top words, `profiles` + `profiles_stats`). Data: `resources/glo
 
 from __future__ import annotations
 
-from gbdesk.studies.base import Study
+from gbdesk.contract import Study
 from gbdesk.studies.globalbias.apx import GlobalBiasApxProbe
 from gbdesk.studies.globalbias.profiles import GlobalBiasProfilesProbe
 

@@ -17,18 +17,10 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from gbdesk.contract import Item, ItemResult, MetricGroup, ProbeOption, ScoringProbe
+from gbdesk.contract.capabilities import AuditSize, Capabilities, Precision
+from gbdesk.contract.running import sample_and_limit
 from gbdesk.maths.stats import MetricValue
-from gbdesk.studies.base import (
-    AuditSize,
-    Item,
-    ItemResult,
-    MetricGroup,
-    Precision,
-    ProbeOption,
-    ScoringProbe,
-    sample_and_limit,
-)
-from gbdesk.studies.capabilities import Capabilities
 from gbdesk.studies.globalbias.apx_frame import apx_extra, apx_metrics, decorated
 from gbdesk.studies.globalbias.apx_frame import apx_of as _apx_of
 from gbdesk.studies.globalbias.apx_frame import decorated as _decorated

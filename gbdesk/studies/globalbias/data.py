@@ -6,7 +6,7 @@ import csv
 import functools
 from typing import Any
 
-from gbdesk.studies.base import ProbeOption
+from gbdesk.contract import ProbeOption
 from gbdesk.studies.globalbias.apx_stats import TEMPLATES
 from gbdesk.support.paths import resource
 

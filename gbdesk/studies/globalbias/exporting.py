@@ -11,8 +11,8 @@ import functools
 import json
 from typing import Any
 
-from gbdesk.studies.base import ItemResult
-from gbdesk.studies.capabilities import DEFAULT_EXPORT_FILES, Exporting
+from gbdesk.contract import ItemResult
+from gbdesk.contract.capabilities import DEFAULT_EXPORT_FILES, Exporting
 from gbdesk.studies.globalbias.apx_stats import associations
 from gbdesk.studies.globalbias.profiles_stats import COLUMNS, LIST_FIELDS, PHYSICAL_COLUMNS
 

@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gbdesk.studies.base import Item, Probe
+from gbdesk.contract import Item, Probe
+from gbdesk.contract.importing import line_list, model_of, read_rows, refuse, require_columns
 from gbdesk.studies.globalbias.apx_stats import UNFLAGGED_AXES
 from gbdesk.studies.globalbias.data import load_descriptors, load_names, sentence
-from gbdesk.studies.importing import line_list, model_of, read_rows, refuse, require_columns
 from gbdesk.support.errors import UserError, short_repr
 from gbdesk.support.guards import INT64_MAX
 from gbdesk.workflows.importer import ImportedAttempt, ImportedRun, whole_number

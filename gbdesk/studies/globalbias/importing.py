@@ -9,10 +9,10 @@ import functools
 import json
 from typing import Any
 
-from gbdesk.studies.base import Item
-from gbdesk.studies.capabilities import Importing
+from gbdesk.contract import Item
+from gbdesk.contract.capabilities import Importing
+from gbdesk.contract.importing import read_rows
 from gbdesk.studies.globalbias.data import load_names, profile_prompt_template
-from gbdesk.studies.importing import read_rows
 from gbdesk.support.guards import loads_json
 
 

@@ -11,19 +11,10 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from gbdesk.contract import GenerationProbe, Item, ItemResult, MetricGroup, ProbeOption
+from gbdesk.contract.capabilities import AuditSize, Capabilities, Precision, z95
+from gbdesk.contract.running import sample_and_limit
 from gbdesk.maths.stats import MetricValue
-from gbdesk.studies.base import (
-    AuditSize,
-    GenerationProbe,
-    Item,
-    ItemResult,
-    MetricGroup,
-    Precision,
-    ProbeOption,
-    sample_and_limit,
-    z95,
-)
-from gbdesk.studies.capabilities import Capabilities
 from gbdesk.studies.globalbias.cards import PROFILES_CARD
 from gbdesk.studies.globalbias.data import (
     NAMES_PER_GROUP,

@@ -6,9 +6,9 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from gbdesk.contract import Finding, MetricGroup
+from gbdesk.contract.capabilities import Presentation
 from gbdesk.maths.stats import MetricValue, wilson_interval
-from gbdesk.studies.base import Finding, MetricGroup
-from gbdesk.studies.capabilities import Presentation
 from gbdesk.support.blocks import Block, Paragraph, Table
 from gbdesk.support.format import fmt, pct
 from gbdesk.support.guards import BadJson, loads_json

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from gbdesk.contract import ItemResult
+from gbdesk.contract.capabilities import Ppi, Resampling
 from gbdesk.maths.resampling import Features, share
-from gbdesk.studies.base import ItemResult
-from gbdesk.studies.capabilities import Ppi, Resampling
 
 
 def apx_resampling() -> Resampling:

@@ -12,7 +12,7 @@ The paper builds a dataset and then examines models with it; both are here:
 
 from __future__ import annotations
 
-from gbdesk.studies.base import Study
+from gbdesk.contract import Study
 from gbdesk.studies.intersectional.elicit import ElicitationProbe, FilterProbe
 from gbdesk.studies.intersectional.probe import IntersectionalProbe
 

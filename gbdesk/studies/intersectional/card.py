@@ -4,7 +4,7 @@ report)."""
 
 from __future__ import annotations
 
-from gbdesk.studies.base import ProbeCard
+from gbdesk.contract import ProbeCard
 
 CARD = ProbeCard(
     title="Intersectional stereotypes (stereotype degree, SDeg)",

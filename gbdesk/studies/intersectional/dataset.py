@@ -396,7 +396,7 @@ def plan_validations(
 ) -> list[tuple[int, dict[str, Any]]]:
     """(attempt id, decision) for every row of a validation file (columns stereotype_id,
     common, specific; optional category), all or nothing: every bad line is listed."""
-    from gbdesk.studies.importing import line_list, read_rows, refuse, require_columns
+    from gbdesk.contract.importing import line_list, read_rows, refuse, require_columns
 
     rows = read_rows(path)
     require_columns(path, rows, ("stereotype_id", "common", "specific"))
@@ -512,7 +512,7 @@ def export(dataset: Dataset, path: str | Path) -> dict[str, Any]:
 # -- import -------------------------------------------------------------------------------------
 def _records(path: str | Path) -> tuple[list[tuple[int, dict[str, Any]]], dict[str, Any]]:
     """(line, record) pairs of a dataset file and the document's own fields (JSON)."""
-    from gbdesk.studies.importing import read_rows
+    from gbdesk.contract.importing import read_rows
 
     p = Path(path)
     if p.suffix.lower() == ".json":
@@ -557,7 +557,7 @@ def plan_import(path: str | Path) -> dict[str, Any]:
     """Read and check a dataset file (CSV or JSON, as `export` writes; at least the
     columns stereotype_id, group, stereotype, explanation, category) — all or nothing:
     every bad line is listed."""
-    from gbdesk.studies.importing import line_list, refuse, require_columns
+    from gbdesk.contract.importing import line_list, refuse, require_columns
 
     rows, doc = _records(path)
     require_columns(path, rows, ("stereotype_id", "group", "stereotype", "explanation", "category"))
@@ -685,7 +685,7 @@ def _imported_questions(path: str | Path, doc: dict[str, Any]) -> list[Any] | No
 def import_dataset(store: Any, path: str | Path, model_name: str | None = None) -> dict[str, Any]:
     """A dataset file as a new dataset (an imported filter run, its validators' decisions as
     their human labels) in one transaction."""
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
     from gbdesk.studies.intersectional.elicit import FILTER_PROMPT, FilterProbe
     from gbdesk.workflows.importer import ImportedAttempt, ImportedRun, write_imported_runs
 

@@ -24,9 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from gbdesk.engine.base import GenerationResult
-from gbdesk.maths.stats import MetricValue, wilson_interval
-from gbdesk.studies.base import (
+from gbdesk.contract import (
     ChainProbe,
     GenerationProbe,
     Item,
@@ -34,9 +32,11 @@ from gbdesk.studies.base import (
     MetricGroup,
     ProbeCard,
     ProbeOption,
-    sample_and_limit,
 )
-from gbdesk.studies.capabilities import DEFAULT_EXPORT_FILES, Capabilities
+from gbdesk.contract.capabilities import DEFAULT_EXPORT_FILES, Capabilities
+from gbdesk.contract.running import sample_and_limit
+from gbdesk.engine.base import GenerationResult
+from gbdesk.maths.stats import MetricValue, wilson_interval
 from gbdesk.studies.intersectional.exporting import filter_exporting
 from gbdesk.studies.intersectional.groups import (
     broader_groups,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from gbdesk.studies.base import ItemResult
-from gbdesk.studies.capabilities import DEFAULT_EXPORT_FILES, Exporting
+from gbdesk.contract import ItemResult
+from gbdesk.contract.capabilities import DEFAULT_EXPORT_FILES, Exporting
 from gbdesk.studies.intersectional.questions import questions_of
 
 

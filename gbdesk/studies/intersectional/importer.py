@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gbdesk.studies.base import Probe
-from gbdesk.studies.importing import (
+from gbdesk.contract import Probe
+from gbdesk.contract.importing import (
     line_list,
     model_of,
     read_rows,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from gbdesk.studies.base import Probe
-from gbdesk.studies.capabilities import Importing
+from gbdesk.contract import Probe
+from gbdesk.contract.capabilities import Importing
 
 
 def importing(probe: Probe, base: Importing) -> Importing:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gbdesk.studies.capabilities import Labelling
+from gbdesk.contract.capabilities import Labelling
 from gbdesk.studies.intersectional.data import answers_label
 from gbdesk.studies.intersectional.questions import questions_of
 from gbdesk.support.errors import UserError, short_repr

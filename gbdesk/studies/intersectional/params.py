@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from gbdesk.studies.capabilities import Parameters
+from gbdesk.contract.capabilities import Parameters
 from gbdesk.studies.intersectional.dataset import load as load_dataset
 from gbdesk.studies.intersectional.dataset import read_file as read_dataset
 from gbdesk.studies.intersectional.questions import by_category, paper_bank, read_bank

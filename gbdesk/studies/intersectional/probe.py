@@ -22,20 +22,11 @@ import time
 from collections.abc import Callable, Generator, Iterable
 from typing import Any, ClassVar
 
+from gbdesk.contract import ChainProbe, Item, ItemResult, MetricGroup, ProbeOption
+from gbdesk.contract.capabilities import AuditSize, Capabilities, Precision, z95
+from gbdesk.contract.running import sample_and_limit
 from gbdesk.engine.base import GenerationRequest, GenerationResult
 from gbdesk.maths.stats import MetricValue
-from gbdesk.studies.base import (
-    AuditSize,
-    ChainProbe,
-    Item,
-    ItemResult,
-    MetricGroup,
-    Precision,
-    ProbeOption,
-    sample_and_limit,
-    z95,
-)
-from gbdesk.studies.capabilities import Capabilities
 from gbdesk.studies.intersectional.attempt import (
     ROLE_PROMPT,
     answer_asks,

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from gbdesk.studies.base import ItemResult
+from gbdesk.contract import ItemResult
 from gbdesk.studies.intersectional.data import load_categories
 from gbdesk.support.errors import UserError
 from gbdesk.support.guards import loads_json
@@ -80,7 +80,7 @@ def _options(record: dict[str, Any]) -> Any:
 def check_bank(records: list[tuple[int, dict[str, Any]]], where: str) -> list[dict[str, Any]]:
     """Questions from (line, record) pairs, all or nothing: every bad line is listed in one
     `UserError`."""
-    from gbdesk.studies.importing import line_list, refuse
+    from gbdesk.contract.importing import line_list, refuse
 
     bad: dict[str, list[int]] = {}
     out: list[dict[str, Any]] = []
@@ -137,7 +137,7 @@ def check_bank(records: list[tuple[int, dict[str, Any]]], where: str) -> list[di
 
 def read_bank(path: str | Path) -> list[dict[str, Any]]:
     """A bank from a CSV or JSON file (see the module's description)."""
-    from gbdesk.studies.importing import read_rows
+    from gbdesk.contract.importing import read_rows
 
     p = Path(path)
     if p.suffix.lower() == ".json":

@@ -7,9 +7,10 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from gbdesk.contract import Finding, MetricGroup, MetricKey
+from gbdesk.contract.capabilities import Presentation
+from gbdesk.contract.running import default_metric_title
 from gbdesk.maths.stats import MetricValue
-from gbdesk.studies.base import Finding, MetricGroup, MetricKey, default_metric_title
-from gbdesk.studies.capabilities import Presentation
 from gbdesk.studies.intersectional.data import load_groups
 from gbdesk.studies.intersectional.groups import people_phrase
 from gbdesk.support.blocks import Block, Heading, Paragraph, Table

@@ -8,9 +8,9 @@ import functools
 import math
 from typing import Any
 
+from gbdesk.contract import ItemResult, MetricKey
+from gbdesk.contract.capabilities import Ppi, Resampling
 from gbdesk.maths.resampling import Features, share
-from gbdesk.studies.base import ItemResult, MetricKey
-from gbdesk.studies.capabilities import Ppi, Resampling
 from gbdesk.studies.intersectional.questions import category_order, question_catalog
 from gbdesk.studies.intersectional.stats import category_table, group_degree, group_table
 

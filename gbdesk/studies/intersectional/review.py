@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gbdesk.studies.capabilities import Ratings, Review
+from gbdesk.contract.capabilities import Ratings, Review
 from gbdesk.studies.intersectional.report import item_title
 
 

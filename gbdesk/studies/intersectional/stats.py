@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from gbdesk.contract import MetricKey
 from gbdesk.maths.stats import MetricValue
-from gbdesk.studies.base import MetricKey
 from gbdesk.studies.intersectional.questions import category_order
 
 BOOTSTRAP_RESAMPLES = 1000

@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from gbdesk.studies.base import default_human_label_from_rows
-from gbdesk.studies.capabilities import Labelling, Review
+from gbdesk.contract.capabilities import Labelling, Review
+from gbdesk.contract.running import default_human_label_from_rows
 from gbdesk.studies.intersectional.data import human_labels_by_validator
 from gbdesk.studies.intersectional.questions import find_category
 from gbdesk.support.errors import UserError, short_repr

@@ -8,7 +8,7 @@ subordination ratios (`stats`). Data: `resources/laissez_faire/`, `resources/nam
 
 from __future__ import annotations
 
-from gbdesk.studies.base import Study
+from gbdesk.contract import Study
 from gbdesk.studies.laissez_faire.probe import LaissezFaireProbe
 
 STUDY = Study(

@@ -3,7 +3,7 @@ metrics and parameters mean (shown in the Probes pane, `gbdesk probes` and the r
 
 from __future__ import annotations
 
-from gbdesk.studies.base import ProbeCard
+from gbdesk.contract import ProbeCard
 
 CARD = ProbeCard(
     title="Laissez-Faire harms (story omission and subordination)",

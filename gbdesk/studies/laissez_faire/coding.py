@@ -10,8 +10,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from gbdesk.studies.base import CodingCandidates
-from gbdesk.studies.capabilities import Coding
+from gbdesk.contract.capabilities import Coding, CodingCandidates
 from gbdesk.studies.laissez_faire.characters import (
     characters_from_data,
     first_name,

@@ -12,7 +12,7 @@ import functools
 import json
 from typing import Any
 
-from gbdesk.studies.capabilities import DEFAULT_EXPORT_FILES, Exporting
+from gbdesk.contract.capabilities import DEFAULT_EXPORT_FILES, Exporting
 from gbdesk.studies.laissez_faire.characters import (
     character_gender,
     characters_from_data,

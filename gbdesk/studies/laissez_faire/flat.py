@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gbdesk.contract.capabilities import FlatFacts
 from gbdesk.maths.stats import MetricValue
-from gbdesk.studies.capabilities import FlatFacts
 from gbdesk.studies.laissez_faire.characters import (
     character_gender,
     characters_from_data,

@@ -11,8 +11,8 @@ import hashlib
 import re
 from typing import Any
 
-from gbdesk.studies.base import Item
-from gbdesk.studies.capabilities import Importing
+from gbdesk.contract import Item
+from gbdesk.contract.capabilities import Importing
 from gbdesk.studies.laissez_faire.metrics import DOMAINS
 
 

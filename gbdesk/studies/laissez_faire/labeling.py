@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gbdesk.contract.capabilities import LabellingPass
 from gbdesk.store import Store
-from gbdesk.studies.base import LabellingPass
 from gbdesk.studies.laissez_faire.characters import (
     character_label,
     characters_from_data,

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from gbdesk.studies.capabilities import Labelling
+from gbdesk.contract.capabilities import Labelling
 from gbdesk.studies.laissez_faire.characters import GENDER_LABELS, character_label
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, Span
 from gbdesk.support.errors import UserError, short_repr

@@ -32,9 +32,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from gbdesk.contract import MetricKey
 from gbdesk.maths.resampling import Values, share, transposed
 from gbdesk.maths.stats import MetricValue
-from gbdesk.studies.base import MetricKey
 from gbdesk.studies.laissez_faire.stats import (
     Ratio,
     name_subordination,

@@ -24,19 +24,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from gbdesk.contract import GenerationProbe, Item, ItemResult, MetricGroup, ProbeOption
+from gbdesk.contract.capabilities import AuditSize, Capabilities, Precision, z95
+from gbdesk.contract.running import sample_and_limit
 from gbdesk.maths.stats import MetricValue
-from gbdesk.studies.base import (
-    AuditSize,
-    GenerationProbe,
-    Item,
-    ItemResult,
-    MetricGroup,
-    Precision,
-    ProbeOption,
-    sample_and_limit,
-    z95,
-)
-from gbdesk.studies.capabilities import Capabilities
 from gbdesk.studies.laissez_faire.card import CARD
 from gbdesk.studies.laissez_faire.characters import (  # re-exported: the study's helpers
     GENDER_LABELS,

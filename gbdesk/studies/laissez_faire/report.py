@@ -8,9 +8,10 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from gbdesk.contract import Finding, MetricGroup, MetricKey
+from gbdesk.contract.capabilities import Presentation
+from gbdesk.contract.running import default_metric_title
 from gbdesk.maths.stats import MetricValue, adjusted_p_values, p_text
-from gbdesk.studies.base import Finding, MetricGroup, MetricKey, default_metric_title
-from gbdesk.studies.capabilities import Presentation
 from gbdesk.studies.laissez_faire.characters import load_codebook, metadata_scenario
 from gbdesk.studies.laissez_faire.metrics import DOMAINS
 from gbdesk.studies.laissez_faire.name_race import RACE_CATEGORIES

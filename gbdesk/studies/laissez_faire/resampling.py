@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from gbdesk.contract import ItemResult, MetricKey
+from gbdesk.contract.capabilities import Ppi, Resampling
 from gbdesk.maths.resampling import Values
-from gbdesk.studies.base import ItemResult, MetricKey
-from gbdesk.studies.capabilities import Ppi, Resampling
 from gbdesk.studies.laissez_faire.metrics import (
     facts_from_results,
     representation_values,

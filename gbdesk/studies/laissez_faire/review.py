@@ -13,8 +13,7 @@ import math
 from collections.abc import Hashable
 from typing import Any
 
-from gbdesk.studies.base import AccuracyWords
-from gbdesk.studies.capabilities import Ratings, Review
+from gbdesk.contract.capabilities import AccuracyWords, Ratings, Review
 from gbdesk.studies.laissez_faire.characters import (
     NO_NAME,
     TOO_LONG,

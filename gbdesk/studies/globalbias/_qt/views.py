@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
     QTableWidgetItem,
 )
 
+from gbdesk.contract import Probe
 from gbdesk.people.review import ReviewItem
-from gbdesk.studies.base import Probe
 from gbdesk.support.guards import html_text
 from gbdesk.ui.result_views import ResultView
 from gbdesk.ui.review_views import TextReviewView

@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gbdesk.contract import Probe
 from gbdesk.people.review import ReviewItem
-from gbdesk.studies.base import Probe
 from gbdesk.studies.intersectional.data import load_categories
 from gbdesk.studies.intersectional.probe import questions_of
 from gbdesk.support.guards import html_text

@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gbdesk.contract import Probe
 from gbdesk.people.review import ReviewItem
-from gbdesk.studies.base import Probe
 from gbdesk.studies.laissez_faire.characters import character_label, characters_from_data
 from gbdesk.studies.laissez_faire.extract.gender_words import gender_of
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction, Span
