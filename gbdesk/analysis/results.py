@@ -70,7 +70,7 @@ def label_modes(store: Store, run_id: int) -> dict[str, str]:
     return modes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)  # compared and hashed as the object it is
 class Run:
     """A stored run opened once (`open_run`): its row, id, parameters, probe and the source
     of its automatic labels, and its items once read. Export, report and compare pass one
@@ -84,6 +84,9 @@ class Run:
     probe: Probe
     #: the source of the run's automatic labels (its extractor's; None: the default)
     label_source: str | None
+
+    def __repr__(self) -> str:
+        return f"Run({self.id}, {self.row['probe']!r})"
 
     @cached_property
     def items(self) -> RunItems:
