@@ -47,8 +47,8 @@ from typing import Any
 import numpy as np
 from statsmodels.stats.multitest import multipletests
 
-from gbdesk.analysis.results import LABEL_MODES, ensure_auto_labels, is_label_mode, item_results
-from gbdesk.contract import ItemResult, Probe, get_probe
+from gbdesk.analysis.results import LABEL_MODES, is_label_mode, item_results, open_run
+from gbdesk.contract import ItemResult, Probe
 from gbdesk.maths.resampling import Values, resample_values
 from gbdesk.store import Store
 from gbdesk.support.errors import UserError
@@ -191,11 +191,10 @@ def compare_runs(
             f"run {run_a} is a {ra['probe']} run and run {run_b} a {rb['probe']} run: "
             "only runs of the same probe can be compared"
         )
-    probe = get_probe(ra["probe"])
-    for run_id in (run_a, run_b):
-        ensure_auto_labels(store, run_id)
-    res_a = _present(item_results(store, run_a, label_mode))
-    res_b = _present(item_results(store, run_b, label_mode))
+    opened_a, opened_b = open_run(store, ra, labelled=True), open_run(store, rb, labelled=True)
+    probe = opened_a.probe
+    res_a = _present(item_results(store, opened_a, label_mode))
+    res_b = _present(item_results(store, opened_b, label_mode))
     keys = [k for k in res_a if k in res_b]
     if not keys:
         raise UserError(f"runs {run_a} and {run_b} have no item with stored results in common")

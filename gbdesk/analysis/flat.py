@@ -125,13 +125,20 @@ _recent_lock = threading.Lock()
 KEEP = 1  # runs kept read (the Results pane reads one run three times: metrics, review, extra)
 
 
-def load_flat(store: Store, run_id: int, label_mode: str) -> FlatRun | None:
+def load_flat(
+    store: Store,
+    run_id: int,
+    label_mode: str,
+    run: dict[str, Any] | None = None,
+    probe: Probe | None = None,
+) -> FlatRun | None:
     """The run read from the flat table with the labels the metrics use in `label_mode`
     ("auto": the run's automatic labels; "reviewed": a person's latest where present),
-    or None when its probe has no flat form. The last runs read are kept while their
-    labels, attempts and parameters stay the same."""
-    run = store.get_run(run_id)
-    probe = _probe(run["probe"])
+    or None when its probe has no flat form (`run`, `probe`: its row and probe, when the
+    caller has them). The last runs read are kept while their labels, attempts and
+    parameters stay the same."""
+    run = store.get_run(run_id) if run is None else run
+    probe = _probe(run["probe"]) if probe is None else probe
     if probe.capabilities.flat is None:
         return None
     extra = flatten(store, run_id, probe)

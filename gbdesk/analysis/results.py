@@ -13,13 +13,16 @@ import json
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from gbdesk import __version__
-from gbdesk.contract import ItemResult, get_probe
+from gbdesk.contract import ItemResult, Probe, get_probe
 from gbdesk.contract.running import RunItems, new_item_result
 from gbdesk.maths.stats import MetricValue
 from gbdesk.store import Store
+from gbdesk.support.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -67,40 +70,83 @@ def label_modes(store: Store, run_id: int) -> dict[str, str]:
     return modes
 
 
-def auto_source(store: Store, run_id: int) -> str | None:
-    run = store.get_run(run_id)
-    return get_probe(run["probe"]).capabilities.labelling.auto_source(run["params"])
+@dataclass(frozen=True, eq=False, repr=False)  # compared and hashed as the object it is
+class Run:
+    """A stored run opened once (`open_run`): its row, id, parameters, probe and the source
+    of its automatic labels, and its items once read. Export, report and compare pass one
+    instead of looking the run and its probe up again from the run id. What is read is
+    kept: open the run again to see later changes."""
+
+    store: Store
+    row: dict[str, Any]
+    id: int
+    params: dict[str, Any]
+    probe: Probe
+    #: the source of the run's automatic labels (its extractor's; None: the default)
+    label_source: str | None
+
+    def __repr__(self) -> str:
+        return f"Run({self.id}, {self.row['probe']!r})"
+
+    @cached_property
+    def items(self) -> RunItems:
+        """The run's stored items (read once, when first needed)."""
+        return RunItems(self.store.run_items(self.id), self.row["generation"].get("attempts") or 1)
 
 
-def ensure_auto_labels(store: Store, run_id: int) -> int:
+def open_run(store: Store, run: int | dict[str, Any] | Run, labelled: bool = False) -> Run:
+    """The run (its id, its `Store.get_run` row, or a `Run` already open) opened once;
+    `labelled`: its attempts without an automatic label labelled first
+    (`ensure_auto_labels`) and its items read."""
+    if not isinstance(run, Run):
+        row = store.get_run(run) if isinstance(run, int) else run
+        probe = get_probe(row["probe"])
+        source = probe.capabilities.labelling.auto_source(row["params"])
+        run = Run(store, row, row["id"], row["params"], probe, source)
+    if labelled:
+        _label_missing(run)
+        run.items  # noqa: B018 (read now: what comes next needs them)
+    return run
+
+
+def auto_source(store: Store, run_id: int | Run) -> str | None:
+    """The source of the run's automatic labels (`Run.label_source`)."""
+    return open_run(store, run_id).label_source
+
+
+def ensure_auto_labels(store: Store, run_id: int | Run) -> int:
     """Label any stored attempt that has no automatic label (of the run's extractor)
     yet with the probe's built-in labeller; return how many were labelled."""
-    probe = get_probe(store.get_run(run_id)["probe"])
-    source = auto_source(store, run_id)
+    return _label_missing(open_run(store, run_id))
+
+
+def _label_missing(run: Run) -> int:
+    source, probe = run.label_source, run.probe
     if source is not None and not source.startswith(probe.capabilities.labelling.source_prefix()):
         return 0  # another labeller (e.g. an LLM pass) fills these; nothing to do here
-    missing = store.unlabelled_attempts(run_id, source)
+    missing = run.store.unlabelled_attempts(run.id, source)
     if not missing:
         return 0
-    items = RunItems.of(store, run_id)
+    items = run.items
     for attempt in missing:
         label = probe.label(
             attempt["response"], items.metadata(attempt["item"], attempt["attempt"])
         )
-        store.set_auto_label(attempt["id"], **label)
+        run.store.set_auto_label(attempt["id"], **label)
     return len(missing)
 
 
 def effective_labels(
-    store: Store, run_id: int, label_mode: str, attempt_ids: Sequence[int] | None = None
+    store: Store, run_id: int | Run, label_mode: str, attempt_ids: Sequence[int] | None = None
 ) -> dict[int, dict[str, Any]]:
     """attempt id → the label row the metrics use in this mode (`attempt_ids`: of these
     attempts only; a rater with no label among them then gives none, without the error a
     whole run without that rater's labels raises)."""
     if not is_label_mode(label_mode):
         raise ValueError(f"label mode must be one of {LABEL_MODES}, {CONSENSUS} or rater:NAME")
-    ids = attempt_ids
-    labels = store.labels(run_id, "auto", auto_source(store, run_id), attempt_ids=ids)
+    run = open_run(store, run_id)
+    run_id, ids = run.id, attempt_ids
+    labels = store.labels(run_id, "auto", run.label_source, attempt_ids=ids)
     rater = rater_mode(label_mode)
     if label_mode in ("reviewed", CONSENSUS):
         labels.update(store.labels(run_id, "human", attempt_ids=ids))
@@ -109,21 +155,20 @@ def effective_labels(
     if rater is not None:
         by_rater = store.rater_labels(run_id, attempt_ids=ids)
         if rater not in by_rater and ids is None:
-            from gbdesk.support.errors import UserError
-
             known = ", ".join(by_rater) or "nobody has labelled yet"
             raise UserError(f"run {run_id} has no labels by {rater!r} (raters: {known})")
         labels.update(by_rater.get(rater, {}))
     return labels
 
 
-def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[ItemResult]:
+def item_results(store: Store, run_id: int | Run, label_mode: str = "auto") -> list[ItemResult]:
     """Items (in run order) with the effective labels of their stored attempts (the
     automatic ones for "ppi", whose correction applies to metrics only)."""
-    labels = effective_labels(store, run_id, "auto" if label_mode == "ppi" else label_mode)
-    items = RunItems.of(store, run_id)
+    run = open_run(store, run_id)
+    labels = effective_labels(store, run, "auto" if label_mode == "ppi" else label_mode)
+    items = run.items
     by_item: dict[str, ItemResult] = {row["item"]: new_item_result(row) for row in items.rows}
-    for attempt in store.attempts(run_id):
+    for attempt in store.attempts(run.id):
         label = labels.get(attempt["id"])
         result = by_item[attempt["item"]]
         result.labels.append(label["label"] if label else "undetected")
@@ -131,8 +176,8 @@ def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[It
         result.responses.append(attempt["response"])
         if result.prompts:
             result.prompt_indices.append(items.prompt_index(attempt["item"], attempt["attempt"]))
-    if get_probe(store.get_run(run_id)["probe"]).capabilities.scores is not None:
-        for score in store.scores(run_id):
+    if run.probe.capabilities.scores is not None:
+        for score in store.scores(run.id):
             by_item[score["item"]].scores.append(score)
     return list(by_item.values())
 
@@ -141,36 +186,38 @@ def item_results(store: Store, run_id: int, label_mode: str = "auto") -> list[It
 FLAT_MODES = ("auto", "reviewed", "ppi")
 
 
-def flat_run(store: Store, run_id: int, label_mode: str) -> Any:
+def flat_run(store: Store, run_id: int | Run, label_mode: str) -> Any:
     """The run read from the flat table of label facts (`gbdesk.analysis.flat.FlatRun`) with the
     labels of `label_mode` ("ppi": the automatic ones), or None when its probe has none."""
     from gbdesk.analysis.flat import load_flat
 
-    return load_flat(store, run_id, "auto" if label_mode == "ppi" else label_mode)
+    mode = "auto" if label_mode == "ppi" else label_mode
+    if isinstance(run_id, Run):
+        return load_flat(store, run_id.id, mode, run_id.row, run_id.probe)
+    return load_flat(store, run_id, mode)
 
 
 def extra_results(
-    store: Store, run_id: int, label_mode: str = "auto", flat: bool = True
+    store: Store, run_id: int | Run, label_mode: str = "auto", flat: bool = True
 ) -> dict[str, Any]:
     """The probe's non-scalar results (`Probe.extra_results`), from the flat table when the
     probe has one (`flat=False`: always from the labels)."""
-    run = store.get_run(run_id)
-    probe = get_probe(run["probe"])
+    run = open_run(store, run_id)
     got = None
-    caps = probe.capabilities
+    caps = run.probe.capabilities
     if flat and caps.flat is not None and label_mode in FLAT_MODES:
-        ensure_auto_labels(store, run_id)
-        got = caps.flat.extra_results(flat_run(store, run_id, label_mode), run["params"])
+        _label_missing(run)
+        got = caps.flat.extra_results(flat_run(store, run, label_mode), run.params)
     elif flat and caps.scores is not None:
-        got = caps.scores.extra_results(store.score_frame(run_id), run["params"])
+        got = caps.scores.extra_results(store.score_frame(run.id), run.params)
     if got is not None:
         return got
-    return probe.extra_results(item_results(store, run_id, label_mode), run["params"])
+    return run.probe.extra_results(item_results(store, run, label_mode), run.params)
 
 
 def compute_metrics(
     store: Store,
-    run_id: int,
+    run_id: int | Run,
     label_mode: str = "auto",
     use_cache: bool = True,
     flat: bool = True,
@@ -182,68 +229,75 @@ def compute_metrics(
     path the flat one must equal)."""
     if label_mode not in METRIC_MODES and not is_label_mode(label_mode):
         raise ValueError(f"label mode must be one of {METRIC_MODES}, {CONSENSUS} or rater:NAME")
-    run = store.get_run(run_id)
+    row = run_id.row if isinstance(run_id, Run) else store.get_run(run_id)
+    run_id = row["id"]
     # Recompute when labels, the run's parameters or the code that computes change.
-    params = json.dumps(run["params"], sort_keys=True, default=str)
+    params = json.dumps(row["params"], sort_keys=True, default=str)
 
     def current() -> str:
         return (
-            f"{store.labels_fingerprint(run_id)}|{__version__}|{run['probe_version']}|"
+            f"{store.labels_fingerprint(run_id)}|{__version__}|{row['probe_version']}|"
             f"{hashlib.sha256(params.encode()).hexdigest()[:16]}"
         )
 
     # A cached result was computed after every attempt had its automatic label, and any
-    # attempt or label added since changes the fingerprint: check the cache first.
+    # attempt or label added since changes the fingerprint: check the cache first (a run
+    # whose study is no longer installed still shows what was computed).
     fingerprint = current()
     if use_cache:
         cached = store.cached_metrics(run_id, label_mode, fingerprint)
         if cached is not None:
-            return {
-                name: MetricValue(
-                    value=_nan(row["value"]),
-                    ci=(_nan(row["ci_lo"]), _nan(row["ci_hi"])),
-                    mark=row["mark"],
-                    n=row["n"],
-                    p_value=row.get("p_value"),
-                    details=json.loads(row["details_json"]) if row.get("details_json") else None,
-                )
-                for name, row in cached.items()
-            }
-    if ensure_auto_labels(store, run_id):
+            return {name: _cached_value(r) for name, r in cached.items()}
+    run = open_run(store, row)
+    if _label_missing(run):
         fingerprint = current()
-    probe = get_probe(run["probe"])
+    metrics = _metrics(store, run, label_mode, flat)
+    store.save_metrics(run_id, label_mode, fingerprint, _metric_rows(metrics))
+    return metrics
+
+
+def _metrics(store: Store, run: Run, label_mode: str, flat: bool) -> dict[str, MetricValue]:
     if label_mode == "ppi":
         from gbdesk.analysis.ppi_metrics import ppi_metric_values
 
-        metrics = ppi_metric_values(store, run_id)
-    else:
-        metrics = None
-        caps = probe.capabilities
-        if flat and caps.flat is not None and label_mode in FLAT_MODES:
-            metrics = caps.flat.metrics(flat_run(store, run_id, label_mode), run["params"])
-        elif flat and caps.scores is not None:
-            metrics = caps.scores.metrics(store.score_frame(run_id), run["params"])
-        if metrics is None:
-            metrics = probe.metrics(item_results(store, run_id, label_mode), params=run["params"])
-    store.save_metrics(
-        run_id,
-        label_mode,
-        fingerprint,
-        [
-            {
-                "name": name,
-                "value": none_if_nan(m.value),
-                "ci_lo": none_if_nan(m.ci[0]),
-                "ci_hi": none_if_nan(m.ci[1]),
-                "mark": m.mark,
-                "n": m.n,
-                "p_value": m.p_value,
-                "details": m.details,
-            }
-            for name, m in metrics.items()
-        ],
-    )
+        return ppi_metric_values(store, run.id)
+    metrics = None
+    caps = run.probe.capabilities
+    if flat and caps.flat is not None and label_mode in FLAT_MODES:
+        metrics = caps.flat.metrics(flat_run(store, run, label_mode), run.params)
+    elif flat and caps.scores is not None:
+        metrics = caps.scores.metrics(store.score_frame(run.id), run.params)
+    if metrics is None:
+        metrics = run.probe.metrics(item_results(store, run, label_mode), params=run.params)
     return metrics
+
+
+def _cached_value(row: dict[str, Any]) -> MetricValue:
+    return MetricValue(
+        value=_nan(row["value"]),
+        ci=(_nan(row["ci_lo"]), _nan(row["ci_hi"])),
+        mark=row["mark"],
+        n=row["n"],
+        p_value=row.get("p_value"),
+        details=json.loads(row["details_json"]) if row.get("details_json") else None,
+    )
+
+
+def _metric_rows(metrics: dict[str, MetricValue]) -> list[dict[str, Any]]:
+    """Metrics as `Store.save_metrics` keeps them."""
+    return [
+        {
+            "name": name,
+            "value": none_if_nan(m.value),
+            "ci_lo": none_if_nan(m.ci[0]),
+            "ci_hi": none_if_nan(m.ci[1]),
+            "mark": m.mark,
+            "n": m.n,
+            "p_value": m.p_value,
+            "details": m.details,
+        }
+        for name, m in metrics.items()
+    ]
 
 
 def _nan(x: float | None) -> float:

@@ -35,15 +35,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gbdesk.analysis.results import compute_metrics, ensure_auto_labels
+from gbdesk.analysis.results import Run, compute_metrics, effective_labels, open_run
 from gbdesk.analysis.shown import (
     ci_missing_reason,
     metric_verdict,
     shown_ci,
     undefined_reason,
 )
-from gbdesk.contract import get_probe
-from gbdesk.contract.running import RunItems
+from gbdesk.maths.stats import MetricValue
 from gbdesk.store import Store
 from gbdesk.support.csvfile import write_table
 from gbdesk.support.errors import UserError
@@ -179,17 +178,13 @@ def _attempt_columns(meta_cols: list[str], data_cols: list[str]) -> list[str]:
 
 
 def _attempt_row_chunks(
-    store: Store,
-    run_id: int,
-    run_items: list[dict[str, Any]],
-    data_cols: list[str],
-    chunk: int | None = None,
+    store: Store, run: Run, data_cols: list[str], chunk: int | None = None
 ) -> Iterator[list[dict[str, Any]]]:
-    """attempts.csv rows of a run (`run_items`: its `Store.run_items`), a chunk of
-    attempts at a time; the label data's keys are added to `data_cols` in order of first
-    appearance as the rows come."""
-    ensure_auto_labels(store, run_id)
-    items = RunItems(run_items, store.get_run(run_id)["generation"].get("attempts") or 1)
+    """attempts.csv rows of a run opened with its automatic labels (`open_run(…,
+    labelled=True)`), a chunk of attempts at a time; the label data's keys are added to
+    `data_cols` in order of first appearance as the rows come."""
+    run_id, items = run.id, run.items
+    run_items = items.rows
     item_index = {row["item"]: row["idx"] for row in run_items}  # the run's item order
     known = set(data_cols)
     # a label's data key that names another column goes in as label_<key>
@@ -239,23 +234,40 @@ def _attempt_row_chunks(
 def attempt_rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
     """One row per attempt: texts, item metadata, detection, review, generation stats."""
     data_cols: list[str] = []
-    run_items = store.run_items(run_id)
-    rows = [r for part in _attempt_row_chunks(store, run_id, run_items, data_cols) for r in part]
-    return _attempt_columns(_meta_columns(run_items), data_cols), rows
+    run = open_run(store, run_id, labelled=True)
+    rows = [r for part in _attempt_row_chunks(store, run, data_cols) for r in part]
+    return _attempt_columns(_meta_columns(run.items.rows), data_cols), rows
 
 
-def metric_rows(store: Store, run_id: int) -> list[dict[str, Any]]:
-    run = store.get_run(run_id)
-    model = store.get_model(run["model_id"]) if run["model_id"] else {}
+def _metric_modes(store: Store, run_id: int) -> list[str]:
+    """The label modes metrics.csv gives a run's metrics in."""
     modes = ["auto"]
     if store.labels(run_id, "human"):
         modes.append("reviewed")
     if len(store.rater_labels(run_id)) >= 2 or store.labels(run_id, "consensus"):
         modes.append("consensus")
-    probe = get_probe(run["probe"])
-    rows = []
+    return modes
+
+
+def _run_metrics(store: Store, run: Run, modes: list[str]) -> dict[str, dict[str, MetricValue]]:
+    """The run's metrics in each of these modes (computed once each, in this order)."""
+    by_mode = {}
     for mode in modes:
-        metrics = compute_metrics(store, run_id, mode)
+        by_mode[mode] = compute_metrics(store, run, mode)
+    return by_mode
+
+
+def metric_rows(
+    store: Store, run_id: int | Run, by_mode: dict[str, dict[str, MetricValue]] | None = None
+) -> list[dict[str, Any]]:
+    """metrics.csv's rows of a run (`by_mode`: its metrics in its modes, when computed)."""
+    run = run_id if isinstance(run_id, Run) else open_run(store, run_id)
+    run_id, probe = run.id, run.probe
+    model = store.get_model(run.row["model_id"]) if run.row["model_id"] else {}
+    if by_mode is None:
+        by_mode = _run_metrics(store, run, _metric_modes(store, run_id))
+    rows = []
+    for mode, metrics in by_mode.items():
         for name, m in metrics.items():
             shown = shown_ci(probe, name, m)
             v = metric_verdict(probe, name, m)
@@ -266,7 +278,7 @@ def metric_rows(store: Store, run_id: int) -> list[dict[str, Any]]:
             rows.append(
                 {
                     "run_id": run_id,
-                    "probe": run["probe"],
+                    "probe": run.row["probe"],
                     "model": model.get("name", ""),
                     "model_sha256": model.get("sha256", ""),
                     "label_mode": mode,
@@ -315,19 +327,13 @@ METRIC_COLUMNS = [
 
 
 def _probe_table_chunks(
-    store: Store, run_id: int, label_mode: str = "reviewed", chunk: int | None = None
+    store: Store, run: Run, label_mode: str = "reviewed", chunk: int | None = None
 ) -> Iterator[dict[str, tuple[list[str], list[dict[str, Any]]]]]:
-    """The probe's own CSV tables of a run (`Exporting.tables`), from reviewed labels
-    (a reviewer's where present) by default: a chunk of attempts at a time for a probe
-    whose tables have rows of one attempt each (`Exporting.per_attempt`), else all
-    attempts at once."""
-    from gbdesk.analysis.results import effective_labels
-    from gbdesk.contract import get_probe
-
-    run = store.get_run(run_id)
-    probe = get_probe(run["probe"])
-    ensure_auto_labels(store, run_id)
-    items = RunItems.of(store, run_id)
+    """The probe's own CSV tables of a run opened with its automatic labels
+    (`open_run(…, labelled=True)`), from reviewed labels (a reviewer's where present) by
+    default: a chunk of attempts at a time for a probe whose tables have rows of one
+    attempt each (`Exporting.per_attempt`), else all attempts at once."""
+    run_id, probe, items, params = run.id, run.probe, run.items, run.params
     caps = probe.capabilities
     scored = caps.scores is not None  # scored blocks: each attempt's sentence scores
     per_attempt = caps.exporting.per_attempt and not scored
@@ -338,13 +344,13 @@ def _probe_table_chunks(
     )
     if not store.count_attempts(run_id):  # no answers yet: the tables' headers only
         try:
-            yield caps.exporting.tables([], run["params"])
+            yield caps.exporting.tables([], params)
         except Exception:  # a study whose tables need rows: no file rather than no export
             log.info("run %s: %s has no table without answers", run_id, probe.name)
         return
     for part in parts:
         ids = [a["id"] for a in part] if per_attempt else None
-        labels = effective_labels(store, run_id, label_mode, attempt_ids=ids)
+        labels = effective_labels(store, run, label_mode, attempt_ids=ids)
         attempts = [
             {**a, "metadata": items.metadata(a["item"], a["attempt"]),
              "label": labels.get(a["id"]), "scores": []}
@@ -354,7 +360,7 @@ def _probe_table_chunks(
             by_item = {a["item"]: a for a in attempts}
             for score in store.scores(run_id):
                 by_item[score["item"]]["scores"].append(score)
-        yield caps.exporting.tables(attempts, run["params"])
+        yield caps.exporting.tables(attempts, params)
 
 
 def probe_tables(
@@ -363,7 +369,8 @@ def probe_tables(
     """The probe's own CSV tables (e.g. a story probe's characters.csv) for a run,
     from reviewed labels (a reviewer's where present) by default."""
     out: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
-    for tables in _probe_table_chunks(store, run_id, label_mode):
+    run = open_run(store, run_id, labelled=True)
+    for tables in _probe_table_chunks(store, run, label_mode):
         for name, (cols, rows) in tables.items():
             known_cols, known_rows = out.setdefault(name, ([], []))
             known_cols += [c for c in cols if c not in known_cols]
@@ -372,23 +379,22 @@ def probe_tables(
 
 
 def _study_tables(
-    store: Store, run_ids: list[int]
+    store: Store, reviewed: list[tuple[Run, dict[str, MetricValue]]]
 ) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
     """The CSV tables of the studies' reports over these runs (`Study.cross_run_report`,
-    e.g. a benchmark's normalized summary table), from reviewed labels as the PDF's default."""
+    e.g. a benchmark's normalized summary table), from reviewed labels as the PDF's default
+    (`reviewed`: each run with its metrics from reviewed labels)."""
     from gbdesk.contract import study_reports
     from gbdesk.report.content import study_run
 
     runs = []
-    for run_id in run_ids:
-        run = store.get_run(run_id)
-        model = store.get_model(run["model_id"]) if run["model_id"] else {}
-        metrics = compute_metrics(store, run_id, "reviewed")
-        runs.append(study_run(run, str(model.get("name") or "unknown model"), metrics))
+    for run, metrics in reviewed:
+        model = store.get_model(run.row["model_id"]) if run.row["model_id"] else {}
+        runs.append(study_run(run.row, str(model.get("name") or "unknown model"), metrics))
     return {name: t for report in study_reports(runs) for name, t in report.tables.items()}
 
 
-def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> list[Path]:
+def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) -> list[Path]:
     """Write attempts.csv, metrics.csv, each probe's own tables for the runs, and codes.csv
     with codebook.csv for runs whose texts were coded.
 
@@ -410,20 +416,25 @@ def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> lis
 
     attempt_order: list[str] = []
     metrics: list[dict[str, Any]] = []
+    reviewed: list[tuple[Run, dict[str, MetricValue]]] = []
     try:
         for run_id in run_ids:
-            run_items = store.run_items(run_id)
-            meta_cols, data_cols = _meta_columns(run_items), []
+            run = open_run(store, run_id, labelled=True)  # the run opened once
+            meta_cols, data_cols = _meta_columns(run.items.rows), []
             sheet = spool("attempts.csv")
-            for rows in _attempt_row_chunks(store, run_id, run_items, data_cols):
+            for rows in _attempt_row_chunks(store, run, data_cols):
                 sheet.add_columns(_attempt_columns(meta_cols, data_cols))
                 sheet.write(rows)
             attempt_order += [
                 c for c in _attempt_columns(meta_cols, data_cols) if c not in attempt_order
             ]
-            metrics += metric_rows(store, run_id)
-            chunks = _probe_table_chunks(store, run_id)
-            for tables in itertools.chain(chunks, [csv_tables(store, run_id)]):
+            modes = _metric_modes(store, run.id)
+            # the study tables' "reviewed" metrics too, computed with the others
+            by_mode = _run_metrics(store, run, [*modes, *({"reviewed"} - set(modes))])
+            metrics += metric_rows(store, run, {m: by_mode[m] for m in modes})
+            reviewed.append((run, by_mode["reviewed"]))
+            chunks = _probe_table_chunks(store, run)
+            for tables in itertools.chain(chunks, [csv_tables(store, run.id)]):
                 for name, (cols, table_rows) in tables.items():
                     table = spool(name)
                     table.add_columns(cols)
@@ -432,7 +443,7 @@ def export_run_csv(store: Store, run_ids: list[int], out_dir: str | Path) -> lis
         spool("attempts.csv").finish(attempts_path, attempt_order)
         write_csv(metrics_path, METRIC_COLUMNS, metrics)
         written = [attempts_path, metrics_path]
-        for name, (cols, table_rows) in _study_tables(store, run_ids).items():
+        for name, (cols, table_rows) in _study_tables(store, reviewed).items():
             write_csv(out / name, cols, table_rows)
             written.append(out / name)
         for name, table in spools.items():

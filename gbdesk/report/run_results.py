@@ -18,11 +18,13 @@ from gbdesk.analysis.findings import RunFinding, run_findings
 from gbdesk.analysis.label_accuracy import review_stats
 from gbdesk.analysis.results import (
     METRIC_MODES,
+    Run,
     compute_metrics,
     extra_results,
     label_modes,
+    open_run,
 )
-from gbdesk.contract import Finding, get_probe
+from gbdesk.contract import Finding
 from gbdesk.maths.stats import adjusted_p_values
 from gbdesk.people.coding import coding_summary
 from gbdesk.people.raters import mode_counts
@@ -32,13 +34,13 @@ log = logging.getLogger(__name__)
 
 
 def run_extra_results(
-    store: Store, run_id: int, label_mode: str = "auto", flat: bool = True
+    store: Store, run_id: int | Run, label_mode: str = "auto", flat: bool = True
 ) -> dict[str, Any]:
     """The probe's extra results (`extra_results`) from this mode's labels, plus the
     run's codebook coding under "coding" when people coded its texts
     (`gbdesk.people.coding.coding_summary`)."""
     extra = extra_results(store, run_id, label_mode, flat=flat)
-    coding = coding_summary(store, run_id)
+    coding = coding_summary(store, run_id.id if isinstance(run_id, Run) else run_id)
     if coding is not None:
         extra = {**extra, "coding": coding}
     return extra
@@ -57,15 +59,15 @@ def run_results(
     reference path, for the benchmarks)."""
     out = {}
     for run_id in run_ids:
-        run = store.get_run(run_id)
-        probe = get_probe(run["probe"])
+        run = open_run(store, run_id)  # once: its row and probe for all that follows
+        probe = run.probe
         modes = label_modes(store, run_id)
         # a rater's or the consensus mode where this run has no such labels: reviewed labels
         used = mode if mode in METRIC_MODES or mode in modes else "reviewed"
-        metrics = compute_metrics(store, run_id, used, flat=flat)
-        extra = run_extra_results(store, run_id, used, flat=flat)
+        metrics = compute_metrics(store, run, used, flat=flat)
+        extra = run_extra_results(store, run, used, flat=flat)
         findings = run_findings(
-            run_id, (models or {}).get(run_id, "?"), probe, metrics, extra, run["params"]
+            run_id, (models or {}).get(run_id, "?"), probe, metrics, extra, run.params
         )
         audit = audit_findings(store, run_id, (models or {}).get(run_id, "?"), probe)
         if audit is not None:
@@ -74,7 +76,7 @@ def run_results(
             "metrics": metrics,
             "review": review_stats(store, run_id, flat=flat),
             "extra": extra,
-            "detector": probe.capabilities.labelling.detector_title(run["params"]),
+            "detector": probe.capabilities.labelling.detector_title(run.params),
             "modes": modes,
             "mode": used,
             "counts": mode_counts(store, run_id, used) if used not in METRIC_MODES else {},
@@ -116,9 +118,9 @@ def audit_findings(store: Store, run_id: int, model: str, probe: Any) -> dict[st
     return {"audit_id": audit_id, "verdicts": verdicts, "findings": out}
 
 
-def _with_audit_verdicts(findings: list[RunFinding], verdicts: list[AuditVerdict]) -> list[
-    RunFinding
-]:
+def _with_audit_verdicts(
+    findings: list[RunFinding], verdicts: list[AuditVerdict]
+) -> list[RunFinding]:
     """The run's own findings, their marked metrics' verdicts the audit's (so that no
     colour contradicts the audit)."""
     by_metric = {v.metric: v.verdict for v in verdicts}

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-import gbdesk.workflows.runs
+import gbdesk.workflows.runs.execution
 from gbdesk.workflows.runs import Pace, Progress, execute_run, plan_run
 from tests.fakes import FakeStreamBackend, VirtualClock, fake_model
 
@@ -42,7 +42,7 @@ def length_of(request) -> int:
 @pytest.fixture
 def clocked(monkeypatch):
     clock = VirtualClock()
-    monkeypatch.setattr(gbdesk.workflows.runs, "time", clock)
+    monkeypatch.setattr(gbdesk.workflows.runs.execution, "time", clock)  # the run loops' clock
     return clock
 
 
