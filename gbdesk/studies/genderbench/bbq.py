@@ -27,11 +27,9 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
-    Precision,
     ProbeCard,
     Prompt,
     multi_prompt_item,
-    z95,
 )
 from gbdesk.studies.genderbench.arrays import group_means
 from gbdesk.studies.genderbench.evaluators import option_spans, single_option
@@ -427,16 +425,12 @@ class BbqProbe(GroupedProbe):
         """The stereotype rate averages two categories: a subset keeps each category."""
         return metadata.get("category")
 
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        # half the items are ambiguous, a quarter anti-stereotypical: the mean of two
-        # shares over n/2 and n/4 items has SD at most ½·√(0.25/(n/2) + 0.25/(n/4))
-        n = max(1, n_items)
-        half = z95() * 0.5 * (0.25 / (n / 2) + 0.25 / (n / 4)) ** 0.5
-        return Precision(
-            "stereotype_rate",
-            half,
-            f"at most ±{half:.2f}: the mean of two shares, over the {n // 2} ambiguous and "
-            f"the {n // 4} anti-stereotypical questions of {n} (GenderBench's mix)",
-        )
+    # -- audits: the numbers of `Probe.audit_precision` --------------------
+    precision_metric = "stereotype_rate"
+    # half the items are ambiguous, a quarter anti-stereotypical: the mean of two shares
+    # over n/2 and n/4 items has variance at most ¼·(0.25/(n/2) + 0.25/(n/4)) = 0.375/n
+    precision_variance = 0.375
+    precision_words = (
+        "at most ±{half:.2f}: the mean of two shares, over the {half_n} ambiguous and "
+        "the {quarter_n} anti-stereotypical questions of {n} (GenderBench's mix)"
+    )

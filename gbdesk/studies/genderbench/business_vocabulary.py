@@ -25,12 +25,10 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
-    Precision,
     ProbeCard,
     Prompt,
     default_human_label,
     multi_prompt_item,
-    z95,
 )
 from gbdesk.studies.capabilities import Capabilities
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe, marks
@@ -507,15 +505,12 @@ class BusinessVocabularyProbe(GenderBenchProbe):
         """Both groups of names: the differences compare them."""
         return bool(metadata.get("is_male"))
 
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        half = z95() * math.sqrt(1 / max(1, n_items))
-        return Precision(
-            "mean_diff",
-            half,
-            f"roughly ±{half:.2f} at most: a difference of two shares over {n_items} "
-            "items, half of each group, has a standard error of at most √(1 / items); "
-            "pooling many words per answer and averaging six inventories usually make it "
-            "much narrower",
-        )
+    # -- audits: the numbers of `Probe.audit_precision` --------------------
+    precision_metric = "mean_diff"
+    precision_variance = 1.0
+    precision_words = (
+        "roughly ±{half:.2f} at most: a difference of two shares over {n_items} "
+        "items, half of each group, has a standard error of at most √(1 / items); "
+        "pooling many words per answer and averaging six inventories usually make it "
+        "much narrower"
+    )

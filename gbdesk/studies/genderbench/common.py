@@ -40,9 +40,7 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
-    Precision,
     default_metric_bounds,
-    z95,
 )
 from gbdesk.studies.capabilities import AuditSizing, Capabilities, Resampling
 from gbdesk.studies.genderbench.gb_probe import (
@@ -169,6 +167,12 @@ class CharacterProfileProbe(GenerationProbe):
     refuse_unbalanced: ClassVar[bool] = True
     #: what a subset without one group of `balance_key` could not measure (words)
     balance_needed_for: ClassVar[str] = AuditSizing.balance_needed_for
+    precision_metric = "masculine_rate"
+    precision_words = (
+        "at most ±{half:.2f}: the bootstrap interval is the mean ± 1.96 SD of the resampled "
+        "means of {n_items} item scores, each in [0, 1], whose SD is at most 0.5/√items "
+        "(items whose gender the detector cannot read make it wider)"
+    )
 
     @functools.cached_property
     def capabilities(self) -> Capabilities:
@@ -240,9 +244,7 @@ class CharacterProfileProbe(GenerationProbe):
 
     metric_titles: ClassVar[dict[str, str]] = _TITLES
     #: what the stereotype rate needs, for `why_undefined`
-    stereotype_needs: ClassVar[str] = (
-        "a readable gender on both male- and female-stereotype items"
-    )
+    stereotype_needs: ClassVar[str] = "a readable gender on both male- and female-stereotype items"
 
     def metric_bounds(self, name: str) -> tuple[float, float] | None:
         """Shares lie in 0–1, stereotype rates in −1–1, the disparity in 0–0.5: per-source
@@ -339,7 +341,7 @@ class CharacterProfileProbe(GenerationProbe):
         return out
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """"“is affectionate”": the trait, job or sentence the character is built from."""
+        """ "“is affectionate”": the trait, job or sentence the character is built from."""
         what = next(
             (metadata[k] for k in ("description", "job", "sentence") if metadata.get(k)), item
         )
@@ -349,25 +351,13 @@ class CharacterProfileProbe(GenerationProbe):
         return f"“{what}”"
 
     def review_title(self, item: Any) -> str:
-        """"“is affectionate” #2 — male (he 4, she 0)": the item in words, not its key."""
+        """ "“is affectionate” #2 — male (he 4, she 0)": the item in words, not its key."""
         data = item.auto_data or {}
         counts = ""
         if "male_count" in data:
             counts = f" (he {data.get('male_count', 0)}, she {data.get('female_count', 0)})"
         what = self.item_title(item.item, item.metadata or {})
         return f"{what} #{item.attempt + 1} — {item.effective_label}{counts}"
-
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        half = z95() * 0.5 / math.sqrt(max(1, n_items))
-        return Precision(
-            "masculine_rate",
-            half,
-            f"at most ±{half:.2f}: the bootstrap interval is the mean ± 1.96 SD of the "
-            f"resampled means of {n_items} item scores, each in [0, 1], whose SD is at most "
-            "0.5/√items (items whose gender the detector cannot read make it wider)",
-        )
 
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

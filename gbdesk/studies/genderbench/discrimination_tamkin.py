@@ -26,7 +26,6 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
-    Precision,
     ProbeCard,
     Prompt,
     multi_prompt_item,
@@ -42,7 +41,6 @@ from gbdesk.studies.genderbench.gb_probe import (
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
     ItemTallies,
-    difference_precision,
     gap_sentence,
     interval_points,
     signed_points,
@@ -321,14 +319,12 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
         what = meta.get("title") or item.item
         return f"{what}, {who} #{item.attempt + 1} — {item.effective_label}"
 
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        return difference_precision(
-            "max_diff",
-            n_items,
-            0.5,
-            "the bootstrap interval of a difference of two yes-rates over that many items "
-            "is about 1.96 × √(0.25/items + 0.25/items) wide on each side (less when the "
-            "model answers a question alike for every gender)",
-        )
+    # -- audits: the numbers of `Probe.audit_precision` --------------------
+    precision_metric = "max_diff"
+    precision_variance = 0.5
+    precision_words = (
+        "about ±{half:.2f} ({points:.0f} points): the bootstrap interval of a "
+        "difference of two yes-rates over that many items is about 1.96 × "
+        "√(0.25/items + 0.25/items) wide on each side (less when the model answers a "
+        "question alike for every gender)"
+    )

@@ -26,7 +26,6 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
-    Precision,
     ProbeCard,
     Prompt,
     multi_prompt_item,
@@ -42,7 +41,6 @@ from gbdesk.studies.genderbench.gb_probe import (
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
     ItemTallies,
-    difference_precision,
     gap_sentence,
     without_repeated_gap,
 )
@@ -317,7 +315,7 @@ class DiversityMedQaProbe(GenderBenchProbe):
                 f"and {pct(women.value)} about female patients correctly."
             )
         gap = metrics.get("diff_success_rate")
-        if (said := mark_words(self, "diff_success_rate", gap)):
+        if said := mark_words(self, "diff_success_rate", gap):
             parts.append(f"The gap: {said}.")
         undetected = metrics.get("undetected_rate_attempts")
         if undetected is not None and not math.isnan(undetected.value):
@@ -332,14 +330,12 @@ class DiversityMedQaProbe(GenderBenchProbe):
             f"#{item.attempt + 1} — {item.effective_label}"
         )
 
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        return difference_precision(
-            "diff_success_rate",
-            n_items,
-            0.5,
-            "the bootstrap interval of a difference of two correct-answer rates over that "
-            "many questions is about 1.96 × √(0.25/items + 0.25/items) wide on each side "
-            "(less when a question is answered alike for both patients)",
-        )
+    # -- audits: the numbers of `Probe.audit_precision` --------------------
+    precision_metric = "diff_success_rate"
+    precision_variance = 0.5
+    precision_words = (
+        "about ±{half:.2f} ({points:.0f} points): the bootstrap interval of a "
+        "difference of two correct-answer rates over that many questions is about "
+        "1.96 × √(0.25/items + 0.25/items) wide on each side (less when a question is "
+        "answered alike for both patients)"
+    )

@@ -24,11 +24,9 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
-    Precision,
     ProbeCard,
     Prompt,
     multi_prompt_item,
-    z95,
 )
 from gbdesk.studies.capabilities import Capabilities
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe, marks
@@ -435,14 +433,11 @@ class DreadditProbe(GenderBenchProbe):
         prompt of every item, need no balance)."""
         return bool(metadata.get("contains_stress"))
 
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        half = z95() * math.sqrt(2 * 0.25 / max(1, n_items))
-        return Precision(
-            "max_diff_stress_rate",
-            half,
-            f"about ±{half:.2f}: a difference of two shares over {n_items} posts has a "
-            "standard error of at most √(2 × 0.25 / posts); the largest of three such gaps "
-            "is a little wider",
-        )
+    # -- audits: the numbers of `Probe.audit_precision` --------------------
+    precision_metric = "max_diff_stress_rate"
+    precision_variance = 0.5
+    precision_words = (
+        "about ±{half:.2f}: a difference of two shares over {n_items} posts has a "
+        "standard error of at most √(2 × 0.25 / posts); the largest of three such "
+        "gaps is a little wider"
+    )

@@ -45,9 +45,7 @@ from gbdesk.studies.base import (
     GenerationProbe,
     ItemResult,
     MetricGroup,
-    Precision,
     default_metric_bounds,
-    z95,
 )
 from gbdesk.studies.capabilities import (
     DEFAULT_EXPORT_FILES,
@@ -197,6 +195,11 @@ class GenderBenchProbe(GenerationProbe):
     pseudo_answers: ClassVar[bool] = True
     #: what a subset without one group of `balance_key` could not measure (words)
     balance_needed_for: ClassVar[str] = AuditSizing.balance_needed_for
+    #: `audit_precision`: the first marked metric unless a probe names one
+    precision_words: ClassVar[str] = (
+        "about ±{half:.2f}: the bootstrap interval of a share of {n_items} items is at most "
+        "1.96 × 0.5/√items wide on each side (differences between groups are wider)"
+    )
 
     @functools.cached_property
     def capabilities(self) -> Capabilities:
@@ -232,6 +235,8 @@ class GenderBenchProbe(GenerationProbe):
         super().__init_subclass__(**kwargs)
         if "harness_attempts" in cls.__dict__ and "default_attempts" not in cls.__dict__:
             cls.default_attempts = cls.harness_attempts
+        if "precision_metric" not in cls.__dict__ and cls.precision_metric is None:
+            cls.precision_metric = next(iter(cls.mark_definitions), None)
 
     # -- parameters --------------------------------------------------------------------
     def resolve_params(
@@ -534,20 +539,6 @@ class GenderBenchProbe(GenerationProbe):
         any subset will do."""
         return None
 
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        headline = next(iter(self.mark_definitions), None)
-        if headline is None:
-            return None
-        half = z95() * 0.5 / math.sqrt(max(1, n_items))
-        return Precision(
-            headline,
-            half,
-            f"about ±{half:.2f}: the bootstrap interval of a share of {n_items} items is at "
-            "most 1.96 × 0.5/√items wide on each side (differences between groups are wider)",
-        )
-
 
 #: a finding from fewer than `MIN_ITEMS` items: a note, ranked below the measured ones
 TOO_FEW_IMPORTANCE = 5.0
@@ -564,7 +555,7 @@ def too_few_finding(
     evidence_title: str,
     sentence: str | None = None,
 ) -> Finding:
-    """"Only 1 item: not enough answers to tell (a verdict needs 10): Men ranked first
+    """ "Only 1 item: not enough answers to tell (a verdict needs 10): Men ranked first
     1.00 (too few items for an interval)." — says so first, no mark, low importance;
     `sentence`: the probe's own words for the metric (with an interval that is shown)."""
     if sentence is None:

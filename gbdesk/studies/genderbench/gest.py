@@ -26,11 +26,9 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
-    Precision,
     ProbeCard,
     Prompt,
     multi_prompt_item,
-    z95,
 )
 from gbdesk.studies.genderbench.arrays import group_means, row_means
 from gbdesk.studies.genderbench.evaluators import option_spans, single_option
@@ -450,15 +448,10 @@ class GestProbe(GroupedProbe):
         sid = int(metadata.get("stereotype_id") or 0)
         return "women" if sid <= 7 else "not counted (15)" if sid == 15 else "men"
 
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        # per sentence, (stereotyped − other) share lies in [−1, 1] (SD ≤ 1); the rate is
-        # about the mean of two halves' means: SD ≤ ½·√(1/(n/2) + 1/(n/2)) = 1/√n
-        half = z95() / max(1, n_items) ** 0.5
-        return Precision(
-            "stereotype_rate",
-            half,
-            f"at most ±{half:.2f}: half the sum of two gaps of shares over about {n_items // 2} "
-            "sentences each (each sentence's six answers make one value in [−1, 1])",
-        )
+    # -- audits: the numbers of `Probe.audit_precision` --------------------
+    precision_metric = "stereotype_rate"
+    precision_variance = 1.0
+    precision_words = (
+        "at most ±{half:.2f}: half the sum of two gaps of shares over about {half_n} "
+        "sentences each (each sentence's six answers make one value in [−1, 1])"
+    )

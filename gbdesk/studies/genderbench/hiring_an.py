@@ -32,7 +32,6 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
-    Precision,
     ProbeCard,
 )
 from gbdesk.studies.genderbench.gb_probe import (
@@ -46,7 +45,6 @@ from gbdesk.studies.genderbench.jobs_lum import kennison_jobs
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
     ItemTallies,
-    difference_precision,
     gap_sentence,
     phrase_spans,
     without_repeated_gap,
@@ -661,7 +659,7 @@ class HiringAnProbe(GenderBenchProbe):
             ("diff_regression", "stereotype effect"),
         ):
             m = metrics.get(name)
-            if (said := mark_words(self, name, m)):
+            if said := mark_words(self, name, m):
                 parts.append(f"The {words}: {said}.")
         undetected = metrics.get("undetected_rate_attempts")
         if undetected is not None and not math.isnan(undetected.value):
@@ -674,16 +672,14 @@ class HiringAnProbe(GenderBenchProbe):
         """Both genders of names must stay in a subset (the gap compares them)."""
         return metadata.get("gender")
 
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        return difference_precision(
-            "diff_acceptance_rate",
-            n_items,
-            1.0,
-            "a difference of two acceptance rates, each over about half the items, is at "
-            "most 1.96 × √(0.25/(items/2) × 2) = 1.96/√items wide on each side",
-        )
+    # -- audits: the numbers of `Probe.audit_precision` --------------------
+    precision_metric = "diff_acceptance_rate"
+    precision_variance = 1.0
+    precision_words = (
+        "about ±{half:.2f} ({points:.0f} points): a difference of two acceptance "
+        "rates, each over about half the items, is at most 1.96 × √(0.25/(items/2) × "
+        "2) = 1.96/√items wide on each side"
+    )
 
 
 def _plural(gender: str) -> str:

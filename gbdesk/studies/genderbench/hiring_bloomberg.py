@@ -32,11 +32,9 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
-    Precision,
     ProbeCard,
     Prompt,
     multi_prompt_item,
-    z95,
 )
 from gbdesk.studies.genderbench.arrays import group_means
 from gbdesk.studies.genderbench.gb_probe import (
@@ -478,16 +476,10 @@ class HiringBloombergProbe(GroupedProbe):
         it undefined): a subset keeps every job; the races spread at random within a job."""
         return metadata.get("role")
 
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        # four job means over n/4 lists each, list scores in [0, 1]: SD of
-        # (a + b − c − d) / 4 and of (a + b + c + d) / 4 is at most ¼·√(4·0.25/(n/4))
-        n = max(1, n_items)
-        half = z95() * 0.5 / math.sqrt(n)
-        return Precision(
-            "masculine_rate",
-            half,
-            f"at most ±{half:.2f}: the mean (or the ± sum / 4) of four jobs' shares over "
-            f"about {n // 4} lists each; the stereotype rate's interval is as wide",
-        )
+    # -- audits: the numbers of `Probe.audit_precision` --------------------
+    precision_metric = "masculine_rate"
+    precision_variance = 0.25
+    precision_words = (
+        "at most ±{half:.2f}: the mean (or the ± sum / 4) of four jobs' shares over "
+        "about {quarter_n} lists each; the stereotype rate's interval is as wide"
+    )

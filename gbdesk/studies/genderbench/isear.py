@@ -25,13 +25,11 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
-    Precision,
     ProbeCard,
     Prompt,
     default_metric_description,
     default_metric_title,
     multi_prompt_item,
-    z95,
 )
 from gbdesk.studies.capabilities import Capabilities
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe, marks
@@ -399,15 +397,11 @@ class IsearProbe(GenderBenchProbe):
         text = super().summary(metrics, extra, params)
         return (text + f" ISEAR data: {NON_COMMERCIAL} (CC BY-NC-SA 3.0).").strip()
 
-    # -- audits -----------------------------------------------------------------------
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        half = z95() * math.sqrt(2 * 0.25 / max(1, n_items))
-        return Precision(
-            "max_diff",
-            half,
-            f"about ±{half:.2f}: a difference of two shares over {n_items} events has a "
-            "standard error of at most √(2 × 0.25 / events); max_diff, the largest of 36 "
-            "such gaps, is biased upwards on few events",
-        )
+    # -- audits: the numbers of `Probe.audit_precision` --------------------
+    precision_metric = "max_diff"
+    precision_variance = 0.5
+    precision_words = (
+        "about ±{half:.2f}: a difference of two shares over {n_items} events has a "
+        "standard error of at most √(2 × 0.25 / events); max_diff, the largest of 36 "
+        "such gaps, is biased upwards on few events"
+    )

@@ -27,7 +27,6 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
-    Precision,
     ProbeCard,
     Prompt,
     multi_prompt_item,
@@ -45,7 +44,6 @@ from gbdesk.studies.genderbench.hiring_an import bloomberg_names
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
     ItemTallies,
-    difference_precision,
     gap_sentence,
     without_repeated_gap,
 )
@@ -334,7 +332,7 @@ class RelationshipLevyProbe(GenderBenchProbe):
                 f"{pct(woman.value)} of the answers."
             )
         gap = metrics.get("diff_success_rate")
-        if (said := mark_words(self, "diff_success_rate", gap)):
+        if said := mark_words(self, "diff_success_rate", gap):
             parts.append(f"The gap: {said}.")
         undetected = metrics.get("undetected_rate_attempts")
         if undetected is not None and not math.isnan(undetected.value):
@@ -350,13 +348,11 @@ class RelationshipLevyProbe(GenderBenchProbe):
             f"#{item.attempt + 1} — {item.effective_label}"
         )
 
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        return difference_precision(
-            "diff_success_rate",
-            n_items,
-            1.0,
-            "the gap is 2 × the man's share − 1, so its interval is twice that of a share: "
-            "at most 1.96 × 2 × 0.5/√items on each side",
-        )
+    # -- audits: the numbers of `Probe.audit_precision` --------------------
+    precision_metric = "diff_success_rate"
+    precision_variance = 1.0
+    precision_words = (
+        "about ±{half:.2f} ({points:.0f} points): the gap is 2 × the man's share − 1, "
+        "so its interval is twice that of a share: at most 1.96 × 2 × 0.5/√items on "
+        "each side"
+    )
