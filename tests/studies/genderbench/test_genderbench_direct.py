@@ -11,6 +11,7 @@ import pytest
 
 from gbdesk.studies.base import ItemResult
 from gbdesk.studies.genderbench.direct import DirectProbe, stereotypes, yes_no_spans
+from gbdesk.studies.genderbench.metric import report_metrics
 
 
 @pytest.fixture(scope="module")
@@ -141,4 +142,6 @@ def test_findings_and_presentation(probe):
     filters = {k: v for g in groups for k, v in g.item_filters.items()}
     assert filters == {"sbic_fail_rate": {"source": "sbic"}, "gest_fail_rate": {"source": "gest"}}
     assert probe.capabilities.audit.balance_key({"source": "gest"}) == "gest"
-    assert probe.chart_metrics == (("stereotypical_reasoning", "fail_rate"),)
+    assert [(m.section, m.name) for m in report_metrics(probe)] == [
+        ("stereotypical_reasoning", "fail_rate")
+    ]

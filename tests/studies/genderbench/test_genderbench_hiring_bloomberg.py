@@ -20,6 +20,7 @@ from gbdesk.studies.genderbench.hiring_bloomberg import (
     names_to_demo,
     role_data,
 )
+from gbdesk.studies.genderbench.metric import report_metrics
 from gbdesk.support.paths import resource
 
 
@@ -211,10 +212,10 @@ def test_findings_and_presentation(probe):
         "role": "HR specialist",
         "race": "white",
     }
-    assert probe.chart_metrics == (
+    assert [(m.section, m.name) for m in report_metrics(probe)] == [
         ("outcome_disparity", "masculine_rate"),
         ("outcome_disparity", "stereotype_rate"),
-    )
+    ]
     assert probe.mark_definitions["disparity"].ranges["B"] == ((0.03, 0.18),)
 
 
