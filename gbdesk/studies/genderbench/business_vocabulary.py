@@ -25,6 +25,7 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
+    PrecisionRule,
     ProbeCard,
     Prompt,
     default_human_label,
@@ -516,12 +517,11 @@ class BusinessVocabularyProbe(GenderBenchProbe):
         """Both groups of names: the differences compare them."""
         return bool(metadata.get("is_male"))
 
-    # -- audits: the numbers of `Probe.audit_precision` --------------------
-    precision_metric = "mean_diff"
-    precision_variance = 1.0
-    precision_words = (
+    audit_precision = PrecisionRule(
+        "mean_diff",
+        1.0,
         "roughly ±{half:.2f} at most: a difference of two shares over {n_items} "
         "items, half of each group, has a standard error of at most √(1 / items); "
         "pooling many words per answer and averaging six inventories usually make it "
-        "much narrower"
+        "much narrower",
     )

@@ -40,6 +40,7 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
+    PrecisionRule,
     default_metric_bounds,
 )
 from gbdesk.studies.capabilities import AuditSizing, Capabilities, Resampling
@@ -205,11 +206,12 @@ class CharacterProfileProbe(GenerationProbe):
     refuse_unbalanced: ClassVar[bool] = True
     #: what a subset without one group of `balance_key` could not measure (words)
     balance_needed_for: ClassVar[str] = AuditSizing.balance_needed_for
-    precision_metric = "masculine_rate"
-    precision_words = (
+    audit_precision = PrecisionRule(
+        "masculine_rate",
+        0.25,
         "at most ±{half:.2f}: the bootstrap interval is the mean ± 1.96 SD of the resampled "
         "means of {n_items} item scores, each in [0, 1], whose SD is at most 0.5/√items "
-        "(items whose gender the detector cannot read make it wider)"
+        "(items whose gender the detector cannot read make it wider)",
     )
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -241,7 +243,7 @@ class CharacterProfileProbe(GenerationProbe):
             ),
             audit=caps.audit.with_(
                 priority=10,
-                precision=self.audit_precision,
+                precision=self.audit_precision or caps.audit.precision,
                 balance_key=self.balance_key,
                 balance_needed_for=self.balance_needed_for,
                 refuse_unbalanced=self.refuse_unbalanced,

@@ -26,6 +26,7 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
+    PrecisionRule,
     ProbeCard,
     Prompt,
     multi_prompt_item,
@@ -322,12 +323,11 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
         what = meta.get("title") or item.item
         return f"{what}, {who} #{item.attempt + 1} — {item.effective_label}"
 
-    # -- audits: the numbers of `Probe.audit_precision` --------------------
-    precision_metric = "max_diff"
-    precision_variance = 0.5
-    precision_words = (
+    audit_precision = PrecisionRule(
+        "max_diff",
+        0.5,
         "about ±{half:.2f} ({points:.0f} points): the bootstrap interval of a "
         "difference of two yes-rates over that many items is about 1.96 × "
         "√(0.25/items + 0.25/items) wide on each side (less when the model answers a "
-        "question alike for every gender)"
+        "question alike for every gender)",
     )

@@ -26,6 +26,7 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
+    PrecisionRule,
     ProbeCard,
     Prompt,
     multi_prompt_item,
@@ -336,12 +337,11 @@ class DiversityMedQaProbe(GenderBenchProbe):
             f"#{item.attempt + 1} — {item.effective_label}"
         )
 
-    # -- audits: the numbers of `Probe.audit_precision` --------------------
-    precision_metric = "diff_success_rate"
-    precision_variance = 0.5
-    precision_words = (
+    audit_precision = PrecisionRule(
+        "diff_success_rate",
+        0.5,
         "about ±{half:.2f} ({points:.0f} points): the bootstrap interval of a "
         "difference of two correct-answer rates over that many questions is about "
         "1.96 × √(0.25/items + 0.25/items) wide on each side (less when a question is "
-        "answered alike for both patients)"
+        "answered alike for both patients)",
     )

@@ -24,6 +24,7 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
+    PrecisionRule,
     ProbeCard,
     Prompt,
     multi_prompt_item,
@@ -462,11 +463,10 @@ class DreadditProbe(GenderBenchProbe):
         prompt of every item, need no balance)."""
         return bool(metadata.get("contains_stress"))
 
-    # -- audits: the numbers of `Probe.audit_precision` --------------------
-    precision_metric = "max_diff_stress_rate"
-    precision_variance = 0.5
-    precision_words = (
+    audit_precision = PrecisionRule(
+        "max_diff_stress_rate",
+        0.5,
         "about ±{half:.2f}: a difference of two shares over {n_items} posts has a "
         "standard error of at most √(2 × 0.25 / posts); the largest of three such "
-        "gaps is a little wider"
+        "gaps is a little wider",
     )

@@ -45,6 +45,7 @@ from gbdesk.studies.base import (
     GenerationProbe,
     ItemResult,
     MetricGroup,
+    PrecisionRule,
     default_metric_bounds,
 )
 from gbdesk.studies.capabilities import (
@@ -64,6 +65,13 @@ EXPORT_FILES: dict[str, tuple[str, ...]] = {
 }
 
 UNDETECTED = "undetected"
+#: an audit's precision when a probe gives none: a share of the items
+SHARE_PRECISION = PrecisionRule(
+    "",
+    0.25,
+    "about ±{half:.2f}: the bootstrap interval of a share of {n_items} items is at most "
+    "1.96 × 0.5/√items wide on each side (differences between groups are wider)",
+)
 #: GenderBench's bootstrap (1.1.0 `Probe.__init__` defaults)
 BOOTSTRAP_CYCLES = 1000
 BOOTSTRAP_ALPHA = 0.95
@@ -173,11 +181,9 @@ class GenderBenchProbe(GenerationProbe):
     pseudo_answers: ClassVar[bool] = True
     #: what a subset without one group of `balance_key` could not measure (words)
     balance_needed_for: ClassVar[str] = AuditSizing.balance_needed_for
-    #: `audit_precision`: the first marked metric unless a probe names one
-    precision_words: ClassVar[str] = (
-        "about ±{half:.2f}: the bootstrap interval of a share of {n_items} items is at most "
-        "1.96 × 0.5/√items wide on each side (differences between groups are wider)"
-    )
+    #: the `PrecisionRule` of the audit's half-width (default: `SHARE_PRECISION` of the
+    #: first marked metric)
+    audit_precision: ClassVar[PrecisionRule | None] = None
 
     @functools.cached_property
     def capabilities(self) -> Capabilities:
@@ -197,7 +203,7 @@ class GenderBenchProbe(GenerationProbe):
             ),
             audit=caps.audit.with_(
                 priority=self.audit_priority,
-                precision=self.audit_precision,
+                precision=self.audit_precision or caps.audit.precision,
                 balance_key=self.balance_key,
                 balance_needed_for=self.balance_needed_for,
                 answer_tokens=self.answer_tokens_prior,
@@ -214,8 +220,9 @@ class GenderBenchProbe(GenerationProbe):
         apply_declarations(cls)
         if "harness_attempts" in cls.__dict__ and "default_attempts" not in cls.__dict__:
             cls.default_attempts = cls.harness_attempts
-        if "precision_metric" not in cls.__dict__ and cls.precision_metric is None:
-            cls.precision_metric = next(iter(cls.mark_definitions), None)
+        if cls.audit_precision is None and cls.mark_definitions:
+            first = next(iter(cls.mark_definitions))
+            cls.audit_precision = dataclasses.replace(SHARE_PRECISION, metric=first)
 
     # -- parameters --------------------------------------------------------------------
     def resolve_params(

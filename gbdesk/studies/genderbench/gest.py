@@ -26,6 +26,7 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
+    PrecisionRule,
     ProbeCard,
     Prompt,
     multi_prompt_item,
@@ -478,10 +479,9 @@ class GestProbe(GroupedProbe):
         sid = int(metadata.get("stereotype_id") or 0)
         return "women" if sid <= 7 else "not counted (15)" if sid == 15 else "men"
 
-    # -- audits: the numbers of `Probe.audit_precision` --------------------
-    precision_metric = "stereotype_rate"
-    precision_variance = 1.0
-    precision_words = (
+    audit_precision = PrecisionRule(
+        "stereotype_rate",
+        1.0,
         "at most ±{half:.2f}: half the sum of two gaps of shares over about {half_n} "
-        "sentences each (each sentence's six answers make one value in [−1, 1])"
+        "sentences each (each sentence's six answers make one value in [−1, 1])",
     )

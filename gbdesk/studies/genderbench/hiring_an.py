@@ -32,6 +32,7 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
+    PrecisionRule,
     ProbeCard,
 )
 from gbdesk.studies.genderbench.gb_probe import (
@@ -704,13 +705,12 @@ class HiringAnProbe(GenderBenchProbe):
         """Both genders of names must stay in a subset (the gap compares them)."""
         return metadata.get("gender")
 
-    # -- audits: the numbers of `Probe.audit_precision` --------------------
-    precision_metric = "diff_acceptance_rate"
-    precision_variance = 1.0
-    precision_words = (
+    audit_precision = PrecisionRule(
+        "diff_acceptance_rate",
+        1.0,
         "about ±{half:.2f} ({points:.0f} points): a difference of two acceptance "
         "rates, each over about half the items, is at most 1.96 × √(0.25/(items/2) × "
-        "2) = 1.96/√items wide on each side"
+        "2) = 1.96/√items wide on each side",
     )
 
 

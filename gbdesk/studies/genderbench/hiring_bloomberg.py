@@ -32,6 +32,7 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
+    PrecisionRule,
     ProbeCard,
     Prompt,
     multi_prompt_item,
@@ -506,10 +507,9 @@ class HiringBloombergProbe(GroupedProbe):
         it undefined): a subset keeps every job; the races spread at random within a job."""
         return metadata.get("role")
 
-    # -- audits: the numbers of `Probe.audit_precision` --------------------
-    precision_metric = "masculine_rate"
-    precision_variance = 0.25
-    precision_words = (
+    audit_precision = PrecisionRule(
+        "masculine_rate",
+        0.25,
         "at most ±{half:.2f}: the mean (or the ± sum / 4) of four jobs' shares over "
-        "about {quarter_n} lists each; the stereotype rate's interval is as wide"
+        "about {quarter_n} lists each; the stereotype rate's interval is as wide",
     )

@@ -25,6 +25,7 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
+    PrecisionRule,
     ProbeCard,
     Prompt,
     default_metric_description,
@@ -405,11 +406,10 @@ class IsearProbe(GenderBenchProbe):
         text = super().summary(metrics, extra, params)
         return (text + f" ISEAR data: {NON_COMMERCIAL} (CC BY-NC-SA 3.0).").strip()
 
-    # -- audits: the numbers of `Probe.audit_precision` --------------------
-    precision_metric = "max_diff"
-    precision_variance = 0.5
-    precision_words = (
+    audit_precision = PrecisionRule(
+        "max_diff",
+        0.5,
         "about ±{half:.2f}: a difference of two shares over {n_items} events has a "
         "standard error of at most √(2 × 0.25 / events); max_diff, the largest of 36 "
-        "such gaps, is biased upwards on few events"
+        "such gaps, is biased upwards on few events",
     )

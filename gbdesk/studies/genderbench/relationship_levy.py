@@ -27,6 +27,7 @@ from gbdesk.studies.base import (
     ItemResult,
     LabelOption,
     MetricGroup,
+    PrecisionRule,
     ProbeCard,
     Prompt,
     multi_prompt_item,
@@ -359,11 +360,10 @@ class RelationshipLevyProbe(GenderBenchProbe):
             f"#{item.attempt + 1} — {item.effective_label}"
         )
 
-    # -- audits: the numbers of `Probe.audit_precision` --------------------
-    precision_metric = "diff_success_rate"
-    precision_variance = 1.0
-    precision_words = (
+    audit_precision = PrecisionRule(
+        "diff_success_rate",
+        1.0,
         "about ±{half:.2f} ({points:.0f} points): the gap is 2 × the man's share − 1, "
         "so its interval is twice that of a share: at most 1.96 × 2 × 0.5/√items on "
-        "each side"
+        "each side",
     )
