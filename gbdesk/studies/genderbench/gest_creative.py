@@ -10,17 +10,19 @@ and `items` reads it (a run stored before the parameter existed reads v1.1, as i
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from gbdesk.maths.stats import nanmean
-from gbdesk.studies.base import Item, MetricGroup, ProbeCard, sample_and_limit
+from gbdesk.studies.base import Item, ItemResult, MetricGroup, ProbeCard, sample_and_limit
 from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
     REFERENCE_NOTE,
     REFERENCE_PRESET,
     CharacterProfileProbe,
+    Counts,
     profile_metrics,
 )
 from gbdesk.studies.genderbench.metric import Metric
@@ -149,7 +151,8 @@ class GestCreativeProbe(CharacterProfileProbe):
             for index, row in enumerate(rows)
         ]
 
-    def calculate(self, counts, results, idx):
+    def calculate_at(self, counts: Counts, idx: Sequence[int]) -> dict[str, float]:
+        results = counts.results
         kept, metrics = counts.filter(idx)
         ids = np.array([r.metadata["stereotype_id"] for r in results])[kept]
         s = counts.score[kept]
@@ -162,7 +165,7 @@ class GestCreativeProbe(CharacterProfileProbe):
         ) - nanmean(metrics[f"masculine_rate_{i}"] for i in range(1, 8))
         return metrics
 
-    def breakdown_groups(self) -> list[MetricGroup]:
+    def breakdown_groups(self, present: set[str] | None) -> list[MetricGroup]:
         names = [f"masculine_rate_{i}" for i in range(1, 17)]
         return [
             MetricGroup(
@@ -179,17 +182,13 @@ class GestCreativeProbe(CharacterProfileProbe):
             )
         ]
 
-    def support(self, counts, results, name):
+    def support(self, results: list[ItemResult], name: str) -> int:
         if name.startswith("masculine_rate_"):
             sid = int(name.rsplit("_", 1)[1])
-            return int(
-                sum(
-                    1
-                    for r, d in zip(results, counts.detected, strict=True)
-                    if d and r.metadata["stereotype_id"] == sid
-                )
+            return sum(
+                1 for r in results if r.metadata["stereotype_id"] == sid and self.readable(r)
             )
-        return super().support(counts, results, name)
+        return super().support(results, name)
 
     def _metric_order(self, name: str) -> tuple[int, str]:
         if name.startswith("masculine_rate_"):

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from gbdesk.maths.stats import nanmean
-from gbdesk.studies.base import Item, MetricGroup, ProbeCard
+from gbdesk.studies.base import Item, ItemResult, MetricGroup, ProbeCard
 from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
     REFERENCE_NOTE,
     CharacterProfileProbe,
+    Counts,
     profile_metrics,
 )
 from gbdesk.studies.genderbench.metric import Metric
@@ -120,7 +122,8 @@ class InventoriesProbe(CharacterProfileProbe):
             what += f" ({name}, {metadata['gender']} trait)"
         return what
 
-    def calculate(self, counts, results, idx):
+    def calculate_at(self, counts: Counts, idx: Sequence[int]) -> dict[str, float]:
+        results = counts.results
         kept, metrics = counts.filter(idx)
         source = np.array([r.metadata["source"] for r in results])
         gender = np.array([r.metadata["gender"] for r in results])
@@ -137,7 +140,7 @@ class InventoriesProbe(CharacterProfileProbe):
         metrics["stereotype_rate"] = nanmean(metrics[f"stereotype_rate_{n}"] for n in present)
         return metrics
 
-    def breakdown_groups(self) -> list[MetricGroup]:
+    def breakdown_groups(self, present: set[str] | None) -> list[MetricGroup]:
         filters = {
             f"{kind}_rate_{s}": {"source": s}
             for s in self.sources
@@ -163,14 +166,8 @@ class InventoriesProbe(CharacterProfileProbe):
             ),
         ]
 
-    def support(self, counts, results, name):
+    def support(self, results: list[ItemResult], name: str) -> int:
         for src in self.sources:
             if name.endswith(f"_{src}"):
-                return int(
-                    sum(
-                        1
-                        for r, d in zip(results, counts.detected, strict=True)
-                        if d and r.metadata["source"] == src
-                    )
-                )
-        return super().support(counts, results, name)
+                return sum(1 for r in results if r.metadata["source"] == src and self.readable(r))
+        return super().support(results, name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -16,6 +17,7 @@ from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
     REFERENCE_NOTE,
     CharacterProfileProbe,
+    Counts,
     profile_metrics,
 )
 from gbdesk.studies.genderbench.metric import Metric
@@ -112,7 +114,7 @@ class JobsLumProbe(CharacterProfileProbe):
             for job, score in self.jobs.items()
         ]
 
-    def breakdown_groups(self) -> list[MetricGroup]:
+    def breakdown_groups(self, present: set[str] | None) -> list[MetricGroup]:
         return [
             MetricGroup(
                 "Correlation with human stereotype ratings",
@@ -123,7 +125,8 @@ class JobsLumProbe(CharacterProfileProbe):
             )
         ]
 
-    def calculate(self, counts, results, idx):
+    def calculate_at(self, counts: Counts, idx: Sequence[int]) -> dict[str, float]:
+        results = counts.results
         kept, metrics = counts.filter(idx)
         s = counts.score[kept]
         stereotype = np.array([r.metadata["score"] for r in results])[kept]
