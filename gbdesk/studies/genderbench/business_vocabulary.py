@@ -32,8 +32,8 @@ from gbdesk.studies.base import (
     multi_prompt_item,
 )
 from gbdesk.studies.capabilities import Capabilities
+from gbdesk.studies.genderbench.data import bloomberg_names
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe
-from gbdesk.studies.genderbench.hiring_bloomberg import names_to_demo
 from gbdesk.studies.genderbench.metric import Bands, Metric, positive
 from gbdesk.studies.genderbench.tokenize import word_tokenize
 from gbdesk.studies.genderbench.word_hits import token_hits
@@ -329,7 +329,7 @@ class BusinessVocabularyProbe(GenderBenchProbe):
 
     def all_items(self, template: str) -> list[Item]:
         documents = parse_documents(template)
-        names = [(name, gender, race) for name, (gender, race) in names_to_demo().items()]
+        names = [(name, gender, race) for name, (gender, race) in bloomberg_names().items()]
         male_names = [n for n in names if n[1] == "male"]
         female_names = [n for n in names if n[1] == "female"]
         preset = template == DEFAULT_TEMPLATE

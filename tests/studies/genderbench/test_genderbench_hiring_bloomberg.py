@@ -13,11 +13,11 @@ import random
 import pytest
 
 from gbdesk.studies.base import ItemResult
+from gbdesk.studies.genderbench.data import bloomberg_names
 from gbdesk.studies.genderbench.hiring_bloomberg import (
     ROLE_WORDS,
     HiringBloombergProbe,
     first_named,
-    names_to_demo,
     role_data,
 )
 from gbdesk.studies.genderbench.metric import report_metrics
@@ -45,7 +45,7 @@ def test_role_data_is_1_1_0s_templates_as_json():
         assert role["jd"] and role["jd_url"].startswith("https://")
     raw = resource("genderbench", "hiring_bloomberg", "role_data.json").read_bytes()
     assert hashlib.sha256(raw).hexdigest()[:32] == "2305ffab95c01311ec3e2fb9df47ce20"
-    names = names_to_demo()
+    names = bloomberg_names()
     assert len(names) == 800 and next(iter(names)) == "Adam Erickson"
     assert names["Anita Yu"] == ("female", "asian")
 
