@@ -38,19 +38,6 @@ from gbdesk.analysis.shown import (
 )
 from gbdesk.maths.stats import MARK_LETTERS, MARK_MEANINGS
 from gbdesk.maths.verdicts import MIN_ITEMS
-from gbdesk.studies.genderbench.bbq import BbqProbe
-from gbdesk.studies.genderbench.business_vocabulary import BusinessVocabularyProbe
-from gbdesk.studies.genderbench.direct import DirectProbe
-from gbdesk.studies.genderbench.discrimination_tamkin import DiscriminationTamkinProbe
-from gbdesk.studies.genderbench.diversity_med_qa import DiversityMedQaProbe
-from gbdesk.studies.genderbench.dreaddit import DreadditProbe
-from gbdesk.studies.genderbench.gest import GestProbe
-from gbdesk.studies.genderbench.gest_creative import GestCreativeProbe
-from gbdesk.studies.genderbench.hiring_an import HiringAnProbe
-from gbdesk.studies.genderbench.hiring_bloomberg import HiringBloombergProbe
-from gbdesk.studies.genderbench.inventories import InventoriesProbe
-from gbdesk.studies.genderbench.isear import IsearProbe
-from gbdesk.studies.genderbench.jobs_lum import JobsLumProbe
 from gbdesk.studies.genderbench.metric import (
     HARM_SECTIONS,
     absolute,
@@ -61,7 +48,20 @@ from gbdesk.studies.genderbench.metric import (
     positive_half,
     report_metrics,
 )
-from gbdesk.studies.genderbench.relationship_levy import RelationshipLevyProbe
+from gbdesk.studies.genderbench.probes.bbq import BbqProbe
+from gbdesk.studies.genderbench.probes.business_vocabulary import BusinessVocabularyProbe
+from gbdesk.studies.genderbench.probes.direct import DirectProbe
+from gbdesk.studies.genderbench.probes.discrimination_tamkin import DiscriminationTamkinProbe
+from gbdesk.studies.genderbench.probes.diversity_med_qa import DiversityMedQaProbe
+from gbdesk.studies.genderbench.probes.dreaddit import DreadditProbe
+from gbdesk.studies.genderbench.probes.gest import GestProbe
+from gbdesk.studies.genderbench.probes.gest_creative import GestCreativeProbe
+from gbdesk.studies.genderbench.probes.hiring_an import HiringAnProbe
+from gbdesk.studies.genderbench.probes.hiring_bloomberg import HiringBloombergProbe
+from gbdesk.studies.genderbench.probes.inventories import InventoriesProbe
+from gbdesk.studies.genderbench.probes.isear import IsearProbe
+from gbdesk.studies.genderbench.probes.jobs_lum import JobsLumProbe
+from gbdesk.studies.genderbench.probes.relationship_levy import RelationshipLevyProbe
 from gbdesk.support.blocks import (
     Block,
     ChartRow,

