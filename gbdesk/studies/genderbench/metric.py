@@ -112,6 +112,17 @@ class Metric:
             raise ValueError(f"{self.name}: no harm section {self.section!r}")
 
 
+def undetected_metrics(
+    answers_title: str, answers: str, items_title: str, items: str
+) -> tuple[Metric, Metric]:
+    """The two rates of unreadable answers every GenderBench probe has (1.1.0's
+    `filter_undetected`), in the probe's words: of attempts and of items."""
+    return (
+        Metric("undetected_rate_attempts", title=answers_title, description=answers),
+        Metric("undetected_rate_items", title=items_title, description=items),
+    )
+
+
 def _pattern(name: str) -> re.Pattern[str]:
     regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>.+?)", re.escape(name))
     return re.compile(regex)

@@ -41,7 +41,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     nanmean,
 )
 from gbdesk.studies.genderbench.grouped import GroupedProbe, percent
-from gbdesk.studies.genderbench.metric import Bands, Metric
+from gbdesk.studies.genderbench.metric import Bands, Metric, undetected_metrics
 from gbdesk.support.format import pct
 from gbdesk.support.paths import resource
 
@@ -183,16 +183,11 @@ class BbqProbe(GroupedProbe):
             title="Correct answers, {category}",
             description="Share of the category's answers that are right.",
         ),
-        Metric(
-            "undetected_rate_attempts",
-            title="Answers naming no single option",
-            description="Share of answers that name no option or several.",
-        ),
-        Metric(
-            "undetected_rate_items",
-            title="Questions with no readable answer",
-            description="Share of questions without a readable answer (left out of the other "
-            "metrics).",
+        *undetected_metrics(
+            "Answers naming no single option",
+            "Share of answers that name no option or several.",
+            "Questions with no readable answer",
+            "Share of questions without a readable answer (left out of the other metrics).",
         ),
     )
     card = ProbeCard(

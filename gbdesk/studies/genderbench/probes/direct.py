@@ -26,7 +26,7 @@ from gbdesk.studies.base import (
 from gbdesk.studies.genderbench.evaluators import yes_no
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, mark_words, zero_div
 from gbdesk.studies.genderbench.grouped import GroupedProbe, percent, quoted
-from gbdesk.studies.genderbench.metric import Bands, Metric
+from gbdesk.studies.genderbench.metric import Bands, Metric, undetected_metrics
 from gbdesk.support.format import pct
 from gbdesk.support.lowered import Lowered
 from gbdesk.support.paths import resource
@@ -109,16 +109,11 @@ class DirectProbe(GroupedProbe):
             title="Agrees with stereotypes from GEST",
             description="The same over GEST's statements.",
         ),
-        Metric(
-            "undetected_rate_attempts",
-            title="Answers with neither or both of yes / no",
-            description="Share of answers with neither or both of yes and no.",
-        ),
-        Metric(
-            "undetected_rate_items",
-            title="Statements with no readable answer",
-            description="Share of statements without a readable answer (left out of the other "
-            "metrics).",
+        *undetected_metrics(
+            "Answers with neither or both of yes / no",
+            "Share of answers with neither or both of yes and no.",
+            "Statements with no readable answer",
+            "Share of statements without a readable answer (left out of the other metrics).",
         ),
     )
     card = ProbeCard(

@@ -37,7 +37,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     mark_words,
     zero_div,
 )
-from gbdesk.studies.genderbench.metric import Bands, Metric
+from gbdesk.studies.genderbench.metric import Bands, Metric, undetected_metrics
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
     ItemTallies,
@@ -167,16 +167,11 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
             description="Share of readable answers that are yes, for the prompts about that "
             "gender.",
         ),
-        Metric(
-            "undetected_rate_attempts",
-            title="Answers with neither or both of yes and no",
-            description="Share of answers with neither or both of yes and no.",
-        ),
-        Metric(
-            "undetected_rate_items",
-            title="Items with no readable answer",
-            description="Share of items without any readable answer (left out of the other "
-            "metrics).",
+        *undetected_metrics(
+            "Answers with neither or both of yes and no",
+            "Share of answers with neither or both of yes and no.",
+            "Items with no readable answer",
+            "Share of items without any readable answer (left out of the other metrics).",
         ),
         Metric("female_success_rate", title="Yes-rate, woman", headline=2),
         Metric("male_success_rate", title="Yes-rate, man", headline=3),

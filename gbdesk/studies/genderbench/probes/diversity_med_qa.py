@@ -37,7 +37,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     GenderBenchProbe,
     mark_words,
 )
-from gbdesk.studies.genderbench.metric import Bands, Metric, absolute
+from gbdesk.studies.genderbench.metric import Bands, Metric, absolute, undetected_metrics
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
     ItemTallies,
@@ -166,16 +166,11 @@ class DiversityMedQaProbe(GenderBenchProbe):
             description="Mean over items of the share of correct readable answers about a "
             "patient of that gender.",
         ),
-        Metric(
-            "undetected_rate_attempts",
-            title="Answers naming no option or several",
-            description="Share of answers naming no option or several.",
-        ),
-        Metric(
-            "undetected_rate_items",
-            title="Items with no readable answer",
-            description="Share of items without any readable answer (left out of the other "
-            "metrics).",
+        *undetected_metrics(
+            "Answers naming no option or several",
+            "Share of answers naming no option or several.",
+            "Items with no readable answer",
+            "Share of items without any readable answer (left out of the other metrics).",
         ),
         Metric("male_success_rate", title="Correct answers, male patient", headline=2),
         Metric("female_success_rate", title="Correct answers, female patient", headline=3),

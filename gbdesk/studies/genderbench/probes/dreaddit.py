@@ -31,7 +31,7 @@ from gbdesk.studies.base import (
 )
 from gbdesk.studies.capabilities import Capabilities
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe
-from gbdesk.studies.genderbench.metric import Bands, Metric
+from gbdesk.studies.genderbench.metric import Bands, Metric, undetected_metrics
 from gbdesk.studies.genderbench.per_item import PerItemCounts
 from gbdesk.studies.genderbench.tokenize import word_tokenize
 from gbdesk.studies.genderbench.word_hits import token_hits
@@ -195,16 +195,11 @@ class DreadditProbe(GenderBenchProbe):
             title="False negatives, writer {gender}",
             description="Count of no answers on stressed posts (false negatives).",
         ),
-        Metric(
-            "undetected_rate_attempts",
-            title="Answers with no readable yes/no",
-            description="Share of answers with neither or both of yes and no.",
-        ),
-        Metric(
-            "undetected_rate_items",
-            title="Posts with no readable yes/no",
-            description="Share of posts with no readable answer at all (left out of the other "
-            "metrics).",
+        *undetected_metrics(
+            "Answers with no readable yes/no",
+            "Share of answers with neither or both of yes and no.",
+            "Posts with no readable yes/no",
+            "Share of posts with no readable answer at all (left out of the other metrics).",
         ),
     )
     card = ProbeCard(

@@ -40,7 +40,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     nanmean,
 )
 from gbdesk.studies.genderbench.grouped import GroupedProbe, points, quoted
-from gbdesk.studies.genderbench.metric import Bands, Metric, positive
+from gbdesk.studies.genderbench.metric import Bands, Metric, positive, undetected_metrics
 from gbdesk.support.format import pct
 
 LETTERS = "abc"
@@ -139,16 +139,11 @@ class GestProbe(GroupedProbe):
             "stereotype_{id}_frequency_{option}_option",
             description="The same share over one stereotype's sentences.",
         ),
-        Metric(
-            "undetected_rate_attempts",
-            title="Answers naming no single option",
-            description="Share of answers that name no option or several.",
-        ),
-        Metric(
-            "undetected_rate_items",
-            title="Sentences with no readable answer",
-            description="Share of sentences without any readable answer (left out of the other "
-            "metrics).",
+        *undetected_metrics(
+            "Answers naming no single option",
+            "Share of answers that name no option or several.",
+            "Sentences with no readable answer",
+            "Share of sentences without any readable answer (left out of the other metrics).",
         ),
         Metric("frequency_female_option", title="Answers “women”"),
         Metric("frequency_male_option", title="Answers “men”"),

@@ -40,7 +40,13 @@ from gbdesk.studies.genderbench.gb_probe import (
     GenderBenchProbe,
     mark_words,
 )
-from gbdesk.studies.genderbench.metric import Bands, Metric, absolute, positive_half
+from gbdesk.studies.genderbench.metric import (
+    Bands,
+    Metric,
+    absolute,
+    positive_half,
+    undetected_metrics,
+)
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
     ItemTallies,
@@ -324,16 +330,11 @@ class HiringAnProbe(GenderBenchProbe):
             description="The metric over the items of one qualification sentence (omitted, "
             "high, medium, low).",
         ),
-        Metric(
-            "undetected_rate_attempts",
-            title="Emails with neither decision phrase",
-            description="Share of emails with neither decision phrase.",
-        ),
-        Metric(
-            "undetected_rate_items",
-            title="Items with no readable decision",
-            description="Share of items without a readable decision (left out of the other "
-            "metrics).",
+        *undetected_metrics(
+            "Emails with neither decision phrase",
+            "Share of emails with neither decision phrase.",
+            "Items with no readable decision",
+            "Share of items without a readable decision (left out of the other metrics).",
         ),
         Metric("male_acceptance_rate", title="Acceptance rate, men", headline=3),
         Metric("female_acceptance_rate", title="Acceptance rate, women", headline=4),

@@ -46,7 +46,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     nanmean,
 )
 from gbdesk.studies.genderbench.grouped import GroupedProbe, percent, points
-from gbdesk.studies.genderbench.metric import Bands, Metric, from_half, positive
+from gbdesk.studies.genderbench.metric import Bands, Metric, from_half, positive, undetected_metrics
 from gbdesk.support.format import pct
 from gbdesk.support.lowered import Lowered
 from gbdesk.support.paths import resource
@@ -172,15 +172,11 @@ class HiringBloombergProbe(GroupedProbe):
             "{role}_{race}_masculine_rate",
             description="The same for one job and the race of the names.",
         ),
-        Metric(
-            "undetected_rate_attempts",
-            title="Answers naming no candidate",
-            description="Share of answers naming none of the eight candidates.",
-        ),
-        Metric(
-            "undetected_rate_items",
-            title="Lists with no readable answer",
-            description="Share of lists without a readable answer (left out of the other metrics).",
+        *undetected_metrics(
+            "Answers naming no candidate",
+            "Share of answers naming none of the eight candidates.",
+            "Lists with no readable answer",
+            "Share of lists without a readable answer (left out of the other metrics).",
         ),
         Metric("software_engineer_masculine_rate", title="Man ranked first, software engineer"),
         Metric("hr_specialist_masculine_rate", title="Man ranked first, HR specialist"),

@@ -34,7 +34,7 @@ from gbdesk.studies.base import (
 )
 from gbdesk.studies.capabilities import Capabilities
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe
-from gbdesk.studies.genderbench.metric import Bands, Metric
+from gbdesk.studies.genderbench.metric import Bands, Metric, undetected_metrics
 from gbdesk.studies.genderbench.per_item import PerItemCounts
 from gbdesk.studies.genderbench.tokenize import word_tokenize
 from gbdesk.studies.genderbench.word_hits import token_hits
@@ -155,16 +155,11 @@ class IsearProbe(GenderBenchProbe):
             description="Share of this role's readable answers naming the emotion (gbdesk's "
             "addition, not a 1.1.0 metric).",
         ),
-        Metric(
-            "undetected_rate_attempts",
-            title="Answers with no single listed emotion",
-            description="Share of answers naming none or several of the twelve emotions.",
-        ),
-        Metric(
-            "undetected_rate_items",
-            title="Events with no readable answer",
-            description="Share of events with no readable answer at all (left out of the other "
-            "metrics).",
+        *undetected_metrics(
+            "Answers with no single listed emotion",
+            "Share of answers naming none or several of the twelve emotions.",
+            "Events with no readable answer",
+            "Share of events with no readable answer at all (left out of the other metrics).",
         ),
     )
     card = ProbeCard(

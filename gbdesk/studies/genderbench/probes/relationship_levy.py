@@ -40,7 +40,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     mark_words,
     nanmean,
 )
-from gbdesk.studies.genderbench.metric import Bands, Metric, absolute
+from gbdesk.studies.genderbench.metric import Bands, Metric, absolute, undetected_metrics
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
     ItemTallies,
@@ -188,16 +188,11 @@ class RelationshipLevyProbe(GenderBenchProbe):
             description="1 minus the man's share.",
             headline=3,
         ),
-        Metric(
-            "undetected_rate_attempts",
-            title="Answers naming neither or both of (a) and (b)",
-            description='Share of answers naming neither or both of "(a)" and "(b)".',
-        ),
-        Metric(
-            "undetected_rate_items",
-            title="Items with no readable answer",
-            description="Share of items without any readable answer (left out of the other "
-            "metrics).",
+        *undetected_metrics(
+            "Answers naming neither or both of (a) and (b)",
+            'Share of answers naming neither or both of "(a)" and "(b)".',
+            "Items with no readable answer",
+            "Share of items without any readable answer (left out of the other metrics).",
         ),
     )
     card = ProbeCard(
