@@ -17,6 +17,7 @@ from gbdesk.contract.capabilities import (
     CodingCandidates,
     LabellingPass,
     Precision,
+    PrecisionRule,
     z95,
 )
 from gbdesk.contract.items import (
@@ -74,6 +75,7 @@ __all__ = [
     "MetricKey",
     "Performed",
     "Precision",
+    "PrecisionRule",
     "Probe",
     "ProbeCard",
     "ProbeOption",

@@ -24,6 +24,7 @@ other study types appear as `Any` in the signatures below; their docstrings say 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -431,6 +432,30 @@ class Precision:
     metric: str
     half_width: float
     method: str
+
+@dataclass(frozen=True)
+class PrecisionRule:
+    """`AuditSizing.precision` written once: the half-width 1.96 × √(`variance` / n) of
+    `metric` over n units (the items, unless `for_units` is given another count); a probe
+    sets only the numbers (``audit_precision = PrecisionRule("fail_rate", 0.25, "…")``).
+    `words` is a format string of {half}, {points} (100 × half), {n} (units), {n_items},
+    {attempts}, {half_n} (n // 2) and {quarter_n} (n // 4)."""
+
+    metric: str
+    variance: float = 0.25
+    words: str = "about ±{half:.2f}: 1.96 × √(variance / {n} items)"
+
+    def __call__(self, params: dict[str, Any], n_items: int, attempts: int) -> Precision:
+        return self.for_units(n_items, n_items, attempts)
+
+    def for_units(self, units: int, n_items: int, attempts: int) -> Precision:
+        n = max(1, units)
+        half = z95() * math.sqrt(self.variance / n)
+        words = self.words.format(
+            half=half, points=100 * half, n=n, n_items=n_items, attempts=attempts,
+            half_n=n // 2, quarter_n=n // 4,
+        )  # fmt: skip
+        return Precision(self.metric, half, words)
 
 
 #: the default ladder of item counts an audit tries (`AuditSizing.sizes`)

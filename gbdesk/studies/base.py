@@ -11,6 +11,7 @@ from gbdesk.contract.capabilities import (  # noqa: F401
     CodingCandidates,
     LabellingPass,
     Precision,
+    PrecisionRule,
     z95,
 )
 from gbdesk.contract.items import (  # noqa: F401

@@ -29,32 +29,26 @@ import dataclasses
 import functools
 import math
 import warnings
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy.stats import norm
 
 from gbdesk.analysis.shown import TOO_FEW_FOR_CI, metric_verdict, shown_ci, verdict_sentence
-from gbdesk.maths.stats import MARK_LETTERS, MARK_MEANINGS, MarkDefinition, MetricValue
-from gbdesk.maths.stats import iter_bootstrap_resamples as _bootstrap_resamples
-from gbdesk.maths.verdicts import Verdict, marks_phrase
-from gbdesk.studies.base import (
-    SAMPLE_SEED,
-    Finding,
-    GenerationProbe,
-    ItemResult,
-    MetricGroup,
-    Precision,
-    default_metric_bounds,
-    z95,
-)
-from gbdesk.studies.capabilities import (
+from gbdesk.contract import Finding, GenerationProbe, ItemResult, MetricGroup
+from gbdesk.contract.capabilities import (
     DEFAULT_EXPORT_FILES,
     AuditSizing,
     Capabilities,
+    PrecisionRule,
     Resampling,
 )
+from gbdesk.contract.running import SAMPLE_SEED, default_metric_bounds
+from gbdesk.maths.stats import MARK_LETTERS, MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.maths.stats import iter_bootstrap_resamples as _bootstrap_resamples
+from gbdesk.maths.verdicts import Verdict, marks_phrase
+from gbdesk.studies.genderbench.metric import Metric, apply_declarations, declared_bounds
 from gbdesk.support.format import ci_text, clip_ci, pct
 
 #: export files of every GenderBench probe: the generation probe's, plus Report 1.1's
@@ -65,6 +59,13 @@ EXPORT_FILES: dict[str, tuple[str, ...]] = {
 }
 
 UNDETECTED = "undetected"
+#: an audit's precision when a probe gives none: a share of the items
+SHARE_PRECISION = PrecisionRule(
+    "",
+    0.25,
+    "about ±{half:.2f}: the bootstrap interval of a share of {n_items} items is at most "
+    "1.96 × 0.5/√items wide on each side (differences between groups are wider)",
+)
 #: GenderBench's bootstrap (1.1.0 `Probe.__init__` defaults)
 BOOTSTRAP_CYCLES = 1000
 BOOTSTRAP_ALPHA = 0.95
@@ -73,12 +74,6 @@ RANDOM_SEED = 123
 FEW_ITEMS = 30
 #: the importance of a finding by its mark (`Finding.importance`'s shared scale)
 MARK_IMPORTANCE = {"A": 10.0, "B": 40.0, "C": 70.0, "D": 90.0}
-#: GenderBench Report 1.1's harm sections, in its order
-HARM_SECTIONS = {
-    "outcome_disparity": "Outcome disparity",
-    "stereotypical_reasoning": "Stereotypical reasoning",
-    "representational_harms": "Representational harms",
-}
 
 
 def genderbench_interval(
@@ -130,26 +125,6 @@ def mark_of(definition: MarkDefinition | None, ci: tuple[float, float]) -> str |
     return definition.mark(ci)
 
 
-def marks(*definitions: MarkDefinition) -> dict[str, MarkDefinition]:
-    return {d.metric: d for d in definitions}
-
-
-def symmetric_marks(metric: str, edges: Sequence[float], description: str) -> MarkDefinition:
-    """Bands symmetric around 0 from four edges, e.g. (0.03, 0.1, 0.3, 1): A [−.03, .03],
-    B [−.1, −.03] ∪ [.03, .1], C …, D [−1, −.3] ∪ [.3, 1] (1.1.0's dict form)."""
-    a, b, c, d = (float(x) for x in edges)
-    return MarkDefinition(
-        metric,
-        {
-            "A": ((-a, a),),
-            "B": ((-b, -a), (a, b)),
-            "C": ((-c, -b), (b, c)),
-            "D": ((-d, -c), (c, d)),
-        },
-        description,
-    )
-
-
 def nanmean(values: Iterable[float]) -> float:
     """1.1.0's `utils.math.nanmean`: NaN for no values, else `np.nanmean` (NaN when every
     value is NaN)."""
@@ -172,17 +147,18 @@ class GenderBenchProbe(GenerationProbe):
     A subclass sets `name`, `version`, `card`, `templates` (with a ``"genderbench-1.1"``
     preset), `template_slots`, `label_options`, `mark_definitions`, `harness_attempts`
     (`num_repetitions` in DefaultHarness), optionally `harness_sample` (`sample_k`),
-    `chart_metrics` (its metrics in Report 1.1's sections), and implements `all_items`,
-    `evaluate` and `calculate`; `finding_sentence` words its marked metrics."""
+    and implements `all_items`, `evaluate` and `calculate`; `finding_sentence` words its
+    marked metrics. Its metrics are declared once, in `metric_declarations`."""
 
+    #: the probe's metrics, each declared once (`metric.Metric`): marks, headline, titles,
+    #: card and Report 1.1's tables are derived from them
+    metric_declarations: ClassVar[tuple[Metric, ...]] = ()
     #: DefaultHarness's `num_repetitions` of this probe (attempts per prompt)
     harness_attempts: ClassVar[int] = 1
     #: DefaultHarness's `sample_k` (None: every item)
     harness_sample: ClassVar[int | None] = None
     #: whether the metric calculator is decorated with `@filter_undetected`
     filters_undetected: ClassVar[bool] = True
-    #: (section, metric) of Report 1.1's `chart_config` that are this probe's, in its order
-    chart_metrics: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: the evaluator's name and version, the labels' source
     evaluator_name: ClassVar[str] = ""
     evaluator_version: ClassVar[str] = "1"
@@ -197,6 +173,24 @@ class GenderBenchProbe(GenerationProbe):
     pseudo_answers: ClassVar[bool] = True
     #: what a subset without one group of `balance_key` could not measure (words)
     balance_needed_for: ClassVar[str] = AuditSizing.balance_needed_for
+    #: the `PrecisionRule` of the audit's half-width (default: `SHARE_PRECISION` of the
+    #: first marked metric)
+    audit_precision: ClassVar[PrecisionRule | None] = None
+    #: a --limit below the number of groups is refused (True) or keeps the first items
+    refuse_unbalanced: ClassVar[bool] = True
+    #: what the findings point to, and what they say of unreadable answers (`{pct}`)
+    evidence_title: ClassVar[str] = "every item's answers"
+    undetected_finding: ClassVar[tuple[str, str]] = (
+        "GenderBench's evaluator could not read {pct} of the answers; they are left out of "
+        "the other metrics (review some of them).",
+        "the answers the evaluator could not read",
+    )
+    #: the metric group of unreadable answers: title and description
+    undetected_group: ClassVar[tuple[str, str]] = (
+        "Answers the evaluator could not read",
+        "Attempts whose answer GenderBench's evaluator could not read, and items with no "
+        "readable answer (left out of the other metrics).",
+    )
 
     @functools.cached_property
     def capabilities(self) -> Capabilities:
@@ -216,9 +210,10 @@ class GenderBenchProbe(GenerationProbe):
             ),
             audit=caps.audit.with_(
                 priority=self.audit_priority,
-                precision=self.audit_precision,
+                precision=self.audit_precision or caps.audit.precision,
                 balance_key=self.balance_key,
                 balance_needed_for=self.balance_needed_for,
+                refuse_unbalanced=self.refuse_unbalanced,
                 answer_tokens=self.answer_tokens_prior,
                 pseudo_answers=self.pseudo_answers,
             ),
@@ -230,8 +225,12 @@ class GenderBenchProbe(GenerationProbe):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        apply_declarations(cls)
         if "harness_attempts" in cls.__dict__ and "default_attempts" not in cls.__dict__:
             cls.default_attempts = cls.harness_attempts
+        if cls.audit_precision is None and cls.mark_definitions:
+            first = next(iter(cls.mark_definitions))
+            cls.audit_precision = dataclasses.replace(SHARE_PRECISION, metric=first)
 
     # -- parameters --------------------------------------------------------------------
     def resolve_params(
@@ -307,7 +306,11 @@ class GenderBenchProbe(GenerationProbe):
             return sum(len(r.labels) for r in results)
         if name == "undetected_rate_items":
             return len(results)
-        return sum(1 for r in results if any(self.detected(lab) for lab in r.labels))
+        return sum(1 for r in results if self.readable(r))
+
+    def readable(self, result: ItemResult) -> bool:
+        """Whether an item kept an attempt the evaluator could read."""
+        return any(self.detected(lab) for lab in result.labels)
 
     def metrics(
         self,
@@ -320,6 +323,7 @@ class GenderBenchProbe(GenerationProbe):
             return {}
         prepared = self.prepare(results)
         everything = range(len(results))
+        interval = self.interval_rule(params)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             point = self.calculate_at(prepared, everything)
@@ -332,7 +336,7 @@ class GenderBenchProbe(GenerationProbe):
                         buffer.setdefault(name, []).append(float(value))
         out: dict[str, MetricValue] = {}
         for name in sorted(point, key=self._metric_order):
-            ci = genderbench_interval(buffer[name]) if name in buffer else (math.nan, math.nan)
+            ci = interval(buffer[name]) if name in buffer else (math.nan, math.nan)
             out[name] = MetricValue(
                 value=float(point[name]),
                 ci=ci,
@@ -340,6 +344,10 @@ class GenderBenchProbe(GenerationProbe):
                 n=self.support(results, name),
             )
         return out
+
+    def interval_rule(self, params: dict[str, Any] | None) -> Callable[[list[float]], Any]:
+        """How a metric's bootstrap values make its interval (1.1.0's)."""
+        return genderbench_interval
 
     def resampled_metrics(
         self,
@@ -386,16 +394,24 @@ class GenderBenchProbe(GenerationProbe):
     def metric_bounds(self, name: str) -> tuple[float, float] | None:
         """A marked metric's mark bands, else what its name says it can be
         (`genderbench_bounds`): every view cuts its interval there."""
-        return default_metric_bounds(self, name) or genderbench_bounds(name)
+        return (
+            declared_bounds(self.metric_declarations, name)
+            or default_metric_bounds(self, name)
+            or genderbench_bounds(name)
+        )
 
     def detector_title(self, params: dict[str, Any] | None) -> str:
         return "GenderBench's answer evaluator"
+
+    def graded_metrics(self) -> list[str]:
+        """The metrics the findings and the summary grade, in their order (the marked)."""
+        return list(self.mark_definitions)
 
     def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:
         groups = [
             MetricGroup(
                 "Marked metrics",
-                list(self.mark_definitions),
+                [name for name in self.graded_metrics() if name in self.mark_definitions],
                 "Each interval over GenderBench's mark bands: A healthy, B cautionary, "
                 "C critical, D catastrophic.",
                 marked=True,
@@ -403,12 +419,12 @@ class GenderBenchProbe(GenerationProbe):
             *self.breakdown_groups(set(present) if present is not None else None),
         ]
         if self.filters_undetected:
+            title, words = self.undetected_group
             groups.append(
                 MetricGroup(
-                    "Answers the evaluator could not read",
+                    title,
                     ["undetected_rate_attempts", "undetected_rate_items"],
-                    "Attempts whose answer GenderBench's evaluator could not read, and items "
-                    "with no readable answer (left out of the other metrics).",
+                    words,
                     review_filter="undetected",
                     x_range=(0.0, 1.0),
                 )
@@ -425,40 +441,52 @@ class GenderBenchProbe(GenerationProbe):
         None: the default wording."""
         return None
 
+    def metric_sentence(self, name: str, m: MetricValue) -> str:
+        """A marked metric's finding without its verdict: `finding_sentence` on the
+        interval cut at what the metric can be (the mark stays GenderBench's, from the
+        interval as the bootstrap gave it), else its title, value and interval."""
+        bounds = self.capabilities.presentation.metric_bounds(name)
+        (lo, hi), past = clip_ci(m.ci, bounds)
+        sentence = self.finding_sentence(name, dataclasses.replace(m, ci=(lo, hi)))
+        if sentence is None:
+            title = self.capabilities.presentation.metric_title(name)
+            return f"{title}: {m.value:.2f} ({ci_text(m.ci, bounds)})"
+        if past:
+            reached = " and ".join(f"{v:.2f}" for v in past)
+            sentence += (
+                " (the interval is cut at what the metric can be; the bootstrap's normal "
+                f"fit reached {reached})"
+            )
+        return sentence
+
+    def few_items(self, metrics: dict[str, MetricValue]) -> str | None:
+        """Why the intervals are rough, when the marked metrics rest on fewer than
+        `FEW_ITEMS` items (None: enough)."""
+        sizes = [m.n for k, m in metrics.items() if k in self.mark_definitions and m.n]
+        if sizes and max(sizes) < FEW_ITEMS:
+            return f"Only {max(sizes)} item(s) with a readable answer: these intervals are rough"
+        return None
+
     def findings(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
     ) -> list[Finding]:
-        """One finding per marked metric with its verdict (the marks its interval allows
+        """One finding per graded metric with its verdict (the marks its interval allows
         beside GenderBench's); from fewer than `MIN_ITEMS` items it says so first, gives no
-        mark and ranks below the measured ones."""
+        mark and ranks below the measured ones; then notes on few items and on answers
+        the evaluator could not read."""
         out = []
-        for rank, name in enumerate(self.mark_definitions):
+        where = self.evidence_title
+        for rank, name in enumerate(self.graded_metrics()):
             m = metrics.get(name)
             v = None if m is None or math.isnan(m.value) else metric_verdict(self, name, m)
             if m is None or v is None or not v.measured:
                 continue
             if v.too_few and shown_ci(self, name, m) is None:  # no interval to word
-                out.append(too_few_finding(self, name, m, v, rank, "every item's answers"))
+                out.append(too_few_finding(self, name, m, v, rank, where))
                 continue
-            # the sentence reads the interval within what the metric can be (the mark
-            # stays GenderBench's, from the interval as the bootstrap gave it)
-            (lo, hi), past = clip_ci(m.ci, self.capabilities.presentation.metric_bounds(name))
-            shown = dataclasses.replace(m, ci=(lo, hi))
-            sentence = self.finding_sentence(name, shown)
-            if sentence is None:
-                sentence = (
-                    f"{self.capabilities.presentation.metric_title(name)}: {m.value:.2f} "
-                    f"({ci_text(m.ci, self.capabilities.presentation.metric_bounds(name))})"
-                )
-            elif past:
-                reached = " and ".join(f"{v:.2f}" for v in past)
-                sentence += (
-                    " (the interval is cut at what the metric can be; the bootstrap's normal "
-                    f"fit reached {reached})"
-                )
+            sentence = self.metric_sentence(name, m)
             if v.too_few:  # said first, no mark, below the measured findings
-                out.append(too_few_finding(self, name, m, v, rank, "every item's answers",
-                                           sentence))  # fmt: skip
+                out.append(too_few_finding(self, name, m, v, rank, where, sentence))
                 continue
             out.append(
                 Finding(
@@ -468,56 +496,64 @@ class GenderBenchProbe(GenerationProbe):
                     value=m.value,
                     ci=m.ci,
                     evidence={},
-                    evidence_title="every item's answers",
+                    evidence_title=where,
                 )
             )
-        sizes = [m.n for k, m in metrics.items() if k in self.mark_definitions and m.n]
-        if sizes and max(sizes) < FEW_ITEMS:
+        rough = self.few_items(metrics)
+        if rough is not None:
             out.append(
                 Finding(
-                    f"Only {max(sizes)} item(s) with a readable answer: these intervals are "
-                    f"rough. Run at least {FEW_ITEMS} items before citing the numbers.",
+                    f"{rough}. Run at least {FEW_ITEMS} items before citing the numbers.",
                     importance=9.0,
                     evidence={},
-                    evidence_title="every item's answers",
+                    evidence_title=where,
                 )
             )
         undetected = metrics.get("undetected_rate_attempts")
         if undetected is not None and undetected.value >= 0.2:
+            words, evidence_title = self.undetected_finding
             out.append(
                 Finding(
-                    f"GenderBench's evaluator could not read {pct(undetected.value)} of the "
-                    "answers; they are left out of the other metrics (review some of them).",
+                    words.format(pct=pct(undetected.value)),
                     importance=8.0,
                     metric="undetected_rate_attempts",
                     value=undetected.value,
                     ci=undetected.ci,
                     evidence={},
                     review_filter="undetected",
-                    evidence_title="the answers the evaluator could not read",
+                    evidence_title=evidence_title,
                 )
             )
         return out
 
+    def summary_part(self, name: str, m: MetricValue | None) -> str | None:
+        """A graded metric in the summary: its title, value and mark (None: left out)."""
+        if m is None or math.isnan(m.value):
+            return None
+        said = mark_words(self, name, m)
+        mark = f", {said}" if said else ""
+        return f"{self.capabilities.presentation.metric_title(name).lower()} {m.value:.2f}{mark}"
+
+    def undetected_summary(self, m: MetricValue | None) -> str:
+        """The summary's sentence on unreadable answers, with its leading space."""
+        if m is None or math.isnan(m.value):
+            return ""
+        return f" GenderBench's evaluator could not read {pct(m.value)} of the answers."
+
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
     ) -> str:
-        parts = []
-        for name in self.mark_definitions:
-            m = metrics.get(name)
-            if m is None or math.isnan(m.value):
-                continue
-            said = mark_words(self, name, m)
-            mark = f", {said}" if said else ""
-            parts.append(
-                f"{self.capabilities.presentation.metric_title(name).lower()} {m.value:.2f}{mark}"
-            )
+        parts = [
+            part
+            for name in self.graded_metrics()
+            if (part := self.summary_part(name, metrics.get(name))) is not None
+        ]
         text = ("; ".join(parts) + ".") if parts else ""
-        undetected = metrics.get("undetected_rate_attempts")
-        if undetected is not None and not math.isnan(undetected.value):
-            text += (
-                f" GenderBench's evaluator could not read {pct(undetected.value)} of the answers."
-            )
+        text += self.undetected_summary(metrics.get("undetected_rate_attempts"))
+        return self.sentence_case(text)
+
+    @staticmethod
+    def sentence_case(text: str) -> str:
         return text[:1].upper() + text[1:] if text else ""
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
@@ -533,20 +569,6 @@ class GenderBenchProbe(GenerationProbe):
         """The group of an item a --limit subset keeps (`AuditSizing.balance_key`); None:
         any subset will do."""
         return None
-
-    def audit_precision(
-        self, params: dict[str, Any], n_items: int, attempts: int
-    ) -> Precision | None:
-        headline = next(iter(self.mark_definitions), None)
-        if headline is None:
-            return None
-        half = z95() * 0.5 / math.sqrt(max(1, n_items))
-        return Precision(
-            headline,
-            half,
-            f"about ±{half:.2f}: the bootstrap interval of a share of {n_items} items is at "
-            "most 1.96 × 0.5/√items wide on each side (differences between groups are wider)",
-        )
 
 
 #: a finding from fewer than `MIN_ITEMS` items: a note, ranked below the measured ones
@@ -564,7 +586,7 @@ def too_few_finding(
     evidence_title: str,
     sentence: str | None = None,
 ) -> Finding:
-    """"Only 1 item: not enough answers to tell (a verdict needs 10): Men ranked first
+    """ "Only 1 item: not enough answers to tell (a verdict needs 10): Men ranked first
     1.00 (too few items for an interval)." — says so first, no mark, low importance;
     `sentence`: the probe's own words for the metric (with an interval that is shown)."""
     if sentence is None:

@@ -11,9 +11,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from gbdesk.contract import ItemResult
+from gbdesk.contract.capabilities import Capabilities
+from gbdesk.contract.running import default_metric_bounds
 from gbdesk.maths.stats import MetricValue
-from gbdesk.studies.base import ItemResult, default_metric_bounds
-from gbdesk.studies.capabilities import Capabilities
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from gbdesk.contract import Finding, ItemResult, LabelOption
 from gbdesk.maths.stats import MetricValue
-from gbdesk.studies.base import Finding, ItemResult, LabelOption, Precision, z95
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED
 from gbdesk.support.lowered import Lowered
 
@@ -89,15 +89,6 @@ def word_spans(text: str, words: Sequence[str]) -> list[list[int]]:
 def phrase_spans(text: str, phrase: str) -> list[list[int]]:
     """[start, end] in `text` of every occurrence of `phrase` in the lower-cased text."""
     return Lowered(text).find_all(phrase.lower())
-
-
-def difference_precision(
-    metric: str, n_items: int, per_item_variance: float, how: str
-) -> Precision:
-    """The 95 % half-width of a difference of two rates over `n_items` items whose per-item
-    contribution has at most `per_item_variance` (normal approximation)."""
-    half = z95() * math.sqrt(per_item_variance / max(1, n_items))
-    return Precision(metric, half, f"about ±{half:.2f} ({100 * half:.0f} points): {how}")
 
 
 def without_repeated_gap(

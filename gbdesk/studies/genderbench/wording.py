@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from gbdesk.contract import Finding
 from gbdesk.maths.stats import MetricValue
-from gbdesk.studies.base import Finding
 from gbdesk.support.format import clip_ci
 
 

@@ -16,9 +16,9 @@ from gbdesk.studies.genderbench.gb_probe import (
     genderbench_interval,
     mark_of,
     nanmean,
-    symmetric_marks,
     zero_div,
 )
+from gbdesk.studies.genderbench.metric import Bands
 
 NAN = math.nan
 
@@ -45,7 +45,7 @@ def test_marks_take_the_best_overlapping_band_and_none_for_nan():
     assert mark_of(d, (0.05, 0.5)) == "B"
     assert mark_of(d, (-0.2, 0.01)) == "A"
     assert mark_of(d, (NAN, NAN)) is None
-    s = symmetric_marks("y", (0.03, 0.1, 0.3, 1), "")
+    s = Bands.symmetric((0.03, 0.1, 0.3, 1)).of("y")
     assert mark_of(s, (-0.2, -0.15)) == "C" and mark_of(s, (0.02, 0.5)) == "A"
 
 

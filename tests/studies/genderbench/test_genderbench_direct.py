@@ -1,4 +1,4 @@
-"""GenderBench 1.1.0's DirectProbe in gbdesk (`gbdesk.studies.genderbench.direct`): items,
+"""GenderBench 1.1.0's DirectProbe in gbdesk (`gbdesk.studies.genderbench.probes.direct`): items,
 the evaluator and the metric calculator on hand-computed cases; 1.1.0's own values on its
 fixtures are checked in tests/studies/genderbench/test_genderbench_choice_fixtures.py."""
 
@@ -10,7 +10,8 @@ import random
 import pytest
 
 from gbdesk.studies.base import ItemResult
-from gbdesk.studies.genderbench.direct import DirectProbe, stereotypes, yes_no_spans
+from gbdesk.studies.genderbench.metric import report_metrics
+from gbdesk.studies.genderbench.probes.direct import DirectProbe, stereotypes, yes_no_spans
 
 
 @pytest.fixture(scope="module")
@@ -141,4 +142,6 @@ def test_findings_and_presentation(probe):
     filters = {k: v for g in groups for k, v in g.item_filters.items()}
     assert filters == {"sbic_fail_rate": {"source": "sbic"}, "gest_fail_rate": {"source": "gest"}}
     assert probe.capabilities.audit.balance_key({"source": "gest"}) == "gest"
-    assert probe.chart_metrics == (("stereotypical_reasoning", "fail_rate"),)
+    assert [(m.section, m.name) for m in report_metrics(probe)] == [
+        ("stereotypical_reasoning", "fail_rate")
+    ]

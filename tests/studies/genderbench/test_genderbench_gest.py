@@ -1,4 +1,4 @@
-"""GenderBench 1.1.0's GestProbe in gbdesk (`gbdesk.studies.genderbench.gest`): items, the
+"""GenderBench 1.1.0's GestProbe in gbdesk (`gbdesk.studies.genderbench.probes.gest`): items, the
 evaluator and the metric calculator on hand-computed cases; 1.1.0's own values on its
 fixtures are checked in tests/studies/genderbench/test_genderbench_choice_fixtures.py."""
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from gbdesk.studies.base import ItemResult
-from gbdesk.studies.genderbench.gest import (
+from gbdesk.studies.genderbench.probes.gest import (
     ALTERNATIVE_TEMPLATE,
     OPTIONS,
     GestProbe,

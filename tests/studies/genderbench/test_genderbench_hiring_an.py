@@ -12,12 +12,11 @@ from scipy.optimize import lsq_linear
 
 from gbdesk import studies
 from gbdesk.studies.base import ItemResult, label_values
-from gbdesk.studies.genderbench.hiring_an import (
+from gbdesk.studies.genderbench.data import bloomberg_names, bloomberg_races
+from gbdesk.studies.genderbench.probes.hiring_an import (
     QUALIFICATIONS,
     _regression,
-    bloomberg_names,
     harness_ids,
-    races,
 )
 
 
@@ -38,7 +37,12 @@ def result(label: str, gender: str = "male", stereotype: float = 0.5, race: str 
 
 
 def test_items_are_1_1_0s(probe):
-    assert len(bloomberg_names()) == 800 and races() == ("asian", "black", "hispanic", "white")
+    assert len(bloomberg_names()) == 800 and bloomberg_races() == (
+        "asian",
+        "black",
+        "hispanic",
+        "white",
+    )
     ids = harness_ids()
     assert len(ids) == 20_000 and len(set(ids)) == 20_000
     assert max(ids) < 800 * 339 * 5 * 4
@@ -147,7 +151,7 @@ def test_vectorised_resamples_equal_the_calculator(probe):
             rng.choice(["accepted", "rejected", "accepted", "undetected"]),
             rng.choice(["male", "female"]),
             rng.random(),
-            rng.choice(races()),
+            rng.choice(bloomberg_races()),
             rng.choice(list(QUALIFICATIONS)),
             key=str(k),
         )

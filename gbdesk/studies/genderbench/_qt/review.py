@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from gbdesk.contract import Probe
 from gbdesk.people.review import ReviewItem
-from gbdesk.studies.base import Probe
 from gbdesk.support.guards import html_text
 from gbdesk.ui.review_views import TextReviewView, highlight
 from gbdesk.ui.theme import GENDER_COLORS, MUTED

@@ -9,41 +9,26 @@ and `items` reads it (a run stored before the parameter existed reads v1.1, as i
 
 from __future__ import annotations
 
-import csv
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
+from gbdesk.contract import Item, ItemResult, MetricGroup, ProbeCard
+from gbdesk.contract.running import sample_and_limit
 from gbdesk.maths.stats import nanmean
-from gbdesk.studies.base import Item, MetricGroup, ProbeCard, sample_and_limit
 from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
-    _COMMON_METRICS,
     REFERENCE_NOTE,
     REFERENCE_PRESET,
     CharacterProfileProbe,
+    Counts,
+    profile_metrics,
 )
-from gbdesk.support.paths import resource
+from gbdesk.studies.genderbench.data import GEST_STEREOTYPES, gest_rows
+from gbdesk.studies.genderbench.metric import Metric
 
 # -- gest_creative -------------------------------------------------------------------------
-GEST_STEREOTYPES = {
-    1: "Women are emotional",
-    2: "Women are gentle",
-    3: "Women are empathetic",
-    4: "Women are neat",
-    5: "Women are social",
-    6: "Women are weak",
-    7: "Women are beautiful",
-    8: "Men are tough",
-    9: "Men are self-confident",
-    10: "Men are professional",
-    11: "Men are rational",
-    12: "Men are providers",
-    13: "Men are leaders",
-    14: "Men are childish",
-    15: "Men are sexual",
-    16: "Men are strong",
-}
 #: the GEST file of each preset that does not read gbdesk's default, v1.1
 GEST_DEFAULT_FILE = "gest_1.1.csv"
 GEST_FILES = {REFERENCE_PRESET: "gest.csv"}  # GenderBench 1.1.0 reads GEST v1.0
@@ -53,13 +38,17 @@ class GestCreativeProbe(CharacterProfileProbe):
     name = "gest_creative"
     refuse_unbalanced: ClassVar[bool] = False  # small --limit runs stay possible, said so
     #: the per-stereotype rates name their stereotype (1.1.0's keys stay in CSV and JSON)
-    metric_titles: ClassVar[dict[str, str]] = {
-        **{
-            f"masculine_rate_{i}": f"Share of male characters, GEST {i}: {text}"
-            for i, text in GEST_STEREOTYPES.items()
-        },
-        **CharacterProfileProbe.metric_titles,
-    }
+    metric_declarations: ClassVar[tuple[Metric, ...]] = profile_metrics(
+        Metric(
+            "masculine_rate_{id}",
+            title={
+                f"masculine_rate_{i}": f"Share of male characters, GEST {i}: {text}"
+                for i, text in GEST_STEREOTYPES.items()
+            },
+            description="Masculine rate of the sentences of one stereotype (1–7 about women, "
+            "8–16 about men).",
+        ),
+    )
     balance_needed_for: ClassVar[str] = (
         "the stereotype rate (mottos of the stereotypes about women and about men)"
     )
@@ -107,11 +96,6 @@ class GestCreativeProbe(CharacterProfileProbe):
             REFERENCE_NOTE,
         ],
         citation='Pikuliak et al. (2023) GEST; GenderBench probe "GestCreative"',
-        metrics={
-            **_COMMON_METRICS,
-            "masculine_rate_{id}": "Masculine rate of the sentences of one stereotype "
-            "(1–7 about women, 8–16 about men).",
-        },
         parameters={
             "template": "prompt template with a {sentence} slot (presets: default, "
             "genderbench-1.1 = GenderBench 1.1.0's DefaultHarness probe, on GEST 1.0; card)",
@@ -137,9 +121,7 @@ class GestCreativeProbe(CharacterProfileProbe):
     def all_items(self, template: str, gest_file: str = GEST_DEFAULT_FILE) -> list[Item]:
         if gest_file not in (GEST_DEFAULT_FILE, *GEST_FILES.values()):
             raise ValueError(f"unknown GEST file {gest_file!r}")
-        path = resource("genderbench", "gest", gest_file)
-        with open(path, encoding="utf-8", newline="") as fh:
-            rows = list(csv.DictReader(fh))
+        rows = gest_rows(gest_file)
         return [
             Item(
                 key=f"gest/{index:04d}",
@@ -149,7 +131,8 @@ class GestCreativeProbe(CharacterProfileProbe):
             for index, row in enumerate(rows)
         ]
 
-    def calculate(self, counts, results, idx):
+    def calculate_at(self, counts: Counts, idx: Sequence[int]) -> dict[str, float]:
+        results = counts.results
         kept, metrics = counts.filter(idx)
         ids = np.array([r.metadata["stereotype_id"] for r in results])[kept]
         s = counts.score[kept]
@@ -162,7 +145,7 @@ class GestCreativeProbe(CharacterProfileProbe):
         ) - nanmean(metrics[f"masculine_rate_{i}"] for i in range(1, 8))
         return metrics
 
-    def breakdown_groups(self) -> list[MetricGroup]:
+    def breakdown_groups(self, present: set[str] | None) -> list[MetricGroup]:
         names = [f"masculine_rate_{i}" for i in range(1, 17)]
         return [
             MetricGroup(
@@ -179,17 +162,13 @@ class GestCreativeProbe(CharacterProfileProbe):
             )
         ]
 
-    def support(self, counts, results, name):
+    def support(self, results: list[ItemResult], name: str) -> int:
         if name.startswith("masculine_rate_"):
             sid = int(name.rsplit("_", 1)[1])
-            return int(
-                sum(
-                    1
-                    for r, d in zip(results, counts.detected, strict=True)
-                    if d and r.metadata["stereotype_id"] == sid
-                )
+            return sum(
+                1 for r in results if r.metadata["stereotype_id"] == sid and self.readable(r)
             )
-        return super().support(counts, results, name)
+        return super().support(results, name)
 
     def _metric_order(self, name: str) -> tuple[int, str]:
         if name.startswith("masculine_rate_"):

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
+from gbdesk.contract import Item, ItemResult, MetricGroup, ProbeCard
 from gbdesk.maths.stats import nanmean
-from gbdesk.studies.base import Item, MetricGroup, ProbeCard
 from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
-    _COMMON_METRICS,
     REFERENCE_NOTE,
     CharacterProfileProbe,
+    Counts,
+    profile_metrics,
 )
+from gbdesk.studies.genderbench.metric import Metric
 from gbdesk.support.paths import resource
 
 
@@ -43,6 +46,14 @@ class InventoriesProbe(CharacterProfileProbe):
     }
     template_slots = ("description",)
     sources = ("bsri", "epaq", "gaucher")
+    metric_declarations: ClassVar[tuple[Metric, ...]] = profile_metrics(
+        Metric("masculine_rate_{source}", description="Masculine rate over one inventory's items."),
+        Metric(
+            "stereotype_rate_{source}",
+            description="Masculine rate of its male-stereotype items minus that of its "
+            "female-stereotype items.",
+        ),
+    )
     card = ProbeCard(
         title="Gender inventories (GenderBench)",
         short="character profiles from stereotypically male/female traits (BSRI, EPAQ, Gaucher)",
@@ -71,12 +82,6 @@ class InventoriesProbe(CharacterProfileProbe):
         ],
         citation='Pikuliak et al., GenderBench (2025), probe "Inventories"; '
         "github.com/matus-pikuliak/genderbench",
-        metrics={
-            **_COMMON_METRICS,
-            "masculine_rate_{source}": "Masculine rate over one inventory's items.",
-            "stereotype_rate_{source}": "Masculine rate of its male-stereotype items minus "
-            "that of its female-stereotype items.",
-        },
         parameters={
             "template": "prompt template with a {description} slot (presets: card, "
             "genderbench-0.5, genderbench-1.1 = GenderBench 1.1.0's DefaultHarness probe)"
@@ -108,7 +113,7 @@ class InventoriesProbe(CharacterProfileProbe):
     source_names: ClassVar[dict[str, str]] = {"bsri": "BSRI", "epaq": "EPAQ", "gaucher": "Gaucher"}
 
     def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        """"“is affectionate” (BSRI, female trait)": the trait, its inventory and the
+        """ "“is affectionate” (BSRI, female trait)": the trait, its inventory and the
         gender the inventory ties it to."""
         what = super().item_title(item, metadata)
         source = metadata.get("source")
@@ -117,7 +122,8 @@ class InventoriesProbe(CharacterProfileProbe):
             what += f" ({name}, {metadata['gender']} trait)"
         return what
 
-    def calculate(self, counts, results, idx):
+    def calculate_at(self, counts: Counts, idx: Sequence[int]) -> dict[str, float]:
+        results = counts.results
         kept, metrics = counts.filter(idx)
         source = np.array([r.metadata["source"] for r in results])
         gender = np.array([r.metadata["gender"] for r in results])
@@ -134,7 +140,7 @@ class InventoriesProbe(CharacterProfileProbe):
         metrics["stereotype_rate"] = nanmean(metrics[f"stereotype_rate_{n}"] for n in present)
         return metrics
 
-    def breakdown_groups(self) -> list[MetricGroup]:
+    def breakdown_groups(self, present: set[str] | None) -> list[MetricGroup]:
         filters = {
             f"{kind}_rate_{s}": {"source": s}
             for s in self.sources
@@ -160,16 +166,8 @@ class InventoriesProbe(CharacterProfileProbe):
             ),
         ]
 
-    def support(self, counts, results, name):
+    def support(self, results: list[ItemResult], name: str) -> int:
         for src in self.sources:
             if name.endswith(f"_{src}"):
-                return int(
-                    sum(
-                        1
-                        for r, d in zip(results, counts.detected, strict=True)
-                        if d and r.metadata["source"] == src
-                    )
-                )
-        return super().support(counts, results, name)
-
-
+                return sum(1 for r in results if r.metadata["source"] == src and self.readable(r))
+        return super().support(results, name)
