@@ -12,7 +12,12 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from gbdesk.contract import GenerationProbe, Item, ItemResult, MetricGroup, ProbeOption
-from gbdesk.contract.capabilities import AuditSize, Capabilities, Precision, z95
+from gbdesk.contract.capabilities import (
+    AuditSize,
+    Capabilities,
+    Precision,
+    PrecisionRule,
+)
 from gbdesk.contract.running import sample_and_limit
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.globalbias.cards import PROFILES_CARD
@@ -367,15 +372,14 @@ class GlobalBiasProfilesProbe(GenerationProbe):
         self, params: dict[str, Any], n_items: int, attempts: int
     ) -> Precision | None:
         profiles = n_items * int(params.get("names_per_prompt") or 1) * attempts
-        n_test = max(1, round(0.3 * profiles))
-        half = z95() * math.sqrt(0.25 / n_test)
-        return Precision(
+        rule = PrecisionRule(
             "svm_accuracy_gender",
-            half,
-            f"at most ±{half:.2f} for the gender accuracy: the binomial (Wald) half-width "
-            f"1.96·√(p(1 − p)/n) at p = 0.5 over the n ≈ {n_test} test profiles (30 % of "
+            0.25,
+            "at most ±{half:.2f} for the gender accuracy: the binomial (Wald) half-width "
+            "1.96·√(p(1 − p)/n) at p = 0.5 over the n ≈ {n} test profiles (30 % of "
             f"{profiles}; parse failures and duplicates make it fewer)",
         )
+        return rule.for_units(round(0.3 * profiles), n_items, attempts)
 
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

@@ -16,14 +16,18 @@ Design choices (documented on the card):
 from __future__ import annotations
 
 import functools
-import math
 import re
 import time
 from collections.abc import Callable, Generator, Iterable
 from typing import Any, ClassVar
 
 from gbdesk.contract import ChainProbe, Item, ItemResult, MetricGroup, ProbeOption
-from gbdesk.contract.capabilities import AuditSize, Capabilities, Precision, z95
+from gbdesk.contract.capabilities import (
+    AuditSize,
+    Capabilities,
+    Precision,
+    PrecisionRule,
+)
 from gbdesk.contract.running import sample_and_limit
 from gbdesk.engine.base import GenerationRequest, GenerationResult
 from gbdesk.maths.stats import MetricValue
@@ -55,6 +59,16 @@ from gbdesk.studies.intersectional.stats import (
 from gbdesk.support.errors import UserError
 
 __all__ = ["ATTRIBUTES", "IntersectionalProbe", "people_phrase", "questions_of"]
+
+
+#: each group's stereotype degree: an answer's share at p = 0.5 over its roles
+SDEG_PRECISION = PrecisionRule(
+    "sdeg_group",
+    0.25,
+    "at most ±{half:.2f} for each group's stereotype degree: the binomial (Wald) "
+    "half-width 1.96·√(p(1 − p)/n) of an answer's share at p = 0.5 over its n = "
+    "{n} roles (the paper's percentile bootstrap over roles gives about the same)",
+)
 
 
 class IntersectionalProbe(ChainProbe):
@@ -338,15 +352,7 @@ class IntersectionalProbe(ChainProbe):
     def audit_precision(
         self, params: dict[str, Any], n_items: int, attempts: int
     ) -> Precision | None:
-        half = z95() * math.sqrt(0.25 / max(1, attempts))
-        return Precision(
-            "sdeg_group",
-            half,
-            f"at most ±{half:.2f} for each group's stereotype degree: the binomial (Wald) "
-            f"half-width 1.96·√(p(1 − p)/n) of an answer's share at p = 0.5 over its n = "
-            f"{attempts} roles (the paper's percentile bootstrap over roles gives about "
-            "the same)",
-        )
+        return SDEG_PRECISION.for_units(attempts, n_items, attempts)
 
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

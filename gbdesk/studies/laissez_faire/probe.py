@@ -18,14 +18,18 @@ object.
 from __future__ import annotations
 
 import functools
-import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from gbdesk.contract import GenerationProbe, Item, ItemResult, MetricGroup, ProbeOption
-from gbdesk.contract.capabilities import AuditSize, Capabilities, Precision, z95
+from gbdesk.contract.capabilities import (
+    AuditSize,
+    Capabilities,
+    Precision,
+    PrecisionRule,
+)
 from gbdesk.contract.running import sample_and_limit
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.laissez_faire.card import CARD
@@ -110,6 +114,18 @@ class Character:
     name: str | None
     first: str | None
     likelihoods: dict[str, float] | None  # race → P(race | first name), if matched
+
+
+#: the representation ratio of women: the share's Wald half-width at p = 0.5 over the
+#: power-neutral stories, divided by the population share 0.5 (variance 0.25 / 0.5²)
+REPRESENTATION_PRECISION = PrecisionRule(
+    "representation/All/gender/Female",
+    1.0,
+    "about ±{half:.2f} for the representation ratio of women: the binomial (Wald) "
+    "half-width 1.96·√(p(1 − p)/n) of the share of women, at p = 0.5, over n = {n} "
+    "power-neutral stories (one gendered character each; Love stories have two), "
+    "divided by the population share 0.5",
+)
 
 
 class LaissezFaireProbe(GenerationProbe):
@@ -342,16 +358,7 @@ class LaissezFaireProbe(GenerationProbe):
         self, params: dict[str, Any], n_items: int, attempts: int
     ) -> Precision | None:
         neutral = sum(i.metadata.get("condition") == "power-neutral" for i in self.items(params))
-        n = max(1, neutral * attempts)
-        half = z95() * math.sqrt(0.25 / n) / 0.5
-        return Precision(
-            "representation/All/gender/Female",
-            half,
-            f"about ±{half:.2f} for the representation ratio of women: the binomial (Wald) "
-            f"half-width 1.96·√(p(1 − p)/n) of the share of women, at p = 0.5, over n = {n} "
-            "power-neutral stories (one gendered character each; Love stories have two), "
-            "divided by the population share 0.5",
-        )
+        return REPRESENTATION_PRECISION.for_units(neutral * attempts, n_items, attempts)
 
     def summary(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
