@@ -24,6 +24,7 @@ from gbdesk.contract import Probe, get_probe, study_reports
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.maths.stats import MetricValue
 from gbdesk.people.raters import agreement_blocks, labels_agreement, mode_counts
+from gbdesk.report.audit_findings import audit_findings, with_audit
 from gbdesk.report.run_results import run_extra_results
 from gbdesk.store import Store
 from gbdesk.support.blocks import (
@@ -404,8 +405,11 @@ def build_report(
             section.blocks += agreement_blocks(labels_agreement(store, run_id), raters)
         if label_mode not in ("auto", "reviewed", "ppi"):
             section.label_counts = mode_counts(store, run_id, label_mode)
-        section.findings = run_findings(
-            run_id, section.model_label, probe, section.metrics, section.extra, run["params"]
+        section.findings = with_audit(
+            run_findings(
+                run_id, section.model_label, probe, section.metrics, section.extra, run["params"]
+            ),
+            audit_findings(store, run_id, section.model_label, probe),
         )
         sections.append(section)
     comparisons = []

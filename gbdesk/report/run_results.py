@@ -9,12 +9,10 @@ never stalls on pandas work.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from typing import Any
 
-from gbdesk.analysis.audit_verdicts import AuditVerdict
-from gbdesk.analysis.findings import RunFinding, run_findings
+from gbdesk.analysis.findings import run_findings
 from gbdesk.analysis.label_accuracy import review_stats
 from gbdesk.analysis.results import (
     METRIC_MODES,
@@ -24,11 +22,11 @@ from gbdesk.analysis.results import (
     label_modes,
     open_run,
 )
-from gbdesk.contract import Finding
 from gbdesk.maths.stats import adjusted_p_values
 from gbdesk.people.coding import coding_summary
 from gbdesk.people.raters import mode_counts
-from gbdesk.store import Store, audits
+from gbdesk.report.audit_findings import audit_findings, with_audit
+from gbdesk.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +68,7 @@ def run_results(
             run_id, (models or {}).get(run_id, "?"), probe, metrics, extra, run.params
         )
         audit = audit_findings(store, run_id, (models or {}).get(run_id, "?"), probe)
-        if audit is not None:
-            findings = audit["findings"] + _with_audit_verdicts(findings, audit["verdicts"])
+        findings = with_audit(findings, audit)
         out[run_id] = {
             "metrics": metrics,
             "review": review_stats(store, run_id, flat=flat),
@@ -85,51 +82,6 @@ def run_results(
             "audit": audit,
         }
     return out
-
-
-def audit_findings(store: Store, run_id: int, model: str, probe: Any) -> dict[str, Any] | None:
-    """The verdicts of the audit that ran `run_id` as findings, one per marked metric —
-    the same words as the audit's report and `gbdesk audit` — or None: no audit ran it.
-    An audit's verdict is the one to read: its interval holds over every look the audit
-    took, where the run's own 95 % interval does not."""
-    found = audits.audit_verdicts_of_run(store, run_id)
-    if found is None:
-        return None
-    audit_id, raw = found
-    verdicts = [AuditVerdict.from_json(v) for v in raw]
-    out = []
-    for v in verdicts:
-        interval = ""
-        if v.verdict.measured and all(x == x for x in v.ci):
-            interval = f" (audit interval {v.ci[0]:.2f} to {v.ci[1]:.2f}, {v.items:,} items)"
-        importance = {"A": 10.0, "B": 40.0, "C": 70.0, "D": 90.0}.get(v.verdict.mark or "", 5.0)
-        finding = Finding(
-            f"Audit {audit_id}'s verdict on {v.title}: {v.verdict.words()}{interval}.",
-            importance=importance + 1.0,
-            metric=v.metric,
-            value=v.value,
-            ci=v.ci,
-            evidence={},
-            evidence_title="every item's answers",
-        )
-        out.append(
-            RunFinding(run_id, model, probe.name, probe.card.title, finding, v.verdict, v.items)
-        )
-    return {"audit_id": audit_id, "verdicts": verdicts, "findings": out}
-
-
-def _with_audit_verdicts(
-    findings: list[RunFinding], verdicts: list[AuditVerdict]
-) -> list[RunFinding]:
-    """The run's own findings, their marked metrics' verdicts the audit's (so that no
-    colour contradicts the audit)."""
-    by_metric = {v.metric: v.verdict for v in verdicts}
-    return [
-        dataclasses.replace(f, verdict=by_metric[f.finding.metric])
-        if f.finding.metric in by_metric
-        else f
-        for f in findings
-    ]
 
 
 #: from how many attempts `run_results_apart` computes in a worker process

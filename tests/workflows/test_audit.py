@@ -136,6 +136,13 @@ def test_the_audit_decides_the_known_harms_and_ends_with_its_report(store, tmp_p
         for s in sentences
     ), sentences
     assert all(f.verdict.decided for f in shown["findings"] if f.finding.metric == "fail_rate")
+    # the run's own 95 % finding on a metric the audit judged is not shown beside it, in the
+    # Results pane nor in the PDF (it could say "mark C" where the audit says "A to D")
+    from gbdesk.report.content import build_report
+
+    for findings in (shown["findings"], build_report(store, [direct_run], "auto").findings()):
+        judged = [f for f in findings if f.finding.metric == "fail_rate"]
+        assert judged and all(f.sentence.startswith(f"Audit {audit_id}'s") for f in judged)
 
 
 def test_the_budget_is_used_and_kept(store, tmp_path):
