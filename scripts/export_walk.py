@@ -8,7 +8,7 @@ function calling a callee function, counted once however often it is taken, so t
 does not grow with the number of answers):
 
 * **climbs back up** — calls from a module of a lower layer into a module of a higher one
-  (layers as in ``tests/project/test_layers.py``; the contract ``gbdesk.studies`` calling a
+  (layers as in ``tests/project/test_layers.py``; the contract ``gbdesk.contract`` calling a
   study plug-in's code counts as well, the study packages being a higher layer);
 * **re-entries into analysis/results.py** — calls into ``gbdesk/analysis/results.py`` from
   any other module after the walk has left it once (the first entry is not counted).
@@ -36,7 +36,7 @@ RESULTS = "gbdesk.analysis.results"
 #: the command whose calls are the walk (file, function)
 EXPORT = ("cli/results.py", "cmd_export")
 #: the run looked up again from its id: its row, its probe
-LOOKUPS = ("gbdesk.store._runs:get_run", "gbdesk.studies:get_probe")
+LOOKUPS = ("gbdesk.store._runs:get_run", "gbdesk.contract.registry:get_probe")
 
 
 def _layers() -> Any:
