@@ -64,7 +64,7 @@ class AuditVerdict:
             "marks": list(self.verdict.marks),
             "decided": self.verdict.decided,
             "verdict": self.verdict.words(),
-            "genderbench_mark": self.verdict.genderbench_mark,
+            "study_mark": self.verdict.study_mark,
             "items": self.items,
             "generations": self.generations,
             "level": round(self.level, 6),
@@ -75,7 +75,7 @@ class AuditVerdict:
         v = Verdict(
             data["metric"],
             tuple(data.get("marks") or ()),
-            data.get("genderbench_mark"),
+            data.get("study_mark"),
             int(data.get("items") or 0),
         )
         return cls(
@@ -189,7 +189,7 @@ def look_verdicts(
             ci95 = tuple(reference[name].ci)
         else:
             ci95 = interval_at_level(list(ninety_five.get(name, [])), 0.95)
-        v = verdict(probe.mark_definitions[name], ci, m.n, genderbench_ci=ci95)
+        v = verdict(probe.mark_definitions[name], ci, m.n, study_ci=ci95)
         out.append(
             AuditVerdict(
                 probe.name, name, title(name), m.value, ci, ci95, v, m.n, generations, level

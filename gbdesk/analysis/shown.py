@@ -81,9 +81,9 @@ def metric_verdict(probe: Any, name: str, m: MetricValue) -> Verdict | None:
         return None
     ci = None if _nan(m.value) else m.ci
     v = verdict(definition, ci, int(m.n or 0))
-    if m.mark and v.measured and m.mark != v.genderbench_mark:
+    if m.mark and v.measured and m.mark != v.study_mark:
         # the study's own mark as it stored it (e.g. from an interval rule of its own)
-        v = replace(v, genderbench_mark=m.mark)
+        v = replace(v, study_mark=m.mark)
     return v
 
 
@@ -104,7 +104,7 @@ def mark_cell(v: Verdict | None) -> str:
         return "no mark: no interval"
     if v.decided:
         return v.words()
-    gb = f"study's mark {v.genderbench_mark} · " if v.genderbench_mark else ""
+    gb = f"study's mark {v.study_mark} · " if v.study_mark else ""
     if v.too_few:
         return f"{gb}{v.words()}"
     return f"{gb}allows {allowed_range(v.marks)}: not enough answers to tell"
@@ -116,7 +116,7 @@ def mark_short(v: Verdict | None) -> str:
         return "—"
     if v.decided:
         return v.marks[0]
-    gb = v.genderbench_mark or "?"
+    gb = v.study_mark or "?"
     few = f", n<{MIN_ITEMS}" if v.too_few else ""
     return f"{gb} ({allowed_range(v.marks)}{few})"
 
@@ -130,8 +130,8 @@ def verdict_sentence(v: Verdict, whose: str = "the study's") -> str:
     if v.too_few:
         return v.words()
     gb = (
-        f" ({whose} mark: {v.genderbench_mark}, the best band its interval touches)"
-        if v.genderbench_mark
+        f" ({whose} mark: {v.study_mark}, the best band its interval touches)"
+        if v.study_mark
         else ""
     )
     return f"{marks_phrase(v.marks)} — not enough answers to tell{gb}"

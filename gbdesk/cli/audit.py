@@ -77,7 +77,7 @@ def _verdict_line(v: dict[str, Any]) -> str:
     interval = (
         f" (audit interval {ci[0]:.2f} to {ci[1]:.2f})" if None not in ci and v.get("items") else ""
     )
-    gb = v.get("genderbench_mark")
+    gb = v.get("study_mark")
     gb_text = f"the reference's own mark: {gb}; " if gb else ""
     return (
         f"{v['probe']} · {v.get('title') or v['metric']}: {value:.2f}{interval} — "

@@ -241,7 +241,7 @@ def _mark_text(m: dict[str, Any]) -> str:
     marks = v["marks"]
     span = marks[0] if len(marks) == 1 else f"{marks[0]}–{marks[-1]}"
     few = f", n<{MIN_ITEMS}" if v["items"] < MIN_ITEMS else ""
-    return f"{v['genderbench_mark'] or '?'} ({span}{few})"
+    return f"{v['study_mark'] or '?'} ({span}{few})"
 
 
 def _tiny_notice(store, run_id: int) -> str:

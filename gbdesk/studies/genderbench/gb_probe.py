@@ -491,7 +491,7 @@ class GenderBenchProbe(GenerationProbe):
             out.append(
                 Finding(
                     f"{sentence}: {verdict_sentence(v, OWN_MARK)}.",
-                    importance=MARK_IMPORTANCE[v.genderbench_mark or v.marks[0]] - rank,
+                    importance=MARK_IMPORTANCE[v.study_mark or v.marks[0]] - rank,
                     metric=name,
                     value=m.value,
                     ci=m.ci,
@@ -620,7 +620,7 @@ def mark_words(probe: Any, name: str, m: MetricValue | None) -> str:
     if v.too_few:
         return f"no mark yet: {v.words()}"
     return (
-        f"GenderBench's mark {v.genderbench_mark}, though its interval allows "
+        f"GenderBench's mark {v.study_mark}, though its interval allows "
         f"{marks_phrase(v.marks)}: not enough answers to tell"
     )
 
