@@ -18,6 +18,8 @@ from gbdesk.contract.capabilities import (
     LabellingPass,
     Precision,
     PrecisionRule,
+    Wording,
+    wording_id,
     z95,
 )
 from gbdesk.contract.items import (
@@ -82,6 +84,7 @@ __all__ = [
     "Prompt",
     "ScoringProbe",
     "Study",
+    "Wording",
     "get_harness",
     "get_probe",
     "get_study",
@@ -93,5 +96,6 @@ __all__ = [
     "reload",
     "studies",
     "study_reports",
+    "wording_id",
     "z95",
 ]

