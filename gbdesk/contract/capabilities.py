@@ -467,6 +467,7 @@ class Precision:
     half_width: float
     method: str
 
+
 @dataclass(frozen=True)
 class PrecisionRule:
     """`AuditSizing.precision` written once: the half-width 1.96 × √(`variance` / n) of

@@ -15,7 +15,7 @@ import math
 import random
 import re
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -581,3 +581,28 @@ def score_block(probe: ProbeLike, engine: AttemptEngine, item: dict[str, Any]) -
         prompt_mode="score",
     )
     return Performed(summary, probe.label(summary.text, item["metadata"]), None, scores)
+
+
+def parse_wordings(text: str | None, available: Sequence[Any]) -> list[int]:
+    """`--wordings all` or `0,2,3` → the wording ids, checked (None → [0])."""
+    ids = [w.id for w in available]
+    if text is None:
+        return [0]
+    if text.strip().lower() == "all":
+        return ids
+    try:
+        chosen = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UserError(f"--wordings takes 'all' or ids such as 0,2,3, not {text!r}") from None
+    missing = [c for c in chosen if c not in ids]
+    if missing or not chosen:
+        what = f"no wording {', '.join(map(str, missing))}" if missing else "none named"
+        raise UserError(
+            f"--wordings {text}: {what} (this probe has wordings {', '.join(map(str, ids))})"
+        )
+    return list(dict.fromkeys(chosen))
+
+
+def wording_kwargs(wording: int) -> dict[str, int]:
+    """`resolve_params` keywords for a wording (none for wording 0, which every probe has)."""
+    return {"wording": wording} if wording else {}

