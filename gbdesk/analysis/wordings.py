@@ -145,34 +145,36 @@ class WordingSpread:
         return max(ci[0] for ci in cis) <= min(ci[1] for ci in cis)  # type: ignore[index]
 
     def sentence(self) -> str:
-        """ "Decided D under 5 of 5 wordings" / "A under 3, C under 2: the verdict depends
-        on the wording" / "the intervals of all 5 wordings overlap: …"."""
+        """ "decided D under 5 of 5 wordings: the verdict holds" / "A under 3, C under 2:
+        the verdict depends on the wording" / "the intervals of all 5 wordings overlap: no
+        wording effect shown"."""
         got = self.measured
         n = len(self.values)
         if len(got) < 2:
             return f"measured under {len(got)} of {n} wordings: nothing to compare"
+        stable = self.stable
         marks = self.decided_marks
         counts = Counter(m for m in marks if m)
         if self.marked and len(counts) == 1 and all(marks):
-            mark = next(iter(counts))
-            return f"decided {mark} under {len(got)} of {n} wordings: the verdict holds"
+            return (
+                f"decided {next(iter(counts))} under {len(got)} of {n} wordings: the verdict holds"
+            )
+        what = "verdict" if self.marked else "value"
+        if stable is None:
+            tail = "some wordings have no interval: cannot tell whether it depends on the wording"
+        elif stable:
+            tail = "the intervals overlap: no wording effect shown"
+        else:
+            tail = f"the {what} depends on the wording"
         if self.marked and counts:
             parts = [f"{m} under {k}" for m, k in sorted(counts.items())]
             undecided = sum(1 for m in marks if not m)
             if undecided:
                 parts.append(f"undecided under {undecided}")
-            tail = (
-                "the verdict depends on the wording"
-                if self.stable is False
-                else "the intervals overlap: no wording effect shown"
-            )
             return f"{', '.join(parts)}: {tail}"
-        if self.stable:
-            return f"the intervals of all {len(got)} wordings overlap: no wording effect shown" + (
-                " (no verdict decided)" if self.marked else ""
-            )
-        what = "verdict" if self.marked else "value"
-        return f"the wordings' intervals do not all overlap: the {what} depends on the wording"
+        if stable:
+            return f"the intervals of all {len(got)} wordings overlap: no wording effect shown"
+        return tail if stable is None else f"the wordings' intervals do not all overlap: {tail}"
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -42,28 +42,41 @@ def cmd_card(args) -> int:
 
 def cmd_items(args) -> int:
     from gbdesk.contract import get_probe
+    from gbdesk.contract.running import parse_wordings, wording_kwargs
 
     probe = get_probe(args.probe)
-    params = probe.resolve_params(template=args.template, limit=args.limit, sample=args.sample)
-    items = probe.items(params)
+    chosen = parse_wordings(args.wordings, probe.capabilities.parameters.wordings())
+    listed = []
+    template = None
+    for wording in chosen:
+        params = probe.resolve_params(
+            template=args.template if not wording else None,
+            limit=args.limit,
+            sample=args.sample,
+            **wording_kwargs(wording),
+        )
+        template = template if template is not None else params["template"]
+        listed += [(wording, i) for i in probe.items(params)]
+    several = args.wordings is not None
     payload = {
         "probe": probe.name,
-        "template": params["template"],
+        "template": template,
         # `prompts`: every prompt of the item with its metadata (one for most probes);
-        # `prompt`: the first one's text
+        # `prompt`: the first one's text; `wording`: 0 = the study's own (with --wordings)
         "items": [
             {
                 "item": i.key,
+                **({"wording": wording} if several else {}),
                 "prompt": i.prompt,
                 **i.metadata,
                 "prompts": i.prompts_json() or [{"text": i.prompt, "metadata": {}}],
             }
-            for i in items
+            for wording, i in listed
         ],
     }
     lines = []
-    for i in items:
-        lines.append(f"{i.key}\t{i.prompt}")
+    for wording, i in listed:
+        lines.append(f"{i.key}\t{f'wording {wording}' + chr(9) if several else ''}{i.prompt}")
         lines += [f"  prompt {n + 1}\t{p.text}" for n, p in enumerate(i.prompts) if n]
     _emit(args, payload, "\n".join(lines))
     return 0

@@ -7,7 +7,7 @@ from gbdesk.cli.audit import cmd_audit
 from gbdesk.cli.catalogue import cmd_card, cmd_items, cmd_models, cmd_probes
 from gbdesk.cli.imports import cmd_import, cmd_import_labels
 from gbdesk.cli.labels import cmd_agreement, cmd_code, cmd_label, cmd_review, cmd_sample
-from gbdesk.cli.results import cmd_compare, cmd_export, cmd_metrics
+from gbdesk.cli.results import cmd_compare, cmd_export, cmd_metrics, cmd_wordings
 from gbdesk.cli.runs import cmd_resume, cmd_run, cmd_runs
 
 COMMANDS = {
@@ -19,6 +19,7 @@ COMMANDS = {
     "runs": cmd_runs,
     "resume": cmd_resume,
     "metrics": cmd_metrics,
+    "wordings": cmd_wordings,
     "compare": cmd_compare,
     "audit": cmd_audit,
     "export": cmd_export,

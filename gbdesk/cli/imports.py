@@ -21,6 +21,7 @@ def cmd_import(args) -> int:
             model_name=args.model_name,
             template=args.template,
             deal_rows=args.deal_rows,
+            wording=args.wording,
         )
     for warning in result.get("warnings") or []:
         print(f"gbdesk: note: {warning}", file=sys.stderr)

@@ -88,6 +88,12 @@ def _catalogue_commands(sub: Any) -> None:
     p = sub.add_parser("items", help="list a probe's items and prompts")
     p.add_argument("--probe", required=True)
     p.add_argument("--template", type=_text, help="template text or preset name")
+    p.add_argument(
+        "--wordings",
+        metavar="all|0,2,3",
+        help="list every item under each of these wordings (0 = the study's own; 'all', or "
+        "ids), with its wording id",
+    )
     _subset_args(p)
     _json_arg(p)
 
@@ -158,6 +164,13 @@ def _run_commands(sub: Any) -> None:
     p.add_argument("--max-tokens", type=_bounded("max_tokens"), dest="max_tokens")
     p.add_argument("--template", type=_text, help="template text or preset name")
     p.add_argument(
+        "--wordings",
+        metavar="all|0,2,3",
+        help="ask the items in several wordings of the prompt (0 = the study's own; "
+        "'all', or ids): one run per wording, same items and seeds, then the metrics by "
+        "wording",
+    )
+    p.add_argument(
         "--prompt-mode",
         choices=("auto", "chat", "completion"),
         default="auto",
@@ -220,6 +233,16 @@ def _result_commands(sub: Any) -> None:
         "rater:NAME: one rater's labels; consensus: adjudicated where raters disagreed, "
         "else a reviewer's",
     )
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "wordings",
+        help="does it survive a rewording? a run's metrics under each wording of its prompts "
+        "(gbdesk run --wordings); several runs: whether the models' order holds",
+    )
+    p.add_argument("run_ids", type=_run_id, nargs="+", metavar="RUN")
+    p.add_argument("--labels", type=_label_mode, default="auto", metavar="MODE")
     _db_arg(p)
     _json_arg(p)
 
@@ -307,6 +330,13 @@ def _import_commands(sub: Any) -> None:
     p.add_argument("--model-name", type=_text, help="name of the model that wrote the responses")
     p.add_argument(
         "--template", type=_text, help="template the prompts were made with (text or preset)"
+    )
+    p.add_argument(
+        "--wording",
+        type=int,
+        default=0,
+        help="the wording the prompts were asked in (0 = the study's own; gbdesk items "
+        "--wordings all lists them)",
     )
     p.add_argument(
         "--deal-rows",

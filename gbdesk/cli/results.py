@@ -263,16 +263,114 @@ def cmd_metrics(args) -> int:
         payload = _metrics_payload(store, args.run_id, args.labels, metrics)
         notice = _tiny_notice(store, args.run_id)
         findings = "" if args.json else _findings_text(store, args.run_id, args.labels, metrics)
+        wordings = wordings_payload(store, args.run_id, args.labels)
+    payload["by_wording"] = wordings["by_wording"]
+    payload["wording_stable"] = wordings["wording_stable"]
+    payload["wordings"] = wordings
     review = payload["review"]
+    several = len(wordings["runs"]) > 1
     text = (
         _metrics_heading(payload)
         + _metrics_table(payload)
         + findings
         + (f"\n\nLabels: {review['text']}" if review else "")
+        + (f"\n\n{wordings_text(wordings)}" if several else "")
         + notice
     )
     _emit(args, payload, text)
     return 0
+
+
+def wordings_payload(store, run_id: int, labels: str = "auto") -> dict[str, Any]:
+    """The run's wording family compared (`gbdesk.analysis.wordings`), as JSON: `runs`,
+    `names`, `by_wording` ({"0": {metric: {value, ci, marks, …}}, …}), `wording_stable`
+    ({metric: true|false|null}) and per metric its range, the wording's share of the
+    variance, its test and the stability sentence."""
+    from gbdesk.analysis.wordings import wording_report
+
+    report = wording_report(store, run_id, labels)
+    return {
+        **report.to_json(),
+        "by_wording": report.by_wording(),
+        "wording_stable": report.stable(),
+        "depends_on_wording": [s.metric for s in report.depends_on_wording()],
+    }
+
+
+def wordings_text(payload: dict[str, Any]) -> str:
+    """The metrics by wording for reading: per metric (marked ones first) the wording's
+    share of its variance and the range, a line per wording (value, interval, the marks
+    the interval allows), and the stability sentence."""
+    wordings = list(payload["runs"])
+    names = payload["names"]
+    lines = [
+        f"Does it survive a rewording? {payload['probe']} under {len(wordings)} wordings, "
+        f"{payload['items_compared']} items under every wording"
+    ]
+    metrics = payload["metrics"]
+    marked = [
+        n
+        for n in metrics
+        if any(payload["by_wording"][w].get(n, {}).get("marks") for w in wordings)
+    ]
+    for name in marked + [n for n in metrics if n not in marked]:
+        m = metrics[name]
+        share = m["wording_share"]
+        head = [f"range {fmt(m['range'])}"]
+        if share is not None:
+            head.append(f"wording's share of the variance {share:.0%} (p = {m['wording_p']:.3f})")
+        lines += ["", f"{m['title']} ({name}) · " + " · ".join(head)]
+        for w in wordings:
+            v = payload["by_wording"][w].get(name)
+            label = f"  {w} {names[w]}"[:30]
+            if v is None or v["value"] is None:
+                lines.append(f"{label:<30} —")
+                continue
+            ci = f"[{fmt(v['ci'][0])}, {fmt(v['ci'][1])}]" if v["ci"] else "[no interval]"
+            marks = v["marks"]
+            allows = ""
+            if marks:
+                span = marks[0] if len(marks) == 1 else f"{marks[0]}–{marks[-1]}"
+                allows = f"  {'decided' if v['decided'] else 'allows'} {span}"
+            lines.append(f"{label:<30} {fmt(v['value']):>6} {ci:<17}{allows}  run {v['run_id']}")
+        lines.append(f"  → {m['sentence']}")
+    lines += [
+        "",
+        "share: of the metric's variance over a wording and a draw of items, the wording's "
+        "part (cluster bootstrap over the items every wording has); p: the bootstrap test of "
+        "no wording effect (docs/wordings.md)",
+    ]
+    return "\n".join(lines)
+
+
+def cmd_wordings(args) -> int:
+    """`gbdesk wordings RUN [RUN …]`: each run's metrics by wording; for several runs (one
+    per model), whether the models' order on each metric is the same under every wording."""
+    from gbdesk.analysis.wordings import orders, wording_report
+
+    with _open_store(args.db) as store:
+        payloads = [wordings_payload(store, r, args.labels) for r in args.run_ids]
+        compared = []
+        if len(args.run_ids) > 1:
+            reports = [
+                (f"run {r} ({_model_name(store, r)})", wording_report(store, r, args.labels))
+                for r in args.run_ids
+            ]
+            metrics = list(reports[0][1].spreads)
+            compared = [orders(reports, name) for name in metrics]
+    text = "\n\n".join(wordings_text(p) for p in payloads)
+    for o in compared:
+        if o["same_order"] is None:
+            continue
+        verdict = "the same under every wording" if o["same_order"] else "changes with the wording"
+        text += f"\n{o['metric']}: the models' order {verdict}"
+    _emit(args, {"runs": payloads, "orders": compared}, text)
+    return 0
+
+
+def _model_name(store, run_id: int) -> str:
+    run = store.get_run(run_id)
+    return store.get_model(run["model_id"])["name"] if run["model_id"] else "no model"
 
 
 def cmd_compare(args) -> int:

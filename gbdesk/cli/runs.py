@@ -14,8 +14,42 @@ from gbdesk.support.guards import one_line
 
 
 def cmd_run(args) -> int:
-    """Run a probe on a model; the same command again continues that run (or shows it)."""
+    """Run a probe on a model; the same command again continues that run (or shows it).
+    With --wordings: one run per wording (each continued or shown the same way), then the
+    metrics by wording."""
     from gbdesk.contract import get_probe
+    from gbdesk.contract.running import parse_wordings
+
+    if args.wordings is None:
+        return _run_one(args, 0)[0]
+    if args.template is not None:
+        raise UserError("--wordings brings each wording's own template: drop --template")
+    probe = get_probe(args.probe)
+    chosen = parse_wordings(args.wordings, probe.capabilities.parameters.wordings())
+    run_ids = []
+    for wording in chosen:
+        print(f"— wording {wording} —", file=sys.stderr)
+        status, run_id = _run_one(args, wording, show=False)
+        if status:
+            return status
+        run_ids.append(run_id)
+    return _show_wordings(args, run_ids)
+
+
+def _show_wordings(args, run_ids: list[int]) -> int:
+    """The metrics by wording of the runs just made (`gbdesk wordings`)."""
+    from gbdesk.cli.results import wordings_payload, wordings_text
+
+    with _open_store(args.db) as store:
+        payload = wordings_payload(store, run_ids[0])
+        _emit(args, payload, wordings_text(payload))
+    return 0
+
+
+def _run_one(args, wording: int, show: bool = True) -> tuple[int, int | None]:
+    """`gbdesk run` of one wording: (exit status, run id)."""
+    from gbdesk.contract import get_probe
+    from gbdesk.contract.running import wording_kwargs
     from gbdesk.engine.llama_backend import LlamaCppBackend
     from gbdesk.workflows.runs import (
         check_engine_needs,
@@ -28,10 +62,14 @@ def cmd_run(args) -> int:
     # fail fast on a typo or a bad parameter, before loading anything
     probe = get_probe(args.probe)
     params = probe.resolve_params(
-        template=args.template, limit=args.limit, sample=args.sample, **_options(args.options)
+        template=args.template,
+        limit=args.limit,
+        sample=args.sample,
+        **_options(args.options),
+        **wording_kwargs(wording),
     )
     _check_endpoint_flags(args)
-    planned = _planned(args)
+    planned = {**_planned(args), **wording_kwargs(wording)}
     with (
         _open_store(args.db, writes=True) as store,
         _holding(store, args, "run", f"a run of {args.probe}"),
@@ -54,7 +92,7 @@ def cmd_run(args) -> int:
                 "attempts); showing them — --new runs it again",
                 file=sys.stderr,
             )
-            return _show_run(args, store, earlier["id"])
+            return (_show_run(args, store, earlier["id"]) if show else 0), earlier["id"]
         if earlier is not None:
             _refuse_if_running_elsewhere(store, earlier)
             check_engine_needs(store, get_probe(args.probe), model)  # as plan_run does
@@ -87,7 +125,8 @@ def cmd_run(args) -> int:
             f"{run['attempts_total']:,} attempts",
             file=sys.stderr,
         )
-        return _execute(args, store, run_id, lambda _model, _generation: backend)
+        status = _execute(args, store, run_id, lambda _model, _generation: backend, show=show)
+        return status, run_id
 
 
 def _check_endpoint_flags(args) -> None:
@@ -165,7 +204,7 @@ def _endpoint_model(args, store) -> tuple[Any, dict[str, Any]]:
     return backend, model
 
 
-def _execute(args, store, run_id: int, backend_factory=None) -> int:
+def _execute(args, store, run_id: int, backend_factory=None, show: bool = True) -> int:
     from gbdesk.store.db import DatabaseFault, database_fault
     from gbdesk.workflows.runs import execute_run, llama_backend_factory
 
@@ -200,7 +239,7 @@ def _execute(args, store, run_id: int, backend_factory=None) -> int:
             file=sys.stderr,
         )
         return 130
-    return _show_run(args, store, run_id)
+    return _show_run(args, store, run_id) if show else 0
 
 
 def _refuse_if_running_elsewhere(store, run: dict[str, Any]) -> None:

@@ -32,7 +32,7 @@ from gbdesk.contract.importing import (
     require_columns,
     require_text,
 )
-from gbdesk.contract.running import RunItems, attempt_item
+from gbdesk.contract.running import RunItems, attempt_item, wording_kwargs
 from gbdesk.store import Store
 from gbdesk.store.db import prepare_attempts
 from gbdesk.support.errors import UserError
@@ -78,17 +78,24 @@ def import_generations(
     model_name: str | None = None,
     template: str | None = None,
     deal_rows: bool = False,
+    wording: int = 0,
 ) -> dict[str, Any]:
     """Create imported run(s) from the file: one run, or one per value of an optional
     `model` column. Returns {run_id, attempts} (and {runs: […]} for several models).
     `deal_rows`: rows without an `item` whose prompt several items share are dealt to
-    those items in turn (otherwise such a file is refused)."""
+    those items in turn (otherwise such a file is refused). `wording`: the wording of the
+    probe's prompts the answers were given to (0: the study's own)."""
     probe = get_probe(probe_name)
     check_export_file(probe, path, "import")
     with export_hints(probe, path, "import"):
         own = probe.capabilities.importing.plan  # None: response rows by item or prompt
+        if wording and own is not None:
+            raise UserError(f"{probe.name} imports its own layout: it takes no --wording")
         plan = own or functools.partial(plan_prompt_response_import, probe)
-        planned = plan(path, model_name=model_name, template=template, deal_rows=deal_rows)
+        extra = {"wording": wording} if wording else {}
+        planned = plan(
+            path, model_name=model_name, template=template, deal_rows=deal_rows, **extra
+        )
     if not planned:
         raise UserError(f"nothing imported from {path}: it holds no results")
     return write_imported_runs(store, probe, path, planned)
@@ -184,6 +191,7 @@ def plan_prompt_response_import(
     model_name: str | None = None,
     template: str | None = None,
     deal_rows: bool = False,
+    wording: int = 0,
 ) -> list[ImportedRun]:
     """Rows with `response` and an `item` key (as attempts.csv has) or a `prompt`
     (optional `attempt`, `item_index`, `model`), placed on the probe's items; one run per
@@ -195,7 +203,7 @@ def plan_prompt_response_import(
     required = ("response",) if keyed else ("prompt", "response")
     require_columns(path, rows, required)
     require_text(path, rows, required)
-    params = probe.resolve_params(template=template)
+    params = probe.resolve_params(template=template, **wording_kwargs(wording))
     groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for number, record in rows:
         groups.setdefault(model_of(record, model_name), []).append((number, record))
