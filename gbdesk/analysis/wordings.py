@@ -294,14 +294,22 @@ def _variance_shares(
         if np.isnan(theta).any() or ok.sum() < 10:
             continue
         star = star[ok]
-        observed = float(np.var(theta, ddof=1))
-        noise = np.var(star - theta, axis=1, ddof=1)
-        v_items = float(np.mean(np.var(star, axis=0, ddof=1)))
-        v_wording = max(0.0, observed - float(np.mean(noise)))
+        v_wording, v_items, share, p = split_variance(theta, star)
         spread.var_wording, spread.var_items = v_wording, v_items
-        total = v_wording + v_items
-        spread.share = v_wording / total if total > 0 else 0.0
-        spread.p_value = float((1 + np.sum(noise >= observed)) / (len(noise) + 1))
+        spread.share, spread.p_value = share, p
+
+
+def split_variance(theta: np.ndarray, star: np.ndarray) -> tuple[float, float, float, float]:
+    """(V_wording, V_items, share, p) from the values under each wording `theta` (W) and
+    their values in paired resamples `star` (B × W); the formulas are the module's."""
+    observed = float(np.var(theta, ddof=1))
+    noise = np.var(star - theta, axis=1, ddof=1)
+    v_items = float(np.mean(np.var(star, axis=0, ddof=1)))
+    v_wording = max(0.0, observed - float(np.mean(noise)))
+    total = v_wording + v_items
+    share = v_wording / total if total > 0 else 0.0
+    p = float((1 + np.sum(noise >= observed)) / (len(noise) + 1))
+    return v_wording, v_items, share, p
 
 
 def orders(reports: list[tuple[str, WordingReport]], metric: str) -> dict[str, Any]:
