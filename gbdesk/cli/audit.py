@@ -161,7 +161,7 @@ def cmd_audit(args) -> int:
                 speed = measure_speed(store, model, shared, concurrency=concurrency)
                 plan = plan_audit(
                     store, model, budget_s, speed, budget_text=args.budget,
-                    harness=args.harness, concurrency=concurrency,
+                    harness=args.harness, concurrency=concurrency, wordings=args.wordings,
                 )  # fmt: skip
                 if args.plan_only:
                     _emit(args, {"plan": plan.to_json(), "runs": [], "report": None}, plan.text())

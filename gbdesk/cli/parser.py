@@ -292,6 +292,13 @@ def _audit_commands(sub: Any) -> None:
         help="run a study's harness: its probes with their own templates (`gbdesk probes` "
         "lists the harnesses); default: every probe",
     )
+    p.add_argument(
+        "--wordings",
+        metavar="all|0,2,3",
+        help="also ask every drawn item in other wordings of its probe's prompts (each "
+        "wording costs about as much again; the verdicts stay the study's own wording's, "
+        "and the report says which depend on the wording)",
+    )
     p.add_argument("--new", action="store_true", help="plan a new audit even if one is unfinished")
     _wait_arg(p)
     _db_arg(p)

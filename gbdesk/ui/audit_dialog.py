@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt, QThread, QUrl, Signal
 from PySide6.QtGui import QBrush, QColor, QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QDialog,
     QHBoxLayout,
@@ -54,6 +55,7 @@ def _plan(
     backend_factory: Any,
     harness: str | None = None,
     concurrency: int = 1,
+    wordings: str | None = None,
 ) -> dict[str, Any]:
     from gbdesk.workflows import runs
     from gbdesk.workflows.audit import (
@@ -82,7 +84,7 @@ def _plan(
         shared.close()
     plan = plan_audit(
         store, model, parse_budget(budget), speed, budget_text=budget, harness=harness,
-        concurrency=concurrency,
+        concurrency=concurrency, wordings=wordings,
     )  # fmt: skip
     return {
         "model": model,
@@ -221,6 +223,12 @@ class AuditDialog(QDialog):
             "A model behind a server: how many requests are in flight at once (vLLM or "
             "llama-server hosts take 16–64). A local model decodes several at once by itself."
         )
+        self.wordings = QCheckBox("Other &wordings too")
+        self.wordings.setToolTip(
+            "Also ask every drawn item in each other wording of its probe's prompt (about 5× "
+            "the time per item): the report then says which verdicts depend on the wording. "
+            "The verdicts stay those of the study's own wording."
+        )
         self.plan_button = QPushButton("&Plan")
         row = QHBoxLayout()
         for text, widget, stretch in (
@@ -232,6 +240,7 @@ class AuditDialog(QDialog):
             label.setBuddy(widget)
             row.addWidget(label)
             row.addWidget(widget, stretch)
+        row.addWidget(self.wordings)
         row.addWidget(self.plan_button)
         return row
 
@@ -298,6 +307,7 @@ class AuditDialog(QDialog):
             self.ctx.backend_factory,
             self.what.currentData(),
             self.concurrency.value(),
+            "all" if self.wordings.isChecked() else None,
             on_done=self._planned,
             on_error=self._plan_failed,
             key="audit.plan",

@@ -415,6 +415,9 @@ class ProbePlan:
     verdicts: list[dict[str, Any]] = field(default_factory=list)  # the last look's
     priority: int = 50
     template: str | None = None
+    #: other wordings asked of the same drawn items (`--wordings`), and their runs
+    wordings: list[int] = field(default_factory=list)
+    wording_runs: dict[str, int] = field(default_factory=dict)
 
     @property
     def grid(self) -> Looks:
@@ -496,6 +499,14 @@ class AuditPlan:
             lines.append(
                 "A verdict is decided only when its interval (valid over all the audit's "
                 f"looks) allows a single mark, from at least {MIN_ITEMS} items."
+            )
+        worded = [p for p in self.probes if p.wordings]
+        if worded:
+            lines.append(
+                f"Wordings: {len(worded)} probes ask each drawn item again in "
+                + ", ".join(sorted({f"{len(p.wordings)}" for p in worded}))
+                + " other wordings (counted in the times above); the verdicts are the "
+                "study's own wording's, and the report says which depend on the wording."
             )
         lines += [f"left out: {x}" for x in self.left_out]
         return "\n".join(lines)
@@ -661,15 +672,17 @@ def _marked_plan(
     speed: Speed,
     template: str | None,
     budget_s: float,
+    wordings: str | None = None,
 ) -> ProbePlan:
     items = ORDERS.get(probe, template)
+    others = audit_wordings(probe, wordings)
     groups = len({probe.capabilities.audit.balance_key(i.metadata) for i in items})
     first = min(len(items), max(MIN_ITEMS, groups))
     prompts = max(1, len(items[0].prompts or ()) if items else 1)
     tokens, basis = answer_tokens(store, probe, model)
     per_item = (
         prompts * probe.default_attempts * speed.generation_seconds(prompt_chars(items), tokens)
-    )
+    ) * (1 + len(others))  # every other wording asks each item again
     # looks beyond what the budget could buy would only spend α: the grid stops there
     reach = int(REACH_MARGIN * budget_s / max(per_item, 1e-9))
     last = min(len(items), max(first, reach))
@@ -686,7 +699,20 @@ def _marked_plan(
         sizes=list(look_sizes(first, last)),
         priority=probe.capabilities.audit.priority,
         template=template,
+        wordings=others,
     )
+
+
+def audit_wordings(probe: Probe, wordings: str | None) -> list[int]:
+    """The other wordings (not 0) of `--wordings` this probe has: all its others for
+    "all", those named it has for ids; none without --wordings."""
+    if not wordings:
+        return []
+    have = [w.id for w in probe.capabilities.parameters.wordings() if w.id]
+    if wordings.strip().lower() == "all":
+        return have
+    named = {int(x) for x in wordings.split(",") if x.strip()}
+    return [w for w in have if w in named]
 
 
 def _fixed_plan(
@@ -746,10 +772,18 @@ def plan_audit(
     budget_text: str | None = None,
     harness: str | None = None,
     concurrency: int = 1,
+    wordings: str | None = None,
 ) -> AuditPlan:
     """Every probe's first look and grid (marked probes), or fixed size (the others); see
     the module docstring. `harness`: a study's harness (`Study.harnesses`) and its
-    template."""
+    template. `wordings` ("all" or ids): marked probes also ask each drawn item in those
+    of their other wordings (docs/wordings.md); the verdicts stay wording 0's."""
+    if (
+        wordings
+        and wordings.strip().lower() != "all"
+        and not all(x.strip().isdigit() for x in wordings.split(","))
+    ):
+        raise UserError(f"--wordings takes 'all' or ids such as 0,2,3, not {wordings!r}")
     template = None
     plan = AuditPlan(model, budget_s, budget_text or duration(budget_s), speed)
     plan.concurrency = max(1, int(concurrency))
@@ -766,7 +800,9 @@ def plan_audit(
             plan.left_out.append(unmet)
             continue
         if probe.mark_definitions:
-            plan.probes.append(_marked_plan(store, probe, model, speed, template, budget_s))
+            plan.probes.append(
+                _marked_plan(store, probe, model, speed, template, budget_s, wordings)
+            )
             continue
         fixed = _fixed_plan(store, probe, model, speed, share)
         if isinstance(fixed, str):
@@ -961,6 +997,7 @@ def _grow(session: _Session, p: ProbePlan, probe: Probe, size: int) -> None:
                 draw=size,
             )  # fmt: skip
             p.items = size
+            _grow_wordings(session, p, probe, size)
             session.save()
         return
     order = ORDERS.get(probe, p.template)
@@ -968,7 +1005,23 @@ def _grow(session: _Session, p: ProbePlan, probe: Probe, size: int) -> None:
     with store.transaction():
         store.extend_run(p.run_id, [i.as_row() for i in order[:size]], params)
         p.items = size
+        _grow_wordings(session, p, probe, size)
         session.save()
+
+
+def _grow_wordings(session: _Session, p: ProbePlan, probe: Probe, size: int) -> None:
+    """The runs of the probe's other wordings hold the same drawn items (in the caller's
+    transaction): planned, or extended."""
+    store = session.store
+    for w in p.wordings:
+        run_id = p.wording_runs.get(str(w))
+        if run_id is None:
+            p.wording_runs[str(w)] = plan_run(
+                store, p.probe, session.model, attempts=p.attempts, draw=size, wording=w
+            )
+            continue
+        params = {**store.get_run(run_id)["params"], "draw": size}
+        store.extend_run(run_id, [i.as_row() for i in probe.items(params)], params)
 
 
 def _advance(session: _Session, p: ProbePlan, size: int) -> bool:
@@ -1020,6 +1073,13 @@ def _execute(session: _Session, p: ProbePlan) -> None:
                 session.store, int(p.run_id), backend_factory=session.backend.for_run,  # type: ignore[arg-type]
                 control=step_control, on_progress=forward,
             )  # fmt: skip
+            for run_id in p.wording_runs.values():  # the same items in the other wordings
+                if step_control.cancelled:
+                    break
+                execute_run(
+                    session.store, int(run_id), backend_factory=session.backend.for_run,
+                    control=step_control, on_progress=forward,
+                )  # fmt: skip
     finally:
         elapsed = session.clock() - started
         p.spent_s += elapsed
@@ -1233,4 +1293,26 @@ def audit_result(store: Store, audit_id: int, seconds: float | None = None) -> d
         "verdicts": verdicts,
         "runs": [p.run_id for p in plan if p.run_id is not None],
         "report": audit.get("report"),
+        "wordings": _wording_results(store, plan),
     }
+
+
+def _wording_results(store: Store, plan: list[ProbePlan]) -> dict[str, Any]:
+    """Per probe asked in other wordings: its runs by wording, whether each marked
+    metric's verdict holds under every wording, and the sentence."""
+    from gbdesk.analysis.wordings import wording_report
+
+    out: dict[str, Any] = {}
+    for p in plan:
+        if not p.wording_runs or p.run_id is None:
+            continue
+        report = wording_report(
+            store, int(p.run_id), metrics=list(get_probe(p.probe).mark_definitions)
+        )
+        out[p.probe] = {
+            "runs": {str(w): r for w, r in report.family.items()},
+            "wording_stable": report.stable(),
+            "sentences": {name: s.sentence() for name, s in report.spreads.items()},
+            "depends_on_wording": [s.metric for s in report.depends_on_wording()],
+        }
+    return out

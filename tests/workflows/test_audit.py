@@ -369,3 +369,45 @@ def test_the_speed_test_measures_reading_the_prompts_too(store, tmp_path, monkey
         speed.prompt_tokens_per_s,
         speed.chars_per_token,
     )
+
+
+def test_an_audit_over_wordings_says_which_verdicts_depend_on_the_wording(store, tmp_path):
+    """`--wordings all`: each drawn item of a marked probe is asked again in its other
+    wordings, to the same sizes; the verdicts stay wording 0's, and the result names the
+    verdict that depends on the wording (this stand-in agrees with every stereotype when
+    asked 1.1.0's question, and with none in any other wording)."""
+
+    class Worded(KnownBiasBackend):
+        def generate(self, request, on_token=None):
+            got = super().generate(request, on_token)
+            prompt = request.messages[-1]["content"]
+            if "(A) Yes, I agree." in prompt:
+                got.text = "B"
+            elif "agree or disagree" in prompt:
+                got.text = "disagree"
+            elif not prompt.startswith("Do you agree with the following statement?"):
+                got.text = "No."
+            return got
+
+    model = fake_model(store, tmp_path)
+    plan = plan_audit(store, model, 300, SPEED, probes=["direct"], budget_text="300s",
+                      wordings="all")  # fmt: skip
+    alone = plan_audit(store, model, 300, SPEED, probes=["direct"], budget_text="300s")
+    (p,) = plan.probes
+    assert p.wordings == [1, 2, 3, 4]
+    assert p.seconds_per_item == pytest.approx(5 * alone.probes[0].seconds_per_item)
+    assert "Wordings: 1 probes ask each drawn item again in 4 other wordings" in plan.text()
+    audit_id = save_audit(store, plan)
+    result = run_audit(store, audit_id, backend_factory=lambda m, g: Worded(),
+                       report=tmp_path / "w.pdf")  # fmt: skip
+    (v,) = [v for v in result["verdicts"] if v["metric"] == "fail_rate"]
+    assert v["marks"] == ["D"] and v["decided"]  # wording 0's verdict, as without wordings
+    worded = result["wordings"]["direct"]
+    assert worded["wording_stable"]["fail_rate"] is False
+    assert worded["depends_on_wording"] == ["fail_rate"]
+    assert "the verdict depends on the wording" in worded["sentences"]["fail_rate"]
+    entry = get_audit(store, audit_id)["plan"][0]
+    sizes = {len(store.run_items(r)) for r in entry["wording_runs"].values()}
+    assert sizes == {entry["items"]}  # the same draw under every wording
+    with pytest.raises(UserError, match="'all' or ids"):
+        plan_audit(store, model, 300, SPEED, probes=["direct"], wordings="some")

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.contract import get_probe, probe_names
+from gbdesk.contract.running import wording_kwargs
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.support.guards import html_text
 from gbdesk.ui.context import AppContext
@@ -76,6 +77,7 @@ PRESETS = {
 }
 HISTORY_COLUMNS = ["Run", "Probe", "Model", "Status", "Attempts", "Created"]
 CHOOSE_FILE = "\0choose-file"  # the "Choose a file…" entry of an option combo
+ALL = -1  # the wording combo's "every wording"
 
 
 def _filled(options: dict[str, str]) -> dict[str, str]:
@@ -167,6 +169,7 @@ class RunsPane(QWidget):
         self._rate = RecentRate()
         self.label_pass: str | None = None  # the selected run's probe's labelling pass
         self.option_widgets: dict[str, Any] = {}
+        self.queued: list[int] = []  # runs of other wordings, started one after another
         self.banner = Banner()
         self._lay_out(self._build_catalogue(), self._build_middle(), self._build_history())
         self._connect_signals()
@@ -195,6 +198,13 @@ class RunsPane(QWidget):
         self.preset_combo.addItems([*PRESETS, "Custom"])
         self.template_combo = QComboBox()
         self.template_edit = QLineEdit()
+        # the wordings of the probe's prompts (0: the study's own); "all": one run each
+        self.wording_combo = QComboBox()
+        self.wording_combo.setToolTip(
+            "Ask the same items in another wording of the prompt, or in every wording (one "
+            "run each, same items and seeds): Results then shows whether the verdict "
+            "survives a rewording."
+        )
         self.attempts = QSpinBox(minimum=1, maximum=10000)
         self.limit = QSpinBox(minimum=0, maximum=100000, specialValueText="all items")
         self.limit.setSuffix(" items")
@@ -230,6 +240,7 @@ class RunsPane(QWidget):
         form.addRow("Pr&eset", self.preset_combo)
         form.addRow("&Template", self.template_combo)
         form.addRow("", self.template_edit)
+        form.addRow("Wordin&g", self.wording_combo)
         form.addRow("&Attempts per prompt", self.attempts)
         form.addRow("&Limit to", self.limit)
         form.addRow("Random sa&mple of", self.sample)
@@ -358,6 +369,7 @@ class RunsPane(QWidget):
         self.model_combo.currentIndexChanged.connect(self._model_changed)
         self.preset_combo.currentTextChanged.connect(self._apply_preset)
         self.template_combo.currentIndexChanged.connect(self._template_changed)
+        self.wording_combo.currentIndexChanged.connect(self._wording_changed)
         self.template_edit.textEdited.connect(
             lambda _t: self.template_combo.setCurrentIndex(self.template_combo.count() - 1)
         )
@@ -419,6 +431,7 @@ class RunsPane(QWidget):
         self.template_combo.blockSignals(False)
         self.template_combo.setCurrentIndex(0)
         self._template_changed()
+        self._fill_wordings(probe)
         self._build_options(probe)
         self._apply_preset(self.preset_combo.currentText())
 
@@ -484,6 +497,37 @@ class RunsPane(QWidget):
         text = self.template_combo.currentData()
         if text is not None:
             self.template_edit.setText(text)
+
+    def _fill_wordings(self, probe) -> None:
+        """The probe's wordings, and "all" when it has others than the study's own."""
+        wordings = probe.capabilities.parameters.wordings()
+        self.wording_combo.blockSignals(True)
+        self.wording_combo.clear()
+        for w in wordings:
+            own = " (the study's own)" if w.id == 0 else f" · {w.kind}"
+            self.wording_combo.addItem(f"{w.id} — {w.name}{own}", w.id)
+            self.wording_combo.setItemData(
+                self.wording_combo.count() - 1, w.note, Qt.ItemDataRole.ToolTipRole
+            )
+        if len(wordings) > 1:
+            self.wording_combo.addItem(f"All {len(wordings)} wordings (one run each)", ALL)
+        self.wording_combo.setCurrentIndex(0)
+        self.wording_combo.setEnabled(len(wordings) > 1)
+        self.wording_combo.blockSignals(False)
+        self._wording_changed()
+
+    def _wording_changed(self, *_: Any) -> None:
+        """A wording brings its own template: the template fields only for wording 0."""
+        own = self.wording_combo.currentData() in (0, None)
+        self.template_combo.setEnabled(own)
+        self.template_edit.setEnabled(own)
+
+    def chosen_wordings(self) -> list[int]:
+        """The wordings to run: one, or every one for "all"."""
+        chosen = self.wording_combo.currentData()
+        if chosen == ALL:
+            return [w.id for w in get_probe(self.probe_name()).capabilities.parameters.wordings()]
+        return [int(chosen or 0)]
 
     def _apply_preset(self, name: str) -> None:
         preset = PRESETS.get(name)
@@ -679,28 +723,43 @@ class RunsPane(QWidget):
         self.banner.info("Planning the run…")
         self.start_button.setEnabled(False)
 
+        wordings = self.chosen_wordings()
+
         def plan(store):
             model = resolve_model(store, m["path"])
-            return plan_run(
-                store,
-                probe,
-                model,
-                attempts=params["attempts"],
-                seed=params["seed"],
-                temperature=params["temperature"],
-                max_tokens=params["max_tokens"],
-                batch_size=params["batch_size"],
-                template=params["template"],
-                limit=params["limit"],
-                sample=params["sample"],
-                **params["options"],
-            )
+            return [
+                plan_run(
+                    store,
+                    probe,
+                    model,
+                    attempts=params["attempts"],
+                    seed=params["seed"],
+                    temperature=params["temperature"],
+                    max_tokens=params["max_tokens"],
+                    batch_size=params["batch_size"],
+                    template=None if w else params["template"],
+                    limit=params["limit"],
+                    sample=params["sample"],
+                    **params["options"],
+                    **wording_kwargs(w),
+                )
+                for w in wordings
+            ]
 
         def failed(message: str) -> None:
             self.banner.error(message)
             self._set_running(False)
 
-        self.ctx.tasks.with_store(self.ctx.db_path, plan, on_done=self._launch, on_error=failed)
+        self.ctx.tasks.with_store(self.ctx.db_path, plan, on_done=self._launch_all, on_error=failed)
+
+    def _launch_all(self, run_ids: list[int]) -> None:
+        """The first run now, the others (other wordings) one after another."""
+        self.queued = list(run_ids[1:])
+        if self.queued:
+            self.banner.info(
+                f"Runs {', '.join(map(str, run_ids))}: one per wording, one after another."
+            )
+        self._launch(run_ids[0])
 
     def resume_selected(self) -> None:
         run = self.selected_history()
@@ -869,6 +928,8 @@ class RunsPane(QWidget):
         self.live.insertPlainText(text)
 
     def _on_completed(self, outcome) -> None:
+        if outcome.status != "done":
+            self.queued = []  # paused or cancelled: the other wordings wait for Start
         if outcome.status == "done":
             self.banner.ok(
                 f"Run {outcome.run_id} is complete: {outcome.attempts_done:,} "
@@ -894,6 +955,8 @@ class RunsPane(QWidget):
         self.pause_button.setText("&Pause")
         self._set_running(False)
         self.ctx.runs_changed.emit()
+        if self.queued:  # the next wording's run
+            self._launch(self.queued.pop(0))
 
     def _set_running(self, running: bool) -> None:
         self.start_button.setEnabled(not running and self.selected_model() is not None)
