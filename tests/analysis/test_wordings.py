@@ -116,7 +116,9 @@ def test_a_family_shows_the_effect_that_is_there(tmp_path) -> None:
     # the same items under every wording, each recorded with its wording
     items = [store.run_items(r) for r in runs.values()]
     assert [i["item"] for i in items[0]] == [i["item"] for i in items[2]]
-    assert all(i["metadata"].get("wording", 0) == w for w, rs in zip(runs, items) for i in rs)
+    assert all(
+        i["metadata"].get("wording", 0) == w for w, rs in zip(runs, items, strict=True) for i in rs
+    )
 
 
 def test_several_models_order_by_wording(tmp_path) -> None:
@@ -131,7 +133,7 @@ def test_several_models_order_by_wording(tmp_path) -> None:
 
 
 def test_the_commands_show_the_metrics_by_wording(tmp_path, capsys) -> None:
-    store, runs = _family(tmp_path)
+    _store, runs = _family(tmp_path)
     db = str(tmp_path / "w.sqlite")
     assert main(["metrics", str(runs[1]), "--db", db, "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
@@ -147,9 +149,7 @@ def test_the_commands_show_the_metrics_by_wording(tmp_path, capsys) -> None:
 def test_an_import_names_its_wording(tmp_path, capsys) -> None:
     store, runs = _family(tmp_path, (0, 2))
     db = str(tmp_path / "w.sqlite")
-    rows = [
-        {"prompt": a["prompt"], "response": a["response"]} for a in store.attempts(runs[2])
-    ]
+    rows = [{"prompt": a["prompt"], "response": a["response"]} for a in store.attempts(runs[2])]
     path = tmp_path / "answers.csv"
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=["prompt", "response"])
@@ -158,9 +158,23 @@ def test_an_import_names_its_wording(tmp_path, capsys) -> None:
     # made with wording 2's prompts: wording 0's items do not match them
     assert main(["import", "--probe", "direct", "--file", str(path), "--db", db]) != 0
     capsys.readouterr()
-    assert main(
-        ["import", "--probe", "direct", "--file", str(path), "--wording", "2", "--db", db, "--json"]
-    ) == 0
+    assert (
+        main(
+            [
+                "import",
+                "--probe",
+                "direct",
+                "--file",
+                str(path),
+                "--wording",
+                "2",
+                "--db",
+                db,
+                "--json",
+            ]
+        )
+        == 0
+    )
     imported = json.loads(capsys.readouterr().out)["run_id"]
     assert store.get_run(imported)["params"]["wording"] == 2
     assert compute_metrics(store, imported)["fail_rate"].value == 1.0
