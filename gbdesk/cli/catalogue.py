@@ -36,7 +36,20 @@ def cmd_card(args) -> int:
     from gbdesk.contract import get_probe
 
     probe = get_probe(args.probe)
-    _emit(args, {"probe": probe.name, "card": probe.card.to_json()}, probe.card.to_text(probe.name))
+    wordings = probe.capabilities.parameters.wordings()
+    text = probe.card.to_text(probe.name)
+    if len(wordings) > 1:
+        text += "\n\nWordings (gbdesk run --wordings all|0,2,3; docs/wordings.md):\n" + "\n".join(
+            f"  {w.id} {w.name} ({w.kind}): {w.note}" for w in wordings
+        )
+    payload = {
+        "probe": probe.name,
+        "card": probe.card.to_json(),
+        "wordings": [
+            {"id": w.id, "name": w.name, "kind": w.kind, "note": w.note} for w in wordings
+        ],
+    }
+    _emit(args, payload, text)
     return 0
 
 

@@ -338,6 +338,11 @@ def describe(probe: ProbeLike) -> dict[str, Any]:
         "title": probe.card.title,
         "kind": probe.capabilities.running.kind,
         "templates": dict(probe.templates),
+        # the wordings a run may ask its items in (0: the study's own; docs/wordings.md)
+        "wordings": [
+            {"id": w.id, "name": w.name, "kind": w.kind, "note": w.note}
+            for w in probe.capabilities.parameters.wordings()
+        ],
         "default_attempts": probe.default_attempts,
         "generation": dict(probe.default_generation),
         "items": len(probe.all_items(next(iter(probe.templates.values())))),
