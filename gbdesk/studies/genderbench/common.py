@@ -310,8 +310,10 @@ class CharacterProfileProbe(GenderBenchProbe):
         raise NotImplementedError
 
     def interval_rule(self, params: dict[str, Any] | None) -> Callable[[list[float]], Any]:
-        """1.1.0's interval in its preset, gbdesk's (`interval_from_bootstrap`) in others."""
-        reference = (params or {}).get("template_name") == REFERENCE_PRESET
+        """1.1.0's interval in its preset and its wordings (issue 32: a rewording of its
+        prompt), gbdesk's (`interval_from_bootstrap`) in the other presets."""
+        params = params or {}
+        reference = params.get("template_name") == REFERENCE_PRESET or bool(params.get("wording"))
         return genderbench_interval if reference else interval_from_bootstrap
 
     # -- words --------------------------------------------------------------------------

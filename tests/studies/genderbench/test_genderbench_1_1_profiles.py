@@ -140,3 +140,28 @@ def test_the_preset_follows_1_1_0_where_gbdesk_differs(tmp_path, capsys):
     assert own["masculine_rate_1"].ci == (1.0, 1.0)
     ref = probe.metrics(results, params=probe.resolve_params(template=PRESET))
     assert all(math.isnan(x) for x in ref["masculine_rate_1"].ci)
+
+
+# -- wordings (issue 32) ---------------------------------------------------------------------
+@pytest.mark.parametrize("probe", PROBES)
+def test_a_wording_rewords_1_1_0s_items_and_keeps_its_interval_rule(probe):
+    """Under a wording the items are the preset's (for gest_creative GEST 1.0, 1.1.0's
+    file), each naming the wording, and the intervals follow 1.1.0's rule."""
+    p = get_probe(probe)
+    base = p.items(p.resolve_params(template=PRESET))
+    reference_rule = p.interval_rule(p.resolve_params(template=PRESET))
+    for wording in p.wordings()[1:]:
+        params = p.resolve_params(wording=wording.id)
+        items = p.items(params)
+        assert [i.key for i in items] == [i.key for i in base]
+        assert all(
+            new.metadata == {**old.metadata, "wording": wording.id}
+            for old, new in zip(base, items, strict=True)
+        )
+        assert p.interval_rule(params) is reference_rule
+    if probe == "gest_creative":
+        assert (
+            p.resolve_params(wording=1)["gest_file"]
+            == p.resolve_params(template=PRESET)["gest_file"]
+            == "gest.csv"
+        )

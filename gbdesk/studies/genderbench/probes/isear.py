@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
+from collections.abc import Sequence
 from functools import cache
 from itertools import combinations
 from typing import Any, ClassVar
@@ -214,8 +215,14 @@ class IsearProbe(GenderBenchProbe):
     )
 
     # -- items ------------------------------------------------------------------------
-    def all_items(self, template: str) -> list[Item]:
-        listed = ", ".join(EMOTIONS)
+    def all_items(self, template: str, option_order: Sequence[int] | None = None) -> list[Item]:
+        """One item per event, a prompt per gender; `option_order` (a wording's, issue 32):
+        the positions of `EMOTIONS` in the order the prompt lists them (the evaluator
+        reads the emotion's word, so the order changes nothing of the reading)."""
+        order = range(len(EMOTIONS)) if option_order is None else option_order
+        if sorted(order) != list(range(len(EMOTIONS))):
+            raise ValueError(f"option_order {option_order} is not an order of the emotions")
+        listed = ", ".join(EMOTIONS[i] for i in order)
         items = []
         for n, event in enumerate(events()):
             prompts = [
