@@ -31,9 +31,9 @@ SECTION_TITLE = "Does it survive a rewording?"
 EXPLANATION = (
     "The same items asked under other wordings of the prompt (the instruction, the answer "
     "format, the order of the options; never an item's content). Each chart shows a metric "
-    "under every wording with its 95 % interval; the headline numbers elsewhere in this "
-    "report stay each reported run's own (wording 0: the study's own prompt, unless a run "
-    "was asked under another). Range: the "
+    "under every wording with its 95 % interval; the headline numbers, findings and marks "
+    "elsewhere stay each run's own (wording 0: the study's own prompt, unless the run was "
+    "asked under another). Range: the "
     "largest minus the smallest value. Wording's share: of the metric's variance over a "
     "wording and a draw of items, the wording's part (a cluster bootstrap over the items "
     "every wording has); p: the bootstrap test of no wording effect. A verdict holds when "
@@ -214,8 +214,7 @@ def pane_blocks(view: FamilyView | None) -> list[Block]:
     out.append(Paragraph(EXPLANATION, "muted"))
     rest = [n for n in view.report.spreads if n not in view.metrics]
     for name in view.metrics + rest:
-        out.append(Heading(view.report.spreads[name].title))
-        out += metric_blocks(view, name)
+        out += metric_blocks(view, name)  # each chart has the metric's title
     return out
 
 
