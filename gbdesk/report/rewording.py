@@ -81,9 +81,11 @@ def family_view(
     store: Store, run_id: int, label_mode: str = "auto", model: str = ""
 ) -> FamilyView | None:
     """The run's wording family compared (`wording_report`, one bootstrap), or None when
-    the run has no other wording or it cannot be compared (logged)."""
+    fewer than two of its wordings have answers or it cannot be compared (logged)."""
     try:
-        if len(wording_family(store, run_id)) < 2:
+        family = wording_family(store, run_id)
+        answered = [r for r in family.values() if store.get_run(r).get("attempts_done")]
+        if len(answered) < 2:
             return None
         report = wording_report(store, run_id, label_mode)
     except (GbdeskError, KeyError, ValueError) as exc:
@@ -139,6 +141,8 @@ def figures_text(spread: WordingSpread, items: int) -> str:
     """ "Range 0.680 across 5 wordings; wording's share of the variance 85 % (p = 0.002),
     40 items under every wording"."""
     n = len(spread.measured)
+    if spread.range is None:
+        return ""  # the stability sentence says it was measured under too few wordings
     text = f"Range {fmt(spread.range)} across {n} wordings"
     if spread.share is not None:
         p = spread.p_value
@@ -177,9 +181,10 @@ def metric_blocks(view: FamilyView, name: str) -> list[Block]:
     spread = view.report.spreads[name]
     sentence = spread.sentence()
     style = "notice" if spread.stable is False else "normal"
+    figures = figures_text(spread, view.report.items)
     return [
         _chart(view, spread),
-        Paragraph(figures_text(spread, view.report.items), "muted"),
+        *([Paragraph(figures, "muted")] if figures else []),
         Paragraph(sentence[:1].upper() + sentence[1:] + ".", style),
     ]
 
@@ -206,7 +211,7 @@ def pane_blocks(view: FamilyView | None) -> list[Block]:
     """What the Results pane's Wordings tab shows of a run's family (every metric measured,
     the shown ones first), or a sentence when the run has no other wording."""
     if view is None:
-        return [Paragraph("This run has no other wording of its prompts.", "muted")]
+        return [Paragraph("This run has no other wording of its prompts with answers.", "muted")]
     lines = depends_lines([view])
     out: list[Block] = [Heading(view.title())]
     if lines:

@@ -109,3 +109,13 @@ def test_the_pane_blocks_hold_every_metric_with_the_marked_first(family):
     assert len(charts) > 1
     words = [b.text for b in pane["blocks"] if isinstance(b, Paragraph)]
     assert words[0].startswith("Depends on the wording: Agrees with stereotypes")
+
+
+def test_a_wording_without_answers_yet_makes_no_family(tmp_path):
+    with Store(tmp_path / "planned.sqlite") as store:
+        model = resolve_model(store, "default")
+        answered = plan_run(store, "direct", model, limit=LIMIT)
+        execute_run(store, answered, backend_factory=lambda m, g: FakeBackend(texts=["Yes."]))
+        planned = plan_run(store, "direct", model, limit=LIMIT, wording=2)
+        assert run_family_blocks(store, answered, "auto")["family"] == {}
+        assert build_report(store, [answered, planned], "auto").wordings == []
