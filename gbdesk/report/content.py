@@ -25,6 +25,7 @@ from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.maths.stats import MetricValue
 from gbdesk.people.raters import agreement_blocks, labels_agreement, mode_counts
 from gbdesk.report.audit_findings import audit_findings, with_audit
+from gbdesk.report.rewording import FamilyView, depends_lines, family_views
 from gbdesk.report.run_results import run_extra_results
 from gbdesk.store import Store
 from gbdesk.support.blocks import (
@@ -102,6 +103,13 @@ class ReportData:
     audit: dict[str, Any] | None = None  # the audit plan and budget when the report ends one
     #: the studies' reports over several runs (`Study.cross_run_report`)
     study_reports: list[StudyReport] = field(default_factory=list)
+    #: the reported runs' wording families of two or more wordings, each compared once
+    #: (`gbdesk.report.rewording`); the headline numbers stay the runs' own
+    wordings: list[FamilyView] = field(default_factory=list)
+
+    def depends_on_wording(self) -> list[str]:
+        """The verdicts that depend on the wording, one line each (`depends_lines`)."""
+        return depends_lines(self.wordings)
 
     def findings(self) -> list[RunFinding]:
         """Every run's findings, most important first (`gbdesk.analysis.findings.ordered`)."""
@@ -429,6 +437,9 @@ def build_report(
         comparisons=comparisons,
         audit=audit,
         study_reports=study_reports([study_run(s.run, s.model_label, s.metrics) for s in sections]),
+        wordings=family_views(
+            store, run_ids, label_mode, {s.run_id: s.model_label for s in sections}
+        ),
     )
 
 

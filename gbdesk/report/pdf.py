@@ -48,6 +48,7 @@ from gbdesk.report.content import (
     configuration,
     labels_used,
 )
+from gbdesk.report.rewording import SECTION_TITLE, section_blocks
 from gbdesk.store import Store
 from gbdesk.support.blocks import (
     Block,
@@ -503,6 +504,28 @@ def _unfinished(data: ReportData, doc: _Doc) -> None:
         )
 
 
+def _depends_on_wording(data: ReportData, doc: _Doc) -> None:
+    """Page 1, before the findings: the verdicts that change with the wording of the
+    prompts (the findings and numbers are the reported runs' own wording's)."""
+    lines = data.depends_on_wording()
+    if lines:
+        doc.add(
+            f"<p class='notice'><b>Depends on the wording:</b> {e('; '.join(lines))}. The "
+            "findings and numbers below are the reported runs' own wording's; see "
+            f"“{e(SECTION_TITLE)}”.</p>"
+        )
+
+
+def _wordings(data: ReportData, doc: _Doc) -> None:
+    """The reported runs' wording families: each shown metric under every wording."""
+    blocks = section_blocks(data.wordings)
+    if not blocks:
+        return
+    doc.add(f"<h2 style='page-break-before: always'>{e(SECTION_TITLE)}</h2>")
+    for block in blocks:
+        _block(block, doc)
+
+
 def _findings(data: ReportData, doc: _Doc, limit: int = 12) -> None:
     """Page 1: one plain sentence per finding, most important first, with its numbers and
     where the evidence is."""
@@ -937,6 +960,7 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
         + "</p>"
     )
     _unfinished(data, doc)
+    _depends_on_wording(data, doc)
     _findings(data, doc)
     _audit_verdicts(data, doc)
     _audit(data, doc)
@@ -944,6 +968,7 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     _verdict(data, doc)
     _study_reports(data, doc)
     _comparisons(data, doc)
+    _wordings(data, doc)
     for section in data.runs:
         _section(section, doc, data.label_mode)
     _cards(data, doc)

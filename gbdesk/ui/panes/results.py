@@ -39,6 +39,7 @@ from gbdesk.contract import get_probe, study_reports
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.maths.stats import p_text
 from gbdesk.report.content import missing_note
+from gbdesk.report.rewording import run_family_blocks
 from gbdesk.report.run_results import run_results, run_results_apart
 from gbdesk.support.blocks import StudyRun
 from gbdesk.support.glossary import tooltip
@@ -49,6 +50,7 @@ from gbdesk.ui.plots import CIPlot, PlotRow
 from gbdesk.ui.result_views import result_view_for
 from gbdesk.ui.theme import MARK_FILLS, RUN_COLORS, fmt, fmt_ci
 from gbdesk.ui.widgets import Banner, pane_header
+from gbdesk.ui.wording_view import TAB_TEXT, TAB_TIP, WordingsView
 
 MODES = {
     "auto": "Automatic labels (the detector's)",
@@ -176,6 +178,10 @@ class ResultsPane(QWidget):
             "Tick two runs of the same probe (two models, quantisations or templates): a "
             "paired bootstrap over their shared items tests every metric's difference",
         )
+        self.wordings_view = WordingsView()  # shown when the run has other wordings
+        index = self.top_tabs.addTab(self.wordings_view, TAB_TEXT)
+        self.top_tabs.setTabToolTip(index, TAB_TIP)
+        self.top_tabs.setTabVisible(index, False)
 
     def _build_metrics_views(self) -> None:
         """The metrics table and the scrolling area of plots."""
@@ -392,6 +398,7 @@ class ResultsPane(QWidget):
         self.results = results
         self._offer_modes(results)
         self._render()
+        self._compare_wordings(mode, run_ids)
         pairs = comparison_pairs([self.run(r) for r in run_ids])
         self.comparisons = []
         if not pairs:
@@ -413,6 +420,46 @@ class ResultsPane(QWidget):
             return
         self._show_comparisons(comparisons, run_ids)
         self.top_tabs.setCurrentIndex(1)
+
+    def _compare_wordings(self, mode: str, run_ids: list[int]) -> None:
+        """The first ticked run with answers: its wording family compared off the UI thread
+        (`report.rewording.run_family_blocks`); the Wordings tab shows it when the family
+        has two or more wordings."""
+        answered = [r for r in run_ids if self.results.get(r, {}).get("metrics")]
+        view = self.wordings_view
+        if not answered:
+            self._show_wordings_tab(False)
+            return
+        run_id = answered[0]
+        if run_id != view.run_id:
+            self._show_wordings_tab(False)
+        view.show_computing(run_id)
+        label_mode = mode if mode in LABEL_MODES else "reviewed"
+        self.ctx.tasks.with_store(
+            self.ctx.db_path,
+            run_family_blocks,
+            run_id,
+            label_mode,
+            str(self.run(run_id)["model"].get("name") or "?"),
+            on_done=lambda res: self._wordings_compared(res, mode, run_ids, run_id),
+            key="results.wordings",
+            on_error=self.banner.error,
+        )
+
+    def _wordings_compared(
+        self, result: dict[str, Any], mode: str, run_ids: list[int], run_id: int
+    ) -> None:
+        if mode != self.mode() or run_ids != self.checked_runs():
+            return
+        self.wordings_view.show_family(run_id, result)
+        self._show_wordings_tab(self.wordings_view.has_family)
+
+    def _show_wordings_tab(self, shown: bool) -> None:
+        self.top_tabs.setTabVisible(self.top_tabs.indexOf(self.wordings_view), shown)
+
+    def wordings_tab_shown(self) -> bool:
+        """Whether the Wordings tab is offered (the run has two or more wordings)."""
+        return self.top_tabs.isTabVisible(self.top_tabs.indexOf(self.wordings_view))
 
     def _offer_modes(self, results: dict[int, dict[str, Any]]) -> None:
         """Offer each rater's and the consensus mode of the ticked runs, their counts as
@@ -449,6 +496,7 @@ class ResultsPane(QWidget):
             self.table.setRowCount(0)
             self.table.setColumnCount(0)
             self.caption.setText("<i>Tick a run on the left.</i>")
+            self._show_wordings_tab(False)
             self._show_findings([])
             self._show_study_reports([])
             return
