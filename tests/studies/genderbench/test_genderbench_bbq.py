@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import random
-import re
 
 import numpy as np
 import pytest
@@ -22,6 +21,7 @@ from gbdesk.studies.genderbench.probes.bbq import (
     bbq_rows,
     stereotypical_answer,
 )
+from tests.studies.genderbench.option_orders import assert_letters_keep_their_options
 
 NAN = math.nan
 
@@ -310,19 +310,5 @@ def test_bounds_and_reasons_for_missing_values(probe):
 
 
 def test_option_order_wordings_map_every_letter_to_the_same_option(probe):
-    """Issue 32: under a wording that reorders the options, the letter that names an
-    option's text gets the label that option's letter gets under wording 0."""
-    base = probe.items(probe.resolve_params(limit=60))
-    ordered = [w for w in probe.wordings() if w.option_order]
-    assert ordered
-    for wording in ordered:
-        moved = probe.items(probe.resolve_params(limit=60, wording=wording.id))
-        for old, new in zip(base, moved, strict=True):
-            old_options = dict(re.findall(r"^\(([abc])\) (.*)$", old.prompt, re.M))
-            new_letters = {t: x for x, t in re.findall(r"^\(([abc])\) (.*)$", new.prompt, re.M)}
-            assert sorted(new_letters) == sorted(old_options.values())
-            assert new.prompt != old.prompt
-            for letter, text in old_options.items():
-                before = probe.label(f"({letter})", old.metadata)["label"]
-                after = probe.label(f"({new_letters[text]})", new.metadata)["label"]
-                assert after == before, (new.key, wording.id, text)
+    """Issue 32: a wording that reorders the options keeps each letter's meaning."""
+    assert_letters_keep_their_options(probe, "abc", limit=60)
