@@ -21,6 +21,7 @@ from gbdesk.studies.genderbench.probes.bbq import (
     bbq_rows,
     stereotypical_answer,
 )
+from tests.studies.genderbench.option_orders import assert_letters_keep_their_options
 
 NAN = math.nan
 
@@ -306,3 +307,8 @@ def test_bounds_and_reasons_for_missing_values(probe):
     from gbdesk.studies.genderbench.probes.hiring_bloomberg import HiringBloombergProbe
 
     assert HiringBloombergProbe().capabilities.presentation.metric_bounds("disparity") == (0.0, 0.5)
+
+
+def test_option_order_wordings_map_every_letter_to_the_same_option(probe):
+    """Issue 32: a wording that reorders the options keeps each letter's meaning."""
+    assert_letters_keep_their_options(probe, "abc", limit=60)

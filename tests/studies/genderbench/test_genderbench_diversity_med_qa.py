@@ -10,6 +10,7 @@ import pytest
 
 from gbdesk import studies
 from gbdesk.studies.base import ItemResult, label_values
+from tests.studies.genderbench.option_orders import assert_letters_keep_their_options
 
 PROMPTS = [
     {"gender": g, "correct_option": 0, "order": k} for k in range(3) for g in ("male", "female")
@@ -157,3 +158,8 @@ def test_fixture_answers_give_1_1_0s_labels_metrics_intervals_and_marks(store, t
     check_case(
         store, tmp_path, "diversity_med_qa", "main", lambda e: "correct" if e else "incorrect"
     )
+
+
+def test_option_order_wordings_map_every_letter_to_the_same_option(probe):
+    """Issue 32: a wording that reorders the options keeps each letter's meaning."""
+    assert_letters_keep_their_options(probe, "a-e", limit=20)

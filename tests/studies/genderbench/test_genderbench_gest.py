@@ -18,6 +18,7 @@ from gbdesk.studies.genderbench.probes.gest import (
     OPTIONS,
     GestProbe,
 )
+from tests.studies.genderbench.option_orders import assert_letters_keep_their_options
 
 NAN = math.nan
 
@@ -260,3 +261,8 @@ def test_review_title_names_the_sentence_and_its_order(probe):
     )
     item.metadata["sentence"] = "x" * 80
     assert probe.capabilities.review.title(item).startswith("“" + "x" * 59 + "…”")
+
+
+def test_option_order_wordings_map_every_letter_to_the_same_option(probe):
+    """Issue 32: a wording that reorders the options keeps each letter's meaning."""
+    assert_letters_keep_their_options(probe, "abc", limit=30)

@@ -16,6 +16,7 @@ from gbdesk.studies.base import ItemResult
 from gbdesk.studies.genderbench.data import bloomberg_names
 from gbdesk.studies.genderbench.metric import report_metrics
 from gbdesk.studies.genderbench.probes.hiring_bloomberg import (
+    CV_SEPARATOR,
     ROLE_WORDS,
     HiringBloombergProbe,
     first_named,
@@ -229,3 +230,28 @@ def test_points_never_read_minus_zero():
 
     assert points(-0.002) == "0" and points(0.126) == "13" and points(-0.25) == "-25"
     assert percent(-0.004) == "0 %" and percent(float("nan")) == "—"
+
+
+def test_option_order_wordings_keep_each_cv_with_its_name(probe):
+    """Issue 32: a wording that reorders the CVs shows 1.1.0's eight named CVs in its
+    order; `male_positions` names where the men's CVs now are; names read the same."""
+    base = probe.items(probe.resolve_params(limit=12))
+    ordered = [w for w in probe.wordings() if w.option_order]
+    assert ordered
+    for wording in ordered:
+        moved = probe.items(probe.resolve_params(limit=12, wording=wording.id))
+        for old_item, new_item in zip(base, moved, strict=True):
+            men = new_item.metadata["male_names"]
+            for old, new in zip(old_item.prompts, new_item.prompts, strict=True):
+                # the CVs follow the template's first blank lines ("…only names.\n\n\n\n")
+                old_cvs = old.text.split("\n\n\n\n", 1)[1].split(CV_SEPARATOR)
+                new_cvs = new.text.split("\n\n\n\n", 1)[1].split(CV_SEPARATOR)
+                assert new_cvs == [old_cvs[i] for i in wording.option_order]
+                has_man = [j + 1 for j, cv in enumerate(new_cvs) if any(m in cv for m in men)]
+                assert new.metadata["male_positions"] == has_man
+                for name in men + new_item.metadata["female_names"]:
+                    meta_old = {**old_item.metadata, **old.metadata}
+                    meta_new = {**new_item.metadata, **new.metadata}
+                    assert (
+                        probe.label(name, meta_new)["label"] == probe.label(name, meta_old)["label"]
+                    )

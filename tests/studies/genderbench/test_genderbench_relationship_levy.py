@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 
 import pytest
 
@@ -176,3 +177,24 @@ def test_fixture_answers_give_1_1_0s_labels_metrics_intervals_and_marks(store, t
     from tests.genderbench_outcome_checks import check_case
 
     check_case(store, tmp_path, "relationship_levy", "main", lambda e: "man" if e else "woman")
+
+
+def test_option_order_wordings_map_every_letter_to_the_same_person(probe):
+    """Issue 32: under a wording that swaps the options, the scenario is 1.1.0's and the
+    letter of a name gets the label that name's letter gets under wording 0."""
+    base = probe.items(probe.resolve_params(limit=40))
+    ordered = [w for w in probe.wordings() if w.option_order]
+    assert ordered
+    options = r"\(a\) (\S+) or \(b\) (\S+)\?"
+    for wording in ordered:
+        moved = probe.items(probe.resolve_params(limit=40, wording=wording.id))
+        for old_item, new_item in zip(base, moved, strict=True):
+            for old, new in zip(old_item.prompts, new_item.prompts, strict=True):
+                assert new.text.rsplit("\n", 1)[0] == old.text.rsplit("\n", 1)[0]
+                old_names = re.search(options, old.text).groups()
+                new_names = re.search(options, new.text).groups()
+                assert new_names == old_names[::-1]
+                for letter, name in zip("ab", old_names, strict=True):
+                    before = probe.label(f"({letter})", old.metadata)["label"]
+                    after = probe.label(f"({'ab'[new_names.index(name)]})", new.metadata)["label"]
+                    assert after == before, (new_item.key, wording.id, name)

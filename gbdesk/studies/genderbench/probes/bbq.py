@@ -241,9 +241,11 @@ class BbqProbe(GroupedProbe):
     )
 
     # -- items -------------------------------------------------------------------------
-    def all_items(self, template: str) -> list[Item]:
+    def all_items(self, template: str, option_order: tuple[int, ...] | None = None) -> list[Item]:
         """1.1.0's `_create_probe_items`: the kept rows in file order, each drawing its
-        option order(s) from one `random.Random(123)`."""
+        option order(s) from one `random.Random(123)`; `option_order` (a wording's)
+        rearranges each drawn order — position j shows the option 1.1.0 shows at
+        position `option_order[j]` — and the prompt's metadata follows it."""
         rng = random.Random(RANDOM_SEED)
         permutations = list(itertools.permutations(range(3)))
         items = []
@@ -257,7 +259,8 @@ class BbqProbe(GroupedProbe):
             orders = rng.sample(permutations, k=self.num_reorderings)
             question = row["context"] + " " + row["question"]
             prompts = []
-            for order in orders:
+            for drawn in orders:
+                order = tuple(drawn[p] for p in option_order) if option_order else drawn
                 text = template.format(
                     question=question,
                     answer_0=row[f"ans{order[0]}"],

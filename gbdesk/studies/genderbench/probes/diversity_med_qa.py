@@ -219,14 +219,18 @@ class DiversityMedQaProbe(GenderBenchProbe):
     )
 
     # -- items -------------------------------------------------------------------------
-    def all_items(self, template: str) -> list[Item]:
+    def all_items(self, template: str, option_order: tuple[int, ...] | None = None) -> list[Item]:
+        """1.1.0's items; `option_order` (a wording's) rearranges each of the three drawn
+        orders — position j shows the option 1.1.0 shows at position `option_order[j]` —
+        and the prompt's `correct_option` follows it."""
         rows = medqa_rows()
         items = []
         for row, ((male, female, options, correct), orders) in enumerate(
             zip(rows, option_orders(len(rows)), strict=True)
         ):
             prompts = []
-            for order, permutation in enumerate(orders):
+            for order, drawn in enumerate(orders):
+                permutation = tuple(drawn[p] for p in option_order) if option_order else drawn
                 permuted = [options[i] for i in permutation]
                 right = permutation.index(correct)
                 for gender, question in (("male", male), ("female", female)):

@@ -234,15 +234,19 @@ class GestProbe(GroupedProbe):
     )
 
     # -- items -------------------------------------------------------------------------
-    def all_items(self, template: str) -> list[Item]:
+    def all_items(self, template: str, option_order: tuple[int, ...] | None = None) -> list[Item]:
         """1.1.0's `_create_probe_items`: GEST v1.0's rows in order, each drawing its
-        option orders from one `random.Random(123)`."""
+        option orders from one `random.Random(123)`; `option_order` (a wording's)
+        rearranges each drawn order — position j shows the option 1.1.0 shows at
+        position `option_order[j]` — and the prompt's metadata follows it."""
         words = OPTION_WORDS.get(template, OPTION_WORDS[TEMPLATE])
         rng = random.Random(RANDOM_SEED)
         permutations = list(itertools.permutations(OPTIONS))
         items = []
         for index, row in enumerate(gest_rows()):
             orders = rng.sample(permutations, k=self.num_reorderings)
+            if option_order:
+                orders = [tuple(drawn[p] for p in option_order) for drawn in orders]
             sentence = row["sentence"]
             prompts = [
                 Prompt(

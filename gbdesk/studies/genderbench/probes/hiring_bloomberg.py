@@ -258,9 +258,12 @@ class HiringBloombergProbe(GroupedProbe):
     def races() -> list[str]:
         return list(bloomberg_races())
 
-    def all_items(self, template: str) -> list[Item]:
+    def all_items(self, template: str, option_order: tuple[int, ...] | None = None) -> list[Item]:
         """1.1.0's `_create_probe_items`: job × race × 250, all drawn from one
-        `random.Random(123)` in 1.1.0's order of calls."""
+        `random.Random(123)` in 1.1.0's order of calls; `option_order` (a wording's)
+        rearranges the eight CVs of each prompt — place j shows the CV, with its name,
+        that 1.1.0 shows at place `option_order[j]` — and `male_positions` follows it."""
+        order = tuple(option_order or range(8))
         rng = random.Random(RANDOM_SEED)
         names = bloomberg_names()
         items = []
@@ -276,8 +279,8 @@ class HiringBloombergProbe(GroupedProbe):
                     resumes = rng.sample(data["resumes"], 8)
                     prompts = [
                         Prompt(
-                            self._text(template, role, data, female, male, mask, resumes),
-                            {"male_positions": sorted(i + 1 for i in mask)},
+                            self._text(template, role, data, female, male, mask, resumes, order),
+                            {"male_positions": [j + 1 for j, i in enumerate(order) if i in mask]},
                         )
                         for mask in masks
                     ]
@@ -304,14 +307,16 @@ class HiringBloombergProbe(GroupedProbe):
         male: list[str],
         male_mask: list[int],
         resumes: list[str],
+        order: tuple[int, ...] = tuple(range(8)),
     ) -> str:
         """1.1.0's `create_prompt`: the CVs in order, each with the next man's name where
-        the mask says so, else the next woman's."""
+        the mask says so, else the next woman's (then shown in `order`)."""
         next_female, next_male = iter(female), iter(male)
-        cvs = CV_SEPARATOR.join(
+        named = [
             resume.format(name=next(next_male) if i in male_mask else next(next_female))
             for i, resume in enumerate(resumes)
-        )
+        ]
+        cvs = CV_SEPARATOR.join(named[i] for i in order)
         return template.format(job=role, description=data["jd"], resumes=cvs)
 
     # -- evaluator ---------------------------------------------------------------------

@@ -238,15 +238,17 @@ class RelationshipLevyProbe(GenderBenchProbe):
     )
 
     # -- items -------------------------------------------------------------------------
-    def all_items(self, template: str) -> list[Item]:
-        """1.1.0's 3,000 items in creation order (the preset's sample reorders them)."""
+    def all_items(self, template: str, option_order: tuple[int, ...] | None = None) -> list[Item]:
+        """1.1.0's 3,000 items in creation order (the preset's sample reorders them);
+        `option_order` (a wording's) rearranges the options (a)/(b) of each prompt while
+        the scenario keeps 1.1.0's names in 1.1.0's places."""
         scenarios = demet_scenarios()
         items = []
         for i, (s, man, woman) in enumerate(harness_draws()):
             scenario, source, topic = scenarios[s]
             prompts = [
-                self._prompt(template, scenario, man, woman, male_first=True),
-                self._prompt(template, scenario, woman, man, male_first=False),
+                self._prompt(template, scenario, man, woman, True, option_order),
+                self._prompt(template, scenario, woman, man, False, option_order),
             ]
             metadata = {
                 "scenario": s,
@@ -260,12 +262,20 @@ class RelationshipLevyProbe(GenderBenchProbe):
         return items
 
     @staticmethod
-    def _prompt(template: str, scenario: str, name_1: str, name_2: str, male_first: bool):
-        text = template.format(
-            scenario=scenario.format(name_1=name_1, name_2=name_2),
-            name_1=name_1,
-            name_2=name_2,
-        )
+    def _prompt(
+        template: str,
+        scenario: str,
+        name_1: str,
+        name_2: str,
+        male_first: bool,
+        option_order: tuple[int, ...] | None = None,
+    ) -> Prompt:
+        """One prompt: the scenario with `name_1` first; the options (a) `name_1`, (b)
+        `name_2` — or in `option_order` (``male_first`` then says whether (a) is the man)."""
+        text_of_scenario = scenario.format(name_1=name_1, name_2=name_2)
+        if option_order and option_order[0] == 1:
+            name_1, name_2, male_first = name_2, name_1, not male_first
+        text = template.format(scenario=text_of_scenario, name_1=name_1, name_2=name_2)
         return Prompt(text, {"male_first": male_first})
 
     # -- evaluator ---------------------------------------------------------------------
