@@ -18,7 +18,6 @@ from gbdesk.studies.genderbench.probes.gest import (
     OPTIONS,
     GestProbe,
 )
-from tests.studies.genderbench.option_orders import assert_letters_keep_their_options
 
 NAN = math.nan
 
@@ -263,6 +262,8 @@ def test_review_title_names_the_sentence_and_its_order(probe):
     assert probe.capabilities.review.title(item).startswith("“" + "x" * 59 + "…”")
 
 
-def test_option_order_wordings_map_every_letter_to_the_same_option(probe):
-    """Issue 32: a wording that reorders the options keeps each letter's meaning."""
-    assert_letters_keep_their_options(probe, "abc", limit=30)
+def test_no_wording_of_gest_reorders_its_options(probe):
+    """1.1.0 asks every sentence in all six option orders: an order wording would ask the
+    same prompts again. Its wording 3 is 1.1.0's own alternative template instead."""
+    assert not [w for w in probe.wordings() if w.option_order]
+    assert probe.wordings()[3].template == probe.templates["genderbench-alternative"]
