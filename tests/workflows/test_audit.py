@@ -406,6 +406,9 @@ def test_an_audit_over_wordings_says_which_verdicts_depend_on_the_wording(store,
     assert worded["wording_stable"]["fail_rate"] is False
     assert worded["depends_on_wording"] == ["fail_rate"]
     assert "the verdict depends on the wording" in worded["sentences"]["fail_rate"]
+    # the report's first page names it; its section shows every wording
+    first = " ".join(pypdf.PdfReader(tmp_path / "w.pdf").pages[0].extract_text().split())
+    assert "Depends on the wording: Agrees with stereotypes" in first
     entry = get_audit(store, audit_id)["plan"][0]
     sizes = {len(store.run_items(r)) for r in entry["wording_runs"].values()}
     assert sizes == {entry["items"]}  # the same draw under every wording
