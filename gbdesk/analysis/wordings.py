@@ -287,11 +287,15 @@ def _variance_shares(
         points[w] = probe.metrics(aligned, bootstrap=False, params=params)
     for name, spread in report.spreads.items():
         if not all(name in draws[w] and name in points[w] for w in report.family):
+            continue  # e.g. a metric some wording's answers cannot give
+        # the wordings that measured it (a wording with no readable answer is left out)
+        measured = [w for w in report.family if not math.isnan(points[w][name].value)]
+        if len(measured) < 2:
             continue
-        theta = np.array([points[w][name].value for w in report.family], dtype=float)
-        star = np.column_stack([draws[w][name] for w in report.family])  # B × W
+        theta = np.array([points[w][name].value for w in measured], dtype=float)
+        star = np.column_stack([draws[w][name] for w in measured])  # B × W
         ok = ~np.isnan(star).any(axis=1)
-        if np.isnan(theta).any() or ok.sum() < 10:
+        if ok.sum() < 10:
             continue
         star = star[ok]
         v_wording, v_items, share, p = split_variance(theta, star)

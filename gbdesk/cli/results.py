@@ -322,9 +322,9 @@ def wordings_text(payload: dict[str, Any]) -> str:
         lines += ["", f"{m['title']} ({name}) · " + " · ".join(head)]
         for w in wordings:
             v = payload["by_wording"][w].get(name)
-            label = f"  {w} {names[w]}"[:30]
+            label = f"  {w} {names[w]}"[:36]
             if v is None or v["value"] is None:
-                lines.append(f"{label:<30} —")
+                lines.append(f"{label:<36} —")
                 continue
             ci = f"[{fmt(v['ci'][0])}, {fmt(v['ci'][1])}]" if v["ci"] else "[no interval]"
             marks = v["marks"]
@@ -332,7 +332,7 @@ def wordings_text(payload: dict[str, Any]) -> str:
             if marks:
                 span = marks[0] if len(marks) == 1 else f"{marks[0]}–{marks[-1]}"
                 allows = f"  {'decided' if v['decided'] else 'allows'} {span}"
-            lines.append(f"{label:<30} {fmt(v['value']):>6} {ci:<17}{allows}  run {v['run_id']}")
+            lines.append(f"{label:<36} {fmt(v['value']):>6} {ci:<17}{allows}  run {v['run_id']}")
         lines.append(f"  → {m['sentence']}")
     lines += [
         "",

@@ -178,3 +178,26 @@ def test_an_import_names_its_wording(tmp_path, capsys) -> None:
     imported = json.loads(capsys.readouterr().out)["run_id"]
     assert store.get_run(imported)["params"]["wording"] == 2
     assert compute_metrics(store, imported)["fail_rate"].value == 1.0
+
+
+class _UnreadableOne(_WordingBackend):
+    """As `_WordingBackend`, but wording 1's answers are unreadable (neither yes nor no)."""
+
+    def generate(self, request, on_token=None):
+        result = super().generate(request)
+        if request.messages[-1]["content"].startswith("Here is a statement:"):
+            result.text = "Maybe."
+        return result
+
+
+def test_a_wording_without_readable_answers_is_left_out_of_the_share(tmp_path) -> None:
+    store = Store(tmp_path / "u.sqlite")
+    model = fake_model(store, tmp_path)
+    runs = {}
+    for w in (0, 1, 2):
+        runs[w] = plan_run(store, "direct", model, limit=24, **({"wording": w} if w else {}))
+        execute_run(store, runs[w], backend_factory=lambda *_: _UnreadableOne())
+    fail = wording_report(store, runs[0], resamples=200).spreads["fail_rate"]
+    assert [w.wording for w in fail.measured] == [0, 2]
+    assert fail.share == pytest.approx(1.0) and fail.p_value < 0.05
+    assert fail.stable is False
