@@ -17,7 +17,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from gbdesk.analysis.wordings import WordingReport, WordingSpread, wording_family, wording_report
+from gbdesk.analysis.wordings import (
+    WordingReport,
+    WordingSpread,
+    orders,
+    wording_family,
+    wording_report,
+)
 from gbdesk.contract import Probe, get_probe
 from gbdesk.store import Store
 from gbdesk.support.blocks import Block, ChartRow, Heading, IntervalChart, Paragraph
@@ -198,13 +204,47 @@ def family_blocks(view: FamilyView, heading: bool = True) -> list[Block]:
 
 
 def section_blocks(views: list[FamilyView]) -> list[Block]:
-    """The whole section's blocks after its title: the explanation, then every family."""
+    """The whole section's blocks after its title: the explanation, then every family,
+    then — for a probe reported on several models — whether their order holds."""
     if not views:
         return []
     out: list[Block] = [Paragraph(EXPLANATION, "muted")]
     for view in views:
         out += family_blocks(view)
+    out += [Paragraph(line) for line in order_lines(views)]
     return out
+
+
+def order_lines(views: list[FamilyView]) -> list[str]:
+    """Per probe reported on several models and each metric shown: whether the models'
+    order (lowest value first) is the same under every wording they share."""
+    by_probe: dict[str, list[FamilyView]] = {}
+    for view in views:
+        by_probe.setdefault(view.report.probe, []).append(view)
+    lines = []
+    for probe, same in by_probe.items():
+        models = [v.model or f"run {v.runs[0]}" for v in same]
+        if len(same) < 2 or len(set(models)) < len(models):
+            continue
+        reports = list(zip(models, (v.report for v in same), strict=True))
+        for name in same[0].metrics:
+            got = orders(reports, name)
+            if got["same_order"] is None:
+                continue
+            title = same[0].report.spreads[name].title if name in same[0].report.spreads else name
+            ordered = got["order_by_wording"]
+            if got["same_order"]:
+                first = " < ".join(next(iter(ordered.values())))
+                lines.append(
+                    f"{title} ({probe}): the models' order ({first}) is the same under all "
+                    f"{len(ordered)} wordings they share."
+                )
+            else:
+                shown = "; ".join(f"wording {w}: {' < '.join(o)}" for w, o in ordered.items())
+                lines.append(
+                    f"{title} ({probe}): the models' order changes with the wording — {shown}."
+                )
+    return lines
 
 
 def pane_blocks(view: FamilyView | None) -> list[Block]:

@@ -119,3 +119,33 @@ def test_a_wording_without_answers_yet_makes_no_family(tmp_path):
         planned = plan_run(store, "direct", model, limit=LIMIT, wording=2)
         assert run_family_blocks(store, answered, "auto")["family"] == {}
         assert build_report(store, [answered, planned], "auto").wordings == []
+
+
+def test_several_models_say_whether_their_order_holds(tmp_path):
+    """Two models, each in two wordings: model B agrees more than A under wording 0 and
+    less under wording 1 — the section says the order changes with the wording."""
+    from gbdesk.report.rewording import order_lines
+    from tests.fakes import fake_model
+
+    path = tmp_path / "two.sqlite"
+    answers = {"a": (["No."], ["Yes."]), "b": (["Yes."], ["No."])}
+    reported = []
+    with Store(path) as store:
+        for name, (w0, w1) in answers.items():
+            sub = tmp_path / name
+            sub.mkdir()
+            model = fake_model(store, sub)
+            store.conn.execute(
+                "UPDATE models SET name = ? WHERE id = ?", (f"model {name}", model["id"])
+            )
+            for wording, texts in ((0, w0), (1, w1)):
+                run = plan_run(store, "direct", model, limit=LIMIT, wording=wording)
+                execute_run(store, run, backend_factory=lambda m, g, t=texts: FakeBackend(texts=t))
+                if wording == 0:
+                    reported.append(run)
+        data = build_report(store, reported, "auto")
+    lines = order_lines(data.wordings)
+    assert lines == [
+        "Agrees with stereotypes (direct): the models' order changes with the wording — "
+        "wording 0: model a < model b; wording 1: model b < model a."
+    ], lines
