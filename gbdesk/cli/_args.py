@@ -86,6 +86,14 @@ def _batch_size(text: str) -> int:
     return _positive_int(text, LIMITS["batch_size"])
 
 
+def _wording(text: str) -> int:
+    """`--wording`: a wording id, 0 (the study's own) to 999."""
+    value = _whole(text)
+    if not 0 <= value <= 999:
+        raise argparse.ArgumentTypeError(f"not a wording id (0, 1, 2, …): {_shown(text)}")
+    return value
+
+
 def _seed(text: str) -> int:
     value = _whole(text)
     if not SEED_RANGE[0] <= value <= SEED_RANGE[1]:

@@ -27,6 +27,7 @@ from gbdesk.cli._args import (
     _temperature,
     _text,
     _top_p,
+    _wording,
 )
 from gbdesk.cli._common import _emit, _open_store, _ProgressPrinter
 from gbdesk.cli.commands import COMMANDS
@@ -340,7 +341,7 @@ def _import_commands(sub: Any) -> None:
     )
     p.add_argument(
         "--wording",
-        type=int,
+        type=_wording,
         default=0,
         help="the wording the prompts were asked in (0 = the study's own; gbdesk items "
         "--wordings all lists them)",

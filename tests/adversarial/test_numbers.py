@@ -75,6 +75,8 @@ BASE: dict[tuple[str, ...], list[str]] = {
     ("run",): ["run", "--probe", "inventories", "--limit", "1", "--max-tokens", "8"],
     ("resume",): ["resume", "{run_id}"],
     ("metrics",): ["metrics", "{run_id}", "--json"],
+    ("wordings",): ["wordings", "{run_ids}", "--json"],
+    ("import",): ["import", "--probe", "inventories", "--file", "{labels}", "--json"],
     ("compare",): ["compare", "{run_a}", "{run_b}", "--resamples", "20"],
     ("audit",): ["audit", "--model", "/nonexistent/model.gguf", "--plan-only"],
     ("export",): ["export", "{run_ids}", "--csv", "{out}"],
