@@ -170,6 +170,7 @@ class RunsPane(QWidget):
         self.label_pass: str | None = None  # the selected run's probe's labelling pass
         self.option_widgets: dict[str, Any] = {}
         self.queued: list[int] = []  # runs of other wordings, started one after another
+        self._elsewhere_shown = False  # the bar shows another process's job
         self.banner = Banner()
         self._lay_out(self._build_catalogue(), self._build_middle(), self._build_history())
         self._connect_signals()
@@ -984,10 +985,14 @@ class RunsPane(QWidget):
         if self.ctx.running:
             return
         if not jobs:
-            self.progress_label.setText("No run in progress.")
-            self.progress.setRange(0, 1)
-            self.progress.setValue(0)
+            # the bar keeps this window's last run (its 100 %) until something else runs
+            if self._elsewhere_shown or self.current_run is None:
+                self.progress_label.setText("No run in progress.")
+                self.progress.setRange(0, 1)
+                self.progress.setValue(0)
+            self._elsewhere_shown = False
             return
+        self._elsewhere_shown = True
         self.progress_label.setText(
             "In progress in another process (from its heartbeat):\n"
             + "\n".join(j["text"] for j in jobs)
