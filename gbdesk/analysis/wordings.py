@@ -144,6 +144,17 @@ class WordingSpread:
             return None
         return max(ci[0] for ci in cis) <= min(ci[1] for ci in cis)  # type: ignore[index]
 
+    def marks_text(self) -> str:
+        """The decided marks by how many wordings decide them: "D under 1, undecided
+        under 4"."""
+        marks = self.decided_marks
+        counts = Counter(m for m in marks if m)
+        parts = [f"{m} under {k}" for m, k in sorted(counts.items())]
+        undecided = sum(1 for m in marks if not m)
+        if undecided:
+            parts.append(f"undecided under {undecided}")
+        return ", ".join(parts)
+
     def sentence(self) -> str:
         """ "decided D under 5 of 5 wordings: the verdict holds" / "A under 3, C under 2:
         the verdict depends on the wording" / "the intervals of all 5 wordings overlap: no
@@ -167,11 +178,7 @@ class WordingSpread:
         else:
             tail = f"the {what} depends on the wording"
         if self.marked and counts:
-            parts = [f"{m} under {k}" for m, k in sorted(counts.items())]
-            undecided = sum(1 for m in marks if not m)
-            if undecided:
-                parts.append(f"undecided under {undecided}")
-            return f"{', '.join(parts)}: {tail}"
+            return f"{self.marks_text()}: {tail}"
         if stable:
             return f"the intervals of all {len(got)} wordings overlap: no wording effect shown"
         return tail if stable is None else f"the wordings' intervals do not all overlap: {tail}"

@@ -288,7 +288,11 @@ def wordings_payload(store, run_id: int, labels: str = "auto") -> dict[str, Any]
     variance, its test and the stability sentence."""
     from gbdesk.analysis.wordings import wording_report
 
-    report = wording_report(store, run_id, labels)
+    return _wordings_json(wording_report(store, run_id, labels))
+
+
+def _wordings_json(report: Any) -> dict[str, Any]:
+    """`wordings_payload` of a `WordingReport` already computed."""
     return {
         **report.to_json(),
         "by_wording": report.by_wording(),
@@ -349,15 +353,14 @@ def cmd_wordings(args) -> int:
     from gbdesk.analysis.wordings import orders, wording_report
 
     with _open_store(args.db) as store:
-        payloads = [wordings_payload(store, r, args.labels) for r in args.run_ids]
-        compared = []
-        if len(args.run_ids) > 1:
-            reports = [
-                (f"run {r} ({_model_name(store, r)})", wording_report(store, r, args.labels))
-                for r in args.run_ids
-            ]
-            metrics = list(reports[0][1].spreads)
-            compared = [orders(reports, name) for name in metrics]
+        reports = [
+            (f"run {r} ({_model_name(store, r)})", wording_report(store, r, args.labels))
+            for r in args.run_ids
+        ]
+    payloads = [_wordings_json(report) for _, report in reports]
+    compared = []
+    if len(reports) > 1:
+        compared = [orders(reports, name) for name in reports[0][1].spreads]
     text = "\n\n".join(wordings_text(p) for p in payloads)
     for o in compared:
         if o["same_order"] is None:

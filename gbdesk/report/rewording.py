@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,17 +118,6 @@ def family_views(
     return views
 
 
-def marks_text(spread: WordingSpread) -> str:
-    """The decided marks by how many wordings decide them: "D under 1, undecided under 4"."""
-    marks = spread.decided_marks
-    counts = Counter(m for m in marks if m)
-    parts = [f"{m} under {k}" for m, k in sorted(counts.items())]
-    undecided = sum(1 for m in marks if not m)
-    if undecided:
-        parts.append(f"undecided under {undecided}")
-    return ", ".join(parts)
-
-
 def depends_lines(views: list[FamilyView]) -> list[str]:
     """For the first page: each verdict that depends on the wording, "Agrees with
     stereotypes (probe, 5 wordings): D under 1, undecided under 4" (the model too when
@@ -139,7 +127,7 @@ def depends_lines(views: list[FamilyView]) -> list[str]:
     for view in views:
         where = view.report.probe + (f", {view.model}" if several else "")
         where += f", {len(view.report.family)} wordings"
-        lines += [f"{s.title} ({where}): {marks_text(s)}" for s in view.depends()]
+        lines += [f"{s.title} ({where}): {s.marks_text()}" for s in view.depends()]
     return lines
 
 
@@ -282,7 +270,6 @@ __all__ = [
     "family_blocks",
     "family_view",
     "family_views",
-    "marks_text",
     "pane_blocks",
     "run_family_blocks",
     "section_blocks",
