@@ -66,7 +66,9 @@ class DecodeCosts:
         return "\n".join(rows)
 
 
-def _context(llm: Any, streams: int, n_ubatch: int, threads: int, n_ctx_seq: int) -> Any:
+def _context(
+    llm: Any, streams: int, n_ubatch: int, threads: int, n_ctx_seq: int, flash: bool = True
+) -> Any:
     import llama_cpp as lib
 
     p = lib.llama_context_default_params()
@@ -76,7 +78,9 @@ def _context(llm: Any, streams: int, n_ubatch: int, threads: int, n_ctx_seq: int
     p.n_seq_max = streams
     p.n_threads = p.n_threads_batch = threads
     p.kv_unified = streams == 1
-    p.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_ENABLED
+    p.flash_attn_type = (
+        lib.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash else lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    )
     p.no_perf = True
     ctx = lib.llama_init_from_model(llm._model.model, p)
     if not ctx:
@@ -127,13 +131,17 @@ def _timed(ctx: Any, batch: Any, rows: list[tuple[int, int]], cells: int, reps: 
     return statistics.median(times)
 
 
-def measure(llm: Any, threads: int, *, cells: int = 128, reps: int = 7) -> DecodeCosts:
-    """`DecodeCosts` of `llm` on this machine (about half a minute)."""
+def measure(
+    llm: Any, threads: int, *, cells: int = 128, reps: int = 7, flash: bool = True
+) -> DecodeCosts:
+    """`DecodeCosts` of `llm` on this machine (about ten seconds). ``flash=False``:
+    llama-cpp-python's default arithmetic (no flash attention), one sequence only (the
+    plain loop as shipped; no generation steps of several sequences)."""
     import llama_cpp as lib
 
     batch = lib.llama_batch_init(512, 0, 1)
     try:
-        ctx = _context(llm, 1, max(PROMPT_CHUNKS), threads, 1024)
+        ctx = _context(llm, 1, max(PROMPT_CHUNKS), threads, 1024, flash)
         try:
             _fill(ctx, batch, 1, cells)
             alone = _timed(ctx, batch, [(0, cells)], cells, reps) * 1000
@@ -143,6 +151,8 @@ def measure(llm: Any, threads: int, *, cells: int = 128, reps: int = 7) -> Decod
             }
         finally:
             lib.llama_free(ctx)
+        if not flash:
+            return DecodeCosts(alone, prompt)
         ctx = _context(llm, max(STEP_SIZES) + 1, 48, threads, 512)
         try:
             _fill(ctx, batch, max(STEP_SIZES), cells)
@@ -210,6 +220,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cells", type=int, default=128)
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument(
+        "--plain-default",
+        action="store_true",
+        help="also llama-cpp-python's default arithmetic (flash attention off): the plain "
+        "loop as shipped",
+    )
     args = parser.parse_args()
     threads = default_threads()
     llm = load_llama(default_model_path(), n_ctx=2048, n_threads=threads, verbose=False)
@@ -220,6 +236,10 @@ def main() -> int:
         f"a batch's best generation token costs {costs.best_step_ms / costs.alone_ms:.2f} of one "
         f"decoded alone; a prompt token {costs.best_prompt_ms:.2f} ms at best"
     )
+    if args.plain_default:
+        plain = measure(llm, threads, cells=args.cells, reps=args.reps, flash=False)
+        print("llama-cpp-python's default arithmetic (flash attention off), one sequence:")
+        print(plain.table())
     return 0
 
 
