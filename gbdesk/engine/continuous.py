@@ -43,10 +43,12 @@ and (b) the kernel is the one-chunk kernel. llama.cpp guarantees neither by itse
   stream's buffer cell for cell (llama.cpp only copies whole streams), keeping positions
   in their cells.
 * (b) ggml's CPU flash attention takes a split-KV path, which sums in another order, for
-  a micro-batch of exactly one query token once the KV view has 512 cells or more. Every
-  decode call here therefore has at least two tokens: a prompt is decoded in chunks of
-  2 to 48 tokens, a one-token remainder joins the generation step, and a generation step
-  with one live sequence gets a dummy token in a spare stream (freed at once).
+  a micro-batch of exactly one query token once the KV view has 512 cells or more (a
+  stream's view is its cells padded to a multiple of 256). So no decode call here has one
+  token over more than 256 cells: a prompt is decoded in chunks of 2 to 48 tokens, a
+  one-token remainder joins the generation step, and a generation step with one live
+  sequence of more than 256 cells (`SPLIT_KV_FROM`) gets a dummy token in a spare stream
+  (freed at once); a shorter one computes the same alone (tested) and costs half as much.
 
 With separate streams llama.cpp splits a batch into micro-batches of *consecutive*
 sequence ids ("equal split"), so the live sequences are kept in slots 0..n-1: when a
@@ -81,6 +83,11 @@ from gbdesk.engine.streaming import emit_delta
 GRAMMAR_PROBES = 32
 
 log = logging.getLogger(__name__)
+
+# ggml's CPU flash attention takes its split-KV kernel for one query token of one stream
+# once the KV view has 512 cells; llama.cpp pads a stream's view to a multiple of 256 cells,
+# so a sequence of at most 256 cells never reaches it and needs no dummy token.
+SPLIT_KV_FROM = 256
 
 # A copied prefix must save at least this many prompt tokens, and n_ctx_seq / 128: a
 # cross-stream copy moves the whole stream. Measured on SmolLM2-135M, 2 threads (shared
@@ -163,9 +170,10 @@ class ContinuousBatcher:
     Call `close()` before the model is freed.
     """
 
-    # pad one-sequence generation steps with a dummy token (tests switch it off to show
-    # that it matters)
-    pad_single_steps = True
+    # pad a one-sequence generation step with a dummy token once the sequence holds more
+    # than this many cells (`SPLIT_KV_FROM`); None: never (tests, to show that it matters),
+    # 0: always
+    pad_from: int | None = SPLIT_KV_FROM
 
     def __init__(
         self,
@@ -564,8 +572,8 @@ class ContinuousBatcher:
             self._b_seq[row][0] = row
             self._b_logits[row] = 1
         m = n
-        pad = n == 1 and self.pad_single_steps
-        if pad:  # never a one-token micro-batch (ggml's split-KV attention path)
+        pad = n == 1 and self.pad_from is not None and live[0].n_past + 1 > self.pad_from
+        if pad:  # no one-token micro-batch over 512 cells (ggml's split-KV attention path)
             # a dummy token in the next stream (llama.cpp batches consecutive sequence
             # ids only), after whatever cells that stream keeps, removed right after
             dummy = 1 if self.slots > 1 else self.slots

@@ -140,20 +140,24 @@ def test_grammar_constrained_requests_batch_and_mix(generator):
         assert together[i]["finish_reason"] == "stop"
 
 
-def _first_step_logits(generator, requests, slots, slot, pad=True):
-    """The logits row of `slot` in the first generation step (after the prompts)."""
+def _first_step_logits(generator, requests, slots, slot, pad=True, stats=None):
+    """The logits row of `slot` in the first generation step (after the prompts); `pad`:
+    True (the engine's rule), False (never a dummy token), "always"."""
     import llama_cpp
     import numpy as np
 
     from gbdesk.engine.continuous import ContinuousBatcher
 
     batcher = ContinuousBatcher(generator, slots=slots, n_threads=2)
-    batcher.pad_single_steps = pad
+    if pad is not True:
+        batcher.pad_from = 0 if pad == "always" else None
     try:
         for i, r in enumerate(requests):
             batcher.add(i, r.to_json())
         batcher.step()
         assert batcher.stats["steps"] == 1
+        if stats is not None:
+            stats.update(batcher.stats)
         n_vocab = llama_cpp.llama_vocab_n_tokens(batcher.vocab)
         row = llama_cpp.llama_get_logits_ith(batcher.ctx, slot)
         return np.ctypeslib.as_array(row, shape=(n_vocab,)).copy()
@@ -207,6 +211,34 @@ def test_sequence_alone_keeps_the_arithmetic_of_a_batch(generator):
     assert (alone == in_batch).all()  # bit for bit
     unpadded = _first_step_logits(generator, [long], 1, 0, pad=False)
     assert not (unpadded == alone).all()  # the dummy token is what makes them equal
+
+
+def test_a_short_sequence_alone_needs_no_dummy_token(generator):
+    """Up to 256 cells a one-token step stays below ggml's split-KV kernel (512 cells of
+    KV view), so a short sequence alone computes exactly as with the dummy token, without
+    paying for it; past `SPLIT_KV_FROM` cells the dummy comes back (the test above)."""
+    from gbdesk.engine.continuous import SPLIT_KV_FROM
+
+    short = request(13, "Name a fruit.", max_tokens=3, temperature=0.0)
+    stats = {}
+    plain = _first_step_logits(generator, [short], 1, 0, stats=stats)
+    assert stats.get("dummy_rows", 0) == 0
+    padded = _first_step_logits(generator, [short], 1, 0, pad="always", stats=stats)
+    assert stats["dummy_rows"] == 1
+    assert (plain == padded).all()  # bit for bit
+
+    # the longest that goes without: a 255-token prompt, whose first step holds 256 cells
+    def size(words: int) -> int:
+        text = " ".join(["storm"] * words)
+        return len(generator.prompt_tokens([{"role": "user", "content": text}])[0])
+
+    words = next(k for k in range(100, 400) if size(k) >= SPLIT_KV_FROM - 1)
+    assert size(words) == SPLIT_KV_FROM - 1
+    edge = request(14, " ".join(["storm"] * words), max_tokens=3, temperature=0.0)
+    stats = {}
+    plain = _first_step_logits(generator, [edge], 1, 0, stats=stats)
+    assert stats.get("dummy_rows", 0) == 0
+    assert (plain == _first_step_logits(generator, [edge], 1, 0, pad="always")).all()
 
 
 def test_texts_are_the_plain_llama_cpp_python_loops_with_the_same_arithmetic(generator):
