@@ -153,6 +153,25 @@ def _meta_columns(run_items: list[dict[str, Any]]) -> list[str]:
     return meta_cols
 
 
+def _wording_cells(store: Store, run: Run) -> dict[str, int]:
+    """``{"wording": 0}`` for the wording-0 run of a wording family: its items are the
+    probe's own, byte for byte, so they carry no wording; the family's other runs' items
+    do, and a table of the whole family then tells every row's wording."""
+    from gbdesk.analysis.wordings import wording_family
+
+    if "wording" in run.params or len(wording_family(store, run.id)) < 2:
+        return {}
+    return {"wording": 0}
+
+
+def _run_meta_columns(store: Store, run: Run) -> tuple[list[str], dict[str, int]]:
+    """A run's metadata columns (`_meta_columns`, a wording-0 run's ``wording`` too) and
+    the cells its rows add (`_wording_cells`)."""
+    extra = _wording_cells(store, run)
+    cols = _meta_columns(run.items.rows)
+    return cols + [k for k in extra if k not in cols], extra
+
+
 def _attempt_columns(meta_cols: list[str], data_cols: list[str]) -> list[str]:
     return [
         "run_id",
@@ -187,8 +206,9 @@ def _attempt_row_chunks(
     run_items = items.rows
     item_index = {row["item"]: row["idx"] for row in run_items}  # the run's item order
     known = set(data_cols)
+    meta_cols, extra = _run_meta_columns(store, run)
     # a label's data key that names another column goes in as label_<key>
-    taken = set(_attempt_columns(_meta_columns(run_items), []))
+    taken = set(_attempt_columns(meta_cols, []))
     for attempts in store.attempt_chunks(run_id, chunk or EXPORT_CHUNK):
         ids = [a["id"] for a in attempts]
         auto = store.labels(run_id, "auto", attempt_ids=ids)
@@ -203,6 +223,7 @@ def _attempt_row_chunks(
                 "attempt": attempt["attempt"],
                 "prompt": attempt["prompt"],
                 "response": attempt["response"],
+                **extra,
                 **items.metadata(attempt["item"], attempt["attempt"]),
                 "detected": label["label"] if label else "",
                 "detector": label["source"] if label else "",
@@ -236,7 +257,7 @@ def attempt_rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, A
     data_cols: list[str] = []
     run = open_run(store, run_id, labelled=True)
     rows = [r for part in _attempt_row_chunks(store, run, data_cols) for r in part]
-    return _attempt_columns(_meta_columns(run.items.rows), data_cols), rows
+    return _attempt_columns(_run_meta_columns(store, run)[0], data_cols), rows
 
 
 def _metric_modes(store: Store, run_id: int) -> list[str]:
@@ -420,7 +441,7 @@ def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) 
     try:
         for run_id in run_ids:
             run = open_run(store, run_id, labelled=True)  # the run opened once
-            meta_cols, data_cols = _meta_columns(run.items.rows), []
+            meta_cols, data_cols = _run_meta_columns(store, run)[0], []
             sheet = spool("attempts.csv")
             for rows in _attempt_row_chunks(store, run, data_cols):
                 sheet.add_columns(_attempt_columns(meta_cols, data_cols))

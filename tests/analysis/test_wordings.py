@@ -146,6 +146,24 @@ def test_the_commands_show_the_metrics_by_wording(tmp_path, capsys) -> None:
     assert "the verdict depends on the wording" in text
 
 
+def test_every_run_of_a_family_exports_its_wording(tmp_path) -> None:
+    """attempts.csv has a wording column for the whole family, wording 0's too (its items
+    are the probe's own and carry none); a run without a family has no such column."""
+    from gbdesk.report.csv_export import attempt_rows, export_run_csv
+
+    store, runs = _family(tmp_path, (0, 2))
+    cols, rows = attempt_rows(store, runs[0])
+    assert "wording" in cols and {r["wording"] for r in rows} == {0}
+    export_run_csv(store, [runs[0], runs[2]], tmp_path / "both")
+    with (tmp_path / "both" / "attempts.csv").open(encoding="utf-8") as fh:
+        table = list(csv.DictReader(fh))
+    pairs = {(r["run_id"], r["wording"]) for r in table}
+    assert pairs == {(str(runs[0]), "0"), (str(runs[2]), "2")}
+    alone = plan_run(store, "direct", fake_model(store, tmp_path), limit=24, seed=5)
+    execute_run(store, alone, backend_factory=lambda *_: _WordingBackend())
+    assert "wording" not in attempt_rows(store, alone)[0]
+
+
 def test_an_import_names_its_wording(tmp_path, capsys) -> None:
     store, runs = _family(tmp_path, (0, 2))
     db = str(tmp_path / "w.sqlite")
