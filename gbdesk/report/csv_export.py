@@ -197,7 +197,11 @@ def _attempt_columns(meta_cols: list[str], data_cols: list[str]) -> list[str]:
 
 
 def _attempt_row_chunks(
-    store: Store, run: Run, data_cols: list[str], chunk: int | None = None
+    store: Store,
+    run: Run,
+    data_cols: list[str],
+    meta: tuple[list[str], dict[str, int]],
+    chunk: int | None = None,
 ) -> Iterator[list[dict[str, Any]]]:
     """attempts.csv rows of a run opened with its automatic labels (`open_run(…,
     labelled=True)`), a chunk of attempts at a time; the label data's keys are added to
@@ -206,7 +210,7 @@ def _attempt_row_chunks(
     run_items = items.rows
     item_index = {row["item"]: row["idx"] for row in run_items}  # the run's item order
     known = set(data_cols)
-    meta_cols, extra = _run_meta_columns(store, run)
+    meta_cols, extra = meta  # `_run_meta_columns`, computed once by the caller
     # a label's data key that names another column goes in as label_<key>
     taken = set(_attempt_columns(meta_cols, []))
     for attempts in store.attempt_chunks(run_id, chunk or EXPORT_CHUNK):
@@ -256,8 +260,9 @@ def attempt_rows(store: Store, run_id: int) -> tuple[list[str], list[dict[str, A
     """One row per attempt: texts, item metadata, detection, review, generation stats."""
     data_cols: list[str] = []
     run = open_run(store, run_id, labelled=True)
-    rows = [r for part in _attempt_row_chunks(store, run, data_cols) for r in part]
-    return _attempt_columns(_run_meta_columns(store, run)[0], data_cols), rows
+    meta = _run_meta_columns(store, run)
+    rows = [r for part in _attempt_row_chunks(store, run, data_cols, meta) for r in part]
+    return _attempt_columns(meta[0], data_cols), rows
 
 
 def _metric_modes(store: Store, run_id: int) -> list[str]:
@@ -441,9 +446,10 @@ def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) 
     try:
         for run_id in run_ids:
             run = open_run(store, run_id, labelled=True)  # the run opened once
-            meta_cols, data_cols = _run_meta_columns(store, run)[0], []
+            meta, data_cols = _run_meta_columns(store, run), []
+            meta_cols = meta[0]
             sheet = spool("attempts.csv")
-            for rows in _attempt_row_chunks(store, run, data_cols):
+            for rows in _attempt_row_chunks(store, run, data_cols, meta):
                 sheet.add_columns(_attempt_columns(meta_cols, data_cols))
                 sheet.write(rows)
             attempt_order += [
