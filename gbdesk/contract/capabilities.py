@@ -265,6 +265,17 @@ class Resampling(_Capability):
 
 
 @dataclass(frozen=True)
+class Intervals(_Capability):
+    """Closed-form intervals that hold their level (`gbdesk.analysis.intervals`):
+    `estimators(results, pool)` → metric name → a `gbdesk.maths.intervals.Estimator` on the
+    items (`pool`: the number of items the run samples from, None: infinite);
+    `pool(params)` → that number for a run's parameters (None: unknown or infinite)."""
+
+    estimators: Callable[[list[Any], int | None], dict[str, Any]]
+    pool: Callable[[dict[str, Any] | None], int | None] = _none
+
+
+@dataclass(frozen=True)
 class Ppi(_Capability):
     """Prediction-powered estimates (`gbdesk.analysis.ppi_metrics`, `gbdesk compare`).
 
@@ -362,6 +373,7 @@ class Capabilities(_Capability):
     exporting: Exporting = field(default_factory=Exporting)
     coding: Coding = field(default_factory=Coding)
     resampling: Resampling | None = None
+    intervals: Intervals | None = None
     flat: FlatFacts | None = None
     scores: ScoreFrame | None = None
 

