@@ -55,10 +55,11 @@ class _Printer:
         if p.status == "running" and p.run is not None:
             self.run(p.run)
         elif p.status == "step" and p.step:
+            from gbdesk.workflows.audit import step_text
+
             s = p.step
-            grow = f"{s['from']:,} → {s['to']:,} items" if s["from"] else f"{s['to']:,} items"
             _say(
-                f"{head} {p.probe}: {grow}, about {duration(s['expected_s'])} "
+                f"{head} {p.probe}: {step_text(s)}, about {duration(s['expected_s'])} "
                 f"({duration(p.seconds_left)} of the budget left)"
             )
         elif p.status == "look":

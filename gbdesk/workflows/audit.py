@@ -879,6 +879,16 @@ class AuditProgress:
     items_total: int = 0
 
 
+def step_text(step: dict[str, Any]) -> str:
+    """A step's items in words, for the CLI and the app: "10 → 20 items", "10 items" (a
+    first look), "the 20 items of a step left unfinished" (`_finish_open_steps`)."""
+    if step.get("finishing"):
+        return f"the {step['to']:,} items of a step left unfinished"
+    if step["from"]:
+        return f"{step['from']:,} → {step['to']:,} items"
+    return f"{step['to']:,} items"
+
+
 class _StepControl(RunControl):
     """The audit's control for one step: cancelled when the user stops the audit or its
     time is up (the answers under way finish and are kept); paused with the audit."""
@@ -1107,7 +1117,7 @@ def _look(session: _Session, p: ProbePlan, probe: Probe, final: bool = False) ->
         items=p.items,
     )  # fmt: skip
     p.verdicts = [v.to_json() for v in verdicts]
-    if not final:
+    if not final and (not p.looks or p.looks[-1] != p.items):  # a step finished later
         p.looks.append(p.items)
     session.emit("look", probe=p.probe, run_id=p.run_id, verdicts=verdicts)
 
@@ -1116,8 +1126,63 @@ def _tracks(plan: list[ProbePlan]) -> dict[str, Track]:
     return {p.probe: p.track() for p in plan if p.marked}
 
 
+def run_ids(p: ProbePlan) -> list[int]:
+    """The runs the audit grew for a probe: its own and its other wordings'."""
+    return [] if p.run_id is None else [int(p.run_id), *map(int, p.wording_runs.values())]
+
+
+def _made(store: Store, p: ProbePlan) -> bool:
+    """Whether every answer the probe's runs plan is made."""
+    return all(
+        store.count_attempts(r) >= int(store.get_run(r)["attempts_total"]) for r in run_ids(p)
+    )
+
+
+def _finish_open_steps(session: _Session) -> bool:
+    """A step begun by an earlier session and not finished — killed, stopped, or failed
+    while it ran: the plan already holds its size (stored with the run's items, both or
+    neither), so the rounds would take it as done — makes its missing answers and looks
+    (a probe without marks: its one run is finished). False when the user stopped it."""
+    for p in session.plan:
+        if p.run_id is None or _made(session.store, p):
+            continue
+        if session.stop_now():
+            break
+        session.emit(
+            "step", probe=p.probe, run_id=p.run_id,
+            step={"from": p.items, "to": p.items, "expected_s": 0.0, "finishing": True},
+        )  # fmt: skip
+        _execute(session, p)
+        if p.marked:
+            _look(session, p, get_probe(p.probe))
+        session.save()
+        if session.control.cancelled:
+            return False
+    return True
+
+
+def unmade_runs(session: _Session) -> list[str]:
+    """THE RULE of an audit's end: it is done only when every run it grew is complete, or
+    was cut by the budget's end and looked at (the last look is at the run's size); the
+    runs that keep it from being done, in words (empty: it may be done)."""
+    spent = session.seconds_left() < MIN_STEP_S
+    out = []
+    for p in session.plan:
+        if p.run_id is None or _made(session.store, p):
+            continue
+        looked = not p.marked or (p.looks and p.looks[-1] == p.items)
+        if not (spent and looked):
+            done = sum(session.store.count_attempts(r) for r in run_ids(p))
+            total = sum(int(session.store.get_run(r)["attempts_total"]) for r in run_ids(p))
+            out.append(f"{p.probe}: {done:,} of {total:,} answers made")
+    return out
+
+
 def _rounds(session: _Session) -> bool:
-    """First looks, fixed-size probes, then steps; False when the user stopped it."""
+    """Steps begun earlier and not finished, first looks, fixed-size probes, then steps;
+    False when the user stopped it."""
+    if not _finish_open_steps(session):
+        return False
     by_name = {p.probe: p for p in session.plan}
     for track, size in first_round(list(_tracks(session.plan).values())):
         if session.stop_now():
@@ -1197,6 +1262,14 @@ def _run_audit(
         if backend is None:
             shared.close()
     if finished:
+        for p in plan:  # cut by the budget before its look (killed at the end): looked at
+            if p.marked and p.run_id is not None and (not p.looks or p.looks[-1] != p.items):
+                _look(session, p, get_probe(p.probe))
+        unmade = unmade_runs(session)
+        if unmade:  # never "done" with answers unmade (`unmade_runs`)
+            log.warning("audit %s is not done: %s", audit_id, "; ".join(unmade))
+            finished = False
+    if finished:
         for p in plan:  # the final verdicts carry the reference's own intervals and marks
             if p.marked and p.run_id is not None:
                 _look(session, p, get_probe(p.probe), final=True)
@@ -1242,7 +1315,7 @@ def _write_report(store: Store, audit_id: int, out: Path) -> None:
                 "title": p.title,
                 "items": p.items,
                 "attempts": p.attempts,
-                "generations": p.generations,
+                "generations": stored_answers(store, p),
                 "expected_s": round(p.spent_s, 1),
                 "run_id": p.run_id,
                 "runs": [p.run_id] if p.run_id is not None else [],
@@ -1267,6 +1340,7 @@ def audit_result(store: Store, audit_id: int, seconds: float | None = None) -> d
     audit = get_audit(store, audit_id)
     plan = [ProbePlan.from_json(p) for p in audit["plan"]]
     state = audit.get("state") or {}
+    made = {p.probe: stored_answers(store, p) for p in plan}
     verdicts = []
     for p in plan:
         if not p.marked:
@@ -1281,7 +1355,7 @@ def audit_result(store: Store, audit_id: int, seconds: float | None = None) -> d
                         "title": probe.capabilities.presentation.metric_title(name),
                         "value": None, "ci": [None, None], "marks": [], "decided": False,
                         "verdict": "not measured", "study_mark": None, "items": 0,
-                        "generations": p.generations, "ci_95": [None, None],
+                        "generations": made[p.probe], "ci_95": [None, None],
                     }
                 )  # fmt: skip
     return {
@@ -1289,12 +1363,18 @@ def audit_result(store: Store, audit_id: int, seconds: float | None = None) -> d
         "finished": audit["status"] == "done",
         "status": audit["status"],
         "seconds": round(float(seconds if seconds is not None else state.get("spent_s") or 0), 1),
-        "generations": sum(p.generations for p in plan),
+        "generations": sum(made.values()),
         "verdicts": verdicts,
         "runs": [p.run_id for p in plan if p.run_id is not None],
         "report": audit.get("report"),
         "wordings": _wording_results(store, plan),
     }
+
+
+def stored_answers(store: Store, p: ProbePlan) -> int:
+    """The answers stored in the probe's runs (what the audit reports: the runs' counts,
+    never the plan's)."""
+    return sum(store.count_attempts(r) for r in run_ids(p))
 
 
 def _wording_results(store: Store, plan: list[ProbePlan]) -> dict[str, Any]:
