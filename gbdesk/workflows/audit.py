@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 import threading
 import time
@@ -1279,8 +1280,18 @@ def _run_audit(
         session.emit("stopped")
         return audit_result(store, audit_id, clock() - now + spent)
     session.emit("report")
-    out = Path(report) if report else report_path(store, audit_id)
-    _write_report(store, audit_id, out)
+    # the path stored is absolute: the report is found from wherever the app or a later
+    # command runs (a relative one was relative to the folder the audit ran in)
+    out = Path(os.path.abspath(report if report else report_path(store, audit_id)))
+    try:
+        _write_report(store, audit_id, out)
+    except UserError as exc:  # a full disk, a link at the name: not done, resumable
+        audits.update_audit(store, audit_id, status="stopped")
+        session.emit("stopped")
+        raise UserError(
+            f"{exc}; audit {audit_id} is saved with every answer, not done — the same "
+            "command writes its report"
+        ) from exc
     audits.update_audit(
         store, audit_id, status="done", report=str(out),
         finished_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
