@@ -137,6 +137,7 @@ def cmd_audit(args) -> int:
         plan_audit,
         run_audit,
         save_audit,
+        speed_deadline_s,
         unfinished_audit,
     )
 
@@ -159,7 +160,10 @@ def cmd_audit(args) -> int:
             else:
                 _say(f"measuring the speed of {model['name']}…")
                 concurrency = args.concurrency or 1
-                speed = measure_speed(store, model, shared, concurrency=concurrency)
+                speed = measure_speed(
+                    store, model, shared, concurrency=concurrency,
+                    deadline_s=speed_deadline_s(budget_s),
+                )  # fmt: skip
                 plan = plan_audit(
                     store, model, budget_s, speed, budget_text=args.budget,
                     harness=args.harness, concurrency=concurrency, wordings=args.wordings,

@@ -61,7 +61,7 @@ from gbdesk.maths.sequential import Looks, look_sizes
 from gbdesk.maths.verdicts import MIN_ITEMS
 from gbdesk.store import Store, audits, jobs
 from gbdesk.store.speed import generation_totals
-from gbdesk.support.errors import UserError, short_repr
+from gbdesk.support.errors import EngineError, UserError, short_repr
 from gbdesk.support.format import duration
 from gbdesk.workflows import runs
 from gbdesk.workflows.runs import (
@@ -89,6 +89,9 @@ CHARS_PER_TOKEN = 4.0
 PROMPT_SAMPLE = 40
 #: sentences scored to measure a scoring probe's speed
 SPEED_SENTENCES = 8
+#: the speed test's deadline inside the budget (`speed_deadline_s`): this share of the
+#: budget, within these bounds (seconds)
+SPEED_SHARE, SPEED_MIN_S, SPEED_MAX_S = 0.1, 10.0, 120.0
 #: the longest budget an audit plans for: a year (a longer one is a typo)
 MAX_BUDGET_S = 366 * 24 * 3600
 #: seconds kept for the report at the end of the budget: this share of it, within bounds
@@ -222,6 +225,44 @@ def decoding_width(model: dict[str, Any], concurrency: int = 1) -> int:
     return max(1, choose_slots(path, n_ctx_seq=300 + 512)[0])
 
 
+def speed_deadline_s(budget_s: float) -> float:
+    """Seconds the speed test may take, inside the budget: `SPEED_SHARE` of it, at least
+    `SPEED_MIN_S`, at most `SPEED_MAX_S` and a quarter of the budget. A model (a server
+    that drips its replies, a stuck one) that gives no whole answer by then is stopped."""
+    return min(budget_s / 4, SPEED_MAX_S, max(SPEED_MIN_S, SPEED_SHARE * budget_s))
+
+
+class _BurstDeadline:
+    """The speed test's deadline (`speed_deadline_s`): the model is stopped (`abort`) when
+    it is reached, and the answers that came by then make the measurement."""
+
+    def __init__(self, backend: Any, seconds: float | None):
+        self.backend, self.seconds, self.expired = backend, seconds, False
+        self.timer: threading.Timer | None = None
+
+    def __enter__(self) -> _BurstDeadline:
+        if self.seconds is not None and hasattr(self.backend, "abort"):
+            self.timer = threading.Timer(self.seconds, self._expire)
+            self.timer.daemon = True
+            self.timer.start()
+        return self
+
+    def _expire(self) -> None:
+        self.expired = True
+        log.info("the speed test reached its deadline of %.0f s: the model is stopped",
+                 self.seconds)  # fmt: skip
+        self.backend.abort()
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        if self.timer is not None:
+            self.timer.cancel()
+        if isinstance(exc, KeyboardInterrupt) and hasattr(self.backend, "abort"):
+            self.backend.abort()  # Ctrl-C: stop the model now, wait for nothing
+            return False
+        # a model stopped at the deadline fails what was under way: what came is kept
+        return self.expired and isinstance(exc, EngineError)
+
+
 def measure_speed(
     store: Store,
     model: dict[str, Any],
@@ -229,10 +270,13 @@ def measure_speed(
     *,
     concurrency: int = 1,
     scoring: bool = False,
+    deadline_s: float | None = None,
 ) -> Speed:
     """The model's speed at the width the audit decodes: its stored answers at that
     width, or a burst of `width` answers of `SPEED_TOKENS` tokens now (seconds); the
-    scoring speed too when `scoring` (stored, or `SPEED_SENTENCES` scored now)."""
+    scoring speed too when `scoring` (stored, or `SPEED_SENTENCES` scored now).
+    `deadline_s` (`speed_deadline_s`): the whole measurement's limit; the model is stopped
+    then, and a model that gave no whole answer by then is refused in one line."""
     width = decoding_width(model, concurrency)
     endpoint = model.get("kind") == "endpoint"
     stored = measured_speed(
@@ -254,17 +298,23 @@ def measure_speed(
         shared = backend or SharedBackend(runs.llama_backend_factory, model)
         try:
             loaded = shared.get()
-            if tps is None:
-                tps = _burst(loaded, width)
-                what = "requests in flight" if endpoint else "answers at once"
-                basis.append(f"{tps:,.0f} tokens/s measured now with {width} {what}")
-                reading = _reading_burst(loaded, width, endpoint)
-                if reading is not None:
-                    basis.append(f"prompts read at {reading[0]:,.0f} tokens/s")
-            if need_scoring:
-                scored = _scoring_burst(loaded)
-                if scored is not None:
-                    basis.append(f"{scored[0]:,.0f} sentences/s scored now")
+            with _BurstDeadline(loaded, deadline_s) as limit:
+                if tps is None:
+                    tps = _burst(loaded, width)
+                    what = "requests in flight" if endpoint else "answers at once"
+                    basis.append(f"{tps:,.0f} tokens/s measured now with {width} {what}")
+                    reading = _reading_burst(loaded, width, endpoint)
+                    if reading is not None:
+                        basis.append(f"prompts read at {reading[0]:,.0f} tokens/s")
+                if need_scoring:
+                    scored = _scoring_burst(loaded)
+                    if scored is not None:
+                        basis.append(f"{scored[0]:,.0f} sentences/s scored now")
+            if limit.expired and not tps:
+                raise UserError(
+                    f"the model gave no whole answer within the speed test's {deadline_s:.0f} s "
+                    f"(of the budget); is it stuck or overloaded? Nothing was planned"
+                )
         finally:
             if backend is None:
                 shared.close()
@@ -306,24 +356,36 @@ def _speed_requests(n: int) -> list[Any]:
 
 def _burst(backend: Any, width: int) -> float:
     """Generated tokens per second of `width` short answers at once (continuous batching
-    for a local model, concurrent requests for an endpoint)."""
+    for a local model, concurrent requests for an endpoint); the answers that came before
+    the model was stopped (`_BurstDeadline`) count, over the time until then."""
+    from concurrent.futures import as_completed
+
     requests = _speed_requests(width)
     tokens = 0
     started = time.perf_counter()
-    if hasattr(backend, "generate_stream") and width > 1:
+    wall = [0.0]
 
-        def done(_index: int, result: Any) -> None:
-            nonlocal tokens
-            tokens += int(result.tokens_out)
+    def counted(result: Any) -> None:
+        nonlocal tokens
+        tokens += int(result.tokens_out)
+        wall[0] = time.perf_counter() - started
 
-        backend.generate_stream(requests, done, slots=width)
-    elif width > 1:
-        with ThreadPoolExecutor(width, thread_name_prefix="gbdesk-speed") as pool:
-            tokens = sum(int(r.tokens_out) for r in pool.map(backend.generate, requests))
-    else:
-        tokens = int(backend.generate(requests[0]).tokens_out)
-    wall = time.perf_counter() - started
-    return tokens / wall if wall > 0 else 0.0
+    try:
+        if hasattr(backend, "generate_stream") and width > 1:
+            backend.generate_stream(requests, lambda _i, r: counted(r), slots=width)
+        elif width > 1:
+            pool = ThreadPoolExecutor(width, thread_name_prefix="gbdesk-speed")
+            try:  # not `with`: its exit would wait for answers a Ctrl-C gave up on
+                for future in as_completed([pool.submit(backend.generate, r) for r in requests]):
+                    counted(future.result())
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
+        else:
+            counted(backend.generate(requests[0]))
+    except EngineError:
+        if not tokens or not getattr(backend, "aborted", False):
+            raise
+    return tokens / wall[0] if wall[0] > 0 else 0.0
 
 
 #: sentences of the reading burst's prompts (plain English, of an everyday length)
