@@ -111,7 +111,7 @@ class Reply:
     status and content type, after `delay_s` seconds (a server that never answers: long);
     `declared_length` larger than the body sends a Content-Length the body does not reach
     and closes the connection (closing midway); `close` drops the connection without an
-    answer."""
+    answer; `drip_s` sends the body one byte every so many seconds."""
 
     body: bytes = b""
     status: int = 200
@@ -120,6 +120,8 @@ class Reply:
     delay_s: float = 0.0
     close: bool = False
     headers: dict[str, str] = field(default_factory=dict)
+    #: seconds between two bytes of the body (a server that drips its reply)
+    drip_s: float = 0.0
 
 
 #: a stand-in's misbehaviour: (request path, request body, the answer it would give) →
@@ -177,7 +179,18 @@ class FakeOpenAIServer:
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(reply.body)
+                if reply.drip_s:
+                    for i in range(len(reply.body)):
+                        if owner.closing.wait(reply.drip_s):
+                            return
+                        try:
+                            self.wfile.write(reply.body[i : i + 1])
+                            self.wfile.flush()
+                        except OSError:  # the client gave up
+                            self.close_connection = True
+                            return
+                else:
+                    self.wfile.write(reply.body)
                 if length != len(reply.body):
                     self.close_connection = True
 

@@ -55,10 +55,11 @@ class _Printer:
         if p.status == "running" and p.run is not None:
             self.run(p.run)
         elif p.status == "step" and p.step:
+            from gbdesk.workflows.audit import step_text
+
             s = p.step
-            grow = f"{s['from']:,} → {s['to']:,} items" if s["from"] else f"{s['to']:,} items"
             _say(
-                f"{head} {p.probe}: {grow}, about {duration(s['expected_s'])} "
+                f"{head} {p.probe}: {step_text(s)}, about {duration(s['expected_s'])} "
                 f"({duration(p.seconds_left)} of the budget left)"
             )
         elif p.status == "look":
@@ -136,6 +137,7 @@ def cmd_audit(args) -> int:
         plan_audit,
         run_audit,
         save_audit,
+        speed_deadline_s,
         unfinished_audit,
     )
 
@@ -158,7 +160,10 @@ def cmd_audit(args) -> int:
             else:
                 _say(f"measuring the speed of {model['name']}…")
                 concurrency = args.concurrency or 1
-                speed = measure_speed(store, model, shared, concurrency=concurrency)
+                speed = measure_speed(
+                    store, model, shared, concurrency=concurrency,
+                    deadline_s=speed_deadline_s(budget_s),
+                )  # fmt: skip
                 plan = plan_audit(
                     store, model, budget_s, speed, budget_text=args.budget,
                     harness=args.harness, concurrency=concurrency, wordings=args.wordings,

@@ -424,9 +424,11 @@ def cmd_export(args) -> int:
                     "rows are empty (the CSV files have their headers only) and the PDF says so"
                 )
         if args.csv:
-            from gbdesk.report.csv_export import export_run_csv
+            from gbdesk.report.csv_export import export_leftovers, export_run_csv
 
-            written += [str(p) for p in export_run_csv(store, args.run_ids, args.csv)]
+            tables = export_run_csv(store, args.run_ids, args.csv)
+            written += [str(p) for p in tables]
+            notes += export_leftovers(Path(args.csv), tables)
         if args.pdf:
             from gbdesk.report.pdf import export_pdf
 

@@ -18,7 +18,8 @@ not JSON) are retried with exponential backoff (bounded); when the retries are u
 
 Time-outs: connecting may take `DEFAULT_CONNECT_TIMEOUT_S`; an answer may take
 `read_timeout(max_tokens)` — `READ_TIMEOUT_BASE_S` for the prompt plus the answer's tokens at
-`SLOWEST_TOKENS_PER_S`; a request that timed out is tried once more (`READ_TIMEOUT_RETRIES`).
+`SLOWEST_TOKENS_PER_S` —, a deadline on the whole reply (`Transport.deadline`), not on each
+socket read; a request that timed out is tried once more (`READ_TIMEOUT_RETRIES`).
 While the server is silent a line is given every so often (`on_wait`: "waiting 45 s for
 the server at … — it has answered 0 of the last 16 requests"), so a server that never
 answers is never a silent hour.
@@ -525,16 +526,16 @@ class HttpBackend:
             retry_after = 0.0
             started = time.perf_counter()
             sent = self._waits.begin()
+            whole = False  # the whole reply came: the server answered (the waiting line)
             try:
                 try:
-                    response = self._transport.send(method, url, body, read_s)
-                except BaseException:
-                    self._waits.end(sent, answered=False)
-                    raise
-                self._waits.end(sent, answered=True)
-                answered = self._transport.read(response, read_s)
+                    with self._transport.deadline(read_s):  # the whole reply, not a read
+                        response = self._transport.send(method, url, body, read_s)
+                        answered = self._transport.read(response, read_s)
+                    whole = True
+                finally:
+                    self._waits.end(sent, answered=whole)
             except Unanswered as exc:
-                self._waits.end(sent, answered=False)
                 if self._stop.is_set():
                     raise EngineCrashed("the request to the endpoint was stopped") from None
                 if not retry_transport:

@@ -11,6 +11,12 @@ many answers a second gbdesk can take from a fast server.
 Redirects are not followed: an API whose address redirects is named with its real
 address (`Redirected`), which is what gets recorded. `abort` shuts the sockets of the
 requests under way, so a stopped run does not wait for a silent server.
+
+**The time-out of an answer is a deadline on the whole reply** (`deadline`), not on each
+socket read: a server that drips its reply a byte a second never lets a per-read time-out
+expire, so each request runs under a timer that shuts its connection when the reply is not
+complete in time (headers and body, however they trickle in) — `Unanswered`
+("read-timeout", "no whole answer within N s").
 """
 
 from __future__ import annotations
@@ -82,13 +88,21 @@ class Transport:
         self._json_headers = {**headers, "Content-Type": "application/json"}
         self._open: weakref.WeakSet[HTTPConnection] = weakref.WeakSet()
         self._lock = threading.Lock()
-        opened, lock = self._open, self._lock
+        #: the connection each thread's request is on, and each thread's deadline
+        self._users: dict[int, HTTPConnection] = {}
+        self._deadlines: dict[int, _Deadline] = {}
+        opened, lock, users = self._open, self._lock, self._users
 
         class Tracked:  # the connections under way, so that `abort` can shut them
             def connect(self) -> None:
                 super().connect()  # type: ignore[misc]
                 with lock:
                     opened.add(self)  # type: ignore[arg-type]
+
+            def request(self, *args: Any, **kwargs: Any) -> Any:
+                with lock:  # this thread's request is on this connection
+                    users[threading.get_ident()] = self  # type: ignore[assignment]
+                return super().request(*args, **kwargs)  # type: ignore[misc]
 
         secure = urlsplit(base_url).scheme == "https"
         base = HTTPSConnection if secure else HTTPConnection
@@ -99,6 +113,24 @@ class Transport:
             base_url, maxsize=size, block=True, retries=False, **tls
         )
         self._pool.ConnectionCls = type("TrackedConnection", (Tracked, base), {})
+
+    def deadline(self, seconds: float) -> _Deadline:
+        """``with transport.deadline(s): send … read``: the whole reply within `seconds`
+        (see the module), else `Unanswered` ("read-timeout")."""
+        return _Deadline(self, seconds)
+
+    def _expired(self) -> _Deadline | None:
+        with self._lock:
+            found = self._deadlines.get(threading.get_ident())
+        return found if found is not None and found.expired else None
+
+    def _failed(self, exc: BaseException, read_s: float) -> Unanswered:
+        """The `Unanswered` of a failed send or read: the deadline's, when it shut it."""
+        late = self._expired()
+        if late is not None:
+            return Unanswered("read-timeout", f"no whole answer within {late.seconds:.0f} s",
+                              late.seconds)  # fmt: skip
+        return unanswered(exc, read_s)
 
     def send(self, method: str, url: str, body: dict[str, Any] | None, read_s: float) -> Any:
         """Send a request; the urllib3 response once its headers are in (`read` its body).
@@ -113,15 +145,14 @@ class Transport:
                 pool_timeout=read_s, timeout=urllib3.Timeout(connect=self.connect_s, read=read_s),
             )  # fmt: skip
         except (HTTPError, OSError) as exc:
-            raise unanswered(exc, read_s) from None
+            raise self._failed(exc, read_s) from None
         if 300 <= response.status < 400:
             location = response.headers.get("location") or ""
             _discard(response)
             raise Redirected(response.status, location)
         return response
 
-    @staticmethod
-    def read(response: Any, read_s: float) -> Answered:
+    def read(self, response: Any, read_s: float) -> Answered:
         """The whole answer; `ReplyMismatch` beyond `MAX_REPLY_BYTES`, `Unanswered` when
         the connection breaks first."""
         too_big = f"the reply is larger than {MAX_REPLY_BYTES // 2**20} MiB"
@@ -142,7 +173,9 @@ class Transport:
                 parts.append(chunk)
         except (HTTPError, OSError) as exc:
             _discard(response)
-            raise unanswered(exc, read_s) from None
+            raise self._failed(exc, read_s) from None
+        with self._lock:  # complete: its deadline no longer shuts this connection
+            self._users.pop(threading.get_ident(), None)
         response.release_conn()
         return Answered(response.status, response.headers, response.reason or "", b"".join(parts))
 
@@ -159,6 +192,44 @@ class Transport:
 
     def close(self) -> None:
         self._pool.close()
+
+
+class _Deadline:
+    """A whole reply within `seconds` for the calling thread's request: a timer shuts the
+    request's connection when it is not complete by then (`Transport.deadline`)."""
+
+    def __init__(self, transport: Transport, seconds: float):
+        self.transport, self.seconds = transport, seconds
+        self.expired = False
+        self.ident = threading.get_ident()
+        self.timer = threading.Timer(seconds, self._expire)
+        self.timer.daemon = True
+        self.timer.name = "gbdesk-http-deadline"
+
+    def __enter__(self) -> _Deadline:
+        with self.transport._lock:
+            self.transport._deadlines[self.ident] = self
+            self.transport._users.pop(self.ident, None)
+        self.timer.start()
+        return self
+
+    def _expire(self) -> None:
+        with self.transport._lock:
+            if self.transport._deadlines.get(self.ident) is not self:
+                return  # over already
+            self.expired = True
+            connection = self.transport._users.pop(self.ident, None)
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):  # closed meanwhile
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def __exit__(self, *exc: object) -> None:
+        self.timer.cancel()
+        with self.transport._lock:
+            if self.transport._deadlines.get(self.ident) is self:
+                del self.transport._deadlines[self.ident]
+            self.transport._users.pop(self.ident, None)
 
 
 def _discard(response: Any) -> None:
@@ -183,7 +254,7 @@ def unanswered(exc: BaseException, read_s: float | None = None) -> Unanswered:
     if isinstance(exc, ConnectTimeoutError):
         return Unanswered("connect-timeout", "connecting timed out")
     if isinstance(exc, (ReadTimeoutError, TimeoutError, socket.timeout)):
-        words = f"no answer within {read_s:.0f} s" if read_s else "no answer in time"
+        words = f"no whole answer within {read_s:.0f} s" if read_s else "no whole answer in time"
         return Unanswered("read-timeout", words, read_s)
     if isinstance(exc, SSLError):
         return Unanswered("other", f"TLS failed ({_short(text, 120)})")

@@ -28,6 +28,7 @@ module's imports).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import itertools
 import logging
@@ -44,7 +45,8 @@ from gbdesk.analysis.shown import (
 )
 from gbdesk.maths.stats import MetricValue
 from gbdesk.store import Store
-from gbdesk.support.csvfile import write_table
+from gbdesk.support.atomic import Batch, Pending, WriteFailed
+from gbdesk.support.csvfile import write_rows, write_table
 from gbdesk.support.errors import UserError
 from gbdesk.support.guards import (  # noqa: F401 (escape_text, unescape_cell: this module's API)
     ESCAPED_COLUMN,
@@ -71,21 +73,23 @@ EXPORT_CHUNK = 5_000
 class _Spool:
     """A CSV table written as its rows come, whose columns are learnt on the way.
 
-    Rows go to a spool file at once, as the cells `safe_cell` makes, under the columns
+    Rows go at once to the table's temporary file (`gbdesk.support.atomic.Pending`: in
+    the folder, created exclusively), as the cells `safe_cell` makes, under the columns
     known when they came, after a header of the columns known at the first row (a later
-    column is appended, so an earlier row is a prefix of the full list). `finish` moves
-    the spool into place when that header is the final one, in the order asked for (the
-    usual case); otherwise it writes the final file with the columns reordered and the
-    earlier rows padded."""
+    column is appended, so an earlier row is a prefix of the full list). `finish` gives
+    the file to rename into place: the spool itself when that header is the final one, in
+    the order asked for (the usual case); otherwise a second temporary file with the
+    columns reordered and the earlier rows padded."""
 
     def __init__(self, folder: Path, name: str) -> None:
         self.name = name
         self.columns: list[str] = []
         self._known: set[str] = set()
         self._header: list[str] | None = None
-        self._path = folder / f"{name}.spool"
-        self._fh = open(self._path, "w", encoding="utf-8", newline="")  # noqa: SIM115
+        self._pending = Pending(folder / name)
+        self._fh = self._pending.open("w")
         self._writer = csv.writer(self._fh)
+        self._extra: Pending | None = None
 
     def add_columns(self, columns: Iterable[str]) -> None:
         for c in columns:
@@ -95,49 +99,57 @@ class _Spool:
 
     def write(self, rows: Iterable[dict[str, Any]]) -> None:
         columns = self.columns
-        for row in rows:
-            if self._header is None:
-                self._header = list(columns)
-                self._writer.writerow([*(safe_cell(c) for c in columns), ESCAPED_COLUMN])
-            self._writer.writerow(escaped_cells(columns, row))
+        try:
+            for row in rows:
+                if self._header is None:
+                    self._header = list(columns)
+                    self._writer.writerow([*(safe_cell(c) for c in columns), ESCAPED_COLUMN])
+                self._writer.writerow(escaped_cells(columns, row))
+        except OSError as exc:  # a full disk: the table it could not write is named
+            raise WriteFailed(self._pending.final, exc.strerror or str(exc)) from exc
 
-    def finish(self, path: Path, order: list[str] | None = None) -> None:
-        """Write `path` with the columns in `order` (default: as first seen)."""
-        self._fh.close()
+    def finish(self, order: list[str] | None = None) -> tuple[Pending, Any]:
+        """The table with the columns in `order` (default: as first seen), as (the
+        temporary file, its open file object) for `atomic.Batch.adopt`."""
         order = self.columns if order is None else order
         self.add_columns(order)  # a table without rows still gets its header
         if self._header is None:  # no row came (a run without answers): headers only
-            with open(path, "w", encoding="utf-8", newline="") as fh:
-                csv.writer(fh).writerow([*(safe_cell(c) for c in order), ESCAPED_COLUMN])
-            self._path.unlink(missing_ok=True)
-            return
+            self._writer.writerow([*(safe_cell(c) for c in order), ESCAPED_COLUMN])
+            return self._pending, self._fh
         if self._header == order:
-            self._path.replace(path)
-            return
+            return self._pending, self._fh
+        try:
+            return self._reordered(order)
+        except OSError as exc:
+            raise WriteFailed(self._pending.final, exc.strerror or str(exc)) from exc
+
+    def _reordered(self, order: list[str]) -> tuple[Pending, Any]:
+        self._fh.flush()
         where = {c: i for i, c in enumerate(self.columns)}
         picks = [where[c] for c in order]
-        partial = path.with_name(path.name + ".partial")
-        with (
-            open(self._path, encoding="utf-8", newline="") as src,
-            open(partial, "w", encoding="utf-8", newline="") as dst,
-        ):
+        self._extra = Pending(self._pending.final)
+        dst = self._extra.open("w")
+        with open(self._pending.temp, encoding="utf-8", newline="") as src:
             writer = csv.writer(dst)
             writer.writerow([*(safe_cell(c) for c in order), ESCAPED_COLUMN])
             csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))  # a 10 MB answer
             reader = csv.reader(src)
-            if self._header is not None:
-                next(reader)  # the spool's own header
+            next(reader)  # the spool's own header
             for cells in reader:
                 # a row's cells are its columns when it was written, then its mark
                 values, mark = cells[:-1], cells[-1]
                 n = len(values)
                 writer.writerow([*(values[i] if i < n else "" for i in picks), mark])
-        self._path.unlink()
-        partial.replace(path)
+        self._fh.close()
+        self._pending.discard()
+        return self._extra, dst
 
     def discard(self) -> None:
-        self._fh.close()
-        self._path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError, ValueError):
+            self._fh.close()
+        self._pending.discard()
+        if self._extra is not None:
+            self._extra.discard()
 
 
 def _meta_columns(run_items: list[dict[str, Any]]) -> list[str]:
@@ -425,8 +437,10 @@ def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) 
     with codebook.csv for runs whose texts were coded.
 
     Rows are written as they are made, a chunk of attempts at a time (`EXPORT_CHUNK`), to
-    spool files in the folder; each file is moved into place when it is complete, so an
-    export that fails leaves no half-written file under a final name."""
+    temporary files in the folder; the files are renamed into place together once every
+    one is written and checked (`gbdesk.support.atomic`: created exclusively, flushed,
+    synced; a final name that is a link refused), so an export that fails leaves the
+    folder as it was and names the file it could not write."""
     from gbdesk.people.coding import csv_tables
 
     out = Path(out_dir)
@@ -443,6 +457,7 @@ def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) 
     attempt_order: list[str] = []
     metrics: list[dict[str, Any]] = []
     reviewed: list[tuple[Run, dict[str, MetricValue]]] = []
+    batch = Batch()
     try:
         for run_id in run_ids:
             run = open_run(store, run_id, labelled=True)  # the run opened once
@@ -466,19 +481,39 @@ def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) 
                     table = spool(name)
                     table.add_columns(cols)
                     table.write(table_rows)
-        attempts_path, metrics_path = out / "attempts.csv", out / "metrics.csv"
-        spool("attempts.csv").finish(attempts_path, attempt_order)
-        write_csv(metrics_path, METRIC_COLUMNS, metrics)
-        written = [attempts_path, metrics_path]
-        for name, (cols, table_rows) in _study_tables(store, reviewed).items():
-            write_csv(out / name, cols, table_rows)
-            written.append(out / name)
-        for name, table in spools.items():
-            if name != "attempts.csv":
-                table.finish(out / name)
-                written.append(out / name)
-        return written
+        spool("attempts.csv")
+        with batch:
+            batch.adopt(*spools["attempts.csv"].finish(attempt_order))
+            write_rows(batch.open(out / "metrics.csv"), METRIC_COLUMNS, metrics)
+            for name, (cols, table_rows) in _study_tables(store, reviewed).items():
+                write_rows(batch.open(out / name), cols, table_rows)
+            for name, table in spools.items():
+                if name != "attempts.csv":
+                    batch.adopt(*table.finish())
+        return batch.paths
     except BaseException:
         for table in spools.values():
             table.discard()
         raise
+
+
+def export_leftovers(folder: Path, written: list[Path]) -> list[str]:
+    """Notes naming what an export leaves beside its own tables in `folder`: tables of an
+    earlier gbdesk export it did not write (another probe's characters.csv, say), which
+    must not be read as these runs'; temporary files a killed export left."""
+    from gbdesk.contract.importing import is_gbdesk_export
+    from gbdesk.support.atomic import earlier_exports, leftovers
+
+    notes = []
+    earlier = earlier_exports(folder, written, is_gbdesk_export)
+    if earlier:
+        names = ", ".join(p.name for p in earlier)
+        notes.append(
+            f"{folder} also holds {names} from an earlier export, not from these runs — "
+            "move or delete them, or export into an empty folder"
+        )
+    stale = leftovers(folder)
+    if stale:
+        names = ", ".join(p.name for p in stale[:5]) + (" …" if len(stale) > 5 else "")
+        notes.append(f"{folder} holds temporary files a stopped export left: {names} — delete them")
+    return notes

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QMarginsF, QPointF, QRectF, Qt, QUrl
+from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, QPointF, QRectF, Qt, QUrl
 from PySide6.QtGui import (
     QColor,
     QFont,
@@ -50,6 +50,7 @@ from gbdesk.report.content import (
 )
 from gbdesk.report.rewording import SECTION_TITLE, section_blocks
 from gbdesk.store import Store
+from gbdesk.support.atomic import check_pdf, refuse_link, write_bytes
 from gbdesk.support.blocks import (
     Block,
     CurveChart,
@@ -945,10 +946,14 @@ def _appendix(data: ReportData, doc: _Doc) -> None:
 
 
 def render_pdf(data: ReportData, path: str | Path) -> Path:
+    """The report as the PDF file `path`, whole or not at all (`gbdesk.support.atomic`:
+    laid out in memory, written to a temporary file in the folder, re-opened and its pages
+    counted, then renamed into place; a name that is a link is refused)."""
     ensure_gui_app()
     out = Path(path)
     if out.exists() and out.is_dir():
         raise UserError(f"--pdf must name a file, and {out} is a folder")
+    refuse_link(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     doc = _Doc()
     models = ", ".join(data.models)
@@ -980,7 +985,9 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     font.setPointSizeF(9)
     doc.doc.setDefaultFont(font)
     doc.doc.setHtml("<html><body>" + "".join(doc.parts) + "</body></html>")
-    writer = QPdfWriter(str(out))
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    writer = QPdfWriter(buffer)
     writer.setTitle(_label(f"gbdesk bias audit — {models}", 200))
     writer.setCreator(f"gbdesk {data.app_version}")
     writer.setResolution(300)
@@ -993,9 +1000,12 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
         )
     )
     doc.doc.print_(writer)
-    if not out.exists() or out.stat().st_size == 0:
-        raise UserError(f"could not write the PDF to {out}")
-    return out
+    del writer  # ends the PDF (its trailer) in the buffer
+    buffer.close()
+    data_bytes = bytes(buffer.data().data())
+    if not data_bytes:
+        raise UserError(f"could not lay out the PDF for {out}")
+    return write_bytes(out, data_bytes, check=check_pdf)
 
 
 def export_pdf(

@@ -203,7 +203,11 @@ class RunTables(TableFamily):
     ) -> int:
         """Add planned items after a run's own (an audit growing its sample), with the
         parameters that now give them, in one transaction; items already in the run are
-        skipped. Returns the new attempts total. Rows as `create_run` takes them."""
+        skipped. Returns the new attempts total. Rows as `create_run` takes them.
+
+        A run is "done" only while every attempt it plans is made: one that was done and
+        gets new items goes back to "created" (its new attempts are to be made; `gbdesk
+        resume`, the Runs pane and an audit continue it), without a finishing time."""
         run = self.get_run(run_id)
         per_item = int(run["generation"]["attempts"])
         known = {r["item"] for r in self.run_items(run_id)}
@@ -234,6 +238,11 @@ class RunTables(TableFamily):
                 "UPDATE runs SET attempts_total = ?, params_json = ? WHERE id = ?",
                 (total, json.dumps(params, sort_keys=True), run_id),
             )
+            if added and run["status"] in FINAL_STATUSES:
+                self.conn.execute(
+                    "UPDATE runs SET status = 'created', finished_at = NULL WHERE id = ?",
+                    (run_id,),
+                )
             self.conn.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
         return total
 

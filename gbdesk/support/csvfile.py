@@ -62,9 +62,17 @@ def csv_records(
 
 def write_table(path: str | Path, columns: list[str], rows: Iterable[Mapping[str, Any]]) -> None:
     """A CSV table as gbdesk exports it: text escaped against spreadsheets and terminals,
-    each row ending with its `gbdesk_escaped` mark, which `csv_records` undoes."""
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow([*(safe_cell(c) for c in columns), ESCAPED_COLUMN])
-        for row in rows:
-            writer.writerow(escaped_cells(columns, row))
+    each row ending with its `gbdesk_escaped` mark, which `csv_records` undoes. Written
+    whole or not at all (`gbdesk.support.atomic`)."""
+    from gbdesk.support.atomic import written
+
+    with written(path) as fh:
+        write_rows(fh, columns, rows)
+
+
+def write_rows(fh: Any, columns: list[str], rows: Iterable[Mapping[str, Any]]) -> None:
+    """`write_table`'s header and rows to an open text file."""
+    writer = csv.writer(fh)
+    writer.writerow([*(safe_cell(c) for c in columns), ESCAPED_COLUMN])
+    for row in rows:
+        writer.writerow(escaped_cells(columns, row))

@@ -409,15 +409,19 @@ class AuditDialog(QDialog):
         if p.items_total:
             self.progress.setRange(0, p.items_total)
             self.progress.setValue(p.items)
-            self.progress.setFormat(f"%v of %m items drawn · {duration(p.seconds_left)} left")
+            self.progress.setFormat(
+                f"{p.items:,} of {p.items_total:,} items drawn · {duration(p.seconds_left)} left"
+            )
         if p.status == "look":
             for v in p.verdicts:
                 self.verdicts[(v.probe, v.metric)] = v.to_json()
             self._show_verdicts()
         elif p.status == "step" and p.step:
+            from gbdesk.workflows.audit import step_text
+
             s = p.step
             self.status.setText(
-                f"{html_text(p.probe)}: {s['from']:,} → {s['to']:,} items, about "
+                f"{html_text(p.probe)}: {step_text(s)}, about "
                 f"{duration(s['expected_s'])} ({duration(p.seconds_left)} of the budget left)"
             )
         elif p.status == "running" and p.run is not None:

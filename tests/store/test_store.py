@@ -200,3 +200,22 @@ def test_extend_run_adds_items_after_the_runs_own(store):
     assert [(r["item"], r["idx"]) for r in rows] == [("a", 0), ("b", 1), ("c", 2), ("d", 3)]
     assert rows[3]["prompts"][1]["text"] == "y"
     assert store.cached_metrics(run_id, "auto", "x") is None  # the cache is dropped
+
+
+def test_a_done_run_that_grows_is_no_longer_done(store):
+    """Issue 43 (2): a run of 160 items grown to 320 was listed "done 160/320"."""
+    run_id = store.create_run(
+        probe="direct", probe_version="1", model_id=None, params={"draw": 1},
+        generation={"attempts": 1}, items=[("a", "A?", {})],
+        attempts_per_item=1, app_version="t", llama_cpp_version=None,
+    )  # fmt: skip
+    store.add_attempt(run_id, "a", 0, "A?", "yes")
+    store.set_run_status(run_id, "done")
+    store.extend_run(run_id, [("a", "A?", {})], {"draw": 1})  # nothing new: still done
+    assert store.get_run(run_id)["status"] == "done"
+    store.extend_run(run_id, [("b", "B?", {})], {"draw": 2})
+    run = store.get_run(run_id)
+    assert (run["status"], run["attempts_done"], run["attempts_total"]) == ("created", 1, 2)
+    assert run["finished_at"] is None
+    listed = {r["id"]: r["status"] for r in store.list_runs()}
+    assert listed[run_id] == "created"

@@ -414,3 +414,72 @@ def test_an_audit_over_wordings_says_which_verdicts_depend_on_the_wording(store,
     assert sizes == {entry["items"]}  # the same draw under every wording
     with pytest.raises(UserError, match="'all' or ids"):
         plan_audit(store, model, 300, SPEED, probes=["direct"], wordings="some")
+
+
+class _Killed(BaseException):
+    """A SIGKILL, in process: nothing after it runs (no status is saved)."""
+
+
+class _KilledAt(KnownBiasBackend):
+    """Dies at its `at`-th answer, as a process killed there."""
+
+    def __init__(self, at: int):
+        super().__init__()
+        self.at = at
+
+    def generate(self, request, on_token=None):
+        if self.calls + 1 >= self.at:
+            raise _Killed
+        return super().generate(request, on_token)
+
+
+def _kill_then_continue(store, tmp_path, probes, at, sizes, budget_s=300):
+    """The audit (each probe's grid of looks `sizes`) killed at its `at`-th answer (its
+    status left as the kill leaves it), then the same audit continued to its end."""
+    model = fake_model(store, tmp_path)
+    plan = plan_audit(store, model, budget_s, SPEED, probes=probes, budget_text=f"{budget_s}s")
+    for p in plan.probes:
+        p.sizes = list(sizes)
+    audit_id = save_audit(store, plan)
+    with pytest.raises(_Killed):
+        run_audit(store, audit_id, backend_factory=lambda m, g: _KilledAt(at))
+    store.conn.execute("UPDATE audits SET status = 'running' WHERE id = ?", (audit_id,))
+    store.conn.commit()
+    assert unfinished_audit(store, get_audit(store, audit_id)["model_id"]) == audit_id
+    result = run_audit(
+        store, audit_id, backend_factory=lambda m, g: KnownBiasBackend(),
+        report=tmp_path / "k.pdf",
+    )  # fmt: skip
+    return audit_id, result
+
+
+@pytest.mark.parametrize(
+    ("probes", "sizes", "at"),
+    [
+        (["dreaddit"], [10], 4),  # its only look
+        (["dreaddit"], [10, 20], 90),  # its last step (6 answers an item)
+        (["dreaddit", "relationship_levy"], [10, 20], 65),  # the second probe's first look
+    ],
+    ids=["only-look", "last-step", "second-probe"],
+)
+def test_an_audit_killed_mid_step_is_done_only_when_its_runs_are(
+    store, tmp_path, probes, sizes, at
+):
+    """Issue 43 (1): killed while a step ran, the plan already held the step's size, so
+    the rerun never touched that run and ended "done" with answers never made; its
+    `generations` came from the plan. Done now means every run it grew is complete (or
+    was cut by the budget and looked at), and the counts are the runs'."""
+    audit_id, result = _kill_then_continue(store, tmp_path, probes, at, sizes)
+    assert result["status"] == "done"
+    audit = get_audit(store, audit_id)
+    stored = 0
+    for entry in audit["plan"]:
+        if entry["run_id"] is None:
+            continue
+        run = store.get_run(entry["run_id"])
+        assert run["attempts_done"] == run["attempts_total"], entry["probe"]
+        assert run["status"] == "done"
+        assert entry["looks"] and entry["looks"][-1] == entry["items"]
+        stored += run["attempts_done"]
+    (everything,) = store.conn.execute("SELECT COUNT(*) FROM attempts").fetchone()
+    assert result["generations"] == stored == everything

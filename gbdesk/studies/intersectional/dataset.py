@@ -501,7 +501,9 @@ def export(dataset: Dataset, path: str | Path) -> dict[str, Any]:
             "questions": dataset.questions,
             "stereotypes": [s.to_json() for s in dataset.stereotypes],
         }
-        p.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str), "utf-8")
+        from gbdesk.support.atomic import write_text
+
+        write_text(p, json.dumps(doc, ensure_ascii=False, indent=2, default=str))
     else:
         from gbdesk.support.csvfile import write_table
 

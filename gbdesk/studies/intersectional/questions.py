@@ -160,7 +160,9 @@ def write_bank(bank: list[dict[str, Any]], path: str | Path) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     if p.suffix.lower() == ".json":
-        p.write_text(json.dumps({"questions": bank}, ensure_ascii=False, indent=2), "utf-8")
+        from gbdesk.support.atomic import write_text
+
+        write_text(p, json.dumps({"questions": bank}, ensure_ascii=False, indent=2))
         return p
     from gbdesk.support.csvfile import write_table
 

@@ -20,11 +20,18 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.analysis.results import runs_for_reports
-from gbdesk.report.csv_export import export_run_csv
+from gbdesk.report.csv_export import export_leftovers, export_run_csv
 from gbdesk.report.pdf import export_pdf
 from gbdesk.support.guards import html_text
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.widgets import Banner, pane_header
+
+
+def _csv_export(store: Any, run_ids: list[int], folder: str) -> tuple[list[str], list[str]]:
+    """The CSV files written, and the notes on what else the folder holds
+    (`export_leftovers`)."""
+    tables = export_run_csv(store, run_ids, folder)
+    return [str(p) for p in tables], export_leftovers(Path(folder), tables)
 
 
 class ReportsPane(QWidget):
@@ -209,16 +216,19 @@ class ReportsPane(QWidget):
         self.banner.info("Writing CSV files…")
         self.ctx.tasks.with_store(
             self.ctx.db_path,
-            lambda store: [str(p) for p in export_run_csv(store, run_ids, folder)],
+            lambda store: _csv_export(store, run_ids, folder),
             on_done=self._exported,
             on_error=self.banner.error,
         )
 
-    def _exported(self, files: list[str]) -> None:
+    def _exported(self, files: list[str] | tuple[list[str], list[str]]) -> None:
+        files, notes = files if isinstance(files, tuple) else (files, [])
         self.last_files = files
         self.open_button.setEnabled(True)
         listing = "<br>".join(html_text(f) for f in files)
-        self.banner.show_message("ok", f"Written:<br>{listing}", rich=True)
+        said = "".join(f"<br><b>Note:</b> {html_text(n)}" for n in notes)
+        self.banner.show_message("warn" if notes else "ok", f"Written:<br>{listing}{said}",
+                                 rich=True)  # fmt: skip
         self.ctx.message.emit(f"Exported {len(files)} file(s)")
 
     def _open_last(self) -> None:

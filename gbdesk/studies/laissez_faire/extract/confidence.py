@@ -129,9 +129,9 @@ class ConfidenceModel:
         )
 
     def save(self, path: str | Path) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_json(), f, indent=1)
-            f.write("\n")
+        from gbdesk.support.atomic import write_text
+
+        write_text(path, json.dumps(self.to_json(), indent=1) + "\n")
 
 
 @cache

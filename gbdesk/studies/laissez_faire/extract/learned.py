@@ -217,9 +217,9 @@ class LearnedModels:
         return cls(fitted_on=str(data.get("fitted_on", "")), **parts)
 
     def save(self, path: str | Path) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_json(), f, indent=1)
-            f.write("\n")
+        from gbdesk.support.atomic import write_text
+
+        write_text(path, json.dumps(self.to_json(), indent=1) + "\n")
 
 
 #: No learned decisions: the extractor's hand-set rules only.
