@@ -35,6 +35,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gbdesk.analysis.group_rates import group_tables
 from gbdesk.analysis.results import Run, compute_metrics, effective_labels, open_run
 from gbdesk.analysis.shown import (
     ci_missing_reason,
@@ -43,6 +44,8 @@ from gbdesk.analysis.shown import (
     undefined_reason,
 )
 from gbdesk.maths.stats import MetricValue
+from gbdesk.report.groups import CSV_COLUMNS as GROUP_COLUMNS
+from gbdesk.report.groups import csv_rows as group_csv_rows
 from gbdesk.store import Store
 from gbdesk.support.csvfile import write_table
 from gbdesk.support.errors import UserError
@@ -421,8 +424,9 @@ def _study_tables(
 
 
 def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) -> list[Path]:
-    """Write attempts.csv, metrics.csv, each probe's own tables for the runs, and codes.csv
-    with codebook.csv for runs whose texts were coded.
+    """Write attempts.csv, metrics.csv, each probe's own tables for the runs, codes.csv
+    with codebook.csv for runs whose texts were coded, and groups.csv for runs of probes
+    that decide about people (`gbdesk.report.groups`, from reviewed labels).
 
     Rows are written as they are made, a chunk of attempts at a time (`EXPORT_CHUNK`), to
     spool files in the folder; each file is moved into place when it is complete, so an
@@ -442,6 +446,7 @@ def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) 
 
     attempt_order: list[str] = []
     metrics: list[dict[str, Any]] = []
+    groups: list[dict[str, Any]] = []
     reviewed: list[tuple[Run, dict[str, MetricValue]]] = []
     try:
         for run_id in run_ids:
@@ -460,6 +465,7 @@ def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) 
             by_mode = _run_metrics(store, run, [*modes, *({"reviewed"} - set(modes))])
             metrics += metric_rows(store, run, {m: by_mode[m] for m in modes})
             reviewed.append((run, by_mode["reviewed"]))
+            groups += group_csv_rows(group_tables(store, run.id, "reviewed"))
             chunks = _probe_table_chunks(store, run)
             for tables in itertools.chain(chunks, [csv_tables(store, run.id)]):
                 for name, (cols, table_rows) in tables.items():
@@ -470,6 +476,9 @@ def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) 
         spool("attempts.csv").finish(attempts_path, attempt_order)
         write_csv(metrics_path, METRIC_COLUMNS, metrics)
         written = [attempts_path, metrics_path]
+        if groups:  # probes that decide about people: their group tables, reviewed labels
+            write_csv(out / "groups.csv", GROUP_COLUMNS, groups)
+            written.append(out / "groups.csv")
         for name, (cols, table_rows) in _study_tables(store, reviewed).items():
             write_csv(out / name, cols, table_rows)
             written.append(out / name)
