@@ -1025,12 +1025,12 @@ SIGN_OFF = (
 
 def _test_log(data: ReportData, doc: _Doc) -> None:
     """The final section: the dated test log (`report.test_log`), then the sign-off."""
-    from gbdesk.report.test_log import test_log_blocks
+    from gbdesk.report.test_log import log_blocks
 
     if data.test_log is None:
         return
     doc.add("<h2 style='page-break-before: always'>Test log</h2>")
-    for block in test_log_blocks(data.test_log):
+    for block in log_blocks(data.test_log):
         _block(block, doc)
     doc.add(SIGN_OFF)
 

@@ -610,7 +610,7 @@ SEEDS = (
 )
 
 
-def test_log_blocks(log_: TestLog) -> list[Block]:
+def log_blocks(log_: TestLog) -> list[Block]:
     """The test log as report blocks (the PDF's final section; the sign-off follows)."""
     out: list[Block] = [
         Paragraph(
