@@ -1011,8 +1011,10 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
 
 #: the sign-off after the test log: the reviewer's conclusion, then who signs
 SIGN_OFF = (
-    "<h2>Sign-off</h2><p>Reviewer's conclusion (what the audit shows about this model, "
-    "and what it does not):</p><table width='100%'><tr><td>" + "&nbsp;<br>" * 9 + "</td></tr>"
+    "<h2 style='page-break-before: always'>Sign-off</h2><p>Reviewer's conclusion (what the "
+    "audit shows about this model, and what it does not):</p><table width='100%'><tr><td>"
+    + "&nbsp;<br>" * 9
+    + "</td></tr>"
     "</table><p></p><table width='100%'><tr><th width='22%'></th><th width='26%'>Name</th>"
     "<th width='20%'>Role</th><th width='12%'>Date</th><th width='20%'>Signature</th></tr>"
     + "".join(

@@ -529,7 +529,7 @@ def _machine_lines(runs: list[RunLog]) -> list[list[str]]:
             ", ".join(f"{k} {v}" for k, v in r.versions.items()),
         )
         seen.setdefault(key, []).append(r.run_id)
-    return [[*key, ", ".join(str(i) for i in ids)] for key, ids in seen.items()]
+    return [[*key, ", ".join(str(i) for i in sorted(ids))] for key, ids in seen.items()]
 
 
 def _model_rows(models: list[ModelLog]) -> list[list[str]]:
@@ -546,12 +546,24 @@ def _model_rows(models: list[ModelLog]) -> list[list[str]]:
     return rows
 
 
-def _run_rows(runs: list[RunLog]) -> list[list[str]]:
-    return [
-        [str(r.run_id), f"{r.probe} v{r.probe_version}", _period(r), _asked(r), _settings(r),
-         _engine(r)]
-        for r in runs
-    ]  # fmt: skip
+def _runs_table(runs: list[RunLog]) -> Table:
+    """The runs in the order they were made: when, what was asked, with which settings and
+    engine — a column every run shares is said once, above the table."""
+    runs = sorted(runs, key=lambda r: (r.started_at or r.created_at or "", r.run_id))
+    columns = {
+        "Settings": [_settings(r) for r in runs],
+        "Engine": [_engine(r) for r in runs],
+    }
+    shared = {k: v[0] for k, v in columns.items() if v and len(set(v)) == 1 and len(v) > 1}
+    heads = ["Run", "Probe", "Answers made (UTC)", "What was asked"]
+    heads += [k for k in columns if k not in shared]
+    rows = []
+    for n, r in enumerate(runs):
+        row = [str(r.run_id), f"{r.probe} v{r.probe_version}", _period(r), _asked(r)]
+        row += [v[n] for k, v in columns.items() if k not in shared]
+        rows.append(row)
+    caption = " ".join(f"{k} of every run: {v}." for k, v in shared.items())
+    return Table(heads, rows, title="What ran", caption=f"{caption} {SEEDS}".strip())
 
 
 def _audit_block(a: AuditLog) -> Table:
@@ -601,8 +613,7 @@ def _digest_blocks(d: ReportDigest) -> list[Block]:
     ]
 
 
-#: the table of runs: its columns and caption
-RUN_COLUMNS = ["Run", "Probe", "Answers made (UTC)", "What was asked", "Settings", "Engine"]
+#: the table of runs' note on seeds
 SEEDS = (
     "Each answer's seed is derived from the run's seed, its item and its attempt (SHA-256), "
     "so the order answers are made in never changes them; a server honours seeds only if "
@@ -625,7 +636,7 @@ def log_blocks(log_: TestLog) -> list[Block]:
             _machine_lines(log_.runs),
             title="Machine and engine, as recorded when each run started",
         ),
-        Table(RUN_COLUMNS, _run_rows(log_.runs), title="What ran", caption=SEEDS),
+        _runs_table(log_.runs),
     ]
     if log_.audit is not None:
         out.append(_audit_block(log_.audit))
