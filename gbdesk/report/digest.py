@@ -77,9 +77,19 @@ ENGINE_VOLATILE = ("load_time_s",)
 ATTACHMENT = "gbdesk-digest.json"
 
 
+def _key(key: Any) -> str:
+    """A dict key as JSON writes it (json.dumps' own conversion of non-string keys)."""
+    if isinstance(key, str):
+        return key
+    if key is True or key is False or key is None:
+        return json.dumps(key)
+    return float.__repr__(key) if isinstance(key, float) else str(key)
+
+
 def canonical_value(value: Any) -> Any:
     """`value` with floats that JSON cannot write as the strings "NaN", "Infinity",
-    "-Infinity", tuples as lists, every key a string (recursively)."""
+    "-Infinity", tuples as lists, numpy scalars as Python's, every key a string as JSON
+    writes it (recursively)."""
     if isinstance(value, float):
         if math.isnan(value):
             return "NaN"
@@ -87,7 +97,7 @@ def canonical_value(value: Any) -> Any:
             return "Infinity" if value > 0 else "-Infinity"
         return value
     if isinstance(value, dict):
-        return {str(k): canonical_value(v) for k, v in value.items()}
+        return {_key(k): canonical_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [canonical_value(v) for v in value]
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
@@ -95,15 +105,17 @@ def canonical_value(value: Any) -> Any:
     return value
 
 
+_DUMPS = {"sort_keys": True, "separators": (",", ":"), "ensure_ascii": False, "allow_nan": False}
+
+
 def canonical(value: Any) -> str:
-    """The canonical JSON text of `value` (see the module)."""
-    return json.dumps(
-        canonical_value(value),
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-    )
+    """The canonical JSON text of `value` (see the module). Most records hold nothing JSON
+    lacks and are written at once; one with a NaN, an infinity, a numpy number or keys of
+    mixed types goes through `canonical_value` first (the same text either way)."""
+    try:
+        return json.dumps(value, **_DUMPS)
+    except (ValueError, TypeError):
+        return json.dumps(canonical_value(value), **_DUMPS)
 
 
 def _decoded(text: str | None) -> Any:

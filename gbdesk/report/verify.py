@@ -148,11 +148,7 @@ def verify_report(pdf: str | Path, db: str | Path) -> Verification:
             found = run_digest(store, run_id, fresh_metrics(store, run_id, label_mode))
             digests.append(found)
             expected = entry.get("parts") or {}
-            differ = [
-                PARTS.get(p, p)
-                for p in PARTS
-                if expected.get(p) != found.parts.get(p)
-            ]
+            differ = [PARTS.get(p, p) for p in PARTS if expected.get(p) != found.parts.get(p)]
             same = found.digest == entry.get("digest")
             checks.append(RunCheck(run_id, found.probe, same, [] if same else differ))
     return Verification(

@@ -254,7 +254,7 @@ class Store(
     This class holds the connection: opening (read-only when it must), the integrity guard,
     the copy made before a migration, and transactions. Its methods over the tables come
     from one mixin per table family (`gbdesk.store._models`, `_runs`, `_attempts`,
-    `_labels`, `_facts`, `_coding`, `_review`, `_metrics`), so one object serves every
+    `_labels`, `_facts`, `_coding`, `_review`, `_metrics`, `_evidence`), so one object serves every
     caller while each family's SQL sits in a file of its own."""
 
     BUSY_TIMEOUT_S = 30.0  # how long a write waits for another program's lock

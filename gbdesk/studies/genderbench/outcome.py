@@ -179,9 +179,7 @@ def decision_groups(
     )  # fmt: skip
 
 
-def _choice(
-    chosen: dict[str, str], pool: dict[str, str], label: str, md: dict
-) -> list[Candidacy]:
+def _choice(chosen: dict[str, str], pool: dict[str, str], label: str, md: dict) -> list[Candidacy]:
     groups = {d: str(md[k]) for d, k in pool.items() if md.get(k) is not None}
     gender = chosen.get(label)
     readable = label in chosen
