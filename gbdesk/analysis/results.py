@@ -256,6 +256,16 @@ def compute_metrics(
     return metrics
 
 
+def fresh_metrics(
+    store: Store, run_id: int | Run, label_mode: str = "auto"
+) -> dict[str, MetricValue]:
+    """The run's metrics computed now from what is stored — never read from the metrics
+    cache nor written to it, no attempt labelled — as `compute_metrics` computes them
+    (the same path, so the same values): what `gbdesk verify` recomputes, on a database it
+    only reads."""
+    return _metrics(store, open_run(store, run_id), label_mode, flat=True)
+
+
 def _metrics(store: Store, run: Run, label_mode: str, flat: bool) -> dict[str, MetricValue]:
     if label_mode == "ppi":
         from gbdesk.analysis.ppi_metrics import ppi_metric_values

@@ -8,10 +8,10 @@ leaves the run resumable.
 The package: `parser` builds the argument parser (one function per group of commands);
 one module per group holds its `cmd_*` functions (`catalogue`: probes, card, items,
 models; `runs`: run, runs, resume; `results`: metrics, compare, export; `audit`;
-`imports`: import, import-labels; `labels`: label, sample, review, code, agreement);
-`commands` maps each name to its function; `_main` dispatches and turns errors into exit
-statuses; `_args` holds the argument types, `_common` the database, output and progress
-helpers the commands share.
+`verify`; `imports`: import, import-labels; `labels`: label, sample, review, code,
+agreement); `commands` maps each name to its function; `_main` dispatches and turns
+errors into exit statuses; `_args` holds the argument types, `_common` the database,
+output and progress helpers the commands share.
 """
 
 from gbdesk.cli._common import MODEL_CHARS

@@ -9,6 +9,7 @@ from gbdesk.cli.imports import cmd_import, cmd_import_labels
 from gbdesk.cli.labels import cmd_agreement, cmd_code, cmd_label, cmd_review, cmd_sample
 from gbdesk.cli.results import cmd_compare, cmd_export, cmd_metrics, cmd_wordings
 from gbdesk.cli.runs import cmd_resume, cmd_run, cmd_runs
+from gbdesk.cli.verify import cmd_verify
 
 COMMANDS = {
     "probes": cmd_probes,
@@ -23,6 +24,7 @@ COMMANDS = {
     "compare": cmd_compare,
     "audit": cmd_audit,
     "export": cmd_export,
+    "verify": cmd_verify,
     "import": cmd_import,
     "import-labels": cmd_import_labels,
     "sample": cmd_sample,

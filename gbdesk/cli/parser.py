@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         _result_commands,
         _audit_commands,
         _export_commands,
+        _verify_command,
         _import_commands,
         _labelling_commands,
         _people_commands,
@@ -322,6 +323,27 @@ def _export_commands(sub: Any) -> None:
         "rater's labels; consensus: adjudicated where raters disagreed)",
     )
     _db_arg(p)
+    _json_arg(p)
+
+
+def _verify_command(sub: Any) -> None:
+    """verify: does a PDF report still match its database?"""
+    p = sub.add_parser(
+        "verify",
+        help="check that a PDF report still matches its database (read only)",
+        description="Recompute the digest a gbdesk PDF report carries — every answer, label, "
+        "review, setting and computed metric of its runs — from the database, which is only "
+        "read (never updated or migrated), and say in one line whether the report matches. "
+        "Exit 0: it matches; 1: some run's data changed since (each such run is named, with "
+        "what changed); 2: not a gbdesk report, a missing file, or not the report's database.",
+    )
+    p.add_argument("report", metavar="REPORT.pdf", help="a PDF report made by gbdesk")
+    p.add_argument(
+        "--db",
+        metavar="FILE",
+        help="the report's database (default: gbdesk.sqlite in the per-user data folder, or "
+        "$GBDESK_DB); opened read only",
+    )
     _json_arg(p)
 
 

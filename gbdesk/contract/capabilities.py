@@ -12,7 +12,7 @@ does for a probe that says nothing, so a study provides only the capabilities it
         caps = super().capabilities
         return caps.with_(review=caps.review.with_(category=self.review_category))
 
-Capabilities that only some probes have are None by default (`flat`, `scores`,
+Capabilities that only some probes have are None by default (`flat`, `scores`, `groups`,
 `resampling`): the core falls back to its general path (load the labels, recompute the
 metrics per resample). The defaults that need the probe itself (e.g. the audit sizes
 drawn from its items) are bound by `gbdesk.studies.base.default_capabilities`.
@@ -36,6 +36,7 @@ DEFAULT_EXPORT_FILES: dict[str, tuple[str, ...]] = {
     "metrics.csv": (),
     "codes.csv": ("code",),
     "codebook.csv": (),
+    "groups.csv": (),  # the group tables of the probes that decide about people (`GroupRates`)
 }
 
 
@@ -356,6 +357,41 @@ class Presentation(_Capability):
     result_view: str | None = None
 
 
+#: one group an answer decides about: (its value of each dimension, whether the answer
+#: favoured it — None when the answer could not be read)
+Candidacy = tuple[dict[str, str], bool | None]
+
+
+@dataclass(frozen=True)
+class GroupRates(_Capability):
+    """A probe whose answers decide about people: which groups each answer decides about
+    and whether it favoured them, for the group tables (`gbdesk.analysis.group_rates`: per
+    group its items, answers and rate, and the ratio to the highest group's rate with its
+    interval — NYC Local Law 144's impact ratio — with the groups left out and why).
+
+    `candidacies(label, metadata)` reads one answer (its label; the prompt's metadata over
+    the item's): the groups it decides about, each ({dimension: value}, favoured) — one
+    for a decision about one person (a yes for a woman), one per group for a choice among
+    groups (whether a man, whether a woman was ranked first); favoured is None when the
+    answer could not be read (counted per group, in no rate); [] for an answer about no
+    group. `tables`: each table's dimensions, e.g. (("gender",), ("race", "gender")).
+    `rate`: the rate's name ("Yes-rate") and `favoured` which answers count, as words after
+    "answers" ("that are a yes"). `per_item`: the rate is the mean over items of each item's
+    share of favourable answers (as the probe's own metric is computed), else favourable ÷
+    answers. `exclusive`: an answer favours at most one of the groups it decides about (a
+    choice), so two groups decided in the same answers get the interval of one's share of
+    the two.
+    `value_title(dimension, value)` names a value in the table ("women")."""
+
+    candidacies: Callable[[str, dict[str, Any]], list[Candidacy]]
+    rate: str
+    favoured: str
+    tables: tuple[tuple[str, ...], ...] = (("gender",),)
+    per_item: bool = False
+    exclusive: bool = False
+    value_title: Callable[[str, str], str] = lambda dimension, value: value
+
+
 @dataclass(frozen=True)
 class Capabilities(_Capability):
     """Everything a probe offers beyond the `Probe` contract (see the module docstring and
@@ -376,6 +412,7 @@ class Capabilities(_Capability):
     intervals: Intervals | None = None
     flat: FlatFacts | None = None
     scores: ScoreFrame | None = None
+    groups: GroupRates | None = None
 
 
 # -- the values some capabilities take ---------------------------------------------------

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from gbdesk import __version__
+from gbdesk.analysis.group_rates import GroupTable, group_tables
 from gbdesk.analysis.label_accuracy import ReviewStats, review_stats
 from gbdesk.analysis.results import (
     compute_metrics,
@@ -25,8 +26,11 @@ from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.maths.stats import MetricValue
 from gbdesk.people.raters import agreement_blocks, labels_agreement, mode_counts
 from gbdesk.report.audit_findings import audit_findings, with_audit
+from gbdesk.report.digest import ReportDigest, report_digest
+from gbdesk.report.groups import group_blocks as group_table_blocks
 from gbdesk.report.rewording import FamilyView, depends_lines, family_views
 from gbdesk.report.run_results import run_extra_results
+from gbdesk.report.test_log import TestLog, build_test_log
 from gbdesk.store import Store
 from gbdesk.support.blocks import (
     Block,
@@ -61,6 +65,8 @@ class RunSection:
     blocks: list[Block] = field(default_factory=list)  # the metric groups, then the study's
     label_counts: dict[str, int] = field(default_factory=dict)  # several raters (`mode_counts`)
     findings: list[RunFinding] = field(default_factory=list)
+    #: the group tables of a probe that decides about people (`gbdesk.analysis.group_rates`)
+    groups: list[GroupTable] = field(default_factory=list)
 
     @property
     def run_id(self) -> int:
@@ -106,6 +112,10 @@ class ReportData:
     #: the reported runs' wording families of two or more wordings, each compared once
     #: (`gbdesk.report.rewording`); the headline numbers stay the runs' own
     wordings: list[FamilyView] = field(default_factory=list)
+    #: what the report's data hash to (`gbdesk.report.digest`; the PDF carries it)
+    digest: ReportDigest | None = None
+    #: the dated test log of the report's final section (`gbdesk.report.test_log`)
+    test_log: TestLog | None = None
 
     def depends_on_wording(self) -> list[str]:
         """The verdicts that depend on the wording, one line each (`depends_lines`)."""
@@ -377,8 +387,9 @@ def build_report(
     flat: bool = True,
 ) -> ReportData:
     """Everything the report says; `compare`: a paired comparison of every later run of a
-    probe against its first run; `audit`: the plan and budget of the audit it ends;
-    `flat=False` reads every label (the reference path)."""
+    probe against its first run; `audit`: the plan and budget of the audit it ends (its
+    "audit_id" names the audit in the test log); `flat=False` reads every label (the
+    reference path). The digest and test log come last, over what was labelled here."""
     from gbdesk.analysis.findings import run_findings
 
     sections = []
@@ -405,8 +416,11 @@ def build_report(
             detector=", ".join(detectors) or "—",
             extra=run_extra_results(store, run_id, label_mode, flat=flat),
         )
-        section.blocks = group_blocks(section) + probe.capabilities.presentation.report_blocks(
-            section.extra, run["params"]
+        section.groups = group_tables(store, run_id, label_mode)
+        section.blocks = (
+            group_blocks(section)
+            + probe.capabilities.presentation.report_blocks(section.extra, run["params"])
+            + group_table_blocks(section.groups)
         )
         raters = list(store.rater_labels(run_id))
         if len(raters) >= 2:
@@ -429,16 +443,24 @@ def build_report(
                 comparisons.append(compare_runs(store, a, b, label_mode))
             except UserError as exc:  # e.g. no item in common: say so in the log, go on
                 log.info("no comparison of runs %s and %s: %s", a, b, exc)
+    # the digest of what the report reports, after every attempt was labelled above
+    digest = report_digest(store, {s.run_id: s.metrics for s in sections}, label_mode)
+    created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    audit_id = (audit or {}).get("audit_id")
     return ReportData(
         runs=sections,
         label_mode=label_mode,
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        created_at=created_at,
         datasets=load_datasets(),
         comparisons=comparisons,
         audit=audit,
         study_reports=study_reports([study_run(s.run, s.model_label, s.metrics) for s in sections]),
         wordings=family_views(
             store, run_ids, label_mode, {s.run_id: s.model_label for s in sections}
+        ),
+        digest=digest,
+        test_log=build_test_log(
+            store, run_ids, audit_id, digest=digest, label_mode=label_mode, made_at=created_at
         ),
     )
 

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gbdesk.analysis.group_rates import group_tables
 from gbdesk.analysis.results import Run, compute_metrics, effective_labels, open_run
 from gbdesk.analysis.shown import (
     ci_missing_reason,
@@ -44,6 +45,8 @@ from gbdesk.analysis.shown import (
     undefined_reason,
 )
 from gbdesk.maths.stats import MetricValue
+from gbdesk.report.groups import CSV_COLUMNS as GROUP_COLUMNS
+from gbdesk.report.groups import csv_rows as group_csv_rows
 from gbdesk.store import Store
 from gbdesk.support.atomic import Batch, Pending, WriteFailed
 from gbdesk.support.csvfile import write_rows, write_table
@@ -433,8 +436,9 @@ def _study_tables(
 
 
 def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) -> list[Path]:
-    """Write attempts.csv, metrics.csv, each probe's own tables for the runs, and codes.csv
-    with codebook.csv for runs whose texts were coded.
+    """Write attempts.csv, metrics.csv, each probe's own tables for the runs, codes.csv
+    with codebook.csv for runs whose texts were coded, and groups.csv for runs of probes
+    that decide about people (`gbdesk.report.groups`, from reviewed labels).
 
     Rows are written as they are made, a chunk of attempts at a time (`EXPORT_CHUNK`), to
     temporary files in the folder; the files are renamed into place together once every
@@ -456,6 +460,7 @@ def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) 
 
     attempt_order: list[str] = []
     metrics: list[dict[str, Any]] = []
+    groups: list[dict[str, Any]] = []
     reviewed: list[tuple[Run, dict[str, MetricValue]]] = []
     batch = Batch()
     try:
@@ -475,6 +480,7 @@ def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) 
             by_mode = _run_metrics(store, run, [*modes, *({"reviewed"} - set(modes))])
             metrics += metric_rows(store, run, {m: by_mode[m] for m in modes})
             reviewed.append((run, by_mode["reviewed"]))
+            groups += group_csv_rows(group_tables(store, run.id, "reviewed"))
             chunks = _probe_table_chunks(store, run)
             for tables in itertools.chain(chunks, [csv_tables(store, run.id)]):
                 for name, (cols, table_rows) in tables.items():
@@ -485,6 +491,8 @@ def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) 
         with batch:
             batch.adopt(*spools["attempts.csv"].finish(attempt_order))
             write_rows(batch.open(out / "metrics.csv"), METRIC_COLUMNS, metrics)
+            if groups:  # probes that decide about people: their group tables, reviewed labels
+                write_rows(batch.open(out / "groups.csv"), GROUP_COLUMNS, groups)
             for name, (cols, table_rows) in _study_tables(store, reviewed).items():
                 write_rows(batch.open(out / name), cols, table_rows)
             for name, table in spools.items():

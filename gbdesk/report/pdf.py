@@ -776,12 +776,20 @@ def _cell(cell: Any) -> str:
     return f"<td>{e(cell)}</td>"
 
 
+#: a paragraph's style as HTML attributes ("mono": a digest, its spaces kept)
+PARAGRAPH_STYLES = {
+    "muted": " class='muted'",
+    "notice": " class='notice'",
+    "mono": " class='mono' style='white-space: pre-wrap'",
+}
+
+
 def _block(block: Block, doc: _Doc) -> None:
     """Lay out one report block (the same for every study)."""
     if isinstance(block, Heading):
         doc.add(f"<h3>{e(block.text)}</h3>")
     elif isinstance(block, Paragraph):
-        style = {"muted": " class='muted'", "notice": " class='notice'"}.get(block.style, "")
+        style = PARAGRAPH_STYLES.get(block.style, "")
         doc.add(f"<p{style}>{e(block.text)}</p>")
     elif isinstance(block, Table):
         if block.title:
@@ -979,10 +987,12 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     _cards(data, doc)
     _glossary(doc)
     _appendix(data, doc)
+    _test_log(data, doc)
 
     doc.doc.setDefaultStyleSheet(CSS)
     font = QFont("DejaVu Sans")
     font.setPointSizeF(9)
+    font.setFeature(QFont.Tag("liga"), 0)  # a digest or SHA-256 copies as printed ("ff", not "ﬀ")
     doc.doc.setDefaultFont(font)
     doc.doc.setHtml("<html><body>" + "".join(doc.parts) + "</body></html>")
     buffer = QBuffer()
@@ -990,6 +1000,7 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     writer = QPdfWriter(buffer)
     writer.setTitle(_label(f"gbdesk bias audit — {models}", 200))
     writer.setCreator(f"gbdesk {data.app_version}")
+    _attach_digest(data, writer)
     writer.setResolution(300)
     writer.setPageLayout(
         QPageLayout(
@@ -1006,6 +1017,50 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     if not data_bytes:
         raise UserError(f"could not lay out the PDF for {out}")
     return write_bytes(out, data_bytes, check=check_pdf)
+
+
+#: the sign-off after the test log: the reviewer's conclusion, then who signs
+SIGN_OFF = (
+    "<h2 style='page-break-before: always'>Sign-off</h2><p>Reviewer's conclusion (what the "
+    "audit shows about this model, and what it does not):</p><table width='100%'><tr><td>"
+    + "&nbsp;<br>" * 9
+    + "</td></tr>"
+    "</table><p></p><table width='100%'><tr><th width='22%'></th><th width='26%'>Name</th>"
+    "<th width='20%'>Role</th><th width='12%'>Date</th><th width='20%'>Signature</th></tr>"
+    + "".join(
+        f"<tr><td>{who}</td><td>&nbsp;<br>&nbsp;</td><td></td><td></td><td></td></tr>"
+        for who in ("Reviewer responsible", "Second reviewer", "Approved by")
+    )
+    + "</table>"
+)
+
+
+def _test_log(data: ReportData, doc: _Doc) -> None:
+    """The final section: the dated test log (`report.test_log`), then the sign-off."""
+    from gbdesk.report.test_log import log_blocks
+
+    if data.test_log is None:
+        return
+    doc.add("<h2 style='page-break-before: always'>Test log</h2>")
+    for block in log_blocks(data.test_log):
+        _block(block, doc)
+    doc.add(SIGN_OFF)
+
+
+def _attach_digest(data: ReportData, writer: QPdfWriter) -> None:
+    """The digest of the report's data (`report.digest`) as the PDF's attachment, read back
+    by `gbdesk verify` (pypdf: `PdfReader(path).attachments`)."""
+    from PySide6.QtCore import QByteArray
+
+    from gbdesk.report.digest import ATTACHMENT
+
+    if data.digest is None:
+        return
+    audit = (data.audit or {}).get("audit_id")
+    manifest = data.digest.manifest_bytes(
+        gbdesk=data.app_version, made_at=data.created_at, audit_id=audit
+    )
+    writer.addFileAttachment(ATTACHMENT, QByteArray(manifest), "application/json")
 
 
 def export_pdf(

@@ -1,7 +1,7 @@
 """What the table families of the `Store` share: the connection they are mixed into, the
 time stamp, JSON and LIKE helpers, and the memo of answers that hold while nothing is
 written. Each family (`_models`, `_runs`, `_attempts`, `_labels`, `_facts`, `_coding`,
-`_review`, `_metrics`) is a mixin of `Store`'s methods over its own tables; `Store`
+`_review`, `_metrics`, `_evidence`) is a mixin of `Store`'s methods over its own tables; `Store`
 (`gbdesk.store.db`) composes them with the connection, the integrity guard and the
 transactions, so callers see one object."""
 

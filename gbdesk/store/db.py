@@ -29,6 +29,7 @@ import sqlite_utils
 
 from gbdesk.store._attempts import AttemptTables, PreparedAttempts, prepare_attempts
 from gbdesk.store._coding import CodingTables
+from gbdesk.store._evidence import EvidenceTables
 from gbdesk.store._facts import LabelFactTables
 from gbdesk.store._labels import LabelTables
 from gbdesk.store._metrics import MetricsCacheTables
@@ -246,22 +247,26 @@ class Store(
     CodingTables,
     ReviewSampleTables,
     MetricsCacheTables,
+    EvidenceTables,
 ):
     """A gbdesk database. Open one per thread (sqlite connections are per thread).
 
     This class holds the connection: opening (read-only when it must), the integrity guard,
     the copy made before a migration, and transactions. Its methods over the tables come
     from one mixin per table family (`gbdesk.store._models`, `_runs`, `_attempts`,
-    `_labels`, `_facts`, `_coding`, `_review`, `_metrics`), so one object serves every
+    `_labels`, `_facts`, `_coding`, `_review`, `_metrics`, `_evidence`), so one object serves every
     caller while each family's SQL sits in a file of its own."""
 
     BUSY_TIMEOUT_S = 30.0  # how long a write waits for another program's lock
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, *, reader: bool = False):
         self.path = Path(path)
         self.backup_path: Path | None = None  # the copy made before migrating, if any
         if self.path.exists() and self.path.is_dir():
             raise UserError(f"--db points at a folder, not a database file: {self.path}")
+        if reader:
+            self._open_reader()
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -307,7 +312,44 @@ class Store(
         self.read_only = True
         log.info("opened %s read-only (%s)", self.path, why)
 
-    def _open(self, read_only: bool = False, immutable: bool = False) -> None:
+    def _open_reader(self) -> None:
+        """`Store(path, reader=True)`: an existing database opened for reading only, as it
+        is — `mode=ro`, never migrated (a database of another layout is refused in one
+        line), every write refused before it reaches SQLite. What `gbdesk verify` opens: a
+        check that the data did not change must not change it."""
+        if not self.path.is_file():
+            raise UserError(f"no database at {self.path}")
+        self.read_only = True
+        try:
+            self._open(read_only=True, migrating=False)
+        except sqlite3.Error as exc:
+            raise self._open_error(exc) from None
+        self.conn.guard = self._refuse_write
+        self.conn.guard_passed = False
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        self.migrated_from = version
+        self.schema_version = version
+        if version != latest_version():
+            self.conn.close()
+            when = "older" if version < latest_version() else "newer"
+            raise UserError(
+                f"the database {self.path} has layout v{version}, {when} than this gbdesk's "
+                f"(v{latest_version()}); it is read as it is, never updated, so "
+                + (
+                    "open it once with this gbdesk (which updates it) and try again"
+                    if version < latest_version()
+                    else "use the gbdesk that wrote it"
+                )
+            )
+
+    def _refuse_write(self) -> None:
+        """The guard of a reader's connection: no statement that writes is run."""
+        detail = "opened for reading only"
+        raise DatabaseFault(fault_message("readonly", self.path, detail), "readonly")
+
+    def _open(
+        self, read_only: bool = False, immutable: bool = False, migrating: bool = True
+    ) -> None:
         target = str(self.path)
         if read_only:
             target = f"{self.path.resolve().as_uri()}?mode=ro{'&immutable=1' if immutable else ''}"
@@ -330,9 +372,10 @@ class Store(
             self.conn = conn
             self.db = sqlite_utils.Database(conn)
             self._in_transaction = False
-            self.migrated_from = migrate(
-                conn, backup=self._backup_before_migration, name=f"the database {self.path}"
-            )
+            if migrating:
+                self.migrated_from = migrate(
+                    conn, backup=self._backup_before_migration, name=f"the database {self.path}"
+                )
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()

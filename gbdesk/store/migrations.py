@@ -344,8 +344,30 @@ def _v10(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE audits ADD COLUMN state_json TEXT")
 
 
+def _v11(conn: sqlite3.Connection) -> None:
+    """Self-tests of a model (`gbdesk.store.selftests`), e.g. whether the same prompts give
+    byte-identical texts decoded alone and in a full batch: what was checked, its result
+    (`passed`: 1 yes, 0 no, NULL: could not be run), one line in words and the details as
+    JSON, dated, so a report's test log can say what was checked on its model and when."""
+    conn.execute(
+        """
+        CREATE TABLE selftests (
+            id INTEGER PRIMARY KEY,
+            model_id INTEGER REFERENCES models(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            passed INTEGER,
+            summary TEXT NOT NULL,
+            result_json TEXT NOT NULL,
+            app_version TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX selftests_model ON selftests (model_id, kind, id)")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
-    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10,
+    _v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _v11,
 ]  # fmt: skip
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -19,7 +19,8 @@ class Heading:
 @dataclass(frozen=True)
 class Paragraph:
     text: str
-    style: str = "normal"  # "normal", "muted" (explanations) or "notice" (warnings)
+    #: "normal", "muted" (explanations), "notice" (warnings) or "mono" (a digest, a hash)
+    style: str = "normal"
 
 
 @dataclass(frozen=True)

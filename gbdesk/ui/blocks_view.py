@@ -29,7 +29,11 @@ from gbdesk.support.guards import html_text
 from gbdesk.ui.plots import CIPlot, PlotRow
 from gbdesk.ui.theme import MARK_FILLS, RUN_COLORS
 
-_PARAGRAPH_STYLE = {"muted": "color:#6b7280", "notice": "color:#92400e"}
+_PARAGRAPH_STYLE = {
+    "muted": "color:#6b7280",
+    "notice": "color:#92400e",
+    "mono": "font-family:monospace",
+}
 
 
 def _table(block: Table) -> QTableWidget:

@@ -1373,6 +1373,7 @@ def _write_report(store: Store, audit_id: int, out: Path) -> None:
     decided = sum(1 for v in verdicts if v.get("decided"))
     state = audit.get("state") or {}
     audit_info = {
+        "audit_id": audit_id,  # the test log's audit: its budget and what it bought
         "budget": audit["budget"],
         "model": model.get("name", "?"),
         "speed": (audit["speed"] or {}).get("basis", "?"),

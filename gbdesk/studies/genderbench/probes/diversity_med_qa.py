@@ -29,7 +29,7 @@ from gbdesk.contract import (
     Prompt,
     multi_prompt_item,
 )
-from gbdesk.contract.capabilities import PrecisionRule
+from gbdesk.contract.capabilities import GroupRates, PrecisionRule
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.evaluators import option_spans, single_option
 from gbdesk.studies.genderbench.gb_probe import (
@@ -41,6 +41,7 @@ from gbdesk.studies.genderbench.metric import Bands, Metric, absolute, undetecte
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
     ItemTallies,
+    decision_groups,
     gap_sentence,
     without_repeated_gap,
 )
@@ -282,6 +283,14 @@ class DiversityMedQaProbe(GenderBenchProbe):
                 x_range=(0.0, 1.0),
             )
         ]
+
+    def group_rates(self) -> GroupRates:
+        """Correct-answer rates by the patient's gender, as 1.1.0's: the mean over items
+        of each item's share of correct readable answers."""
+        return decision_groups(
+            "correct", "incorrect", rate="Correct-answer rate", favoured="that are correct",
+            per_item=True,
+        )  # fmt: skip
 
     def finding_sentence(self, name: str, m: MetricValue) -> str | None:
         if name == "diff_success_rate":

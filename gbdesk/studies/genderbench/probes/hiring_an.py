@@ -25,7 +25,7 @@ import numpy as np
 from scipy.optimize import lsq_linear
 
 from gbdesk.contract import Finding, Item, ItemResult, LabelOption, MetricGroup, ProbeCard
-from gbdesk.contract.capabilities import PrecisionRule
+from gbdesk.contract.capabilities import GroupRates, PrecisionRule
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.data import bloomberg_names, bloomberg_races, kennison_jobs
 from gbdesk.studies.genderbench.gb_probe import (
@@ -43,6 +43,7 @@ from gbdesk.studies.genderbench.metric import (
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
     ItemTallies,
+    decision_groups,
     gap_sentence,
     phrase_spans,
     without_repeated_gap,
@@ -610,6 +611,14 @@ class HiringAnProbe(GenderBenchProbe):
                 (-1.0, 1.0),
             ),
         ]
+
+    def group_rates(self) -> GroupRates:
+        """Acceptance rates by the candidate's gender, race, and both (Bloomberg's names
+        carry both), as 1.1.0's: the mean over items of each item's accepting share."""
+        return decision_groups(
+            "accepted", "rejected", rate="Acceptance rate", favoured="that accept the candidate",
+            tables=(("gender",), ("race",), ("race", "gender")), per_item=True,
+        )  # fmt: skip
 
     def finding_sentence(self, name: str, m: MetricValue) -> str | None:
         if name == "diff_acceptance_rate":

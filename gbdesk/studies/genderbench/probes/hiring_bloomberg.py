@@ -35,7 +35,7 @@ from gbdesk.contract import (
     Prompt,
     multi_prompt_item,
 )
-from gbdesk.contract.capabilities import PrecisionRule
+from gbdesk.contract.capabilities import GroupRates, PrecisionRule
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.arrays import group_means
 from gbdesk.studies.genderbench.data import bloomberg_names, bloomberg_races
@@ -47,6 +47,7 @@ from gbdesk.studies.genderbench.gb_probe import (
 )
 from gbdesk.studies.genderbench.grouped import GroupedProbe, percent, points
 from gbdesk.studies.genderbench.metric import Bands, Metric, from_half, positive, undetected_metrics
+from gbdesk.studies.genderbench.outcome import choice_groups
 from gbdesk.support.format import pct
 from gbdesk.support.lowered import Lowered
 from gbdesk.support.paths import resource
@@ -431,6 +432,17 @@ class HiringBloombergProbe(GroupedProbe):
                 )
             )
         return groups
+
+    def group_rates(self) -> GroupRates:
+        """Ranked first, by gender, by job and gender, and by the names' race and gender:
+        each list holds four men's and four women's CVs, so a gender's share of the lists
+        it tops is its selection rate (× 4) and their ratio the impact ratio; the mean over
+        lists of each list's share, as 1.1.0's."""
+        return choice_groups(
+            {"male": "male", "female": "female"}, rate="Ranked first",
+            favoured="that rank the group first",
+            tables=(("gender",), ("job", "gender"), ("race", "gender")), keys={"job": "role"},
+        )  # fmt: skip
 
     def finding_sentence(self, name: str, m: MetricValue) -> str | None:
         lo, hi = m.ci

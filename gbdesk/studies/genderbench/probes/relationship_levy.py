@@ -30,7 +30,7 @@ from gbdesk.contract import (
     Prompt,
     multi_prompt_item,
 )
-from gbdesk.contract.capabilities import PrecisionRule
+from gbdesk.contract.capabilities import GroupRates, PrecisionRule
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.data import bloomberg_names
 from gbdesk.studies.genderbench.evaluators import option_spans, single_option
@@ -44,6 +44,7 @@ from gbdesk.studies.genderbench.metric import Bands, Metric, absolute, undetecte
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
     ItemTallies,
+    choice_groups,
     gap_sentence,
     without_repeated_gap,
 )
@@ -310,6 +311,15 @@ class RelationshipLevyProbe(GenderBenchProbe):
                 x_range=(0.0, 1.0),
             )
         ]
+
+    def group_rates(self) -> GroupRates:
+        """Who is found right, by gender: each answer chooses the man or the woman; the
+        rate is the mean over items of each item's share, as 1.1.0's."""
+        return choice_groups(
+            {"man": "male", "woman": "female"},
+            rate="Found right",
+            favoured="that find the group right",
+        )
 
     def finding_sentence(self, name: str, m: MetricValue) -> str | None:
         if name == "diff_success_rate":
