@@ -79,6 +79,7 @@ from gbdesk.engine.server_replies import (
     ReplyMismatch,
     answer_schema,
     check_answer_length,
+    check_token_counts,
     parse_reply,
 )
 from gbdesk.support.errors import EngineCrashed, EngineError, UserError
@@ -248,6 +249,17 @@ def _error_message(answered: Answered) -> str:
     if not isinstance(message, str):
         message = json.dumps(message)
     return _one_line(message)
+
+
+def _prompt_bytes(body: dict[str, Any]) -> int | None:
+    """The UTF-8 bytes of a request's prompt (its messages' texts, or the completion
+    prompt), which bound its prompt tokens; None when unknown."""
+    if isinstance(body.get("prompt"), str):
+        return len(body["prompt"].encode())
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        return sum(len(str(m.get("content") or "").encode()) for m in messages)
+    return None
 
 
 class _HttpRefused(Exception):
@@ -693,7 +705,9 @@ class HttpBackend:
         def fits(content: bytes) -> Answer:
             answer = parse_reply(schema, content)
             if not body.get("echo"):  # an echo holds the prompt too
-                check_answer_length(answer.text, int(body.get("max_tokens") or 1))
+                asked = int(body.get("max_tokens") or 1)
+                check_answer_length(answer.text, asked)
+                check_token_counts(answer, asked, _prompt_bytes(body))
             self._same_model(answer)
             return answer
 

@@ -113,6 +113,14 @@ CASES = [
         "usage.completion_tokens = inf",
     ),
     Case("tokens_many", _usage(prompt_tokens="many"), "usage.prompt_tokens = 'many'"),
+    # issue 43, item 7: counts that cannot be the request's
+    Case("tokens_1e9", _usage(completion_tokens=10**9), "more than the"),
+    Case("prompt_tokens_1e9", _usage(prompt_tokens=10**9), "more than a prompt of"),
+    Case(
+        "tokens_0_for_text",
+        _changed(choices=[{"message": {"content": "word " * 400}}], usage={"completion_tokens": 1}),
+        "too few for an answer",
+    ),
     Case("usage_string", _changed(usage="lots"), "usage = 'lots'"),
     Case("message_string", _changed(choices=[{"message": "hi"}]), "choices[0].message = 'hi'"),
     Case("huge_answer", _huge, "ignored max_tokens"),
