@@ -297,6 +297,14 @@ class _Misfit(Exception):
         self.path = path
 
 
+class _ModelChanged(ReplyMismatch):
+    """A reply as another model than the server answered as when gbdesk connected."""
+
+
+class _ChangedMisfit(_Misfit):
+    """`_ModelChanged` while connecting: never taken for a form the server lacks."""
+
+
 def _looks_like_json(answered: Answered) -> bool:
     """Whether a success answer is meant as JSON (its content type, or its first byte): a
     truncated JSON reply is a reply that does not fit; an HTML page is not JSON at all."""
@@ -713,6 +721,8 @@ class HttpBackend:
 
         try:
             return self._call("POST", path, body, reply=fits, **call)
+        except _ModelChanged as exc:
+            raise _ChangedMisfit(str(exc), path) from None
         except ReplyMismatch as exc:
             raise _Misfit(str(exc), path) from None
 
@@ -767,6 +777,10 @@ class HttpBackend:
         self._answered_as = reported or None
         # 3. which structured-output form the server takes *and applies*: constrained, the
         # answer to "Say OK." starts with "{"; a server that ignores the field says "OK".
+        # Each answer is also a second look at the model it answers as: a server naming
+        # another model on every request is refused here (`_ChangedMisfit`), not after a run
+        # was planned.
+        confirmed = False
         for form in ("json_schema", "json_object"):
             self.json_format = form
             probe = GenerationRequest(
@@ -777,12 +791,17 @@ class HttpBackend:
                     self._path, self._body(probe), retry_transport=False, retry_status=quick,
                     read_s=self.read_timeout(probe.max_tokens),
                 )  # fmt: skip
+            except _ChangedMisfit:
+                raise
             except (_HttpRefused, _NotJson, _Misfit):
                 continue
+            confirmed = True
             if answer.text.lstrip().startswith("{"):
                 break
         else:
             self.json_format = "none"
+        if not confirmed:  # no second answer yet: one more one-token request
+            self._try_tiny(tiny, quick)
 
     def _try_tiny(self, request: GenerationRequest, retry_status: frozenset[int]) -> Answer:
         answer, self.tiny_latency_s = self._ask(
@@ -856,7 +875,7 @@ class HttpBackend:
         """`ReplyMismatch` when the server answers as another model than when gbdesk
         connected (it loaded another one: its answers are not this run's model's)."""
         if answer.model and self._answered_as and answer.model != self._answered_as:
-            raise ReplyMismatch(
+            raise _ModelChanged(
                 f"it answered as the model {answer.model!r}, not {self._answered_as!r} as when "
                 "gbdesk connected — did the server load another model?"
             )
