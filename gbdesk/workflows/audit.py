@@ -1317,7 +1317,19 @@ def _run_audit(
     audits.update_audit(store, audit_id, status="running")
     try:
         finished = _rounds(session)
-    except BaseException:  # an engine failure, a second Ctrl-C: what was made is kept
+    except EngineError as exc:  # a server fault, a crashed model: what was made is kept
+        session.save()
+        audits.update_audit(store, audit_id, status="stopped")
+        reason = getattr(exc, "reason", None)
+        if reason is None:
+            raise
+        done, total = getattr(exc, "counts", (0, 0))
+        # the audit is continued with its own command, never its run's `gbdesk resume`
+        raise type(exc)(
+            f"{reason}. Audit {audit_id} is saved with every answer made (run "
+            f"{exc.run_id}: {done:,}/{total:,}); the same command continues it"  # type: ignore[attr-defined]
+        ) from exc
+    except BaseException:  # a second Ctrl-C, a bug: what was made is kept
         session.save()
         audits.update_audit(store, audit_id, status="stopped")
         raise

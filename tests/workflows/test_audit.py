@@ -483,3 +483,24 @@ def test_an_audit_killed_mid_step_is_done_only_when_its_runs_are(
         stored += run["attempts_done"]
     (everything,) = store.conn.execute("SELECT COUNT(*) FROM attempts").fetchone()
     assert result["generations"] == stored == everything
+
+
+def test_an_audit_stopped_by_a_server_fault_names_its_own_command(store, tmp_path):
+    """Issue 43 (9): a run's fault said "continue it with: gbdesk resume 1" — the run's
+    command, which would continue one run outside the audit."""
+
+    class Faulty(KnownBiasBackend):
+        def generate(self, request, on_token=None):
+            if self.calls >= 3:
+                raise EngineCrashed("the endpoint http://gpu-box:8000/v1 failed 7 times in a row")
+            return super().generate(request, on_token)
+
+    _, _plan, audit_id = _audit(store, tmp_path, ["direct"], 300)
+    with pytest.raises(EngineCrashed) as caught:
+        run_audit(store, audit_id, backend_factory=lambda m, g: Faulty())
+    message = str(caught.value)
+    assert "gbdesk resume" not in message, message
+    assert message.startswith("the endpoint http://gpu-box:8000/v1 failed 7 times in a row. ")
+    assert f"Audit {audit_id} is saved" in message and "the same command continues it" in message
+    audit = get_audit(store, audit_id)
+    assert audit["status"] == "stopped" and unfinished_audit(store, audit["model_id"]) == audit_id

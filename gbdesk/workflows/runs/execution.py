@@ -579,13 +579,19 @@ def _finish(loop: _RunLoop, status: str, error: str | None, engine: dict[str, An
         last=loop.last,
     )
     total = loop.report.total
-    if error is not None and status == "interrupted":
-        raise EngineCrashed(
-            f"{error}. Run {run_id} is saved ({done}/{total} attempts); "
-            f"continue it with: gbdesk resume {run_id}"
-        )
     if error is not None:
-        raise EngineError(f"{error}. Run {run_id} is saved ({done}/{total} attempts).")
+        if status == "interrupted":
+            failure: EngineError = EngineCrashed(
+                f"{error}. Run {run_id} is saved ({done}/{total} attempts); "
+                f"continue it with: gbdesk resume {run_id}"
+            )
+        else:
+            failure = EngineError(f"{error}. Run {run_id} is saved ({done}/{total} attempts).")
+        # what went wrong and where the run stands, for a caller that words its own way
+        # to continue (an audit continues with its own command, not `gbdesk resume`)
+        failure.reason, failure.run_id = error, run_id  # type: ignore[attr-defined]
+        failure.counts = (done, total)  # type: ignore[attr-defined]
+        raise failure
     return RunOutcome(run_id, status, done, total, loop.tally.done, None, engine)
 
 
