@@ -71,7 +71,7 @@ from gbdesk.engine.base import (
 )
 from gbdesk.engine.endpoints import CAPABILITIES, ENDPOINT_PRESETS, SERVERS_WITH
 from gbdesk.engine.http_transport import Answered, Redirected, Transport, Unanswered
-from gbdesk.engine.secrets import check_env_var_name, lookup_api_key
+from gbdesk.engine.secrets import Redactor, check_env_var_name, lookup_api_key, url_password
 from gbdesk.engine.server_replies import (
     Answer,
     ErrorAnswer,
@@ -473,9 +473,12 @@ class HttpBackend:
         headers = {"Accept": "application/json", "User-Agent": f"gbdesk/{__version__}"}
         if key.value:
             headers["Authorization"] = f"Bearer {key.value}"
+        # the key sent (and a URL's password, were one ever sent) is masked in everything
+        # the server says back, at the transport (`Redactor`): one point, every path
         self._transport = Transport(
-            self.base_url, self.concurrency + 2, headers, self.connect_timeout_s
-        )
+            self.base_url, self.concurrency + 2, headers, self.connect_timeout_s,
+            redactor=Redactor([key.value, url_password(base_url)]),
+        )  # fmt: skip
         try:
             self._connect()
         except BaseException:
