@@ -10,7 +10,7 @@ from typing import Any
 from gbdesk.cli._common import MODEL_CHARS, _emit, _holding, _open_store, _ProgressPrinter
 from gbdesk.cli.results import _findings_text, _metrics_payload, _metrics_table, _tiny_notice
 from gbdesk.support.errors import UserError
-from gbdesk.support.guards import one_line
+from gbdesk.support.format import display_name
 
 
 def cmd_run(args) -> int:
@@ -320,7 +320,8 @@ def cmd_runs(args) -> int:
     text = (
         "\n".join(
             f"{r['run_id']:>4}  {r['probe']:<14} {r['status']:<11} "
-            f"{r['attempts_done']:>5}/{r['attempts_total']:<5} {one_line(r['model'], MODEL_CHARS)}"
+            f"{r['attempts_done']:>5}/{r['attempts_total']:<5} "
+            f"{display_name(r['model'], MODEL_CHARS)}"
             for r in payload
         )
         or "no runs yet — start one with: gbdesk run --probe PROBE (see: gbdesk probes)"

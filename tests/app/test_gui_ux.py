@@ -209,3 +209,25 @@ def test_missing_display_plugin_names_the_package():
     assert "\n" not in message
     assert "sudo apt-get install -y libxcb-cursor0 libxkbcommon-x11-0" in message
     assert missing_display_packages(["\tlibc.so.6 => /lib/libc.so.6\n"]) == []
+
+
+HOSTILE = "evil\u202e\x00\x1b[2J" + "x" * 10_000
+
+
+def test_the_audit_dialog_shows_a_hostile_model_name_as_everything_else_does(
+    qtbot, tmp_path, settings
+):
+    """Issue 43 (11): the window title showed a model's name raw — a right-to-left
+    override, a NUL, an ESC, 10,019 characters — where the PDF and `gbdesk runs` show it
+    safely; one display rule (`format.display_name`) for all of them."""
+    from gbdesk.support.format import NAME_CHARS, display_name
+    from gbdesk.ui.audit_dialog import AuditDialog
+
+    window = make_window(qtbot, str(tmp_path / "t.sqlite"), settings)
+    dialog = AuditDialog(window.ctx, "default", HOSTILE, window)
+    qtbot.addWidget(dialog)
+    title = dialog.windowTitle()
+    assert title == f"Audit this model — {display_name(HOSTILE)}"
+    assert not any(c in title for c in "\u202e\x00\x1b")
+    assert "evil<U+202E><U+0000><U+001B>[2J" in title
+    assert len(title) <= len("Audit this model — ") + NAME_CHARS
