@@ -11,7 +11,7 @@ from typing import Any
 
 from gbdesk.cli._common import _emit, _holding, _open_store, _ProgressPrinter
 from gbdesk.support.errors import UserError
-from gbdesk.support.format import duration
+from gbdesk.support.format import display_name, duration
 
 
 def _say(text: str) -> None:
@@ -131,6 +131,9 @@ def cmd_audit(args) -> int:
     from gbdesk.workflows import runs
     from gbdesk.workflows.audit import (
         SharedBackend,
+        audit_probes,
+        changed_options,
+        check_audit_wordings,
         get_audit,
         measure_speed,
         parse_budget,
@@ -142,6 +145,8 @@ def cmd_audit(args) -> int:
     )
 
     budget_s = parse_budget(args.budget)
+    # --wordings is checked before anything is measured (the harness's probes have them?)
+    check_audit_wordings(args.wordings, audit_probes(args.harness))
     with (
         _open_store(args.db, writes=True) as store,
         _holding(store, args, "audit", "an audit"),
@@ -152,13 +157,22 @@ def cmd_audit(args) -> int:
         try:
             if audit_id is not None:
                 audit = get_audit(store, audit_id)
+                changed = changed_options(audit, budget_s, args.harness, args.wordings)
+                if changed:
+                    raise UserError(
+                        f"audit {audit_id} of {display_name(model['name'])} is unfinished, and "
+                        "this command "
+                        f"asks {'; '.join(changed)} — give its own options to continue it, "
+                        "or add --new to plan another"
+                    )
                 spent = float((audit.get("state") or {}).get("spent_s") or 0)
                 _say(
-                    f"[audit {audit_id}] continuing the unfinished audit of {model['name']} "
+                    f"[audit {audit_id}] continuing the unfinished audit of "
+                    f"{display_name(model['name'])} "
                     f"(budget {audit['budget']}, {duration(spent)} spent; --new plans another)"
                 )
             else:
-                _say(f"measuring the speed of {model['name']}…")
+                _say(f"measuring the speed of {display_name(model['name'])}…")
                 concurrency = args.concurrency or 1
                 speed = measure_speed(
                     store, model, shared, concurrency=concurrency,

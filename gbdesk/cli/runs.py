@@ -18,12 +18,11 @@ def cmd_run(args) -> int:
     With --wordings: one run per wording (each continued or shown the same way), then the
     metrics by wording."""
     from gbdesk.contract import get_probe
-    from gbdesk.contract.running import parse_wordings
+    from gbdesk.contract.running import parse_wordings, refuse_template_with_wordings
 
     if args.wordings is None:
         return _run_one(args, 0)[0]
-    if args.template is not None:
-        raise UserError("--wordings brings each wording's own template: drop --template")
+    refuse_template_with_wordings(args.template, args.wordings)
     probe = get_probe(args.probe)
     available = probe.capabilities.parameters.wordings()
     if len(available) < 2:

