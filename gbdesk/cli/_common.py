@@ -58,6 +58,60 @@ def _holding(store: Any, args: argparse.Namespace, kind: str, what: str):
     return jobs.job(store, kind, what, wait=bool(getattr(args, "wait", False)), on_wait=waiting)
 
 
+class Interrupts:
+    """THE rule of Ctrl-C, for `run`, `resume` and `audit` alike (docs/cli.md):
+
+    * **once** — stop taking new answers, finish and keep those under way (saying how many
+      it waits for: `RunControl.under_way`); the command then ends with status 130, its
+      run or audit resumable;
+    * **twice** — stop at once (`KeyboardInterrupt`; the model is stopped), saying how many
+      answers under way were dropped; every answer made before is kept.
+
+    ``with Interrupts(control) as stop: …``; `stop.asked` tells whether Ctrl-C came."""
+
+    def __init__(self, control: Any) -> None:
+        self.control = control
+        self.previous: Any = None
+        self.asked = False
+        self.dropped = 0
+
+    def __enter__(self) -> Interrupts:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def _handle(self, _signum: int, _frame: Any) -> None:
+        waiting = int(getattr(self.control, "under_way", 0) or 0)
+        if self.asked:
+            self.dropped = waiting
+            print(
+                f"\nstopping at once: {_answers(waiting)} under way dropped; every answer "
+                "made before is kept",
+                file=sys.stderr, flush=True,
+            )  # fmt: skip
+            raise KeyboardInterrupt
+        self.asked = True
+        self.control.cancel()
+        print(
+            f"\nstopping: no new answers; waiting for the {_answers(waiting)} under way "
+            "(they are kept) — Ctrl-C again to stop at once",
+            file=sys.stderr, flush=True,
+        )  # fmt: skip
+
+
+def _answers(n: int) -> str:
+    return f"{n:,} answer{'' if n == 1 else 's'}"
+
+
 def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
     if getattr(args, "json", False):
         print(json.dumps(payload, ensure_ascii=False, default=_json_default))

@@ -7,7 +7,14 @@ import sqlite3
 import sys
 from typing import Any
 
-from gbdesk.cli._common import MODEL_CHARS, _emit, _holding, _open_store, _ProgressPrinter
+from gbdesk.cli._common import (
+    MODEL_CHARS,
+    Interrupts,
+    _emit,
+    _holding,
+    _open_store,
+    _ProgressPrinter,
+)
 from gbdesk.cli.results import _findings_text, _metrics_payload, _metrics_table, _tiny_notice
 from gbdesk.support.errors import UserError
 from gbdesk.support.format import display_name
@@ -211,7 +218,7 @@ def _endpoint_model(args, store) -> tuple[Any, dict[str, Any]]:
 
 def _execute(args, store, run_id: int, backend_factory=None, show: bool = True) -> int:
     from gbdesk.store.db import DatabaseFault, database_fault
-    from gbdesk.workflows.runs import execute_run, llama_backend_factory
+    from gbdesk.workflows.runs import RunControl, execute_run, llama_backend_factory
 
     def connecting(model: dict[str, Any], generation: dict[str, Any]) -> Any:
         """The run's engine; an endpoint's silence while it is connected to is said."""
@@ -220,13 +227,17 @@ def _execute(args, store, run_id: int, backend_factory=None, show: bool = True) 
             model, generation, on_wait=lambda line: print(f"{say} {line}", file=sys.stderr)
         )
 
+    control = RunControl()
+    again = " (or the same command again)" if args.command == "run" else ""
     try:
-        execute_run(
-            store,
-            run_id,
-            on_progress=_ProgressPrinter(),
-            backend_factory=backend_factory or connecting,
-        )
+        with Interrupts(control) as stop:  # Ctrl-C once: the answers under way are kept
+            execute_run(
+                store,
+                run_id,
+                control=control,
+                on_progress=_ProgressPrinter(),
+                backend_factory=backend_factory or connecting,
+            )
     except (sqlite3.Error, DatabaseFault) as exc:
         fault = database_fault(exc, store.path, store.BUSY_TIMEOUT_S)
         if fault is None or fault.kind in ("corrupt", "notadb"):
@@ -237,9 +248,17 @@ def _execute(args, store, run_id: int, backend_factory=None, show: bool = True) 
             fault.kind,
         ) from exc
     except KeyboardInterrupt:
-        again = " (or the same command again)" if args.command == "run" else ""
         print(
-            f"\ninterrupted; run {run_id} is saved — continue it with: gbdesk resume {run_id}"
+            f"interrupted; run {run_id} is saved — continue it with: gbdesk resume {run_id}"
+            f"{again}",
+            file=sys.stderr,
+        )
+        return 130
+    if stop.asked and store.get_run(run_id)["status"] != "done":
+        run = store.get_run(run_id)
+        print(
+            f"interrupted; run {run_id} is saved ({run['attempts_done']:,}/"
+            f"{run['attempts_total']:,} attempts) — continue it with: gbdesk resume {run_id}"
             f"{again}",
             file=sys.stderr,
         )

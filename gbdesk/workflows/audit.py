@@ -1017,6 +1017,15 @@ class _StepControl(RunControl):
                 backend.abort()
 
     @property
+    def under_way(self) -> int:  # type: ignore[override]
+        return self.parent.under_way
+
+    @under_way.setter
+    def under_way(self, n: int) -> None:
+        """The audit's control hears of the answers under way (its Ctrl-C says them)."""
+        self.parent.under_way = n
+
+    @property
     def cancelled(self) -> bool:  # type: ignore[override]
         return self.parent.cancelled or self._cancelled.is_set() or self.clock() >= self.deadline
 
