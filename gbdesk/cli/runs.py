@@ -18,6 +18,7 @@ from gbdesk.cli._common import (
 from gbdesk.cli.results import _findings_text, _metrics_payload, _metrics_table, _tiny_notice
 from gbdesk.support.errors import UserError
 from gbdesk.support.format import display_name
+from gbdesk.support.guards import one_line
 
 
 def cmd_run(args) -> int:
@@ -345,6 +346,29 @@ def cmd_runs(args) -> int:
         or "no runs yet — start one with: gbdesk run --probe PROBE (see: gbdesk probes)"
     )
     _emit(args, payload, text)
+    return 0
+
+
+def cmd_jobs(args) -> int:
+    """`gbdesk jobs`: the jobs holding the database; `--clear JOB` removes a stale one."""
+    from gbdesk.store import jobs
+
+    with _open_store(args.db, writes=args.clear is not None) as store:
+        if args.clear is not None:
+            gone = jobs.clear_job(store, args.clear)
+            print(f"cleared job {gone.id}: {gone.describe()}", file=sys.stderr)
+        found = jobs.all_jobs(store)
+    payload = [
+        {"job_id": j.id, "kind": j.kind, "what": j.what, "host": j.host, "pid": j.pid,
+         "command": j.command, "started_at": j.started_at, "heartbeat_at": j.heartbeat_at,
+         "alive": j.alive()}
+        for j in found
+    ]  # fmt: skip
+    text = "\n".join(
+        f"{j.id:>4}  {'alive' if j.alive() else 'gone '}  {one_line(j.describe(), 200)}"
+        for j in found
+    )
+    _emit(args, payload, text or "no job holds the database")
     return 0
 
 
