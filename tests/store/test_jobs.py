@@ -172,9 +172,8 @@ def test_a_heartbeat_from_the_future_never_blocks_and_a_stale_job_can_be_cleared
                 "VALUES ('audit', 'audit 9 of X', ?, 4242, 'gbdesk audit', datetime('now'), ?)",
                 (far, jobs.now()),
             )
-        with pytest.raises(jobs.DatabaseBusy) as caught:
-            with jobs.job(store, "run", "run 1"):
-                pass
+        with pytest.raises(jobs.DatabaseBusy) as caught, jobs.job(store, "run", "run 1"):
+            pass
         (job_id,) = store.conn.execute("SELECT id FROM jobs").fetchone()
     message = str(caught.value)
     assert "on build-server-7" in message and f"gbdesk jobs --clear {job_id}" in message
