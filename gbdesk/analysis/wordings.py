@@ -56,8 +56,14 @@ RESAMPLES = 400
 SEED = 20261128
 
 
+#: parameters that never tell two runs of one family apart: the wording's own, and the
+#: file an imported run came from (a family exported and imported back comes as one file
+#: or as one per wording, from wherever)
+NOT_FRAME = (*WORDING_PARAMS, "imported_from")
+
+
 def _frame(params: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in params.items() if k not in WORDING_PARAMS}
+    return {k: v for k, v in params.items() if k not in NOT_FRAME}
 
 
 def wording_family(store: Store, run_id: int) -> dict[int, int]:
