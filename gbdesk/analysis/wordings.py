@@ -331,7 +331,9 @@ def split_variance(theta: np.ndarray, star: np.ndarray) -> tuple[float, float, f
 
 def orders(reports: list[tuple[str, WordingReport]], metric: str) -> dict[str, Any]:
     """Several models' families on one metric: the models from lowest to highest value
-    under each wording, and whether that order is the same under every wording."""
+    under each wording, and whether that order is the same under every wording — None
+    (nothing to tell) unless at least two wordings they share measured it: one shared
+    wording says nothing about a rewording."""
     common = set.intersection(*(set(r.family) for _, r in reports)) if reports else set()
     by_wording: dict[int, list[str]] = {}
     for w in sorted(common):
@@ -349,7 +351,7 @@ def orders(reports: list[tuple[str, WordingReport]], metric: str) -> dict[str, A
     return {
         "metric": metric,
         "order_by_wording": {str(w): o for w, o in by_wording.items()},
-        "same_order": len(distinct) == 1 if by_wording else None,
+        "same_order": len(distinct) == 1 if len(by_wording) >= 2 else None,
     }
 
 

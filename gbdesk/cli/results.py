@@ -363,6 +363,12 @@ def cmd_wordings(args) -> int:
     text = "\n\n".join(wordings_text(p) for p in payloads)
     for o in compared:
         if o["same_order"] is None:
+            shared = list(o["order_by_wording"])
+            if len(shared) == 1:  # said, so that silence is not read as "the same"
+                text += (
+                    f"\n{o['metric']}: the models share only wording {shared[0]} — no "
+                    "order to compare across wordings"
+                )
             continue
         verdict = "the same under every wording" if o["same_order"] else "changes with the wording"
         text += f"\n{o['metric']}: the models' order {verdict}"
