@@ -136,12 +136,21 @@ class Redactor:
         return bool(self._whole)
 
     def data(self, body: bytes) -> bytes:
-        """`body` with every secret, and every piece of one (`REDACT_MIN`+), masked."""
+        """`body` with every secret, and every piece of one (`REDACT_MIN`+), masked; in a
+        JSON body also where escapes spell it (``sk\\u002d…``, which the bytes do not show)."""
         if not self._whole:
             return body
+        if b"\\u" in body and len(body) <= _PIECES_UP_TO and body.lstrip()[:1] in (b"{", b"["):
+            body = self._json(body)
         for whole in self._whole:
             body = body.replace(whole, MASK.encode())
-        if self._pieces is None or len(body) > _PIECES_UP_TO:
+        if len(body) > _PIECES_UP_TO:
+            return body
+        return self._pieces_masked(body)
+
+    def _pieces_masked(self, body: bytes) -> bytes:
+        """`body` with every piece of a secret (`REDACT_MIN`+ characters) masked."""
+        if self._pieces is None:
             return body
         spans: list[list[int]] = []
         for m in self._scan(body):
@@ -157,6 +166,37 @@ class Redactor:
             at = end
         out.append(body[at:])
         return b"".join(out)
+
+    def _json(self, body: bytes) -> bytes:
+        """A JSON body with its strings decoded, masked and encoded again (unchanged when
+        nothing was masked or it is not JSON)."""
+        import json
+
+        try:
+            value = json.loads(body)
+        except ValueError:
+            return body
+        changed = [False]
+
+        def mask(v: object) -> object:
+            if isinstance(v, str):
+                out = self._plain(v)
+                changed[0] = changed[0] or out != v
+                return out
+            if isinstance(v, list):
+                return [mask(x) for x in v]
+            if isinstance(v, dict):
+                return {mask(k): mask(x) for k, x in v.items()}
+            return v
+
+        masked = mask(value)
+        return json.dumps(masked).encode() if changed[0] else body
+
+    def _plain(self, text: str) -> str:
+        data = text.encode("utf-8", "surrogatepass")
+        for whole in self._whole:
+            data = data.replace(whole, MASK.encode())
+        return self._pieces_masked(data).decode("utf-8", "replace")
 
     def _scan(self, body: bytes) -> list[tuple[int, int]]:
         """Every (start, end) of a piece of a secret in `body`, overlapping ones too."""

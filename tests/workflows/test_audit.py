@@ -556,3 +556,27 @@ def test_continuing_an_audit_with_other_options_says_so(tmp_path, capsys, known_
         assert f"audit {audit_id} of" in line and says in line and "--new" in line, line
     with Store(db) as store:
         assert store.list_runs() == [] and get_audit(store, audit_id)["status"] == "planned"
+
+
+@pytest.mark.parametrize("at", [14, 25])
+def test_an_audit_killed_in_a_wording_run_finishes_it_first(store, tmp_path, at):
+    """The adversarial pass's other kill points: killed in the runs of the other wordings
+    (after the study's own wording's 10 answers), the continued audit makes every
+    wording's missing answers before it is done."""
+    model = fake_model(store, tmp_path)
+    plan = plan_audit(store, model, 300, SPEED, probes=["direct"], budget_text="300s",
+                      wordings="1,2")  # fmt: skip
+    plan.probes[0].sizes = [10]
+    audit_id = save_audit(store, plan)
+    with pytest.raises(_Killed):
+        run_audit(store, audit_id, backend_factory=lambda m, g: _KilledAt(at))
+    result = run_audit(store, audit_id, backend_factory=lambda m, g: KnownBiasBackend(),
+                       report=tmp_path / "w.pdf")  # fmt: skip
+    assert result["status"] == "done"
+    (entry,) = get_audit(store, audit_id)["plan"]
+    runs = [entry["run_id"], *entry["wording_runs"].values()]
+    assert len(runs) == 3
+    for run_id in runs:
+        run = store.get_run(run_id)
+        assert run["attempts_done"] == run["attempts_total"] == 10, run_id
+    assert result["generations"] == 30
