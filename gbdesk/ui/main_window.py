@@ -75,6 +75,8 @@ class MainWindow(QMainWindow):
             self.stack.addWidget(self.panes[name])
         self.nav.currentRowChanged.connect(self._pane_changed)
         self._size_by_shown_pane(0)
+        # the panes' names are never cut ("Models" was clipped in a narrow window)
+        self.nav.setMinimumWidth(self.nav.sizeHintForColumn(0) + 2 * self.nav.frameWidth() + 8)
 
         splitter = QSplitter()
         splitter.addWidget(self.nav)

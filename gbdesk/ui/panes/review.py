@@ -101,6 +101,11 @@ class ReviewPane(QWidget):
         self.run_combo = QComboBox()
         self.filter_combo = QComboBox()
         self._fill_filters(None)
+        for combo in (self.run_combo, self.filter_combo):  # long run names, filter words:
+            combo.setSizeAdjustPolicy(  # shown cut, not widening the window past the screen
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+            )
+            combo.setMinimumContentsLength(8)
         self.order_combo = QComboBox()
         for key, text in ORDERS.items():
             self.order_combo.addItem(text, key)
