@@ -212,7 +212,13 @@ class FakeOpenAIServer:
                     {
                         "model": owner.model,
                         "choices": [{"message": {"content": text}, "finish_reason": "stop"}],
-                        "usage": {"prompt_tokens": 5, "completion_tokens": len(text.split())},
+                        "usage": {
+                            "prompt_tokens": 5,
+                            # as a server counts: never more than it was allowed
+                            "completion_tokens": min(
+                                len(text.split()), int(body.get("max_tokens") or 10**6)
+                            ),
+                        },
                     },
                     self.path,
                     body,

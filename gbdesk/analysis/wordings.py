@@ -56,8 +56,14 @@ RESAMPLES = 400
 SEED = 20261128
 
 
+#: parameters that never tell two runs of one family apart: the wording's own, and the
+#: file an imported run came from (a family exported and imported back comes as one file
+#: or as one per wording, from wherever)
+NOT_FRAME = (*WORDING_PARAMS, "imported_from")
+
+
 def _frame(params: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in params.items() if k not in WORDING_PARAMS}
+    return {k: v for k, v in params.items() if k not in NOT_FRAME}
 
 
 def wording_family(store: Store, run_id: int) -> dict[int, int]:
@@ -325,7 +331,9 @@ def split_variance(theta: np.ndarray, star: np.ndarray) -> tuple[float, float, f
 
 def orders(reports: list[tuple[str, WordingReport]], metric: str) -> dict[str, Any]:
     """Several models' families on one metric: the models from lowest to highest value
-    under each wording, and whether that order is the same under every wording."""
+    under each wording, and whether that order is the same under every wording — None
+    (nothing to tell) unless at least two wordings they share measured it: one shared
+    wording says nothing about a rewording."""
     common = set.intersection(*(set(r.family) for _, r in reports)) if reports else set()
     by_wording: dict[int, list[str]] = {}
     for w in sorted(common):
@@ -343,7 +351,7 @@ def orders(reports: list[tuple[str, WordingReport]], metric: str) -> dict[str, A
     return {
         "metric": metric,
         "order_by_wording": {str(w): o for w, o in by_wording.items()},
-        "same_order": len(distinct) == 1 if by_wording else None,
+        "same_order": len(distinct) == 1 if len(by_wording) >= 2 else None,
     }
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -12,24 +13,66 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gbdesk.support.errors import UserError
 from gbdesk.support.format import duration
+from gbdesk.support.paths import default_db_path
 
 _db_in_use: list[Path] = []  # the database this command opened (for database-fault messages)
 
 
+@contextlib.contextmanager
 def _open_store(path: str | None, writes: bool = False):
-    """Open the database; say on stderr where the copy made before a layout update is.
-    `writes`: check now that the database can take writes (not damaged, read-only or
-    locked), before any slow work, rather than at the first write. A path given with
-    --db (or $GBDESK_DB) must lie in an existing folder, and only a command that writes
-    makes a new file there (`check_db_path`); the per-user default is made when missing."""
-    from gbdesk.store import Store
+    """Open the database (``with _open_store(…) as store``); say on stderr where the copy
+    made before a layout update is. `writes`: check now that the database can take writes
+    (not damaged, read-only or locked), before any slow work, rather than at the first
+    write. A path given with --db (or $GBDESK_DB) must lie in an existing folder, and only
+    a command that writes makes a new file there (`check_db_path`); the per-user default is
+    made when missing. **A refused command leaves no new database**: a file this command
+    created is removed again when the command ends in a `UserError` (a model file that
+    does not exist, a text file as a model …) with nothing of value stored in it
+    (`_holds_nothing`)."""
     from gbdesk.store.db import check_db_path
-    from gbdesk.support.paths import default_db_path
 
     target = Path(path).expanduser() if path else default_db_path()
     if path or os.environ.get("GBDESK_DB"):  # a path a person typed: refuse a typo
         check_db_path(target, create=writes)
+    created = not target.exists()
+    try:
+        with _opened(target, writes) as store:
+            yield store
+    except UserError:
+        if created:
+            _remove_if_empty(target)
+        raise
+
+
+#: the tables a new database's rows of value are in: a database without any is removed
+#: again when the command that made it was refused
+_VALUE_TABLES = ("runs", "audits", "labels", "codebook", "review_samples")
+
+
+def _remove_if_empty(target: Path) -> None:
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(target)) as conn:
+            for table in _VALUE_TABLES:
+                try:
+                    if conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone():
+                        return
+                except sqlite3.OperationalError:  # no such table (an older layout)
+                    continue
+    except sqlite3.Error:
+        return
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(OSError):
+            Path(f"{target}{suffix}").unlink()
+
+
+@contextlib.contextmanager
+def _opened(target: Path, writes: bool):
+    from gbdesk.store import Store
+
     _db_in_use[:] = [target]
     store = Store(target)
     if store.backup_path is not None:
@@ -43,7 +86,8 @@ def _open_store(path: str | None, writes: bool = False):
         except BaseException:
             store.close()
             raise
-    return store
+    with store:
+        yield store
 
 
 def _holding(store: Any, args: argparse.Namespace, kind: str, what: str):
@@ -56,6 +100,60 @@ def _holding(store: Any, args: argparse.Namespace, kind: str, what: str):
         print(f"gbdesk: waiting for {job.describe()} to end…", file=sys.stderr, flush=True)
 
     return jobs.job(store, kind, what, wait=bool(getattr(args, "wait", False)), on_wait=waiting)
+
+
+class Interrupts:
+    """THE rule of Ctrl-C, for `run`, `resume` and `audit` alike (docs/cli.md):
+
+    * **once** — stop taking new answers, finish and keep those under way (saying how many
+      it waits for: `RunControl.under_way`); the command then ends with status 130, its
+      run or audit resumable;
+    * **twice** — stop at once (`KeyboardInterrupt`; the model is stopped), saying how many
+      answers under way were dropped; every answer made before is kept.
+
+    ``with Interrupts(control) as stop: …``; `stop.asked` tells whether Ctrl-C came."""
+
+    def __init__(self, control: Any) -> None:
+        self.control = control
+        self.previous: Any = None
+        self.asked = False
+        self.dropped = 0
+
+    def __enter__(self) -> Interrupts:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def _handle(self, _signum: int, _frame: Any) -> None:
+        waiting = int(getattr(self.control, "under_way", 0) or 0)
+        if self.asked:
+            self.dropped = waiting
+            print(
+                f"\nstopping at once: {_answers(waiting)} under way dropped; every answer "
+                "made before is kept",
+                file=sys.stderr, flush=True,
+            )  # fmt: skip
+            raise KeyboardInterrupt
+        self.asked = True
+        self.control.cancel()
+        print(
+            f"\nstopping: no new answers; waiting for the {_answers(waiting)} under way "
+            "(they are kept) — Ctrl-C again to stop at once",
+            file=sys.stderr, flush=True,
+        )  # fmt: skip
+
+
+def _answers(n: int) -> str:
+    return f"{n:,} answer{'' if n == 1 else 's'}"
 
 
 def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:

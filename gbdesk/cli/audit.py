@@ -4,14 +4,12 @@ time budget, then the PDF report."""
 from __future__ import annotations
 
 import json
-import signal
 import sys
-import threading
 from typing import Any
 
-from gbdesk.cli._common import _emit, _holding, _open_store, _ProgressPrinter
+from gbdesk.cli._common import Interrupts, _emit, _holding, _open_store, _ProgressPrinter
 from gbdesk.support.errors import UserError
-from gbdesk.support.format import duration
+from gbdesk.support.format import display_name, duration
 
 
 def _say(text: str) -> None:
@@ -100,37 +98,13 @@ def _verdict_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-class _Interrupts:
-    """Ctrl-C once: stop taking new answers, finish and keep those under way; twice: stop
-    at once (what was under way is lost, the rest is kept)."""
-
-    def __init__(self, control: Any) -> None:
-        self.control = control
-        self.previous: Any = None
-
-    def __enter__(self) -> _Interrupts:
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-
-    def _handle(self, _signum: int, _frame: Any) -> None:
-        if self.control.cancelled:
-            raise KeyboardInterrupt
-        self.control.cancel()
-        _say(
-            "\nstopping: finishing the answers under way (they are kept) — Ctrl-C again to "
-            "stop at once"
-        )
-
-
 def cmd_audit(args) -> int:
     from gbdesk.workflows import runs
     from gbdesk.workflows.audit import (
         SharedBackend,
+        audit_probes,
+        changed_options,
+        check_audit_wordings,
         get_audit,
         measure_speed,
         parse_budget,
@@ -142,6 +116,8 @@ def cmd_audit(args) -> int:
     )
 
     budget_s = parse_budget(args.budget)
+    # --wordings is checked before anything is measured (the harness's probes have them?)
+    check_audit_wordings(args.wordings, audit_probes(args.harness))
     with (
         _open_store(args.db, writes=True) as store,
         _holding(store, args, "audit", "an audit"),
@@ -152,13 +128,22 @@ def cmd_audit(args) -> int:
         try:
             if audit_id is not None:
                 audit = get_audit(store, audit_id)
+                changed = changed_options(audit, budget_s, args.harness, args.wordings)
+                if changed:
+                    raise UserError(
+                        f"audit {audit_id} of {display_name(model['name'])} is unfinished, and "
+                        "this command "
+                        f"asks {'; '.join(changed)} — give its own options to continue it, "
+                        "or add --new to plan another"
+                    )
                 spent = float((audit.get("state") or {}).get("spent_s") or 0)
                 _say(
-                    f"[audit {audit_id}] continuing the unfinished audit of {model['name']} "
+                    f"[audit {audit_id}] continuing the unfinished audit of "
+                    f"{display_name(model['name'])} "
                     f"(budget {audit['budget']}, {duration(spent)} spent; --new plans another)"
                 )
             else:
-                _say(f"measuring the speed of {model['name']}…")
+                _say(f"measuring the speed of {display_name(model['name'])}…")
                 concurrency = args.concurrency or 1
                 speed = measure_speed(
                     store, model, shared, concurrency=concurrency,
@@ -179,15 +164,18 @@ def cmd_audit(args) -> int:
                 audit_id = save_audit(store, plan)
             control = runs.RunControl()
             try:
-                with _Interrupts(control):
+                with Interrupts(control) as stop:
                     result = run_audit(
                         store, audit_id, control=control, on_progress=_Printer(audit_id),
                         report=args.report, backend=shared,
                     )  # fmt: skip
             except KeyboardInterrupt:
-                _say(f"\ninterrupted; audit {audit_id} is saved — the same command continues it")
+                _say(f"interrupted; audit {audit_id} is saved — the same command continues it")
                 return 130
         finally:
             shared.close()
     _emit(args, result, _verdict_table(result))
+    if stop.asked:  # Ctrl-C: stopped as asked, resumable — 130, as for `gbdesk run`
+        _say(f"interrupted; audit {audit_id} is saved — the same command continues it")
+        return 130
     return 0

@@ -55,15 +55,20 @@ def cmd_card(args) -> int:
 
 def cmd_items(args) -> int:
     from gbdesk.contract import get_probe
-    from gbdesk.contract.running import parse_wordings, wording_kwargs
+    from gbdesk.contract.running import (
+        parse_wordings,
+        refuse_template_with_wordings,
+        wording_kwargs,
+    )
 
+    refuse_template_with_wordings(args.template, args.wordings)  # as `gbdesk run` does
     probe = get_probe(args.probe)
     chosen = parse_wordings(args.wordings, probe.capabilities.parameters.wordings())
     listed = []
     template = None
     for wording in chosen:
         params = probe.resolve_params(
-            template=args.template if not wording else None,
+            template=args.template,
             limit=args.limit,
             sample=args.sample,
             **wording_kwargs(wording),

@@ -8,7 +8,7 @@ from gbdesk.cli.catalogue import cmd_card, cmd_items, cmd_models, cmd_probes
 from gbdesk.cli.imports import cmd_import, cmd_import_labels
 from gbdesk.cli.labels import cmd_agreement, cmd_code, cmd_label, cmd_review, cmd_sample
 from gbdesk.cli.results import cmd_compare, cmd_export, cmd_metrics, cmd_wordings
-from gbdesk.cli.runs import cmd_resume, cmd_run, cmd_runs
+from gbdesk.cli.runs import cmd_jobs, cmd_resume, cmd_run, cmd_runs
 from gbdesk.cli.verify import cmd_verify
 
 COMMANDS = {
@@ -18,6 +18,7 @@ COMMANDS = {
     "models": cmd_models,
     "run": cmd_run,
     "runs": cmd_runs,
+    "jobs": cmd_jobs,
     "resume": cmd_resume,
     "metrics": cmd_metrics,
     "wordings": cmd_wordings,

@@ -214,6 +214,19 @@ def _run_commands(sub: Any) -> None:
     _db_arg(p)
     _json_arg(p)
 
+    p = sub.add_parser(
+        "jobs", help="the runs, audits and imports holding the database (and clear a stale one)"
+    )
+    p.add_argument(
+        "--clear",
+        type=_run_id,
+        metavar="JOB",
+        help="remove the row of a job whose process is gone (another machine's, which "
+        "gbdesk cannot check from here)",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
     p = sub.add_parser("resume", help="continue an interrupted or cancelled run")
     p.add_argument("run_id", type=_run_id)
     _wait_arg(p)

@@ -11,8 +11,7 @@ from typing import Any
 
 from gbdesk.cli._common import MODEL_CHARS, _emit, _open_store
 from gbdesk.support.errors import UserError
-from gbdesk.support.format import fmt, fmt_ci
-from gbdesk.support.guards import one_line
+from gbdesk.support.format import display_name, fmt, fmt_ci
 
 
 def _metrics_payload(
@@ -364,6 +363,12 @@ def cmd_wordings(args) -> int:
     text = "\n\n".join(wordings_text(p) for p in payloads)
     for o in compared:
         if o["same_order"] is None:
+            shared = list(o["order_by_wording"])
+            if len(shared) == 1:  # said, so that silence is not read as "the same"
+                text += (
+                    f"\n{o['metric']}: the models share only wording {shared[0]} — no "
+                    "order to compare across wordings"
+                )
             continue
         verdict = "the same under every wording" if o["same_order"] else "changes with the wording"
         text += f"\n{o['metric']}: the models' order {verdict}"
@@ -384,8 +389,8 @@ def cmd_compare(args) -> int:
             store, args.run_a, args.run_b, args.labels, resamples=args.resamples, seed=args.seed
         )
     lines = [
-        f"run {c.run_b} (B: {one_line(c.model_b, MODEL_CHARS)}) against run {c.run_a} "
-        f"(A: {one_line(c.model_a, MODEL_CHARS)}) · {c.probe} · "
+        f"run {c.run_b} (B: {display_name(c.model_b, MODEL_CHARS)}) against run {c.run_a} "
+        f"(A: {display_name(c.model_a, MODEL_CHARS)}) · {c.probe} · "
         f"{c.items} items paired · {c.label_mode} labels · {c.resamples} paired resamples "
         f"(seed {c.seed})"
     ]

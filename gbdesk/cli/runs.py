@@ -7,9 +7,17 @@ import sqlite3
 import sys
 from typing import Any
 
-from gbdesk.cli._common import MODEL_CHARS, _emit, _holding, _open_store, _ProgressPrinter
+from gbdesk.cli._common import (
+    MODEL_CHARS,
+    Interrupts,
+    _emit,
+    _holding,
+    _open_store,
+    _ProgressPrinter,
+)
 from gbdesk.cli.results import _findings_text, _metrics_payload, _metrics_table, _tiny_notice
 from gbdesk.support.errors import UserError
+from gbdesk.support.format import display_name
 from gbdesk.support.guards import one_line
 
 
@@ -18,12 +26,11 @@ def cmd_run(args) -> int:
     With --wordings: one run per wording (each continued or shown the same way), then the
     metrics by wording."""
     from gbdesk.contract import get_probe
-    from gbdesk.contract.running import parse_wordings
+    from gbdesk.contract.running import parse_wordings, refuse_template_with_wordings
 
     if args.wordings is None:
         return _run_one(args, 0)[0]
-    if args.template is not None:
-        raise UserError("--wordings brings each wording's own template: drop --template")
+    refuse_template_with_wordings(args.template, args.wordings)
     probe = get_probe(args.probe)
     available = probe.capabilities.parameters.wordings()
     if len(available) < 2:
@@ -212,7 +219,7 @@ def _endpoint_model(args, store) -> tuple[Any, dict[str, Any]]:
 
 def _execute(args, store, run_id: int, backend_factory=None, show: bool = True) -> int:
     from gbdesk.store.db import DatabaseFault, database_fault
-    from gbdesk.workflows.runs import execute_run, llama_backend_factory
+    from gbdesk.workflows.runs import RunControl, execute_run, llama_backend_factory
 
     def connecting(model: dict[str, Any], generation: dict[str, Any]) -> Any:
         """The run's engine; an endpoint's silence while it is connected to is said."""
@@ -221,13 +228,17 @@ def _execute(args, store, run_id: int, backend_factory=None, show: bool = True) 
             model, generation, on_wait=lambda line: print(f"{say} {line}", file=sys.stderr)
         )
 
+    control = RunControl()
+    again = " (or the same command again)" if args.command == "run" else ""
     try:
-        execute_run(
-            store,
-            run_id,
-            on_progress=_ProgressPrinter(),
-            backend_factory=backend_factory or connecting,
-        )
+        with Interrupts(control) as stop:  # Ctrl-C once: the answers under way are kept
+            execute_run(
+                store,
+                run_id,
+                control=control,
+                on_progress=_ProgressPrinter(),
+                backend_factory=backend_factory or connecting,
+            )
     except (sqlite3.Error, DatabaseFault) as exc:
         fault = database_fault(exc, store.path, store.BUSY_TIMEOUT_S)
         if fault is None or fault.kind in ("corrupt", "notadb"):
@@ -238,9 +249,17 @@ def _execute(args, store, run_id: int, backend_factory=None, show: bool = True) 
             fault.kind,
         ) from exc
     except KeyboardInterrupt:
-        again = " (or the same command again)" if args.command == "run" else ""
         print(
-            f"\ninterrupted; run {run_id} is saved — continue it with: gbdesk resume {run_id}"
+            f"interrupted; run {run_id} is saved — continue it with: gbdesk resume {run_id}"
+            f"{again}",
+            file=sys.stderr,
+        )
+        return 130
+    if stop.asked and store.get_run(run_id)["status"] != "done":
+        run = store.get_run(run_id)
+        print(
+            f"interrupted; run {run_id} is saved ({run['attempts_done']:,}/"
+            f"{run['attempts_total']:,} attempts) — continue it with: gbdesk resume {run_id}"
             f"{again}",
             file=sys.stderr,
         )
@@ -320,12 +339,36 @@ def cmd_runs(args) -> int:
     text = (
         "\n".join(
             f"{r['run_id']:>4}  {r['probe']:<14} {r['status']:<11} "
-            f"{r['attempts_done']:>5}/{r['attempts_total']:<5} {one_line(r['model'], MODEL_CHARS)}"
+            f"{r['attempts_done']:>5}/{r['attempts_total']:<5} "
+            f"{display_name(r['model'], MODEL_CHARS)}"
             for r in payload
         )
         or "no runs yet — start one with: gbdesk run --probe PROBE (see: gbdesk probes)"
     )
     _emit(args, payload, text)
+    return 0
+
+
+def cmd_jobs(args) -> int:
+    """`gbdesk jobs`: the jobs holding the database; `--clear JOB` removes a stale one."""
+    from gbdesk.store import jobs
+
+    with _open_store(args.db, writes=args.clear is not None) as store:
+        if args.clear is not None:
+            gone = jobs.clear_job(store, args.clear)
+            print(f"cleared job {gone.id}: {gone.describe()}", file=sys.stderr)
+        found = jobs.all_jobs(store)
+    payload = [
+        {"job_id": j.id, "kind": j.kind, "what": j.what, "host": j.host, "pid": j.pid,
+         "command": j.command, "started_at": j.started_at, "heartbeat_at": j.heartbeat_at,
+         "alive": j.alive()}
+        for j in found
+    ]  # fmt: skip
+    text = "\n".join(
+        f"{j.id:>4}  {'alive' if j.alive() else 'gone '}  {one_line(j.describe(), 200)}"
+        for j in found
+    )
+    _emit(args, payload, text or "no job holds the database")
     return 0
 
 

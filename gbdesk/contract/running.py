@@ -588,17 +588,37 @@ def score_block(probe: ProbeLike, engine: AttemptEngine, item: dict[str, Any]) -
     return Performed(summary, probe.label(summary.text, item["metadata"]), None, scores)
 
 
+#: a wording id as typed: ASCII digits only (`str.isdigit` and `int` take "²" and "٣")
+_WORDING_ID = re.compile(r"[0-9]{1,3}")
+
+
+def wording_ids(text: str) -> list[int] | None:
+    """THE reading of `--wordings` (run, items, audit): None for "all", else the ids of
+    "0,2,3" — each 0 to 999 in ASCII digits; `UserError` (one line) for anything else."""
+    if text.strip().lower() == "all":
+        return None
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts or not all(_WORDING_ID.fullmatch(part) for part in parts):
+        shown = text if len(text) <= 24 else text[:20] + "…"
+        raise UserError(f"--wordings takes 'all' or ids such as 0,2,3, not {shown!r}")
+    return [int(part) for part in parts]
+
+
+def refuse_template_with_wordings(template: str | None, wordings: str | None) -> None:
+    """THE rule of `--template` with `--wordings` (run and items alike): each wording
+    brings its own template, so the two are not given together."""
+    if template is not None and wordings is not None:
+        raise UserError("--wordings brings each wording's own template: drop --template")
+
+
 def parse_wordings(text: str | None, available: Sequence[Any]) -> list[int]:
     """`--wordings all` or `0,2,3` → the wording ids, checked (None → [0])."""
     ids = [w.id for w in available]
     if text is None:
         return [0]
-    if text.strip().lower() == "all":
+    chosen = wording_ids(text)
+    if chosen is None:
         return ids
-    try:
-        chosen = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise UserError(f"--wordings takes 'all' or ids such as 0,2,3, not {text!r}") from None
     missing = [c for c in chosen if c not in ids]
     if missing or not chosen:
         what = f"no wording {', '.join(map(str, missing))}" if missing else "none named"

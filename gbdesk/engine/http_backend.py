@@ -71,7 +71,7 @@ from gbdesk.engine.base import (
 )
 from gbdesk.engine.endpoints import CAPABILITIES, ENDPOINT_PRESETS, SERVERS_WITH
 from gbdesk.engine.http_transport import Answered, Redirected, Transport, Unanswered
-from gbdesk.engine.secrets import check_env_var_name, lookup_api_key
+from gbdesk.engine.secrets import Redactor, check_env_var_name, lookup_api_key, url_password
 from gbdesk.engine.server_replies import (
     Answer,
     ErrorAnswer,
@@ -79,6 +79,7 @@ from gbdesk.engine.server_replies import (
     ReplyMismatch,
     answer_schema,
     check_answer_length,
+    check_token_counts,
     parse_reply,
 )
 from gbdesk.support.errors import EngineCrashed, EngineError, UserError
@@ -250,6 +251,17 @@ def _error_message(answered: Answered) -> str:
     return _one_line(message)
 
 
+def _prompt_bytes(body: dict[str, Any]) -> int | None:
+    """The UTF-8 bytes of a request's prompt (its messages' texts, or the completion
+    prompt), which bound its prompt tokens; None when unknown."""
+    if isinstance(body.get("prompt"), str):
+        return len(body["prompt"].encode())
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        return sum(len(str(m.get("content") or "").encode()) for m in messages)
+    return None
+
+
 class _HttpRefused(Exception):
     """A non-retryable error answer (carries the status and the server's message)."""
 
@@ -283,6 +295,14 @@ class _Misfit(Exception):
     def __init__(self, what: str, path: str):
         super().__init__(what)
         self.path = path
+
+
+class _ModelChanged(ReplyMismatch):
+    """A reply as another model than the server answered as when gbdesk connected."""
+
+
+class _ChangedMisfit(_Misfit):
+    """`_ModelChanged` while connecting: never taken for a form the server lacks."""
 
 
 def _looks_like_json(answered: Answered) -> bool:
@@ -453,9 +473,12 @@ class HttpBackend:
         headers = {"Accept": "application/json", "User-Agent": f"gbdesk/{__version__}"}
         if key.value:
             headers["Authorization"] = f"Bearer {key.value}"
+        # the key sent (and a URL's password, were one ever sent) is masked in everything
+        # the server says back, at the transport (`Redactor`): one point, every path
         self._transport = Transport(
-            self.base_url, self.concurrency + 2, headers, self.connect_timeout_s
-        )
+            self.base_url, self.concurrency + 2, headers, self.connect_timeout_s,
+            redactor=Redactor([key.value, url_password(base_url)]),
+        )  # fmt: skip
         try:
             self._connect()
         except BaseException:
@@ -693,12 +716,16 @@ class HttpBackend:
         def fits(content: bytes) -> Answer:
             answer = parse_reply(schema, content)
             if not body.get("echo"):  # an echo holds the prompt too
-                check_answer_length(answer.text, int(body.get("max_tokens") or 1))
+                asked = int(body.get("max_tokens") or 1)
+                check_answer_length(answer.text, asked)
+                check_token_counts(answer, asked, _prompt_bytes(body))
             self._same_model(answer)
             return answer
 
         try:
             return self._call("POST", path, body, reply=fits, **call)
+        except _ModelChanged as exc:
+            raise _ChangedMisfit(str(exc), path) from None
         except ReplyMismatch as exc:
             raise _Misfit(str(exc), path) from None
 
@@ -753,6 +780,10 @@ class HttpBackend:
         self._answered_as = reported or None
         # 3. which structured-output form the server takes *and applies*: constrained, the
         # answer to "Say OK." starts with "{"; a server that ignores the field says "OK".
+        # Each answer is also a second look at the model it answers as: a server naming
+        # another model on every request is refused here (`_ChangedMisfit`), not after a run
+        # was planned.
+        confirmed = False
         for form in ("json_schema", "json_object"):
             self.json_format = form
             probe = GenerationRequest(
@@ -763,12 +794,17 @@ class HttpBackend:
                     self._path, self._body(probe), retry_transport=False, retry_status=quick,
                     read_s=self.read_timeout(probe.max_tokens),
                 )  # fmt: skip
+            except _ChangedMisfit:
+                raise
             except (_HttpRefused, _NotJson, _Misfit):
                 continue
+            confirmed = True
             if answer.text.lstrip().startswith("{"):
                 break
         else:
             self.json_format = "none"
+        if not confirmed:  # no second answer yet: one more one-token request
+            self._try_tiny(tiny, quick)
 
     def _try_tiny(self, request: GenerationRequest, retry_status: frozenset[int]) -> Answer:
         answer, self.tiny_latency_s = self._ask(
@@ -842,7 +878,7 @@ class HttpBackend:
         """`ReplyMismatch` when the server answers as another model than when gbdesk
         connected (it loaded another one: its answers are not this run's model's)."""
         if answer.model and self._answered_as and answer.model != self._answered_as:
-            raise ReplyMismatch(
+            raise _ModelChanged(
                 f"it answered as the model {answer.model!r}, not {self._answered_as!r} as when "
                 "gbdesk connected — did the server load another model?"
             )

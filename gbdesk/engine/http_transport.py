@@ -44,6 +44,7 @@ from urllib3.exceptions import (
     SSLError,
 )
 
+from gbdesk.engine.secrets import Redactor
 from gbdesk.engine.server_replies import MAX_REPLY_BYTES, ReplyMismatch
 
 
@@ -82,8 +83,19 @@ class Redirected(Exception):
 class Transport:
     """Requests to one server (`base_url`'s scheme, host and port), `size` at once."""
 
-    def __init__(self, base_url: str, size: int, headers: dict[str, str], connect_s: float):
+    def __init__(
+        self,
+        base_url: str,
+        size: int,
+        headers: dict[str, str],
+        connect_s: float,
+        redactor: Redactor | None = None,
+    ):
         self.connect_s = connect_s
+        #: THE redaction point (`gbdesk.engine.secrets.Redactor`): every reply's bytes, its
+        #: reason and redirect address, and every failure's words pass through it here,
+        #: before anything reads, prints, stores or logs them
+        self.redactor = redactor or Redactor([])
         self._headers = dict(headers)  # urllib3 sends a request's headers instead of these
         self._json_headers = {**headers, "Content-Type": "application/json"}
         self._open: weakref.WeakSet[HTTPConnection] = weakref.WeakSet()
@@ -130,7 +142,9 @@ class Transport:
         if late is not None:
             return Unanswered("read-timeout", f"no whole answer within {late.seconds:.0f} s",
                               late.seconds)  # fmt: skip
-        return unanswered(exc, read_s)
+        failed = unanswered(exc, read_s)
+        words = self.redactor.text(str(failed))
+        return Unanswered(failed.kind, words, failed.read_s)
 
     def send(self, method: str, url: str, body: dict[str, Any] | None, read_s: float) -> Any:
         """Send a request; the urllib3 response once its headers are in (`read` its body).
@@ -144,10 +158,10 @@ class Transport:
                 assert_same_host=False, preload_content=False, release_conn=False,
                 pool_timeout=read_s, timeout=urllib3.Timeout(connect=self.connect_s, read=read_s),
             )  # fmt: skip
-        except (HTTPError, OSError) as exc:
+        except (HTTPError, OSError, ValueError) as exc:  # ValueError: a header refused
             raise self._failed(exc, read_s) from None
         if 300 <= response.status < 400:
-            location = response.headers.get("location") or ""
+            location = self.redactor.text(response.headers.get("location") or "")
             _discard(response)
             raise Redirected(response.status, location)
         return response
@@ -177,7 +191,12 @@ class Transport:
         with self._lock:  # complete: its deadline no longer shuts this connection
             self._users.pop(threading.get_ident(), None)
         response.release_conn()
-        return Answered(response.status, response.headers, response.reason or "", b"".join(parts))
+        return Answered(
+            response.status,
+            response.headers,
+            self.redactor.text(response.reason or ""),
+            self.redactor.data(b"".join(parts)),
+        )
 
     def abort(self) -> None:
         """Shut the connections of the requests under way (they fail at once)."""

@@ -567,6 +567,12 @@ class _Worker:
 
 
 def main() -> int:
+    import signal
+
+    # Ctrl-C in a terminal reaches the whole process group, this worker too: the parent
+    # decides what it means (the first one keeps the answers under way here; the parent
+    # stops this worker for the second), so the worker ignores it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = _open_protocol_stream()
 
     def send(obj: dict[str, Any]) -> None:

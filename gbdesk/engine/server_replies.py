@@ -15,6 +15,12 @@ answer — never read with chains of ``.get``. The rules, in one place:
   ``max_tokens``.
 * **A reply is at most `MAX_REPLY_BYTES`** (read in pieces, so a runaway server cannot
   fill the memory).
+* **Token counts fit what was asked** (`check_token_counts`): no more completion tokens
+  than ``max_tokens`` (+1: a server may count the end token), at least the answer's
+  characters over `MAX_CHARS_PER_TOKEN`, and no more prompt tokens than the prompt has
+  bytes plus `TEMPLATE_TOKENS` of chat template — a reply claiming 10⁹ tokens for a
+  32-token request is not believed (it would make a speed of billions of tokens a second
+  and be stored for later plans).
 
 A reply that does not fit raises `ReplyMismatch`, whose text says on one line where and
 what was wrong ("usage.prompt_tokens = 'many': input should be a valid integer"); the
@@ -40,6 +46,8 @@ MAX_CHARS_PER_TOKEN = 256
 MIN_TOKENS_ALLOWED = 64
 #: the largest reply read (a scoring reply with every prompt token's logprobs is far less)
 MAX_REPLY_BYTES = 64 * 2**20
+#: prompt tokens a chat template may add to a prompt's own (a long default system prompt)
+TEMPLATE_TOKENS = 4096
 
 TokenCount = Annotated[int, Strict(), Field(ge=0, le=MAX_TOKEN_COUNT)]
 Logprob = Annotated[float, Strict(), Field(allow_inf_nan=False, le=LOGPROB_ROUNDING)]
@@ -235,6 +243,33 @@ def check_answer_length(text: str, max_tokens: int) -> None:
         )
 
 
+def check_token_counts(answer: Any, max_tokens: int, prompt_bytes: int | None) -> None:
+    """`ReplyMismatch` when the reply's token counts cannot be this request's: more
+    completion tokens than `max_tokens` allows (+1), fewer than its text needs, or more
+    prompt tokens than the prompt's `prompt_bytes` (UTF-8) and a chat template can make.
+    Counts a server does not give (no `usage`) are not judged."""
+    usage = getattr(answer, "usage", None)
+    made = usage.completion_tokens if usage is not None else None
+    if made is not None:
+        if made > max(1, int(max_tokens)) + 1:
+            raise ReplyMismatch(
+                f"usage.completion_tokens = {made:,}: more than the {max_tokens:,} tokens "
+                "asked for (max_tokens)"
+            )
+        text = getattr(answer, "text", "") or ""
+        if made * MAX_CHARS_PER_TOKEN < len(text):
+            raise ReplyMismatch(
+                f"usage.completion_tokens = {made:,}: too few for an answer of "
+                f"{len(text):,} characters"
+            )
+    read = usage.prompt_tokens if usage is not None else None
+    if read is not None and prompt_bytes is not None and read > prompt_bytes + TEMPLATE_TOKENS:
+        raise ReplyMismatch(
+            f"usage.prompt_tokens = {read:,}: more than a prompt of {prompt_bytes:,} bytes "
+            "can make"
+        )
+
+
 def _short(text: str, limit: int) -> str:
     text = re.sub(r"\s+", " ", text).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -252,6 +287,7 @@ __all__ = [
     "TextAnswer",
     "answer_schema",
     "check_answer_length",
+    "check_token_counts",
     "describe",
     "parse_reply",
 ]

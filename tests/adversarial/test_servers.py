@@ -98,6 +98,17 @@ class Case:
         return self.wrong(path, request, normal)
 
 
+def _new_model_each_time() -> Callable[[str, dict, dict], Any]:
+    """A server that names another model in every answer (issue 43, item 8)."""
+    count = [0]
+
+    def renamed(path: str, request: dict, normal: dict) -> Any:
+        count[0] += 1
+        return {**normal, "model": f"model-{count[0]}"}
+
+    return renamed
+
+
 TRUNCATED = b'{"model": "fake", "choices": [{"message": {"content": "He is'
 CASES = [
     Case("nan_logprobs", _logprobs(float("nan")), "should be a finite number", "globalbias_apx"),
@@ -113,12 +124,21 @@ CASES = [
         "usage.completion_tokens = inf",
     ),
     Case("tokens_many", _usage(prompt_tokens="many"), "usage.prompt_tokens = 'many'"),
+    # issue 43, item 7: counts that cannot be the request's
+    Case("tokens_1e9", _usage(completion_tokens=10**9), "more than the"),
+    Case("prompt_tokens_1e9", _usage(prompt_tokens=10**9), "more than a prompt of"),
+    Case(
+        "tokens_0_for_text",
+        _changed(choices=[{"message": {"content": "word " * 400}}], usage={"completion_tokens": 1}),
+        "too few for an answer",
+    ),
     Case("usage_string", _changed(usage="lots"), "usage = 'lots'"),
     Case("message_string", _changed(choices=[{"message": "hi"}]), "choices[0].message = 'hi'"),
     Case("huge_answer", _huge, "ignored max_tokens"),
     Case("never_answers", _raw(b"", delay_s=3600), "no whole answer within", waits=True),
     Case("closes_midway", _raw(TRUNCATED, declared_length=4000), "closed the connection"),
     Case("wrong_model", _other_model, "'other'", listing=True),
+    Case("model_each_request", _new_model_each_time(), "did the server load another model"),
     Case(
         "html",
         _raw(b"<html><body>Bad gateway</body></html>", content_type="text/html"),

@@ -168,3 +168,33 @@ def test_an_audit_whose_report_cannot_be_written_stays_resumable(store, tmp_path
         os.chdir(here)
     assert result["status"] == "done"
     assert result["report"] == str(tmp_path / "audit.pdf") and Path(result["report"]).is_file()
+
+
+@pytest.mark.parametrize(
+    "plant",
+    ["dangling link at genderbench_normalized.csv", "folder at attempts.csv", "link at codes.csv"],
+)
+def test_other_names_planted_in_the_folder(tmp_path, db, plant):
+    """Variants the rule was not written against (the adversarial pass): a dangling link,
+    a folder where a table goes, a link at a table this export does not write."""
+    from gbdesk.report.csv_export import export_run_csv
+    from gbdesk.store import Store
+    from gbdesk.support.errors import UserError
+
+    out = tmp_path / "out"
+    out.mkdir()
+    what, _, name = plant.partition(" at ")
+    target = out / name
+    if what == "folder":
+        target.mkdir()
+    else:
+        target.symlink_to(tmp_path / "nowhere" if what == "dangling link" else db)
+    with Store(db) as store:
+        if name == "codes.csv":  # not written by this export: left alone, untouched
+            export_run_csv(store, [1], out)
+            assert target.is_symlink()
+            assert {p.name for p in out.iterdir()} >= TABLES
+        else:
+            with pytest.raises(UserError, match=name):
+                export_run_csv(store, [1], out)
+            assert {p.name for p in out.iterdir()} == {name}  # nothing else, no temporary

@@ -132,6 +132,20 @@ def test_several_models_order_by_wording(tmp_path) -> None:
     assert got["same_order"] is False
 
 
+def test_one_shared_wording_says_nothing_about_the_order(tmp_path, capsys) -> None:
+    """Issue 43 (17): two models sharing only one wording were said to keep "the models'
+    order the same under every wording"."""
+    store, runs = _family(tmp_path, (0,))
+    report = wording_report(store, runs[0], resamples=0)
+    got = orders([("a", report), ("b", report)], "fail_rate")
+    assert list(got["order_by_wording"]) == ["0"] and got["same_order"] is None
+    db = str(tmp_path / "w.sqlite")
+    assert main(["wordings", str(runs[0]), str(runs[0]), "--db", db]) == 0
+    text = capsys.readouterr().out
+    assert "the same under every wording" not in text
+    assert "share only wording 0" in text
+
+
 def test_the_commands_show_the_metrics_by_wording(tmp_path, capsys) -> None:
     _store, runs = _family(tmp_path)
     db = str(tmp_path / "w.sqlite")

@@ -115,3 +115,17 @@ def test_cli_docs_list_audit_harness_and_the_csv_columns():
     assert "[--harness NAME]" in text
     for column in ("ci_shown_low", "marks_allowed", "verdict", "reason", "gbdesk_escaped"):
         assert f"`{column}`" in text, column
+
+
+def test_wordings_with_a_template_is_one_rule_for_run_and_items(capsys):
+    """Issue 43 (18): `items` accepted --template with --wordings (and used it for wording 0
+    only) where `run` refused it."""
+    from gbdesk.cli import main
+
+    for command in (["items"], ["run", "--model", "default"]):
+        code = main([*command, "--probe", "direct", "--template", "{statement}",
+                     "--wordings", "all"])  # fmt: skip
+        err = capsys.readouterr().err
+        assert code == 2 and "--wordings brings each wording's own template" in err, err
+    assert main(["items", "--probe", "direct", "--wordings", "٣", "--limit", "1"]) == 2
+    assert "takes 'all' or ids" in capsys.readouterr().err

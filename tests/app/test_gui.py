@@ -593,3 +593,33 @@ def test_models_pane_adds_and_tests_an_http_endpoint(qtbot, tmp_path, settings, 
         wait_for(qtbot, lambda: "cannot reach the endpoint" in pane.test_result.text())
     finally:
         stub.shutdown()
+
+
+def test_review_keys_stay_where_the_reviewer_is(qtbot, filled_db, settings):
+    """Issue 43 (20): Enter in the Reviewer field confirmed the detector's label of the
+    current item and left the focus in the field; after the tenth label the queue re-sorted
+    and the selection jumped. Enter in a text field now ends the typing (the focus goes
+    back to the queue, nothing is labelled); the queue keeps its order while labelling."""
+    window = make_window(qtbot, filled_db, settings)
+    review = window.review
+    window.show_pane("Review")
+    wait_for(qtbot, lambda: len(review.items) == 60, timeout=TIMEOUT)
+    review.reviewer.setFocus()
+    qtbot.keyClick(review.reviewer, Qt.Key.Key_Return)
+    settle(qtbot, window)
+    with Store(filled_db) as store:
+        assert store.labels(1, "human") == {}  # Enter in the name field labels nothing
+    assert review.queue.hasFocus() or window.focusWidget() is review.queue
+    order = [i.attempt_id for i in review.items]
+    for n in range(12):
+        assert review.queue.currentRow() == n
+        qtbot.keyClick(review.queue, Qt.Key.Key_Return)
+        settle(qtbot, window)
+        qtbot.wait(50)
+        settle(qtbot, window)
+        assert [i.attempt_id for i in review.items] == order, f"re-sorted after label {n + 1}"
+        if n == 9:  # labels changed elsewhere meanwhile (another window, the CLI): reloaded
+            window.ctx.labels_changed.emit(1)
+            settle(qtbot, window)
+    assert review.queue.currentRow() == 12
+    assert "queue" in review.queue.styleSheet().lower() or ":focus" in review.queue.styleSheet()

@@ -209,3 +209,76 @@ def test_missing_display_plugin_names_the_package():
     assert "\n" not in message
     assert "sudo apt-get install -y libxcb-cursor0 libxkbcommon-x11-0" in message
     assert missing_display_packages(["\tlibc.so.6 => /lib/libc.so.6\n"]) == []
+
+
+HOSTILE = "evil\u202e\x00\x1b[2J" + "x" * 10_000
+
+
+def test_the_audit_dialog_shows_a_hostile_model_name_as_everything_else_does(
+    qtbot, tmp_path, settings
+):
+    """Issue 43 (11): the window title showed a model's name raw — a right-to-left
+    override, a NUL, an ESC, 10,019 characters — where the PDF and `gbdesk runs` show it
+    safely; one display rule (`format.display_name`) for all of them."""
+    from gbdesk.support.format import NAME_CHARS, display_name
+    from gbdesk.ui.audit_dialog import AuditDialog
+
+    window = make_window(qtbot, str(tmp_path / "t.sqlite"), settings)
+    dialog = AuditDialog(window.ctx, "default", HOSTILE, window)
+    qtbot.addWidget(dialog)
+    title = dialog.windowTitle()
+    assert title == f"Audit this model — {display_name(HOSTILE)}"
+    assert not any(c in title for c in "\u202e\x00\x1b")
+    assert "evil<U+202E><U+0000><U+001B>[2J" in title
+    assert len(title) <= len("Audit this model — ") + NAME_CHARS
+
+
+def test_the_window_fits_a_1024_pixel_screen_and_help_fits_too(qtbot, tmp_path, settings):
+    """Issue 43 (21, 23): at 1024×700 the window grew to 1722 px from one unwrapped "In
+    progress in another process …" line (and a hidden pane's wide row kept it at 1036);
+    Data and licences opened 3,127 px tall; Help had no link to the docs; the idle bar said
+    "0 / 1 (0%)" and a running one "10 / 60469" without separators."""
+    from gbdesk.store import jobs
+
+    db = tmp_path / "w.sqlite"
+    with Store(db) as store, store.transaction():
+        store.conn.execute(
+            "INSERT INTO jobs (kind, what, owner, pid, command, started_at, heartbeat_at) "
+            "VALUES ('audit', ?, 'far-host:42:1.0', 42, ?, datetime('now'), ?)",
+            ("audit 7 of " + "a-model-with-a-long-name-" * 8, "gbdesk audit " + "--x " * 80,
+             jobs.now()),
+        )  # fmt: skip
+    window = make_window(qtbot, str(db), settings)
+    window.resize(1024, 700)
+    window.show_pane("Runs")
+    wait_for(qtbot, lambda: "another process" in window.runs.progress_label.text())
+    assert window.minimumSizeHint().width() <= 1024
+    for pane in ("Models", "Review", "Results", "Reports", "Runs"):
+        window.show_pane(pane)
+        assert window.minimumSizeHint().width() <= 1024, pane
+    box = window._show_datasets()
+    qtbot.addWidget(box)
+    assert box.height() <= 700 and box.width() <= 1024
+    titles = [a.text().replace("&", "") for a in window.menuBar().actions()[-1].menu().actions()]
+    assert "Documentation" in titles
+    bar = window.runs.progress
+    window.runs._idle_bar()
+    assert bar.text() == ""
+    window.runs._set_bar(10, 60469)
+    assert bar.text() == "10 / 60,469 (0%)"
+
+
+def test_a_share_not_measured_is_said_in_words():
+    """Issue 43 (23): "accepts 0 % of the men and — of the women"."""
+    from gbdesk.maths.stats import MetricValue
+    from gbdesk.studies import get_probe
+
+    probe = get_probe("hiring_an")
+    nan = float("nan")
+    text = probe.summary(
+        {"male_acceptance_rate": MetricValue(0.0, (nan, nan), None, 10),
+         "female_acceptance_rate": MetricValue(nan, (nan, nan), None, 0)},
+        {}, {},
+    )  # fmt: skip
+    assert "—" not in text and "accepts 0 % of the men" in text
+    assert "of the women it accepts is not measured" in text

@@ -144,3 +144,41 @@ def test_cli_run_is_refused_in_one_line_while_an_audit_holds_the_database(tmp_pa
     assert "audit 7 of TinyModel" in lines[0] and f"process {proc.pid}" in lines[0]
     with Store(db) as store:
         assert store.list_runs() == []  # nothing planned, no model loaded
+
+
+def test_a_heartbeat_from_the_future_never_blocks_and_a_stale_job_can_be_cleared(
+    tmp_path, capsys
+):
+    """Issue 43 (15): another host's row with a heartbeat dated years ahead held the
+    database until that date, and nothing said whose it was or how to clear it."""
+    from gbdesk.cli import main
+
+    db = tmp_path / "j.sqlite"
+    far = "build-server-7:4242:1.000"
+    with Store(db) as store, store.transaction():
+        store.conn.execute(
+            "INSERT INTO jobs (kind, what, owner, pid, command, started_at, heartbeat_at) "
+            "VALUES ('audit', 'audit 9 of X', ?, 4242, 'gbdesk audit', datetime('now'), ?)",
+            (far, "2031-01-01T00:00:00+00:00"),
+        )
+    with Store(db) as store:
+        assert jobs.live_jobs(store) == []  # from the future: not a sign of life
+        with jobs.job(store, "run", "run 1"):  # the database is not blocked
+            pass
+        # a fresh beat from the other machine holds it, and the refusal says how to clear it
+        with store.transaction():
+            store.conn.execute(
+                "INSERT INTO jobs (kind, what, owner, pid, command, started_at, heartbeat_at) "
+                "VALUES ('audit', 'audit 9 of X', ?, 4242, 'gbdesk audit', datetime('now'), ?)",
+                (far, jobs.now()),
+            )
+        with pytest.raises(jobs.DatabaseBusy) as caught, jobs.job(store, "run", "run 1"):
+            pass
+        (job_id,) = store.conn.execute("SELECT id FROM jobs").fetchone()
+    message = str(caught.value)
+    assert "on build-server-7" in message and f"gbdesk jobs --clear {job_id}" in message
+    assert main(["jobs", "--db", str(db), "--json"]) == 0
+    assert '"host": "build-server-7"' in capsys.readouterr().out
+    assert main(["jobs", "--clear", str(job_id), "--db", str(db)]) == 0
+    with Store(db) as store:
+        assert jobs.all_jobs(store) == []

@@ -112,3 +112,35 @@ def test_no_display_says_how_to_get_one_not_an_invisible_app(monkeypatch):
     assert "\n" not in message
     assert "desktop session" in message and "ssh -X" in message and "gbdesk --help" in message
     assert "offscreen" not in message and "QT_QPA_PLATFORM" not in message
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["missing.gguf", "notes.txt", "short.gguf"],
+    ids=["no-such-file", "a-text-file", "a-file-that-is-not-gguf"],
+)
+def test_a_refused_command_leaves_no_new_database(tmp_path, capsys, model):
+    """Issue 43 (22): `gbdesk run --model FILE` refused in one line, and still created
+    the database file (and its -wal, -shm)."""
+    from gbdesk.cli import main
+
+    (tmp_path / "notes.txt").write_text("not a model\n")
+    (tmp_path / "short.gguf").write_bytes(b"GGU")
+    db = tmp_path / "new.sqlite"
+    code = main(["run", "--probe", "inventories", "--model", str(tmp_path / model),
+                 "--db", str(db)])  # fmt: skip
+    assert code == 2, capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        {"notes.txt", "short.gguf"}
+    ), "a refused command made files"
+
+
+def test_a_refused_command_keeps_a_database_that_was_there(tmp_path, capsys):
+    from gbdesk.cli import main
+
+    db = tmp_path / "old.sqlite"
+    from gbdesk.store import Store
+
+    Store(db).close()
+    assert main(["run", "--probe", "inventories", "--model", "missing.gguf", "--db", str(db)]) == 2
+    assert db.exists()

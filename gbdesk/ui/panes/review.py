@@ -101,6 +101,11 @@ class ReviewPane(QWidget):
         self.run_combo = QComboBox()
         self.filter_combo = QComboBox()
         self._fill_filters(None)
+        for combo in (self.run_combo, self.filter_combo):  # long run names, filter words:
+            combo.setSizeAdjustPolicy(  # shown cut, not widening the window past the screen
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+            )
+            combo.setMinimumContentsLength(8)
         self.order_combo = QComboBox()
         for key, text in ORDERS.items():
             self.order_combo.addItem(text, key)
@@ -158,6 +163,11 @@ class ReviewPane(QWidget):
     def _build_labelling(self) -> QSplitter:
         """The queue beside the current text's view, its status, adopt and label buttons."""
         self.queue = LazyList()  # a run's every attempt: only the rows on screen are described
+        # the keys act on the queue: show where they go (Qt's default style draws no ring)
+        self.queue.setStyleSheet(
+            "QListView:focus { border: 2px solid #1f5fbf; } "
+            "QListView { border: 1px solid #d1d5db; }"
+        )
         self.view_holder = QVBoxLayout()
         self.status = QLabel()
         self.status.setWordWrap(True)
@@ -429,6 +439,10 @@ class ReviewPane(QWidget):
         run_id = self.run_id()
         if run_id is None:
             return
+        self._asked_queue = (
+            run_id, self.filter_combo.currentData(), repr(self.item_filter),
+            self.order_combo.currentData(),
+        )  # fmt: skip
         self.ctx.tasks.with_store(
             self.ctx.db_path,
             _load,
@@ -442,8 +456,17 @@ class ReviewPane(QWidget):
         )
 
     def _show_queue(self, loaded) -> None:
+        """The queue loaded. A reload of the same queue (labels changed elsewhere, the run
+        grew) keeps the order shown, new attempts after it, and the item selected: a queue
+        that re-sorts its reviewed items to the end while someone labels would move the
+        selection under their keys."""
         items, stats = loaded
         current = self.current()
+        asked = getattr(self, "_asked_queue", None)
+        if asked is not None and asked == getattr(self, "_shown_queue", None) and self.items:
+            rank = {item.attempt_id: n for n, item in enumerate(self.items)}
+            items = sorted(items, key=lambda i: rank.get(i.attempt_id, len(rank)))
+        self._shown_queue = asked
         self.items = items
         self.queue.blockSignals(True)
         self.queue.set_rows(len(items), lambda row: self._queue_entry(items[row]))
@@ -555,9 +578,27 @@ class ReviewPane(QWidget):
         self.queue.setCurrentRow(row)
 
     # -- labelling --------------------------------------------------------------------------
+    def _typing(self) -> bool:
+        """Whether the focus is in one of the pane's own fields (the reviewer's name, a
+        filter): Enter there ends the typing — the focus goes back to the queue — and never
+        labels the item shown. (A view's own fields, a story's names, keep Enter as saving.)"""
+        from PySide6.QtWidgets import QAbstractSpinBox, QApplication
+
+        focus = QApplication.focusWidget()
+        if focus is None or (self.view is not None and self.view.isAncestorOf(focus)):
+            return False
+        editable = isinstance(focus, (QLineEdit, QAbstractSpinBox)) or (
+            isinstance(focus, QComboBox) and focus.isEditable()
+        )
+        return editable and self.isAncestorOf(focus)
+
     def confirm(self) -> None:
         """Enter: store the detector's label as the reviewer's — or, for views that edit
-        structured labels (e.g. a story's characters), what the view now shows."""
+        structured labels (e.g. a story's characters), what the view now shows. In the
+        pane's own fields Enter ends the typing instead (`_typing`)."""
+        if self._typing():
+            self.queue.setFocus()  # the field's editingFinished follows (its name is kept)
+            return
         if self.coding_mode():
             self.coding.save()
             return

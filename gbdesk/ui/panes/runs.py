@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
     QTableWidget,
@@ -37,7 +38,7 @@ from PySide6.QtWidgets import (
 from gbdesk.contract import get_probe, probe_names
 from gbdesk.contract.running import wording_kwargs
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
-from gbdesk.support.guards import html_text
+from gbdesk.support.guards import html_text, one_line
 from gbdesk.ui.context import AppContext
 from gbdesk.ui.tasks import LabelThread, RunThread
 from gbdesk.ui.theme import duration
@@ -273,9 +274,12 @@ class RunsPane(QWidget):
         form = self._build_parameters()
         controls = self._build_controls()
         self.progress = QProgressBar()
-        self.progress.setRange(0, 1)
-        self.progress.setFormat("%v / %m (%p%)")
+        self._idle_bar()
         self.progress_label = QLabel("No run in progress.")
+        # a long line (another process's command, a server's waiting line) wraps: it never
+        # widens the window past the screen
+        self.progress_label.setWordWrap(True)
+        self.progress_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.live = QPlainTextEdit()
         self.live.setReadOnly(True)
         self.live.setPlaceholderText("The latest generation streams here while a run is going.")
@@ -299,7 +303,7 @@ class RunsPane(QWidget):
         params_scroll.setWidgetResizable(True)
         params_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         params_scroll.setWidget(params_widget)
-        params_scroll.setMinimumHeight(240)
+        params_scroll.setMinimumHeight(150)
         mid_layout.addWidget(params_scroll, 5)
         mid_layout.addLayout(controls)
         mid_layout.addWidget(self.progress)
@@ -346,6 +350,8 @@ class RunsPane(QWidget):
         right.addWidget(middle)
         right.addWidget(history_box)
         right.setSizes([640, 200])
+        # never squeezed below what they need: the buttons were drawn over the parameters
+        right.setChildrenCollapsible(False)
 
         splitter = QSplitter()
         splitter.addWidget(left)
@@ -830,8 +836,7 @@ class RunsPane(QWidget):
         thread.start()
 
     def _on_label_progress(self, p) -> None:
-        self.progress.setRange(0, max(1, p.total))
-        self.progress.setValue(p.done)
+        self._set_bar(p.done, p.total)
         eta = f" · about {duration(p.eta_s)} left" if p.eta_s is not None else ""
         self.progress_label.setText(
             f"Run {p.run_id}: labelled {p.done:,} / {p.total:,} attempts{eta}"
@@ -878,8 +883,7 @@ class RunsPane(QWidget):
             self.banner.info(f"Cancelling run {self.current_run}…")
 
     def _on_progress(self, p) -> None:
-        self.progress.setRange(0, max(1, p.total))
-        self.progress.setValue(p.done)
+        self._set_bar(p.done, p.total)
         if p.waiting:  # an endpoint is silent: said until its next answer
             self.progress_label.setText(f"Run {p.run_id}: {p.waiting}")
             return
@@ -988,19 +992,31 @@ class RunsPane(QWidget):
             # the bar keeps this window's last run (its 100 %) until something else runs
             if self._elsewhere_shown or self.current_run is None:
                 self.progress_label.setText("No run in progress.")
-                self.progress.setRange(0, 1)
-                self.progress.setValue(0)
+                self._idle_bar()
             self._elsewhere_shown = False
             return
         self._elsewhere_shown = True
+        shown = [one_line(j["text"], 160) for j in jobs[:2]]  # the whole of them: gbdesk jobs
+        more = f"\n… and {len(jobs) - 2} more (gbdesk jobs lists them)" if len(jobs) > 2 else ""
         self.progress_label.setText(
-            "In progress in another process (from its heartbeat):\n"
-            + "\n".join(j["text"] for j in jobs)
+            "In progress in another process (from its heartbeat):\n" + "\n".join(shown) + more
         )
         with_run = [j for j in jobs if j.get("total")]
         if with_run:
-            self.progress.setRange(0, max(1, with_run[-1]["total"]))
-            self.progress.setValue(with_run[-1]["done"])
+            self._set_bar(with_run[-1]["done"], with_run[-1]["total"])
+
+    def _set_bar(self, done: int, total: int) -> None:
+        """The bar at `done` of `total`, its figures with thousands separators."""
+        self.progress.setRange(0, max(1, total))
+        self.progress.setValue(done)
+        share = done / total if total else 0.0
+        self.progress.setFormat(f"{done:,} / {total:,} ({share:.0%})")
+
+    def _idle_bar(self) -> None:
+        """No run: an empty bar without figures (not "0 / 1 (0%)")."""
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat("")
 
     # -- history --------------------------------------------------------------------------
     def refresh(self) -> None:

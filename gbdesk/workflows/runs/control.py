@@ -25,6 +25,8 @@ class RunControl:
         self._cancelled = threading.Event()
         self.cancel_now = False  # `cancel(now=True)` was asked
         self._backend: Any = None
+        #: answers under way now (the run loops keep it: what a stop waits for, or drops)
+        self.under_way = 0
 
     def pause(self) -> None:
         self._running.clear()

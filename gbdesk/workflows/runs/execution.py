@@ -174,6 +174,8 @@ class _RunLoop:
         # the finished answer no longer counts as in flight (until the next progress event)
         self.in_flight = max(0, self.in_flight - 1)
         self.in_flight_tokens = max(0, self.in_flight_tokens - work)
+        if self.streamed:  # continuous batching: the worker's count, less this one
+            self.control.under_way = self.in_flight
         now_ = time.monotonic()
         if now_ - self.last_beat > 10:
             self.store.heartbeat(self.run_id)
@@ -215,6 +217,7 @@ class _RunLoop:
     def streaming(self, progress: StreamProgress) -> None:
         """A continuous-batching progress event: answers under way, tokens they hold."""
         self.in_flight, self.in_flight_tokens = progress.live, progress.live_tokens
+        self.control.under_way = progress.live
         if not self.streamed:  # the first prompts are decoded: the speed counts from here
             assert self.pace is not None
             self.pace.measure_from(self.busy_s(), self.tally.work + self.in_flight_tokens)
@@ -229,8 +232,10 @@ def _sequential(loop: _RunLoop) -> str:
         if loop.control.cancelled:
             return "cancelled"
         seed = loop.seed(item, attempt)
+        loop.control.under_way = 1
         done = loop.probe.perform(loop.engine, item, seed)
         loop.stored(item, attempt, done, done.result.latency_s)
+        loop.control.under_way = 0
     return "done"
 
 
@@ -271,6 +276,7 @@ def _concurrent(loop: _RunLoop, workers: int) -> str:
                 seed = loop.seed(item, attempt)
                 request = probe.request(loop.engine, item, seed)
                 in_flight[pool.submit(loop.backend.generate, request, None)] = (item, attempt, seed)
+            c.under_way = len(in_flight)
             if not in_flight:
                 break
             finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
@@ -326,7 +332,9 @@ def _batched(loop: _RunLoop, batch_size: int) -> str:
             for (item, _), seed in zip(chunk, seeds, strict=True)
         ]
         began = time.monotonic()
+        loop.control.under_way = len(requests)
         results = loop.backend.generate_batch(requests)  # type: ignore[attr-defined]
+        loop.control.under_way = 0
         busy = time.monotonic() - began
         for (item, attempt), seed, result in zip(chunk, seeds, results, strict=True):
             label = probe.label(result.text, item["metadata"])
@@ -586,13 +594,19 @@ def _finish(loop: _RunLoop, status: str, error: str | None, engine: dict[str, An
         last=loop.last,
     )
     total = loop.report.total
-    if error is not None and status == "interrupted":
-        raise EngineCrashed(
-            f"{error}. Run {run_id} is saved ({done}/{total} attempts); "
-            f"continue it with: gbdesk resume {run_id}"
-        )
     if error is not None:
-        raise EngineError(f"{error}. Run {run_id} is saved ({done}/{total} attempts).")
+        if status == "interrupted":
+            failure: EngineError = EngineCrashed(
+                f"{error}. Run {run_id} is saved ({done}/{total} attempts); "
+                f"continue it with: gbdesk resume {run_id}"
+            )
+        else:
+            failure = EngineError(f"{error}. Run {run_id} is saved ({done}/{total} attempts).")
+        # what went wrong and where the run stands, for a caller that words its own way
+        # to continue (an audit continues with its own command, not `gbdesk resume`)
+        failure.reason, failure.run_id = error, run_id  # type: ignore[attr-defined]
+        failure.counts = (done, total)  # type: ignore[attr-defined]
+        raise failure
     return RunOutcome(run_id, status, done, total, loop.tally.done, None, engine)
 
 

@@ -668,10 +668,22 @@ class HiringAnProbe(GenderBenchProbe):
         parts = []
         men, women = metrics.get("male_acceptance_rate"), metrics.get("female_acceptance_rate")
         if men is not None and women is not None:
-            parts.append(
-                f"The model accepts {pct(men.value)} of the men and {pct(women.value)} of the "
-                "women."
-            )
+            measured = [
+                (m.value, who)
+                for m, who in ((men, "men"), (women, "women"))
+                if not math.isnan(m.value)
+            ]
+            if len(measured) == 2:
+                parts.append(
+                    f"The model accepts {pct(men.value)} of the men and {pct(women.value)} of "
+                    "the women."
+                )
+            elif measured:  # a share not measured is said in words, never as a dash
+                (value, who), other = measured[0], "women" if measured[0][1] == "men" else "men"
+                parts.append(
+                    f"The model accepts {pct(value)} of the {who}; how many of the {other} it "
+                    "accepts is not measured (none of their answers could be read)."
+                )
         for name, words in (
             ("diff_acceptance_rate", "gap"),
             ("diff_regression", "stereotype effect"),
