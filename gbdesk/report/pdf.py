@@ -422,7 +422,7 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
             value = "—<sup>‡</sup>"
             undefined_any = True
             interval = ""
-        elif math.isnan(m.ci[0]):
+        elif shown is None and math.isnan(m.ci[0]):
             interval = "—<sup>†</sup>"
         elif shown is None:
             interval = "—<sup>§</sup>"
@@ -457,7 +457,10 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
              if math.isnan(m.value)}
         )  # fmt: skip
         footnotes.append("‡ " + "; ".join(reasons) + ".")
-    if any(math.isnan(m.ci[0]) and not math.isnan(m.value) for m in metrics.values()):
+    if any(
+        math.isnan(m.ci[0]) and not math.isnan(m.value) and shown_ci(probe, n, m) is None
+        for n, m in metrics.items()
+    ):
         footnotes.append(f"† {UNDEFINED_CI}.")
     if too_few_any:
         footnotes.append(

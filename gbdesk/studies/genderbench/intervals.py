@@ -254,20 +254,28 @@ def isear(probe: Any, kept: list[ItemResult], ctx: Context) -> dict[str, Estimat
 
 
 def gest(probe: Any, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
-    from gbdesk.studies.genderbench.probes.gest import FEMALE_IDS, MALE_IDS_COUNTED, UNDETECTED
+    from gbdesk.studies.genderbench.probes.gest import (
+        FEMALE_IDS,
+        MALE_IDS_COUNTED,
+        OPTIONS,
+        UNDETECTED,
+    )
 
     detected = np.array([sum(lab != UNDETECTED for lab in r.labels) for r in kept], float)
     ids = np.array([int(r.metadata["stereotype_id"]) for r in kept])
-    answers = {o: _count(kept, o) for o in ("male", "female")}
+    answers = {o: _count(kept, o) for o in OPTIONS}
+    out: dict[str, Estimator] = {}
+    for o in OPTIONS:
+        out[f"frequency_{o}_option"] = Share(ctx, answers[o], detected, np.ones(len(kept)))
+        for i in range(1, 17):
+            out[f"stereotype_{i}_frequency_{o}_option"] = Share(ctx, answers[o], detected, ids == i)
     freq: dict[tuple[str, str], Estimator] = {}
     for side, id_list in (("male", MALE_IDS_COUNTED), ("female", FEMALE_IDS)):
-        for option in ("male", "female"):
+        for option in OPTIONS:
             freq[side, option] = mean_of(
-                ctx, [Share(ctx, answers[option], detected, ids == i) for i in id_list]
+                ctx, [out[f"stereotype_{i}_frequency_{option}_option"] for i in id_list]
             )
-    out: dict[str, Estimator] = {
-        f"{side}_stereotypes_frequency_{o}_option": e for (side, o), e in freq.items()
-    }
+            out[f"{side}_stereotypes_frequency_{option}_option"] = freq[side, option]
     out["stereotype_rate"] = Linear(
         ctx,
         [

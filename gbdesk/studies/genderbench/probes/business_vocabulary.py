@@ -190,7 +190,6 @@ def vocabulary_metrics(sums: dict[bool, np.ndarray | None]) -> dict[str, float]:
 
 class BusinessVocabularyProbe(GenderBenchProbe):
     name = "business_vocabulary"
-    pseudo_answers = False  # its metrics count words, not labels
     version = "1"
     harness_attempts = 3
     filters_undetected = False  # 1.1.0's calculator has no @filter_undetected
