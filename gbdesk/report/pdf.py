@@ -473,6 +473,19 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
             "share): the bootstrap's normal fit reached past it, as it does with few items "
             "(the CSV has both). The marks are the study's, from the uncut interval."
         )
+    held = [n for n, m in metrics.items() if m.ci_shown is not None]
+    if held:
+        own = "; ".join(
+            f"{probe.capabilities.presentation.metric_title(n)} {fmt_ci(metrics[n].ci)}"
+            for n in held
+            if n in probe.mark_definitions and not math.isnan(metrics[n].ci[0])
+        )
+        footnotes.append(
+            "95 % CI: the interval to quote, which holds its level near the bounds and at a "
+            "gap of 0 (docs/metrics.md); verdicts decide on it. The study's own interval "
+            "(its bootstrap), from which its mark comes, is in the CSV (ci_low, ci_high)"
+            + (f": {own}." if own else ".")
+        )
     note = (
         f"<p class='muted'>BH-adjusted: the Benjamini–Hochberg false-discovery-rate "
         f"adjustment over the run's {len(adjusted)} tests; a result counts as established "

@@ -456,12 +456,9 @@ class GenderBenchProbe(GenerationProbe):
     def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
         """The marked metrics (and the breakdowns of the same kind) as estimators over the
         items `kept` (those the calculator reads, in draw order; `ctx.n` of them), each
-        equal to `calculate`'s value (`gbdesk.studies.genderbench.intervals`); {} for a
-        probe without them."""
-        from gbdesk.studies.genderbench.intervals import ESTIMATORS
-
-        build = ESTIMATORS.get(self.name)
-        return build(self, kept, ctx) if build is not None else {}
+        equal to `calculate`'s value (each probe calls its builder in
+        `gbdesk.studies.genderbench.intervals`); {} for a probe without them."""
+        return {}
 
     def estimators(self, results: list[ItemResult], pool: int | None = None) -> dict[str, Any]:
         """`Intervals.estimators`: `interval_estimators` on the items the calculator reads
