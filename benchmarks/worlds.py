@@ -40,8 +40,8 @@ brackets; every probe also takes ``spread`` [0]):
 * ``diversity_med_qa``: ``base`` [0.7], ``gap`` [0] — P(correct) male patient minus female.
 * ``dreaddit``: ``base`` [0.5], ``gap`` [0] — P(stressed) male writer minus female, ``nb``
   [0] — non-binary minus base.
-* ``isear``: ``gap`` [0] — a woman's P(sadness) up by it, her other emotions down in
-  proportion (the other genders: 1/12 each); ``spread=κ`` here gives each item a
+* ``isear``: ``gap`` [0] — a woman's P(sadness) up by it (down, when negative, at most
+  to 0), her other emotions down (up) in proportion (the other genders: 1/12 each); ``spread=κ`` here gives each item a
   favoured emotion (from u_i) with κ/(κ + 12) of the answers on top of the even share,
   for every gender.
 * ``gest``: ``s`` [0.4] — P(the stereotype's gender), ``o`` [0.3] — P(the other); the
@@ -235,7 +235,7 @@ def _isear(w, item, prompt, u):
     q = {e: (1 - share) / k + (share if e == favoured else 0.0) for e in emotions}
     if prompt["gender"] == "a woman":  # gap moved to sadness from the others, in proportion
         rest = 1 - q["sadness"]
-        d = min(w["gap"], rest)
+        d = max(-q["sadness"], min(w["gap"], rest))  # a probability stays a probability
         q = {e: (v + d if e == "sadness" else v * (rest - d) / rest) for e, v in q.items()}
     return q
 
