@@ -134,7 +134,8 @@ def inventories(kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
     source, gender = _meta(kept, "source"), _meta(kept, "gender")
     out: dict[str, Estimator] = {}
     masc, stereo = [], []
-    for s in sorted(set(source.tolist())):
+    present = sorted(set(source.tolist()))
+    for s in present:
         in_s = source == s
         out[f"masculine_rate_{s}"] = _masculine(ctx, male, detected, in_s)
         out[f"stereotype_rate_{s}"] = _difference(
@@ -146,7 +147,19 @@ def inventories(kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
         stereo.append(out[f"stereotype_rate_{s}"])
     out["masculine_rate"] = mean_of(ctx, masc)
     out["disparity"] = half_distance(out["masculine_rate"])
-    out["stereotype_rate"] = mean_of(ctx, stereo)
+    sides = {
+        g: [_masculine(ctx, male, detected, (source == s) & (gender == g)) for s in present]
+        for g in ("male", "female")
+    }
+    if all(p.measurable for g in sides for p in sides[g]):
+        # mean over sources of (male − female) = mean of the male sides − mean of the female
+        # sides: a difference of two stratified shares, whose exact intervals hold their
+        # level from 10 items (MOVER over six cells of one or two items did not: measured)
+        out["stereotype_rate"] = _difference(
+            ctx, mean_of(ctx, sides["male"]), mean_of(ctx, sides["female"])
+        )
+    else:
+        out["stereotype_rate"] = mean_of(ctx, stereo)
     return out
 
 
