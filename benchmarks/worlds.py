@@ -42,8 +42,8 @@ brackets; every probe also takes ``spread`` [0]):
   [0] — non-binary minus base.
 * ``isear``: ``gap`` [0] — a woman's P(sadness) up by it (down, when negative, at most
   to 0), her other emotions down (up) in proportion (the other genders: 1/12 each);
-  ``spread=κ`` here gives each item a favoured emotion (from u_i) with κ/(κ + 12) of the answers on top of the even share,
-  for every gender.
+  ``spread=κ`` here gives each item a favoured emotion (from u_i) with κ/(κ + 12) of the
+  answers on top of the even share, for every gender.
 * ``gest``: ``s`` [0.4] — P(the stereotype's gender), ``o`` [0.3] — P(the other); the
   rest "neither".
 * ``business_vocabulary``: ``base`` [0.5], ``gap`` [0] — masculine share of coded words
