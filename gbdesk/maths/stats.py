@@ -40,8 +40,11 @@ def mean_or_nan(values: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class MetricValue:
-    """A metric's point estimate, its 95 % interval, its mark, its support and, for
-    tests against a null value, its p-value."""
+    """A metric's point estimate, its 95 % interval (the study's own method, as the
+    reference computes it), its mark, its support and, for tests against a null value,
+    its p-value. `ci_shown`: the 95 % interval to quote where the study's metric has a
+    closed-form interval that holds its level (`gbdesk.analysis.intervals`); None:
+    views show `ci` (`gbdesk.analysis.shown.shown_ci`)."""
 
     value: float
     ci: tuple[float, float]
@@ -49,6 +52,7 @@ class MetricValue:
     n: int
     p_value: float | None = None
     details: dict | None = None  # e.g. a prediction-powered estimate's diagnostics
+    ci_shown: tuple[float, float] | None = None
 
     def to_json(self) -> dict:
         data = {

@@ -341,10 +341,12 @@ def metric_rows(
     return rows
 
 
-#: metrics.csv: 1.1.0's names kept (value, ci_low, ci_high, mark …), then what every view
-#: shows: the interval cut at what the metric can be (`ci_shown_*`, empty when there is
-#: none), the marks the interval allows and the verdict in words, why a value or
-#: interval is missing (`reason`), and the metric's title
+#: metrics.csv: 1.1.0's names kept (value, ci_low, ci_high, mark …: the study's own
+#: interval and mark), then what every view shows: the interval to quote (`ci_shown_*`:
+#: the one that holds its level where the metric has one, docs/metrics.md, else the
+#: study's cut at what the metric can be; empty when there is none), the marks it allows
+#: and the verdict in words, why a value or interval is missing (`reason`), and the
+#: metric's title
 METRIC_COLUMNS = [
     "run_id",
     "probe",

@@ -423,7 +423,7 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
             value = "—<sup>‡</sup>"
             undefined_any = True
             interval = ""
-        elif math.isnan(m.ci[0]):
+        elif shown is None and math.isnan(m.ci[0]):
             interval = "—<sup>†</sup>"
         elif shown is None:
             interval = "—<sup>§</sup>"
@@ -458,7 +458,10 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
              if math.isnan(m.value)}
         )  # fmt: skip
         footnotes.append("‡ " + "; ".join(reasons) + ".")
-    if any(math.isnan(m.ci[0]) and not math.isnan(m.value) for m in metrics.values()):
+    if any(
+        math.isnan(m.ci[0]) and not math.isnan(m.value) and shown_ci(probe, n, m) is None
+        for n, m in metrics.items()
+    ):
         footnotes.append(f"† {UNDEFINED_CI}.")
     if too_few_any:
         footnotes.append(
@@ -470,6 +473,19 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
             "* The interval is shown within what the metric can be (e.g. 0–100 % for a "
             "share): the bootstrap's normal fit reached past it, as it does with few items "
             "(the CSV has both). The marks are the study's, from the uncut interval."
+        )
+    held = [n for n, m in metrics.items() if m.ci_shown is not None]
+    if held:
+        own = "; ".join(
+            f"{probe.capabilities.presentation.metric_title(n)} {fmt_ci(metrics[n].ci)}"
+            for n in held
+            if n in probe.mark_definitions and not math.isnan(metrics[n].ci[0])
+        )
+        footnotes.append(
+            "95 % CI: the interval to quote, which holds its level near the bounds and at a "
+            "gap of 0 (docs/metrics.md); verdicts decide on it. The study's own interval "
+            "(its bootstrap), from which its mark comes, is in the CSV (ci_low, ci_high)"
+            + (f": {own}." if own else ".")
         )
     note = (
         f"<p class='muted'>BH-adjusted: the Benjamini–Hochberg false-discovery-rate "

@@ -1,14 +1,15 @@
-"""An audit's verdict at one look: pseudo-answers that show no bias, intervals that do not
-collapse on ten identical answers, nothing decided from fewer than ten items."""
+"""An audit's verdict at one look: the interval that holds its level at the look's α,
+intervals that do not collapse on ten identical answers, nothing decided from fewer
+than ten items."""
 
 from __future__ import annotations
 
 import random
-from collections import Counter
 
 import pytest
 
-from gbdesk.analysis.audit_verdicts import AuditVerdict, look_verdicts, pseudo_items
+from gbdesk.analysis.audit_verdicts import AuditVerdict, look_verdicts
+from gbdesk.analysis.intervals import metric_intervals, pool_size
 from gbdesk.maths.sequential import Looks, look_sizes
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import ItemResult
@@ -34,23 +35,22 @@ def _results(probe_name: str, n: int, answer, seed: int = 0) -> list[ItemResult]
     return out
 
 
-def test_pseudo_answers_give_every_prompt_group_every_option_equally():
+def test_the_audit_interval_is_metric_intervals_at_the_looks_level():
     probe = get_probe("discrimination_tamkin")
-    results = _results("discrimination_tamkin", 12, lambda m, p, r: "yes")
-    pseudo = pseudo_items(probe, results, 8.0)
-    assert pseudo and all(r.key.endswith(tuple("0123456789")) for r in pseudo)
-    by_gender: dict[str, Counter] = {}
-    for r in pseudo:
-        for label, index in zip(r.labels, r.prompt_indices, strict=True):
-            by_gender.setdefault(r.prompts[index]["gender"], Counter())[label] += 1
-    assert set(by_gender) == {"male", "female", "nonbinary"}
-    counts = {tuple(sorted(c.items())) for c in by_gender.values()}
-    assert len(counts) == 1  # the same pseudo-answers for every gender
-    (only,) = counts
-    assert dict(only)["yes"] == dict(only)["no"]
-    assert sum(dict(only).values()) >= 8  # about the pseudo count per prompt, rounded up
-    # a probe whose metrics read more than labels takes none
-    assert pseudo_items(get_probe("business_vocabulary"), results, 8.0) == []
+    looks = Looks(look_sizes(10, 2084))
+    rates = {"male": 0.7, "female": 0.6, "nonbinary": 0.6}
+    results = _results(
+        "discrimination_tamkin", 20,
+        lambda m, p, r: "yes" if r.random() < rates[p["gender"]] else "no",
+    )  # fmt: skip
+    level = looks.level_at(20)
+    expected = metric_intervals(probe, results, None, 1 - level, pool=pool_size(probe, None))
+    for v in look_verdicts(probe, results, None, looks, 180, items=20):
+        assert v.ci == expected[v.metric]
+        assert v.level == level
+    # a gap of 0 is inside the interval of the largest gap whenever the signed gaps allow it
+    (top, _) = look_verdicts(probe, results, None, looks, 180, items=20)
+    assert top.ci[0] == 0.0
 
 
 def test_ten_identical_answers_do_not_decide_no_bias():
@@ -84,13 +84,15 @@ def test_fewer_than_ten_items_decide_nothing():
     assert v.verdict.marks == ("A", "B", "C", "D")
 
 
-def test_answers_that_do_not_vary_leave_the_whole_range(monkeypatch):
+def test_answers_that_do_not_vary_leave_a_wide_interval():
     probe = get_probe("business_vocabulary")
     looks = Looks(look_sizes(10, 2400))
-    # no inventory word in any text: every resample gives the same 0
+    # no inventory word in any text: every share is the smoothing's 0.5, which tells
+    # nothing: each group's share could be anything
     results = _results("business_vocabulary", 12, lambda m, p, r: "no inventory words")
     (v,) = look_verdicts(probe, results, None, looks, 36, items=12)
-    assert v.ci == probe.capabilities.presentation.metric_bounds("mean_diff")
+    assert v.value == 0.0
+    assert v.ci[0] < -0.25 and v.ci[1] > 0.25
     assert not v.verdict.decided
 
 

@@ -83,6 +83,18 @@ def test_results_follow_the_draw_order_and_the_harness_attempts():
     assert all(len(r.labels) == 2 * len(r.prompts) for r in results)
 
 
+def test_redraw_with_the_audits_seed_is_the_draw_order():
+    from benchmarks.worlds import redraw
+    from gbdesk.contract.running import SAMPLE_SEED
+
+    items = redraw("inventories", random.Random(SAMPLE_SEED), 10**6)
+    assert [i.key for i in items] == [i.key for i in pool_items("inventories")]
+    other = redraw("inventories", random.Random(5), 20)
+    assert [i.key for i in other] != [i.key for i in items[:20]]
+    w = parse_world("inventories:pull=0.1")
+    assert [r.key for r in w.results(20, random.Random(1), items=other)] == [i.key for i in other]
+
+
 def test_edge_worlds_sit_on_the_edges_and_at_zero():
     worlds = edge_worlds("inventories")
     for metric in ("stereotype_rate", "masculine_rate", "disparity"):

@@ -174,3 +174,25 @@ def test_slope_is_ordinary_least_squares_inside_the_bounds():
     lo, hi = s.interval(0.05)
     assert lo < s.estimate < hi
     assert math.isnan(Slope(Context(2), x[:2], y[:2], np.ones(2, bool)).estimate)
+
+
+@pytest.mark.parametrize(
+    ("x", "n", "lo", "hi"),
+    # Newcombe (1998a), Table I, method 5 (exact, Clopper–Pearson)
+    [(81, 263, 0.2527, 0.3676), (15, 148, 0.0578, 0.1617), (0, 20, 0.0, 0.1684),
+     (1, 29, 0.0009, 0.1776), (29, 29, 0.8806, 1.0)],
+)  # fmt: skip
+def test_clopper_pearson_matches_newcombe_table_i_and_statsmodels(x, n, lo, hi):
+    from gbdesk.maths.intervals import clopper_pearson
+
+    got = clopper_pearson(x / n, n, 0.05)
+    assert got == pytest.approx((lo, hi), abs=6e-5)
+    assert got == pytest.approx(proportion_confint(x, n, 0.05, method="beta"), abs=1e-10)
+
+
+def test_shares_take_the_exact_interval_of_their_effective_sample():
+    from gbdesk.maths.intervals import clopper_pearson
+
+    y = np.array([1.0] * 3 + [0.0] * 17)
+    one = np.ones(20)
+    assert Share(Context(20), y, one, one).interval(0.01) == clopper_pearson(0.15, 20, 0.01)

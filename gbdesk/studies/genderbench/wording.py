@@ -26,13 +26,16 @@ def reword(
 ) -> list[Finding]:
     """The base's findings with the generic sentence of metric `name` (its
     `finding_sentence`) replaced by `specific(shown, metrics)` — `shown` is the metric
-    with its interval cut at what the metric can be, as the base shows it — keeping the
+    with the interval the base shows (`ci_shown`, else its own cut at the bounds) — keeping the
     base's note and mark; a finding stays as it is when `specific` has nothing to add
     (None)."""
     m = metrics.get(name)
     if m is None:
         return findings
-    (lo, hi), _ = clip_ci(m.ci, probe.capabilities.presentation.metric_bounds(name))  # type: ignore[attr-defined]
+    if m.ci_shown is not None:  # the interval the base shows (`metric_sentence`)
+        lo, hi = m.ci_shown
+    else:
+        (lo, hi), _ = clip_ci(m.ci, probe.capabilities.presentation.metric_bounds(name))  # type: ignore[attr-defined]
     shown = replace(m, ci=(lo, hi))
     generic = probe.finding_sentence(name, shown)  # type: ignore[attr-defined]
     better = specific(shown, metrics)

@@ -227,11 +227,15 @@ def test_findings_and_presentation(probe):
         "the stereotype is about 4 points more often than the other gender"
     )
     # two sentences, one per side: every resample is NaN or the same value, so 1.1.0's
-    # interval is NaN (a zero spread beside NaNs) and there is no mark and no finding
+    # interval is NaN (a zero spread beside NaNs) and there is no mark; the interval that
+    # holds its level is wide, and the finding says that two items decide nothing
     few = probe.metrics([_item(1, ["female"] * 5 + ["male"]), _item(9, ["male", "neither"])])
     assert few["stereotype_rate"].value == pytest.approx((0.5 + 5 / 6 - 1 / 6) / 2)
     assert math.isnan(few["stereotype_rate"].ci[0]) and few["stereotype_rate"].mark is None
-    assert not [f for f in probe.findings(few, {}, {}) if f.metric == "stereotype_rate"]
+    lo, hi = few["stereotype_rate"].ci_shown
+    assert lo < 0 < few["stereotype_rate"].value < hi
+    (note,) = [f for f in probe.findings(few, {}, {}) if f.metric == "stereotype_rate"]
+    assert note.sentence.startswith("Only 2 items: not enough answers to tell")
     assert probe.capabilities.presentation.metric_title(
         "stereotype_12_frequency_female_option"
     ) == ("Answers “women”, stereotype 12")

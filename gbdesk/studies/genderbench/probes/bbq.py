@@ -31,6 +31,7 @@ from gbdesk.contract import (
     multi_prompt_item,
 )
 from gbdesk.contract.capabilities import PrecisionRule
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.arrays import group_means
 from gbdesk.studies.genderbench.evaluators import option_spans, single_option
@@ -41,6 +42,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     nanmean,
 )
 from gbdesk.studies.genderbench.grouped import GroupedProbe, percent
+from gbdesk.studies.genderbench.intervals import bbq as estimators_of
 from gbdesk.studies.genderbench.metric import Bands, Metric, undetected_metrics
 from gbdesk.support.format import pct
 from gbdesk.support.paths import resource
@@ -301,6 +303,10 @@ class BbqProbe(GroupedProbe):
         letter = LETTERS[position]
         kind = metadata["options"][position]
         return kind, {"letter": letter}, evidence
+
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics and their breakdowns as estimators that hold their level."""
+        return estimators_of(kept, ctx, CATEGORIES, STEREOTYPICAL)
 
     # -- metric calculator -------------------------------------------------------------
     def prepare(self, results: list[ItemResult]) -> dict[str, Any]:

@@ -30,9 +30,11 @@ from gbdesk.contract import (
 )
 from gbdesk.contract.capabilities import Capabilities, PrecisionRule
 from gbdesk.contract.running import default_human_label
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.data import bloomberg_names
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe
+from gbdesk.studies.genderbench.intervals import business_vocabulary as estimators_of
 from gbdesk.studies.genderbench.metric import Bands, Metric, positive
 from gbdesk.studies.genderbench.tokenize import word_tokenize
 from gbdesk.studies.genderbench.word_hits import token_hits
@@ -190,7 +192,6 @@ def vocabulary_metrics(sums: dict[bool, np.ndarray | None]) -> dict[str, float]:
 
 class BusinessVocabularyProbe(GenderBenchProbe):
     name = "business_vocabulary"
-    pseudo_answers = False  # its metrics count words, not labels
     version = "1"
     harness_attempts = 3
     filters_undetected = False  # 1.1.0's calculator has no @filter_undetected
@@ -410,6 +411,12 @@ class BusinessVocabularyProbe(GenderBenchProbe):
         return (
             f"{meta.get('document', '?')} for {meta.get('name', item.item)} "
             f"#{item.attempt + 1} — {item.effective_label}{counts}"
+        )
+
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics and their breakdowns as estimators that hold their level."""
+        return estimators_of(
+            kept, ctx, INVENTORIES, SMOOTHING, self.attempt_counts
         )
 
     # -- metric calculator ----------------------------------------------------------

@@ -16,10 +16,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gbdesk.contract import Item, ItemResult, LabelOption, MetricGroup, ProbeCard
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.evaluators import yes_no
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, mark_words, zero_div
 from gbdesk.studies.genderbench.grouped import GroupedProbe, percent, quoted
+from gbdesk.studies.genderbench.intervals import direct as estimators_of
 from gbdesk.studies.genderbench.metric import Bands, Metric, undetected_metrics
 from gbdesk.support.format import pct
 from gbdesk.support.lowered import Lowered
@@ -172,6 +174,10 @@ class DirectProbe(GroupedProbe):
     def evaluate(self, response: str, metadata: dict[str, Any]) -> Any:
         """1.1.0's `YesNoEvaluator`."""
         return yes_no(response), {}, yes_no_spans(response)
+
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics and their breakdowns as estimators that hold their level."""
+        return estimators_of(kept, ctx, SOURCES)
 
     # -- metric calculator -------------------------------------------------------------
     def prepare(self, results: list[ItemResult]) -> dict[str, Any]:

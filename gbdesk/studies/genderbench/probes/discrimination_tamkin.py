@@ -30,6 +30,7 @@ from gbdesk.contract import (
     multi_prompt_item,
 )
 from gbdesk.contract.capabilities import GroupRates, PrecisionRule
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.evaluators import yes_no
 from gbdesk.studies.genderbench.gb_probe import (
@@ -37,6 +38,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     mark_words,
     zero_div,
 )
+from gbdesk.studies.genderbench.intervals import discrimination_tamkin as estimators_of
 from gbdesk.studies.genderbench.metric import Bands, Metric, undetected_metrics
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
@@ -243,6 +245,10 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
     def evaluate(self, response: str, metadata: dict[str, Any]) -> Any:
         value = yes_no(response)
         return value, {}, word_spans(response, ("yes", "no"))
+
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics and their breakdowns as estimators that hold their level."""
+        return estimators_of(kept, ctx, GENDERS)
 
     # -- metric calculator -------------------------------------------------------------
     def calculate(self, items: list[ItemResult]) -> dict[str, float]:

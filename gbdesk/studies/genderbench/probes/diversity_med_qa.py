@@ -30,6 +30,7 @@ from gbdesk.contract import (
     multi_prompt_item,
 )
 from gbdesk.contract.capabilities import GroupRates, PrecisionRule
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.evaluators import option_spans, single_option
 from gbdesk.studies.genderbench.gb_probe import (
@@ -37,6 +38,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     GenderBenchProbe,
     mark_words,
 )
+from gbdesk.studies.genderbench.intervals import diversity_med_qa as estimators_of
 from gbdesk.studies.genderbench.metric import Bands, Metric, absolute, undetected_metrics
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
@@ -255,6 +257,10 @@ class DiversityMedQaProbe(GenderBenchProbe):
             return None, data, spans
         data["option"] = LETTERS[option]
         return ("correct" if option == right else "incorrect"), data, spans
+
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics and their breakdowns as estimators that hold their level."""
+        return estimators_of(kept, ctx, GENDERS)
 
     # -- metric calculator -------------------------------------------------------------
     def calculate(self, items: list[ItemResult]) -> dict[str, float]:

@@ -28,8 +28,10 @@ from gbdesk.contract import (
     multi_prompt_item,
 )
 from gbdesk.contract.capabilities import Capabilities, PrecisionRule
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe
+from gbdesk.studies.genderbench.intervals import dreaddit as estimators_of
 from gbdesk.studies.genderbench.metric import Bands, Metric, undetected_metrics
 from gbdesk.studies.genderbench.per_item import PerItemCounts
 from gbdesk.studies.genderbench.tokenize import word_tokenize
@@ -305,6 +307,13 @@ class DreadditProbe(GenderBenchProbe):
         return (
             f"{item.item} ({truth} post), writer {meta.get('gender', '?')} "
             f"#{item.attempt + 1} — {item.effective_label}"
+        )
+
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics and their breakdowns as estimators that hold their level."""
+        return estimators_of(
+            kept, ctx, self.prepare(kept).counts.reshape(len(kept), len(GENDERS), len(CELLS)),
+            GENDERS, CELLS,
         )
 
     # -- metric calculator ----------------------------------------------------------

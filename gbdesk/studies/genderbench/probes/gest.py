@@ -29,6 +29,7 @@ from gbdesk.contract import (
     multi_prompt_item,
 )
 from gbdesk.contract.capabilities import PrecisionRule
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.arrays import group_means, row_means
 from gbdesk.studies.genderbench.data import GEST_STEREOTYPES, gest_rows
@@ -40,6 +41,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     nanmean,
 )
 from gbdesk.studies.genderbench.grouped import GroupedProbe, points, quoted
+from gbdesk.studies.genderbench.intervals import gest as estimators_of
 from gbdesk.studies.genderbench.metric import Bands, Metric, positive, undetected_metrics
 from gbdesk.support.format import pct
 
@@ -282,6 +284,10 @@ class GestProbe(GroupedProbe):
         if position is None:
             return None, {}, evidence
         return metadata["options"][position], {"letter": LETTERS[position]}, evidence
+
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics and their breakdowns as estimators that hold their level."""
+        return estimators_of(kept, ctx, OPTIONS, FEMALE_IDS, MALE_IDS_COUNTED, UNDETECTED)
 
     # -- metric calculator -------------------------------------------------------------
     def prepare(self, results: list[ItemResult]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from gbdesk.contract import Item, ItemResult, MetricGroup, ProbeCard, wording_id
 from gbdesk.contract.running import sample_and_limit
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import nanmean
 from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
@@ -28,6 +29,7 @@ from gbdesk.studies.genderbench.common import (
     profile_metrics,
 )
 from gbdesk.studies.genderbench.data import GEST_STEREOTYPES, gest_rows
+from gbdesk.studies.genderbench.intervals import gest_creative as estimators_of
 from gbdesk.studies.genderbench.metric import Metric
 
 # -- gest_creative -------------------------------------------------------------------------
@@ -139,6 +141,10 @@ class GestCreativeProbe(CharacterProfileProbe):
             )
             for index, row in enumerate(rows)
         ]
+
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics and their breakdowns as estimators that hold their level."""
+        return estimators_of(kept, ctx)
 
     def calculate_at(self, counts: Counts, idx: Sequence[int]) -> dict[str, float]:
         results = counts.results

@@ -26,6 +26,7 @@ from scipy.optimize import lsq_linear
 
 from gbdesk.contract import Finding, Item, ItemResult, LabelOption, MetricGroup, ProbeCard
 from gbdesk.contract.capabilities import GroupRates, PrecisionRule
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.data import bloomberg_names, bloomberg_races, kennison_jobs
 from gbdesk.studies.genderbench.gb_probe import (
@@ -33,6 +34,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     GenderBenchProbe,
     mark_words,
 )
+from gbdesk.studies.genderbench.intervals import hiring_an as estimators_of
 from gbdesk.studies.genderbench.metric import (
     Bands,
     Metric,
@@ -481,6 +483,10 @@ class HiringAnProbe(GenderBenchProbe):
         if ACCEPT_PHRASE in lowered:
             return "accepted", {}, phrase_spans(response, ACCEPT_PHRASE)
         return None, {}, []
+
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics and their breakdowns as estimators that hold their level."""
+        return estimators_of(kept, ctx)
 
     # -- metric calculator -------------------------------------------------------------
     def calculate(self, items: list[ItemResult]) -> dict[str, float]:

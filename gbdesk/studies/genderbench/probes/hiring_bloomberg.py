@@ -36,6 +36,7 @@ from gbdesk.contract import (
     multi_prompt_item,
 )
 from gbdesk.contract.capabilities import GroupRates, PrecisionRule
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.arrays import group_means
 from gbdesk.studies.genderbench.data import bloomberg_names, bloomberg_races
@@ -46,6 +47,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     nanmean,
 )
 from gbdesk.studies.genderbench.grouped import GroupedProbe, percent, points
+from gbdesk.studies.genderbench.intervals import hiring_bloomberg as estimators_of
 from gbdesk.studies.genderbench.metric import Bands, Metric, from_half, positive, undetected_metrics
 from gbdesk.studies.genderbench.outcome import choice_groups
 from gbdesk.support.format import pct
@@ -329,6 +331,10 @@ class HiringBloombergProbe(GroupedProbe):
             return None, {}, []
         start, end = Lowered(response).span(at, at + len(name.lower()))
         return gender, {"name": name}, [[start, end, gender]]
+
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics and their breakdowns as estimators that hold their level."""
+        return estimators_of(kept, ctx, list(ROLE_WORDS), role_key)
 
     # -- metric calculator -------------------------------------------------------------
     def prepare(self, results: list[ItemResult]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gbdesk.contract import Item, ItemResult, MetricGroup, ProbeCard
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import nanmean
 from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
@@ -16,6 +17,7 @@ from gbdesk.studies.genderbench.common import (
     Counts,
     profile_metrics,
 )
+from gbdesk.studies.genderbench.intervals import inventories as estimators_of
 from gbdesk.studies.genderbench.metric import Metric
 from gbdesk.support.paths import resource
 
@@ -121,6 +123,10 @@ class InventoriesProbe(CharacterProfileProbe):
             name = self.source_names.get(source, source)
             what += f" ({name}, {metadata['gender']} trait)"
         return what
+
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics and their breakdowns as estimators that hold their level."""
+        return estimators_of(kept, ctx)
 
     def calculate_at(self, counts: Counts, idx: Sequence[int]) -> dict[str, float]:
         results = counts.results

@@ -31,8 +31,10 @@ from gbdesk.contract import (
 )
 from gbdesk.contract.capabilities import Capabilities, PrecisionRule
 from gbdesk.contract.running import default_metric_description, default_metric_title
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe
+from gbdesk.studies.genderbench.intervals import isear as estimators_of
 from gbdesk.studies.genderbench.metric import Bands, Metric, undetected_metrics
 from gbdesk.studies.genderbench.per_item import PerItemCounts
 from gbdesk.studies.genderbench.tokenize import word_tokenize
@@ -271,6 +273,13 @@ class IsearProbe(GenderBenchProbe):
             event = event[:49] + "…"
         return (
             f"“{event}” as {meta.get('gender', '?')} #{item.attempt + 1} — {item.effective_label}"
+        )
+
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics and their breakdowns as estimators that hold their level."""
+        return estimators_of(
+            kept, ctx, self.prepare(kept).counts.reshape(len(kept), len(GENDERS), len(EMOTIONS)),
+            EMOTIONS,
         )
 
     # -- metric calculator ----------------------------------------------------------

@@ -10,7 +10,8 @@ import numpy as np
 from scipy.optimize import lsq_linear
 from scipy.stats import pearsonr
 
-from gbdesk.contract import Item, MetricGroup, ProbeCard
+from gbdesk.contract import Item, ItemResult, MetricGroup, ProbeCard
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import nanmean
 from gbdesk.studies.genderbench.common import (
     _COMMON_LIMITATIONS,
@@ -20,6 +21,7 @@ from gbdesk.studies.genderbench.common import (
     profile_metrics,
 )
 from gbdesk.studies.genderbench.data import kennison_jobs
+from gbdesk.studies.genderbench.intervals import jobs_lum as estimators_of
 from gbdesk.studies.genderbench.metric import Metric
 
 # -- jobs_lum ------------------------------------------------------------------------------
@@ -117,6 +119,10 @@ class JobsLumProbe(CharacterProfileProbe):
                 x_range=(-1.0, 1.0),
             )
         ]
+
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics and their breakdowns as estimators that hold their level."""
+        return estimators_of(kept, ctx)
 
     def calculate_at(self, counts: Counts, idx: Sequence[int]) -> dict[str, float]:
         results = counts.results

@@ -31,6 +31,7 @@ from gbdesk.contract import (
     multi_prompt_item,
 )
 from gbdesk.contract.capabilities import GroupRates, PrecisionRule
+from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.data import bloomberg_names
 from gbdesk.studies.genderbench.evaluators import option_spans, single_option
@@ -40,6 +41,7 @@ from gbdesk.studies.genderbench.gb_probe import (
     mark_words,
     nanmean,
 )
+from gbdesk.studies.genderbench.intervals import relationship_levy as estimators_of
 from gbdesk.studies.genderbench.metric import Bands, Metric, absolute, undetected_metrics
 from gbdesk.studies.genderbench.outcome import (
     UNDETECTED_OPTION,
@@ -287,6 +289,10 @@ class RelationshipLevyProbe(GenderBenchProbe):
             return None, {}, spans
         side = "man" if man_chosen(option, bool(metadata["male_first"])) else "woman"
         return side, {"option": "ab"[option]}, spans
+
+    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
+        """The marked metrics and their breakdowns as estimators that hold their level."""
+        return estimators_of(kept, ctx)
 
     # -- metric calculator -------------------------------------------------------------
     def calculate(self, items: list[ItemResult]) -> dict[str, float]:
