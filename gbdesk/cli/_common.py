@@ -30,7 +30,7 @@ def _open_store(path: str | None, writes: bool = False):
     made when missing. **A refused command leaves no new database**: a file this command
     created is removed again when the command ends in a `UserError` (a model file that
     does not exist, a text file as a model …) with nothing of value stored in it
-    (`_holds_nothing`)."""
+    (`gbdesk.store.db.remove_if_empty`)."""
     from gbdesk.store.db import check_db_path
 
     target = Path(path).expanduser() if path else default_db_path()
@@ -42,31 +42,10 @@ def _open_store(path: str | None, writes: bool = False):
             yield store
     except UserError:
         if created:
-            _remove_if_empty(target)
+            from gbdesk.store.db import remove_if_empty
+
+            remove_if_empty(target)
         raise
-
-
-#: the tables a new database's rows of value are in: a database without any is removed
-#: again when the command that made it was refused
-_VALUE_TABLES = ("runs", "audits", "labels", "codebook", "review_samples")
-
-
-def _remove_if_empty(target: Path) -> None:
-    import sqlite3
-
-    try:
-        with contextlib.closing(sqlite3.connect(target)) as conn:
-            for table in _VALUE_TABLES:
-                try:
-                    if conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone():
-                        return
-                except sqlite3.OperationalError:  # no such table (an older layout)
-                    continue
-    except sqlite3.Error:
-        return
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        with contextlib.suppress(OSError):
-            Path(f"{target}{suffix}").unlink()
 
 
 @contextlib.contextmanager

@@ -194,6 +194,31 @@ def check_db_path(path: str | os.PathLike, *, create: bool) -> None:
         )
 
 
+#: the tables a new database's rows of value are in (`remove_if_empty`)
+_VALUE_TABLES = ("runs", "audits", "labels", "codebook", "review_samples")
+
+
+def remove_if_empty(path: str | os.PathLike) -> bool:
+    """Remove a database file (and its -wal, -shm, -journal) that holds no run, audit,
+    label, codebook or review sample — the one a refused command had just created; True
+    when removed. A database holding anything of value is never touched."""
+    target = Path(path)
+    try:
+        with contextlib.closing(sqlite3.connect(target)) as conn:
+            for table in _VALUE_TABLES:
+                try:
+                    if conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone():
+                        return False
+                except sqlite3.OperationalError:  # no such table (an older layout)
+                    continue
+    except sqlite3.Error:
+        return False
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(OSError):
+            Path(f"{target}{suffix}").unlink()
+    return True
+
+
 def _file_key(path: Path) -> tuple[int, int] | None:
     try:
         st = path.stat()

@@ -74,6 +74,7 @@ BASE: dict[tuple[str, ...], list[str]] = {
     ("items",): ["items", "--probe", "inventories", "--limit", "2"],
     ("run",): ["run", "--probe", "inventories", "--limit", "1", "--max-tokens", "8"],
     ("resume",): ["resume", "{run_id}"],
+    ("jobs",): ["jobs"],
     ("metrics",): ["metrics", "{run_id}", "--json"],
     ("wordings",): ["wordings", "{run_ids}", "--json"],
     ("import",): ["import", "--probe", "inventories", "--file", "{labels}", "--json"],
