@@ -22,9 +22,9 @@ its two-sided interval at any level:
   A finite pool of N items (`Context.pool`) takes both stages of variance: between items
   with the finite-population correction 1 − n/N and within items from the attempts. An
   item asked once cannot tell its own noise: then no correction at all (conservative).
-* `ShareMean` — the mean of shares of different groups (BBQ's categories, the
-  inventories, GEST's stereotypes, HiringBloomberg's jobs): a stratified share, with the
-  share's interval on its effective sample size (Kish's n of the design at most).
+* `ShareMean` — the mean of shares of different groups (a probe's categories, sources,
+  stereotypes or jobs, each weighted equally): a stratified share, with the share's
+  interval on its effective sample size (Kish's n of the design at most).
 * `Linear` — c₀ + Σ c_k θ_k over estimators: Zou & Donner's MOVER (2008) from the parts'
   intervals, with the parts' correlation from their influence values (Newcombe 1998's
   method 10 for a difference of independent shares, its paired form for one item asking
