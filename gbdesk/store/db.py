@@ -195,7 +195,7 @@ def check_db_path(path: str | os.PathLike, *, create: bool) -> None:
 
 
 #: the tables a new database's rows of value are in (`remove_if_empty`)
-_VALUE_TABLES = ("runs", "audits", "labels", "codebook", "review_samples")
+_VALUE_TABLES = ("runs", "audits", "labels", "codebook", "review_samples", "models")
 
 
 def remove_if_empty(path: str | os.PathLike) -> bool:

@@ -78,10 +78,15 @@ class Job:
             return owner_alive(self.owner)
         return abs(_age_s(self.heartbeat_at)) < STALE_S
 
-    def describe(self) -> str:
+    def describe(self, command_chars: int | None = None) -> str:
         """"audit 3 of SmolLM2 (gbdesk audit --budget 6m), process 4242, running since
-        10:42:07 (last sign of life 4 s ago)"; another machine's job names its host."""
-        command = f" ({self.command})" if self.command else ""
+        10:42:07 (last sign of life 4 s ago)"; another machine's job names its host.
+        `command_chars`: the command cut to that many characters (a progress line that
+        must keep the process and its run in view; `gbdesk jobs` shows it whole)."""
+        shown = self.command
+        if shown and command_chars is not None and len(shown) > command_chars:
+            shown = shown[: command_chars - 1] + "…"
+        command = f" ({shown})" if shown else ""
         where = "" if self.here else f" on {self.host}"
         pid = f", process {self.pid}{where}" if self.pid else where
         beat = _age_s(self.heartbeat_at)

@@ -538,14 +538,16 @@ def test_models_pane_adds_and_tests_an_http_endpoint(qtbot, tmp_path, settings, 
             self._send({"object": "list", "data": [{"id": "stub-model", "owned_by": "test"}]})
 
         def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
+            asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            tokens = min(3, int(asked.get("max_tokens") or 3))  # a server keeps to max_tokens
             self._send(
                 {
                     "model": "stub-model",
-                    "choices": [{"message": {"content": "Hello there."}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 5, "completion_tokens": 3},
+                    "choices": [{"message": {"content": "Hello there."[: 4 * tokens]},
+                                 "finish_reason": "stop" if tokens == 3 else "length"}],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": tokens},
                 }
-            )
+            )  # fmt: skip
 
         def log_message(self, *args):
             pass

@@ -59,12 +59,17 @@ def test_results_pane_shows_verdicts_and_the_one_interval(qtbot, db, settings):
     results.set_checked([1])
     wait_for(qtbot, lambda: 1 in results.results and results.table.rowCount() > 0)
     text, coloured = _cells(results)["masculine_rate"]
-    # one generation: no zero-width interval, GenderBench's D with every mark, uncoloured
-    assert "[1.000, 1.000]" not in text and "too few items for an interval" in text
+    # one generation: not 1.1.0's zero-width [1.000, 1.000] but the interval that holds its
+    # level (ci_shown, Clopper–Pearson on one item: wide); GenderBench's D, uncoloured
+    m = results.results[1]["metrics"]["masculine_rate"]
+    shown = shown_ci(get_probe("gest_creative"), "masculine_rate", m)
+    assert shown is not None and shown[1] - shown[0] > 0.5
+    assert "[1.000, 1.000]" not in text and fmt_ci(shown) in text
     assert "study's mark D" in text and "only 1 item" in text and not coloured
     marked = next(p for p in results.plots if "Share of male characters" in p.rows[0].label or
                   p.getPlotItem().titleLabel.text == "Share of male characters")  # fmt: skip
-    assert all(r.lo != r.lo and r.hi != r.hi for r in marked.rows)  # no bar: no interval
+    bars = [(r.lo, r.hi) for r in marked.rows if r.lo == r.lo]
+    assert bars and all(lo == shown[0] and hi == shown[1] for lo, hi in bars)  # that interval
     # 30 items: every cell's interval is the one the PDF and CSV show
     results.set_checked([2])
     wait_for(qtbot, lambda: 2 in results.results and results.table.rowCount() > 0)

@@ -585,8 +585,12 @@ class ReviewPane(QWidget):
         from PySide6.QtWidgets import QAbstractSpinBox, QApplication
 
         focus = QApplication.focusWidget()
-        if focus is None or (self.view is not None and self.view.isAncestorOf(focus)):
+        if focus is None:
             return False
+        coding_view = getattr(self.coding, "view", None) if self.coding_mode() else None
+        for view in (self.view, coding_view):  # a view's own fields (a coding memo) save
+            if view is not None and (view is focus or view.isAncestorOf(focus)):
+                return False
         editable = isinstance(focus, (QLineEdit, QAbstractSpinBox)) or (
             isinstance(focus, QComboBox) and focus.isEditable()
         )

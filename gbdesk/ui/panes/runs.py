@@ -135,7 +135,7 @@ def elsewhere(store) -> list[dict[str, Any]]:
 
     out = []
     for job in live_jobs(store, others_only=True):
-        item: dict[str, Any] = {"text": job.describe(), "run_id": job.run_id}
+        item: dict[str, Any] = {"text": job.describe(command_chars=40), "run_id": job.run_id}
         if job.run_id is not None:
             try:
                 run = store.get_run(job.run_id)
@@ -996,7 +996,8 @@ class RunsPane(QWidget):
             self._elsewhere_shown = False
             return
         self._elsewhere_shown = True
-        shown = [one_line(j["text"], 160) for j in jobs[:2]]  # the whole of them: gbdesk jobs
+        # the command cut, the process and the run's progress kept; the whole of them: gbdesk jobs
+        shown = [one_line(j["text"], 260) for j in jobs[:2]]
         more = f"\n… and {len(jobs) - 2} more (gbdesk jobs lists them)" if len(jobs) > 2 else ""
         self.progress_label.setText(
             "In progress in another process (from its heartbeat):\n" + "\n".join(shown) + more
