@@ -223,6 +223,8 @@ def test_verify_through_the_cli(made, tmp_path, capsys):
     foreign.write_bytes(pypdf_blank())
     for args, words in (
         ([str(tmp_path / "none.pdf"), "--db", str(db)], "no report at"),
+        ([str(tmp_path / "none.pdf"), "--db", str(tmp_path / "no.sqlite")], "no report at"),
+        ([str(tmp_path), "--db", str(db)], "a folder, not a report,"),
         ([str(foreign), "--db", str(db)], "carries no gbdesk digest"),
         ([str(db), "--db", str(db)], "not a PDF"),
         ([str(pdf), "--db", str(tmp_path / "none.sqlite")], "no database at"),
