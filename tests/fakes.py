@@ -139,7 +139,9 @@ class FakeOpenAIServer:
     `Misbehaviour`) replaces any answer, the model list's included, for the tests of
     servers that misbehave. Connections are kept alive (HTTP/1.1), as real servers do
     (`keep_alive=False`: one connection per request).
-    ``requests`` counts the requests answered or not."""
+    ``requests`` counts the requests answered or not; ``slow_sent`` the slow replies (a
+    `Reply` with `delay_s` or `drip_s`) sent whole before the client gave up or the server
+    closed — 0 shows a client's deadline or stop came first, whatever the machine's speed."""
 
     def __init__(
         self,
@@ -155,6 +157,7 @@ class FakeOpenAIServer:
         owner = self
         self.closing = threading.Event()
         self.requests = 0
+        self.slow_sent = 0
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
@@ -191,6 +194,9 @@ class FakeOpenAIServer:
                             return
                 else:
                     self.wfile.write(reply.body)
+                if reply.drip_s or reply.delay_s:
+                    with owner.lock:
+                        owner.slow_sent += 1
                 if length != len(reply.body):
                     self.close_connection = True
 
