@@ -21,7 +21,7 @@ def _metrics_payload(
     accuracy (`review`: measured on the random review sample, else estimated; not computed
     with `review=False`)."""
     from gbdesk.analysis.label_accuracy import label_accuracy
-    from gbdesk.analysis.shown import ci_missing_reason, metric_verdict, shown_ci
+    from gbdesk.analysis.shown import ci_missing_reason, cut_ends, metric_verdict, shown_ci
     from gbdesk.contract import get_probe
     from gbdesk.maths.stats import adjusted_p_values
     from gbdesk.support.format import unfinished_note
@@ -37,6 +37,9 @@ def _metrics_payload(
         # items (`ci` is the bootstrap's as it came); null with the reason when there is none
         shown = shown_ci(probe, name, m)
         out[name]["ci_shown"] = list(shown) if shown is not None else None
+        # the ends of `ci` the shown interval is cut at (none when it is the interval that
+        # holds its level, which never passes what the metric can be)
+        out[name]["ci_cut"] = cut_ends(probe, name, m) if shown is not None else []
         reason = ci_missing_reason(probe, name, m)
         if reason:
             out[name]["reason"] = reason
@@ -96,7 +99,6 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     the CSV), its value and interval (within what the metric can be), mark and support;
     footnotes say why a value or interval is missing."""
     from gbdesk.contract import get_probe
-    from gbdesk.support.format import ci_cells
 
     probe = get_probe(payload["probe"])
     metrics = payload["metrics"]
@@ -105,8 +107,8 @@ def _metrics_table(payload: dict[str, Any]) -> str:
     width = min(60, max([28, *(len(t) for t in titles.values())]))
     cis, cut, few = {}, False, False
     for name, m in metrics.items():
-        lo, hi = (math.nan if v is None else v for v in m["ci"])
-        _, was_cut = ci_cells((lo, hi), probe.capabilities.presentation.metric_bounds(name))
+        lo = math.nan if m["ci"][0] is None else m["ci"][0]
+        was_cut = bool(m.get("ci_cut"))
         shown = m.get("ci_shown")
         text = fmt_ci(tuple(shown)) if shown is not None else fmt_ci((math.nan, math.nan))
         if m["value"] is not None and lo != lo and shown is None:

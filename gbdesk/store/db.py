@@ -200,8 +200,9 @@ _VALUE_TABLES = ("runs", "audits", "labels", "codebook", "review_samples", "mode
 
 def remove_if_empty(path: str | os.PathLike) -> bool:
     """Remove a database file (and its -wal, -shm, -journal) that holds no run, audit,
-    label, codebook or review sample — the one a refused command had just created; True
-    when removed. A database holding anything of value is never touched."""
+    label, codebook, review sample or model (an endpoint's capabilities, found before a
+    refusal) — the one a refused command had just created; True when removed. A database
+    holding anything of value is never touched."""
     target = Path(path)
     try:
         with contextlib.closing(sqlite3.connect(target)) as conn:

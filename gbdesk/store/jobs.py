@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from gbdesk.store._runs import _owner_token, owner_alive
 from gbdesk.store._tables import now
 from gbdesk.support.errors import UserError
+from gbdesk.support.guards import one_line
 
 if TYPE_CHECKING:
     from gbdesk.store.db import Store
@@ -83,10 +84,7 @@ class Job:
         10:42:07 (last sign of life 4 s ago)"; another machine's job names its host.
         `command_chars`: the command cut to that many characters (a progress line that
         must keep the process and its run in view; `gbdesk jobs` shows it whole)."""
-        shown = self.command
-        if shown and command_chars is not None and len(shown) > command_chars:
-            shown = shown[: command_chars - 1] + "…"
-        command = f" ({shown})" if shown else ""
+        command = f" ({one_line(self.command, command_chars)})" if self.command else ""
         where = "" if self.here else f" on {self.host}"
         pid = f", process {self.pid}{where}" if self.pid else where
         beat = _age_s(self.heartbeat_at)

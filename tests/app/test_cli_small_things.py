@@ -129,3 +129,39 @@ def test_wordings_with_a_template_is_one_rule_for_run_and_items(capsys):
         assert code == 2 and "--wordings brings each wording's own template" in err, err
     assert main(["items", "--probe", "direct", "--wordings", "٣", "--limit", "1"]) == 2
     assert "takes 'all' or ids" in capsys.readouterr().err
+
+
+
+def test_the_metrics_table_stars_only_an_interval_it_cut(tmp_path, capsys):
+    """`*` ("interval cut at what the metric can be: the bootstrap's normal fit reached
+    past it") only where the interval printed is the cut bootstrap (`cut_ends`): the
+    bundled model's 8 items of inventories starred intervals that hold their level
+    (`ci_shown`), which never pass what the metric can be."""
+    from gbdesk.store import Store
+    from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
+    from tests.fakes import FakeBackend
+
+    db = str(tmp_path / "m.sqlite")
+    with Store(db) as store:
+        model = resolve_model(store, "default")
+        run = plan_run(store, "inventories", model, attempts=2, limit=10, seed=3)
+        execute_run(store, run, backend_factory=lambda m, g: FakeBackend())
+    capsys.readouterr()
+    assert main(["metrics", str(run), "--db", db, "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out)["metrics"]
+    # what the test is about: 1.1.0's bootstrap reaches past -1..1 for some metric
+    assert any(m["ci"][0] is not None and (m["ci"][0] < -1 or m["ci"][1] > 1)
+               for m in metrics.values())  # fmt: skip
+    assert main(["metrics", str(run), "--db", db]) == 0
+    table = capsys.readouterr().out
+    starred = {
+        name for name, m in metrics.items()
+        for line in table.splitlines()
+        if line.startswith(m["title"][:30]) and re.search(r"\]\*", line)
+    }  # fmt: skip
+    assert starred == {n for n, m in metrics.items() if m["ci_cut"] and m["ci_shown"]}
+    # the intervals that hold their level (Clopper–Pearson, MOVER …) are never starred
+    cut_bootstrap = {n for n, m in metrics.items() if m["ci_cut"]}
+    assert any(m["ci"][0] < -1 or m["ci"][1] > 1 for n, m in metrics.items()
+               if n not in cut_bootstrap and m["ci"][0] is not None)  # fmt: skip
+    assert ("interval cut at what the metric can be" in table) == bool(starred)
