@@ -450,7 +450,8 @@ class AuditDialog(QDialog):
             interval = "—" if None in ci else f"{ci[0]:.2f} to {ci[1]:.2f}"
             cells = [
                 v["probe"], v.get("title") or v["metric"],
-                "—" if value is None else f"{value:.2f}", interval, v.get("verdict") or "",
+                "—" if value is None else f"{value:.2f}", interval,
+                "; ".join(x for x in (v.get("verdict"), v.get("forecast")) if x),
                 v.get("study_mark") or "—", f"{v.get('items', 0):,}",
             ]  # fmt: skip
             for col, text in enumerate(cells):
@@ -470,6 +471,8 @@ class AuditDialog(QDialog):
         self._show_verdicts()
         decided = sum(1 for v in result.get("verdicts", []) if v.get("decided"))
         counts = f"{decided} of {len(result.get('verdicts', []))} verdicts decided"
+        if result.get("error_statement"):  # the audit's error bound, in its mode
+            counts += f" ({html_text(result['error_statement'])})"
         if result.get("report"):
             self.status.setText(
                 f"Audit {result['audit_id']} finished in {duration(result['seconds'])}: "
