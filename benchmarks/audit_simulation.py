@@ -433,7 +433,7 @@ def alpha_accounting(names: list[str], budget_s: float) -> dict[str, Any]:
                 "end_look": round(end, 5),
                 "unreachable": round((unreachable + end) / grid.alpha, 4),
             },
-            "two-look": {"looks": [two.alpha1, two.alpha2], "unreachable": 0.0},
+            "two-look": {"looks": [round(two.alpha1, 6), round(two.alpha2, 6)], "unreachable": 0.0},
         }  # fmt: skip
     return out
 
@@ -502,13 +502,19 @@ def table(s: dict[str, Any]) -> str:
 
 def report(s: dict[str, Any]) -> str:
     """The printed figures (the table, per-look misses, 1.1.0's misses, α, the gate)."""
-    out = [table(s), "", "per look, two-look and grid: miss rate / its α (pooled over worlds)"]
-    for plan in ("two-look", "grid"):
+    out = [table(s), "", "per look: misses against Σα over the looks (pooled over worlds; "
+           "per look level in --json)"]  # fmt: skip
+    for plan in PLANS:
+        pooled: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
         for k, c in s["plans"][plan]["looks"].items():
-            out.append(
-                f"  {plan:8s} {k:48s} {c['misses']:>4}/{c['looks']:<5} "
-                f"miss {100 * c['miss']:5.2f}%  miss/α {c['miss_over_alpha']:.2f}"
-            )
+            cell = pooled[k.split(" α=")[0]]
+            cell[0] += c["looks"]
+            cell[1] += c["misses"]
+            cell[2] += c["looks"] * c["alpha"]
+        out.append(f"  {plan}: " + "; ".join(
+            f"{m} {k:.0f}/{n:.0f} (Σα {e:.1f}: ×{k / e if e else 0:.2f})"
+            for m, (n, k, e) in sorted(pooled.items())
+        ))  # fmt: skip
     if s.get("gb110"):
         out.append("1.1.0's 95 % interval: miss rate at n = " + ", ".join(map(str, GB_SIZES)))
         for k, by_n in s["gb110"].items():
