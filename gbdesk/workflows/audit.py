@@ -19,16 +19,18 @@ do not — then the PDF report.
   probes that ask for a letter or yes/no), else the longest it allows; after a probe's
   first look, its own measured seconds per answer.
 * **Looks and verdicts.** A probe with marked metrics is run on a random draw of its
-  items (`gbdesk.studies.base.draw_order`: a prefix keeps every group's share) that grows
-  along a grid fixed in advance — 10 items (at least one per group), then doubling, up to
-  every item (`gbdesk.maths.sequential`). After each step its marked metrics get a
-  verdict from an interval that holds over all its looks at once
-  (`gbdesk.analysis.audit_verdicts`): the marks the interval allows, decided when one.
-* **Rounds.** First every probe's first look; then one step at a time, to the probe
-  whose next look is most likely to decide a verdict per second (`audit_rounds`), until
-  every verdict is decided, the grid is done or the budget is spent. The step running
-  when the budget ends is cut there (the answers under way finish and are kept; those
-  still under way `DRAIN_GRACE_S` later are dropped) and looked at once more.
+  items (`gbdesk.studies.base.draw_order`: a prefix keeps every group's share), looked at
+  twice at most (`gbdesk.analysis.audit_design`, plan version 3): a first look at α₁ =
+  0.005 on max(10 items and one per group, ¼ of the even share), a final one at α₂ =
+  0.045. Each look's marked metrics get a verdict from `metric_intervals` at its level
+  (`gbdesk.analysis.audit_verdicts`): the marks the interval allows, decided when one;
+  an undecided one gets a forecast of the answers that would likely decide it.
+* **Rounds.** First every probe's first look, cheapest first; probes whose verdicts are
+  all decided stop; the others share the seconds left evenly (water-filling up to each
+  pool, recomputed before each step) for their final look, cheapest step first. The
+  step running when the budget ends is cut there (the answers under way finish and are
+  kept; those still under way `DRAIN_GRACE_S` later are dropped) and is that probe's
+  final look. An audit of the earlier grid design (version 2) is not continued.
 * **Probes without marks** (other studies' probes, in an audit of every probe) run once
   at a fixed size that fits an even share of the budget (`AuditSizing.sizes`).
 * **Nothing lost.** The audit (plan, state, verdicts, run ids) is stored before anything

@@ -594,3 +594,49 @@ def test_an_audit_killed_in_a_wording_run_finishes_it_first(store, tmp_path, at)
         run = store.get_run(run_id)
         assert run["attempts_done"] == run["attempts_total"] == 10, run_id
     assert result["generations"] == 30
+
+
+def test_an_audit_of_the_earlier_grid_design_is_reported_not_continued(store, tmp_path):
+    """Issue 42: an unfinished audit planned with the grid of doublings (plan version 2)
+    is not continued with the two-look design; one line says so, and its result states
+    which design it had and no error bound."""
+    from gbdesk.store import audits
+    from gbdesk.workflows.audit import audit_result, earlier_unfinished
+
+    model, _plan, audit_id = _audit(store, tmp_path, ["direct"], 300)
+    assert unfinished_audit(store, model["id"]) == audit_id
+    assert earlier_unfinished(store, model["id"]) is None
+    state = {**get_audit(store, audit_id)["state"], "version": 2}
+    plan = [
+        {**e, "design": "grid", "sizes": [10, 20, 40]} for e in get_audit(store, audit_id)["plan"]
+    ]
+    audits.update_audit(store, audit_id, state=state, plan=plan)
+    assert unfinished_audit(store, model["id"]) is None
+    line = earlier_unfinished(store, model["id"])
+    assert f"audit {audit_id}" in line and "plan version 2" in line and "not continued" in line
+    result = audit_result(store, audit_id)
+    assert result["plan_version"] == 2 and result["error_mode"] == "earlier design"
+    assert result["audit_error_bound"] is None and "no error bound" in result["error_statement"]
+
+
+def test_undecided_verdicts_say_how_many_more_answers_would_likely_decide_them(store, tmp_path):
+    """Issue 42 (4): every undecided verdict carries `more_items`, `more_answers` and
+    `more_seconds` (null when decided) and the words; decided ones carry their bound."""
+    from gbdesk.workflows.audit import audit_result
+
+    _, _plan, audit_id = _audit(store, tmp_path, ["relationship_levy"], 60)
+    run_audit(
+        store, audit_id, backend_factory=lambda m, g: KnownBiasBackend(), report=tmp_path / "f.pdf"
+    )
+    result = audit_result(store, audit_id)
+    assert result["error_mode"] == "per verdict" and result["audit_error_bound"] == pytest.approx(
+        0.1
+    )
+    for v in result["verdicts"]:
+        if v["decided"]:
+            assert v["error_bound"] == 0.05 and v["more_items"] is None and not v["forecast"]
+        elif v["more_items"] is not None:
+            assert v["more_answers"] == v["more_items"] * get_probe(v["probe"]).default_attempts
+            assert v["more_seconds"] > 0 and "would likely decide it" in v["forecast"]
+        else:
+            assert v["forecast"] in ("", "cannot be decided within this probe's pool")
