@@ -450,8 +450,7 @@ class AuditDialog(QDialog):
             interval = "—" if None in ci else f"{ci[0]:.2f} to {ci[1]:.2f}"
             cells = [
                 v["probe"], v.get("title") or v["metric"],
-                "—" if value is None else f"{value:.2f}", interval,
-                "; ".join(x for x in (v.get("verdict"), v.get("forecast")) if x),
+                "—" if value is None else f"{value:.2f}", interval, v.get("verdict") or "",
                 v.get("study_mark") or "—", f"{v.get('items', 0):,}",
             ]  # fmt: skip
             for col, text in enumerate(cells):
