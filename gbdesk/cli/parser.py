@@ -283,9 +283,10 @@ def _audit_commands(sub: Any) -> None:
         "probe in rounds: first a look at a small random draw of its items, then more items "
         "for the probes whose verdicts are still open, until every verdict is decided or the "
         "budget is spent; then write the PDF report. A verdict names the marks its interval "
-        "still allows (one = decided) from intervals that stay valid over all the audit's "
-        "looks. Running the same command again continues an unfinished audit of the model "
-        "with the rest of its budget. Ctrl-C once stops after the answers under way.",
+        "still allows (one = decided); each decided verdict is wrong with probability at most "
+        "5 %% over its two looks (--family-wise: 5 %% for the whole audit). Running the same "
+        "command again continues an unfinished audit of the model with the rest of its "
+        "budget. Ctrl-C once stops after the answers under way.",
     )
     p.add_argument(
         "--model",
@@ -315,6 +316,12 @@ def _audit_commands(sub: Any) -> None:
         "and the report says which depend on the wording)",
     )
     p.add_argument("--new", action="store_true", help="plan a new audit even if one is unfinished")
+    p.add_argument(
+        "--family-wise",
+        action="store_true",
+        help="each verdict at 5 %% / (the audit's verdicts), so that the chance that at least "
+        "one decided verdict of the audit is wrong is at most 5 %% (default: 5 %% per verdict)",
+    )
     _wait_arg(p)
     _db_arg(p)
     _json_arg(p)

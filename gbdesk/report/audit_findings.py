@@ -29,13 +29,14 @@ def audit_findings(store: Store, run_id: int, model: str, probe: Any) -> dict[st
     audit_id, raw = found
     verdicts = [AuditVerdict.from_json(v) for v in raw]
     out = []
-    for v in verdicts:
+    for v, entry in zip(verdicts, raw, strict=True):
         interval = ""
         if v.verdict.measured and all(x == x for x in v.ci):
             interval = f" (audit interval {v.ci[0]:.2f} to {v.ci[1]:.2f}, {v.items:,} items)"
         importance = {"A": 10.0, "B": 40.0, "C": 70.0, "D": 90.0}.get(v.verdict.mark or "", 5.0)
         finding = Finding(
-            f"Audit {audit_id}'s verdict on {v.title}: {v.verdict.words()}{interval}.",
+            f"Audit {audit_id}'s verdict on {v.title}: {v.verdict.words()}{interval}"
+            + (f"; {entry['forecast']}." if entry.get("forecast") else "."),
             importance=importance + 1.0,
             metric=v.metric,
             value=v.value,

@@ -470,6 +470,8 @@ class AuditDialog(QDialog):
         self._show_verdicts()
         decided = sum(1 for v in result.get("verdicts", []) if v.get("decided"))
         counts = f"{decided} of {len(result.get('verdicts', []))} verdicts decided"
+        if result.get("error_statement"):  # the audit's error bound, in its mode
+            counts += f" ({html_text(result['error_statement'])})"
         if result.get("report"):
             self.status.setText(
                 f"Audit {result['audit_id']} finished in {duration(result['seconds'])}: "

