@@ -25,8 +25,8 @@ sampling time measured. `benchmarks/harness.py --ceiling` prints it beside each 
 ``--long`` reads whole prompts of 128, 1,024 and 2,600 tokens into an empty sequence with
 each arithmetic of `LONG_ARITHMETICS` (gbdesk's, llama-cpp-python's as shipped, and the
 candidates of issue 44), side by side in this one process, the arithmetics alternating
-within every repetition; it prints milliseconds per prompt token (medians) and each
-one's ratio to llama-cpp-python as shipped.
+within every repetition; it prints milliseconds per prompt token (the fastest of the
+repetitions) and each one's ratio to llama-cpp-python as shipped.
 """
 
 from __future__ import annotations
@@ -227,7 +227,8 @@ def long_prompt_costs(
     reps: int = 3,
 ) -> dict[str, dict[int, float]]:
     """Milliseconds per prompt token of reading a whole prompt of each length, by
-    arithmetic label (medians of `reps`; the arithmetics alternate within a repetition)."""
+    arithmetic label: the fastest of `reps` (on a shared machine the least disturbed;
+    the arithmetics alternate within a repetition, so each sees the same load)."""
     import llama_cpp as lib
 
     n_ctx = -(-max(lengths) // 256) * 256 + 256
@@ -248,7 +249,7 @@ def long_prompt_costs(
         for ctx in contexts.values():
             lib.llama_free(ctx)
         lib.llama_batch_free(batch)
-    return {k: {n: statistics.median(v) for n, v in per.items()} for k, per in times.items()}
+    return {k: {n: min(v) for n, v in per.items()} for k, per in times.items()}
 
 
 def long_table(costs: dict[str, dict[int, float]]) -> str:
@@ -331,16 +332,34 @@ def main() -> int:
         help="also llama-cpp-python's default arithmetic (flash attention off): the plain "
         "loop as shipped",
     )
+    parser.add_argument(
+        "--lengths", help="prompt lengths for --long, comma-separated (default 128,1024,2600)"
+    )
+    parser.add_argument(
+        "--only",
+        help="--long: only the arithmetics whose numbers in LONG_ARITHMETICS these are "
+        "(comma-separated, from 0)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="threads per decode (default: gbdesk's); 1 on a loaded machine, where two "
+        "threads spend their time waiting for each other at ggml's barriers",
+    )
     args = parser.parse_args()
-    threads = default_threads()
+    threads = args.threads or default_threads()
     llm = load_llama(default_model_path(), n_ctx=2048, n_threads=threads, verbose=False)
     if args.long:
         reps = min(args.reps, 3)
-        print(f"{threads} threads, whole prompts read into an empty sequence, median of {reps}:")
-        for n in LONG_LENGTHS:  # one table per length, as each is measured
-            load = os.getloadavg()[0]
-            print(f"load average {load:.2f}", flush=True)
-            print(long_table(long_prompt_costs(llm, threads, lengths=(n,), reps=reps)), flush=True)
+        print(f"{threads} threads, whole prompts read into an empty sequence, best of {reps}:")
+        lengths = [int(n) for n in args.lengths.split(",")] if args.lengths else LONG_LENGTHS
+        chosen = LONG_ARITHMETICS
+        if args.only:
+            chosen = tuple(LONG_ARITHMETICS[int(i)] for i in args.only.split(","))
+        for n in lengths:  # one table per length, as each is measured
+            print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
+            costs = long_prompt_costs(llm, threads, lengths=(n,), arithmetics=chosen, reps=reps)
+            print(long_table(costs), flush=True)
         return 0
     costs = measure(llm, threads, cells=args.cells, reps=args.reps)
     print(f"{threads} threads, each sequence holding {args.cells} cells, median of {args.reps}:")

@@ -111,7 +111,7 @@ def determinism_requests(n: int, max_tokens: int, seed: int) -> list[GenerationR
     for i in range(n):
         if i % 3 == 1:
             k = (i // 3) % len(LONG_REPEATS)
-            question = LONG_QUESTIONS[(i // 3) % len(LONG_QUESTIONS)]
+            question = LONG_QUESTIONS[(i // 3 // len(LONG_REPEATS)) % len(LONG_QUESTIONS)]
             texts.append(_STORY * LONG_REPEATS[k] + "\n\n" + question)
         else:
             texts.append(next(short))

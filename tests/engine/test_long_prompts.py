@@ -25,13 +25,14 @@ TAIL = 6  # SmolLM2's chat template: tokens after the user's words (checked belo
 # repeated up to its divergence point, then a word of its own repeated
 SHAPES = [
     (200, 255),  # its answer crosses 256 cells (a sequence alone gets the dummy token)
-    (500, CHUNK + 1),  # the last chunk is one token: read by the generation step
-    (540, CHUNK + 63),  # a last chunk of 63 rows (the one-chunk kernel)
-    (540, CHUNK + 90),  # 90 rows (tiled); shares 540 with the one above, keeps 512
-    (520, CHUNK + 200),  # shares 520: the chunk's rest (192 rows) is read from there
-    (CHUNK + 200 - TAIL - 1, CHUNK + 200),  # the one above with another last word
+    (500, CHUNK),  # one whole chunk (tiled with flash attention); its answer passes 512
+    (500, CHUNK + 1),  # the last token read by the generation step; keeps 0 cells (flash)
+    (540, CHUNK + 63),  # a rest of 63 rows after the whole chunk
+    (540, CHUNK + 90),  # 90 rows (flash: the one-chunk kernel, not a whole chunk)
+    (900, 2 * CHUNK + 6),  # two whole chunks
+    (900, 2 * CHUNK + 76),  # shares 900 (in a whole chunk): the chunk's last 124 rows
 ]
-WORDS = ["apple", "river", "cloud", "stone", "maple", "tiger"]
+WORDS = ["apple", "river", "cloud", "stone", "maple", "lemon", "tiger"]
 
 
 def _tracing(base):
@@ -75,8 +76,7 @@ def decode(generator, requests, slots, order=None, **kw):
 
 
 def long_requests(generator, shapes=SHAPES, max_tokens=8):
-    """Requests of exactly the prompt lengths and shared prefixes of `shapes`; a shape
-    whose word is None is the prompt before with its last word changed."""
+    """Requests of exactly the prompt lengths and shared prefixes of `shapes`."""
 
     def tokens(content: str) -> list[int]:
         return list(generator.prompt_tokens([{"role": "user", "content": content}])[0])
@@ -88,10 +88,7 @@ def long_requests(generator, shapes=SHAPES, max_tokens=8):
     assert tail == TAIL
     out, words = [], []
     for i, (shared, length) in enumerate(shapes):
-        if shared == length - tail - 1:  # the prompt before, another last word
-            words = [*words[:-1], "tiger"]
-        else:
-            words = ["storm"] * (shared - lead) + [WORDS[i]] * (length - shared - tail)
+        words = ["storm"] * (shared - lead) + [WORDS[i]] * (length - shared - tail)
         content = " ".join(words)
         assert len(tokens(content)) == length, (i, len(tokens(content)), length)
         out.append(
@@ -143,35 +140,50 @@ def test_long_prompts_decode_as_alone_in_any_batch(generator, reqs, alone, arith
     assert full == expected
     assert stats["copies"] > 0  # prompts copied the cells of live ones
     # two slots, another order: prompts keep the idle cells of the one before, or copy
-    reordered, stats = decode(generator, reqs, 2, order=[6, 5, 3, 1, 4, 2, 0], **arithmetic)
+    reordered, stats = decode(generator, reqs, 2, order=[7, 6, 5, 3, 1, 4, 2, 0], **arithmetic)
     assert reordered == expected
     assert stats["shared_tokens"] >= 2 * CHUNK
 
 
 def test_a_prompt_keeps_cells_only_where_its_kernels_are_its_own(generator):
     """Where a prompt may continue another's cells (`_reusable`), by hand: chunk 512,
-    flash attention (64 rows or more of one sequence: the tiled kernel)."""
+    flash attention (a whole chunk: the tiled kernel; the rest: the one-chunk kernel)
+    and without (2 rows or more: tinyBLAS; one: vec_dot)."""
     from gbdesk.engine.continuous import ContinuousBatcher, _Slot
 
     batcher = ContinuousBatcher(generator, slots=1, prompt_chunk=CHUNK)
     try:
+        kinds = batcher._prompt_kinds
+        assert kinds(300) == bytes(300)  # shorter than a chunk: as with chunks of 48
         src = _Slot()
-        src.kinds = batcher._prompt_kinds(CHUNK + 90)  # chunk 512..601: 90 rows, tiled
-        assert src.kinds[:CHUNK] == b"\x01" * CHUNK and set(src.kinds[CHUNK:]) == {1}
-        short = batcher._prompt_kinds(CHUNK + 63)  # 63 rows: the one-chunk kernel
-        assert set(short[CHUNK:]) == {0}
-        assert batcher._reusable(540, src, short) == CHUNK  # kinds differ from 512 on
-        long = batcher._prompt_kinds(CHUNK + 200)
-        assert batcher._reusable(540, src, long) == 540  # 172 rows left: tiled as alone
-        # cells past the source's prompt were generated (kind 0): cut where they begin
-        assert batcher._reusable(CHUNK + 95, src, long) == CHUNK + 90  # 110 rows left
-        src.kinds = long
-        assert batcher._reusable(CHUNK + 150, src, long) == CHUNK  # 50 rows left: not
-        assert batcher._pieces(540, 172, long) == [172]
-        assert batcher._pieces(0, CHUNK + 63, short) == [CHUNK, 48, 15]
-        assert batcher._pieces(0, CHUNK + 1, batcher._prompt_kinds(CHUNK + 1)) == [CHUNK, 1]
+        src.kinds = kinds(2 * CHUNK + 90)
+        assert set(src.kinds[: 2 * CHUNK]) == {1} and set(src.kinds[2 * CHUNK :]) == {0}
+        other = kinds(CHUNK + 300)
+        assert batcher._reusable(900, src, other) == CHUNK  # 512..811: kind 1 against 0
+        assert batcher._reusable(500, src, other) == 0  # 12 rows left in a whole chunk
+        assert batcher._reusable(400, src, other) == 400  # 112 rows: tiled as alone
+        longer = kinds(3 * CHUNK)
+        assert batcher._reusable(2 * CHUNK + 50, src, longer) == 2 * CHUNK
+        # generated cells (one row each, the one-chunk kernel) continue a rest's kind
+        assert batcher._reusable(2 * CHUNK + 95, src, kinds(2 * CHUNK + 200)) == 2 * CHUNK + 95
+        assert batcher._reusable(2 * CHUNK + 95, src, kinds(3 * CHUNK)) == 2 * CHUNK
+        assert batcher._pieces(0, CHUNK + 63, kinds(CHUNK + 63)) == [CHUNK, 48, 15]
+        assert batcher._pieces(0, CHUNK + 1, kinds(CHUNK + 1)) == [CHUNK, 1]
+        assert batcher._pieces(400, 112, other) == [112]
     finally:
         batcher.close()
+    plain = ContinuousBatcher(generator, slots=1, prompt_chunk=CHUNK, flash_attn=False)
+    try:
+        assert plain._prompt_kinds(CHUNK + 3) == b"\x01" * (CHUNK + 3)
+        assert plain._prompt_kinds(CHUNK + 1)[-1] == 0  # one row: vec_dot, as generated
+        src = _Slot()
+        src.kinds = plain._prompt_kinds(700)
+        assert plain._reusable(600, src, plain._prompt_kinds(650)) == 600
+        assert plain._reusable(649, src, plain._prompt_kinds(650)) == CHUNK  # one row left
+        assert plain._pieces(600, 50, plain._prompt_kinds(650)) == [50]
+        assert plain.pad_from is None and plain.settings()["flash_attn"] is False
+    finally:
+        plain.close()
 
 
 @pytest.mark.timeout(1800)
