@@ -57,6 +57,7 @@ class Arithmetic:
     flash: bool
     chunk: int
     streams: int = 1  # > 1: one KV stream per sequence (kv_unified off), as gbdesk's engine
+    tail: int = 0  # > 0: what follows the last whole chunk in chunks of this size
 
 
 #: the ways of reading a long prompt that `--long` compares; the baseline comes first
@@ -64,7 +65,7 @@ LONG_ARITHMETICS = (
     Arithmetic("llama-cpp-python as shipped (no flash, chunks of 512)", False, 512),
     Arithmetic("gbdesk before (flash, chunks of 48, own streams)", True, 48, 2),
     Arithmetic("flash, aligned chunks of 256, own streams", True, 256, 2),
-    Arithmetic("flash, aligned chunks of 512, own streams", True, 512, 2),
+    Arithmetic("gbdesk now (flash, whole chunks of 512, rest by 48)", True, 512, 2, 48),
     Arithmetic("no flash, chunks of 512, own streams", False, 512, 2),
 )
 
@@ -197,15 +198,17 @@ def measure(
     return DecodeCosts(alone, prompt, step)
 
 
-def _read_prompt(ctx: Any, batch: Any, n: int, chunk: int) -> float:
+def _read_prompt(ctx: Any, batch: Any, n: int, chunk: int, tail: int = 0) -> float:
     """Seconds to read an `n`-token prompt into sequence 0 of an empty context, in chunks
-    of `chunk` tokens from position 0 (the last with logits)."""
+    of `chunk` tokens from position 0 (the last with logits); `tail`: the tokens after
+    the last whole chunk in chunks of this size."""
     import llama_cpp as lib
 
     lib.llama_memory_clear(lib.llama_get_memory(ctx), True)
+    whole = n - n % chunk if tail else n
+    cuts = list(range(0, whole, chunk)) + list(range(whole, n, tail or chunk))
     started = time.perf_counter()
-    for start in range(0, n, chunk):
-        end = min(n, start + chunk)
+    for start, end in zip(cuts, [*cuts[1:], n], strict=True):
         for i, pos in enumerate(range(start, end)):
             batch.token[i] = 100 + pos % 1000
             batch.pos[i] = pos
@@ -243,7 +246,7 @@ def long_prompt_costs(
         for _ in range(reps):
             for n in lengths:
                 for a in arithmetics:
-                    seconds = _read_prompt(contexts[a.label], batch, n, a.chunk)
+                    seconds = _read_prompt(contexts[a.label], batch, n, a.chunk, a.tail)
                     times[a.label][n].append(seconds * 1000 / n)
     finally:
         for ctx in contexts.values():

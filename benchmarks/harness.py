@@ -297,7 +297,7 @@ def ceiling_ratio(
 
 #: the prompt arithmetic of gbdesk before issue 44 and now (labels of `LONG_ARITHMETICS`)
 BEFORE = LONG_ARITHMETICS[1].label
-AFTER = LONG_ARITHMETICS[3].label
+AFTER = LONG_ARITHMETICS[3].label  # gbdesk now: whole chunks of 512, the rest by 48
 #: items per probe whose prompts are tokenized for the projection
 PROJECTION_ITEMS = 24
 

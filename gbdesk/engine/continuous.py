@@ -127,8 +127,9 @@ MAX_SLOTS = DEFAULT_N_UBATCH  # a generation step must fit one micro-batch
 # it, never on the other rows (module docstring).
 FLASH_TILE_ROWS = 64
 PLAIN_GEMM_ROWS = 2
-#: prompt tokens are read in chunks aligned to multiples of this position
-DEFAULT_PROMPT_CHUNK = DEFAULT_N_UBATCH
+#: prompt tokens are read in chunks aligned to multiples of this position; with flash
+#: attention a whole chunk takes the tiled kernel (docstring: "Long prompts")
+DEFAULT_PROMPT_CHUNK = 512
 
 
 @dataclass
