@@ -422,8 +422,16 @@ def main() -> int:
         help="the plain loop with gbdesk's arithmetic settings (same texts; default) or "
         "llama-cpp-python's defaults (other texts)",
     )
+    parser.add_argument(
+        "--projection-only",
+        action="store_true",
+        help="only the projected hours of the whole harness (no probe is run)",
+    )
     args = parser.parse_args()
     harness = get_harness(HARNESS).probes
+    if args.projection_only:
+        print_projection(list(harness), {}, None)
+        return 0
     if args.probes:
         names = args.probes.split(",")
     elif args.new or args.all:
