@@ -19,11 +19,20 @@ fastest any engine with these settings could make a workload: its prompts' token
 once each where prompts share a prefix (`minimal_prompt_tokens`), at the cheapest
 per-token prompt cost, and its answers' tokens in the cheapest generation step, plus the
 sampling time measured. `benchmarks/harness.py --ceiling` prints it beside each probe.
+
+    python benchmarks/decode_costs.py --long     # reading a long prompt, per arithmetic
+
+``--long`` reads whole prompts of 128, 1,024 and 2,600 tokens into an empty sequence with
+each arithmetic of `LONG_ARITHMETICS` (gbdesk's, llama-cpp-python's as shipped, and the
+candidates of issue 44), side by side in this one process, the arithmetics alternating
+within every repetition; it prints milliseconds per prompt token (the fastest of the
+repetitions) and each one's ratio to llama-cpp-python as shipped.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -37,6 +46,28 @@ if str(ROOT) not in sys.path:
 
 PROMPT_CHUNKS = (48, 256)
 STEP_SIZES = (2, 4, 8, 16, 32, 47)
+LONG_LENGTHS = (128, 1024, 2600)
+
+
+@dataclass(frozen=True)
+class Arithmetic:
+    """How a context reads a prompt: attention kernel, chunk size, KV streams."""
+
+    label: str
+    flash: bool
+    chunk: int
+    streams: int = 1  # > 1: one KV stream per sequence (kv_unified off), as gbdesk's engine
+    tail: int = 0  # > 0: what follows the last whole chunk in chunks of this size
+
+
+#: the ways of reading a long prompt that `--long` compares; the baseline comes first
+LONG_ARITHMETICS = (
+    Arithmetic("llama-cpp-python as shipped (no flash, chunks of 512)", False, 512),
+    Arithmetic("gbdesk before (flash, chunks of 48, own streams)", True, 48, 2),
+    Arithmetic("flash, aligned chunks of 256, own streams", True, 256, 2),
+    Arithmetic("gbdesk now (flash, whole chunks of 512, rest by 48)", True, 512, 2, 48),
+    Arithmetic("no flash, chunks of 512, own streams", False, 512, 2),
+)
 
 
 @dataclass
@@ -167,6 +198,78 @@ def measure(
     return DecodeCosts(alone, prompt, step)
 
 
+def _read_prompt(ctx: Any, batch: Any, n: int, chunk: int, tail: int = 0) -> float:
+    """Seconds to read an `n`-token prompt into sequence 0 of an empty context, in chunks
+    of `chunk` tokens from position 0 (the last with logits); `tail`: the tokens after
+    the last whole chunk in chunks of this size."""
+    import llama_cpp as lib
+
+    lib.llama_memory_clear(lib.llama_get_memory(ctx), True)
+    whole = n - n % chunk if tail else n
+    cuts = list(range(0, whole, chunk)) + list(range(whole, n, tail or chunk))
+    started = time.perf_counter()
+    for start, end in zip(cuts, [*cuts[1:], n], strict=True):
+        for i, pos in enumerate(range(start, end)):
+            batch.token[i] = 100 + pos % 1000
+            batch.pos[i] = pos
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = int(pos == n - 1)
+        batch.n_tokens = end - start
+        if lib.llama_decode(ctx, batch) != 0:
+            raise RuntimeError("llama_decode failed")
+    return time.perf_counter() - started
+
+
+def long_prompt_costs(
+    llm: Any,
+    threads: int,
+    *,
+    lengths: tuple[int, ...] = LONG_LENGTHS,
+    arithmetics: tuple[Arithmetic, ...] = LONG_ARITHMETICS,
+    reps: int = 3,
+) -> dict[str, dict[int, float]]:
+    """Milliseconds per prompt token of reading a whole prompt of each length, by
+    arithmetic label: the fastest of `reps` (on a shared machine the least disturbed;
+    the arithmetics alternate within a repetition, so each sees the same load)."""
+    import llama_cpp as lib
+
+    n_ctx = -(-max(lengths) // 256) * 256 + 256
+    batch = lib.llama_batch_init(max(a.chunk for a in arithmetics), 0, 1)
+    contexts = {
+        a.label: _context(llm, a.streams, a.chunk, threads, n_ctx, a.flash) for a in arithmetics
+    }
+    times: dict[str, dict[int, list[float]]] = {
+        a.label: {n: [] for n in lengths} for a in arithmetics
+    }
+    try:
+        for _ in range(reps):
+            for n in lengths:
+                for a in arithmetics:
+                    seconds = _read_prompt(contexts[a.label], batch, n, a.chunk, a.tail)
+                    times[a.label][n].append(seconds * 1000 / n)
+    finally:
+        for ctx in contexts.values():
+            lib.llama_free(ctx)
+        lib.llama_batch_free(batch)
+    return {k: {n: min(v) for n, v in per.items()} for k, per in times.items()}
+
+
+def long_table(costs: dict[str, dict[int, float]]) -> str:
+    """`long_prompt_costs` as rows (ms per token, and the ratio of the first row's cost
+    to each row's: > 1 reads faster than the first)."""
+    labels = list(costs)
+    lengths = list(costs[labels[0]])
+    base = costs[labels[0]]
+    head = "  " + f"{'prompt of':<56}" + "".join(f"{n:>9,}" for n in lengths)
+    rows = [head]
+    for label in labels:
+        cells = "".join(f"{costs[label][n]:>7.2f}ms" for n in lengths)
+        ratios = " ".join(f"{base[n] / costs[label][n]:.2f}×" for n in lengths)
+        rows.append(f"  {label:<56}{cells}   {ratios}")
+    return "\n".join(rows)
+
+
 def minimal_prompt_tokens(prompts: list[list[int]]) -> int:
     """Tokens an engine must decode for `prompts` if every shared prefix is decoded once
     (the nodes of their prefix tree; a prompt also needs its last token decoded for its
@@ -221,14 +324,46 @@ def main() -> int:
     parser.add_argument("--cells", type=int, default=128)
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument(
+        "--long",
+        action="store_true",
+        help="ms per prompt token of whole prompts of 128 / 1,024 / 2,600 tokens, for each "
+        "way of reading a long prompt, beside llama-cpp-python as shipped",
+    )
+    parser.add_argument(
         "--plain-default",
         action="store_true",
         help="also llama-cpp-python's default arithmetic (flash attention off): the plain "
         "loop as shipped",
     )
+    parser.add_argument(
+        "--lengths", help="prompt lengths for --long, comma-separated (default 128,1024,2600)"
+    )
+    parser.add_argument(
+        "--only",
+        help="--long: only the arithmetics whose numbers in LONG_ARITHMETICS these are "
+        "(comma-separated, from 0)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="threads per decode (default: gbdesk's); 1 on a loaded machine, where two "
+        "threads spend their time waiting for each other at ggml's barriers",
+    )
     args = parser.parse_args()
-    threads = default_threads()
+    threads = args.threads or default_threads()
     llm = load_llama(default_model_path(), n_ctx=2048, n_threads=threads, verbose=False)
+    if args.long:
+        reps = min(args.reps, 3)
+        print(f"{threads} threads, whole prompts read into an empty sequence, best of {reps}:")
+        lengths = [int(n) for n in args.lengths.split(",")] if args.lengths else LONG_LENGTHS
+        chosen = LONG_ARITHMETICS
+        if args.only:
+            chosen = tuple(LONG_ARITHMETICS[int(i)] for i in args.only.split(","))
+        for n in lengths:  # one table per length, as each is measured
+            print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
+            costs = long_prompt_costs(llm, threads, lengths=(n,), arithmetics=chosen, reps=reps)
+            print(long_table(costs), flush=True)
+        return 0
     costs = measure(llm, threads, cells=args.cells, reps=args.reps)
     print(f"{threads} threads, each sequence holding {args.cells} cells, median of {args.reps}:")
     print(costs.table())

@@ -60,6 +60,7 @@ Goal (issue 34): ratio ≥ 2× on bbq, discrimination_tamkin and gest on an idle
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import sys
@@ -72,9 +73,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.decode_costs import (
+    LONG_ARITHMETICS,
     DecodeCosts,
+    _shared,
     ceiling_seconds,
     chat_tokens,
+    long_prompt_costs,
     measure,
     minimal_prompt_tokens,
     previous_shared_tokens,
@@ -291,6 +295,115 @@ def ceiling_ratio(
     return ours.tokens / seconds / plain_rate, note
 
 
+#: the prompt arithmetic of gbdesk before issue 44 and now (labels of `LONG_ARITHMETICS`)
+BEFORE = LONG_ARITHMETICS[1].label
+AFTER = LONG_ARITHMETICS[3].label  # gbdesk now: whole chunks of 512, the rest by 48
+#: items per probe whose prompts are tokenized for the projection
+PROJECTION_ITEMS = 24
+
+
+def reading_seconds(curve: dict[int, float], n: float) -> float:
+    """Seconds to read an `n`-token prompt: the whole-prompt times measured at the lengths
+    of `curve` (ms per token, `long_prompt_costs`), joined by straight lines from (0, 0)
+    and extended past the longest with its last slope."""
+    points = [(0, 0.0)] + [(k, k * ms / 1000) for k, ms in sorted(curve.items())]
+    for (x0, y0), (x1, y1) in itertools.pairwise(points):
+        if n <= x1:
+            return y0 + (y1 - y0) * (n - x0) / (x1 - x0)
+    (x0, y0), (x1, y1) = points[-2], points[-1]
+    return y1 + (y1 - y0) * (n - x1) / (x1 - x0)
+
+
+@dataclass
+class Projection:
+    """One probe's inputs to the full-harness projection (from its own prompts)."""
+
+    generations: int
+    prompt_reads: list[tuple[int, int]]  # (prompt length, tokens shared with the one before)
+    answer_tokens: float
+    answer_basis: str
+
+    @property
+    def mean_prompt(self) -> float:
+        return statistics.fmean(n for n, _ in self.prompt_reads)
+
+    def seconds(self, curve: dict[int, float], step_ms: float) -> float:
+        """The harness's time for this probe: each sampled prompt's unshared part read at
+        the cost of its cells, every answer token at the best generation step's cost."""
+        reads = [
+            reading_seconds(curve, n) - reading_seconds(curve, s) for n, s in self.prompt_reads
+        ]
+        per_generation = statistics.fmean(reads) + self.answer_tokens * step_ms / 1000
+        return self.generations * per_generation
+
+
+def projection(llm: Any, name: str, measured: Side | None) -> Projection:
+    """`Projection` of a probe: its first `PROJECTION_ITEMS` items' prompts tokenized,
+    sharing with the prompt before as a run's order does; answer lengths measured here
+    when the probe ran, else the probe's prior (its `max_tokens` when it has none)."""
+    prompts = workload(name, PROJECTION_ITEMS)
+    tokens = chat_tokens(llm, [text for _, text, _, _ in prompts])
+    reads = [
+        (len(t), min(_shared(t, tokens[i - 1]), len(t) - 1) if i else 0)
+        for i, t in enumerate(tokens)
+    ]
+    if measured is not None:
+        answer, basis = measured.tokens / measured.generations, "measured here"
+    else:
+        probe = get_probe(name)
+        prior = probe.capabilities.audit.answer_tokens
+        answer = float(prior if prior is not None else probe.default_generation["max_tokens"])
+        basis = "the probe's prior" if prior is not None else "its max_tokens"
+    return Projection(harness_generations(name), reads, answer, basis)
+
+
+def print_projection(
+    harness: list[str], measured: dict[str, Side], costs: DecodeCosts | None
+) -> None:
+    """Hours for the whole harness on this machine: per probe its measured rate where it
+    ran here, and for every probe the projection from its own prompt and answer lengths
+    through the decode costs, with gbdesk's prompt arithmetic before and after issue 44."""
+    llm = load_plain("same")
+    try:
+        curves = long_prompt_costs(
+            llm, default_threads(), arithmetics=tuple(
+                a for a in LONG_ARITHMETICS if a.label in (BEFORE, AFTER)
+            ), reps=1,
+        )  # fmt: skip
+        step_ms = (costs or measure(llm, default_threads())).best_step_ms
+        rows = {name: projection(llm, name, measured.get(name)) for name in harness}
+    finally:
+        del llm
+    print(
+        f"\nthe whole harness at 1.1.0's sizes on this machine (generation step {step_ms:.2f} ms):"
+    )
+    print(f"  {'probe':<22}{'generations':>12}{'measured':>14}{'before':>14}{'after':>14}  answers")
+    totals = {"measured": 0.0, "before": 0.0, "after": 0.0}
+    for name in harness:
+        p = rows[name]
+        side = measured.get(name)
+        seen = p.generations / side.generations_per_s if side else None
+        before = p.seconds(curves[BEFORE], step_ms)
+        after = p.seconds(curves[AFTER], step_ms)
+        totals["before"] += before
+        totals["after"] += after
+        totals["measured"] += seen if seen is not None else after
+        print(
+            f"  {name:<22}{p.generations:>12,}{duration(seen) if seen else '—':>14}"
+            f"{duration(before):>14}{duration(after):>14}  {p.answer_tokens:.0f} tokens "
+            f"({p.answer_basis}), prompts {p.mean_prompt:,.0f} tokens"
+        )
+    print(
+        f"  {'total':<22}{sum(p.generations for p in rows.values()):>12,}"
+        f"{duration(totals['measured']):>14}{duration(totals['before']):>14}"
+        f"{duration(totals['after']):>14}"
+    )
+    print(
+        "  measured: this run's rate (total: the projection 'after' where not measured); "
+        f"before / after: projected with '{BEFORE}' / '{AFTER}'"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--items", type=int, help="items per probe (default 24; --new 6)")
@@ -309,8 +422,16 @@ def main() -> int:
         help="the plain loop with gbdesk's arithmetic settings (same texts; default) or "
         "llama-cpp-python's defaults (other texts)",
     )
+    parser.add_argument(
+        "--projection-only",
+        action="store_true",
+        help="only the projected hours of the whole harness (no probe is run)",
+    )
     args = parser.parse_args()
     harness = get_harness(HARNESS).probes
+    if args.projection_only:
+        print_projection(list(harness), {}, None)
+        return 0
     if args.probes:
         names = args.probes.split(",")
     elif args.new or args.all:
@@ -330,7 +451,7 @@ def main() -> int:
         + (f"{'ceiling':>9}" if costs else "")
     )
     print(header)
-    rates: dict[str, float] = {}
+    last: dict[str, Side] = {}
     ratios: dict[str, float] = {}
     ceilings: dict[str, float] = {}
     profiles: list[str] = []
@@ -354,7 +475,7 @@ def main() -> int:
                 s.generations_per_s for s in plain
             )
             ratios[name] = g_rate / p_rate
-            rates[name] = statistics.median(s.generations_per_s for s in ours)
+            last[name] = ours[-1]
             same = sum(ours[-1].texts.get(k) == t for k, t in plain[-1].texts.items())
             ceiling = ""
             if costs is not None:
@@ -390,18 +511,7 @@ def main() -> int:
         print(costs.table())
     print("\nwhere gbdesk's time went (last round):")
     print("\n".join(profiles))
-    print("\nprojected time of the whole harness at 1.1.0's sizes on this machine:")
-    total = 0.0
-    fallback = statistics.median(rates.values()) if rates else None
-    for name in harness:
-        n = harness_generations(name)
-        rate = rates.get(name, fallback)
-        seconds = n / rate if rate else float("nan")
-        total += seconds
-        basis = "" if name in rates else " (rate of the median probe: not measured here)"
-        print(f"  {name:<22}{n:>8,} generations  {duration(seconds):>14}{basis}")
-    print(f"  {'total':<22}{sum(harness_generations(n) for n in harness):>8,} generations  "
-          f"{duration(total):>14}")  # fmt: skip
+    print_projection(list(harness), last, costs)
     return 0
 
 

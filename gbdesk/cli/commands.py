@@ -9,6 +9,7 @@ from gbdesk.cli.imports import cmd_import, cmd_import_labels
 from gbdesk.cli.labels import cmd_agreement, cmd_code, cmd_label, cmd_review, cmd_sample
 from gbdesk.cli.results import cmd_compare, cmd_export, cmd_metrics, cmd_wordings
 from gbdesk.cli.runs import cmd_jobs, cmd_resume, cmd_run, cmd_runs
+from gbdesk.cli.selftest import cmd_selftest
 from gbdesk.cli.verify import cmd_verify
 
 COMMANDS = {
@@ -26,6 +27,7 @@ COMMANDS = {
     "audit": cmd_audit,
     "export": cmd_export,
     "verify": cmd_verify,
+    "selftest": cmd_selftest,
     "import": cmd_import,
     "import-labels": cmd_import_labels,
     "sample": cmd_sample,

@@ -31,6 +31,7 @@ from gbdesk.cli._args import (
 )
 from gbdesk.cli._common import _emit, _open_store, _ProgressPrinter
 from gbdesk.cli.commands import COMMANDS
+from gbdesk.cli.selftest import prompt_count
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -364,6 +365,21 @@ def _verify_command(sub: Any) -> None:
         help="the report's database (default: gbdesk.sqlite in the per-user data folder, or "
         "$GBDESK_DB); opened read only",
     )
+    _json_arg(p)
+    p = sub.add_parser(
+        "selftest",
+        help="check a model: the same prompts decoded alone and in a full batch",
+        description="--determinism: decode short and long prompts alone, then all at once, "
+        "and compare the texts byte for byte (the first differing token is named); the "
+        "result is stored with the model for the report's test log. Exit 0: identical; 1: "
+        "some differ. A server model is not checked (its batching is the server's).",
+    )
+    p.add_argument("--determinism", action="store_true", help="the alone-versus-batch check")
+    p.add_argument("--model", default="default", help="'default', a GGUF path or an endpoint")
+    p.add_argument("--prompts", type=prompt_count, default=8, help="prompts, 2 to 47 (default 8)")
+    p.add_argument("--max-tokens", type=_positive_int, default=64, help="tokens per answer")
+    p.add_argument("--seed", type=_seed, default=0)
+    _db_arg(p)
     _json_arg(p)
 
 

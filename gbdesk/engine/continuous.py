@@ -50,6 +50,28 @@ and (b) the kernel is the one-chunk kernel. llama.cpp guarantees neither by itse
   sequence of more than 256 cells (`SPLIT_KV_FROM`) gets a dummy token in a spare stream
   (freed at once); a shorter one computes the same alone (tested) and costs half as much.
 
+Long prompts: chunks aligned to fixed positions (issue 44)
+----------------------------------------------------------
+Chunks of 48 keep every prompt token on the one-chunk kernel, whose cost grows with the
+cells it walks (6.5 ms a token at 2,600 cells against llama-cpp-python's 4.0). With
+``prompt_chunk`` C ≥ 64 a prompt is read in chunks aligned to multiples of C — positions
+kC..kC+C-1, the last cut at the prompt's end — whoever read its prefix: a chunk of 64 rows
+or more goes to ggml's tiled kernel (`FLASH_TILE_ROWS`), which computes each query row
+from its own stream's cells in fixed 64-cell tiles starting at cell 0 (tile sums and
+the online softmax per row, a fixed-shape 64×64 GEMM), so a row's numbers do not depend
+on the chunk's other rows, but do depend on *which* kernel computed it. So every cell of
+a prompt has a kind (`_prompt_kinds`: 1 where its aligned chunk has ≥ 64 rows, 0 where it
+has fewer or the cell was generated), and a prompt keeps another's cells (idle or
+copied) only up to where the kinds agree and the rest of the chunk at the cut can still
+be read with its kind's kernel (`_reusable`: a kind-1 rest needs ≥ 64 rows, else the cut
+moves back to the chunk's start). Without flash attention (``flash_attn=False``) the
+same holds with the switch at 2 rows: llamafile's tinyBLAS computes Q·K and V·softmax for
+a micro-batch of ≥ 2 rows of a stream, each output from its own row in a fixed order,
+ggml's vec_dot for one row (a generation step); there is no split-KV kernel, so no
+dummy token. tests/engine/test_long_prompts.py checks both, to the logits row, at 256
+and 512 cells and at the chunk boundaries, with controls that fail when a prompt is
+cut anywhere.
+
 With separate streams llama.cpp splits a batch into micro-batches of *consecutive*
 sequence ids ("equal split"), so the live sequences are kept in slots 0..n-1: when a
 slot frees and no request takes it, the highest live sequence is moved into it (a stream
@@ -98,6 +120,17 @@ _CTX_ROUND = 256
 _MIN_CTX_SEQ = 512
 MAX_SLOTS = DEFAULT_N_UBATCH  # a generation step must fit one micro-batch
 
+# ggml's CPU flash attention computes a micro-batch of this many query rows of one stream
+# or more with its tiled kernel (GGML_FA_TILE_Q), fewer with its one-chunk kernel; without
+# flash attention, llamafile's tinyBLAS multiplies Q·K and V·softmax for 2 rows or more,
+# ggml's vec_dot for one. Either way a row's numbers depend on which of the two computed
+# it, never on the other rows (module docstring).
+FLASH_TILE_ROWS = 64
+PLAIN_GEMM_ROWS = 2
+#: prompt tokens are read in chunks aligned to multiples of this position; with flash
+#: attention a whole chunk takes the tiled kernel (docstring: "Long prompts")
+DEFAULT_PROMPT_CHUNK = 512
+
 
 @dataclass
 class _Item:
@@ -121,6 +154,7 @@ class _Slot:
         "grammar",
         "history",
         "item",
+        "kinds",
         "max_tokens",
         "n_past",
         "next_token",
@@ -138,6 +172,7 @@ class _Slot:
         self.history: list[int] = []  # the tokens whose KV cells the stream holds, in order
         self.n_past = 0  # cells filled (positions 0..n_past-1)
         self.tokens: list[int] = []
+        self.kinds = b""  # the prompt's cell kinds (`_prompt_kinds`); generated cells are 0
         self.completion: list[int] = []
         self.pending: list[int] = []  # prompt tokens still to decode
         self.next_token: int | None = None  # the token the next generation step decodes
@@ -185,6 +220,8 @@ class ContinuousBatcher:
         n_ctx_seq: int | None = None,
         min_shared: int = DEFAULT_MIN_SHARED,
         watch: bool = False,
+        prompt_chunk: int = DEFAULT_PROMPT_CHUNK,
+        flash_attn: bool = True,
     ):
         import llama_cpp
 
@@ -201,6 +238,12 @@ class ContinuousBatcher:
         self.n_threads = int(n_threads)
         self.n_ubatch = max(2, min(int(n_ubatch), DEFAULT_N_UBATCH))
         self.slots = min(self.clamp_slots(slots), self.n_ubatch)
+        self.flash_attn = bool(flash_attn)
+        self.prompt_chunk = max(2, int(prompt_chunk))
+        # a one-sequence micro-batch of this many rows or more takes the other kernel
+        self.tile_rows = FLASH_TILE_ROWS if self.flash_attn else PLAIN_GEMM_ROWS
+        if not self.flash_attn:
+            self.pad_from = None  # no split-KV kernel without flash attention
         self.n_ctx_main = int(self.llm.n_ctx())
         self.n_ctx_seq = 0
         self._want_ctx_seq = int(n_ctx_seq or 0)
@@ -215,7 +258,7 @@ class ContinuousBatcher:
         self._admissions = 0
         self._grammars: dict[str, str] = {}
         self.draining = False
-        n = max(self.n_ubatch, self.slots + 1)
+        n = self._batch_capacity()
         self._batch = llama_cpp.llama_batch_init(n, 0, 1)
         self._b_token = np.ctypeslib.as_array(self._batch.token, shape=(n,))
         self._b_pos = np.ctypeslib.as_array(self._batch.pos, shape=(n,))
@@ -229,10 +272,11 @@ class ContinuousBatcher:
     def settings(self) -> dict[str, Any]:
         """The settings that determine the texts (store them with the results)."""
         return {
-            "flash_attn": True,
+            "flash_attn": self.flash_attn,
             "kv_type": "f16",
             "kv_unified": False,
             "n_ubatch": self.n_ubatch,
+            "prompt_chunk": self.prompt_chunk,
             "n_threads": self.n_threads,
         }
 
@@ -361,12 +405,16 @@ class ContinuousBatcher:
         params = lib.llama_context_default_params()
         params.n_ctx = n_ctx_seq * n_streams
         params.n_batch = self._batch_capacity()
-        params.n_ubatch = self.n_ubatch
+        params.n_ubatch = self._batch_capacity()
         params.n_seq_max = n_streams
         params.n_threads = self.n_threads
         params.n_threads_batch = self.n_threads
         params.kv_unified = False  # one KV stream per slot: cells stay in position order
-        params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_ENABLED
+        params.flash_attn_type = (
+            lib.LLAMA_FLASH_ATTN_TYPE_ENABLED
+            if self.flash_attn
+            else lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        )
         params.no_perf = True
         ctx = lib.llama_init_from_model(self.llm._model.model, params)
         if not ctx:
@@ -379,7 +427,7 @@ class ContinuousBatcher:
         self.stats["contexts"] += 1
 
     def _batch_capacity(self) -> int:
-        return max(self.n_ubatch, self.slots + 1)
+        return max(self.n_ubatch, self.prompt_chunk, self.slots + 1)
 
     def _prepare(self, item: _Item) -> None:
         if item.tokens is not None or item.error is not None:
@@ -455,10 +503,7 @@ class ContinuousBatcher:
             self._start(slot, item, sampler, keep)
             admitted.append(slot)
         for slot in admitted:
-            if len(slot.pending) >= 2:
-                self._prefill(slot)
-            else:  # one prompt token: decoded by the next generation step, with logits
-                slot.next_token = slot.pending.pop()
+            self._prefill(slot)
         return bool(admitted)
 
     def _place(self, tokens: list[int], free: list[int]) -> tuple[int, int, int] | None:
@@ -468,9 +513,11 @@ class ContinuousBatcher:
         a live slot sharing at least `min_shared` tokens is copied into a free slot.
         """
         limit = len(tokens) - 1  # at least one token decoded, for its logits
+        kinds = self._prompt_kinds(len(tokens))
         best_idle, best_idle_keep = free[0], 0
         for i in free:
             keep = min(_common_prefix(self._slots[i].history, tokens), limit)
+            keep = self._reusable(keep, self._slots[i], kinds)
             if keep > best_idle_keep:
                 best_idle, best_idle_keep = i, keep
         best_live, best_live_keep, wait = -1, 0, False
@@ -478,8 +525,8 @@ class ContinuousBatcher:
             if not s.live:
                 continue
             known = s.history + s.pending
-            share = min(_common_prefix(known, tokens), limit)
-            keep = min(share, s.n_past)
+            share = self._reusable(min(_common_prefix(known, tokens), limit), s, kinds)
+            keep = self._reusable(min(share, s.n_past), s, kinds)
             if share > keep and share - best_idle_keep >= self._copy_threshold():
                 wait = True  # its prompt is not decoded yet
             if keep > best_live_keep:
@@ -517,6 +564,7 @@ class ContinuousBatcher:
         assert item.tokens is not None
         slot.item = item
         slot.tokens = item.tokens
+        slot.kinds = self._prompt_kinds(len(item.tokens))
         slot.stop_bytes = item.stops
         slot.max_tokens = item.max_tokens
         slot.pending = item.tokens[keep:]
@@ -539,15 +587,21 @@ class ContinuousBatcher:
             self._watched = slot
 
     def _prefill(self, slot: _Slot) -> None:
-        """Decode a slot's pending prompt tokens in one-sequence chunks of 2..n_ubatch."""
+        """Decode a slot's pending prompt tokens in one-sequence chunks (`_pieces`); a last
+        piece of one token is left to the next generation step (with its logits)."""
         pending = slot.pending
         slot.pending = []
-        sizes = _chunk_sizes(len(pending), self.n_ubatch)
+        sizes = self._pieces(slot.n_past, len(pending), slot.kinds)
+        if sizes and sizes[-1] == 1:
+            slot.next_token = pending[-1]
+            sizes.pop()
+        if not sizes:
+            return
         slot_id = self._slots.index(slot)
         a = 0
         for size in sizes:
             chunk = pending[a : a + size]
-            last = a + size == len(pending)
+            last = slot.next_token is None and a + size == len(pending)
             for row, token in enumerate(chunk):
                 self._b_token[row] = token
                 self._b_pos[row] = slot.n_past + row
@@ -560,7 +614,65 @@ class ContinuousBatcher:
             slot.n_past += size
             self.stats["prompt_decoded"] += size
             a += size
-        self._take(slot, sizes[-1] - 1)  # the logits row of the prompt's last token
+        if slot.next_token is None:
+            self._take(slot, sizes[-1] - 1)  # the logits row of the prompt's last token
+
+    # -- how prompts are cut (batch independence, module docstring) --------------------
+    def _prompt_kinds(self, n: int) -> bytes:
+        """Which kernel computes each cell of an `n`-token prompt read alone: 1 where its
+        aligned chunk (positions kC..kC+C-1, cut at the prompt's end) has `tile_rows` rows
+        or more — with flash attention only a whole chunk: the rest of a prompt after its
+        last whole chunk stays on the one-chunk kernel, so that a prompt shorter than C
+        computes as with chunks of 48 and shares its prefix anywhere — else 0 (the kernel
+        of a generation step)."""
+        c, out = self.prompt_chunk, bytearray(n)
+        for start in range(0, n, c):
+            end = min(n, start + c)
+            rows = end - start
+            if rows >= self.tile_rows and (rows == c or not self.flash_attn):
+                out[start:end] = b"\x01" * rows
+        return bytes(out)
+
+    def _reusable(self, keep: int, slot: _Slot, kinds: bytes) -> int:
+        """The longest of a slot's first `keep` cells (tokens equal to the prompt's) that
+        a prompt of cell kinds `kinds` can keep and still compute every later cell as it
+        would alone: the kept cells' kinds equal the prompt's, and the rest of the chunk
+        at the cut can still be read with its kind's kernel."""
+        if keep <= 0:
+            return 0
+        own = slot.kinds[:keep]
+        if own != kinds[: len(own)]:
+            keep = next(i for i, (a, b) in enumerate(zip(own, kinds, strict=False)) if a != b)
+        if len(own) < keep and any(kinds[len(own) : keep]):
+            # generated cells are of kind 0; cut before the first kind-1 cell among them
+            keep = len(own) + kinds[len(own) : keep].index(1)
+        c = self.prompt_chunk
+        start = keep - keep % c
+        if keep > start and kinds[start]:
+            end = min(len(kinds), start + c)
+            if end - keep < self.tile_rows:
+                keep = start
+        return keep
+
+    def _pieces(self, n_past: int, n: int, kinds: bytes) -> list[int]:
+        """The chunk sizes that read prompt cells n_past..n_past+n-1 with their kinds'
+        kernels: a run of kind-1 cells in its aligned chunks (each piece ≥ `tile_rows`
+        rows, `_reusable` saw to it), a run of kind-0 cells in pieces of 2 to
+        min(n_ubatch, tile_rows - 1) rows (one row only as a last piece of one token)."""
+        sizes: list[int] = []
+        c, pos, end = self.prompt_chunk, n_past, n_past + n
+        while pos < end:
+            if kinds[pos]:
+                stop = min(end, pos - pos % c + c)
+                sizes.append(stop - pos)
+            else:
+                stop = pos
+                while stop < end and not kinds[stop]:
+                    stop += 1
+                limit = max(1, min(self.n_ubatch, self.tile_rows - 1))
+                sizes.extend(_chunk_sizes(stop - pos, limit))
+            pos = stop
+        return sizes
 
     # -- generation ---------------------------------------------------------------------
     def _generation_step(self, live: list[_Slot]) -> None:
@@ -654,6 +766,7 @@ class ContinuousBatcher:
                     "latency_s": slot.cost,
                     "finish_reason": slot.finish_reason,
                     "prompt_mode": self.generator.prompt_mode,
+                    "token_ids": list(slot.completion),  # to name a first difference
                 }
                 self._events.append(("item", slot.item.key, result))
                 self.stats["generated_tokens"] += len(slot.completion)

@@ -648,4 +648,5 @@ def _result_from_json(r: dict[str, Any]) -> GenerationResult:
         latency_s=r["latency_s"],
         finish_reason=r["finish_reason"],
         prompt_mode=r["prompt_mode"],
+        extra={"token_ids": r["token_ids"]} if "token_ids" in r else {},
     )
