@@ -723,14 +723,9 @@ def _block(block: Block, doc: _Doc) -> None:
         doc.add(f"<p>{doc.image(image, 440)}</p>")
 
 
-def _section(section: RunSection, doc: _Doc, label_mode: str, compact: bool = False) -> None:
-    """One run's detail: its charts, tables, every metric and its review; `compact` (an
-    audit's appendix): its tables without the charts and without the notes every run
-    shares (said once, `APPENDIX_NOTES`)."""
+def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
+    """One run's detail: its charts, tables, every metric and its review."""
     probe = section.probe
-    if compact:
-        _compact_section(section, doc, label_mode)
-        return
     doc.add(
         f"<h2 style='page-break-before: always'>Run {section.run_id}: "
         f"{e(probe.card.title)} — {model_name(section.model_label)}</h2>"
@@ -823,13 +818,25 @@ APPENDIX_NOTES = (
 )
 
 
-def _compact_section(section: RunSection, doc: _Doc, label_mode: str) -> None:
+def cut_note(section: RunSection, data: ReportData) -> str:
+    """An audit's run that is not complete, in the audit's words: "16 of 745 answers made,
+    cut by the budget" (the audit ran to its end) or "…, stopped" (it was stopped); ""
+    when complete."""
+    if not section.unfinished:
+        return ""
+    run = section.run
+    done, total = int(run.get("attempts_done") or 0), int(run.get("attempts_total") or 0)
+    log_ = data.test_log
+    ended = log_ is not None and log_.audit is not None and log_.audit.status == "done"
+    why = "cut by the budget" if ended else "stopped"
+    return f"{done:,} of {total:,} {section.probe.capabilities.running.unit} made, {why}"
+
+
+def _compact_section(section: RunSection, doc: _Doc, label_mode: str, cut: str = "") -> None:
     """A run of an audit's appendix: its heading, its tables (group tables included), every
     metric, and the review when a person reviewed some of its labels."""
     probe = section.probe
-    unfinished = (
-        f" <span class='notice'>({e(section.unfinished)})</span>" if section.unfinished else ""
-    )
+    unfinished = f" <span class='notice'>({e(cut)})</span>" if cut else ""
     doc.add(
         f"<h3>Run {section.run_id}: {e(probe.card.title)} — "
         f"{model_name(section.model_label)}{unfinished}</h3>"
@@ -877,14 +884,13 @@ def _common_notes(data: ReportData, rows: list[Any], doc: _Doc) -> None:
             f"{MIN_ITEMS} items with a readable answer: “no mark yet”, whatever the interval "
             "says."
         )
-    cut_runs = [
-        f"run {s.run_id} ({s.probe.card.title}: {s.unfinished})" for s in data.runs if s.unfinished
-    ]
+    cut_runs = [f"run {s.run_id} ({s.probe.card.title}: {cut_note(s, data)})"
+                for s in data.runs if s.unfinished]  # fmt: skip
     if cut_runs:
         notes.append(
-            "Cut by the budget: " + "; ".join(cut_runs) + ". Their numbers cover the answers "
-            "made; the audit's own command (gbdesk audit, the same model and harness, a larger "
-            "budget) grows them."
+            "Not every planned answer was made: " + "; ".join(cut_runs) + ". Their numbers "
+            "cover the answers made; the audit's own command (gbdesk audit with the same "
+            "model and harness) continues a stopped audit."
         )
     lines = data.depends_on_wording()
     if lines:
@@ -902,7 +908,7 @@ def _run_appendix(data: ReportData, doc: _Doc) -> None:
     if any(s.groups for s in data.runs):
         doc.add(f"<p class='muted'>Group tables: {e(METHOD)}</p>")
     for section in data.runs:
-        _section(section, doc, data.label_mode, compact=True)
+        _compact_section(section, doc, data.label_mode, cut_note(section, data))
 
 
 def _audit_body(data: ReportData, doc: _Doc) -> None:
