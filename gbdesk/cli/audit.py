@@ -76,7 +76,8 @@ def _verdict_line(v: dict[str, Any]) -> str:
 
     value, ci = v.get("value"), v.get("ci") or [None, None]
     if value is None:
-        return f"{v['probe']} · {v.get('title') or v['metric']}: not measured"
+        why = "not measured" if v.get("generations") else "not run"
+        return f"{v['probe']} · {v.get('title') or v['metric']}: {why}"
     interval = (
         f" (audit interval {ci[0]:.2f} to {ci[1]:.2f})" if None not in ci and v.get("items") else ""
     )

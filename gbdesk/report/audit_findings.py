@@ -40,8 +40,14 @@ def audit_findings(store: Store, run_id: int, model: str, probe: Any) -> dict[st
         if v.verdict.measured and all(x == x for x in v.ci):
             interval = f" (audit interval {v.ci[0]:.2f} to {v.ci[1]:.2f}, {v.items:,} items)"
         importance = {"A": 10.0, "B": 40.0, "C": 70.0, "D": 90.0}.get(v.verdict.mark or "", 5.0)
+        ref = (
+            f"; reference mark {v.verdict.study_mark}"
+            if v.verdict.study_mark and not v.verdict.decided
+            else ""
+        )
         finding = Finding(
-            f"Audit {audit_id}'s verdict on {v.title}: {v.verdict.words()}{interval}.",
+            f"Audit {audit_id}'s verdict on {v.title}: {undecided_words(v.verdict)}"
+            f"{interval}{ref}.",
             importance=importance + 1.0,
             metric=v.metric,
             value=v.value,

@@ -447,7 +447,7 @@ class AuditDialog(QDialog):
         reach = even_items(plan)
         headers = [
             "Probe", "First look: items × prompts × attempts = answers", "About",
-            "If the budget were shared evenly",
+            "An even share of the budget",
         ]  # fmt: skip
         self.table.clear()
         self.table.setColumnCount(len(headers))
