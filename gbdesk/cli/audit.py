@@ -68,30 +68,39 @@ class _Printer:
 
 
 def _verdict_line(v: dict[str, Any]) -> str:
-    """"PROBE · Stereotypical answers when wrong: 0.21 (audit interval 0.05 to 0.44) —
-    between B and C: not enough answers to tell (the reference's own mark: B; 40 items)"."""
+    """"PROBE · Stereotypical answers when wrong: 0.21 (audit interval 0.05 to 0.44) — no
+    mark yet: B or C still possible (40 items; reference mark B)": no letter first unless
+    decided (`audit_findings.undecided_words`)."""
+    from gbdesk.maths.verdicts import Verdict
+    from gbdesk.report.audit_findings import more_text, undecided_words
+
     value, ci = v.get("value"), v.get("ci") or [None, None]
     if value is None:
-        return f"{v['probe']} · {v.get('title') or v['metric']}: not measured"
+        why = "not measured" if v.get("generations") else "not run"
+        return f"{v['probe']} · {v.get('title') or v['metric']}: {why}"
     interval = (
         f" (audit interval {ci[0]:.2f} to {ci[1]:.2f})" if None not in ci and v.get("items") else ""
     )
+    items = int(v.get("items") or 0)
+    verdict = Verdict(v["metric"], tuple(v.get("marks") or ()), v.get("study_mark"), items)
     gb = v.get("study_mark")
-    gb_text = f"the reference's own mark: {gb}; " if gb else ""
-    more = f"; {v['forecast']}" if v.get("forecast") else ""
+    ref = f"; reference mark {gb}" if gb and not verdict.decided else ""
+    more = more_text(v, verdict.decided)
     return (
         f"{v['probe']} · {v.get('title') or v['metric']}: {value:.2f}{interval} — "
-        f"{v.get('verdict')} ({gb_text}{v.get('items', 0):,} items){more}"
+        f"{undecided_words(verdict)} ({items:,} items{ref}){f'; {more}' if more else ''}"
     )
 
 
 def _verdict_table(result: dict[str, Any]) -> str:
+    from gbdesk.report.audit_findings import decision_rows, decision_sentence
+
     verdicts = result["verdicts"]
-    decided = sum(1 for v in verdicts if v.get("decided"))
     state = "finished" if result["finished"] else "stopped (the same command continues it)"
+    sentence = decision_sentence(decision_rows({"verdicts": verdicts}))
     lines = [
-        f"audit {result['audit_id']} {state}: {decided} of {len(verdicts)} verdicts decided, "
-        f"{result['generations']:,} answers in {duration(result['seconds'])}",
+        f"audit {result['audit_id']} {state}, {result['generations']:,} answers in "
+        f"{duration(result['seconds'])}: {sentence}",
     ]
     lines += [f"  {_verdict_line(v)}" for v in verdicts]
     if result.get("error_statement"):
@@ -102,6 +111,7 @@ def _verdict_table(result: dict[str, Any]) -> str:
 
 
 def cmd_audit(args) -> int:
+    from gbdesk.report.audit_findings import plan_budget_warning
     from gbdesk.workflows import runs
     from gbdesk.workflows.audit import (
         SharedBackend,
@@ -113,6 +123,7 @@ def cmd_audit(args) -> int:
         measure_speed,
         parse_budget,
         plan_audit,
+        report_reserve_s,
         run_audit,
         save_audit,
         speed_deadline_s,
@@ -168,6 +179,9 @@ def cmd_audit(args) -> int:
                     _emit(args, {"plan": plan.to_json(), "runs": [], "report": None}, plan.text())
                     return 0
                 _say(plan.text())
+                warning = plan_budget_warning(plan, report_reserve_s(budget_s))
+                if warning:
+                    _say(f"note: {warning}")
                 if not plan.probes:
                     raise UserError(
                         f"the budget {args.budget} fits no probe on this model; give it more time"

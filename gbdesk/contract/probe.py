@@ -316,6 +316,9 @@ class Harness:
     probes: tuple[str, ...]
     template: str | None = None  # the preset every probe runs with
     description: str = ""
+    #: the study's harm sections in its report's order: (title, ((probe, metric), …)) —
+    #: an audit's verdicts are grouped by them; marked metrics in none are "other measures"
+    sections: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,17 @@ def harnesses() -> dict[str, Harness]:
     return {h.name: h for study in studies() for h in study.harnesses}
 
 
+def metric_sections() -> dict[tuple[str, str], tuple[int, str]]:
+    """(probe, metric) → (its place, its harm section's title) over every harness's
+    sections (`Harness.sections`), in their order; the first harness naming it wins."""
+    out: dict[tuple[str, str], tuple[int, str]] = {}
+    for harness in harnesses().values():
+        for title, keys in harness.sections:
+            for key in keys:
+                out.setdefault(tuple(key), (len(out), title))  # type: ignore[arg-type]
+    return out
+
+
 def get_harness(name: str) -> Harness:
     known = harnesses()
     if name not in known:

@@ -446,6 +446,7 @@ def build_report(
     # the digest of what the report reports, after every attempt was labelled above
     digest = report_digest(store, {s.run_id: s.metrics for s in sections}, label_mode)
     created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    audit = with_stored_plan(store, audit)
     audit_id = (audit or {}).get("audit_id")
     return ReportData(
         runs=sections,
@@ -463,6 +464,28 @@ def build_report(
             store, run_ids, audit_id, digest=digest, label_mode=label_mode, made_at=created_at
         ),
     )
+
+
+def with_stored_plan(store: Store, audit: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The audit's report dict with what its stored record adds: the harness's title and
+    each probe's prompts per item (the plan table's items × prompts × attempts)."""
+    if not audit or audit.get("audit_id") is None:
+        return audit
+    from gbdesk.store import audits as stored_audits
+
+    record = stored_audits.get_audit(store, int(audit["audit_id"]))
+    if record is None:
+        return audit
+    prompts = {p.get("probe"): p.get("prompts") for p in record.get("plan") or []}
+    state = record.get("state") or {}
+    return {
+        **audit,
+        "harness_title": audit.get("harness_title") or state.get("harness_title"),
+        "plan": [
+            {**p, "prompts": p.get("prompts") or prompts.get(p.get("probe")) or 1}
+            for p in audit.get("plan") or []
+        ],
+    }
 
 
 def study_run(run: dict[str, Any], model: str, metrics: dict[str, MetricValue]) -> StudyRun:

@@ -45,6 +45,7 @@ from gbdesk.analysis.shown import (
     undefined_reason,
 )
 from gbdesk.maths.stats import MetricValue
+from gbdesk.report.audit_findings import AUDIT_CSV_COLUMNS, audit_csv_rows
 from gbdesk.report.groups import CSV_COLUMNS as GROUP_COLUMNS
 from gbdesk.report.groups import csv_rows as group_csv_rows
 from gbdesk.store import Store
@@ -439,8 +440,9 @@ def _study_tables(
 
 def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) -> list[Path]:
     """Write attempts.csv, metrics.csv, each probe's own tables for the runs, codes.csv
-    with codebook.csv for runs whose texts were coded, and groups.csv for runs of probes
-    that decide about people (`gbdesk.report.groups`, from reviewed labels).
+    with codebook.csv for runs whose texts were coded, groups.csv for runs of probes
+    that decide about people (`gbdesk.report.groups`, from reviewed labels), and audit.csv
+    with every verdict of the audits that ran them (`audit_findings.audit_csv_rows`).
 
     Rows are written as they are made, a chunk of attempts at a time (`EXPORT_CHUNK`), to
     temporary files in the folder; the files are renamed into place together once every
@@ -495,6 +497,9 @@ def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) 
             write_rows(batch.open(out / "metrics.csv"), METRIC_COLUMNS, metrics)
             if groups:  # probes that decide about people: their group tables, reviewed labels
                 write_rows(batch.open(out / "groups.csv"), GROUP_COLUMNS, groups)
+            verdicts = audit_csv_rows(store, [r.id for r, _ in reviewed])
+            if verdicts:  # runs an audit ran: every verdict of the audit
+                write_rows(batch.open(out / "audit.csv"), AUDIT_CSV_COLUMNS, verdicts)
             for name, (cols, table_rows) in _study_tables(store, reviewed).items():
                 write_rows(batch.open(out / name), cols, table_rows)
             for name, table in spools.items():

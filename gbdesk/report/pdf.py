@@ -10,24 +10,20 @@ a right-to-left override cannot change the report. Charts are painted with QPain
 from __future__ import annotations
 
 import math
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, QPointF, QRectF, Qt, QUrl
+from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, QPointF, QRectF, Qt
 from PySide6.QtGui import (
     QColor,
     QFont,
     QFontMetrics,
-    QGuiApplication,
     QImage,
     QPageLayout,
     QPageSize,
     QPainter,
     QPdfWriter,
     QPen,
-    QTextDocument,
 )
 
 from gbdesk.analysis.shown import (
@@ -48,6 +44,10 @@ from gbdesk.report.content import (
     configuration,
     labels_used,
 )
+from gbdesk.report.pdf_layout import CSS, _Doc, _fit, _label, e, ensure_gui_app, model_name
+from gbdesk.report.pdf_layout import MAX_TEXT_CHARS as MAX_TEXT_CHARS
+from gbdesk.report.pdf_layout import _has_glyph as _has_glyph
+from gbdesk.report.pdf_layout import drawable as drawable
 from gbdesk.report.rewording import SECTION_TITLE, section_blocks
 from gbdesk.store import Store
 from gbdesk.support.atomic import check_pdf, refuse_link, write_bytes
@@ -72,119 +72,10 @@ from gbdesk.support.format import (
     fmt_ci,
     log2_or_nan,
     ratio_ticks,
-    short_name,
 )
-from gbdesk.support.guards import html_text, visible_controls
-
-CSS = """
-body { font-family: 'DejaVu Sans', sans-serif; font-size: 9pt; color: #111827; }
-h1 { font-size: 18pt; margin-bottom: 2px; }
-h2 { font-size: 13pt; margin-top: 14px; border-bottom: 1px solid #d1d5db; }
-h3 { font-size: 10.5pt; margin-top: 10px; }
-table { border-collapse: collapse; }
-td, th { padding: 3px 5px; border: 1px solid #d1d5db; vertical-align: top; }
-th { background: #f3f4f6; text-align: left; }
-.muted { color: #6b7280; }
-.notice { color: #92400e; }
-.mono { font-family: 'DejaVu Sans Mono', monospace; font-size: 7.5pt; }
-"""
-
-
-def ensure_gui_app() -> QGuiApplication:
-    """Qt needs an application object for fonts; headless runs use the offscreen platform."""
-    app = QGuiApplication.instance()
-    if app is None:
-        if (
-            sys.platform.startswith("linux")
-            and not os.environ.get("DISPLAY")
-            and not os.environ.get("WAYLAND_DISPLAY")
-        ):
-            os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-        app = QGuiApplication(["gbdesk"])
-    return app  # type: ignore[return-value]
-
-
-#: Longest text the report shows whole; longer ones (a 10 MB response, a model name or a
-#: template pasted by mistake) are cut with a note, so one text cannot stall the layout.
-MAX_TEXT_CHARS = 3000
-
-
-def cut(text: str, limit: int = MAX_TEXT_CHARS, full: str = "the CSV export") -> str:
-    """`text`, or its first `limit` characters and "… (N characters cut; the full text is
-    in <full>)"."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text) - limit:,} characters cut; the full text is in {full})"
-
-
-def e(text: Any, limit: int = MAX_TEXT_CHARS, full: str = "the CSV export") -> str:
-    """Text cut to `limit` characters (`cut`), its control and bidirectional formatting
-    characters shown as <U+XXXX> (a right-to-left override in a model name would reverse
-    the figures after it), characters no installed font can draw (emoji, without an emoji
-    font) by their names (`drawable`), HTML-escaped (`guards.html_text`)."""
-    # controls first (shown as <U+XXXX>, as in every other view), then what no font draws
-    return html_text(drawable(visible_controls(cut(str(text), limit, full))))
-
-
-def model_name(text: Any) -> str:
-    """A model's name for a heading, a header or a finding: cut to `NAME_CHARS` with "…"
-    (the appendix has it whole, `content.short_name`), escaped as `e`."""
-    return e(short_name(str(text)))
-
-
-_GLYPHS: dict[int, bool] = {}  # code point → some installed font draws it
-_RAW_FONTS: list[Any] = []
-
-
-def _has_glyph(cp: int) -> bool:
-    """Whether the report's font, or any installed font Qt may fall back to, draws `cp`."""
-    if cp not in _GLYPHS:
-        from PySide6.QtGui import QFontDatabase, QRawFont
-
-        if not _RAW_FONTS:
-            first = QRawFont.fromFont(QFont("DejaVu Sans"))
-            others = [QRawFont.fromFont(QFont(f)) for f in QFontDatabase.families()]
-            _RAW_FONTS.extend([first, *others])
-        _GLYPHS[cp] = any(f.isValid() and f.supportsCharacter(cp) for f in _RAW_FONTS)
-    return _GLYPHS[cp]
-
-
-_JOINERS = {0x200D, 0xFE0E, 0xFE0F}  # zero-width joiner, text and emoji presentation
-
-
-def drawable(text: str) -> str:
-    """`text` with every character no installed font draws (an emoji on a machine without
-    an emoji font would come out as an empty box) replaced by its name in brackets:
-    "[grinning face]"; the joiners of emoji sequences go with them."""
-    import unicodedata
-
-    if text.isascii():
-        return text
-    ensure_gui_app()
-    out = []
-    for ch in text:
-        cp = ord(ch)
-        if cp < 0x2000 or ch.isspace():
-            out.append(ch)
-        elif cp in _JOINERS:
-            continue
-        elif _has_glyph(cp):
-            out.append(ch)
-        else:
-            out.append(f"[{unicodedata.name(ch, f'U+{cp:04X}').lower()}]")
-    return "".join(out)
 
 
 # -- charts -------------------------------------------------------------------------------
-def _label(text: Any, limit: int = 80) -> str:
-    """A chart label on one line, cut with "…" (a chart has no room for a note)."""
-    text = str(text)
-    short = " ".join(drawable(visible_controls(text[: limit * 4])).split())
-    if len(short) > limit or len(text) > limit * 4:
-        return short[: limit - 1] + "…"
-    return short
-
-
 def ci_chart(
     rows: list[tuple[str, float, float, float, str]],
     marks: MarkDefinition | None,
@@ -287,29 +178,6 @@ def ci_chart(
     return image
 
 
-# -- document -------------------------------------------------------------------------------
-class _Doc:
-    def __init__(self) -> None:
-        self.doc = QTextDocument()
-        self.parts: list[str] = []
-        self.images = 0
-
-    def add(self, text: str) -> None:
-        self.parts.append(text)
-
-    def image(self, image: QImage, width_pt: int = 480) -> str:
-        self.images += 1
-        name = f"chart://{self.images}"
-        self.doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(name), image)
-        return f"<img src='{name}' width='{width_pt}'>"
-
-
-def _fit(title: str, font: QFont, width: int) -> str:
-    """A chart title cut with "…" to the image's width (a centred title wider than the
-    image loses both ends)."""
-    return QFontMetrics(font).elidedText(title, Qt.TextElideMode.ElideRight, width - 24)
-
-
 def _mark_cell(v: Verdict | None, text: str) -> str:
     """A cell with a verdict: coloured only when decided (one mark allowed, from enough
     items); otherwise the study's mark and the marks the interval allows, uncoloured."""
@@ -384,8 +252,12 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
 def _study_reports(data: ReportData, doc: _Doc) -> None:
     """The studies' reports over the report's runs (e.g. a benchmark's harm sections)."""
     for report in data.study_reports:
-        doc.add(f"<h2 style='page-break-before: always'>{e(report.title)}</h2>")
-        for block in report.blocks:
+        title = report.title
+        blocks = report.blocks
+        if data.audit and report.summary:  # page 1 gave every verdict: marks and tables
+            title, blocks = f"{title}: the study's own summary", report.summary
+        doc.add(f"<h2 style='page-break-before: always'>{e(title)}</h2>")
+        for block in blocks:
             _block(block, doc)
 
 
@@ -395,22 +267,25 @@ def _p_text(p: float | None) -> str:
     return "&lt; .001" if p < 0.001 else f"{p:.3f}"
 
 
-def _metric_table(section: RunSection, doc: _Doc) -> None:
+def _metric_table(section: RunSection, doc: _Doc, notes: bool = True) -> None:
     """Every metric of the run by its name for people with its one-line meaning (the keys
     stay in the CSV export); p-value (with the Benjamini–Hochberg adjusted value over the
-    run's tests beside it) and mark columns only when some metric has one."""
+    run's tests beside it) and mark columns only when some metric has one. `notes=False`:
+    only the run's own footnote (why a value is undefined); the notes every run shares are
+    said once (`APPENDIX_NOTES`)."""
     from gbdesk.maths.stats import adjusted_p_values
 
     metrics = section.metrics
     probe = section.probe
     with_p = any(m.p_value is not None for m in metrics.values())
     adjusted = adjusted_p_values(metrics) if with_p else {}
-    with_mark = any(n in probe.mark_definitions for n in metrics)
+    # an audit's appendix: no mark column (page 1 gives each verdict once)
+    with_mark = notes and any(n in probe.mark_definitions for n in metrics)
     with_ppi = any((m.details or {}).get("kind") == "ppi" for m in metrics.values())
     rows = []
     cut_any = undefined_any = too_few_any = False
     for name, m in metrics.items():
-        meaning = probe.capabilities.presentation.metric_description(name)
+        meaning = probe.capabilities.presentation.metric_description(name) if notes else ""
         label = f"{e(probe.capabilities.presentation.metric_title(name))}"
         if meaning:
             label += f"<br><span class='muted'>{e(meaning, 160)}</span>"
@@ -487,16 +362,20 @@ def _metric_table(section: RunSection, doc: _Doc) -> None:
             "(its bootstrap), from which its mark comes, is in the CSV (ci_low, ci_high)"
             + (f": {own}." if own else ".")
         )
+    if not notes:
+        footnotes = footnotes[:1] if undefined_any else []
     note = (
         f"<p class='muted'>BH-adjusted: the Benjamini–Hochberg false-discovery-rate "
         f"adjustment over the run's {len(adjusted)} tests; a result counts as established "
         "when the adjusted value is below 0.05.</p>"
-        if with_p
+        if with_p and notes
         else ""
     )
+    table = f"<table width='100%'><tr>{head}<th>n</th></tr>{''.join(rows)}</table>"
+    if not notes:  # an audit's appendix: small print
+        table = table.replace("<td>", "<td class='m'>").replace("<th>", "<th class='m'>")
     doc.add(
-        f"<h3>{title}</h3>{note}<table width='100%'><tr>{head}<th>n</th></tr>"
-        f"{''.join(rows)}</table>"
+        (f"<h3>{title}</h3>{note}" if notes else "") + table
         + "".join(f"<p class='muted'>{e(x)}</p>" for x in footnotes)
     )
 
@@ -684,25 +563,31 @@ def _seconds(s: Any) -> str:
 
 
 def _audit(data: ReportData, doc: _Doc) -> None:
-    """The plan and budget of the audit the report ends."""
+    """The plan and budget of the audit the report ends: per probe its items × prompts ×
+    attempts, the answers made, the time it took and its run."""
     audit = data.audit
     if not audit:
         return
-    rows = "".join(
-        f"<tr><td>{e(p.get('title', p['probe']))}</td>"
-        f"<td>{p['items']:,} × {p['attempts']} = {p['generations']:,}</td>"
-        f"<td>{e(p.get('expected') or _seconds(p.get('expected_s')))}</td>"
-        f"<td>{e(p.get('precision', ''))}</td>"
-        f"<td>{e(', '.join(str(r) for r in p.get('runs', [])) or '—')}</td></tr>"
-        for p in audit.get("plan", [])
-    )
+    rows = []
+    for p in audit.get("plan", []):
+        prompts = int(p.get("prompts") or 1)
+        planned = int(p.get("items") or 0) * prompts * int(p.get("attempts") or 1)
+        rows.append(
+            f"<tr><td>{e(p.get('title', p['probe']))}</td>"
+            f"<td>{int(p.get('items') or 0):,} × {prompts} × {p.get('attempts', 1)} = "
+            f"{planned:,}</td><td>{int(p.get('generations') or 0):,}</td>"
+            f"<td>{e(p.get('expected') or _seconds(p.get('expected_s')))}</td>"
+            f"<td>{e(', '.join(str(r) for r in p.get('runs', [])) or 'not run')}</td></tr>"
+        )
     doc.add(
-        f"<h3>Audit plan</h3><p>Budget {e(audit.get('budget', '?'))} on "
+        f"<h2>Audit plan</h2><p>Budget {e(audit.get('budget', '?'))} on "
         f"{model_name(audit.get('model', '?'))}; measured speed {e(audit.get('speed', '?'))}. "
         f"{e(audit.get('note', ''))}</p>"
-        "<table width='100%'><tr><th width='30%'>Probe</th>"
-        "<th width='16%'>Items × attempts = generations</th><th width='10%'>Expected time</th>"
-        f"<th width='38%'>Interval it should reach</th><th width='6%'>Run</th></tr>{rows}</table>"
+        "<table width='100%'><tr><th class='d' width='40%'>Probe</th>"
+        "<th class='d' width='28%'>Items × prompts × attempts = answers</th><th class='d' "
+        "width='12%'>Answers made</th><th class='d' width='12%'>Time spent</th><th "
+        f"class='d' width='8%'>Run</th></tr>{''.join(rows).replace('<td>', '<td class=d>')}"
+        "</table>"
     )
 
 
@@ -839,6 +724,7 @@ def _block(block: Block, doc: _Doc) -> None:
 
 
 def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
+    """One run's detail: its charts, tables, every metric and its review."""
     probe = section.probe
     doc.add(
         f"<h2 style='page-break-before: always'>Run {section.run_id}: "
@@ -864,6 +750,12 @@ def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
     for block in section.blocks:
         _block(block, doc)
     _metric_table(section, doc)
+    _review(section, doc)
+
+
+def _review(section: RunSection, doc: _Doc) -> None:
+    """The run's detector quality and what a person reviewed."""
+    probe = section.probe
     if not probe.capabilities.review.reviewable:
         return  # e.g. perplexities: no detector to review
     review = section.review
@@ -913,6 +805,132 @@ def _section(section: RunSection, doc: _Doc, label_mode: str) -> None:
         )
 
 
+#: the notes every run of an audit's appendix shares, said once before its sections
+APPENDIX_NOTES = (
+    "One section per run: every metric with its 95 % interval (the interval to quote, which "
+    "holds its level near the bounds and at a gap of 0 — docs/metrics.md; cut within what "
+    "the metric can be; none from fewer than {min_items} items, where it would have zero "
+    "width), the p-values with their Benjamini–Hochberg adjustment over the run's tests "
+    "(established below 0.05), the groups' rates and impact ratios where the probe decides "
+    "about people, and what a person reviewed. The study's own intervals (its bootstrap), "
+    "from which its reference marks come, are in the CSV export (ci_low, ci_high). Page 1's "
+    "verdicts are the audit's, on its interval valid over all its looks."
+)
+
+
+def cut_note(section: RunSection, data: ReportData) -> str:
+    """An audit's run that is not complete, in the audit's words: "16 of 745 answers made,
+    cut by the budget" (the audit ran to its end) or "…, stopped" (it was stopped); ""
+    when complete."""
+    if not section.unfinished:
+        return ""
+    run = section.run
+    done, total = int(run.get("attempts_done") or 0), int(run.get("attempts_total") or 0)
+    log_ = data.test_log
+    ended = log_ is not None and log_.audit is not None and log_.audit.status == "done"
+    why = "cut by the budget" if ended else "stopped"
+    return f"{done:,} of {total:,} {section.probe.capabilities.running.unit} made, {why}"
+
+
+def _compact_section(section: RunSection, doc: _Doc, label_mode: str, cut: str = "") -> None:
+    """A run of an audit's appendix: its heading, its tables (group tables included), every
+    metric, and the review when a person reviewed some of its labels."""
+    probe = section.probe
+    unfinished = f" <span class='notice'>({e(cut)})</span>" if cut else ""
+    doc.add(
+        f"<h3>Run {section.run_id}: {e(probe.card.title)} — "
+        f"{model_name(section.model_label)}{unfinished}</h3>"
+    )
+    if section.no_answers:
+        doc.add(f"<p class='muted'>No answers: nothing is measured. {e(probe.card.measures)}</p>")
+        return
+    doc.add(f"<p class='muted'>{e(probe.card.measures)}</p>")
+    after_table = False
+    for block in section.blocks:
+        if isinstance(block, Table) or (isinstance(block, Paragraph) and after_table):
+            _block(block, doc)
+        after_table = isinstance(block, Table)
+    _metric_table(section, doc, notes=False)
+    if section.review.reviewed:
+        _review(section, doc)
+
+
+def _common_notes(data: ReportData, rows: list[Any], doc: _Doc) -> None:
+    """What applies to every probe of an audit, said once after page 1's table: the
+    labels, the demo model, the verdicts from few items, the runs cut by the budget, the
+    verdicts that depend on the wording."""
+    from gbdesk.engine.default_model import TINY_MODEL_NOTICE
+
+    notes = []
+    reviewed = sum(s.review.reviewed for s in data.runs)
+    answers = sum(s.review.attempts for s in data.runs)
+    if not reviewed:
+        notes.append(
+            f"Every number comes from automatic labels (each probe's own detector, named in "
+            f"the test log); none of the {answers:,} answers was reviewed by a person."
+        )
+    else:
+        notes.append(
+            "Labels: "
+            + "; ".join(f"run {s.run_id}: {labels_used(s, data.label_mode)}" for s in data.runs)
+            + "."
+        )
+    if any(s.is_default_model for s in data.runs):
+        notes.append(TINY_MODEL_NOTICE)
+    few = [r for r in rows if r.verdict.too_few]
+    if few:
+        notes.append(
+            f"{len(few)} verdict{'s rest' if len(few) != 1 else ' rests'} on fewer than "
+            f"{MIN_ITEMS} items with a readable answer: “no mark yet”, whatever the interval "
+            "says."
+        )
+    cut_runs = [f"run {s.run_id} ({s.probe.card.title}: {cut_note(s, data)})"
+                for s in data.runs if s.unfinished]  # fmt: skip
+    if cut_runs:
+        notes.append(
+            "Not every planned answer was made: " + "; ".join(cut_runs) + ". Their numbers "
+            "cover the answers made; the audit's own command (gbdesk audit with the same "
+            "model and harness) continues a stopped audit."
+        )
+    lines = data.depends_on_wording()
+    if lines:
+        notes.append(f"Depends on the wording: {'; '.join(lines)} (see “{SECTION_TITLE}”).")
+    doc.add("<h2>Notes that apply to every probe</h2><ul>"
+            + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>")  # fmt: skip
+
+
+def _run_appendix(data: ReportData, doc: _Doc) -> None:
+    """Appendix A of an audit: one compact section per run."""
+    doc.add("<h2 style='page-break-before: always'>Appendix A: the runs</h2>")
+    doc.add(f"<p class='muted'>{e(APPENDIX_NOTES.format(min_items=MIN_ITEMS))}</p>")
+    from gbdesk.report.groups import METHOD
+
+    if any(s.groups for s in data.runs):
+        doc.add(f"<p class='muted'>Group tables: {e(METHOD)}</p>")
+    for section in data.runs:
+        _compact_section(section, doc, data.label_mode, cut_note(section, data))
+
+
+def _audit_body(data: ReportData, doc: _Doc) -> None:
+    """An audit's report: page 1 the decision, the notes said once, the plan, the
+    studies' own summaries, comparisons and wordings, then the runs in an appendix."""
+    from gbdesk.report.audit_findings import decision_rows
+    from gbdesk.report.pdf_decision import decision_page
+
+    audit = data.audit or {}
+    rows = decision_rows(audit)
+    marks = {
+        (r.probe, r.metric): get_probe(r.probe).mark_definitions.get(r.metric) for r in rows
+    }
+    decision_page(rows, marks, audit, data.test_log, doc)  # type: ignore[arg-type]
+    _common_notes(data, rows, doc)
+    _audit(data, doc)
+    _study_reports(data, doc)
+    _comparisons(data, doc)
+    _wordings(data, doc)
+    _run_appendix(data, doc)
+
+
 def _cards(data: ReportData, doc: _Doc) -> None:
     doc.add("<h2 style='page-break-before: always'>Probe cards</h2>")
     seen = set()
@@ -932,6 +950,48 @@ def _cards(data: ReportData, doc: _Doc) -> None:
             f"<p><b>Limitations</b></p><ul>{limits}</ul>"
             f"<p class='muted'>{e(card.citation)}</p>"
         )
+
+
+def _card_table(data: ReportData, doc: _Doc) -> None:
+    """An audit's probe cards in one table: what each probe measures, its data, licence
+    and citation (the whole cards: `gbdesk probes --card`)."""
+    seen, rows = set(), []
+    for section in data.runs:
+        probe = section.probe
+        if probe.name in seen:
+            continue
+        seen.add(probe.name)
+        card = probe.card
+        rows.append(
+            f"<tr><td class='m'><b>{e(card.title)}</b><br><span class='muted'>"
+            f"{e(card.citation)}</span></td><td class='m'>{e(card.measures)}</td>"
+            f"<td class='m'>{e(card.data_source)} <span class='muted'>{e(card.licence)}"
+            "</span></td></tr>"
+        )
+    doc.add(
+        "<h2 style='page-break-before: always'>Probe cards</h2><p class='muted'>Each "
+        "probe's card in one line; its harms, method and limitations: gbdesk probes --card "
+        "PROBE.</p><table width='100%'><tr><th class='m' width='30%'>Probe "
+        "<span class='muted'>(citation)</span></th><th class='m' width='42%'>Measures</th>"
+        f"<th class='m' width='28%'>Data, licence</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def _audit_appendix(data: ReportData, doc: _Doc) -> None:
+    """An audit's appendix B: each model's chat template once, the datasets (each run's
+    settings, seeds and versions are in the test log)."""
+    doc.add("<h2 style='page-break-before: always'>Appendix B: templates and datasets</h2>")
+    seen = set()
+    for section in data.runs:
+        template = chat_template(section)
+        if not template or section.model_label in seen:
+            continue
+        seen.add(section.model_label)
+        doc.add(
+            f"<p><b>Chat template of {model_name(section.model_label)}</b> (from the GGUF "
+            f"file)</p><pre class='mono'>{e(template, 20_000, 'the model file')}</pre>"
+        )
+    _datasets(data, doc, small=True)
 
 
 def _glossary(doc: _Doc) -> None:
@@ -957,16 +1017,21 @@ def _appendix(data: ReportData, doc: _Doc) -> None:
                 "<p><b>Chat template</b> (from the GGUF file)</p>"
                 f"<pre class='mono'>{e(template, 20_000, 'the model file')}</pre>"
             )
+    _datasets(data, doc)
+
+
+def _datasets(data: ReportData, doc: _Doc, small: bool = False) -> None:
+    """The datasets shipped with gbdesk: title, source, licence (`small`: small print)."""
     if data.datasets:
         rows = "".join(
             f"<tr><td>{e(d.get('title', k))}</td><td>{e(d.get('source', ''))}</td>"
             f"<td>{e(d.get('licence', ''))}</td></tr>"
             for k, d in data.datasets.items()
         )
-        doc.add(
-            "<h3>Datasets shipped with gbdesk</h3><table width='100%'><tr><th>Dataset</th>"
-            f"<th>Source</th><th>Licence</th></tr>{rows}</table>"
-        )
+        table = f"<tr><th>Dataset</th><th>Source</th><th>Licence</th></tr>{rows}"
+        if small:
+            table = table.replace("<td>", "<td class='m'>").replace("<th>", "<th class='m'>")
+        doc.add(f"<h3>Datasets shipped with gbdesk</h3><table width='100%'>{table}</table>")
 
 
 def render_pdf(data: ReportData, path: str | Path) -> Path:
@@ -981,6 +1046,23 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     doc = _Doc()
     models = ", ".join(data.models)
+    if data.audit:
+        _audit_body(data, doc)
+        _card_table(data, doc)
+        _glossary(doc)
+        _audit_appendix(data, doc)
+    else:
+        _runs_body(data, doc)
+        _cards(data, doc)
+        _glossary(doc)
+        _appendix(data, doc)
+    _test_log(data, doc)
+    return _print(data, doc, out, models)
+
+
+def _runs_body(data: ReportData, doc: _Doc) -> None:
+    """A report of runs (no audit): the findings first, the verdict table, the studies'
+    reports, comparisons and wordings, then every run."""
     doc.add(
         f"<h1>gbdesk bias audit</h1><p class='muted'>"
         f"{', '.join(model_name(m) for m in data.models)} · generated "
@@ -991,8 +1073,6 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     _unfinished(data, doc)
     _depends_on_wording(data, doc)
     _findings(data, doc)
-    _audit_verdicts(data, doc)
-    _audit(data, doc)
     doc.add("<h2>Summary</h2>" + "".join(f"<p>{e(s)}</p>" for s in data.summary()))
     _verdict(data, doc)
     _study_reports(data, doc)
@@ -1000,11 +1080,10 @@ def render_pdf(data: ReportData, path: str | Path) -> Path:
     _wordings(data, doc)
     for section in data.runs:
         _section(section, doc, data.label_mode)
-    _cards(data, doc)
-    _glossary(doc)
-    _appendix(data, doc)
-    _test_log(data, doc)
 
+
+def _print(data: ReportData, doc: _Doc, out: Path, models: str) -> Path:
+    """Lay out and print the document to `out` (whole or not at all)."""
     doc.doc.setDefaultStyleSheet(CSS)
     font = QFont("DejaVu Sans")
     font.setPointSizeF(9)

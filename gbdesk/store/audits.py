@@ -94,6 +94,14 @@ def unfinished_audit(store: Store, model_id: int | None) -> int | None:
     return int(row[0]) if row else None
 
 
+def latest_unfinished(store: Store) -> int | None:
+    """The latest audit of any model not done yet (offered when the app opens)."""
+    row = store.conn.execute(
+        "SELECT id FROM audits WHERE status != 'done' ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
 def update_audit(
     store: Store,
     audit_id: int,

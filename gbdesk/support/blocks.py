@@ -127,3 +127,6 @@ class StudyReport:
     title: str
     blocks: list[Block]
     tables: dict[str, tuple[list[str], list[dict[str, Any]]]] = field(default_factory=dict)
+    #: the report without the charts of the verdicts an audit's first page already gives
+    #: (its marks and summary tables only); empty: the whole report
+    summary: list[Block] = field(default_factory=list)

@@ -40,8 +40,59 @@ BUDGET_CHOICES = [
     ("2h", "2 hours"),
     ("8h", "8 hours (overnight)"),
 ]
-VERDICT_HEADERS = ["Probe", "Metric", "Value", "Audit interval", "Verdict", "Reference mark",
-                   "Items"]  # fmt: skip
+VERDICT_HEADERS = ["Probe", "Metric", "Value", "Audit interval", "Verdict", "Items",
+                   "To decide"]  # fmt: skip
+#: the setting that remembers the last harness audited
+HARNESS_SETTING = "audit/harness"
+
+
+def pending_text(audit: dict[str, Any]) -> str:
+    """ "Audit 2 (a harness, 30m, 27 min left) is unfinished" — the offer to
+    continue it."""
+    state = audit.get("state") or {}
+    left = max(0.0, float(audit.get("budget_s") or 0) - float(state.get("spent_s") or 0))
+    what = f"{state['harness_title']}, " if state.get("harness_title") else ""
+    return (
+        f"Audit {audit['id']} ({what}{audit.get('budget')}, {duration(left)} left) is "
+        "unfinished"
+    )
+
+
+def _pending(store: Store, model_spec: str) -> dict[str, Any] | None:
+    """The model's unfinished audit, to offer it when the dialog opens (None: none)."""
+    from gbdesk.workflows import runs
+    from gbdesk.workflows.audit import get_audit, unfinished_audit
+
+    model = runs.resolve_model(store, model_spec)
+    pending = unfinished_audit(store, model["id"])
+    return get_audit(store, pending) if pending is not None else None
+
+
+def latest_pending(store: Store) -> tuple[dict[str, Any], str] | None:
+    """The latest unfinished audit of any model and its model's path (the app offers it
+    when it opens), or None."""
+    from gbdesk.store import audits
+    from gbdesk.workflows.audit import get_audit
+
+    audit_id = audits.latest_unfinished(store)
+    if audit_id is None:
+        return None
+    audit = get_audit(store, audit_id)
+    if (audit.get("state") or {}).get("version") != 2 or not audit.get("model_id"):
+        return None  # an earlier gbdesk's audit is not continued
+    return audit, str(store.get_model(audit["model_id"]).get("path") or "default")
+
+
+def plan_cells(p: Any) -> list[str]:
+    """A probe's row of the plan table: its title, the first look as items × prompts ×
+    attempts = answers, its time, and what an even share of the budget would reach."""
+    items = p.sizes[0] if p.marked else int((p.fixed or {}).get("items") or 0)
+    answers = items * p.prompts * p.attempts
+    return [
+        p.title,
+        f"{items:,} × {p.prompts} × {p.attempts} = {answers:,}",
+        duration(p.first_seconds()),
+    ]
 
 
 def is_endpoint(model_spec: str) -> bool:
@@ -91,6 +142,25 @@ def _plan(
         "plan": plan,
         "pending": get_audit(store, pending) if pending is not None else None,
     }
+
+
+def verdict_cells(v: dict[str, Any]) -> list[str]:
+    """A verdict's row: no letter first unless decided ("no mark yet: A to C still
+    possible · reference mark B"), and what deciding it would take."""
+    from gbdesk.maths.verdicts import Verdict
+    from gbdesk.report.audit_findings import more_text, undecided_words
+
+    value, ci = v.get("value"), v.get("ci") or [None, None]
+    interval = "—" if None in ci else f"{ci[0]:.2f} to {ci[1]:.2f}"
+    items = int(v.get("items") or 0)
+    verdict = Verdict(v["metric"], tuple(v.get("marks") or ()), v.get("study_mark"), items)
+    words = undecided_words(verdict)
+    if not verdict.decided and verdict.study_mark:
+        words += f" · reference mark {verdict.study_mark}"
+    return [
+        v["probe"], v.get("title") or v["metric"], "—" if value is None else f"{value:.2f}",
+        interval, words, f"{items:,}", more_text(v, verdict.decided),
+    ]  # fmt: skip
 
 
 class AuditThread(QThread):
@@ -154,6 +224,16 @@ class AuditDialog(QDialog):
         self._build()
         self._lay_out()
         self._connect_signals()
+        self._planning_since: float | None = None
+        from PySide6.QtCore import QTimer
+
+        self._clock = QTimer(self)
+        self._clock.setInterval(1000)
+        self._clock.timeout.connect(self._tick)
+        self.ctx.tasks.with_store(
+            self.ctx.db_path, _pending, self.model_spec, on_done=self._offer_pending,
+            on_error=lambda _m: None, key="audit.pending",
+        )  # fmt: skip
 
     # -- layout ----------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -215,6 +295,9 @@ class AuditDialog(QDialog):
                 self.what.count() - 1, harness.description, Qt.ItemDataRole.ToolTipRole
             )
         self.what.setToolTip("What the audit runs: every probe, or a study's own harness")
+        last = self.ctx.setting(HARNESS_SETTING)
+        if last and self.what.findData(last) >= 0:
+            self.what.setCurrentIndex(self.what.findData(last))
         self.concurrency = QSpinBox()
         self.concurrency.setRange(1, 256)
         self.concurrency.setValue(16 if is_endpoint(self.model_spec) else 1)
@@ -292,13 +375,39 @@ class AuditDialog(QDialog):
     def set_budget(self, text: str) -> None:
         self.budget.setEditText(text)
 
+    def _offer_pending(self, pending: dict[str, Any] | None) -> None:
+        """An unfinished audit of this model, offered as soon as the dialog opens."""
+        if pending is None or self.thread is not None:
+            return
+        self.audit_id_pending = pending["id"]
+        self.continue_button.setText(f"&Continue audit {pending['id']}")
+        self.continue_button.setVisible(True)
+        self.continue_button.setEnabled(True)
+        self.status.setText(f"{html_text(pending_text(pending))} — Continue goes on with it.")
+
+    def _tick(self) -> None:
+        """Planning's progress: the seconds it has taken so far."""
+        import time
+
+        if self._planning_since is None:
+            return
+        took = time.monotonic() - self._planning_since
+        self.summary.setText(
+            "<i>Loading the model, measuring its speed and planning… "
+            f"{duration(took)} so far</i>"
+        )
+
     def plan_now(self) -> None:
+        import time
+
         self.plan_button.setEnabled(False)
         self.start_button.setEnabled(False)
-        self.summary.setText(
-            "<i>Measuring the model's speed (a few seconds, after loading it) and "
-            "planning…</i>"
-        )
+        self.ctx.settings.setValue(HARNESS_SETTING, self.what.currentData() or "")
+        self._planning_since = time.monotonic()
+        self._tick()
+        self._clock.start()
+        self.progress.setVisible(True)
+        self.progress.setRange(0, 0)
         self.ctx.tasks.with_store(
             self.ctx.db_path,
             _plan,
@@ -314,21 +423,17 @@ class AuditDialog(QDialog):
         )
 
     def _plan_failed(self, message: str) -> None:
+        self._planning_done()
         self.plan_button.setEnabled(True)
         self.summary.setText(f"<span style='color:#b91c1c'>{html_text(message)}</span>")
 
     def _planned(self, out: dict[str, Any]) -> None:
-        from gbdesk.workflows.audit import even_items, first_look_text, projected_meaning
+        from gbdesk.workflows.audit import even_items, projected_meaning
 
+        self._planning_done()
         self.plan_button.setEnabled(True)
         self.plan, self.model = out["plan"], out["model"]
-        pending = out["pending"]
-        if pending is not None:
-            self.audit_id_pending = pending["id"]
-            self.continue_button.setText(
-                f"&Continue unfinished audit {pending['id']} ({pending['budget']})"
-            )
-            self.continue_button.setVisible(True)
+        self._offer_pending(out["pending"])
         plan = self.plan
         left = "".join(f"<br>Left out — {html_text(x)}" for x in plan.left_out)
         what = f"{html_text(plan.harness_title)} on " if plan.harness_title else ""
@@ -338,8 +443,12 @@ class AuditDialog(QDialog):
             f"every probe takes about {duration(plan.first_round_s)}, then more items where "
             f"a verdict is still open. Speed: {html_text(plan.speed.basis)}.{left}"
         )
+        self._warn(plan)
         reach = even_items(plan)
-        headers = ["Probe", "First look", "About", "If the budget were shared evenly"]
+        headers = [
+            "Probe", "First look: items × prompts × attempts = answers", "About",
+            "An even share of the budget",
+        ]  # fmt: skip
         self.table.clear()
         self.table.setColumnCount(len(headers))
         self.table.setHorizontalHeaderLabels(headers)
@@ -348,12 +457,7 @@ class AuditDialog(QDialog):
             n = reach.get(p.probe)
             share = "one run (no marks)" if n is None else f"~{n:,} items"
             meaning = projected_meaning(p, n) if n is not None else ""
-            cells = [
-                p.title,
-                first_look_text(p).rsplit(", about", 1)[0],
-                duration(p.first_seconds()),
-                f"{share}{': ' + meaning if meaning else ''}",
-            ]
+            cells = [*plan_cells(p), f"{share}{': ' + meaning if meaning else ''}"]
             for col, text in enumerate(cells):
                 cell = QTableWidgetItem(text)
                 cell.setToolTip(text)
@@ -364,6 +468,22 @@ class AuditDialog(QDialog):
         self.start_button.setEnabled(bool(plan.probes))
         if not plan.probes:
             self.status.setText("The budget fits no probe on this model; give it more time.")
+
+    def _planning_done(self) -> None:
+        self._planning_since = None
+        self._clock.stop()
+        self.progress.setVisible(False)
+
+    def _warn(self, plan: Any) -> None:
+        """Before Start: one plain sentence when the budget cannot give every probe its
+        first look, naming the time that could."""
+        from gbdesk.report.audit_findings import plan_budget_warning
+        from gbdesk.workflows.audit import report_reserve_s
+
+        warning = plan_budget_warning(plan, report_reserve_s(plan.budget_s))
+        self.status.setText(
+            f"<span style='color:#92400e'><b>{html_text(warning)}</b></span>" if warning else ""
+        )
 
     # -- run -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -446,18 +566,13 @@ class AuditDialog(QDialog):
         table.setHorizontalHeaderLabels(VERDICT_HEADERS)
         table.setRowCount(len(rows))
         for row, v in enumerate(rows):
-            value, ci = v.get("value"), v.get("ci") or [None, None]
-            interval = "—" if None in ci else f"{ci[0]:.2f} to {ci[1]:.2f}"
-            cells = [
-                v["probe"], v.get("title") or v["metric"],
-                "—" if value is None else f"{value:.2f}", interval, v.get("verdict") or "",
-                v.get("study_mark") or "—", f"{v.get('items', 0):,}",
-            ]  # fmt: skip
-            for col, text in enumerate(cells):
+            for col, text in enumerate(verdict_cells(v)):
                 cell = QTableWidgetItem(text)
                 cell.setToolTip(text)
                 if col == 4 and v.get("decided") and v.get("marks"):
                     cell.setForeground(QBrush(QColor(MARK_COLORS[v["marks"][0]])))
+                elif col == 4:
+                    cell.setForeground(QBrush(QColor("#4b5563")))
                 table.setItem(row, col, cell)
         header = table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)

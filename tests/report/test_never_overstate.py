@@ -256,7 +256,10 @@ def test_audit_verdicts_on_page_one_with_the_marks_they_allow(audit, tmp_path):
     with Store(audit["db"]) as store:
         out = export_pdf(store, [4], tmp_path / "audit.pdf", "auto", audit=info)
     first = re.sub(r"\s+", " ", pypdf.PdfReader(out).pages[0].extract_text())
-    assert first.index("Findings") < first.index("Audit verdicts")
-    assert "[0.000, 0.600]" in first  # cut at 0: a share
-    assert "study's mark B · allows B–D: not enough answers to tell" in first
+    assert first.startswith("Gender-bias audit of")  # page 1 is the decision, nothing before
+    assert "0 of 3 verdicts decided" in first  # every marked metric of the probe
+    assert "0.00 to 0.60" in first  # cut at 0: a share
+    # no letter first: "no mark yet", the reference mark in small print beside it
+    assert "no mark yet: between B and D still possible" in first
+    assert "reference mark B" in first and "study's mark" not in first
     assert "run 4" in first and "x" * 100 not in first

@@ -19,7 +19,8 @@ in `resources/genderbench/`; nltk's tokenizer offline in `tokenize`.
 from __future__ import annotations
 
 from gbdesk.contract import Harness, Study
-from gbdesk.studies.genderbench.report11 import HARNESS, HARNESS_PROBES
+from gbdesk.studies.genderbench.metric import HARM_SECTIONS
+from gbdesk.studies.genderbench.report11 import CHART_CONFIG, HARNESS, HARNESS_PROBES, SECTIONS
 
 #: the character-profile probes first (GenderBench's oldest), then the others in 1.1.0's order
 _FIRST = ("inventories", "jobs_lum", "gest_creative")
@@ -46,6 +47,7 @@ STUDY = Study(
             template="genderbench-1.1",
             description="GenderBench 1.1.0's DefaultHarness: its fourteen probes with "
             "their templates, items and repetitions, reported by harm as in its Report 1.1.",
+            sections=tuple((HARM_SECTIONS[s], tuple(CHART_CONFIG[s])) for s in SECTIONS),
         ),
     ),
 )

