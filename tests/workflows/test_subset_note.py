@@ -11,7 +11,7 @@ import pytest
 
 from gbdesk.cli import main
 from gbdesk.studies import get_probe
-from gbdesk.studies.genderbench.probes.inventories import InventoriesProbe
+from gbdesk.studies.genderbench.probes.inventories.probe import InventoriesProbe
 from gbdesk.workflows.runs import estimate_run, subset_note
 from tests.fakes import FakeOpenAIServer
 

@@ -12,7 +12,7 @@ import pytest
 
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import ItemResult
-from gbdesk.studies.genderbench.probes.business_vocabulary import (
+from gbdesk.studies.genderbench.probes.business_vocabulary.probe import (
     DEFAULT_TEMPLATE,
     INVENTORIES,
     count_words,

@@ -11,7 +11,7 @@ import pytest
 from gbdesk import studies
 from gbdesk.studies.base import ItemResult, label_values
 from gbdesk.studies.genderbench.metric import report_metrics
-from gbdesk.studies.genderbench.probes.discrimination_tamkin import GENDERS
+from gbdesk.studies.genderbench.probes.discrimination_tamkin.probe import GENDERS
 
 NAN = math.nan
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from gbdesk.studies.base import ItemResult
-from gbdesk.studies.genderbench.probes.gest import (
+from gbdesk.studies.genderbench.probes.gest.probe import (
     ALTERNATIVE_TEMPLATE,
     OPTIONS,
     GestProbe,

@@ -13,7 +13,7 @@ from scipy.optimize import lsq_linear
 from gbdesk import studies
 from gbdesk.studies.base import ItemResult, label_values
 from gbdesk.studies.genderbench.data import bloomberg_names, bloomberg_races
-from gbdesk.studies.genderbench.probes.hiring_an import (
+from gbdesk.studies.genderbench.probes.hiring_an.probe import (
     QUALIFICATIONS,
     _regression,
     harness_ids,

@@ -10,7 +10,7 @@ import pytest
 
 from gbdesk.studies import get_probe
 from gbdesk.studies.base import ItemResult
-from gbdesk.studies.genderbench.probes.isear import EMOTIONS, GENDERS, read_emotion, share_key
+from gbdesk.studies.genderbench.probes.isear.probe import EMOTIONS, GENDERS, read_emotion, share_key
 from tests.genderbench_gbc_fixtures import (
     item_digest,
     load,

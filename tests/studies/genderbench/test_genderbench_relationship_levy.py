@@ -12,7 +12,7 @@ import pytest
 
 from gbdesk import studies
 from gbdesk.studies.base import ItemResult, label_values
-from gbdesk.studies.genderbench.probes.relationship_levy import demet_scenarios, first_names
+from gbdesk.studies.genderbench.probes.relationship_levy.probe import demet_scenarios, first_names
 
 PROMPTS = [{"male_first": True}, {"male_first": False}]
 
