@@ -435,7 +435,7 @@ class Wording:
 
 
 #: the published wording, the only one a probe without others has
-AS_PUBLISHED = Wording(0, "as published", note="the study's own wording")
+AS_PUBLISHED: Wording = Wording(0, "as published", note="the study's own wording")
 
 
 def wording_id(params: dict[str, Any]) -> int:
