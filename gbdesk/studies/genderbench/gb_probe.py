@@ -29,7 +29,7 @@ import dataclasses
 import functools
 import math
 import warnings
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -159,6 +159,9 @@ class GenderBenchProbe(GenderBenchResampling, GenderBenchWords, GenerationProbe)
         "the other metrics (review some of them).",
         "the answers the evaluator could not read",
     )
+    #: each marked metric's finding in plain words, without its mark: metric -> a function
+    #: of its value (the probe folder's `words.FINDINGS`; none: the default wording)
+    finding_words: ClassVar[Mapping[str, Callable[[MetricValue], str]]] = {}
     #: the metric group of unreadable answers: title and description
     undetected_group: ClassVar[tuple[str, str]] = (
         "Answers the evaluator could not read",
@@ -401,9 +404,10 @@ class GenderBenchProbe(GenderBenchResampling, GenderBenchWords, GenerationProbe)
 
     def finding_sentence(self, name: str, m: MetricValue) -> str | None:
         """The finding of a marked metric in plain words, without its mark (e.g. "When
-        the candidate is a woman, the model hires 8 points less often: 95 % CI 3 to 13");
-        None: the default wording."""
-        return None
+        the candidate is a woman, the model hires 8 points less often: 95 % CI 3 to 13"),
+        from `finding_words`; None: the default wording."""
+        words = self.finding_words.get(name)
+        return words(m) if words is not None else None
 
     # -- audits and subsets -----------------------------------------------------------
     def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:

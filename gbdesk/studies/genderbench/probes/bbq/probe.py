@@ -265,7 +265,7 @@ class BbqProbe(GroupedProbe):
     # -- presentation ------------------------------------------------------------------
     breakdown_groups = words.breakdown_groups
 
-    finding_sentence = words.finding_sentence
+    finding_words = words.FINDINGS
 
     summary = words.summary
 

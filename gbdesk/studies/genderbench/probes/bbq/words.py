@@ -43,9 +43,7 @@ def breakdown_groups(probe: GenderBenchProbe, present: set[str] | None) -> list[
     ]
 
 
-def finding_sentence(probe: GenderBenchProbe, name: str, m: MetricValue) -> str | None:
-    if name != "stereotype_rate":
-        return None
+def _stereotype_rate(m: MetricValue) -> str:
     lo, hi = m.ci
     return (
         "When the stereotyped person is not the right answer (the question cannot be "
@@ -53,6 +51,10 @@ def finding_sentence(probe: GenderBenchProbe, name: str, m: MetricValue) -> str 
         f"that person in {pct(m.value)} of its answers (a model answering at random: "
         f"33 %): 95 % CI {percent(lo)} to {percent(hi)}"
     )
+
+
+#: each marked metric's finding in plain words (`GenderBenchProbe.finding_words`)
+FINDINGS = {"stereotype_rate": _stereotype_rate}
 
 
 def summary(

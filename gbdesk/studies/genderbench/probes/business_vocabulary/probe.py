@@ -339,7 +339,7 @@ class BusinessVocabularyProbe(GenderBenchProbe):
     # -- presentation ----------------------------------------------------------------
     breakdown_groups = words.breakdown_groups
 
-    finding_sentence = words.finding_sentence
+    finding_words = words.FINDINGS
 
     # -- audits and subsets -----------------------------------------------------------
     balance_needed_for: ClassVar[str] = "mean_diff (texts about men against texts about women)"

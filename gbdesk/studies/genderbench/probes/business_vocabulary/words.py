@@ -64,9 +64,7 @@ def breakdown_groups(probe: GenderBenchProbe, present: set[str] | None) -> list[
     ]
 
 
-def finding_sentence(probe: GenderBenchProbe, name: str, m: MetricValue) -> str | None:
-    if name != "mean_diff":
-        return None
+def _mean_diff(m: MetricValue) -> str:
     higher = "higher" if m.value >= 0 else "lower"
     return (
         "In reference letters, motivational letters and performance evaluations, the "
@@ -74,3 +72,7 @@ def finding_sentence(probe: GenderBenchProbe, name: str, m: MetricValue) -> str 
         "the person is a man than when the person is a woman (mean over six word "
         f"inventories): 95 % CI {points(m.ci[0])} to {points(m.ci[1])}"
     )
+
+
+#: each marked metric's finding in plain words (`GenderBenchProbe.finding_words`)
+FINDINGS = {"mean_diff": _mean_diff}

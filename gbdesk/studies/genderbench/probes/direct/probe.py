@@ -141,7 +141,7 @@ class DirectProbe(GroupedProbe):
     # -- presentation ------------------------------------------------------------------
     breakdown_groups = words.breakdown_groups
 
-    finding_sentence = words.finding_sentence
+    finding_words = words.FINDINGS
 
     summary = words.summary
 

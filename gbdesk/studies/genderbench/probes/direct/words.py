@@ -26,14 +26,16 @@ def breakdown_groups(probe: GenderBenchProbe, present: set[str] | None) -> list[
     ]
 
 
-def finding_sentence(probe: GenderBenchProbe, name: str, m: MetricValue) -> str | None:
-    if name != "fail_rate":
-        return None
+def _fail_rate(m: MetricValue) -> str:
     lo, hi = m.ci
     return (
         f"Asked whether it agrees with a gender stereotype, the model says yes to "
         f"{pct(m.value)} of the statements it answers: 95 % CI {percent(lo)} to {percent(hi)}"
     )
+
+
+#: each marked metric's finding in plain words (`GenderBenchProbe.finding_words`)
+FINDINGS = {"fail_rate": _fail_rate}
 
 
 def summary(

@@ -166,7 +166,7 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
             tables=(("gender",), ("race", "gender")),
         )  # fmt: skip
 
-    finding_sentence = words.finding_sentence
+    finding_words = words.FINDINGS
 
     summary = words.summary
 

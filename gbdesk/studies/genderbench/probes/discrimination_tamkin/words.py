@@ -8,7 +8,11 @@ from typing import Any
 from gbdesk.contract import MetricGroup
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe
-from gbdesk.studies.genderbench.outcome import gap_sentence, interval_points, signed_points
+from gbdesk.studies.genderbench.outcome import (
+    gap_words,
+    interval_points,
+    signed_points,
+)
 from gbdesk.studies.genderbench.probes.discrimination_tamkin.card import (
     GENDER_SHORT,
     GENDER_WORDS,
@@ -33,24 +37,25 @@ def breakdown_groups(probe: GenderBenchProbe, present: set[str] | None) -> list[
     ]
 
 
-def finding_sentence(probe: GenderBenchProbe, name: str, m: MetricValue) -> str | None:
-    if name == "diff_mvf_success_rate":
-        return gap_sentence(
-            m.value,
-            m.ci,
-            "a man",
-            "a woman",
-            "When the person is {more}, the model says yes {gap} points more often "
-            "than for {less}: {ci}",
-        )
-    if name == "max_diff":
-        digits = 1 if abs(m.value) < 0.01 else 0
-        return (
-            "Between a woman, a man and a non-binary person in the same situation, the "
-            f"model's yes-rates differ by up to {signed_points(m.value, digits)} points: "
-            f"{interval_points(*m.ci, digits)}"
-        )
-    return None
+def _max_diff(m: MetricValue) -> str:
+    digits = 1 if abs(m.value) < 0.01 else 0
+    return (
+        "Between a woman, a man and a non-binary person in the same situation, the "
+        f"model's yes-rates differ by up to {signed_points(m.value, digits)} points: "
+        f"{interval_points(*m.ci, digits)}"
+    )
+
+
+#: each marked metric's finding in plain words (`GenderBenchProbe.finding_words`)
+FINDINGS = {
+    "diff_mvf_success_rate": gap_words(
+        "a man",
+        "a woman",
+        "When the person is {more}, the model says yes {gap} points more often "
+        "than for {less}: {ci}",
+    ),
+    "max_diff": _max_diff,
+}
 
 
 def summary(

@@ -179,7 +179,7 @@ class DiversityMedQaProbe(GenderBenchProbe):
             per_item=True,
         )  # fmt: skip
 
-    finding_sentence = words.finding_sentence
+    finding_words = words.FINDINGS
 
     def findings(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

@@ -8,7 +8,7 @@ from typing import Any
 from gbdesk.contract import MetricGroup
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe
-from gbdesk.studies.genderbench.outcome import gap_sentence
+from gbdesk.studies.genderbench.outcome import gap_words
 from gbdesk.studies.genderbench.probes.diversity_med_qa.card import GENDERS
 from gbdesk.studies.genderbench.words import mark_words
 from gbdesk.support.format import pct
@@ -32,26 +32,21 @@ def breakdown_groups(probe: GenderBenchProbe, present: set[str] | None) -> list[
     ]
 
 
-def finding_sentence(probe: GenderBenchProbe, name: str, m: MetricValue) -> str | None:
-    if name == "diff_success_rate":
-        return gap_sentence(
-            m.value,
-            m.ci,
-            "a man",
-            "a woman",
-            "When the patient is {more}, the model answers the medical question "
-            "correctly {gap} points more often than for {less}: {ci}",
-        )
-    if name == "diff_abs_success_rate":
-        return gap_sentence(
-            m.value,
-            m.ci,
-            "",
-            "",
-            "The model's medical answers are right {gap} points more often for one "
-            "gender of patient than the other, whichever way: {ci}",
-        )
-    return None
+#: each marked metric's finding in plain words (`GenderBenchProbe.finding_words`)
+FINDINGS = {
+    "diff_success_rate": gap_words(
+        "a man",
+        "a woman",
+        "When the patient is {more}, the model answers the medical question "
+        "correctly {gap} points more often than for {less}: {ci}",
+    ),
+    "diff_abs_success_rate": gap_words(
+        "",
+        "",
+        "The model's medical answers are right {gap} points more often for one "
+        "gender of patient than the other, whichever way: {ci}",
+    ),
+}
 
 
 def summary(

@@ -225,7 +225,7 @@ class DreadditProbe(GenderBenchProbe):
     # -- presentation ----------------------------------------------------------------
     breakdown_groups = words.breakdown_groups
 
-    finding_sentence = words.finding_sentence
+    finding_words = words.FINDINGS
 
     def findings(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

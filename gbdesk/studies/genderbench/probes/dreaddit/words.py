@@ -68,11 +68,13 @@ def breakdown_groups(probe: GenderBenchProbe, present: set[str] | None) -> list[
     ]
 
 
-def finding_sentence(probe: GenderBenchProbe, name: str, m: MetricValue) -> str | None:
-    if name != "max_diff_stress_rate":
-        return None
+def _max_diff_stress_rate(m: MetricValue) -> str:
     return (
         "Asked whether the writer of the same post is stressed, the model's yes rate "
         f"differs by up to {points(m.value)} points between the writer's genders: 95 % CI "
         f"{points(m.ci[0])} to {points(m.ci[1])}"
     )
+
+
+#: each marked metric's finding in plain words (`GenderBenchProbe.finding_words`)
+FINDINGS = {"max_diff_stress_rate": _max_diff_stress_rate}

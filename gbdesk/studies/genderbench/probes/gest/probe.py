@@ -219,7 +219,7 @@ class GestProbe(GroupedProbe):
     # -- presentation ------------------------------------------------------------------
     breakdown_groups = words.breakdown_groups
 
-    finding_sentence = words.finding_sentence
+    finding_words = words.FINDINGS
 
     summary = words.summary
 

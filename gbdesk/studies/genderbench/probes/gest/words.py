@@ -70,9 +70,7 @@ def breakdown_groups(probe: GenderBenchProbe, present: set[str] | None) -> list[
     return groups
 
 
-def finding_sentence(probe: GenderBenchProbe, name: str, m: MetricValue) -> str | None:
-    if name != "stereotype_rate":
-        return None
+def _stereotype_rate(m: MetricValue) -> str:
     lo, hi = m.ci
     direction = "more" if m.value >= 0 else "less"
     return (
@@ -81,6 +79,10 @@ def finding_sentence(probe: GenderBenchProbe, name: str, m: MetricValue) -> str 
         "often than the other gender (mean of the sentences about women and about men): "
         f"95 % CI {points(lo)} to {points(hi)}"
     )
+
+
+#: each marked metric's finding in plain words (`GenderBenchProbe.finding_words`)
+FINDINGS = {"stereotype_rate": _stereotype_rate}
 
 
 def summary(

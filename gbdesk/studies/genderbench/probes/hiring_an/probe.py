@@ -332,7 +332,7 @@ class HiringAnProbe(GenderBenchProbe):
             tables=(("gender",), ("race",), ("race", "gender")), per_item=True,
         )  # fmt: skip
 
-    finding_sentence = words.finding_sentence
+    finding_words = words.FINDINGS
 
     def findings(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

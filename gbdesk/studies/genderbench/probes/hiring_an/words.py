@@ -9,7 +9,7 @@ from gbdesk.contract import MetricGroup
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.data import bloomberg_races
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe
-from gbdesk.studies.genderbench.outcome import gap_sentence
+from gbdesk.studies.genderbench.outcome import gap_sentence, gap_words
 from gbdesk.studies.genderbench.probes.hiring_an.card import (
     GENDERS,
     QUALIFICATION_WORDS,
@@ -99,39 +99,35 @@ def breakdown_groups(probe: GenderBenchProbe, present: set[str] | None) -> list[
     ]
 
 
-def finding_sentence(probe: GenderBenchProbe, name: str, m: MetricValue) -> str | None:
-    if name == "diff_acceptance_rate":
-        return gap_sentence(
-            m.value,
-            m.ci,
-            "a man",
-            "a woman",
-            "When the candidate is {more}, the model accepts them {gap} points more "
-            "often than {less}: {ci}",
-        )
-    if name == "diff_abs_acceptance_rate":
-        return gap_sentence(
-            m.value,
-            m.ci,
-            "",
-            "",
-            "Men and women are accepted at rates {gap} points apart, whichever way: {ci}",
-        )
-    if name == "diff_regression":
-        stereotypical = m.value >= 0
-        return gap_sentence(
-            m.value,
-            m.ci,
-            "",
-            "",
-            "From the occupation seen as most female to the one seen as most male, the "
-            "model's acceptance of men rises {gap} points "
-            + ("more" if stereotypical else "less")
-            + " than its acceptance of women"
-            + (" (the stereotype at work)" if stereotypical else " (against the stereotype)")
-            + ": {ci}",
-        )
-    return None
+def _diff_regression(m: MetricValue) -> str:
+    stereotypical = m.value >= 0
+    return gap_sentence(
+        m.value,
+        m.ci,
+        "",
+        "",
+        "From the occupation seen as most female to the one seen as most male, the "
+        "model's acceptance of men rises {gap} points "
+        + ("more" if stereotypical else "less")
+        + " than its acceptance of women"
+        + (" (the stereotype at work)" if stereotypical else " (against the stereotype)")
+        + ": {ci}",
+    )
+
+
+#: each marked metric's finding in plain words (`GenderBenchProbe.finding_words`)
+FINDINGS = {
+    "diff_acceptance_rate": gap_words(
+        "a man",
+        "a woman",
+        "When the candidate is {more}, the model accepts them {gap} points more "
+        "often than {less}: {ci}",
+    ),
+    "diff_abs_acceptance_rate": gap_words(
+        "", "", "Men and women are accepted at rates {gap} points apart, whichever way: {ci}"
+    ),
+    "diff_regression": _diff_regression,
+}
 
 
 def summary(

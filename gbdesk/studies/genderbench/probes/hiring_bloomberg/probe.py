@@ -268,7 +268,7 @@ class HiringBloombergProbe(GroupedProbe):
             tables=(("gender",), ("job", "gender"), ("race", "gender")), keys={"job": "role"},
         )  # fmt: skip
 
-    finding_sentence = words.finding_sentence
+    finding_words = words.FINDINGS
 
     summary = words.summary
 

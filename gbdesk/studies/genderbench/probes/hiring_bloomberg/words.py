@@ -46,28 +46,40 @@ def breakdown_groups(probe: GenderBenchProbe, present: set[str] | None) -> list[
     return groups
 
 
-def finding_sentence(probe: GenderBenchProbe, name: str, m: MetricValue) -> str | None:
+def _masculine_rate(m: MetricValue) -> str:
     lo, hi = m.ci
-    if name == "masculine_rate":
-        return (
-            "From lists of eight CVs, half under men's and half under women's names, the "
-            f"model ranks a man first in {pct(m.value)} of the lists: 95 % CI "
-            f"{percent(lo)} to {percent(hi)}"
-        )
-    if name == "stereotype_rate":
-        gap = 2 * m.value
-        direction = "more" if gap >= 0 else "less"
-        return (
-            f"A man is ranked first {points(abs(gap))} points {direction} often for software "
-            "engineer and financial analyst jobs than for HR specialist and retail jobs "
-            f"(stereotype rate {m.value:.2f}, half that gap): 95 % CI {lo:.2f} to {hi:.2f}"
-        )
-    if name == "disparity":
-        return (
-            f"The share of lists where a man is ranked first is {points(m.value)} points "
-            f"away from half: 95 % CI {points(lo)} to {points(hi)}"
-        )
-    return None
+    return (
+        "From lists of eight CVs, half under men's and half under women's names, the "
+        f"model ranks a man first in {pct(m.value)} of the lists: 95 % CI "
+        f"{percent(lo)} to {percent(hi)}"
+    )
+
+
+def _stereotype_rate(m: MetricValue) -> str:
+    lo, hi = m.ci
+    gap = 2 * m.value
+    direction = "more" if gap >= 0 else "less"
+    return (
+        f"A man is ranked first {points(abs(gap))} points {direction} often for software "
+        "engineer and financial analyst jobs than for HR specialist and retail jobs "
+        f"(stereotype rate {m.value:.2f}, half that gap): 95 % CI {lo:.2f} to {hi:.2f}"
+    )
+
+
+def _disparity(m: MetricValue) -> str:
+    lo, hi = m.ci
+    return (
+        f"The share of lists where a man is ranked first is {points(m.value)} points "
+        f"away from half: 95 % CI {points(lo)} to {points(hi)}"
+    )
+
+
+#: each marked metric's finding in plain words (`GenderBenchProbe.finding_words`)
+FINDINGS = {
+    "masculine_rate": _masculine_rate,
+    "stereotype_rate": _stereotype_rate,
+    "disparity": _disparity,
+}
 
 
 def summary(

@@ -223,7 +223,7 @@ class IsearProbe(GenderBenchProbe):
 
     breakdown_groups = words.breakdown_groups
 
-    finding_sentence = words.finding_sentence
+    finding_words = words.FINDINGS
 
     def findings(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

@@ -51,11 +51,13 @@ def breakdown_groups(probe: GenderBenchProbe, present: set[str] | None) -> list[
     return groups
 
 
-def finding_sentence(probe: GenderBenchProbe, name: str, m: MetricValue) -> str | None:
-    if name != "max_diff":
-        return None
+def _max_diff(m: MetricValue) -> str:
     return (
         "Role-playing different genders in the same event, the model picks one of the "
         f"emotions up to {points(m.value)} points more often for one gender than for "
         f"another: 95 % CI {points(m.ci[0])} to {points(m.ci[1])}"
     )
+
+
+#: each marked metric's finding in plain words (`GenderBenchProbe.finding_words`)
+FINDINGS = {"max_diff": _max_diff}

@@ -206,7 +206,7 @@ class RelationshipLevyProbe(GenderBenchProbe):
             favoured="that find the group right",
         )
 
-    finding_sentence = words.finding_sentence
+    finding_words = words.FINDINGS
 
     def findings(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

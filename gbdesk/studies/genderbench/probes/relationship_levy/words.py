@@ -8,7 +8,7 @@ from typing import Any
 from gbdesk.contract import MetricGroup
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe
-from gbdesk.studies.genderbench.outcome import gap_sentence
+from gbdesk.studies.genderbench.outcome import gap_words
 from gbdesk.studies.genderbench.words import mark_words
 from gbdesk.support.format import pct
 
@@ -27,26 +27,21 @@ def breakdown_groups(probe: GenderBenchProbe, present: set[str] | None) -> list[
     ]
 
 
-def finding_sentence(probe: GenderBenchProbe, name: str, m: MetricValue) -> str | None:
-    if name == "diff_success_rate":
-        return gap_sentence(
-            m.value,
-            m.ci,
-            "the man",
-            "the woman",
-            "In a married couple's disagreement, the model finds {more} in the right "
-            "{gap} points more often than {less}: {ci}",
-        )
-    if name == "diff_abs_success_rate":
-        return gap_sentence(
-            m.value,
-            m.ci,
-            "",
-            "",
-            "The model finds one spouse in the right {gap} points more often than the "
-            "other, whichever way: {ci}",
-        )
-    return None
+#: each marked metric's finding in plain words (`GenderBenchProbe.finding_words`)
+FINDINGS = {
+    "diff_success_rate": gap_words(
+        "the man",
+        "the woman",
+        "In a married couple's disagreement, the model finds {more} in the right "
+        "{gap} points more often than {less}: {ci}",
+    ),
+    "diff_abs_success_rate": gap_words(
+        "",
+        "",
+        "The model finds one spouse in the right {gap} points more often than the "
+        "other, whichever way: {ci}",
+    ),
+}
 
 
 def summary(
