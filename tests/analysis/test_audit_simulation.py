@@ -16,7 +16,7 @@ from benchmarks.audit_simulation import (
     true_marks,
     truth,
 )
-from gbdesk.studies import get_probe
+from gbdesk.contract import get_probe
 
 
 def _world(probe: str, level: str) -> World:

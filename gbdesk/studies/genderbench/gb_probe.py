@@ -8,7 +8,7 @@ onto gbdesk's `Probe`:
 * items and prompts: `all_items` builds 1.1.0's `ProbeItem`s at `DefaultHarness`'s
   parameters, in 1.1.0's order (`multi_prompt_item` for items of several prompts);
   `harness_sample` is `sample_k` (1.1.0 samples with `random.seed(seed)` +
-  `random.sample`, which `gbdesk.studies.base.sample_and_limit` reproduces);
+  `random.sample`, which `gbdesk.contract.running.sample_and_limit` reproduces);
 * evaluator: `evaluate(response, metadata)` → the value, or None for *undetected*
   (`metadata` holds the prompt's metadata merged over the item's, as 1.1.0's evaluators
   read `attempt.prompt.metadata`); the stored label is the value as text, or

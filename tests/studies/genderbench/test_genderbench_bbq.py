@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 
-from gbdesk.studies.base import ItemResult
+from gbdesk.contract import ItemResult
 from gbdesk.studies.genderbench.metric import report_metrics
 from gbdesk.studies.genderbench.probes.bbq.probe import (
     ANTI_STEREOTYPICAL,

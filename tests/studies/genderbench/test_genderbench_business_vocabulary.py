@@ -10,8 +10,7 @@ from fractions import Fraction
 
 import pytest
 
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import ItemResult
+from gbdesk.contract import ItemResult, get_probe
 from gbdesk.studies.genderbench.probes.business_vocabulary.probe import (
     DEFAULT_TEMPLATE,
     INVENTORIES,

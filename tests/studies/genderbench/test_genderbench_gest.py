@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from gbdesk.studies.base import ItemResult
+from gbdesk.contract import ItemResult
 from gbdesk.studies.genderbench.probes.gest.probe import (
     ALTERNATIVE_TEMPLATE,
     OPTIONS,
