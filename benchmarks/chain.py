@@ -37,12 +37,12 @@ import statistics
 import sys
 import time
 
+from gbdesk.contract import get_probe
+from gbdesk.contract.running import AttemptEngine
 from gbdesk.engine.base import DEFAULT_MIN_P, DEFAULT_TOP_K, attempt_seed
 from gbdesk.engine.chains import run_chains
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import LlamaCppBackend
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import AttemptEngine
 
 
 def generation(role_tokens: int) -> dict:

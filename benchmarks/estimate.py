@@ -24,11 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from gbdesk.contract import get_probe
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import LlamaCppBackend
 from gbdesk.engine.slots import choose_slots
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 from gbdesk.workflows.runs import estimate_run, execute_run, plan_run, resolve_model
 
 

@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 from gbdesk.analysis.results import compute_metrics
+from gbdesk.contract import get_probe
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 from gbdesk.workflows.importer import import_generations
 
 PROBES = ("bbq", "gest", "direct", "hiring_bloomberg")

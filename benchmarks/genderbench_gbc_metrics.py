@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gbdesk.analysis.results import compute_metrics
+from gbdesk.contract import get_probe
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 from tests.genderbench_gbc_fixtures import import_answers, load
 
 PROBES = ("dreaddit", "isear", "business_vocabulary")

@@ -50,12 +50,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from gbdesk.contract import get_probe
 from gbdesk.engine.base import DEFAULT_MIN_P, DEFAULT_TOP_K, GenerationRequest, attempt_seed
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import DEFAULT_N_CTX, LlamaCppBackend, default_threads
 from gbdesk.engine.llama_compat import load_llama
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 from gbdesk.workflows.runs import Progress, execute_run, plan_run, resolve_model
 
 SEED = 0

@@ -83,14 +83,13 @@ from benchmarks.decode_costs import (
     minimal_prompt_tokens,
     previous_shared_tokens,
 )
+from gbdesk.contract import get_harness, get_probe, prompt_index
 from gbdesk.engine.base import DEFAULT_MIN_P, DEFAULT_TOP_K, attempt_seed
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import DEFAULT_N_CTX, default_threads
 from gbdesk.engine.llama_compat import load_llama
 from gbdesk.engine.scoring import DEFAULT_N_UBATCH
 from gbdesk.store import Store
-from gbdesk.studies import get_harness, get_probe
-from gbdesk.studies.base import prompt_index
 from gbdesk.support.format import duration
 from gbdesk.workflows.runs import (
     Progress,

@@ -60,8 +60,8 @@ from benchmarks.worlds import (  # noqa: E402
     world,
 )
 from gbdesk.analysis.intervals import estimator_intervals  # noqa: E402
+from gbdesk.contract import get_probe  # noqa: E402
 from gbdesk.maths import intervals  # noqa: E402
-from gbdesk.studies import get_probe  # noqa: E402
 
 #: the shown interval's α and the audit's levels
 ALPHAS = (0.05, 0.045, 0.01, 0.005)

@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks.worlds import World, parse_world, redraw, unit  # noqa: E402
 from gbdesk.analysis.intervals import metric_intervals  # noqa: E402
-from gbdesk.studies import get_probe  # noqa: E402
+from gbdesk.contract import get_probe  # noqa: E402
 
 #: worlds near an edge or at 0, one per kind of interval (rate, paired gap and max gap,
 #: mean of item shares with |0.5 − rate|, a signed gap of one share)

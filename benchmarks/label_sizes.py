@@ -45,7 +45,7 @@ def unbounded(probe: Any) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
 def first_metadata(items: list[Any]) -> dict[str, Any]:
     """What the labeller sees for the first attempt of the first item (its first prompt's
     metadata merged over the item's)."""
-    from gbdesk.studies.base import attempt_item
+    from gbdesk.contract.running import attempt_item
 
     if not items:
         return {}
@@ -67,7 +67,7 @@ def timed(fn: Callable[..., Any], *args: Any) -> float:
 def main() -> None:
     from nltk import redos
 
-    from gbdesk.studies import get_probe, probe_names
+    from gbdesk.contract import get_probe, probe_names
     from gbdesk.support.errors import UserError
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -26,7 +26,7 @@ from pathlib import Path
 
 def build(db: Path, folder: Path, items: int, mb: float) -> dict[str, int]:
     from gbdesk.cli import main
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     probe = get_probe("inventories")
     prompts = [i.prompt for i in probe.items(probe.resolve_params())[:items]]

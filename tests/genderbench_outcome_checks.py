@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gbdesk import studies
 from gbdesk.analysis.results import compute_metrics, item_results
+from gbdesk.contract import registry as studies
 from gbdesk.maths.stats import MARK_LETTERS
 from gbdesk.workflows.importer import import_generations
 from tests import genderbench_fixtures as gbf

@@ -14,7 +14,7 @@ def first_metadata(probe) -> dict:
     """What a probe's labeller sees for the first attempt of its first item (its first
     prompt's metadata merged over the item's); {} for a probe whose items come from the
     database."""
-    from gbdesk.studies.base import attempt_item
+    from gbdesk.contract.running import attempt_item
     from gbdesk.support.errors import UserError
 
     try:

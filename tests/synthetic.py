@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from gbdesk import __version__
+from gbdesk.contract import get_probe
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

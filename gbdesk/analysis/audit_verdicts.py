@@ -161,11 +161,12 @@ def _resampled(
 ) -> dict[str, Any]:
     """The marked metrics on the reference's bootstrap resamples of `results` (seed 123)."""
     draws = iter_bootstrap_resamples(len(results), resamples, SEED, as_array=True)
+    resampling = probe.capabilities.resampling
+    if resampling is None:
+        raise TypeError(f"{probe.name} computes no metrics on resamples")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        got = probe.capabilities.resampling.metrics(
-            results, params, [None] * resamples, idx=draws, names=names
-        )
+        got = resampling.metrics(results, params, [None] * resamples, idx=draws, names=names)
     return got or {}
 
 

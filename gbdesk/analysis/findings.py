@@ -161,7 +161,7 @@ def run_findings(
                 probe.name,
                 probe.card.title,
                 f,
-                verdict=metric_verdict(probe, f.metric, m) if m is not None else None,
+                verdict=metric_verdict(probe, f.metric, m) if m is not None and f.metric else None,
                 items=int(m.n) if m is not None and m.n is not None else None,
             )
         )

@@ -222,7 +222,7 @@ def _table(
         rate, ci, effective = estimates[key]
         if key == top:
             ratio, ratio_ci = (1.0 if top_rate > 0 else math.nan), None
-        elif not top_rate > 0:
+        elif top is None or not top_rate > 0:
             ratio, ratio_ci = math.nan, None
         else:
             ratio = rate / top_rate

@@ -347,8 +347,10 @@ def label_accuracy(
         values = []
         for attempt_id, row in auto.items():
             if attempt_id not in human:
-                units = caps.ratings.label_units(row, metadata.get(item_of.get(attempt_id, ""), {}))
-                values += [math.nan if c is None else float(c) for c in units.values()]
+                labelled = caps.ratings.label_units(
+                    row, metadata.get(item_of.get(attempt_id, ""), {})
+                )
+                values += [math.nan if c is None else float(c) for c in labelled.values()]
         open_conf = np.asarray(values, dtype=float)
         reviewed_auto = {a: auto[a] for a in human if a in auto}
     reviewed = 0
@@ -356,11 +358,10 @@ def label_accuracy(
     for attempt_id, row in human.items():
         if attempt_id not in item_of:
             continue  # another run's attempt (a caller's dict) or a deleted one
-        units = compare_units(
+        compared[attempt_id] = compare_units(
             probe, reviewed_auto.get(attempt_id), row, metadata.get(item_of[attempt_id], {})
         )
-        compared[attempt_id] = units
-        reviewed += len(units)
+        reviewed += len(compared[attempt_id])
     info = store.review_sample_info(run_id)
     result = _sample(info, sample_ids, compared, item_of)
     words = caps.ratings.words
@@ -369,7 +370,7 @@ def label_accuracy(
     by_kind = {
         k: measured_share(result.kind_right[k], result.kind_units[k])
         for k in kinds
-        if k in result.kind_right and sum(result.kind_units[k])
+        if k in result.kind_right and sum(result.kind_units[k]) > 0
     }
     units = reviewed + len(open_conf)
     has_conf = bool(len(open_conf) or result.confidence) and not np.isnan(open_conf).any()

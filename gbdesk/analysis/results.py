@@ -230,13 +230,13 @@ def compute_metrics(
     if label_mode not in METRIC_MODES and not is_label_mode(label_mode):
         raise ValueError(f"label mode must be one of {METRIC_MODES}, {CONSENSUS} or rater:NAME")
     row = run_id.row if isinstance(run_id, Run) else store.get_run(run_id)
-    run_id = row["id"]
+    rid: int = row["id"]
     # Recompute when labels, the run's parameters or the code that computes change.
     params = json.dumps(row["params"], sort_keys=True, default=str)
 
     def current() -> str:
         return (
-            f"{store.labels_fingerprint(run_id)}|{__version__}|{INTERVALS_VERSION}|"
+            f"{store.labels_fingerprint(rid)}|{__version__}|{INTERVALS_VERSION}|"
             f"{row['probe_version']}|"
             f"{hashlib.sha256(params.encode()).hexdigest()[:16]}"
         )
@@ -246,14 +246,14 @@ def compute_metrics(
     # whose study is no longer installed still shows what was computed).
     fingerprint = current()
     if use_cache:
-        cached = store.cached_metrics(run_id, label_mode, fingerprint)
+        cached = store.cached_metrics(rid, label_mode, fingerprint)
         if cached is not None:
             return {name: _cached_value(r) for name, r in cached.items()}
     run = open_run(store, row)
     if _label_missing(run):
         fingerprint = current()
     metrics = _metrics(store, run, label_mode, flat)
-    store.save_metrics(run_id, label_mode, fingerprint, _metric_rows(metrics))
+    store.save_metrics(rid, label_mode, fingerprint, _metric_rows(metrics))
     return metrics
 
 

@@ -3,9 +3,10 @@
 A study author reads `items` (what a probe builds and returns) and `probe` (the `Probe`
 classes, `Harness`, `Study`), and the optional capabilities they need (`capabilities`);
 `running` is what only the core does with a probe, `importing` the shared import
-helpers, `registry` the catalogue of studies found through entry points. The built-in
-studies live in `gbdesk.studies`; `gbdesk.studies.base` stays importable (the documented
-path for third-party studies).
+helpers, `registry` the catalogue of studies found through entry points. This package is
+the one import path of the contract; the built-in studies live in `gbdesk.studies`, whose
+old paths (`gbdesk.studies`, `.base`, `.capabilities`, `.importing`) are deprecated
+aliases (`deprecated`).
 """
 
 from __future__ import annotations

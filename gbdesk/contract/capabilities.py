@@ -15,7 +15,7 @@ does for a probe that says nothing, so a study provides only the capabilities it
 Capabilities that only some probes have are None by default (`flat`, `scores`, `groups`,
 `resampling`): the core falls back to its general path (load the labels, recompute the
 metrics per resample). The defaults that need the probe itself (e.g. the audit sizes
-drawn from its items) are bound by `gbdesk.studies.base.default_capabilities`.
+drawn from its items) are bound by `gbdesk.contract.running.default_capabilities`.
 
 This module imports nothing of gbdesk (no cycle with `base`): items, results and the
 other study types appear as `Any` in the signatures below; their docstrings say which.
@@ -435,7 +435,7 @@ class Wording:
 
 
 #: the published wording, the only one a probe without others has
-AS_PUBLISHED = Wording(0, "as published", note="the study's own wording")
+AS_PUBLISHED: Wording = Wording(0, "as published", note="the study's own wording")
 
 
 def wording_id(params: dict[str, Any]) -> int:

@@ -70,7 +70,7 @@ class Probe(ABC):
     kinds); `label` a response; compute `metrics`, `extra_results`, `metric_groups`,
     `findings` and a `summary`. Everything else — review order, import, coding, audit
     sizes, fast metrics, PPI, Qt views … — is an optional capability the probe provides
-    through `capabilities` (`gbdesk.studies.capabilities`), which is all the core asks.
+    through `capabilities` (`gbdesk.contract.capabilities`), which is all the core asks.
     """
 
     name: ClassVar[str]
@@ -105,7 +105,7 @@ class Probe(ABC):
 
     @functools.cached_property
     def capabilities(self) -> Capabilities:
-        """What this probe offers beyond the contract (`gbdesk.studies.capabilities`). A
+        """What this probe offers beyond the contract (`gbdesk.contract.capabilities`). A
         probe overrides it (a `functools.cached_property`) to change the capabilities it
         has: ``caps = super().capabilities; return caps.with_(review=caps.review.with_(…))``."""
         return default_capabilities(self)
@@ -326,7 +326,7 @@ class Study:
     """A published study: its probes, citation and where its data lives.
 
     A package registers its study in the ``gbdesk.studies`` entry-point group
-    (``name = "package.module:STUDY"``); the catalogue (`gbdesk.studies`) finds it there.
+    (``name = "package.module:STUDY"``); the catalogue (`gbdesk.contract.registry`) finds it there.
     """
 
     name: str

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
-PromptMode = Literal["chat", "completion"]
+#: how a prompt was given: as chat messages, as plain text, or scored (perplexity, no text)
+PromptMode = Literal["chat", "completion", "score"]
 
 # Sampling defaults: plain temperature/top-p sampling as chat APIs do it. llama.cpp's
 # own extra truncations (top_k=40, min_p=0.05) are switched off so that

@@ -33,7 +33,7 @@ import math
 from collections import Counter
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -44,9 +44,12 @@ COLUMNS = ("unit", "rater", "value")
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
-Ratings = pd.DataFrame | Mapping[Hashable, Mapping[Hashable, Any]] | Iterable[Sequence[Any]]
-# unit -> rater -> value, both in order of first appearance, missing values left out.
-Table = dict[Hashable, dict[Hashable, Hashable]]
+Ratings: TypeAlias = (
+    pd.DataFrame | Mapping[Hashable, Mapping[Hashable, Any]] | Iterable[Sequence[Any]]
+)
+# unit -> rater -> value (a code set: a frozenset), both in order of first appearance,
+# missing values left out.
+Table: TypeAlias = dict[Hashable, dict[Hashable, Any]]
 
 
 class AgreementUndefined(ValueError):
@@ -405,7 +408,7 @@ class Disagreement:
     """A unit whose raters disagree, with each rater's value (raters sorted by name)."""
 
     unit: Hashable
-    values: dict[Hashable, Hashable]
+    values: dict[Hashable, Any]  # rater -> value, or code set (frozenset)
 
     @property
     def majority(self) -> Hashable | None:
@@ -596,7 +599,7 @@ def agreement_summary(
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _sorted(values: Iterable[Hashable]) -> list[Hashable]:
+def _sorted(values: Iterable[Any]) -> list[Any]:
     values = list(values)
     try:
         return sorted(values)

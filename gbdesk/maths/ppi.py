@@ -122,7 +122,9 @@ def _ppi_py() -> Any:
     with warnings.catch_warnings():
         import ppi_py
 
-        added = [f for f in warnings.filters if f not in before and f != _IGNORE_ALL]
+        added: list[tuple[Any, ...]] = [
+            f for f in warnings.filters if f not in before and f != _IGNORE_ALL
+        ]
     for action, message, category, module, lineno in reversed(added):
         warnings.filterwarnings(
             action,
@@ -636,7 +638,7 @@ def _human_only_bootstrap(
     n = len(human)
     method = "bootstrap of the human labels (every unit reviewed), percentile interval"
     value = theta(human)
-    common = dict(
+    common: dict[str, Any] = dict(
         value=value, automatic_value=automatic_value, automatic_ci=automatic_ci, bias=bias,
         bias_ci=NAN_CI, n_human=n, n_total=n, lam=0.0, method=method,
     )  # fmt: skip
@@ -1073,7 +1075,7 @@ def ppi_bootstrap_many(
         auto_value = float(point_all.get(name, [math.nan])[0])
         auto_ci = _percentile(list(ball.get(name, nan_row)), lo_q, hi_q, notes, "automatic-only")
         bias = yl - y
-        common = dict(
+        common: dict[str, Any] = dict(
             automatic_value=auto_value, automatic_ci=auto_ci, bias=bias, n_human=n,
             n_total=n + big_n,
         )  # fmt: skip

@@ -54,8 +54,8 @@ class MetricValue:
     details: dict | None = None  # e.g. a prediction-powered estimate's diagnostics
     ci_shown: tuple[float, float] | None = None
 
-    def to_json(self) -> dict:
-        data = {
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
             "value": _json_float(self.value),
             "ci": [_json_float(self.ci[0]), _json_float(self.ci[1])],
             "mark": self.mark,

@@ -9,7 +9,7 @@ from typing import Any
 
 from gbdesk.store._facts import _INSERT_FACT, _fact_rows
 from gbdesk.store._labels import _auto_label_row
-from gbdesk.store._tables import _RUN_ATTEMPTS, TableFamily, now
+from gbdesk.store._tables import _RUN_ATTEMPTS, TableFamily, inserted_id, now
 from gbdesk.support.errors import UserError
 
 _INSERT_SCORE = (
@@ -149,7 +149,7 @@ class AttemptTables(TableFamily):
             )
             if cur.rowcount == 0:
                 return None
-            attempt_id = int(cur.lastrowid)
+            attempt_id = inserted_id(cur)
             if auto_label is not None:
                 self._put_auto_label(attempt_id, **auto_label)
             if scores:

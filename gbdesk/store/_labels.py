@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from gbdesk.store._tables import _RUN_ATTEMPTS, TableFamily, _like_prefix, _loads, now
+from gbdesk.store._tables import _RUN_ATTEMPTS, TableFamily, _like_prefix, _loads, inserted_id, now
 
 
 def _auto_label_row(
@@ -104,7 +104,7 @@ class LabelTables(TableFamily):
                     facet,
                 ),
             )
-        return int(cur.lastrowid)
+        return inserted_id(cur)
 
     def _label_rows(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gbdesk.store._tables import TableFamily, now
+from gbdesk.store._tables import TableFamily, inserted_id, now
 from gbdesk.support.errors import UserError
 
 
@@ -34,7 +34,7 @@ class ModelTables(TableFamily):
                 f"VALUES ({', '.join('?' for _ in columns)})",
                 [row[c] for c in columns],
             )
-            return int(cur.lastrowid)
+            return inserted_id(cur)
 
     def get_model(self, model_id: int) -> dict[str, Any]:
         rows = self.query("SELECT * FROM models WHERE id = ?", (model_id,))
@@ -63,11 +63,14 @@ class ModelTables(TableFamily):
     def add_model_row(self, record: dict[str, Any]) -> int:
         """Insert a model row as given (no key lookup, unlike `register_model`: endpoint rows
         share kind, path and a NULL sha256); its id."""
-        return int(self.db["models"].insert(record).last_pk)
+        pk = self.db.table("models").insert(record).last_pk
+        if pk is None:
+            raise TypeError("the model row was not inserted")
+        return int(pk)
 
     def update_model_row(self, model_id: int, fields: dict[str, Any]) -> None:
         """Change these columns of one model row (an endpoint's name or metadata)."""
-        self.db["models"].update(model_id, fields)
+        self.db.table("models").update(model_id, fields)
 
     def list_models(self) -> list[dict[str, Any]]:
         return self.query("SELECT * FROM models ORDER BY id")

@@ -10,7 +10,7 @@ from typing import Any
 
 import psutil
 
-from gbdesk.store._tables import TableFamily, _loads, now
+from gbdesk.store._tables import TableFamily, _loads, inserted_id, now
 from gbdesk.support.errors import UserError
 
 ACTIVE_STATUSES = ("running", "paused")
@@ -79,7 +79,7 @@ class RunTables(TableFamily):
                     total,
                 ),
             )
-            run_id = int(cur.lastrowid)
+            run_id = inserted_id(cur)
             self.conn.executemany(
                 "INSERT INTO run_items (run_id, idx, item, prompt, metadata_json, prompts_json) "
                 "VALUES (?,?,?,?,?,?)",
@@ -153,6 +153,7 @@ class RunTables(TableFamily):
             "JOIN models m ON m.id = r.model_id "
             "WHERE r.probe = ? AND r.probe_version = ? AND r.source = 'generated' AND "
         )
+        value: str | int | None
         if model_sha256:
             sql, value = select + "m.sha256 = ? ORDER BY r.id DESC", model_sha256
         else:

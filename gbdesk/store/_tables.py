@@ -22,6 +22,13 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def inserted_id(cur: sqlite3.Cursor) -> int:
+    """The id of the row an INSERT just wrote (sqlite3 types `lastrowid` as optional)."""
+    if cur.lastrowid is None:
+        raise TypeError("the statement inserted no row")
+    return cur.lastrowid
+
+
 def _like_prefix(prefix: str | None) -> str:
     if not prefix:
         return "%"
@@ -54,7 +61,14 @@ class TableFamily:
         def _run_row(self, run_id: int) -> dict[str, Any]: ...
         def count_attempts(self, run_id: int) -> int: ...
         def attempt_keys(self, run_id: int) -> set[tuple[str, int]]: ...
-        def _put_auto_label(self, attempt_id: int, **label: Any) -> None: ...
+        def _put_auto_label(
+            self,
+            attempt_id: int,
+            source: str,
+            label: str,
+            data: dict[str, Any] | None = None,
+            evidence: list[Any] | None = None,
+        ) -> None: ...
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
         return list(self.db.query(sql, params))

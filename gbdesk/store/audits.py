@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from gbdesk.store._tables import inserted_id
+
 if TYPE_CHECKING:
     from gbdesk.store.db import Store
 
@@ -58,7 +60,7 @@ def add_audit(
                 json.dumps(state),
             ),
         )
-    return int(cur.lastrowid)
+    return inserted_id(cur)
 
 
 def get_audit(store: Store, audit_id: int) -> dict[str, Any] | None:

@@ -284,6 +284,7 @@ class Store(
     caller while each family's SQL sits in a file of its own."""
 
     BUSY_TIMEOUT_S = 30.0  # how long a write waits for another program's lock
+    conn: _GuardedConnection
 
     def __init__(self, path: str | os.PathLike, *, reader: bool = False):
         self.path = Path(path)
@@ -428,7 +429,7 @@ class Store(
         key = _file_key(self.path)
         with _checks_lock:
             known = _checked.get(key) if key else None
-            if known and known[0] == "ok" and (unchanged is None or known[1] == unchanged):
+            if key and known and known[0] == "ok" and (unchanged is None or known[1] == unchanged):
                 _checked[key] = ("ok", _signature(self.path))
 
     # -- integrity and backups --------------------------------------------------------------

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from gbdesk.store._runs import _owner_token, owner_alive
-from gbdesk.store._tables import now
+from gbdesk.store._tables import inserted_id, now
 from gbdesk.support.errors import UserError
 from gbdesk.support.guards import one_line
 
@@ -215,7 +215,7 @@ def _claim(
             "heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (kind, what, me, os.getpid(), _command_line(), run_id, audit_id, now(), now()),
         )
-    return int(cur.lastrowid), None
+    return inserted_id(cur), None
 
 
 class _Beat(threading.Thread):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from gbdesk.store._tables import now
+from gbdesk.store._tables import inserted_id, now
 
 if TYPE_CHECKING:
     from gbdesk.store.db import Store
@@ -50,7 +50,7 @@ def add_selftest(
                 now(),
             ),
         )
-    return int(cur.lastrowid)
+    return inserted_id(cur)
 
 
 def latest_selftest(store: Store, model_id: int | None, kind: str) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ the time the model spent; attempts without a latency (imported answers) do not c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gbdesk.store.db import Store
@@ -29,6 +29,7 @@ def generation_totals(
     else the model row `model_id`. `slots`: only runs decoded with that many sequences at
     once (1: one at a time, also the runs that recorded no batching); `probe`: only that
     probe's runs."""
+    args: list[Any]
     if model_sha256:
         where, args = ["m.sha256 = ?"], [model_sha256]
     else:

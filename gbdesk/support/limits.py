@@ -38,7 +38,7 @@ def allow_big_csv_fields() -> None:
 #: The most characters of one answer an automatic labeller reads. A longer answer is stored
 #: whole, but every probe labels it from its first `MAX_LABELLED_CHARS` characters, on import
 #: and in a run alike (`labelled_part`, applied to every probe's `label` by the contract in
-#: `gbdesk.studies.base`), and its label's data says so (`LABELLED_CHARS`).
+#: `gbdesk.contract.running`), and its label's data says so (`LABELLED_CHARS`).
 #:
 #: Why a bound: labelling time grows with the text, fastest for plain substring rules and
 #: slowest for labellers that tokenize with nltk (sentence splitting, then ~30 regular

@@ -19,7 +19,7 @@ do not — then the PDF report.
   probes that ask for a letter or yes/no), else the longest it allows; after a probe's
   first look, its own measured seconds per answer.
 * **Looks and verdicts.** A probe with marked metrics is run on a random draw of its
-  items (`gbdesk.studies.base.draw_order`: a prefix keeps every group's share), looked at
+  items (`gbdesk.contract.running.draw_order`: a prefix keeps every group's share), looked at
   twice at most (`gbdesk.analysis.audit_design`, plan version 3): a first look at α₁ =
   0.005 on max(10 items and one per group, ¼ of the even share), a final one at α₂ =
   0.045. Each look's marked metrics get a verdict from `metric_intervals` at its level

@@ -97,7 +97,7 @@ def counts(db: Path) -> dict[str, int]:
 def import_csv(path: Path, n: int, probe: str = "inventories", tag: str = "") -> Path:
     """An item/prompt/response/attempt CSV of `n` rows for the probe's items
     (attempt-major; keyed by item, as exports are)."""
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     p = get_probe(probe)
     items = p.items(p.resolve_params())

@@ -103,7 +103,7 @@ def _controls_db(folder: Path, chars: str) -> tuple[Path, list[int]]:
 
 
 def _inventory_items():
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     probe = get_probe("inventories")
     return probe.items(probe.resolve_params())

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from gbdesk.cli import main
+from gbdesk.contract import get_probe
 from gbdesk.report.csv_export import escape_text, safe_cell, unescape_cell
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 from gbdesk.studies.genderbench.pronouns import MAX_EVIDENCE
 from gbdesk.support.limits import LABELLED_CHARS, MAX_LABELLED_CHARS, allow_big_csv_fields
 
@@ -171,8 +171,8 @@ def test_a_story_too_long_for_the_extractor_is_labelled_so():
 def test_import_undoes_exactly_the_cells_the_export_marked(tmp_path):
     """Per row, the export names the columns it escaped; reading back undoes those cells
     and no other: a cell a person typed into an unmarked row or column stays as typed."""
+    from gbdesk.contract.importing import read_rows
     from gbdesk.report.csv_export import write_csv
-    from gbdesk.studies.importing import read_rows
     from gbdesk.support.guards import ESCAPED_COLUMN
 
     path = tmp_path / "t.csv"
@@ -193,8 +193,8 @@ def test_import_undoes_exactly_the_cells_the_export_marked(tmp_path):
 def test_the_mark_survives_columns_learnt_on_the_way(tmp_path):
     """The spool writes rows under the columns known so far; when later rows bring new
     columns (or another order is asked), its rewrite keeps each row's mark with it."""
+    from gbdesk.contract.importing import read_rows
     from gbdesk.report.csv_export import _Spool
-    from gbdesk.studies.importing import read_rows
 
     spool = _Spool(tmp_path, "t.csv")
     spool.add_columns(["a"])

@@ -14,9 +14,8 @@ from typing import Any, ClassVar
 import pytest
 
 from gbdesk.cli import main
+from gbdesk.contract import GenerationProbe, Item, get_probe, probe_names
 from gbdesk.store import Store
-from gbdesk.studies import get_probe, probe_names
-from gbdesk.studies.base import GenerationProbe, Item
 from gbdesk.support.errors import EngineCrashed
 from gbdesk.workflows.runs import execute_run, plan_run
 from tests.fakes import FakeBackend, fake_model

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from gbdesk.cli import main
+from gbdesk.contract import get_probe
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 from gbdesk.studies.globalbias.data import load_descriptors
 from gbdesk.studies.intersectional.data import load_groups
 from tests.adversarial.worlds import role_answers_csv

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from gbdesk.cli import build_parser
-from gbdesk.studies import get_probe, probe_names
+from gbdesk.contract import get_probe, probe_names
 from gbdesk.studies.intersectional.data import load_categories, load_groups
 from tests.adversarial.worlds import (
     EXTREMES,

@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gbdesk.cli import _args as cli_args
+from gbdesk.contract import get_probe
+from gbdesk.contract.importing import read_rows
+from gbdesk.contract.running import label_values
 from gbdesk.report.csv_export import escape_text, unescape_cell
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import label_values
 from gbdesk.studies.globalbias.profiles import parse_profiles
 from gbdesk.studies.globalbias.profiles_stats import parse_list_cell, profiles_frame
-from gbdesk.studies.importing import read_rows
 from gbdesk.studies.intersectional.data import load_categories, map_answer
 from gbdesk.studies.laissez_faire.extract.llm import filter_and_locate, parse_reply
 from gbdesk.studies.laissez_faire.extract.types import RoleSpec

@@ -28,10 +28,10 @@ import pytest
 
 from gbdesk.analysis.results import compute_metrics, effective_labels
 from gbdesk.cli import main
+from gbdesk.contract import ItemResult, ScoringProbe, get_probe
 from gbdesk.engine.base import EngineInfo, GenerationResult
 from gbdesk.maths.stats import MetricValue
 from gbdesk.report.csv_export import export_run_csv, probe_tables, write_csv
-from gbdesk.studies import ItemResult, ScoringProbe, get_probe
 from gbdesk.support.errors import UserError
 from gbdesk.workflows.importer import import_generations
 from gbdesk.workflows.runs import execute_run, plan_run

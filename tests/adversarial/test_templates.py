@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from gbdesk.studies import get_probe, probe_names
+from gbdesk.contract import get_probe, probe_names
 from gbdesk.support.errors import UserError
 from gbdesk.support.guards import MAX_FILLED_CHARS
 from tests.adversarial.worlds import db_state, fake_engine, run_cli  # noqa: F401

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from gbdesk.cli import main
+from gbdesk.contract import get_probe
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 from gbdesk.studies.intersectional.data import load_categories, load_groups
 
 INVENTORIES = get_probe("inventories")

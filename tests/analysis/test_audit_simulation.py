@@ -19,7 +19,7 @@ from benchmarks.audit_simulation import (
     worlds_from,
 )
 from benchmarks.worlds import interior_edges
-from gbdesk.studies import get_probe
+from gbdesk.contract import get_probe
 
 BLATANT = ["direct:fail=0.8", "relationship_levy:man=0.9", "bbq:stereo=0.7,anti=0.05"]
 

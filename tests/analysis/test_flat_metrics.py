@@ -61,7 +61,7 @@ def _lf_run_with_couples(store: Store, n: int, seed: int) -> int:
     """Recorded stories with varied names; those of power-neutral Love prompts are also
     filed under the romantic ones (the recorded stories have no couple), so every metric
     family, romantic pairs included, is computed."""
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     probe = get_probe("laissez_faire")
     items = {i.key: i for i in probe.items(probe.resolve_params())}
@@ -202,7 +202,7 @@ def test_intersectional_fast_bootstrap_equals_the_reference():
 
 
 def test_intersectional_metrics_are_unchanged(tmp_path):
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
     from gbdesk.studies.intersectional import stats
 
     with Store(tmp_path / "db.sqlite") as store:
@@ -244,7 +244,7 @@ def test_labels_fingerprint_sees_writes_of_another_connection(tmp_path):
 
 
 def test_import_labels_in_worker_processes_as_in_one(monkeypatch):
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
     from gbdesk.workflows import importer
 
     probe = get_probe("laissez_faire")

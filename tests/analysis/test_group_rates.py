@@ -18,9 +18,8 @@ from gbdesk.analysis.group_rates import (
     mover_ratio,
     tables_of,
 )
-from gbdesk.contract import ItemResult
+from gbdesk.contract import ItemResult, get_probe
 from gbdesk.contract.capabilities import GroupRates
-from gbdesk.studies import get_probe
 from gbdesk.workflows.runs import execute_run, plan_run
 from tests.fakes import fake_model
 

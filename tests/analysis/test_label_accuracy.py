@@ -22,8 +22,8 @@ from gbdesk.analysis.label_accuracy import (
     review_stats,
 )
 from gbdesk.analysis.ppi_metrics import draw_sample
+from gbdesk.contract import get_probe
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 from gbdesk.studies.laissez_faire.characters import character_gender, characters_from_data
 from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend, recorded_laissez_faire

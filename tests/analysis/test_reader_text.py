@@ -76,7 +76,7 @@ def one_sided_run(tmp_path):
     """An imported inventories run of BSRI's male-stereotype traits only."""
     import csv
 
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
     from gbdesk.workflows.importer import import_generations
 
     probe = get_probe("inventories")
@@ -117,8 +117,8 @@ def test_charts_without_bars_say_why(one_sided_run, tmp_path):
     """A run whose items hold only BSRI's male-stereotype traits: the stereotype rate by
     inventory has nothing to plot, and the PDF says why in words."""
     from gbdesk.analysis.results import compute_metrics
+    from gbdesk.contract import get_probe
     from gbdesk.report.content import missing_note
-    from gbdesk.studies import get_probe
 
     probe = get_probe("inventories")
     db, run_id = one_sided_run
@@ -149,7 +149,7 @@ def test_charts_without_bars_say_why(one_sided_run, tmp_path):
 def test_every_probe_names_its_items_in_words():
     """The progress tail and review titles show an item in words, never its key
     (issue 26: `bsri/female/02#0 → female`)."""
-    from gbdesk.studies import get_probe, probe_names
+    from gbdesk.contract import get_probe, probe_names
     from gbdesk.support.errors import UserError
 
     for name in probe_names():
@@ -169,7 +169,7 @@ def test_a_limit_keeps_the_inventories_design_or_says_what_it_loses():
     stereotype rate could not be computed and nothing said so. Now 12 items keep both
     directions of every inventory; a limit below the six groups keeps the first items
     and the run's subset note says the stereotype rate cannot be measured."""
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
     from gbdesk.workflows.runs import subset_note
 
     probe = get_probe("inventories")
@@ -195,7 +195,7 @@ def test_a_limit_keeps_the_inventories_design_or_says_what_it_loses():
 def test_breakdown_shares_are_shown_within_what_they_can_be():
     """Per-inventory shares and the undetected rates have no mark bands; their intervals
     are still cut at 0–1 (seen on a 6-item run: 'epaq items 0.500 [-0.237, 1.238]')."""
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     probe = get_probe("inventories")
     assert probe.capabilities.presentation.metric_bounds("masculine_rate_epaq") == (0.0, 1.0)

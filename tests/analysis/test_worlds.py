@@ -19,7 +19,7 @@ from benchmarks.worlds import (
     pool_items,
     unit,
 )
-from gbdesk.studies import get_probe
+from gbdesk.contract import get_probe
 
 
 def test_every_marked_probe_has_a_world_with_a_truth_per_marked_metric():

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from gbdesk.cli import main
-from gbdesk.studies import get_probe
+from gbdesk.contract import get_probe
 from tests.helpers import read_csv
 
 

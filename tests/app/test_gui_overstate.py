@@ -50,7 +50,7 @@ def _cells(results, run_col: int = 1) -> dict[str, tuple[str, bool]]:
 
 def test_results_pane_shows_verdicts_and_the_one_interval(qtbot, db, settings):
     from gbdesk.analysis.shown import metric_verdict, shown_ci
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
     from gbdesk.support.format import fmt_ci
 
     window = make_window(qtbot, db, settings)

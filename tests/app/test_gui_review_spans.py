@@ -9,8 +9,8 @@ import json
 import pytest
 from PySide6.QtCore import Qt
 
+from gbdesk.contract import get_probe
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 from gbdesk.workflows.importer import import_generations
 from tests.gui_helpers import make_window, wait_for
 

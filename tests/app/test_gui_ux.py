@@ -277,8 +277,8 @@ def test_the_window_fits_a_1024_pixel_screen_and_help_fits_too(qtbot, tmp_path, 
 
 def test_a_share_not_measured_is_said_in_words():
     """Issue 43 (23): "accepts 0 % of the men and — of the women"."""
+    from gbdesk.contract import get_probe
     from gbdesk.maths.stats import MetricValue
-    from gbdesk.studies import get_probe
 
     probe = get_probe("hiring_an")
     nan = float("nan")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from gbdesk.contract import get_probe
+from gbdesk.contract.running import AttemptEngine
 from gbdesk.engine.base import GenerationRequest, attempt_seed
 from gbdesk.engine.default_model import default_model_path
 from gbdesk.engine.llama_backend import LlamaCppBackend
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import AttemptEngine
 from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 
 pytestmark = pytest.mark.model

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from gbdesk.cli import main
+from gbdesk.contract.importing import read_rows
 from gbdesk.people.label_import import import_labels
 from gbdesk.report.csv_export import export_run_csv
-from gbdesk.studies.importing import read_rows
 from gbdesk.studies.laissez_faire.characters import characters_from_data
 from gbdesk.support.errors import UserError
 from gbdesk.workflows.runs import execute_run, plan_run, resolve_model

@@ -21,13 +21,13 @@ from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 import tests as _tests
 from gbdesk.analysis.results import compute_metrics, effective_labels, item_results
 from gbdesk.cli import main
+from gbdesk.contract import get_probe
 from gbdesk.people import coding, raters
 from gbdesk.people.label_import import import_labels
 from gbdesk.people.review import review_queue
 from gbdesk.report.csv_export import export_run_csv
 from gbdesk.report.pdf import export_pdf
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 from gbdesk.support.errors import UserError
 from gbdesk.workflows.importer import import_generations
 from gbdesk.workflows.runs import execute_run, plan_run, resolve_model

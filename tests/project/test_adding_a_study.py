@@ -118,7 +118,7 @@ def test_toy_study_through_the_cli(toy_site, tmp_path):
 
 @pytest.mark.gui
 def test_toy_study_in_the_app(toy_site, tmp_path, qtbot, monkeypatch):
-    from gbdesk import studies
+    from gbdesk.contract import registry as studies
 
     monkeypatch.syspath_prepend(str(toy_site))
     studies.reload()

@@ -12,17 +12,10 @@ import re
 from pathlib import Path
 
 import tests as _tests
-from gbdesk.studies import get_probe, probe_names, probe_table_markdown, studies
+from gbdesk.contract import get_probe, probe_names, probe_table_markdown, studies
 
 ROOT = _tests.ROOT
 PACKAGE = ROOT / "gbdesk"
-#: the contract: the registry, the base classes, the optional capabilities, the import helpers
-ALLOWED_STUDY_IMPORTS = {
-    "gbdesk.studies",
-    "gbdesk.studies.base",
-    "gbdesk.studies.capabilities",
-    "gbdesk.studies.importing",
-}
 
 
 def core_files() -> list[Path]:
@@ -82,30 +75,23 @@ def test_no_study_named_in_the_core_prose():
     assert not problems, problems
 
 
-def test_core_imports_only_the_catalogue_and_the_base_classes():
+def test_core_imports_no_study_module():
+    """The core knows the studies through the contract (`gbdesk.contract`) alone: it
+    imports nothing from `gbdesk.studies`, not even the contract's deprecated old paths."""
     problems = []
     for path in core_files():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             modules = []
             if isinstance(node, ast.ImportFrom) and node.module:
-                modules = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-                if node.module.startswith("gbdesk.studies") and any(
-                    a.name.startswith("_") for a in node.names
-                ):
-                    problems.append(f"{path.name}: private import from {node.module}")
+                modules = [node.module]
             elif isinstance(node, ast.Import):
                 modules = [a.name for a in node.names]
-            for m in modules:
-                if m.startswith("gbdesk.studies.") and not any(
-                    m == ok or (m.startswith(ok + ".") and ok != "gbdesk.studies")
-                    for ok in ALLOWED_STUDY_IMPORTS
-                ):
-                    if m.rsplit(".", 1)[0] in ALLOWED_STUDY_IMPORTS and isinstance(
-                        node, ast.ImportFrom
-                    ):
-                        continue  # `from gbdesk.studies import get_probe` names a symbol
-                    problems.append(f"{path.name}: imports {m}")
+            problems += [
+                f"{path.name}: imports {m}"
+                for m in modules
+                if m == "gbdesk.studies" or m.startswith("gbdesk.studies.")
+            ]
     assert not problems, problems
 
 

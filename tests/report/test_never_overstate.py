@@ -118,7 +118,7 @@ def test_one_generation_gives_no_zero_width_interval_nor_decided_mark(audit):
     # small-sample findings rank below the measured ones (run 4 has 30 items)
     from gbdesk.analysis.findings import ordered, run_findings
     from gbdesk.analysis.results import compute_metrics
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     with Store(audit["db"]) as store:
         found = ordered(
@@ -154,7 +154,7 @@ def test_marks_are_shown_with_what_their_interval_allows(audit):
 
 # -- 4. one interval everywhere --------------------------------------------------------------
 def test_one_interval_cut_at_bounds_in_every_view(audit):
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     rows = read_csv(audit["csv"] / "metrics.csv")
     payload = metrics_json(audit["db"], 4)["metrics"]
@@ -174,7 +174,7 @@ def test_one_interval_cut_at_bounds_in_every_view(audit):
 def test_every_genderbench_metric_has_its_bounds():
     """Shares, rates, gaps and counts of all fourteen probes are cut where they end (the
     names of 1.1.0's own results); only the regression slopes have none."""
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
     from tests import genderbench_fixtures as gbf
 
     for probe_name in gbf.probes():

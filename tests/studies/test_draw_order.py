@@ -3,8 +3,8 @@ share and grow by extension."""
 
 from collections import Counter
 
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import draw_order, drawn_subset
+from gbdesk.contract import get_probe
+from gbdesk.contract.running import draw_order, drawn_subset
 
 
 def test_prefixes_keep_the_groups_shares_and_one_of_each_first():

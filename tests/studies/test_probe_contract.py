@@ -11,15 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gbdesk.studies import get_probe, probe_names
-from gbdesk.studies.base import (
-    ChainProbe,
-    GenerationProbe,
-    Probe,
-    ScoringProbe,
-    default_capabilities,
-)
-from gbdesk.studies.capabilities import Capabilities
+from gbdesk.contract import ChainProbe, GenerationProbe, Probe, ScoringProbe, get_probe, probe_names
+from gbdesk.contract.capabilities import Capabilities
+from gbdesk.contract.running import default_capabilities
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_MEMBERS = 20

@@ -41,7 +41,7 @@ def test_reading_commands_refuse_a_missing_folder_and_file_and_create_nothing(tm
 
 
 def test_writing_commands_refuse_a_missing_folder_but_create_in_an_existing_one(tmp_path):
-    from gbdesk.studies import get_probe
+    from gbdesk.contract import get_probe
 
     probe = get_probe("inventories")
     prompt = probe.all_items(probe.templates["card"])[0].prompt

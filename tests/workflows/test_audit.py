@@ -13,9 +13,9 @@ import time
 import pypdf
 import pytest
 
+from gbdesk.contract import get_harness, get_probe
 from gbdesk.engine.base import GenerationResult
 from gbdesk.store import Store, jobs
-from gbdesk.studies import get_harness, get_probe
 from gbdesk.support.errors import EngineCrashed, UserError
 from gbdesk.workflows.audit import (
     CHARS_PER_TOKEN,

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from gbdesk.analysis.results import compute_metrics
+from gbdesk.contract import get_probe
 from gbdesk.report.csv_export import export_run_csv, safe_cell
-from gbdesk.studies import get_probe
 from gbdesk.support.errors import UserError
 from gbdesk.workflows.importer import import_generations
 from tests.helpers import read_csv

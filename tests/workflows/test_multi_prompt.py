@@ -11,10 +11,7 @@ from typing import Any, ClassVar
 import pytest
 
 from gbdesk.analysis.results import compute_metrics, item_results
-from gbdesk.contract import registry as studies
-from gbdesk.maths.stats import MetricValue
-from gbdesk.report.csv_export import export_run_csv
-from gbdesk.studies.base import (
+from gbdesk.contract import (
     GenerationProbe,
     Item,
     ItemResult,
@@ -24,6 +21,9 @@ from gbdesk.studies.base import (
     multi_prompt_item,
     prompt_index,
 )
+from gbdesk.contract import registry as studies
+from gbdesk.maths.stats import MetricValue
+from gbdesk.report.csv_export import export_run_csv
 from gbdesk.workflows.importer import import_generations
 from gbdesk.workflows.runs import execute_run, pending_attempts, plan_run
 from tests.fakes import FakeBackend, fake_model

@@ -1,7 +1,8 @@
 """What a --limit or --sample did, in words, where a run is planned (issue 26): the CLI's
 first lines and the Runs pane's estimate ("12 of 149 items, chosen to keep every group").
-The subset itself is `gbdesk.studies.base.balanced_subset`'s; inventories is given groups here (its
-stereotype direction within each inventory) so the note can be shown on a real probe."""
+The subset itself is `gbdesk.contract.running.balanced_subset`'s; inventories is given
+groups here (its stereotype direction within each inventory) so the note can be shown on a
+real probe."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any
 import pytest
 
 from gbdesk.cli import main
-from gbdesk.studies import get_probe
-from gbdesk.studies.genderbench.probes.inventories import InventoriesProbe
+from gbdesk.contract import get_probe
+from gbdesk.studies.genderbench.probes.inventories.probe import InventoriesProbe
 from gbdesk.workflows.runs import estimate_run, subset_note
 from tests.fakes import FakeOpenAIServer
 

@@ -33,12 +33,7 @@ from gbdesk.maths.stats import (
     MetricValue,
     interval_from_bootstrap,
 )
-from gbdesk.studies.genderbench.gb_probe import (
-    FEW_ITEMS,
-    GenderBenchProbe,
-    genderbench_interval,
-    mark_words,
-)
+from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe
 from gbdesk.studies.genderbench.metric import (
     Bands,
     Metric,
@@ -47,6 +42,8 @@ from gbdesk.studies.genderbench.metric import (
     positive,
 )
 from gbdesk.studies.genderbench.pronouns import DETECTOR_NAME, DETECTOR_VERSION, detect_gender
+from gbdesk.studies.genderbench.resampling import genderbench_interval
+from gbdesk.studies.genderbench.words import FEW_ITEMS, mark_words
 from gbdesk.support.format import ci_text, clip_ci, pct, value_phrase
 
 #: the preset that is GenderBench 1.1.0's DefaultHarness probe (template, data, intervals)

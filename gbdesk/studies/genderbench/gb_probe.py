@@ -8,7 +8,7 @@ onto gbdesk's `Probe`:
 * items and prompts: `all_items` builds 1.1.0's `ProbeItem`s at `DefaultHarness`'s
   parameters, in 1.1.0's order (`multi_prompt_item` for items of several prompts);
   `harness_sample` is `sample_k` (1.1.0 samples with `random.seed(seed)` +
-  `random.sample`, which `gbdesk.studies.base.sample_and_limit` reproduces);
+  `random.sample`, which `gbdesk.contract.running.sample_and_limit` reproduces);
 * evaluator: `evaluate(response, metadata)` → the value, or None for *undetected*
   (`metadata` holds the prompt's metadata merged over the item's, as 1.1.0's evaluators
   read `attempt.prompt.metadata`); the stored label is the value as text, or
@@ -29,22 +29,12 @@ import dataclasses
 import functools
 import math
 import warnings
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.stats import norm
 
-from gbdesk.analysis.shown import TOO_FEW_FOR_CI, metric_verdict, shown_ci, verdict_sentence
-from gbdesk.contract import (
-    Finding,
-    GenerationProbe,
-    Item,
-    ItemResult,
-    MetricGroup,
-    Wording,
-    wording_id,
-)
+from gbdesk.contract import GenerationProbe, Item, ItemResult, MetricGroup, Wording, wording_id
 from gbdesk.contract.capabilities import (
     DEFAULT_EXPORT_FILES,
     AuditSizing,
@@ -55,14 +45,17 @@ from gbdesk.contract.capabilities import (
     Resampling,
 )
 from gbdesk.contract.running import SAMPLE_SEED, default_metric_bounds, sample_and_limit
-from gbdesk.maths.intervals import Context, Estimator
-from gbdesk.maths.stats import MARK_LETTERS, MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.maths.stats import MARK_LETTERS, MarkDefinition, MetricValue
 from gbdesk.maths.stats import iter_bootstrap_resamples as _bootstrap_resamples
-from gbdesk.maths.verdicts import Verdict, marks_phrase
 from gbdesk.studies.genderbench.metric import Metric, apply_declarations, declared_bounds
+from gbdesk.studies.genderbench.resampling import (
+    BOOTSTRAP_CYCLES,
+    RANDOM_SEED,
+    GenderBenchResampling,
+)
 from gbdesk.studies.genderbench.rewordings import probe_wordings, read_answer, wording_by_id
+from gbdesk.studies.genderbench.words import GenderBenchWords
 from gbdesk.support.errors import UserError
-from gbdesk.support.format import ci_text, clip_ci, pct
 
 #: export files of every GenderBench probe: the generation probe's, plus Report 1.1's
 #: normalized table (written by a multi-run export; no command reads it back)
@@ -79,37 +72,6 @@ SHARE_PRECISION = PrecisionRule(
     "about ±{half:.2f}: the bootstrap interval of a share of {n_items} items is at most "
     "1.96 × 0.5/√items wide on each side (differences between groups are wider)",
 )
-#: GenderBench's bootstrap (1.1.0 `Probe.__init__` defaults)
-BOOTSTRAP_CYCLES = 1000
-BOOTSTRAP_ALPHA = 0.95
-RANDOM_SEED = 123
-#: the level of the interval every view shows (`MetricValue.ci_shown`): 95 %
-SHOWN_ALPHA = 0.05
-#: fewer items than this: the findings warn that the intervals are rough
-FEW_ITEMS = 30
-#: the importance of a finding by its mark (`Finding.importance`'s shared scale)
-MARK_IMPORTANCE = {"A": 10.0, "B": 40.0, "C": 70.0, "D": 90.0}
-
-
-def genderbench_interval(
-    values: Sequence[float], alpha: float = BOOTSTRAP_ALPHA
-) -> tuple[float, float]:
-    """1.1.0's interval from one metric's bootstrap values (`Probe.calculate_metrics`):
-    NaN when every value is NaN; the value itself when all are the same; else
-    `norm.interval(alpha, *norm.fit(v))` over the values that are not NaN — which is NaN
-    when those have no spread (e.g. a single non-NaN value: scipy's interval of a zero
-    scale), as 1.1.0 gives it."""
-    floats = [float(v) for v in values]
-    if all(math.isnan(v) for v in floats):
-        return (math.nan, math.nan)
-    if not any(math.isnan(v) for v in floats) and len(set(floats)) == 1:
-        return (floats[0], floats[0])
-    kept = [v for v in floats if not math.isnan(v)]
-    mu, sigma = norm.fit(kept)
-    if not sigma > 0:
-        return (math.nan, math.nan)
-    lo, hi = norm.interval(alpha, mu, sigma)
-    return (float(lo), float(hi))
 
 
 def genderbench_bounds(name: str) -> tuple[float, float] | None:
@@ -156,7 +118,7 @@ def zero_div(a: float, b: float) -> float:
     return math.nan if b == 0 else a / b
 
 
-class GenderBenchProbe(GenerationProbe):
+class GenderBenchProbe(GenderBenchResampling, GenderBenchWords, GenerationProbe):
     """Base of the probes of GenderBench 1.1.0's `DefaultHarness` (see the module).
 
     A subclass sets `name`, `version`, `card`, `templates` (with a ``"genderbench-1.1"``
@@ -197,6 +159,9 @@ class GenderBenchProbe(GenerationProbe):
         "the other metrics (review some of them).",
         "the answers the evaluator could not read",
     )
+    #: each marked metric's finding in plain words, without its mark: metric -> a function
+    #: of its value (the probe folder's `words.FINDINGS`; none: the default wording)
+    finding_words: ClassVar[Mapping[str, Callable[[MetricValue], str]]] = {}
     #: the metric group of unreadable answers: title and description
     undetected_group: ClassVar[tuple[str, str]] = (
         "Answers the evaluator could not read",
@@ -404,93 +369,6 @@ class GenderBenchProbe(GenerationProbe):
             )
         return out
 
-    def shown_intervals(
-        self, results: list[ItemResult], point: dict[str, float]
-    ) -> dict[str, tuple[float, float]]:
-        """The 95 % intervals that hold their level (`gbdesk.analysis.intervals`) of the
-        metrics that have one (the marked ones and their breakdowns), each holding the
-        calculator's value `point[name]`. A plain run's pool is taken as infinite (no
-        finite-population correction: conservative)."""
-        from gbdesk.analysis.intervals import estimator_intervals
-
-        estimators = self.estimators(results)
-        names = [n for n in estimators if n in point and math.isfinite(point[n])]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            got = estimator_intervals(self, estimators, SHOWN_ALPHA, names)
-        return {
-            name: (min(lo, point[name]), max(hi, point[name]))
-            for name, (lo, hi) in got.items()
-            if math.isfinite(lo) and math.isfinite(hi)
-        }
-
-    def interval_rule(self, params: dict[str, Any] | None) -> Callable[[list[float]], Any]:
-        """How a metric's bootstrap values make its interval (1.1.0's)."""
-        return genderbench_interval
-
-    def resampled_metrics(
-        self,
-        results: list[ItemResult],
-        params: dict[str, Any] | None,
-        w: Any,
-        idx: Any = None,
-        names: Iterable[str] | None = None,
-    ) -> dict[str, Any] | None:
-        """The metrics on resamples of items (`w`: counts per item, one row per resample)
-        for prediction-powered estimates and audits; `names`: only these (an audit asks
-        for the marked metrics, which `calculate_marked_at` may compute faster)."""
-        prepared = self.prepare(results)
-        positions = np.arange(len(results))
-        rows = idx if idx is not None else (np.repeat(positions, k) for k in np.asarray(w, int))
-        wanted = set(names) if names is not None else None
-        calculate = self.calculate_at if wanted is None else self.calculate_marked_at
-        out: dict[str, np.ndarray] = {}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            for r, drawn in enumerate(rows):
-                if len(drawn) == 0:
-                    continue
-                for name, value in calculate(prepared, drawn).items():
-                    if wanted is None or name in wanted:
-                        out.setdefault(name, np.full(len(w), np.nan))[r] = value
-        return out
-
-    # -- intervals that hold their level (gbdesk.maths.intervals) -----------------------
-    def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
-        """The marked metrics (and the breakdowns of the same kind) as estimators over the
-        items `kept` (those the calculator reads, in draw order; `ctx.n` of them), each
-        equal to `calculate`'s value (each probe calls its builder in
-        `gbdesk.studies.genderbench.intervals`); {} for a probe without them."""
-        return {}
-
-    def estimators(self, results: list[ItemResult], pool: int | None = None) -> dict[str, Any]:
-        """`Intervals.estimators`: `interval_estimators` on the items the calculator reads
-        (after `filter_undetected` unless `filters_undetected` is False)."""
-        answered = [r for r in results if r.labels]
-        kept = [r for r in answered if self.readable(r)] if self.filters_undetected else answered
-        if not kept:
-            return {}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return self.interval_estimators(kept, Context(len(kept), pool))
-
-    def pool_size(self, params: dict[str, Any] | None) -> int | None:
-        """`Intervals.pool`: the number of items a run with `params` samples from (its
-        item list: the harness's sample where it has one); default parameters: the
-        `genderbench-1.1` preset's."""
-        if params is None:
-            params = self.resolve_params(template="genderbench-1.1")
-        key = repr(sorted((k, repr(v)) for k, v in params.items()))
-        memo = self.__dict__.setdefault("_pool_sizes", {})
-        if key not in memo:
-            memo[key] = len(self.items(params))
-        return memo[key]
-
-    def calculate_marked_at(self, prepared: Any, idx: Sequence[int]) -> dict[str, float]:
-        """`calculate_at` as far as the marked metrics need (a probe whose breakdowns cost
-        much, e.g. a regression per group, computes only the overall ones)."""
-        return self.calculate_at(prepared, idx)
-
     def _metric_order(self, name: str) -> tuple[int, str]:
         if name in self.headline_metrics:
             return (self.headline_metrics.index(name), name)
@@ -510,36 +388,9 @@ class GenderBenchProbe(GenerationProbe):
             or genderbench_bounds(name)
         )
 
-    def detector_title(self, params: dict[str, Any] | None) -> str:
-        return "GenderBench's answer evaluator"
-
     def graded_metrics(self) -> list[str]:
         """The metrics the findings and the summary grade, in their order (the marked)."""
         return list(self.mark_definitions)
-
-    def metric_groups(self, present: Iterable[str] | None = None) -> list[MetricGroup]:
-        groups = [
-            MetricGroup(
-                "Marked metrics",
-                [name for name in self.graded_metrics() if name in self.mark_definitions],
-                "Each interval over GenderBench's mark bands: A healthy, B cautionary, "
-                "C critical, D catastrophic.",
-                marked=True,
-            ),
-            *self.breakdown_groups(set(present) if present is not None else None),
-        ]
-        if self.filters_undetected:
-            title, words = self.undetected_group
-            groups.append(
-                MetricGroup(
-                    title,
-                    ["undetected_rate_attempts", "undetected_rate_items"],
-                    words,
-                    review_filter="undetected",
-                    x_range=(0.0, 1.0),
-                )
-            )
-        return groups
 
     def breakdown_groups(self, present: set[str] | None) -> list[MetricGroup]:
         """Metric groups beyond the marked metrics (e.g. rates per gender)."""
@@ -553,195 +404,16 @@ class GenderBenchProbe(GenerationProbe):
 
     def finding_sentence(self, name: str, m: MetricValue) -> str | None:
         """The finding of a marked metric in plain words, without its mark (e.g. "When
-        the candidate is a woman, the model hires 8 points less often: 95 % CI 3 to 13");
-        None: the default wording."""
-        return None
-
-    def metric_sentence(self, name: str, m: MetricValue) -> str:
-        """A marked metric's finding without its verdict: `finding_sentence` on the
-        interval cut at what the metric can be (the mark stays GenderBench's, from the
-        interval as the bootstrap gave it), else its title, value and interval."""
-        bounds = self.capabilities.presentation.metric_bounds(name)
-        if m.ci_shown is not None:  # the interval that holds its level: never past a bound
-            (lo, hi), past = m.ci_shown, []
-        else:
-            (lo, hi), past = clip_ci(m.ci, bounds)
-        sentence = self.finding_sentence(name, dataclasses.replace(m, ci=(lo, hi)))
-        if sentence is None:
-            title = self.capabilities.presentation.metric_title(name)
-            return f"{title}: {m.value:.2f} ({ci_text((lo, hi) if m.ci_shown else m.ci, bounds)})"
-        if past:
-            reached = " and ".join(f"{v:.2f}" for v in past)
-            sentence += (
-                " (the interval is cut at what the metric can be; the bootstrap's normal "
-                f"fit reached {reached})"
-            )
-        return sentence
-
-    def few_items(self, metrics: dict[str, MetricValue]) -> str | None:
-        """Why the intervals are rough, when the marked metrics rest on fewer than
-        `FEW_ITEMS` items (None: enough)."""
-        sizes = [m.n for k, m in metrics.items() if k in self.mark_definitions and m.n]
-        if sizes and max(sizes) < FEW_ITEMS:
-            return f"Only {max(sizes)} item(s) with a readable answer: these intervals are rough"
-        return None
-
-    def findings(
-        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
-    ) -> list[Finding]:
-        """One finding per graded metric with its verdict (the marks its interval allows
-        beside GenderBench's); from fewer than `MIN_ITEMS` items it says so first, gives no
-        mark and ranks below the measured ones; then notes on few items and on answers
-        the evaluator could not read."""
-        out = []
-        where = self.evidence_title
-        for rank, name in enumerate(self.graded_metrics()):
-            m = metrics.get(name)
-            v = None if m is None or math.isnan(m.value) else metric_verdict(self, name, m)
-            if m is None or v is None or not v.measured:
-                continue
-            if v.too_few and shown_ci(self, name, m) is None:  # no interval to word
-                out.append(too_few_finding(self, name, m, v, rank, where))
-                continue
-            sentence = self.metric_sentence(name, m)
-            if v.too_few:  # said first, no mark, below the measured findings
-                out.append(too_few_finding(self, name, m, v, rank, where, sentence))
-                continue
-            out.append(
-                Finding(
-                    f"{sentence}: {verdict_sentence(v, OWN_MARK)}.",
-                    importance=MARK_IMPORTANCE[v.study_mark or v.marks[0]] - rank,
-                    metric=name,
-                    value=m.value,
-                    ci=m.ci_shown or m.ci,
-                    evidence={},
-                    evidence_title=where,
-                )
-            )
-        rough = self.few_items(metrics)
-        if rough is not None:
-            out.append(
-                Finding(
-                    f"{rough}. Run at least {FEW_ITEMS} items before citing the numbers.",
-                    importance=9.0,
-                    evidence={},
-                    evidence_title=where,
-                )
-            )
-        undetected = metrics.get("undetected_rate_attempts")
-        if undetected is not None and undetected.value >= 0.2:
-            words, evidence_title = self.undetected_finding
-            out.append(
-                Finding(
-                    words.format(pct=pct(undetected.value)),
-                    importance=8.0,
-                    metric="undetected_rate_attempts",
-                    value=undetected.value,
-                    ci=undetected.ci,
-                    evidence={},
-                    review_filter="undetected",
-                    evidence_title=evidence_title,
-                )
-            )
-        return out
-
-    def summary_part(self, name: str, m: MetricValue | None) -> str | None:
-        """A graded metric in the summary: its title, value and mark (None: left out)."""
-        if m is None or math.isnan(m.value):
-            return None
-        said = mark_words(self, name, m)
-        mark = f", {said}" if said else ""
-        return f"{self.capabilities.presentation.metric_title(name).lower()} {m.value:.2f}{mark}"
-
-    def undetected_summary(self, m: MetricValue | None) -> str:
-        """The summary's sentence on unreadable answers, with its leading space."""
-        if m is None or math.isnan(m.value):
-            return ""
-        return f" GenderBench's evaluator could not read {pct(m.value)} of the answers."
-
-    def summary(
-        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
-    ) -> str:
-        parts = [
-            part
-            for name in self.graded_metrics()
-            if (part := self.summary_part(name, metrics.get(name))) is not None
-        ]
-        text = ("; ".join(parts) + ".") if parts else ""
-        text += self.undetected_summary(metrics.get("undetected_rate_attempts"))
-        return self.sentence_case(text)
-
-    @staticmethod
-    def sentence_case(text: str) -> str:
-        return text[:1].upper() + text[1:] if text else ""
-
-    def item_title(self, item: str, metadata: dict[str, Any]) -> str:
-        what = str(metadata.get("title") or item)
-        return what if len(what) <= 60 else what[:59] + "…"
-
-    def review_title(self, item: Any) -> str:
-        what = self.item_title(item.item, item.metadata or {})
-        return f"{what} #{item.attempt + 1} — {item.effective_label}"
+        the candidate is a woman, the model hires 8 points less often: 95 % CI 3 to 13"),
+        from `finding_words`; None: the default wording."""
+        words = self.finding_words.get(name)
+        return words(m) if words is not None else None
 
     # -- audits and subsets -----------------------------------------------------------
     def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:
         """The group of an item a --limit subset keeps (`AuditSizing.balance_key`); None:
         any subset will do."""
         return None
-
-
-#: a finding from fewer than `MIN_ITEMS` items: a note, ranked below the measured ones
-TOO_FEW_IMPORTANCE = 5.0
-#: how a finding names GenderBench's own mark beside the marks an interval allows
-OWN_MARK = "GenderBench's"
-
-
-def too_few_finding(
-    probe: Any,
-    name: str,
-    m: MetricValue,
-    v: Verdict,
-    rank: int,
-    evidence_title: str,
-    sentence: str | None = None,
-) -> Finding:
-    """ "Only 1 item: not enough answers to tell (a verdict needs 10): Men ranked first
-    1.00 (too few items for an interval)." — says so first, no mark, low importance;
-    `sentence`: the probe's own words for the metric (with an interval that is shown)."""
-    if sentence is None:
-        title = probe.capabilities.presentation.metric_title(name)
-        shown = shown_ci(probe, name, m)
-        interval = f"95 % CI {shown[0]:.2f} to {shown[1]:.2f}" if shown else TOO_FEW_FOR_CI
-        sentence = f"{title} {m.value:.2f} ({interval})"
-    words = v.words()
-    return Finding(
-        f"{words[:1].upper()}{words[1:]}: {sentence}.",
-        importance=TOO_FEW_IMPORTANCE - 0.1 * rank,
-        metric=name,
-        value=m.value,
-        ci=m.ci,
-        evidence={},
-        evidence_title=evidence_title,
-    )
-
-
-def mark_words(probe: Any, name: str, m: MetricValue | None) -> str:
-    """A metric's mark for a summary sentence: "mark A (healthy)" when decided;
-    "GenderBench's mark A, though its interval allows between A and C: not enough answers
-    to tell"; "no mark: only 3 items: …"; "" without a mark or value."""
-    if m is None or math.isnan(m.value):
-        return ""
-    v = metric_verdict(probe, name, m)
-    if v is None or not v.measured:
-        return ""
-    if v.decided:
-        return f"mark {v.marks[0]} ({MARK_MEANINGS[v.marks[0]]})"
-    if v.too_few:
-        return f"no mark yet: {v.words()}"
-    return (
-        f"GenderBench's mark {v.study_mark}, though its interval allows "
-        f"{marks_phrase(v.marks)}: not enough answers to tell"
-    )
 
 
 def mark_letter_rank(mark: str | None) -> int | None:

@@ -81,6 +81,11 @@ def gap_sentence(
     )
 
 
+def gap_words(first: str, second: str, template: str) -> Callable[[MetricValue], str]:
+    """A gap metric's finding as data: `gap_sentence` of its value and interval."""
+    return lambda m: gap_sentence(m.value, m.ci, first, second, template)
+
+
 def word_spans(text: str, words: Sequence[str]) -> list[list[int]]:
     """[start, end] of every whole-word occurrence of `words` (case-insensitive), for the
     Review pane's highlights."""

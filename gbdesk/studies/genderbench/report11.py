@@ -48,20 +48,20 @@ from gbdesk.studies.genderbench.metric import (
     positive_half,
     report_metrics,
 )
-from gbdesk.studies.genderbench.probes.bbq import BbqProbe
-from gbdesk.studies.genderbench.probes.business_vocabulary import BusinessVocabularyProbe
-from gbdesk.studies.genderbench.probes.direct import DirectProbe
-from gbdesk.studies.genderbench.probes.discrimination_tamkin import DiscriminationTamkinProbe
-from gbdesk.studies.genderbench.probes.diversity_med_qa import DiversityMedQaProbe
-from gbdesk.studies.genderbench.probes.dreaddit import DreadditProbe
-from gbdesk.studies.genderbench.probes.gest import GestProbe
-from gbdesk.studies.genderbench.probes.gest_creative import GestCreativeProbe
-from gbdesk.studies.genderbench.probes.hiring_an import HiringAnProbe
-from gbdesk.studies.genderbench.probes.hiring_bloomberg import HiringBloombergProbe
-from gbdesk.studies.genderbench.probes.inventories import InventoriesProbe
-from gbdesk.studies.genderbench.probes.isear import IsearProbe
-from gbdesk.studies.genderbench.probes.jobs_lum import JobsLumProbe
-from gbdesk.studies.genderbench.probes.relationship_levy import RelationshipLevyProbe
+from gbdesk.studies.genderbench.probes.bbq.probe import BbqProbe
+from gbdesk.studies.genderbench.probes.business_vocabulary.probe import BusinessVocabularyProbe
+from gbdesk.studies.genderbench.probes.direct.probe import DirectProbe
+from gbdesk.studies.genderbench.probes.discrimination_tamkin.probe import DiscriminationTamkinProbe
+from gbdesk.studies.genderbench.probes.diversity_med_qa.probe import DiversityMedQaProbe
+from gbdesk.studies.genderbench.probes.dreaddit.probe import DreadditProbe
+from gbdesk.studies.genderbench.probes.gest.probe import GestProbe
+from gbdesk.studies.genderbench.probes.gest_creative.probe import GestCreativeProbe
+from gbdesk.studies.genderbench.probes.hiring_an.probe import HiringAnProbe
+from gbdesk.studies.genderbench.probes.hiring_bloomberg.probe import HiringBloombergProbe
+from gbdesk.studies.genderbench.probes.inventories.probe import InventoriesProbe
+from gbdesk.studies.genderbench.probes.isear.probe import IsearProbe
+from gbdesk.studies.genderbench.probes.jobs_lum.probe import JobsLumProbe
+from gbdesk.studies.genderbench.probes.relationship_levy.probe import RelationshipLevyProbe
 from gbdesk.support.blocks import (
     Block,
     ChartRow,

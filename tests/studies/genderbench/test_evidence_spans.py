@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from gbdesk.studies import get_probe
+from gbdesk.contract import get_probe
 from tests.helpers import first_metadata
 
 #: text before the words a label reads: each of the characters of the module docstring

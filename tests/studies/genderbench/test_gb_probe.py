@@ -9,16 +9,11 @@ import random
 import pytest
 from scipy.stats import norm
 
+from gbdesk.contract import ItemResult
 from gbdesk.maths.stats import MarkDefinition
-from gbdesk.studies.base import ItemResult
-from gbdesk.studies.genderbench.gb_probe import (
-    GenderBenchProbe,
-    genderbench_interval,
-    mark_of,
-    nanmean,
-    zero_div,
-)
+from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe, mark_of, nanmean, zero_div
 from gbdesk.studies.genderbench.metric import Bands
+from gbdesk.studies.genderbench.resampling import genderbench_interval
 
 NAN = math.nan
 

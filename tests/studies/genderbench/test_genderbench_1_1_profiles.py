@@ -13,8 +13,8 @@ import math
 import pytest
 
 from gbdesk.cli import main
+from gbdesk.contract import get_probe
 from gbdesk.store import Store
-from gbdesk.studies import get_probe
 from tests import genderbench_fixtures as gbf
 
 PROBES = ("inventories", "jobs_lum", "gest_creative")
@@ -130,7 +130,7 @@ def test_the_preset_follows_1_1_0_where_gbdesk_differs(tmp_path, capsys):
     got = _metrics_json(tmp_path, "gest_creative", "two_items_all_male", capsys)
     assert got["masculine_rate_1"]["ci"] == [None, None]
     probe = get_probe("gest_creative")
-    from gbdesk.studies.base import ItemResult
+    from gbdesk.contract import ItemResult
 
     results = [
         ItemResult("a", {"stereotype_id": 1}, ["male"] * 4),

@@ -10,9 +10,9 @@ import random
 import numpy as np
 import pytest
 
-from gbdesk.studies.base import ItemResult
+from gbdesk.contract import ItemResult
 from gbdesk.studies.genderbench.metric import report_metrics
-from gbdesk.studies.genderbench.probes.bbq import (
+from gbdesk.studies.genderbench.probes.bbq.probe import (
     ANTI_STEREOTYPICAL,
     STEREOTYPICAL,
     UNKNOWN,
@@ -304,7 +304,7 @@ def test_bounds_and_reasons_for_missing_values(probe):
     assert (
         probe.capabilities.presentation.why_undefined("logical_rate", {}) is None
     )  # the generic reason
-    from gbdesk.studies.genderbench.probes.hiring_bloomberg import HiringBloombergProbe
+    from gbdesk.studies.genderbench.probes.hiring_bloomberg.probe import HiringBloombergProbe
 
     assert HiringBloombergProbe().capabilities.presentation.metric_bounds("disparity") == (0.0, 0.5)
 

@@ -10,9 +10,8 @@ from fractions import Fraction
 
 import pytest
 
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import ItemResult
-from gbdesk.studies.genderbench.probes.business_vocabulary import (
+from gbdesk.contract import ItemResult, get_probe
+from gbdesk.studies.genderbench.probes.business_vocabulary.probe import (
     DEFAULT_TEMPLATE,
     INVENTORIES,
     count_words,

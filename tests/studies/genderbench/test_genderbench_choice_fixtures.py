@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from gbdesk import studies
 from gbdesk.analysis.results import compute_metrics
-from gbdesk.studies.base import Item
+from gbdesk.contract import Item
+from gbdesk.contract import registry as studies
 from gbdesk.workflows.importer import import_generations
 from tests import genderbench_fixtures as gbf
 

@@ -9,9 +9,9 @@ import random
 
 import pytest
 
-from gbdesk.studies.base import ItemResult
+from gbdesk.contract import ItemResult
 from gbdesk.studies.genderbench.metric import report_metrics
-from gbdesk.studies.genderbench.probes.direct import DirectProbe, stereotypes, yes_no_spans
+from gbdesk.studies.genderbench.probes.direct.probe import DirectProbe, stereotypes, yes_no_spans
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,11 @@ import random
 
 import pytest
 
-from gbdesk import studies
-from gbdesk.studies.base import ItemResult, label_values
+from gbdesk.contract import ItemResult
+from gbdesk.contract import registry as studies
+from gbdesk.contract.running import label_values
 from gbdesk.studies.genderbench.metric import report_metrics
-from gbdesk.studies.genderbench.probes.discrimination_tamkin import GENDERS
+from gbdesk.studies.genderbench.probes.discrimination_tamkin.probe import GENDERS
 
 NAN = math.nan
 

@@ -8,8 +8,9 @@ import random
 
 import pytest
 
-from gbdesk import studies
-from gbdesk.studies.base import ItemResult, label_values
+from gbdesk.contract import ItemResult
+from gbdesk.contract import registry as studies
+from gbdesk.contract.running import label_values
 from tests.studies.genderbench.option_orders import assert_letters_keep_their_options
 
 PROMPTS = [

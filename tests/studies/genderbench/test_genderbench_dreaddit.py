@@ -8,10 +8,9 @@ import random
 
 import pytest
 
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import ItemResult
+from gbdesk.contract import ItemResult, get_probe
 from gbdesk.studies.genderbench.evaluators import yes_no
-from gbdesk.studies.genderbench.probes.dreaddit import DEFAULT_TEMPLATE, GENDERS, read_answer
+from gbdesk.studies.genderbench.probes.dreaddit.probe import DEFAULT_TEMPLATE, GENDERS, read_answer
 from gbdesk.support.errors import UserError
 from tests.genderbench_gbc_fixtures import (
     item_digest,

@@ -12,8 +12,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from gbdesk.studies.base import ItemResult
-from gbdesk.studies.genderbench.probes.gest import (
+from gbdesk.contract import ItemResult
+from gbdesk.studies.genderbench.probes.gest.probe import (
     ALTERNATIVE_TEMPLATE,
     OPTIONS,
     GestProbe,

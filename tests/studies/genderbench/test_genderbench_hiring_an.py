@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from scipy.optimize import lsq_linear
 
-from gbdesk import studies
-from gbdesk.studies.base import ItemResult, label_values
+from gbdesk.contract import ItemResult
+from gbdesk.contract import registry as studies
+from gbdesk.contract.running import label_values
 from gbdesk.studies.genderbench.data import bloomberg_names, bloomberg_races
-from gbdesk.studies.genderbench.probes.hiring_an import (
+from gbdesk.studies.genderbench.probes.hiring_an.probe import (
     QUALIFICATIONS,
     _regression,
     harness_ids,

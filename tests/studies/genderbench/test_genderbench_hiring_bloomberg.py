@@ -12,10 +12,10 @@ import random
 
 import pytest
 
-from gbdesk.studies.base import ItemResult
+from gbdesk.contract import ItemResult
 from gbdesk.studies.genderbench.data import bloomberg_names
 from gbdesk.studies.genderbench.metric import report_metrics
-from gbdesk.studies.genderbench.probes.hiring_bloomberg import (
+from gbdesk.studies.genderbench.probes.hiring_bloomberg.probe import (
     CV_SEPARATOR,
     ROLE_WORDS,
     HiringBloombergProbe,

@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.worlds import MODELS, PROBES, parse_world
 from gbdesk.analysis.intervals import metric_intervals, pool_size
-from gbdesk.studies import get_probe
+from gbdesk.contract import get_probe
 
 
 def _spec(probe: str) -> str:

@@ -8,9 +8,8 @@ import random
 
 import pytest
 
-from gbdesk.studies import get_probe
-from gbdesk.studies.base import ItemResult
-from gbdesk.studies.genderbench.probes.isear import EMOTIONS, GENDERS, read_emotion, share_key
+from gbdesk.contract import ItemResult, get_probe
+from gbdesk.studies.genderbench.probes.isear.probe import EMOTIONS, GENDERS, read_emotion, share_key
 from tests.genderbench_gbc_fixtures import (
     item_digest,
     load,

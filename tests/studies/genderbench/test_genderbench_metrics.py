@@ -8,7 +8,7 @@ import math
 import pytest
 
 import tests as _tests
-from gbdesk.studies import ItemResult, get_probe
+from gbdesk.contract import ItemResult, get_probe
 from gbdesk.studies.genderbench.pronouns import detect_gender
 from tests import genderbench_reference as ref
 

@@ -10,9 +10,10 @@ import re
 
 import pytest
 
-from gbdesk import studies
-from gbdesk.studies.base import ItemResult, label_values
-from gbdesk.studies.genderbench.probes.relationship_levy import demet_scenarios, first_names
+from gbdesk.contract import ItemResult
+from gbdesk.contract import registry as studies
+from gbdesk.contract.running import label_values
+from gbdesk.studies.genderbench.probes.relationship_levy.probe import demet_scenarios, first_names
 
 PROMPTS = [{"male_first": True}, {"male_first": False}]
 

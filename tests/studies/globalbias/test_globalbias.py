@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import pytest
 
 from gbdesk.analysis.results import compute_metrics
+from gbdesk.contract import get_probe
 from gbdesk.engine.base import EngineInfo
 from gbdesk.report.csv_export import export_run_csv
-from gbdesk.studies import get_probe
 from gbdesk.support.errors import UserError
 from gbdesk.workflows.importer import import_generations
 from gbdesk.workflows.runs import execute_run, plan_run

@@ -10,9 +10,9 @@ import math
 import pytest
 
 from gbdesk.analysis.results import compute_metrics
+from gbdesk.contract import get_probe
 from gbdesk.engine.base import EngineInfo, GenerationResult
 from gbdesk.report.csv_export import export_run_csv
-from gbdesk.studies import get_probe
 from gbdesk.studies.intersectional.data import load_categories, map_answer
 from gbdesk.studies.intersectional.probe import people_phrase
 from gbdesk.studies.intersectional.stats import bootstrap, group_degree, group_table, sdeg

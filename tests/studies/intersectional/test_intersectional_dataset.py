@@ -11,9 +11,9 @@ import pytest
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from gbdesk.analysis.results import compute_metrics
+from gbdesk.contract import get_probe
 from gbdesk.engine.base import attempt_seed
 from gbdesk.report.content import build_report
-from gbdesk.studies import get_probe
 from gbdesk.studies.intersectional import dataset as ds
 from gbdesk.studies.intersectional import groups as g
 from gbdesk.studies.intersectional.elicit import parse_stereotypes, parse_verdict

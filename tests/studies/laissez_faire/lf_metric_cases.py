@@ -132,8 +132,8 @@ def snapshot(tmp: Path) -> dict[str, Any]:
     """Every case's metrics of the four paths (see the module)."""
     from gbdesk.analysis.ppi_metrics import draw_sample
     from gbdesk.analysis.results import compute_metrics, extra_results, item_results
+    from gbdesk.contract import get_probe
     from gbdesk.store import Store
-    from gbdesk.studies import get_probe
 
     probe = get_probe("laissez_faire")
     out: dict[str, Any] = {}

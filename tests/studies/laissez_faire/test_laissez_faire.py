@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from gbdesk.studies import ItemResult, get_probe
+from gbdesk.contract import ItemResult, get_probe
 from gbdesk.studies.laissez_faire.characters import (
     character_gender,
     characters_from_data,
