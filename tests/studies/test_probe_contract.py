@@ -176,3 +176,17 @@ def test_the_core_does_not_test_probe_classes_or_look_for_hooks():
             if isinstance(node, ast.Attribute) and node.attr in OLD_HOOKS:
                 offences.append(f"{path.name}:{node.lineno} .{node.attr}")
     assert not offences, offences
+
+
+@pytest.mark.parametrize("name", probe_names())
+def test_every_qt_view_a_probe_names_imports(name):
+    """A probe's review, coding and result views ("module:Class", relative to the probe's
+    package) resolve to a class: a probe moved to another package keeps its views."""
+    pytest.importorskip("PySide6")
+    from gbdesk.contract.running import view_class
+
+    probe = get_probe(name)
+    caps = probe.capabilities
+    for target in (caps.review.view, caps.coding.view, caps.presentation.result_view):
+        if target:
+            assert isinstance(view_class(probe, target), type), (name, target)
