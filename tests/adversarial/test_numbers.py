@@ -87,6 +87,7 @@ BASE: dict[tuple[str, ...], list[str]] = {
     ("code",): ["code", "{run_id}", "--select"],
     ("agreement",): ["agreement", "{run_id}"],
     ("review",): ["review", "{attempt_id}", "male", "--reviewer", "ana"],
+    ("selftest",): ["selftest", "--determinism", "--model", "/nonexistent/model.gguf"],
     ("dataset", "build"): [
         "dataset",
         "build",

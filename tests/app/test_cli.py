@@ -162,9 +162,10 @@ def test_import_runs_metrics_export_review(tmp_path):
         "stereotype_rate_gaucher",
     ):
         assert {"value", "ci", "mark", "n", "title"} <= set(m[name]) <= {
-            "value", "ci", "mark", "n", "title", "ci_shown", "verdict", "reason"
+            "value", "ci", "mark", "n", "title", "ci_shown", "ci_cut", "verdict", "reason"
         }  # fmt: skip
         assert "ci_shown" in m[name]  # the interval every view shows (null: none)
+        assert isinstance(m[name]["ci_cut"], list)  # the ends cut at the bounds
     assert m["masculine_rate"]["mark"] in ("A", "B", "C", "D")
     lo, hi = m["masculine_rate"]["ci"]
     assert lo <= m["masculine_rate"]["value"] <= hi
