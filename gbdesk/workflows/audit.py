@@ -281,7 +281,8 @@ def measure_speed(
     width, or a burst of `width` answers of `SPEED_TOKENS` tokens now (seconds); the
     scoring speed too when `scoring` (stored, or `SPEED_SENTENCES` scored now).
     `deadline_s` (`speed_deadline_s`): the whole measurement's limit; the model is stopped
-    then, and a model that gave no whole answer by then is refused in one line."""
+    then, and a model that gave nothing to measure by then (no whole answer; a local
+    model: no token either) is refused in one line."""
     width = decoding_width(model, concurrency)
     endpoint = model.get("kind") == "endpoint"
     stored = measured_speed(
@@ -362,22 +363,30 @@ def _speed_requests(n: int) -> list[Any]:
 def _burst(backend: Any, width: int) -> float:
     """Generated tokens per second of `width` short answers at once (continuous batching
     for a local model, concurrent requests for an endpoint); the answers that came before
-    the model was stopped (`_BurstDeadline`) count, over the time until then."""
+    the model was stopped (`_BurstDeadline`) count, over the time until then. A local
+    model's stream also reports the tokens it holds about once a second: stopped before
+    any answer was whole (a busy machine), those tokens make the measurement."""
     from concurrent.futures import as_completed
 
     requests = _speed_requests(width)
     tokens = 0
     started = time.perf_counter()
     wall = [0.0]
+    progressed = [0, 0.0]  # tokens the stream reported, seconds until that report
 
     def counted(result: Any) -> None:
         nonlocal tokens
         tokens += int(result.tokens_out)
         wall[0] = time.perf_counter() - started
 
+    def progress(p: Any) -> None:
+        progressed[:] = [int(p.tokens), time.perf_counter() - started]
+
     try:
         if hasattr(backend, "generate_stream") and width > 1:
-            backend.generate_stream(requests, lambda _i, r: counted(r), slots=width)
+            backend.generate_stream(
+                requests, lambda _i, r: counted(r), slots=width, on_progress=progress
+            )
         elif width > 1:
             pool = ThreadPoolExecutor(width, thread_name_prefix="gbdesk-speed")
             try:  # not `with`: its exit would wait for answers a Ctrl-C gave up on
@@ -388,8 +397,12 @@ def _burst(backend: Any, width: int) -> float:
         else:
             counted(backend.generate(requests[0]))
     except EngineError:
-        if not tokens or not getattr(backend, "aborted", False):
+        if not getattr(backend, "aborted", False) or not (tokens or progressed[0]):
             raise
+        if progressed[0] > tokens and progressed[1] > 0:  # stopped mid-answers
+            log.info("speed test stopped before its answers were whole: %d tokens in %.1f s",
+                     progressed[0], progressed[1])  # fmt: skip
+            return progressed[0] / progressed[1]
     return tokens / wall[0] if wall[0] > 0 else 0.0
 
 

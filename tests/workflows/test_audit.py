@@ -385,6 +385,61 @@ def test_the_speed_test_measures_reading_the_prompts_too(store, tmp_path, monkey
     )
 
 
+class _BusyStream:
+    """A local model on a busy machine: its stream reports 48 tokens held after 0.2 s,
+    then no answer is whole before the deadline stops it (`abort`)."""
+
+    def __init__(self, progress: bool = True):
+        from gbdesk.engine.base import EngineInfo
+
+        self.progress, self.aborted, self.closed = progress, False, False
+        self.stopped = threading.Event()
+        self.info = EngineInfo(backend="fake-stream", model_name="busy", prompt_mode="chat")
+
+    def generate(self, request, on_token=None):
+        raise AssertionError("the speed test of a local model streams")
+
+    def generate_stream(self, requests, on_result, *, slots=None, on_progress=None, **_):
+        from gbdesk.engine.base import StreamProgress
+
+        time.sleep(0.2)
+        if self.progress and on_progress is not None:
+            on_progress(StreamProgress(live=len(requests), live_tokens=48, tokens=48))
+        self.stopped.wait(30)
+        raise EngineCrashed("the model worker was stopped")
+
+    def abort(self):
+        self.aborted = True
+        self.stopped.set()
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_a_busy_local_model_is_measured_from_its_tokens_so_far(store, tmp_path, monkeypatch,
+                                                               progress):  # fmt: skip
+    """README's first command on a busy laptop: no answer of the speed test is whole by
+    its deadline, but the tokens the stream holds make the measurement (48 tokens by
+    ~0.2 s); a stream that reported nothing is refused in one line."""
+    import gbdesk.workflows.audit as audit
+
+    monkeypatch.setattr(audit, "decoding_width", lambda model, concurrency=1: 4)
+    model = fake_model(store, tmp_path)
+    backend = _BusyStream(progress)
+    shared = audit.SharedBackend(lambda m, g: backend, model)
+    try:
+        if progress:
+            speed = audit.measure_speed(store, model, shared, deadline_s=1.0)
+            assert backend.aborted
+            assert 48 / 0.6 < speed.tokens_per_s < 48 / 0.15
+        else:
+            with pytest.raises(UserError, match="no whole answer within the speed test"):
+                audit.measure_speed(store, model, shared, deadline_s=1.0)
+    finally:
+        shared.close()
+
+
 def test_an_audit_over_wordings_says_which_verdicts_depend_on_the_wording(store, tmp_path):
     """`--wordings all`: each drawn item of a marked probe is asked again in its other
     wordings, to the same sizes; the verdicts stay wording 0's, and the result names the
