@@ -1,0 +1,704 @@
+"""The HTTP backend: any OpenAI-compatible server (llama.cpp's llama-server, vLLM, Ollama,
+llama-cpp-python's server) as a gbdesk engine.
+
+`HttpBackend` implements the same interface as `LlamaCppBackend` (`info`, `generate`,
+`score`, `close`, `abort`) over ``/v1/chat/completions`` (``/v1/completions`` in
+completion mode and for scoring). Creating one *probes* the endpoint — lists its models,
+makes a one-token request, finds which structured-output form it accepts — so a wrong
+address, path, model name or API key fails at once with one clear line (`UserError`),
+before a run is planned.
+
+Every reply is parsed against a typed schema (`gbdesk.engine.http.replies`: strict
+types, finite numbers, bounded sizes) before anything in it is believed. During a run,
+429, 5xx, time-outs, dropped connections and replies that do not fit their schema (or are
+not JSON) are retried with exponential backoff (bounded); when the retries are used up
+`generate` raises `EngineCrashed` naming the server and what was wrong, so the run ends
+"interrupted" and `gbdesk resume` continues it. A request the server refuses for good
+(400, 404 …) raises `EngineError`.
+
+Time-outs: connecting may take `DEFAULT_CONNECT_TIMEOUT_S`; an answer may take
+`read_timeout(max_tokens)` — `READ_TIMEOUT_BASE_S` for the prompt plus the answer's tokens at
+`SLOWEST_TOKENS_PER_S` —, a deadline on the whole reply (`Transport.deadline`), not on each
+socket read; a request that timed out is tried once more (`READ_TIMEOUT_RETRIES`).
+While the server is silent a line is given every so often (`on_wait`: "waiting 45 s for
+the server at … — it has answered 0 of the last 16 requests"), so a server that never
+answers is never a silent hour.
+
+Each request carries its attempt's `seed`. Servers that honour it (llama-server,
+llama-cpp-python's server, vLLM) then give the same text for the same prompt, seed and
+settings; OpenAI and Ollama treat it as best effort. `concurrency` requests may be in
+flight at once (the run loop keeps that many going).
+
+What an endpoint can do — chat generation, log-probabilities of prompt tokens (what
+scoring probes need), top log-probabilities — is found with one small request each
+(`HttpBackend.capabilities`) and stored with the endpoint; a probe that needs what the
+endpoint lacks (`Running.engine_needs`) is refused before its run is planned
+(`gbdesk.workflows.runs.check_engine_needs`), naming the servers that have it.
+
+Endpoints are stored as model rows of kind "endpoint" (path = the base URL, sha256 NULL,
+the served model name, the API-key variable's *name* and the detected capabilities in
+metadata_json); the key itself is looked up at run time (`gbdesk.engine.secrets`) and
+never stored.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import urllib3
+
+from gbdesk import __version__
+from gbdesk.engine.base import (
+    COMPLETION_STOP,
+    EngineInfo,
+    GenerationRequest,
+    GenerationResult,
+    TokenCallback,
+    completion_frame,
+)
+from gbdesk.engine.http.replies import (
+    Answer,
+    ChangedMisfit,
+    HttpRefused,
+    Misfit,
+    ModelChanged,
+    ModelList,
+    NotJson,
+    ReplyMismatch,
+    another_listed,
+    answer_schema,
+    check_answer_length,
+    check_token_counts,
+    error_message,
+    looks_like_json,
+    parse_reply,
+    request_prompt_bytes,
+)
+from gbdesk.engine.http.scoring import TINY_REQUEST, Scoring
+from gbdesk.engine.http.transport import (
+    WAIT_NOTICE_S,
+    Redirected,
+    Transport,
+    Unanswered,
+    Waits,
+)
+from gbdesk.engine.http.urls import normalize_base_url
+from gbdesk.engine.secrets import Redactor, check_env_var_name, lookup_api_key, url_password
+from gbdesk.support.errors import EngineCrashed, EngineError, UserError
+
+log = logging.getLogger(__name__)
+
+ENDPOINT_KIND = "endpoint"
+#: seconds to open a connection: a server that does not accept one in this long is down or
+#: unreachable (GBDESK_HTTP_CONNECT_TIMEOUT overrides)
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+#: An answer is not streamed, so the server says nothing until it is complete: the read
+#: time-out must fit the longest answer on the slowest server gbdesk is meant for. It is
+#: READ_TIMEOUT_BASE_S (reading a long prompt, or loading the model on first use as Ollama
+#: does) plus the answer's max_tokens at SLOWEST_TOKENS_PER_S (a 70B model on a CPU-only
+#: server): 120 + 300 / 2 = 270 s for 300-token answers (the longest most probes ask). A
+#: fixed number of seconds instead: GBDESK_HTTP_READ_TIMEOUT (or `read_timeout_s`).
+READ_TIMEOUT_BASE_S = 120.0
+SLOWEST_TOKENS_PER_S = 2.0
+#: a request that timed out is tried this many more times (another full wait each), unless
+#: the server answered other requests meanwhile (then it is busy, not gone)
+READ_TIMEOUT_RETRIES = 1
+# Retries after a failed try (429, 5xx, time-out, dropped connection, a reply that does
+# not fit), waiting backoff · 2^k seconds (±20 %, at most MAX_BACKOFF_S) before try k + 1:
+# 0.5 + 1 + 2 + 4 + 8 + 16 ≈ 30 s in all by default. GBDESK_HTTP_RETRIES and
+# GBDESK_HTTP_BACKOFF override.
+DEFAULT_MAX_RETRIES = 6
+DEFAULT_BACKOFF_S = 0.5
+MAX_BACKOFF_S = 30.0
+MAX_CONCURRENCY = 64
+# Retried: time-out, too early, rate limit, and server errors except "not implemented" /
+# "HTTP version not supported" (a proxy's 52x included).
+RETRY_STATUSES = frozenset({408, 425, 429, *range(500, 600)} - {501, 505})
+# 5xx answers that retrying cannot fix (llama-cpp-python's server reports request
+# validation errors and context overflows as HTTP 500; llama-server refuses echo so).
+_PERMANENT = re.compile(
+    r"validation error|exceed(s|ed)? (the )?context|context (window|length)|"
+    r"maximum context|not supported|unsupported|only no echo",
+    re.I,
+)
+# Sampling extensions of llama.cpp-family servers (and vLLM): llama.cpp's own top-k 40 and
+# min-p 0.05 truncations and its repeat penalty are switched off, as in the local engine.
+_SAMPLER_KEYS = ("top_k", "min_p", "repeat_penalty")
+_PROBE_SCHEMA = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+}
+
+
+def _env_number(name: str, default: Any, cast: type) -> Any:
+    """A number from the environment (retry and time-out tuning), or `default` when unset
+    or malformed."""
+    try:
+        return cast(os.environ[name])
+    except (KeyError, ValueError):
+        return default
+
+
+def _positive(value: float | None) -> float | None:
+    """A finite positive number of seconds, else None."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and value > 0 else None
+
+
+T = TypeVar("T")
+
+
+# -- the backend -----------------------------------------------------------------------------
+class HttpBackend(Scoring):
+    """A gbdesk engine over an OpenAI-compatible HTTP API (see the module docstring)."""
+
+    backend_name = "http"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str | None = None,
+        concurrency: int = 1,
+        prompt_mode: str = "auto",
+        read_timeout_s: float | None = None,
+        connect_timeout_s: float | None = None,
+        max_retries: int | None = None,
+        backoff_s: float | None = None,
+        on_wait: Callable[[str], None] | None = None,
+        wait_notice_s: float | None = None,
+    ):
+        """`read_timeout_s`: seconds an answer may take (None: `read_timeout` of its
+        max_tokens, or GBDESK_HTTP_READ_TIMEOUT); `on_wait(line)`: told while the server is
+        silent (from another thread; it may be set later, e.g. by the run loop)."""
+        self.base_url = normalize_base_url(base_url)
+        self.model = (model or "").strip()
+        if not self.model:
+            raise UserError(
+                "name the model the server serves (--endpoint-model NAME; see its /v1/models)"
+            )
+        if not 1 <= int(concurrency) <= MAX_CONCURRENCY:
+            raise UserError(f"--concurrency must be between 1 and {MAX_CONCURRENCY}")
+        if prompt_mode not in ("auto", "chat", "completion"):
+            raise UserError("--prompt-mode must be auto, chat or completion")
+        self.concurrency = int(concurrency)
+        self.api_key_env = check_env_var_name(api_key_env)
+        if read_timeout_s is None:
+            read_timeout_s = _env_number("GBDESK_HTTP_READ_TIMEOUT", None, float)
+        self.read_timeout_s = _positive(read_timeout_s)
+        if connect_timeout_s is None:
+            connect_timeout_s = _env_number(
+                "GBDESK_HTTP_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT_S, float
+            )
+        self.connect_timeout_s = _positive(connect_timeout_s) or DEFAULT_CONNECT_TIMEOUT_S
+        if max_retries is None:
+            max_retries = _env_number("GBDESK_HTTP_RETRIES", DEFAULT_MAX_RETRIES, int)
+        if backoff_s is None:
+            backoff_s = _env_number("GBDESK_HTTP_BACKOFF", DEFAULT_BACKOFF_S, float)
+        self.max_retries = max(0, int(max_retries))
+        self.backoff_s = max(0.0, float(backoff_s))
+        self.mode: str = "completion" if prompt_mode == "completion" else "chat"
+        self._path = "completions" if self.mode == "completion" else "chat/completions"
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._scoring_error: str | None = None
+        self._scoring_checked = False
+        self._answered_as: str | None = None  # the model name the server's answers give
+        self.on_wait = on_wait
+        if wait_notice_s is None:
+            wait_notice_s = _env_number("GBDESK_HTTP_WAIT_NOTICE", WAIT_NOTICE_S, float)
+        self._waits = Waits(
+            self.base_url, _positive(wait_notice_s) or WAIT_NOTICE_S, self._tell_waiting
+        )
+        key = lookup_api_key(self.base_url, self.api_key_env)
+        self.api_key_source = key.source
+        headers = {"Accept": "application/json", "User-Agent": f"gbdesk/{__version__}"}
+        if key.value:
+            headers["Authorization"] = f"Bearer {key.value}"
+        # the key sent (and a URL's password, were one ever sent) is masked in everything
+        # the server says back, at the transport (`Redactor`): one point, every path
+        self._transport = Transport(
+            self.base_url, self.concurrency + 2, headers, self.connect_timeout_s,
+            redactor=Redactor([key.value, url_password(base_url)]),
+        )  # fmt: skip
+        try:
+            self._connect()
+        except BaseException:
+            self.close()
+            raise
+
+    @classmethod
+    def from_model_row(
+        cls,
+        model: dict[str, Any],
+        prompt_mode: str = "auto",
+        on_wait: Callable[[str], None] | None = None,
+    ) -> HttpBackend:
+        """The backend for a stored endpoint model row."""
+        meta = json.loads(model.get("metadata_json") or "{}")
+        return cls(
+            model["path"],
+            meta.get("endpoint_model") or model.get("file_name") or model["name"],
+            api_key_env=meta.get("api_key_env"),
+            concurrency=int(meta.get("concurrency") or 1),
+            prompt_mode=prompt_mode,
+            on_wait=on_wait,
+        )
+
+    # -- plumbing -------------------------------------------------------------------------
+    def _url(self, path: str) -> str:
+        return f"{self.base_url}/{path}"
+
+    def read_timeout(self, max_tokens: int) -> float:
+        """Seconds an answer of at most `max_tokens` tokens may take (see
+        `READ_TIMEOUT_BASE_S`), or the fixed `read_timeout_s`."""
+        if self.read_timeout_s is not None:
+            return self.read_timeout_s
+        return READ_TIMEOUT_BASE_S + max(0, int(max_tokens)) / SLOWEST_TOKENS_PER_S
+
+    def _tell_waiting(self, text: str) -> None:
+        if self.on_wait is not None:
+            self.on_wait(text)
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        reply: Callable[[bytes], T],
+        retry_transport: bool = True,
+        retry_status: frozenset[int] = RETRY_STATUSES,
+        read_s: float | None = None,
+    ) -> tuple[T, float]:
+        """One API call with bounded retries; (the parsed answer, seconds of the last try).
+
+        `reply(body bytes)` parses a success answer (`parse_reply` with a schema, plus any
+        further check), raising `ReplyMismatch` when it does not fit. `read_s`: the read
+        time-out (default `read_timeout(0)`). Raises `HttpRefused` for an error answer
+        that is not retried, `EngineCrashed` when the retries are used up or `abort` was
+        called; with `retry_transport` false (connecting, checking what the server can do)
+        nothing but a busy server is retried: `Unanswered`, `NotJson` and `ReplyMismatch`
+        are raised at once. A redirect is refused (`HttpRefused`: the real address is the
+        one to give).
+        """
+        read_s = self.read_timeout(0) if read_s is None else read_s
+        url = self._url(path)
+        tries = timeouts = 0
+        while True:
+            if self._stop.is_set():
+                raise EngineCrashed("the request to the endpoint was stopped")
+            retry_after = 0.0
+            started = time.perf_counter()
+            sent = self._waits.begin()
+            whole = False  # the whole reply came: the server answered (the waiting line)
+            try:
+                try:
+                    with self._transport.deadline(read_s):  # the whole reply, not a read
+                        response = self._transport.send(method, url, body, read_s)
+                        answered = self._transport.read(response, read_s)
+                    whole = True
+                finally:
+                    self._waits.end(sent, answered=whole)
+            except Unanswered as exc:
+                if self._stop.is_set():
+                    raise EngineCrashed("the request to the endpoint was stopped") from None
+                if not retry_transport:
+                    raise
+                problem = str(exc)
+                if exc.kind == "read-timeout" and not self._waits.answered_since(sent.at):
+                    timeouts += 1  # silent: one more full wait at most (busy: not counted)
+            except Redirected as exc:
+                raise HttpRefused(exc.status, str(exc).split(": ", 1)[1], path) from None
+            except ReplyMismatch as exc:  # too big to read
+                if not retry_transport:
+                    raise
+                problem = f"a reply that does not fit the OpenAI format: {exc}"
+            else:
+                latency = time.perf_counter() - started
+                status = answered.status
+                if status < 400:
+                    try:
+                        if not looks_like_json(answered):
+                            raise NotJson(answered, path)
+                        return reply(answered.content), latency
+                    except NotJson as exc:
+                        if not retry_transport:
+                            raise
+                        problem = f"an answer that is not JSON ({exc})"
+                    except ReplyMismatch as exc:
+                        if not retry_transport:
+                            raise
+                        problem = f"a reply that does not fit the OpenAI format: {exc}"
+                else:
+                    message = error_message(answered)
+                    permanent = status == 500 and _PERMANENT.search(message)
+                    if status not in retry_status or permanent:
+                        raise HttpRefused(status, message, path)
+                    problem = f"HTTP {status} {message}"
+                    try:
+                        retry_after = float(answered.headers.get("retry-after") or 0)
+                    except ValueError:
+                        retry_after = 0.0
+            if tries >= self.max_retries or timeouts > READ_TIMEOUT_RETRIES:
+                log.warning("the endpoint %s gave up after %d tries: %s", self.base_url,
+                            tries + 1, problem)  # fmt: skip
+                raise EngineCrashed(
+                    f"the endpoint {self.base_url} failed {tries + 1} times in a row "
+                    f"(/{path}: {problem})"
+                )
+            log.info("the endpoint %s: %s; trying again", self.base_url, problem)
+            delay = min(MAX_BACKOFF_S, self.backoff_s * 2**tries) * random.uniform(0.8, 1.2)
+            delay = max(delay, min(retry_after, MAX_BACKOFF_S))
+            tries += 1
+            if self._stop.wait(delay):
+                raise EngineCrashed("the request to the endpoint was stopped")
+
+    def _sampling(self, request: GenerationRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "seed": int(request.seed),
+            "temperature": float(request.temperature),
+            "top_p": float(request.top_p),
+            "max_tokens": int(request.max_tokens),
+        }
+        if self.sampler_extras:
+            body.update(
+                {"top_k": int(request.top_k), "min_p": float(request.min_p), "repeat_penalty": 1.0}
+            )
+        return body
+
+    def _body(self, request: GenerationRequest) -> dict[str, Any]:
+        body = self._sampling(request)
+        if self.mode == "completion":
+            body["prompt"] = completion_frame(request.messages)
+            body["stop"] = list(COMPLETION_STOP)
+        else:
+            body["messages"] = request.messages
+        if request.json_schema is not None:
+            body["response_format"] = self._response_format(request.json_schema)
+        return body
+
+    def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
+        if self.json_format == "json_schema":
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": schema, "strict": True},
+            }
+        if self.json_format == "json_object":
+            return {"type": "json_object", "schema": schema}
+        raise EngineError(
+            f"the endpoint {self.base_url} accepts no JSON-schema constrained decoding "
+            "(neither response_format json_schema nor json_object with a schema), "
+            "which this probe needs"
+        )
+
+    # -- connecting -------------------------------------------------------------------------
+    def _connect(self) -> None:
+        """Probe the endpoint; one clear `UserError` line for whatever is wrong with it."""
+        started = time.perf_counter()
+        try:
+            self._probe()
+        except Unanswered as exc:
+            if exc.kind == "read-timeout":
+                raise UserError(
+                    f"the server at {self.base_url} took the request but sent no answer "
+                    f"within {exc.read_s or self.read_timeout(0):.0f} s — is it stuck or "
+                    "overloaded? (GBDESK_HTTP_READ_TIMEOUT sets how long to wait)"
+                ) from None
+            raise UserError(
+                f"cannot reach the endpoint {self.base_url}: {exc} — "
+                "is the server running, and the address and port right?"
+            ) from None
+        except NotJson as exc:
+            raise UserError(
+                f"{self._url(exc.path)} did not answer with JSON ({exc}) — is this an "
+                "OpenAI-compatible API? Its base URL usually ends in /v1"
+            ) from None
+        except Misfit as exc:
+            raise UserError(
+                f"the server at {self.base_url} answered /{exc.path} with a reply that does "
+                f"not fit the OpenAI format: {exc}"
+            ) from None
+        except EngineCrashed as exc:
+            raise UserError(f"the endpoint is not ready: {exc}") from None
+        self.connect_time_s = time.perf_counter() - started
+        self.info = EngineInfo(
+            backend=self.backend_name,
+            model_name=self.server_model,
+            prompt_mode="completion" if self.mode == "completion" else "chat",
+            versions={"urllib3": urllib3.__version__},
+            settings={
+                "endpoint": self.base_url,
+                "endpoint_model": self.model,
+                "server_model": self.server_model,
+                "server_models": self.server_models[:20],
+                "owned_by": self.owned_by,
+                "concurrency": self.concurrency,
+                "api_key": self.api_key_source,  # where the key came from, never the key
+                "json_format": self.json_format,
+                "sampler_extras": self.sampler_extras,
+                "seed": "sent with every request; honoured only by servers that support it",
+                "max_retries": self.max_retries,
+                "connect_timeout_s": self.connect_timeout_s,
+                # seconds, or how they follow from each request's max_tokens
+                "read_timeout_s": self.read_timeout_s
+                or f"{READ_TIMEOUT_BASE_S:g} + max_tokens / {SLOWEST_TOKENS_PER_S:g}",
+            },
+            load_time_s=self.connect_time_s,
+        )
+
+    def _ask(self, path: str, body: dict[str, Any], **call: Any) -> tuple[Answer, float]:
+        """POST `body` to `path`; the answer parsed and checked (`server_replies`: its
+        schema; a generated text no longer than its max_tokens allows; the model the
+        server answered as when connected). `Misfit` when it does not fit and is not
+        retried; `call`: `_call`'s settings."""
+        schema = answer_schema(path)
+
+        def fits(content: bytes) -> Answer:
+            answer = parse_reply(schema, content)
+            if not body.get("echo"):  # an echo holds the prompt too
+                asked = int(body.get("max_tokens") or 1)
+                check_answer_length(answer.text, asked)
+                check_token_counts(answer, asked, request_prompt_bytes(body))
+            self._same_model(answer)
+            return answer
+
+        try:
+            return self._call("POST", path, body, reply=fits, **call)
+        except ModelChanged as exc:
+            raise ChangedMisfit(str(exc), path) from None
+        except ReplyMismatch as exc:
+            raise Misfit(str(exc), path) from None
+
+    def _probe(self) -> None:
+        # 1. the model list (optional: a server without /models is still usable)
+        quick = frozenset({429, 503})  # busy or still loading the model: wait a little
+        self.server_models: list[str] = []
+        self.owned_by: str | None = None
+        listing_ok = False
+        try:
+            listing, self.models_latency_s = self._call(
+                "GET", "models", reply=lambda b: parse_reply(ModelList, b),
+                retry_transport=False, retry_status=quick, read_s=min(30.0, self.read_timeout(0)),
+            )  # fmt: skip
+            self.server_models = [entry.id for entry in listing.data if entry.id]
+            self.owned_by = next((e.owned_by for e in listing.data if e.owned_by), None)
+            listing_ok = True
+        except HttpRefused as exc:
+            self.models_latency_s = None
+            if exc.status in (401, 403):
+                raise self._auth_error(exc) from None
+        except ReplyMismatch as exc:
+            raise Misfit(str(exc), "models") from None
+        # 2. a one-token request: right path, model name and key; sampling extensions
+        self.sampler_extras = True
+        self.json_format = "none"
+        tiny = TINY_REQUEST
+        try:
+            answer = self._try_tiny(tiny, quick)
+        except HttpRefused as exc:
+            if exc.status in (400, 422) and any(k in exc.message for k in _SAMPLER_KEYS):
+                self.sampler_extras = False
+                try:
+                    answer = self._try_tiny(tiny, quick)
+                except HttpRefused as again:
+                    raise self._refused_error(again, listing_ok) from None
+            else:
+                raise self._refused_error(exc, listing_ok) from None
+        reported = answer.model or ""
+        if another_listed(self.model, reported, self.server_models):
+            raise UserError(
+                f"the endpoint {self.base_url} does not serve the model {self.model!r}: it "
+                f"answered as {reported!r}, another model it lists; it serves: "
+                f"{', '.join(self.server_models[:10])}"
+            )
+        if self.model in self.server_models:
+            self.server_model = self.model
+        elif len(self.server_models) == 1:  # a one-model server that ignores the name
+            self.server_model = self.server_models[0]
+        else:
+            self.server_model = reported or self.model
+        self._answered_as = reported or None
+        # 3. which structured-output form the server takes *and applies*: constrained, the
+        # answer to "Say OK." starts with "{"; a server that ignores the field says "OK".
+        # Each answer is also a second look at the model it answers as: a server naming
+        # another model on every request is refused here (`ChangedMisfit`), not after a run
+        # was planned.
+        confirmed = False
+        for form in ("json_schema", "json_object"):
+            self.json_format = form
+            probe = GenerationRequest(
+                messages=tiny.messages, seed=0, max_tokens=2, json_schema=_PROBE_SCHEMA
+            )
+            try:
+                answer, _ = self._ask(
+                    self._path, self._body(probe), retry_transport=False, retry_status=quick,
+                    read_s=self.read_timeout(probe.max_tokens),
+                )  # fmt: skip
+            except ChangedMisfit:
+                raise
+            except (HttpRefused, NotJson, Misfit):
+                continue
+            confirmed = True
+            if answer.text.lstrip().startswith("{"):
+                break
+        else:
+            self.json_format = "none"
+        if not confirmed:  # no second answer yet: one more one-token request
+            self._try_tiny(tiny, quick)
+
+    def _try_tiny(self, request: GenerationRequest, retry_status: frozenset[int]) -> Answer:
+        answer, self.tiny_latency_s = self._ask(
+            self._path, self._body(request), retry_transport=False, retry_status=retry_status,
+            read_s=self.read_timeout(request.max_tokens),
+        )  # fmt: skip
+        return answer
+
+    def _auth_error(self, exc: HttpRefused) -> UserError:
+        where = f"${self.api_key_env}" if self.api_key_env else "$GBDESK_API_KEY"
+        got = {"none": "no API key was found"}.get(
+            self.api_key_source, f"the key from {self.api_key_source} was refused"
+        )
+        return UserError(
+            f"the endpoint {self.base_url} refused access (HTTP {exc.status}: {exc.message}); "
+            f"{got} — put it in {where} (or the keyring) and try again"
+        )
+
+    def _refused_error(self, exc: HttpRefused, listing_ok: bool) -> UserError:
+        if exc.status in (401, 403):
+            return self._auth_error(exc)
+        if 300 <= exc.status < 400:
+            return UserError(
+                f"{self._url(exc.path)} answered HTTP {exc.status}: {exc.message} — give "
+                "that address as the endpoint (redirects are not followed)"
+            )
+        served = ", ".join(self.server_models[:10]) or "none listed"
+        if exc.status == 404 and not listing_ok:
+            return UserError(
+                f"{self._url(exc.path)} was not found (HTTP 404) — check the endpoint URL; "
+                "an OpenAI-compatible base URL usually ends in /v1"
+            )
+        if exc.status in (400, 404) and re.search(r"model", exc.message, re.I):
+            return UserError(
+                f"the endpoint {self.base_url} does not serve the model {self.model!r} "
+                f"({exc.message}); it serves: {served}"
+            )
+        return UserError(
+            f"the endpoint {self.base_url} refused a test request "
+            f"(HTTP {exc.status}: {exc.message})"
+        )
+
+    # -- the Backend interface ------------------------------------------------------------
+    def generate(
+        self, request: GenerationRequest, on_token: TokenCallback | None = None
+    ) -> GenerationResult:
+        """One generation (not streamed: `on_token` gets the whole text at the end)."""
+        try:
+            answer, latency = self._ask(
+                self._path, self._body(request), read_s=self.read_timeout(request.max_tokens)
+            )
+        except HttpRefused as exc:
+            raise EngineError(
+                f"the endpoint refused the request (HTTP {exc.status}: {exc.message})"
+            ) from None
+        text = answer.text
+        finish = answer.first.finish_reason or "stop"
+        if on_token is not None and text:
+            on_token(text)
+        return GenerationResult(
+            text=text,
+            tokens_in=answer.tokens_in,
+            tokens_out=answer.tokens_out,
+            latency_s=latency,
+            finish_reason="stop" if finish in ("eos", "end_turn", "stop_sequence") else finish,
+            prompt_mode=self.info.prompt_mode,
+            extra={"server_model": answer.model},
+        )
+
+    def _same_model(self, answer: Answer) -> None:
+        """`ReplyMismatch` when the server answers as another model than when gbdesk
+        connected (it loaded another one: its answers are not this run's model's)."""
+        if answer.model and self._answered_as and answer.model != self._answered_as:
+            raise ModelChanged(
+                f"it answered as the model {answer.model!r}, not {self._answered_as!r} as when "
+                "gbdesk connected — did the server load another model?"
+            )
+
+    # -- lifecycle ------------------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        return not self._stop.is_set()
+
+    @property
+    def aborted(self) -> bool:
+        return self._stop.is_set()
+
+    def abort(self) -> None:
+        """Stop at once (from any thread): pending requests raise `EngineCrashed`."""
+        self._stop.set()
+        self._waits.close()
+        self._transport.abort()
+
+    def close(self) -> None:
+        """Close the connections; requests still under way (another thread's, e.g. after
+        Ctrl-C) stop at once instead of being waited for or retried."""
+        self.abort()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> HttpBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def check_connection(
+    base_url: str,
+    model: str,
+    api_key_env: str | None = None,
+    *,
+    max_tokens: int = 16,
+    capabilities: bool = True,
+) -> dict[str, Any]:
+    """Probe an endpoint, time one short generation and (with `capabilities`) find what it
+    can do (the Models pane's "Test connection")."""
+    with HttpBackend(base_url, model, api_key_env=api_key_env, max_retries=1) as backend:
+        result = backend.generate(
+            GenerationRequest(
+                messages=[{"role": "user", "content": "Say hello in one sentence."}],
+                seed=1,
+                max_tokens=max_tokens,
+            )
+        )
+        return {
+            "endpoint": backend.base_url,
+            "server_model": backend.server_model,
+            "server_models": backend.server_models,
+            "models_latency_s": backend.models_latency_s,
+            "latency_s": backend.tiny_latency_s,
+            "connect_s": backend.connect_time_s,
+            "json_format": backend.json_format,
+            "api_key": backend.api_key_source,
+            "tokens": result.tokens_out,
+            "tokens_per_s": result.tokens_per_s,
+            "generation_s": result.latency_s,
+            "text": result.text,
+            "capabilities": backend.capabilities() if capabilities else None,
+        }
