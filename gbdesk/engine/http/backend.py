@@ -87,7 +87,9 @@ from gbdesk.engine.http.replies import (
 from gbdesk.engine.http.scoring import TINY_REQUEST, Scoring
 from gbdesk.engine.http.transport import (
     WAIT_NOTICE_S,
+    Answered,
     Redirected,
+    Sent,
     Transport,
     Unanswered,
     Waits,
@@ -159,6 +161,38 @@ def _positive(value: float | None) -> float | None:
 
 
 T = TypeVar("T")
+
+
+def _parsed(answered: Answered, path: str, reply: Callable[[bytes], T]) -> T:
+    """A success answer parsed by `reply`; `NotJson` when it is not meant as JSON at all."""
+    if not looks_like_json(answered):
+        raise NotJson(answered, path)
+    return reply(answered.content)
+
+
+def _unfit(exc: Exception) -> str:
+    """The problem of a success answer that is not JSON or does not fit its schema."""
+    if isinstance(exc, NotJson):
+        return f"an answer that is not JSON ({exc})"
+    return f"a reply that does not fit the OpenAI format: {exc}"
+
+
+def _error_problem(
+    answered: Answered, path: str, retry_status: frozenset[int]
+) -> tuple[str, float]:
+    """An error answer that is retried: (the problem in words, the server's Retry-After
+    seconds or 0); `HttpRefused` when it is not retried (its status, or a 500 that
+    retrying cannot fix)."""
+    status = answered.status
+    message = error_message(answered)
+    permanent = status == 500 and _PERMANENT.search(message)
+    if status not in retry_status or permanent:
+        raise HttpRefused(status, message, path)
+    try:
+        retry_after = float(answered.headers.get("retry-after") or 0)
+    except ValueError:
+        retry_after = 0.0
+    return f"HTTP {status} {message}", retry_after
 
 
 # -- the backend -----------------------------------------------------------------------------
@@ -306,15 +340,8 @@ class HttpBackend(Scoring):
             retry_after = 0.0
             started = time.perf_counter()
             sent = self._waits.begin()
-            whole = False  # the whole reply came: the server answered (the waiting line)
             try:
-                try:
-                    with self._transport.deadline(read_s):  # the whole reply, not a read
-                        response = self._transport.send(method, url, body, read_s)
-                        answered = self._transport.read(response, read_s)
-                    whole = True
-                finally:
-                    self._waits.end(sent, answered=whole)
+                answered = self._fetch(method, url, body, read_s, sent)
             except Unanswered as exc:
                 if self._stop.is_set():
                     raise EngineCrashed("the request to the endpoint was stopped") from None
@@ -328,46 +355,54 @@ class HttpBackend(Scoring):
             except ReplyMismatch as exc:  # too big to read
                 if not retry_transport:
                     raise
-                problem = f"a reply that does not fit the OpenAI format: {exc}"
+                problem = _unfit(exc)
             else:
                 latency = time.perf_counter() - started
-                status = answered.status
-                if status < 400:
-                    try:
-                        if not looks_like_json(answered):
-                            raise NotJson(answered, path)
-                        return reply(answered.content), latency
-                    except NotJson as exc:
-                        if not retry_transport:
-                            raise
-                        problem = f"an answer that is not JSON ({exc})"
-                    except ReplyMismatch as exc:
-                        if not retry_transport:
-                            raise
-                        problem = f"a reply that does not fit the OpenAI format: {exc}"
+                if answered.status >= 400:
+                    problem, retry_after = _error_problem(answered, path, retry_status)
                 else:
-                    message = error_message(answered)
-                    permanent = status == 500 and _PERMANENT.search(message)
-                    if status not in retry_status or permanent:
-                        raise HttpRefused(status, message, path)
-                    problem = f"HTTP {status} {message}"
                     try:
-                        retry_after = float(answered.headers.get("retry-after") or 0)
-                    except ValueError:
-                        retry_after = 0.0
-            if tries >= self.max_retries or timeouts > READ_TIMEOUT_RETRIES:
-                log.warning("the endpoint %s gave up after %d tries: %s", self.base_url,
-                            tries + 1, problem)  # fmt: skip
-                raise EngineCrashed(
-                    f"the endpoint {self.base_url} failed {tries + 1} times in a row "
-                    f"(/{path}: {problem})"
-                )
-            log.info("the endpoint %s: %s; trying again", self.base_url, problem)
-            delay = min(MAX_BACKOFF_S, self.backoff_s * 2**tries) * random.uniform(0.8, 1.2)
-            delay = max(delay, min(retry_after, MAX_BACKOFF_S))
+                        return _parsed(answered, path, reply), latency
+                    except (NotJson, ReplyMismatch) as exc:
+                        if not retry_transport:
+                            raise
+                        problem = _unfit(exc)
+            self._wait_to_retry(path, tries, timeouts, problem, retry_after)
             tries += 1
-            if self._stop.wait(delay):
-                raise EngineCrashed("the request to the endpoint was stopped")
+
+    def _fetch(
+        self, method: str, url: str, body: dict[str, Any] | None, read_s: float, sent: Sent
+    ) -> Answered:
+        """One try's whole answer, under a deadline on the whole reply (not on a read); the
+        waiting line learns whether the server answered."""
+        whole = False  # the whole reply came: the server answered (the waiting line)
+        try:
+            with self._transport.deadline(read_s):
+                response = self._transport.send(method, url, body, read_s)
+                answered = self._transport.read(response, read_s)
+            whole = True
+        finally:
+            self._waits.end(sent, answered=whole)
+        return answered
+
+    def _wait_to_retry(
+        self, path: str, tries: int, timeouts: int, problem: str, retry_after: float
+    ) -> None:
+        """Wait before try `tries + 2` (backoff · 2^tries, ±20 %, at least the server's
+        Retry-After, at most `MAX_BACKOFF_S`); `EngineCrashed` when the retries are used up
+        (or a silent server timed out once too often) or `abort` was called meanwhile."""
+        if tries >= self.max_retries or timeouts > READ_TIMEOUT_RETRIES:
+            log.warning("the endpoint %s gave up after %d tries: %s", self.base_url,
+                        tries + 1, problem)  # fmt: skip
+            raise EngineCrashed(
+                f"the endpoint {self.base_url} failed {tries + 1} times in a row "
+                f"(/{path}: {problem})"
+            )
+        log.info("the endpoint %s: %s; trying again", self.base_url, problem)
+        delay = min(MAX_BACKOFF_S, self.backoff_s * 2**tries) * random.uniform(0.8, 1.2)
+        delay = max(delay, min(retry_after, MAX_BACKOFF_S))
+        if self._stop.wait(delay):
+            raise EngineCrashed("the request to the endpoint was stopped")
 
     def _sampling(self, request: GenerationRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
