@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -77,60 +78,79 @@ def ppi_bootstrap(
     human, automatic_labeled, automatic_unlabeled, automatic_all = frames
     rng = np.random.default_rng(seed) if isinstance(seed, int) else seed
     n, big_n = len(human), len(automatic_unlabeled)
-    notes: list[str] = []
-    method = "prediction-powered bootstrap (Zrnic 2024), percentile interval"
     lo_q, hi_q = alpha / 2, 1 - alpha / 2
     theta = _undefined_as_nan(statistic)
 
     automatic_value = theta(automatic_all)
     theta_y, theta_yl, theta_yu = _point_values(theta, frames)
-    bias = theta_yl - theta_y
+    out = _Outcome(automatic_value, theta_yl - theta_y, n, n + big_n)
 
     def plain_automatic_ci() -> Interval:
-        return _automatic_bootstrap_ci(theta, automatic_all, rng, n_resamples, lo_q, hi_q, notes)
-
-    def invalid(
-        reason: str, value: float = math.nan, automatic_ci: Interval | None = None
-    ) -> PPIResult:
-        logger.info("PPI bootstrap: no interval: %s", reason)
-        if automatic_ci is None:
-            automatic_ci = plain_automatic_ci()
-        return PPIResult(
-            value=value, ci=NAN_CI, automatic_value=automatic_value,
-            automatic_ci=automatic_ci, bias=bias, bias_ci=NAN_CI, n_human=n,
-            n_total=n + big_n, valid=False, reason=reason, method=method, notes=tuple(notes),
-        )  # fmt: skip
+        return _automatic_bootstrap_ci(theta, automatic_all, rng, n_resamples, lo_q, hi_q,
+                                       out.notes)  # fmt: skip
 
     if n + big_n == 0:
-        return invalid("no units")
+        return out.invalid("no units", math.nan, plain_automatic_ci())
     if n == 0:
-        return invalid("no human labels")
+        return out.invalid("no human labels", math.nan, plain_automatic_ci())
     if big_n == 0:
         return _human_only_bootstrap(
-            theta, human, automatic_value, plain_automatic_ci(), bias, rng, n_resamples, lo_q,
-            hi_q, min_human, notes,
+            theta, human, out.automatic_value, plain_automatic_ci(), out.bias, rng, n_resamples,
+            lo_q, hi_q, min_human, out.notes,
         )  # fmt: skip
     if n < min_human:
-        return invalid(f"only {n} human labels (at least {min_human} needed)", theta_y)
+        reason = f"only {n} human labels (at least {min_human} needed)"
+        return out.invalid(reason, theta_y, plain_automatic_ci())
     if not math.isfinite(theta_y):
-        return invalid("the statistic is undefined on the human-labelled sample")
+        reason = "the statistic is undefined on the human-labelled sample"
+        return out.invalid(reason, math.nan, plain_automatic_ci())
 
     disagreements = _differing_rows(human, automatic_labeled)
-    few = _note_few_disagreements(disagreements, n, min_disagreements, "rows", notes)
-    lam_used, method = _bootstrap_lambda(theta, frames, rng, n_resamples_lam, lam, few, method)
-
+    few = _note_few_disagreements(disagreements, n, min_disagreements, "rows", out.notes)
+    lam_used, out.method = _bootstrap_lambda(
+        theta, frames, rng, n_resamples_lam, lam, few, out.method
+    )
     value = _rectified(lam_used, theta_y, theta_yl, theta_yu)
     boot, auto, bias_boot = _ppi_resamples(theta, frames, rng, n_resamples, lam_used)
-    automatic_ci = _percentile(auto, lo_q, hi_q, notes, "automatic-only")
-    bias_ci = NAN_CI if few else _percentile(bias_boot, lo_q, hi_q, notes, "bias")
+    automatic_ci = _percentile(auto, lo_q, hi_q, out.notes, "automatic-only")
+    bias_ci = NAN_CI if few else _percentile(bias_boot, lo_q, hi_q, out.notes, "bias")
     if reason := _undefined_reason(boot, n_resamples):
-        return invalid(reason, value, automatic_ci)
-    ci = _percentile(boot, lo_q, hi_q, notes, "PPI")
-    return PPIResult(
-        value=value, ci=ci, automatic_value=automatic_value, automatic_ci=automatic_ci,
-        bias=bias, bias_ci=bias_ci, n_human=n, n_total=n + big_n, valid=True, lam=lam_used,
-        method=method, notes=tuple(notes),
-    )  # fmt: skip
+        return out.invalid(reason, value, automatic_ci)
+    ci = _percentile(boot, lo_q, hi_q, out.notes, "PPI")
+    return out.valid(value, ci, automatic_ci, bias_ci, lam_used)
+
+
+@dataclass
+class _Outcome:
+    """What every result of one `ppi_bootstrap` shares, the method as chosen so far and
+    the notes gathered on the way."""
+
+    automatic_value: float
+    bias: float
+    n_human: int
+    n_total: int
+    method: str = "prediction-powered bootstrap (Zrnic 2024), percentile interval"
+    notes: list[str] = field(default_factory=list)
+
+    def invalid(self, reason: str, value: float, automatic_ci: Interval) -> PPIResult:
+        """No interval, for `reason`."""
+        logger.info("PPI bootstrap: no interval: %s", reason)
+        return PPIResult(
+            value=value, ci=NAN_CI, automatic_value=self.automatic_value,
+            automatic_ci=automatic_ci, bias=self.bias, bias_ci=NAN_CI, n_human=self.n_human,
+            n_total=self.n_total, valid=False, reason=reason, method=self.method,
+            notes=tuple(self.notes),
+        )  # fmt: skip
+
+    def valid(
+        self, value: float, ci: Interval, automatic_ci: Interval, bias_ci: Interval, lam: float
+    ) -> PPIResult:
+        """The interval `ci` of the estimate `value`."""
+        return PPIResult(
+            value=value, ci=ci, automatic_value=self.automatic_value, automatic_ci=automatic_ci,
+            bias=self.bias, bias_ci=bias_ci, n_human=self.n_human, n_total=self.n_total,
+            valid=True, lam=lam, method=self.method, notes=tuple(self.notes),
+        )  # fmt: skip
 
 
 def _bootstrap_frames(

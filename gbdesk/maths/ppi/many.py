@@ -304,6 +304,35 @@ def _resamples_reason(boot: np.ndarray, n_resamples: int) -> str:
     return ""
 
 
+def _at(values: dict[str, np.ndarray], name: str) -> float:
+    """A statistic's value at one row of weights, NaN when `theta` gave none."""
+    return float(values.get(name, [math.nan])[0])
+
+
+def _resampled_result(
+    value: float,
+    boot: np.ndarray,
+    bias_ci: tuple[float, float],
+    lam: float,
+    method: str,
+    notes: list[str],
+    common: dict[str, Any],
+    n_resamples: int,
+    quantiles: tuple[float, float],
+) -> PPIResult:
+    """One statistic's result from its resampled values: no interval when they do not
+    vary or are undefined on too many resamples (`_resamples_reason`), else their
+    percentile interval at `quantiles`."""
+    if reason := _resamples_reason(boot, n_resamples):
+        return PPIResult(
+            value=value, ci=NAN_CI, bias_ci=bias_ci, valid=False, reason=reason, lam=lam,
+            method=method, notes=tuple(notes), **common,
+        )  # fmt: skip
+    ci = _percentile(list(boot), *quantiles, notes, "PPI")
+    return PPIResult(value=value, ci=ci, bias_ci=bias_ci, valid=True, lam=lam,
+                     method=method, notes=tuple(notes), **common)  # fmt: skip
+
+
 def ppi_bootstrap_many(
     theta: ThetaMany,
     n: int,
@@ -367,10 +396,8 @@ def ppi_bootstrap_many(
     for name in names:
         notes = list(base_notes)
         few_here = few or _few_informative(informative.get(name), n, min_disagreements, notes)
-        y = float(point_y.get(name, [math.nan])[0]) if n else math.nan
-        yl = float(point_yl.get(name, [math.nan])[0]) if n else math.nan
-        yu = float(point_yu.get(name, [math.nan])[0]) if big_n else math.nan
-        auto_value = float(point_all.get(name, [math.nan])[0])
+        # (point_y and point_yl are {} without reviewed units, point_yu without others)
+        y, yl, yu, auto_value = (_at(p, name) for p in (point_y, point_yl, point_yu, point_all))
         auto_ci = _percentile(list(ball.get(name, nan_row)), lo_q, hi_q, notes, "automatic-only")
         bias = yl - y
         common: dict[str, Any] = dict(
@@ -389,17 +416,9 @@ def ppi_bootstrap_many(
         bias_ci = (
             NAN_CI
             if few_here
-            else _percentile(
-                list(byl.get(name, nan_row) - by.get(name, nan_row)), lo_q, hi_q, notes, "bias"
-            )
+            else _percentile(list(resampled[1] - resampled[0]), lo_q, hi_q, notes, "bias")
         )
-        if reason := _resamples_reason(boot, n_resamples):
-            out[name] = PPIResult(
-                value=value, ci=NAN_CI, bias_ci=bias_ci, valid=False, reason=reason,
-                lam=lam_used, method=method, notes=tuple(notes), **common,
-            )  # fmt: skip
-            continue
-        ci = _percentile(list(boot), lo_q, hi_q, notes, "PPI")
-        out[name] = PPIResult(value=value, ci=ci, bias_ci=bias_ci, valid=True, lam=lam_used,
-                              method=method, notes=tuple(notes), **common)  # fmt: skip
+        out[name] = _resampled_result(
+            value, boot, bias_ci, lam_used, method, notes, common, n_resamples, (lo_q, hi_q)
+        )
     return out
