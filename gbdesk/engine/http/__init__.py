@@ -3,9 +3,11 @@ llama-cpp-python's server) as a gbdesk engine, in parts by job:
 
 - `transport`: one server's connections, time-outs as a deadline on the whole reply, the
   waiting line while the server is silent;
-- `replies`: what a reply must look like before it is believed (typed schemas), and the
-  answers that are not replies (errors, not JSON, not fitting);
-- `backend`: `HttpBackend` — connecting (probing the endpoint), generating, retries;
+- `replies`: what a reply must look like before it is believed (typed schemas);
+- `answers`: what an answer that is not a reply to believe means (errors, not JSON, not
+  fitting, another model);
+- `backend`: `HttpBackend` — requests with retries, generating;
+- `connecting`: probing the endpoint when a backend is made, and its one-line errors;
 - `scoring`: log-likelihoods from echoed prompt logprobs, and what an endpoint can do;
 - `urls`: endpoint addresses and ``URL#model`` specs;
 - `catalogue`: endpoints stored as model rows, and the words for their capabilities.
@@ -14,15 +16,11 @@ llama-cpp-python's server) as a gbdesk engine, in parts by job:
 from gbdesk.engine.endpoints import CAPABILITIES, ENDPOINT_PRESETS, SERVERS_WITH
 from gbdesk.engine.http.backend import (
     DEFAULT_BACKOFF_S,
-    DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_MAX_RETRIES,
     ENDPOINT_KIND,
     MAX_BACKOFF_S,
     MAX_CONCURRENCY,
-    READ_TIMEOUT_BASE_S,
-    READ_TIMEOUT_RETRIES,
     RETRY_STATUSES,
-    SLOWEST_TOKENS_PER_S,
     HttpBackend,
     check_connection,
 )
@@ -39,7 +37,14 @@ from gbdesk.engine.http.catalogue import (
     unmet_capability,
     with_endpoints,
 )
-from gbdesk.engine.http.transport import WAIT_NOTICE_S, WAIT_RECENT
+from gbdesk.engine.http.transport import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    READ_TIMEOUT_BASE_S,
+    READ_TIMEOUT_RETRIES,
+    SLOWEST_TOKENS_PER_S,
+    WAIT_NOTICE_S,
+    WAIT_RECENT,
+)
 from gbdesk.engine.http.urls import endpoint_spec, normalize_base_url, parse_endpoint_spec
 
 __all__ = [

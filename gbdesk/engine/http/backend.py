@@ -55,37 +55,39 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-import urllib3
-
 from gbdesk import __version__
 from gbdesk.engine.base import (
     COMPLETION_STOP,
-    EngineInfo,
     GenerationRequest,
     GenerationResult,
     TokenCallback,
     completion_frame,
 )
-from gbdesk.engine.http.replies import (
-    Answer,
+from gbdesk.engine.http.answers import (
     ChangedMisfit,
     HttpRefused,
     Misfit,
     ModelChanged,
-    ModelList,
     NotJson,
+    error_message,
+    looks_like_json,
+)
+from gbdesk.engine.http.connecting import Connecting
+from gbdesk.engine.http.replies import (
+    Answer,
     ReplyMismatch,
-    another_listed,
     answer_schema,
     check_answer_length,
     check_token_counts,
-    error_message,
-    looks_like_json,
     parse_reply,
     request_prompt_bytes,
 )
-from gbdesk.engine.http.scoring import TINY_REQUEST, Scoring
+from gbdesk.engine.http.scoring import Scoring
 from gbdesk.engine.http.transport import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    READ_TIMEOUT_BASE_S,
+    READ_TIMEOUT_RETRIES,
+    SLOWEST_TOKENS_PER_S,
     WAIT_NOTICE_S,
     Answered,
     Redirected,
@@ -101,20 +103,6 @@ from gbdesk.support.errors import EngineCrashed, EngineError, UserError
 log = logging.getLogger(__name__)
 
 ENDPOINT_KIND = "endpoint"
-#: seconds to open a connection: a server that does not accept one in this long is down or
-#: unreachable (GBDESK_HTTP_CONNECT_TIMEOUT overrides)
-DEFAULT_CONNECT_TIMEOUT_S = 10.0
-#: An answer is not streamed, so the server says nothing until it is complete: the read
-#: time-out must fit the longest answer on the slowest server gbdesk is meant for. It is
-#: READ_TIMEOUT_BASE_S (reading a long prompt, or loading the model on first use as Ollama
-#: does) plus the answer's max_tokens at SLOWEST_TOKENS_PER_S (a 70B model on a CPU-only
-#: server): 120 + 300 / 2 = 270 s for 300-token answers (the longest most probes ask). A
-#: fixed number of seconds instead: GBDESK_HTTP_READ_TIMEOUT (or `read_timeout_s`).
-READ_TIMEOUT_BASE_S = 120.0
-SLOWEST_TOKENS_PER_S = 2.0
-#: a request that timed out is tried this many more times (another full wait each), unless
-#: the server answered other requests meanwhile (then it is busy, not gone)
-READ_TIMEOUT_RETRIES = 1
 # Retries after a failed try (429, 5xx, time-out, dropped connection, a reply that does
 # not fit), waiting backoff · 2^k seconds (±20 %, at most MAX_BACKOFF_S) before try k + 1:
 # 0.5 + 1 + 2 + 4 + 8 + 16 ≈ 30 s in all by default. GBDESK_HTTP_RETRIES and
@@ -133,14 +121,6 @@ _PERMANENT = re.compile(
     r"maximum context|not supported|unsupported|only no echo",
     re.I,
 )
-# Sampling extensions of llama.cpp-family servers (and vLLM): llama.cpp's own top-k 40 and
-# min-p 0.05 truncations and its repeat penalty are switched off, as in the local engine.
-_SAMPLER_KEYS = ("top_k", "min_p", "repeat_penalty")
-_PROBE_SCHEMA = {
-    "type": "object",
-    "properties": {"ok": {"type": "boolean"}},
-    "required": ["ok"],
-}
 
 
 def _env_number(name: str, default: Any, cast: type) -> Any:
@@ -196,7 +176,7 @@ def _error_problem(
 
 
 # -- the backend -----------------------------------------------------------------------------
-class HttpBackend(Scoring):
+class HttpBackend(Connecting, Scoring):
     """A gbdesk engine over an OpenAI-compatible HTTP API (see the module docstring)."""
 
     backend_name = "http"
@@ -443,63 +423,8 @@ class HttpBackend(Scoring):
             "which this probe needs"
         )
 
-    # -- connecting -------------------------------------------------------------------------
-    def _connect(self) -> None:
-        """Probe the endpoint; one clear `UserError` line for whatever is wrong with it."""
-        started = time.perf_counter()
-        try:
-            self._probe()
-        except Unanswered as exc:
-            if exc.kind == "read-timeout":
-                raise UserError(
-                    f"the server at {self.base_url} took the request but sent no answer "
-                    f"within {exc.read_s or self.read_timeout(0):.0f} s — is it stuck or "
-                    "overloaded? (GBDESK_HTTP_READ_TIMEOUT sets how long to wait)"
-                ) from None
-            raise UserError(
-                f"cannot reach the endpoint {self.base_url}: {exc} — "
-                "is the server running, and the address and port right?"
-            ) from None
-        except NotJson as exc:
-            raise UserError(
-                f"{self._url(exc.path)} did not answer with JSON ({exc}) — is this an "
-                "OpenAI-compatible API? Its base URL usually ends in /v1"
-            ) from None
-        except Misfit as exc:
-            raise UserError(
-                f"the server at {self.base_url} answered /{exc.path} with a reply that does "
-                f"not fit the OpenAI format: {exc}"
-            ) from None
-        except EngineCrashed as exc:
-            raise UserError(f"the endpoint is not ready: {exc}") from None
-        self.connect_time_s = time.perf_counter() - started
-        self.info = EngineInfo(
-            backend=self.backend_name,
-            model_name=self.server_model,
-            prompt_mode="completion" if self.mode == "completion" else "chat",
-            versions={"urllib3": urllib3.__version__},
-            settings={
-                "endpoint": self.base_url,
-                "endpoint_model": self.model,
-                "server_model": self.server_model,
-                "server_models": self.server_models[:20],
-                "owned_by": self.owned_by,
-                "concurrency": self.concurrency,
-                "api_key": self.api_key_source,  # where the key came from, never the key
-                "json_format": self.json_format,
-                "sampler_extras": self.sampler_extras,
-                "seed": "sent with every request; honoured only by servers that support it",
-                "max_retries": self.max_retries,
-                "connect_timeout_s": self.connect_timeout_s,
-                # seconds, or how they follow from each request's max_tokens
-                "read_timeout_s": self.read_timeout_s
-                or f"{READ_TIMEOUT_BASE_S:g} + max_tokens / {SLOWEST_TOKENS_PER_S:g}",
-            },
-            load_time_s=self.connect_time_s,
-        )
-
     def _ask(self, path: str, body: dict[str, Any], **call: Any) -> tuple[Answer, float]:
-        """POST `body` to `path`; the answer parsed and checked (`server_replies`: its
+        """POST `body` to `path`; the answer parsed and checked (`replies`: its
         schema; a generated text no longer than its max_tokens allows; the model the
         server answered as when connected). `Misfit` when it does not fit and is not
         retried; `call`: `_call`'s settings."""
@@ -520,124 +445,6 @@ class HttpBackend(Scoring):
             raise ChangedMisfit(str(exc), path) from None
         except ReplyMismatch as exc:
             raise Misfit(str(exc), path) from None
-
-    def _probe(self) -> None:
-        # 1. the model list (optional: a server without /models is still usable)
-        quick = frozenset({429, 503})  # busy or still loading the model: wait a little
-        self.server_models: list[str] = []
-        self.owned_by: str | None = None
-        listing_ok = False
-        try:
-            listing, self.models_latency_s = self._call(
-                "GET", "models", reply=lambda b: parse_reply(ModelList, b),
-                retry_transport=False, retry_status=quick, read_s=min(30.0, self.read_timeout(0)),
-            )  # fmt: skip
-            self.server_models = [entry.id for entry in listing.data if entry.id]
-            self.owned_by = next((e.owned_by for e in listing.data if e.owned_by), None)
-            listing_ok = True
-        except HttpRefused as exc:
-            self.models_latency_s = None
-            if exc.status in (401, 403):
-                raise self._auth_error(exc) from None
-        except ReplyMismatch as exc:
-            raise Misfit(str(exc), "models") from None
-        # 2. a one-token request: right path, model name and key; sampling extensions
-        self.sampler_extras = True
-        self.json_format = "none"
-        tiny = TINY_REQUEST
-        try:
-            answer = self._try_tiny(tiny, quick)
-        except HttpRefused as exc:
-            if exc.status in (400, 422) and any(k in exc.message for k in _SAMPLER_KEYS):
-                self.sampler_extras = False
-                try:
-                    answer = self._try_tiny(tiny, quick)
-                except HttpRefused as again:
-                    raise self._refused_error(again, listing_ok) from None
-            else:
-                raise self._refused_error(exc, listing_ok) from None
-        reported = answer.model or ""
-        if another_listed(self.model, reported, self.server_models):
-            raise UserError(
-                f"the endpoint {self.base_url} does not serve the model {self.model!r}: it "
-                f"answered as {reported!r}, another model it lists; it serves: "
-                f"{', '.join(self.server_models[:10])}"
-            )
-        if self.model in self.server_models:
-            self.server_model = self.model
-        elif len(self.server_models) == 1:  # a one-model server that ignores the name
-            self.server_model = self.server_models[0]
-        else:
-            self.server_model = reported or self.model
-        self._answered_as = reported or None
-        # 3. which structured-output form the server takes *and applies*: constrained, the
-        # answer to "Say OK." starts with "{"; a server that ignores the field says "OK".
-        # Each answer is also a second look at the model it answers as: a server naming
-        # another model on every request is refused here (`ChangedMisfit`), not after a run
-        # was planned.
-        confirmed = False
-        for form in ("json_schema", "json_object"):
-            self.json_format = form
-            probe = GenerationRequest(
-                messages=tiny.messages, seed=0, max_tokens=2, json_schema=_PROBE_SCHEMA
-            )
-            try:
-                answer, _ = self._ask(
-                    self._path, self._body(probe), retry_transport=False, retry_status=quick,
-                    read_s=self.read_timeout(probe.max_tokens),
-                )  # fmt: skip
-            except ChangedMisfit:
-                raise
-            except (HttpRefused, NotJson, Misfit):
-                continue
-            confirmed = True
-            if answer.text.lstrip().startswith("{"):
-                break
-        else:
-            self.json_format = "none"
-        if not confirmed:  # no second answer yet: one more one-token request
-            self._try_tiny(tiny, quick)
-
-    def _try_tiny(self, request: GenerationRequest, retry_status: frozenset[int]) -> Answer:
-        answer, self.tiny_latency_s = self._ask(
-            self._path, self._body(request), retry_transport=False, retry_status=retry_status,
-            read_s=self.read_timeout(request.max_tokens),
-        )  # fmt: skip
-        return answer
-
-    def _auth_error(self, exc: HttpRefused) -> UserError:
-        where = f"${self.api_key_env}" if self.api_key_env else "$GBDESK_API_KEY"
-        got = {"none": "no API key was found"}.get(
-            self.api_key_source, f"the key from {self.api_key_source} was refused"
-        )
-        return UserError(
-            f"the endpoint {self.base_url} refused access (HTTP {exc.status}: {exc.message}); "
-            f"{got} — put it in {where} (or the keyring) and try again"
-        )
-
-    def _refused_error(self, exc: HttpRefused, listing_ok: bool) -> UserError:
-        if exc.status in (401, 403):
-            return self._auth_error(exc)
-        if 300 <= exc.status < 400:
-            return UserError(
-                f"{self._url(exc.path)} answered HTTP {exc.status}: {exc.message} — give "
-                "that address as the endpoint (redirects are not followed)"
-            )
-        served = ", ".join(self.server_models[:10]) or "none listed"
-        if exc.status == 404 and not listing_ok:
-            return UserError(
-                f"{self._url(exc.path)} was not found (HTTP 404) — check the endpoint URL; "
-                "an OpenAI-compatible base URL usually ends in /v1"
-            )
-        if exc.status in (400, 404) and re.search(r"model", exc.message, re.I):
-            return UserError(
-                f"the endpoint {self.base_url} does not serve the model {self.model!r} "
-                f"({exc.message}); it serves: {served}"
-            )
-        return UserError(
-            f"the endpoint {self.base_url} refused a test request "
-            f"(HTTP {exc.status}: {exc.message})"
-        )
 
     # -- the Backend interface ------------------------------------------------------------
     def generate(

@@ -29,14 +29,10 @@ backend treats it like any other server fault (retried, then the run stops resum
 
 from __future__ import annotations
 
-import json
 import re
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, StrictStr, ValidationError
-
-if TYPE_CHECKING:
-    from gbdesk.engine.http.transport import Answered
 
 #: the largest token count a server may report (no request has a billion tokens; bigger
 #: integers would not even fit SQLite's 64-bit columns)
@@ -296,25 +292,6 @@ __all__ = [
 ]
 
 
-# -- answers that are not replies: errors, not JSON, not fitting -----------------------------
-def one_line(text: str, limit: int = 240) -> str:
-    text = re.sub(r"\s+", " ", str(text)).strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def error_message(answered: Answered) -> str:
-    """The server's own explanation of an error answer, on one line."""
-    try:
-        message: Any = parse_reply(ErrorAnswer, answered.content).words()
-    except ReplyMismatch:
-        message = None
-    if message is None:
-        message = answered.content.decode("utf-8", "replace") or answered.reason
-    if not isinstance(message, str):
-        message = json.dumps(message)
-    return one_line(message)
-
-
 def request_prompt_bytes(body: dict[str, Any]) -> int | None:
     """The UTF-8 bytes of a request's prompt (its messages' texts, or the completion
     prompt), which bound its prompt tokens; None when unknown."""
@@ -324,52 +301,3 @@ def request_prompt_bytes(body: dict[str, Any]) -> int | None:
     if isinstance(messages, list):
         return sum(len(str(m.get("content") or "").encode()) for m in messages)
     return None
-
-
-class HttpRefused(Exception):
-    """A non-retryable error answer (carries the status and the server's message)."""
-
-    def __init__(self, status: int, message: str, path: str):
-        super().__init__(f"HTTP {status}: {message}")
-        self.status, self.message, self.path = status, message, path
-
-
-class NotJson(Exception):
-    """A success answer that is not JSON at all (an HTML page, an empty body)."""
-
-    def __init__(self, answered: Answered, path: str):
-        ctype = answered.content_type or "no content type"
-        start = one_line(answered.content.decode("utf-8", "replace"), 60)
-        super().__init__(f"{ctype}, starting {start!r}" if start else ctype)
-        self.path = path
-
-
-def another_listed(asked: str, answered: str, listed: list[str]) -> bool:
-    """Whether a server of several models answered a request for `asked` as another model
-    it lists — not `asked` itself nor a version of it (OpenAI answers "gpt-4o" as
-    "gpt-4o-2024-08-06"; Ollama "llama3.1" as "llama3.1:latest")."""
-    if len(listed) < 2 or not answered or answered == asked or answered not in listed:
-        return False
-    return not answered.startswith((f"{asked}-", f"{asked}:", f"{asked}@"))
-
-
-class Misfit(Exception):
-    """A reply that does not fit its schema, not retried (connecting, checking)."""
-
-    def __init__(self, what: str, path: str):
-        super().__init__(what)
-        self.path = path
-
-
-class ModelChanged(ReplyMismatch):
-    """A reply as another model than the server answered as when gbdesk connected."""
-
-
-class ChangedMisfit(Misfit):
-    """`ModelChanged` while connecting: never taken for a form the server lacks."""
-
-
-def looks_like_json(answered: Answered) -> bool:
-    """Whether a success answer is meant as JSON (its content type, or its first byte): a
-    truncated JSON reply is a reply that does not fit; an HTML page is not JSON at all."""
-    return "json" in answered.content_type.lower() or answered.content.lstrip()[:1] in (b"{", b"[")

@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gbdesk.engine.base import GenerationRequest, ScoreResult
-from gbdesk.engine.http.replies import Answer, HttpRefused, Misfit, NotJson
+from gbdesk.engine.http.answers import HttpRefused, Misfit, NotJson
+from gbdesk.engine.http.replies import Answer
 from gbdesk.engine.http.transport import Unanswered
 from gbdesk.support.errors import EngineCrashed, EngineError
 
@@ -75,7 +76,7 @@ class Scoring:
 
     def _prompt_logprobs(self, text: str, **call: Any) -> list[float]:
         """The log-probability of each of `text`'s tokens after the first (the server's
-        echoed prompt logprobs, each a finite number ≤ 0: `server_replies`); `EngineError`
+        echoed prompt logprobs, each a finite number ≤ 0: `replies`); `EngineError`
         when the server refuses or ignores echo. `call`: `_call`'s retry settings."""
         body = {
             "model": self.model,

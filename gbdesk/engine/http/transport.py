@@ -301,6 +301,23 @@ def _short(text: str, limit: int) -> str:
 __all__ = ["Answered", "Redirected", "Transport", "Unanswered", "unanswered"]
 
 
+# -- how long to wait ------------------------------------------------------------------
+#: seconds to open a connection: a server that does not accept one in this long is down or
+#: unreachable (GBDESK_HTTP_CONNECT_TIMEOUT overrides)
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+#: An answer is not streamed, so the server says nothing until it is complete: the read
+#: time-out must fit the longest answer on the slowest server gbdesk is meant for. It is
+#: READ_TIMEOUT_BASE_S (reading a long prompt, or loading the model on first use as Ollama
+#: does) plus the answer's max_tokens at SLOWEST_TOKENS_PER_S (a 70B model on a CPU-only
+#: server): 120 + 300 / 2 = 270 s for 300-token answers (the longest most probes ask). A
+#: fixed number of seconds instead: GBDESK_HTTP_READ_TIMEOUT (or `read_timeout_s`).
+READ_TIMEOUT_BASE_S = 120.0
+SLOWEST_TOKENS_PER_S = 2.0
+#: a request that timed out is tried this many more times (another full wait each), unless
+#: the server answered other requests meanwhile (then it is busy, not gone)
+READ_TIMEOUT_RETRIES = 1
+
+
 # -- waiting for a server ------------------------------------------------------------------
 #: seconds of silence before the first "waiting … for the server" line, which then repeats
 #: every 1.5 times as long (GBDESK_HTTP_WAIT_NOTICE overrides)
