@@ -227,7 +227,7 @@ class CharacterProfileProbe(GenderBenchProbe):
         caps = super().capabilities
         return caps.with_(
             review=caps.review.with_(
-                view="..._qt.review:PronounReviewView",  # from probes/<name>/
+                view="gbdesk.studies.genderbench._qt.review:PronounReviewView",
                 is_tie=self.is_tie,
                 category=self.review_category,
                 margin=self.review_margin,
