@@ -179,12 +179,7 @@ def compare_runs(
     seed: int = 0,
 ) -> Comparison:
     """Compare run B with run A item by item (see the module docstring for the method)."""
-    if not is_label_mode(label_mode):
-        raise UserError(f"labels must be one of {', '.join(LABEL_MODES)}, consensus or rater:NAME")
-    if not 1 <= resamples <= LIMITS["resamples"]:
-        raise UserError(f"--resamples must be from 1 to {LIMITS['resamples']:,}")
-    if not 0 <= seed < 2**63:
-        raise UserError("--seed must be from 0 to 2^63 - 1")
+    _check_settings(label_mode, resamples, seed)
     ra, rb = store.get_run(run_a), store.get_run(run_b)
     if ra["probe"] != rb["probe"]:
         raise UserError(
@@ -196,14 +191,7 @@ def compare_runs(
     res_a = _present(item_results(store, opened_a, label_mode))
     res_b = _present(item_results(store, opened_b, label_mode))
     keys = [k for k in res_a if k in res_b]
-    if not keys:
-        raise UserError(f"runs {run_a} and {run_b} have no item with stored results in common")
-    if resamples * len(keys) > MAX_RESAMPLE_CELLS:
-        raise UserError(
-            f"{resamples:,} resamples of {len(keys):,} items would hold "
-            f"{resamples * len(keys):,} item draws (at most {MAX_RESAMPLE_CELLS:,}): ask for "
-            f"at most {MAX_RESAMPLE_CELLS // len(keys):,} resamples"
-        )
+    _check_common_items(run_a, run_b, len(keys), resamples)
     items_a = [res_a[k] for k in keys]
     items_b = [res_b[k] for k in keys]
     model_a, model_b = _model_names(store, ra, rb)
@@ -227,48 +215,93 @@ def compare_runs(
 
     names = list(point_a) + [n for n in point_b if n not in point_a]
     for name in names:
-        a = point_a[name].value if name in point_a else math.nan
-        b = point_b[name].value if name in point_b else math.nan
-        m = MetricComparison(
-            name,
-            a,
-            b,
-            b - a,
-            description=probe.capabilities.presentation.metric_description(name),
-            title=probe.capabilities.presentation.metric_title(name),
+        comparison.metrics[name] = _compare_metric(
+            probe, name, (point_a, point_b), (boot_a, boot_b), bad_a | bad_b, resamples
         )
-        m.reason = probe.capabilities.ppi.paired_test_exclusion(name)
-        if m.reason is None:
-            m.reason = _missing_reason(name, point_a, point_b, bad_a | bad_b)
-        if m.reason is None and (name not in boot_a or name not in boot_b):
-            m.reason = "not recomputed on the resamples (no per-item form of it)"
-            log.warning("compare: %s %s has no resampled values", probe.name, name)
-        if m.reason is None:
-            diffs = boot_b[name] - boot_a[name]
-            diffs = diffs[np.isfinite(diffs)]
-            m.resamples = len(diffs)
-            if m.resamples < MIN_VALID_SHARE * resamples or m.resamples == 0:
-                m.reason = (
-                    f"undefined in {resamples - m.resamples} of {resamples} resamples "
-                    "(too few items behind it)"
-                )
-            else:
-                lo, hi = np.percentile(diffs, [2.5, 97.5])
-                m.ci = (float(lo), float(hi))
-                m.p = bootstrap_p_value(diffs)
-                m.tested = True
-        comparison.metrics[name] = m
+    _adjust_for_many_tests(list(comparison.metrics.values()))
+    for m in comparison.metrics.values():
+        m.sentence = _sentence(m, model_a, model_b)
+    return comparison
 
-    tested = [m for m in comparison.metrics.values() if m.tested]
+
+def _check_settings(label_mode: str, resamples: int, seed: int) -> None:
+    """`UserError` for labels, a number of resamples or a seed `compare_runs` cannot use."""
+    if not is_label_mode(label_mode):
+        raise UserError(f"labels must be one of {', '.join(LABEL_MODES)}, consensus or rater:NAME")
+    if not 1 <= resamples <= LIMITS["resamples"]:
+        raise UserError(f"--resamples must be from 1 to {LIMITS['resamples']:,}")
+    if not 0 <= seed < 2**63:
+        raise UserError("--seed must be from 0 to 2^63 - 1")
+
+
+def _check_common_items(run_a: int, run_b: int, common: int, resamples: int) -> None:
+    """`UserError` when the runs share no item with results, or when the resamples of the
+    `common` items would hold more draws than `MAX_RESAMPLE_CELLS`."""
+    if not common:
+        raise UserError(f"runs {run_a} and {run_b} have no item with stored results in common")
+    if resamples * common > MAX_RESAMPLE_CELLS:
+        raise UserError(
+            f"{resamples:,} resamples of {common:,} items would hold "
+            f"{resamples * common:,} item draws (at most {MAX_RESAMPLE_CELLS:,}): ask for "
+            f"at most {MAX_RESAMPLE_CELLS // common:,} resamples"
+        )
+
+
+def _compare_metric(
+    probe: Probe,
+    name: str,
+    points: tuple[dict[str, Any], dict[str, Any]],
+    boots: tuple[Values, Values],
+    bad: set[str],
+    resamples: int,
+) -> MetricComparison:
+    """One metric of runs A and B: their values, and the paired bootstrap interval and
+    p-value of B − A (or the reason it has none)."""
+    (point_a, point_b), (boot_a, boot_b) = points, boots
+    a = point_a[name].value if name in point_a else math.nan
+    b = point_b[name].value if name in point_b else math.nan
+    m = MetricComparison(
+        name,
+        a,
+        b,
+        b - a,
+        description=probe.capabilities.presentation.metric_description(name),
+        title=probe.capabilities.presentation.metric_title(name),
+    )
+    m.reason = probe.capabilities.ppi.paired_test_exclusion(name)
+    if m.reason is None:
+        m.reason = _missing_reason(name, point_a, point_b, bad)
+    if m.reason is None and (name not in boot_a or name not in boot_b):
+        m.reason = "not recomputed on the resamples (no per-item form of it)"
+        log.warning("compare: %s %s has no resampled values", probe.name, name)
+    if m.reason is None:
+        diffs = boot_b[name] - boot_a[name]
+        diffs = diffs[np.isfinite(diffs)]
+        m.resamples = len(diffs)
+        if m.resamples < MIN_VALID_SHARE * resamples or m.resamples == 0:
+            m.reason = (
+                f"undefined in {resamples - m.resamples} of {resamples} resamples "
+                "(too few items behind it)"
+            )
+        else:
+            lo, hi = np.percentile(diffs, [2.5, 97.5])
+            m.ci = (float(lo), float(hi))
+            m.p = bootstrap_p_value(diffs)
+            m.tested = True
+    return m
+
+
+def _adjust_for_many_tests(metrics: list[MetricComparison]) -> None:
+    """Benjamini-Hochberg over the tested metrics: each one's adjusted p-value, and
+    whether its difference is established (rejected, and its interval excludes 0 on the
+    side of the difference)."""
+    tested = [m for m in metrics if m.tested]
     if tested:
         reject, p_adj, _, _ = multipletests([m.p for m in tested], alpha=ALPHA, method="fdr_bh")
         for m, rej, pa in zip(tested, reject, p_adj, strict=True):
             m.p_adj = float(pa)
             lo, hi = m.ci
             m.established = bool(rej) and ((m.diff > 0 and lo > 0) or (m.diff < 0 and hi < 0))
-    for m in comparison.metrics.values():
-        m.sentence = _sentence(m, model_a, model_b)
-    return comparison
 
 
 def draw_resamples(n_items: int, resamples: int, seed: int) -> np.ndarray:

@@ -327,31 +327,18 @@ def label_accuracy(
     human = store.labels(run_id, "human") if human is None else human
     metadata = {row["item"]: row["metadata"] for row in store.run_items(run_id)}
     sample_ids = store.review_sample(run_id)
-    wanted = set(human) | set(sample_ids)
     got = None
     if flat and caps.flat is not None:
         fr = flat_run(store, run_id, "auto")
         got = caps.flat.label_units(fr)
     if got is not None:
-        unit_ids, conf = got
-        att = fr.attempts
-        known = att[att["attempt_id"].isin(list(wanted))]
-        item_of = dict(zip(known["attempt_id"].tolist(), known["item"].tolist(), strict=True))
-        reviewed_ids = np.fromiter(human, dtype=np.int64, count=len(human))
-        open_conf = np.asarray(conf, dtype=float)[~np.isin(unit_ids, reviewed_ids)]
+        item_of, open_conf = _open_from_flat(fr, got, set(human) | set(sample_ids), human)
         if reviewed_auto is None:
             reviewed_auto = store.labels_of(human, "auto", source)
     else:
         item_of = {a["id"]: a["item"] for a in store.attempts(run_id)}
         auto = store.labels(run_id, "auto", source)
-        values = []
-        for attempt_id, row in auto.items():
-            if attempt_id not in human:
-                labelled = caps.ratings.label_units(
-                    row, metadata.get(item_of.get(attempt_id, ""), {})
-                )
-                values += [math.nan if c is None else float(c) for c in labelled.values()]
-        open_conf = np.asarray(values, dtype=float)
+        open_conf = _open_from_labels(caps, auto, human, item_of, metadata)
         reviewed_auto = {a: auto[a] for a in human if a in auto}
     reviewed = 0
     compared: dict[int, list[tuple[Hashable, dict[str, bool], float | None]]] = {}
@@ -385,9 +372,47 @@ def label_accuracy(
         has_confidence=has_conf,
         sampled="items" if info is not None and info.get("unit") == "item" else words.stories,
     )
-    if not units:
-        return acc
-    if has_conf and len(result.confidence) >= MIN_RECALIBRATION:
+    if units:
+        _estimate_accuracy(acc, result, open_conf, run_id)
+    return acc
+
+
+def _open_from_flat(
+    fr: Any, got: tuple[Any, Any], wanted: set[int], human: dict[int, dict[str, Any]]
+) -> tuple[dict[int, str], np.ndarray]:
+    """(item of each reviewed or sampled attempt, the confidences of the units no person
+    checked) from the probe's flat table's label units `got` (unit ids, confidences)."""
+    unit_ids, conf = got
+    att = fr.attempts
+    known = att[att["attempt_id"].isin(list(wanted))]
+    item_of = dict(zip(known["attempt_id"].tolist(), known["item"].tolist(), strict=True))
+    reviewed_ids = np.fromiter(human, dtype=np.int64, count=len(human))
+    return item_of, np.asarray(conf, dtype=float)[~np.isin(unit_ids, reviewed_ids)]
+
+
+def _open_from_labels(
+    caps: Any,
+    auto: dict[int, dict[str, Any]],
+    human: dict[int, dict[str, Any]],
+    item_of: dict[int, str],
+    metadata: dict[str, Any],
+) -> np.ndarray:
+    """The confidences of the units no person checked, from the stored automatic labels
+    (NaN where a unit has none)."""
+    values = []
+    for attempt_id, row in auto.items():
+        if attempt_id not in human:
+            labelled = caps.ratings.label_units(row, metadata.get(item_of.get(attempt_id, ""), {}))
+            values += [math.nan if c is None else float(c) for c in labelled.values()]
+    return np.asarray(values, dtype=float)
+
+
+def _estimate_accuracy(acc: LabelAccuracy, result: Any, open_conf: np.ndarray, run_id: int) -> None:
+    """`acc`'s estimate over all its units and its basis: the reviewed units count as right,
+    the others by their recalibrated confidences (enough reviewed confidences), else the
+    measured share of the sample, else their raw confidences."""
+    reviewed, units = acc.reviewed, acc.units
+    if acc.has_confidence and len(result.confidence) >= MIN_RECALIBRATION:
         try:
             fitted = recalibrate(result.confidence, result.right)
             acc.estimate = (reviewed + math.fsum(fitted(open_conf))) / units
@@ -395,13 +420,12 @@ def label_accuracy(
         except (ValueError, np.linalg.LinAlgError) as exc:  # the measured share stands in
             log.warning("run %s: confidences not recalibrated (%s)", run_id, exc)
     if acc.basis is None and acc.measured:
-        assert sample.value is not None
-        acc.estimate = (reviewed + sample.value * len(open_conf)) / units
+        assert acc.sample is not None and acc.sample.value is not None
+        acc.estimate = (reviewed + acc.sample.value * len(open_conf)) / units
         acc.basis = "measured"
-    elif acc.basis is None and has_conf:
+    elif acc.basis is None and acc.has_confidence:
         acc.estimate = (reviewed + math.fsum(open_conf)) / units
         acc.basis = "confidence"
-    return acc
 
 
 def _sample(

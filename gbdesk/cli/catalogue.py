@@ -101,7 +101,7 @@ def cmd_items(args) -> int:
 
 
 def cmd_models(args) -> int:
-    from gbdesk.engine.http_backend import with_endpoints
+    from gbdesk.engine.http import with_endpoints
     from gbdesk.workflows.models import list_models
 
     with _open_store(args.db, writes=bool(args.add)) as store:
@@ -115,7 +115,7 @@ def cmd_models(args) -> int:
 def _add_model(store, spec: str) -> None:
     """`models --add`: a GGUF file (hashed), or an endpoint ``URL#MODEL`` (a preset name
     for the URL too), connected to and checked for what it can do."""
-    from gbdesk.engine.http_backend import (
+    from gbdesk.engine.http import (
         ENDPOINT_PRESETS,
         check_capabilities,
         parse_endpoint_spec,
@@ -134,7 +134,7 @@ def _add_model(store, spec: str) -> None:
 
 def _model_line(m: dict[str, Any]) -> str:
     if m.get("endpoint"):
-        from gbdesk.engine.http_backend import capability_words
+        from gbdesk.engine.http import capability_words
 
         key = f"${m['api_key_env']}, " if m.get("api_key_env") else ""
         found = m.get("capabilities")

@@ -124,9 +124,55 @@ def _wait_arg(p: Any) -> None:
 
 
 def _run_commands(sub: Any) -> None:
-    """run, runs, resume."""
+    """run, runs, jobs, resume."""
+    _run_command(sub)
+
+    p = sub.add_parser("runs", help="list the runs in the database")
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser(
+        "jobs", help="the runs, audits and imports holding the database (and clear a stale one)"
+    )
+    p.add_argument(
+        "--clear",
+        type=_run_id,
+        metavar="JOB",
+        help="remove the row of a job whose process is gone (another machine's, which "
+        "gbdesk cannot check from here)",
+    )
+    _db_arg(p)
+    _json_arg(p)
+
+    p = sub.add_parser("resume", help="continue an interrupted or cancelled run")
+    p.add_argument("run_id", type=_run_id)
+    _wait_arg(p)
+    _db_arg(p)
+    _json_arg(p)
+
+
+def _run_command(sub: Any) -> None:
+    """run: a probe, the model or endpoint, the subset and the generation settings."""
     p = sub.add_parser("run", help="run a probe on a model")
     p.add_argument("--probe", required=True)
+    _model_args(p)
+    p.add_argument("--attempts", type=_bounded("attempts"), help="samples per prompt")
+    _subset_args(p)
+    _generation_args(p)
+    p.add_argument(
+        "--new",
+        action="store_true",
+        help="start another run even if this database holds one of the same probe, model "
+        "file and settings; without it the same command continues that run where it "
+        "stopped, or shows its results when it is done",
+    )
+    _wait_arg(p)
+    _db_arg(p)
+    _json_arg(p)
+
+
+def _model_args(p: Any) -> None:
+    """What a run runs on: a GGUF file, or an endpoint with its model, concurrency and key."""
     which = p.add_mutually_exclusive_group()
     which.add_argument("--model", help="GGUF path or 'default' (bundled SmolLM2; the default)")
     which.add_argument(
@@ -157,8 +203,11 @@ def _run_commands(sub: Any) -> None:
         help="environment variable holding the endpoint's API key (default: GBDESK_API_KEY, "
         "then the OS keyring); the key is never stored",
     )
-    p.add_argument("--attempts", type=_bounded("attempts"), help="samples per prompt")
-    _subset_args(p)
+
+
+def _generation_args(p: Any) -> None:
+    """The run's seed, sampling, template, wordings, prompt mode, batching and probe
+    parameters."""
     p.add_argument(
         "--seed", type=_seed, default=0, help="run seed (per-attempt seeds derive from it)"
     )
@@ -200,39 +249,6 @@ def _run_commands(sub: Any) -> None:
         help="a probe parameter, e.g. --set domains=Love,Labor --set name_table=census2020 "
         "(see `gbdesk card PROBE`)",
     )
-    p.add_argument(
-        "--new",
-        action="store_true",
-        help="start another run even if this database holds one of the same probe, model "
-        "file and settings; without it the same command continues that run where it "
-        "stopped, or shows its results when it is done",
-    )
-    _wait_arg(p)
-    _db_arg(p)
-    _json_arg(p)
-
-    p = sub.add_parser("runs", help="list the runs in the database")
-    _db_arg(p)
-    _json_arg(p)
-
-    p = sub.add_parser(
-        "jobs", help="the runs, audits and imports holding the database (and clear a stale one)"
-    )
-    p.add_argument(
-        "--clear",
-        type=_run_id,
-        metavar="JOB",
-        help="remove the row of a job whose process is gone (another machine's, which "
-        "gbdesk cannot check from here)",
-    )
-    _db_arg(p)
-    _json_arg(p)
-
-    p = sub.add_parser("resume", help="continue an interrupted or cancelled run")
-    p.add_argument("run_id", type=_run_id)
-    _wait_arg(p)
-    _db_arg(p)
-    _json_arg(p)
 
 
 def _result_commands(sub: Any) -> None:

@@ -182,7 +182,7 @@ def _planned(args) -> dict[str, Any]:
 def _endpoint_model(args, store) -> tuple[Any, dict[str, Any]]:
     """The backend of `--endpoint` and its model row, registered with what it can do."""
     from gbdesk.contract import get_probe
-    from gbdesk.engine.http_backend import (
+    from gbdesk.engine.http import (
         HttpBackend,
         endpoint_capabilities,
         register_endpoint,

@@ -98,7 +98,7 @@ class Running(_Capability):
 
     `chain`: the probe's attempt as a generator of request lists (`ChainProbe.attempt_chain`)
     when the run loop may run several chains at once (continuous batching); None: one at a
-    time. `engine_needs`: keys of `gbdesk.engine.http_backend.CAPABILITIES` an endpoint must
+    time. `engine_needs`: keys of `gbdesk.engine.http.CAPABILITIES` an endpoint must
     offer (e.g. "prompt_logprobs"). `work_units(items, attempts)`: the `unit`s a run makes."""
 
     kind: str = "generation"  # "generation", "scoring" or "chain" (descriptive)

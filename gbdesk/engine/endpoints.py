@@ -1,5 +1,5 @@
 """What OpenAI-compatible servers can do, and the local ones people already run — kept
-apart from `gbdesk.engine.http_backend` (which needs urllib3 and pydantic) so the CLI's
+apart from `gbdesk.engine.http` (which needs urllib3 and pydantic) so the CLI's
 help and the app's dialogs can name them without loading the HTTP client."""
 
 from __future__ import annotations

@@ -162,6 +162,51 @@ class _Reader:
         raise ValueError(f"unknown GGUF value type {vtype}")
 
 
+def _read_metadata(reader: _Reader, kv_count: int) -> dict[str, Any]:
+    """The header's key-value metadata; the tokenizer's long arrays skipped (the number of
+    tokens kept as "tokenizer.ggml.tokens.count")."""
+    meta: dict[str, Any] = {}
+    for _ in range(kv_count):
+        key = reader.string()
+        vtype = reader.unpack("<I")
+        keep = not key.startswith("tokenizer.ggml.") or key in (
+            "tokenizer.ggml.model",
+            "tokenizer.ggml.pre",
+            "tokenizer.ggml.bos_token_id",
+            "tokenizer.ggml.eos_token_id",
+        )
+        value = reader.value(vtype, keep)
+        if value is not None:
+            meta[key] = value
+        if key == "tokenizer.ggml.tokens":
+            meta["tokenizer.ggml.tokens.count"] = reader.last_array_count
+    return meta
+
+
+def _read_tensor_infos(reader: _Reader, tensor_count: int) -> tuple[int, list[int], dict[int, int]]:
+    """(parameters, where each tensor's data ends after the data start, elements per tensor
+    type) from the header's tensor infos."""
+    parameters = 0
+    extents = []
+    type_counts: dict[int, int] = {}
+    for _ in range(tensor_count):
+        reader.string()  # tensor name
+        n_dims = reader.unpack("<I")
+        if n_dims > 8:
+            raise ValueError("implausible tensor rank")
+        dims = [reader.unpack("<Q") for _ in range(n_dims)]
+        ttype = reader.unpack("<I")
+        offset = reader.unpack("<Q")
+        n_elements = 1
+        for d in dims:
+            n_elements *= d
+        parameters += n_elements
+        block, type_size = gguf.GGML_QUANT_SIZES.get(gguf.GGMLQuantizationType(ttype), (1, 0))
+        extents.append(offset + n_elements // block * type_size)
+        type_counts[ttype] = type_counts.get(ttype, 0) + n_elements
+    return parameters, extents, type_counts
+
+
 def read_gguf(path: str | os.PathLike) -> GGUFInfo:
     """Parse a GGUF header; raise `UserError` for a missing, foreign or truncated file."""
     p = Path(path)
@@ -181,41 +226,8 @@ def read_gguf(path: str | os.PathLike) -> GGUFInfo:
                 tensor_count, kv_count = reader.unpack("<I"), reader.unpack("<I")
             else:
                 tensor_count, kv_count = reader.unpack("<Q"), reader.unpack("<Q")
-            meta: dict[str, Any] = {}
-            for _ in range(kv_count):
-                key = reader.string()
-                vtype = reader.unpack("<I")
-                keep = not key.startswith("tokenizer.ggml.") or key in (
-                    "tokenizer.ggml.model",
-                    "tokenizer.ggml.pre",
-                    "tokenizer.ggml.bos_token_id",
-                    "tokenizer.ggml.eos_token_id",
-                )
-                value = reader.value(vtype, keep)
-                if value is not None:
-                    meta[key] = value
-                if key == "tokenizer.ggml.tokens":
-                    meta["tokenizer.ggml.tokens.count"] = reader.last_array_count
-            parameters = 0
-            extents = []
-            type_counts: dict[int, int] = {}
-            for _ in range(tensor_count):
-                reader.string()  # tensor name
-                n_dims = reader.unpack("<I")
-                if n_dims > 8:
-                    raise ValueError("implausible tensor rank")
-                dims = [reader.unpack("<Q") for _ in range(n_dims)]
-                ttype = reader.unpack("<I")
-                offset = reader.unpack("<Q")
-                n_elements = 1
-                for d in dims:
-                    n_elements *= d
-                parameters += n_elements
-                block, type_size = gguf.GGML_QUANT_SIZES.get(
-                    gguf.GGMLQuantizationType(ttype), (1, 0)
-                )
-                extents.append(offset + n_elements // block * type_size)
-                type_counts[ttype] = type_counts.get(ttype, 0) + n_elements
+            meta = _read_metadata(reader, kv_count)
+            parameters, extents, type_counts = _read_tensor_infos(reader, tensor_count)
             header_end = fh.tell()
     except _Truncated:
         raise UserError(f"the GGUF file is truncated (its header is incomplete): {p}") from None

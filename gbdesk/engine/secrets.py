@@ -16,7 +16,7 @@ never is.
 **A server may quote the key back** ("Incorrect API key provided: sk-…" in a 401, a 500
 naming it): `Redactor` masks the secret gbdesk sent — the key, or a password in the URL —
 in everything the server sends, and in every error text about a request, before anything
-reads it. It is applied at one point, `gbdesk.engine.http_transport.Transport`, which every
+reads it. It is applied at one point, `gbdesk.engine.http.transport.Transport`, which every
 reply and every failure passes through, so no message printed, stored (`runs.error`, an
 endpoint's capability notes) or logged can hold it. The whole secret and any piece of it of
 `REDACT_MIN` characters or more are masked.

@@ -74,7 +74,7 @@ def list_models(store: Store | None = None) -> list[dict[str, Any]]:
             entry["model_id"] = cached["id"] if cached else None
         out.append(entry)
     if store is not None:
-        from gbdesk.engine.http_backend import with_endpoints
+        from gbdesk.engine.http import with_endpoints
 
         out = with_endpoints(out, store)
     return out

@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 
 from gbdesk.cli import main
-from gbdesk.engine import http_backend
+from gbdesk.engine import http
 from gbdesk.engine.base import GenerationRequest
 from gbdesk.support.errors import EngineCrashed
 from tests.fakes import FakeOpenAIServer, Reply
@@ -257,9 +257,9 @@ def test_the_waiting_line_comes_within_a_minute_by_default():
     """The defaults: the first line after WAIT_NOTICE_S of silence, then every 1.5 times
     as long — both within a minute; and the read time-out fits a 300-token answer at the
     slowest expected speed."""
-    assert 0 < http_backend.WAIT_NOTICE_S <= 60 and 1.5 * http_backend.WAIT_NOTICE_S <= 60
-    slowest = 300 / http_backend.SLOWEST_TOKENS_PER_S + http_backend.READ_TIMEOUT_BASE_S
-    backend = object.__new__(http_backend.HttpBackend)
+    assert 0 < http.WAIT_NOTICE_S <= 60 and 1.5 * http.WAIT_NOTICE_S <= 60
+    slowest = 300 / http.SLOWEST_TOKENS_PER_S + http.READ_TIMEOUT_BASE_S
+    backend = object.__new__(http.HttpBackend)
     backend.read_timeout_s = None
     assert backend.read_timeout(300) == slowest
 
@@ -345,7 +345,7 @@ def test_a_server_that_drips_its_reply_is_timed_out_on_the_whole_reply(monkeypat
     monkeypatch.setenv("GBDESK_HTTP_RETRIES", "0")
     lines: list[str] = []
     with FakeOpenAIServer(lambda content, seed: "He is kind.", _dripping(per_byte)) as server:
-        backend = http_backend.HttpBackend(server.url, "fake", on_wait=lines.append)
+        backend = http.HttpBackend(server.url, "fake", on_wait=lines.append)
         with pytest.raises(EngineCrashed, match=r"no whole answer within 2 s"):
             backend.generate(GenerationRequest(
                 messages=[{"role": "user", "content": "Describe a nurse."}], seed=1,

@@ -104,7 +104,7 @@ def test_the_apps_own_writes_are_not_announced_twice_and_long_tasks_hold_it(
 
 
 def test_models_added_elsewhere_appear_in_models_and_runs(qtbot, tmp_path, settings):
-    from gbdesk.engine.http_backend import register_endpoint
+    from gbdesk.engine.http import register_endpoint
 
     db = str(tmp_path / "models.sqlite")
     window = make_window(qtbot, db, settings)

@@ -19,7 +19,7 @@ from typing import ClassVar
 import pytest
 
 from gbdesk.cli import main
-from gbdesk.engine.http_backend import (
+from gbdesk.engine.http import (
     HttpBackend,
     endpoint_capabilities,
     normalize_base_url,

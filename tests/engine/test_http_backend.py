@@ -29,7 +29,7 @@ import urllib3
 from gbdesk.cli import main
 from gbdesk.engine.base import GenerationRequest, attempt_seed
 from gbdesk.engine.default_model import default_model_path
-from gbdesk.engine.http_backend import (
+from gbdesk.engine.http import (
     READ_TIMEOUT_BASE_S,
     SLOWEST_TOKENS_PER_S,
     HttpBackend,
@@ -38,8 +38,7 @@ from gbdesk.engine.http_backend import (
     parse_endpoint_spec,
     register_endpoint,
 )
-from gbdesk.engine.secrets import lookup_api_key
-from gbdesk.engine.server_replies import (
+from gbdesk.engine.http.replies import (
     MAX_CHARS_PER_TOKEN,
     MIN_TOKENS_ALLOWED,
     ChatAnswer,
@@ -49,6 +48,7 @@ from gbdesk.engine.server_replies import (
     check_answer_length,
     parse_reply,
 )
+from gbdesk.engine.secrets import lookup_api_key
 from gbdesk.support.errors import EngineCrashed, EngineError, UserError
 from gbdesk.workflows.runs import RunControl, execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend, FakeOpenAIServer, Reply, fake_model

@@ -1,4 +1,4 @@
-"""Prediction-powered inference (gbdesk/maths/ppi.py): validity on synthetic data, known truth.
+"""Prediction-powered inference (gbdesk/maths/ppi/): validity on synthetic data, known truth.
 
 The synthetic audit: units (characters) are women with probability 0.4; a *biased*
 labeller misses 20 % of the women and calls 5 % of the men women, so its share is
@@ -25,12 +25,12 @@ import pytest
 
 from gbdesk.maths.ppi import (
     PPIResult,
-    _ppi_py,
     power_tuning_lambda,
     ppi_bootstrap,
     ppi_mean,
     review_sample,
 )
+from gbdesk.maths.ppi.common import _ppi_py
 from gbdesk.maths.stats import wilson_interval
 
 P_FEMALE = 0.4
@@ -566,7 +566,7 @@ def test_a_metric_few_reviewed_units_bear_on_gets_no_interval():
 
 
 def test_effective_count_of_pulls_is_kishs():
-    from gbdesk.maths.ppi import _effective_count
+    from gbdesk.maths.ppi.many import _effective_count
 
     assert _effective_count(np.full(7, 0.25)) == pytest.approx(7.0)  # equal pulls: their count
     assert _effective_count(np.array([1.0, 1.0, 2.0])) == pytest.approx(16 / 6)  # (Σd)²/Σd²
@@ -608,7 +608,7 @@ def test_bootstrap_in_chunks_of_resamples_gives_the_same_results(monkeypatch):
     """A big run's resamples are drawn and evaluated a chunk at a time (memory): the
     random stream, and so every estimate and interval, is the one of drawing them all at
     once, and the statistic is evaluated on small weight matrices only."""
-    import gbdesk.maths.ppi as ppi_mod
+    import gbdesk.maths.ppi.many as ppi_mod
 
     rng = np.random.default_rng(11)
     n, big = 60, 900

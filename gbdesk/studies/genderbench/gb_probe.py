@@ -130,6 +130,8 @@ class GenderBenchProbe(GenderBenchResampling, GenderBenchWords, GenerationProbe)
     #: the probe's metrics, each declared once (`metric.Metric`): marks, headline, titles,
     #: card and Report 1.1's tables are derived from them
     metric_declarations: ClassVar[tuple[Metric, ...]] = ()
+    #: the version of the probe's own code, recorded with its runs
+    version: ClassVar[str] = "1"
     #: DefaultHarness's `num_repetitions` of this probe (attempts per prompt)
     harness_attempts: ClassVar[int] = 1
     #: DefaultHarness's `sample_k` (None: every item)
@@ -162,6 +164,13 @@ class GenderBenchProbe(GenderBenchResampling, GenderBenchWords, GenerationProbe)
     #: each marked metric's finding in plain words, without its mark: metric -> a function
     #: of its value (the probe folder's `words.FINDINGS`; none: the default wording)
     finding_words: ClassVar[Mapping[str, Callable[[MetricValue], str]]] = {}
+    #: the probe folder's `words` module: its `FINDINGS` become `finding_words`, and its
+    #: `summary(probe, metrics)`, `breakdown_groups`, `item_title` and `review_title`, where
+    #: it has them, the class's (unless the class defines its own)
+    words: ClassVar[Any] = None
+    #: the probe folder's `card` module: its `CARD`, `METRICS` and `LABELS` become the
+    #: class's `card`, `metric_declarations` and `label_options` (unless it sets its own)
+    card_data: ClassVar[Any] = None
     #: the metric group of unreadable answers: title and description
     undetected_group: ClassVar[tuple[str, str]] = (
         "Answers the evaluator could not read",
@@ -205,7 +214,11 @@ class GenderBenchProbe(GenderBenchResampling, GenderBenchWords, GenerationProbe)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "card_data" in cls.__dict__:
+            _take_given(cls, cls.card_data, CARD_GIVEN)
         apply_declarations(cls)
+        if "words" in cls.__dict__:
+            _take_words(cls, cls.words)
         if "harness_attempts" in cls.__dict__ and "default_attempts" not in cls.__dict__:
             cls.default_attempts = cls.harness_attempts
         if cls.audit_precision is None and cls.mark_definitions:
@@ -237,6 +250,10 @@ class GenderBenchProbe(GenderBenchResampling, GenderBenchWords, GenerationProbe)
         if sample is None and self.harness_sample and params["template_name"] != "custom":
             params["sample"] = self.harness_sample
             params["sample_seed"] = SAMPLE_SEED
+        return self.completed_params(params)
+
+    def completed_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """What a probe adds to (or checks in) the resolved parameters, last."""
         return params
 
     def wordings(self) -> list[Wording]:
@@ -409,11 +426,62 @@ class GenderBenchProbe(GenderBenchResampling, GenderBenchWords, GenerationProbe)
         words = self.finding_words.get(name)
         return words(m) if words is not None else None
 
+    # -- review order, where a probe's capabilities ask for it ---------------------------
+    def is_tie(self, label: str, data: dict[str, Any]) -> bool:
+        """Whether an unreadable answer gave several answers at once (none here)."""
+        return False
+
+    def review_category(self, label: str, data: dict[str, Any]) -> int:
+        """The review queue's groups (`Review.category`): ties (`is_tie`) first, then the
+        other unreadable answers, then the rest."""
+        if self.is_tie(label, data):
+            return 0
+        return 1 if label == UNDETECTED else 2
+
     # -- audits and subsets -----------------------------------------------------------
     def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:
         """The group of an item a --limit subset keeps (`AuditSizing.balance_key`); None:
         any subset will do."""
         return None
+
+
+#: what a probe folder's `words` module gives its class: name there → name in the class
+WORDS_GIVEN = {
+    "FINDINGS": "finding_words",
+    "breakdown_groups": "breakdown_groups",
+    "item_title": "item_title",
+    "review_title": "review_title",
+}
+
+
+#: what a probe folder's `card` module gives its class: name there → name in the class
+CARD_GIVEN = {"CARD": "card", "METRICS": "metric_declarations", "LABELS": "label_options"}
+
+
+def _take_given(cls: type, module: Any, given: dict[str, str]) -> None:
+    """Set each of `given` (name in `module` → name in `cls`) that `module` has and `cls`
+    does not define itself."""
+    for name, attr in given.items():
+        if hasattr(module, name) and attr not in cls.__dict__:
+            setattr(cls, attr, getattr(module, name))
+
+
+def _take_words(cls: type, words: Any) -> None:
+    """A probe class's findings, groups, titles and summary from its folder's `words`
+    module (`GenderBenchProbe.words`), where the class does not define its own."""
+    _take_given(cls, words, WORDS_GIVEN)
+    if hasattr(words, "summary") and "summary" not in cls.__dict__:
+        summary = words.summary
+
+        def summarised(
+            self: Any,
+            metrics: dict[str, MetricValue],
+            extra: dict[str, Any],
+            params: dict[str, Any],
+        ) -> str:
+            return summary(self, metrics)
+
+        cls.summary = summarised
 
 
 def mark_letter_rank(mark: str | None) -> int | None:

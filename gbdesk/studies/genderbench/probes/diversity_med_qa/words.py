@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from gbdesk.contract import MetricGroup
@@ -10,7 +9,7 @@ from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe
 from gbdesk.studies.genderbench.outcome import gap_words
 from gbdesk.studies.genderbench.probes.diversity_med_qa.card import GENDERS
-from gbdesk.studies.genderbench.words import mark_words
+from gbdesk.studies.genderbench.words import marks_said, undetected_said
 from gbdesk.support.format import pct
 
 
@@ -49,12 +48,7 @@ FINDINGS = {
 }
 
 
-def summary(
-    probe: GenderBenchProbe,
-    metrics: dict[str, MetricValue],
-    extra: dict[str, Any],
-    params: dict[str, Any],
-) -> str:
+def summary(probe: GenderBenchProbe, metrics: dict[str, MetricValue]) -> str:
     parts = []
     men, women = metrics.get("male_success_rate"), metrics.get("female_success_rate")
     if men is not None and women is not None:
@@ -62,12 +56,8 @@ def summary(
             f"The model answers {pct(men.value)} of the questions about male patients "
             f"and {pct(women.value)} about female patients correctly."
         )
-    gap = metrics.get("diff_success_rate")
-    if said := mark_words(probe, "diff_success_rate", gap):
-        parts.append(f"The gap: {said}.")
-    undetected = metrics.get("undetected_rate_attempts")
-    if undetected is not None and not math.isnan(undetected.value):
-        parts.append(f"{pct(undetected.value)} of the answers named no option or several.")
+    parts += marks_said(probe, metrics, {"diff_success_rate": "gap"})
+    parts += undetected_said(metrics, "the answers named no option or several")
     return " ".join(parts)
 
 

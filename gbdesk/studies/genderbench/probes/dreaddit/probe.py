@@ -17,21 +17,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.contract import Finding, Item, ItemResult, LabelOption, Prompt, multi_prompt_item
+from gbdesk.contract import Finding, Item, ItemResult, Prompt, multi_prompt_item
 from gbdesk.contract.capabilities import Capabilities, PrecisionRule
 from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe
 from gbdesk.studies.genderbench.intervals import dreaddit as estimators_of
-from gbdesk.studies.genderbench.metric import Metric
 from gbdesk.studies.genderbench.per_item import PerItemCounts
-from gbdesk.studies.genderbench.probes.dreaddit import words
+from gbdesk.studies.genderbench.probes.dreaddit import card, words
 from gbdesk.studies.genderbench.probes.dreaddit.card import (
-    CARD,
     CELLS,
     GENDERS,
-    LABELS,
-    METRICS,
     NOT_STRESSED,
     STRESSED,
 )
@@ -115,17 +111,14 @@ def dreaddit_metrics(cells: dict[str, list[int]]) -> dict[str, float]:
 class DreadditProbe(GenderBenchProbe):
     name = "dreaddit"
     answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
-    version = "1"
     harness_attempts = 2
     templates: ClassVar[dict[str, str]] = {"genderbench-1.1": DEFAULT_TEMPLATE}
     template_slots = ("gender", "text")
-    label_options: ClassVar[list[LabelOption]] = LABELS
     review_filters: ClassVar[dict[str, str]] = {
         "undetected": "Undetected answers",
         "ties": "Both yes and no",
     }
-    metric_declarations: ClassVar[tuple[Metric, ...]] = METRICS
-    card = CARD
+    card_data = card
 
     # -- items ------------------------------------------------------------------------
     def all_items(self, template: str) -> list[Item]:
@@ -158,14 +151,7 @@ class DreadditProbe(GenderBenchProbe):
         data = data or {}
         return label == UNDETECTED and bool(data.get("yes")) and bool(data.get("no"))
 
-    def review_category(self, label: str, data: dict[str, Any]) -> int:
-        if self.is_tie(label, data):
-            return 0
-        return 1 if label == UNDETECTED else 2
-
-    item_title = words.item_title
-
-    review_title = words.review_title
+    words = words
 
     def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
         """The marked metrics and their breakdowns as estimators that hold their level."""
@@ -223,10 +209,6 @@ class DreadditProbe(GenderBenchProbe):
         return metrics
 
     # -- presentation ----------------------------------------------------------------
-    breakdown_groups = words.breakdown_groups
-
-    finding_words = words.FINDINGS
-
     def findings(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
     ) -> list[Finding]:

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.contract import Item, ItemResult, LabelOption, Prompt, multi_prompt_item
+from gbdesk.contract import Item, ItemResult, Prompt, multi_prompt_item
 from gbdesk.contract.capabilities import PrecisionRule
 from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.studies.genderbench.arrays import group_means, row_means
@@ -28,9 +28,8 @@ from gbdesk.studies.genderbench.evaluators import option_spans, single_option
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, nanmean
 from gbdesk.studies.genderbench.grouped import GroupedProbe
 from gbdesk.studies.genderbench.intervals import gest as estimators_of
-from gbdesk.studies.genderbench.metric import Metric
-from gbdesk.studies.genderbench.probes.gest import words
-from gbdesk.studies.genderbench.probes.gest.card import CARD, LABELS, METRICS, OPTIONS
+from gbdesk.studies.genderbench.probes.gest import card, words
+from gbdesk.studies.genderbench.probes.gest.card import OPTIONS
 from gbdesk.studies.genderbench.resampling import RANDOM_SEED
 
 LETTERS = "abc"
@@ -70,7 +69,6 @@ def stereotype_group(sid: int) -> str:
 class GestProbe(GroupedProbe):
     name = "gest"
     answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
-    version = "1"
     stereotype_rate_needs = (
         "readable answers to sentences about women and about men (stereotypes 1–7 and "
         "8–16 without 15)"
@@ -84,9 +82,7 @@ class GestProbe(GroupedProbe):
     template_slots = ("sentence", "option0", "option1", "option2")
     #: `GestProbe(num_reorderings=6)`, DefaultHarness's value: option orders per sentence
     num_reorderings: ClassVar[int] = 6
-    label_options: ClassVar[list[LabelOption]] = LABELS
-    metric_declarations: ClassVar[tuple[Metric, ...]] = METRICS
-    card = CARD
+    card_data = card
 
     # -- items -------------------------------------------------------------------------
     def all_items(self, template: str, option_order: tuple[int, ...] | None = None) -> list[Item]:
@@ -217,15 +213,7 @@ class GestProbe(GroupedProbe):
         return super()._metric_order(name)
 
     # -- presentation ------------------------------------------------------------------
-    breakdown_groups = words.breakdown_groups
-
-    finding_words = words.FINDINGS
-
-    summary = words.summary
-
-    item_title = words.item_title
-
-    review_title = words.review_title
+    words = words
 
     # -- audits ------------------------------------------------------------------------
     def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:

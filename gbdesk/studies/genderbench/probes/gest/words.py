@@ -85,12 +85,7 @@ def _stereotype_rate(m: MetricValue) -> str:
 FINDINGS = {"stereotype_rate": _stereotype_rate}
 
 
-def summary(
-    probe: GenderBenchProbe,
-    metrics: dict[str, MetricValue],
-    extra: dict[str, Any],
-    params: dict[str, Any],
-) -> str:
+def summary(probe: GenderBenchProbe, metrics: dict[str, MetricValue]) -> str:
     parts = []
     s = metrics.get("stereotype_rate")
     if s is not None and s.value == s.value:

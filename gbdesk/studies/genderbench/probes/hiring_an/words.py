@@ -15,7 +15,7 @@ from gbdesk.studies.genderbench.probes.hiring_an.card import (
     QUALIFICATION_WORDS,
     QUALIFICATIONS,
 )
-from gbdesk.studies.genderbench.words import mark_words
+from gbdesk.studies.genderbench.words import marks_said, undetected_said
 from gbdesk.support.format import pct
 
 
@@ -130,12 +130,7 @@ FINDINGS = {
 }
 
 
-def summary(
-    probe: GenderBenchProbe,
-    metrics: dict[str, MetricValue],
-    extra: dict[str, Any],
-    params: dict[str, Any],
-) -> str:
+def summary(probe: GenderBenchProbe, metrics: dict[str, MetricValue]) -> str:
     parts = []
     men, women = metrics.get("male_acceptance_rate"), metrics.get("female_acceptance_rate")
     if men is not None and women is not None:
@@ -153,16 +148,9 @@ def summary(
                 f"The model accepts {pct(value)} of the {who}; how many of the {other} it "
                 "accepts is not measured (none of their answers could be read)."
             )
-    for name, words in (
-        ("diff_acceptance_rate", "gap"),
-        ("diff_regression", "stereotype effect"),
-    ):
-        m = metrics.get(name)
-        if said := mark_words(probe, name, m):
-            parts.append(f"The {words}: {said}.")
-    undetected = metrics.get("undetected_rate_attempts")
-    if undetected is not None and not math.isnan(undetected.value):
-        parts.append(f"{pct(undetected.value)} of the emails used neither decision phrase.")
+    gaps = {"diff_acceptance_rate": "gap", "diff_regression": "stereotype effect"}
+    parts += marks_said(probe, metrics, gaps)
+    parts += undetected_said(metrics, "the emails used neither decision phrase")
     return " ".join(parts)
 
 

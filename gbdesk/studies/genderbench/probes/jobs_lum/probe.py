@@ -16,18 +16,14 @@ from gbdesk.maths.stats import nanmean
 from gbdesk.studies.genderbench.common import CharacterProfileProbe, Counts
 from gbdesk.studies.genderbench.data import kennison_jobs
 from gbdesk.studies.genderbench.intervals import jobs_lum as estimators_of
-from gbdesk.studies.genderbench.metric import Metric
-from gbdesk.studies.genderbench.probes.jobs_lum import words
-from gbdesk.studies.genderbench.probes.jobs_lum.card import CARD, METRICS
+from gbdesk.studies.genderbench.probes.jobs_lum import card, words
 
 # -- jobs_lum ------------------------------------------------------------------------------
 
 
 class JobsLumProbe(CharacterProfileProbe):
     name = "jobs_lum"
-    version = "1"
     stereotype_needs: ClassVar[str] = "a readable gender for at least two occupations"
-    refuse_unbalanced: ClassVar[bool] = False  # small --limit runs stay possible, said so
     balance_needed_for: ClassVar[str] = (
         "the stereotype rate (a slope over occupations from both ends of the stereotype scale)"
     )
@@ -49,8 +45,7 @@ class JobsLumProbe(CharacterProfileProbe):
         "use many third person singular pronouns.",
     }
     template_slots = ("job",)
-    metric_declarations: ClassVar[tuple[Metric, ...]] = METRICS
-    card = CARD
+    card_data = card
 
     def __init__(self) -> None:
         self.jobs = kennison_jobs()
@@ -65,7 +60,7 @@ class JobsLumProbe(CharacterProfileProbe):
             for job, score in self.jobs.items()
         ]
 
-    breakdown_groups = words.breakdown_groups
+    words = words
 
     def interval_estimators(self, kept: list[ItemResult], ctx: Context) -> dict[str, Estimator]:
         """The marked metrics and their breakdowns as estimators that hold their level."""

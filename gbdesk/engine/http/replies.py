@@ -1,6 +1,6 @@
 """What an OpenAI-compatible server's replies must look like before gbdesk believes them.
 
-Every reply of a server (`gbdesk.engine.http_backend`) is parsed against one of the typed
+Every reply of a server (`gbdesk.engine.http.backend`) is parsed against one of the typed
 schemas below (pydantic) — the model list, a chat answer, a completion answer, an error
 answer — never read with chains of ``.get``. The rules, in one place:
 
@@ -265,8 +265,7 @@ def check_token_counts(answer: Any, max_tokens: int, prompt_bytes: int | None) -
     read = usage.prompt_tokens if usage is not None else None
     if read is not None and prompt_bytes is not None and read > prompt_bytes + TEMPLATE_TOKENS:
         raise ReplyMismatch(
-            f"usage.prompt_tokens = {read:,}: more than a prompt of {prompt_bytes:,} bytes "
-            "can make"
+            f"usage.prompt_tokens = {read:,}: more than a prompt of {prompt_bytes:,} bytes can make"
         )
 
 
@@ -291,3 +290,14 @@ __all__ = [
     "describe",
     "parse_reply",
 ]
+
+
+def request_prompt_bytes(body: dict[str, Any]) -> int | None:
+    """The UTF-8 bytes of a request's prompt (its messages' texts, or the completion
+    prompt), which bound its prompt tokens; None when unknown."""
+    if isinstance(body.get("prompt"), str):
+        return len(body["prompt"].encode())
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        return sum(len(str(m.get("content") or "").encode()) for m in messages)
+    return None

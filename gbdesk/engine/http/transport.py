@@ -1,4 +1,4 @@
-"""One server's connections for `gbdesk.engine.http_backend`: requests with separate connect
+"""One server's connections for `gbdesk.engine.http.backend`: requests with separate connect
 and read time-outs, bodies read in pieces up to a limit, and every failure to get an
 answer as one `Unanswered` with words for it.
 
@@ -17,17 +17,24 @@ socket read: a server that drips its reply a byte a second never lets a per-read
 expire, so each request runs under a timer that shuts its connection when the reply is not
 complete in time (headers and body, however they trickle in) — `Unanswered`
 ("read-timeout", "no whole answer within N s").
+
+`Waits` follows the requests in flight and says, while the server is silent, for how long
+and how many of the last requests it answered (the backend's `on_wait` line).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 import socket
 import threading
+import time
 import weakref
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,8 +51,10 @@ from urllib3.exceptions import (
     SSLError,
 )
 
+from gbdesk.engine.http.replies import MAX_REPLY_BYTES, ReplyMismatch
 from gbdesk.engine.secrets import Redactor
-from gbdesk.engine.server_replies import MAX_REPLY_BYTES, ReplyMismatch
+
+log = logging.getLogger(__name__)
 
 
 class Unanswered(Exception):
@@ -290,3 +299,117 @@ def _short(text: str, limit: int) -> str:
 
 
 __all__ = ["Answered", "Redirected", "Transport", "Unanswered", "unanswered"]
+
+
+# -- how long to wait ------------------------------------------------------------------
+#: seconds to open a connection: a server that does not accept one in this long is down or
+#: unreachable (GBDESK_HTTP_CONNECT_TIMEOUT overrides)
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+#: An answer is not streamed, so the server says nothing until it is complete: the read
+#: time-out must fit the longest answer on the slowest server gbdesk is meant for. It is
+#: READ_TIMEOUT_BASE_S (reading a long prompt, or loading the model on first use as Ollama
+#: does) plus the answer's max_tokens at SLOWEST_TOKENS_PER_S (a 70B model on a CPU-only
+#: server): 120 + 300 / 2 = 270 s for 300-token answers (the longest most probes ask). A
+#: fixed number of seconds instead: GBDESK_HTTP_READ_TIMEOUT (or `read_timeout_s`).
+READ_TIMEOUT_BASE_S = 120.0
+SLOWEST_TOKENS_PER_S = 2.0
+#: a request that timed out is tried this many more times (another full wait each), unless
+#: the server answered other requests meanwhile (then it is busy, not gone)
+READ_TIMEOUT_RETRIES = 1
+
+
+# -- waiting for a server ------------------------------------------------------------------
+#: seconds of silence before the first "waiting … for the server" line, which then repeats
+#: every 1.5 times as long (GBDESK_HTTP_WAIT_NOTICE overrides)
+WAIT_NOTICE_S = 20.0
+#: requests the waiting line counts answers over
+WAIT_RECENT = 16
+
+
+@dataclass(eq=False)
+class Sent:
+    """One request to the server: when it was sent, whether it got an answer."""
+
+    at: float
+    answered: bool = False
+    over: bool = False
+
+
+@dataclass
+class Waits:
+    """The requests in flight and the last `WAIT_RECENT` ones, and a thread that says when
+    the server has been silent `notice_s` seconds (then every 1.5 × as long): no answer to
+    any request since the oldest one in flight was sent. `notify(text)` gets the line."""
+
+    base_url: str
+    notice_s: float
+    notify: Callable[[str], None]
+    recent: deque[Sent] = field(default_factory=lambda: deque(maxlen=WAIT_RECENT))
+    flight: set[Sent] = field(default_factory=set)
+    last_answer: float = 0.0
+    noticed_at: float | None = None  # the silence (seconds) of the last line
+    closed: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    thread: threading.Thread | None = None
+
+    def begin(self) -> Sent:
+        sent = Sent(time.monotonic())
+        with self.lock:
+            self.recent.append(sent)
+            self.flight.add(sent)
+            if self.thread is None and not self.closed.is_set():
+                self.thread = threading.Thread(
+                    target=self._watch, name="gbdesk-http-waits", daemon=True
+                )
+                self.thread.start()
+        return sent
+
+    def end(self, sent: Sent, answered: bool) -> None:
+        with self.lock:
+            sent.answered, sent.over = answered, True
+            self.flight.discard(sent)
+            if answered:
+                self.last_answer = time.monotonic()
+
+    def answered_since(self, moment: float) -> bool:
+        """Did the server answer any request after `moment` (monotonic seconds)?"""
+        with self.lock:
+            return self.last_answer > moment
+
+    def silence(self) -> float | None:
+        """Seconds the server has been silent with requests in flight, or None."""
+        with self.lock:
+            if not self.flight:
+                return None
+            since = max(self.last_answer, min(s.at for s in self.flight))
+        return time.monotonic() - since
+
+    def line(self, seconds: float) -> str:
+        with self.lock:
+            answered = sum(1 for s in self.recent if s.answered)
+            count, flying = len(self.recent), len(self.flight)
+        under_way = f"; {flying} requests under way" if flying > 1 else ""
+        return (
+            f"waiting {seconds:.0f} s for the server at {self.base_url} — it has answered "
+            f"{answered} of the last {count} request{'s' if count != 1 else ''}{under_way}"
+        )
+
+    def _watch(self) -> None:
+        tick = max(0.05, min(1.0, self.notice_s / 4))
+        while not self.closed.wait(tick):
+            seconds = self.silence()
+            if seconds is None or seconds < self.notice_s:
+                self.noticed_at = None
+                continue
+            if self.noticed_at is not None and seconds < self.noticed_at + 1.5 * self.notice_s:
+                continue
+            self.noticed_at = seconds
+            text = self.line(seconds)
+            log.info("%s", text)
+            try:
+                self.notify(text)
+            except Exception:  # a listener's bug must not stop the watch
+                log.exception("the waiting line's listener failed")
+
+    def close(self) -> None:
+        self.closed.set()
