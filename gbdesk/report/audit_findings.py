@@ -127,14 +127,14 @@ def undecided_words(v: Verdict) -> str:
 
 
 def more_text(entry: dict[str, Any], decided: bool) -> str:
-    """What deciding an undecided verdict would take: the audit's `forecast` in words
-    when it gave one, else built from `more_answers`/`more_seconds` (`decidable` False:
-    not within the probe's items); "" when decided or when the audit gave no forecast."""
+    """What deciding an undecided verdict would take, in a few words for a table cell:
+    "≈474 more answers (≈4 h 11 min at this speed)" from the audit's forecast
+    (`more_answers`, `more_seconds`), "cannot be decided within this probe's items" where
+    the forecast says so (`decidable` False of earlier audits); "" when decided or when the
+    audit gave no forecast (too few items to tell)."""
     if decided:
         return ""
-    if entry.get("forecast"):
-        return str(entry["forecast"])
-    if entry.get("decidable") is False:
+    if entry.get("decidable") is False or "cannot be decided" in str(entry.get("forecast")):
         return "cannot be decided within this probe's items"
     answers = entry.get("more_answers")
     if not isinstance(answers, (int, float)) or answers <= 0:
@@ -142,7 +142,7 @@ def more_text(entry: dict[str, Any], decided: bool) -> str:
     text = f"≈{round(answers):,} more answers"
     seconds = entry.get("more_seconds")
     if isinstance(seconds, (int, float)) and math.isfinite(seconds):
-        text += f" (≈{max(1, round(seconds / 60)):,} min at this speed)"
+        text += f" (≈{duration(max(60.0, float(seconds)))} at this speed)"
     return text
 
 
