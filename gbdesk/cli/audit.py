@@ -68,7 +68,7 @@ class _Printer:
 
 
 def _verdict_line(v: dict[str, Any]) -> str:
-    """"PROBE · Stereotypical answers when wrong: 0.21 (audit interval 0.05 to 0.44) — no
+    """ "PROBE · Stereotypical answers when wrong: 0.21 (audit interval 0.05 to 0.44) — no
     mark yet: B or C still possible (40 items; reference mark B)": no letter first unless
     decided (`audit_findings.undecided_words`)."""
     from gbdesk.maths.verdicts import Verdict
@@ -92,21 +92,19 @@ def _verdict_line(v: dict[str, Any]) -> str:
     )
 
 
-def _verdict_table(result: dict[str, Any]) -> str:
-    from gbdesk.report.audit_findings import decision_rows, decision_sentence
-
-    verdicts = result["verdicts"]
-    state = "finished" if result["finished"] else "stopped (the same command continues it)"
-    sentence = decision_sentence(decision_rows({"verdicts": verdicts}))
+def _verdict_table(report: Any) -> str:
+    """The audit's end on stdout, from its report value (`AuditReport`): the sentence
+    page 1 prints, each verdict, the error bound, the report's path."""
+    state = "finished" if report.finished else "stopped (the same command continues it)"
     lines = [
-        f"audit {result['audit_id']} {state}, {result['generations']:,} answers in "
-        f"{duration(result['seconds'])}: {sentence}",
+        f"audit {report.audit_id} {state}, {report.generations:,} answers in "
+        f"{duration(report.seconds)}: {report.sentence}",
     ]
-    lines += [f"  {_verdict_line(v)}" for v in verdicts]
-    if result.get("error_statement"):
-        lines.append(f"{result['error_statement']} (mode: {result.get('error_mode')})")
-    if result.get("report"):
-        lines.append(f"report: {result['report']}")
+    lines += [f"  {_verdict_line(v)}" for v in report.verdicts]
+    if report.error.get("error_statement"):
+        lines.append(f"{report.error['error_statement']} (mode: {report.error.get('error_mode')})")
+    if report.report:
+        lines.append(f"report: {report.report}")
     return "\n".join(lines)
 
 
@@ -124,7 +122,7 @@ def cmd_audit(args) -> int:
         parse_budget,
         plan_audit,
         report_reserve_s,
-        run_audit,
+        run_audit_report,
         save_audit,
         speed_deadline_s,
         unfinished_audit,
@@ -190,7 +188,7 @@ def cmd_audit(args) -> int:
             control = runs.RunControl()
             try:
                 with Interrupts(control) as stop:
-                    result = run_audit(
+                    result = run_audit_report(
                         store, audit_id, control=control, on_progress=_Printer(audit_id),
                         report=args.report, backend=shared,
                     )  # fmt: skip
@@ -199,7 +197,7 @@ def cmd_audit(args) -> int:
                 return 130
         finally:
             shared.close()
-    _emit(args, result, _verdict_table(result))
+    _emit(args, result.to_json(), _verdict_table(result))
     if stop.asked:  # Ctrl-C: stopped as asked, resumable — 130, as for `gbdesk run`
         _say(f"interrupted; audit {audit_id} is saved — the same command continues it")
         return 130

@@ -311,9 +311,11 @@ def budget_warning(
     missing = len(first_looks) - reached
     if missing <= 0:
         return ""
-    none = " and no verdict can be decided" if not marked_reached and any(
-        m for m, _ in first_looks
-    ) else ""
+    none = (
+        " and no verdict can be decided"
+        if not marked_reached and any(m for m, _ in first_looks)
+        else ""
+    )
     return (
         f"With {budget} on this machine {missing} of {len(first_looks)} probes will not "
         f"run{none}; about {duration(needed_s)} are needed for every probe's first look "

@@ -364,7 +364,7 @@ class _TimedBackend(KnownBiasBackend):
 
 
 def test_the_speed_test_measures_reading_the_prompts_too(store, tmp_path, monkeypatch):
-    import gbdesk.workflows.audit as audit
+    import gbdesk.workflows.audit.speed as audit
 
     monkeypatch.setattr(audit, "decoding_width", lambda model, concurrency=1: 1)
     model = fake_model(store, tmp_path)
