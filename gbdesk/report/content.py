@@ -392,6 +392,8 @@ def build_report(
     reference path). The digest and test log come last, over what was labelled here."""
     from gbdesk.analysis.findings import run_findings
 
+    if isinstance(audit, dict):
+        audit = AuditReport.from_dict(with_stored_plan(store, audit) or audit)
     sections = []
     for run_id in run_ids:
         run = store.get_run(run_id)
@@ -427,12 +429,18 @@ def build_report(
             section.blocks += agreement_blocks(labels_agreement(store, run_id), raters)
         if label_mode not in ("auto", "reviewed", "ppi"):
             section.label_counts = mode_counts(store, run_id, label_mode)
-        section.findings = with_audit(
-            run_findings(
-                run_id, section.model_label, probe, section.metrics, section.extra, run["params"]
-            ),
-            audit_findings(store, run_id, section.model_label, probe),
-        )
+        if audit is None:  # an audit's report says its verdicts (page 1), not findings
+            section.findings = with_audit(
+                run_findings(
+                    run_id,
+                    section.model_label,
+                    probe,
+                    section.metrics,
+                    section.extra,
+                    run["params"],
+                ),
+                audit_findings(store, run_id, section.model_label, probe),
+            )
         sections.append(section)
     comparisons = []
     if compare:
@@ -446,8 +454,6 @@ def build_report(
     # the digest of what the report reports, after every attempt was labelled above
     digest = report_digest(store, {s.run_id: s.metrics for s in sections}, label_mode)
     created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    if isinstance(audit, dict):
-        audit = AuditReport.from_dict(with_stored_plan(store, audit) or audit)
     audit_id = audit.audit_id if audit is not None else None
     return ReportData(
         runs=sections,
