@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 from gbdesk.cli._common import Interrupts, _emit, _holding, _open_store, _ProgressPrinter
@@ -109,7 +110,6 @@ def _verdict_table(report: Any) -> str:
 
 
 def cmd_audit(args) -> int:
-    from gbdesk.report.audit_findings import plan_budget_warning
     from gbdesk.workflows import runs
     from gbdesk.workflows.audit import (
         SharedBackend,
@@ -121,7 +121,6 @@ def cmd_audit(args) -> int:
         measure_speed,
         parse_budget,
         plan_audit,
-        report_reserve_s,
         run_audit_report,
         save_audit,
         speed_deadline_s,
@@ -162,22 +161,30 @@ def cmd_audit(args) -> int:
                     f"(budget {audit['budget']}, {duration(spent)} spent; --new plans another)"
                 )
             else:
-                _say(f"measuring the speed of {display_name(model['name'])}…")
+                deadline = speed_deadline_s(budget_s)
+                _say(
+                    f"measuring the speed of {display_name(model['name'])} (at most "
+                    f"{duration(deadline)}; planning is not counted in the budget)…"
+                )
                 concurrency = args.concurrency or 1
+                planning = time.monotonic()
                 speed = measure_speed(
-                    store, model, shared, concurrency=concurrency,
-                    deadline_s=speed_deadline_s(budget_s),
+                    store, model, shared, concurrency=concurrency, deadline_s=deadline,
                 )  # fmt: skip
                 plan = plan_audit(
                     store, model, budget_s, speed, budget_text=args.budget,
                     harness=args.harness, concurrency=concurrency, wordings=args.wordings,
                     family_wise=args.family_wise,
                 )  # fmt: skip
+                _say(
+                    f"planned in {duration(time.monotonic() - planning)}; the budget's clock "
+                    "starts now"
+                )
                 if args.plan_only:
                     _emit(args, {"plan": plan.to_json(), "runs": [], "report": None}, plan.text())
                     return 0
                 _say(plan.text())
-                warning = plan_budget_warning(plan, report_reserve_s(budget_s))
+                warning = plan.budget_warning()
                 if warning:
                     _say(f"note: {warning}")
                 if not plan.probes:

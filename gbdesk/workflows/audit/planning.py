@@ -16,6 +16,7 @@ from gbdesk.contract import AuditSize, Item, Probe, get_harness, get_probe, prob
 from gbdesk.contract.running import draw_order, wording_ids
 from gbdesk.maths.sequential import Looks
 from gbdesk.maths.verdicts import MIN_ITEMS
+from gbdesk.report.audit_findings import budget_warning
 from gbdesk.store import Store
 from gbdesk.store.speed import generation_totals
 from gbdesk.support.errors import UserError
@@ -116,6 +117,14 @@ class AuditPlan:
     @property
     def first_round_s(self) -> float:
         return sum(p.first_seconds() for p in self.probes)
+
+    def budget_warning(self) -> str:
+        """The sentence said before Start when the budget cannot give every probe its
+        first look (`audit_findings.budget_warning`; "" when it can): what the budget
+        leaves after the report's reserve — planning is not counted in it."""
+        available = self.budget_s - report_reserve_s(self.budget_s)
+        looks = [(bool(p.marked), float(p.first_seconds())) for p in self.probes]
+        return budget_warning(self.budget, available, looks, float(self.first_round_s))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -235,7 +244,7 @@ def even_items(plan: AuditPlan) -> dict[str, int]:
     if not marked:
         return {}
     fixed = sum(p.first_seconds() for p in plan.probes if not p.marked)
-    left = max(0.0, plan.budget_s - report_reserve_s(plan.budget_s) - plan.speed.measured_s)
+    left = max(0.0, plan.budget_s - report_reserve_s(plan.budget_s))  # planning not counted
     share = max(0.0, left - fixed) / len(marked)
     return {
         p.probe: int(min(p.items_total, max(0.0, share / max(p.seconds_per_item, 1e-9))))

@@ -133,7 +133,8 @@ def decoding_width(model: dict[str, Any], concurrency: int = 1) -> int:
 
 
 def speed_deadline_s(budget_s: float) -> float:
-    """Seconds the speed test may take, inside the budget: `SPEED_SHARE` of it, at least
+    """Seconds the speed test may take (planning: not counted in the budget, whose clock
+    starts once the plan is made, but bounded by it): `SPEED_SHARE` of it, at least
     `SPEED_MIN_S`, at most `SPEED_MAX_S` and a quarter of the budget. A model (a server
     that drips its replies, a stuck one) that gives no whole answer by then is stopped."""
     return min(budget_s / 4, SPEED_MAX_S, max(SPEED_MIN_S, SPEED_SHARE * budget_s))
