@@ -296,6 +296,8 @@ class AuditDialog(QDialog):
         last = self.ctx.setting(HARNESS_SETTING)
         if last and self.what.findData(last) >= 0:
             self.what.setCurrentIndex(self.what.findData(last))
+        # the harness chosen is remembered for the next audit (the app's QSettings)
+        self.what.currentIndexChanged.connect(self._remember_harness)
         self.concurrency = QSpinBox()
         self.concurrency.setRange(1, 256)
         self.concurrency.setValue(16 if is_endpoint(self.model_spec) else 1)
@@ -365,6 +367,9 @@ class AuditDialog(QDialog):
         self.close_button.clicked.connect(self.close)
 
     # -- plan ----------------------------------------------------------------------------------
+    def _remember_harness(self, _index: int = 0) -> None:
+        self.ctx.settings.setValue(HARNESS_SETTING, self.what.currentData() or "")
+
     def budget_text(self) -> str:
         """ "30m", "2h", "8h" for the listed choices, else what was typed."""
         text = self.budget.currentText().strip()
@@ -391,7 +396,8 @@ class AuditDialog(QDialog):
             return
         took = time.monotonic() - self._planning_since
         self.summary.setText(
-            f"<i>Loading the model, measuring its speed and planning… {duration(took)} so far</i>"
+            f"<i>Loading the model, measuring its speed and planning… {duration(took)} so far "
+            "(not counted in the budget: its clock starts once the plan is made)</i>"
         )
 
     def plan_now(self) -> None:
@@ -399,7 +405,7 @@ class AuditDialog(QDialog):
 
         self.plan_button.setEnabled(False)
         self.start_button.setEnabled(False)
-        self.ctx.settings.setValue(HARNESS_SETTING, self.what.currentData() or "")
+        self._remember_harness()
         self._planning_since = time.monotonic()
         self._tick()
         self._clock.start()
@@ -474,10 +480,7 @@ class AuditDialog(QDialog):
     def _warn(self, plan: Any) -> None:
         """Before Start: one plain sentence when the budget cannot give every probe its
         first look, naming the time that could."""
-        from gbdesk.report.audit_findings import plan_budget_warning
-        from gbdesk.workflows.audit import report_reserve_s
-
-        warning = plan_budget_warning(plan, report_reserve_s(plan.budget_s))
+        warning = plan.budget_warning()
         self.status.setText(
             f"<span style='color:#92400e'><b>{html_text(warning)}</b></span>" if warning else ""
         )
