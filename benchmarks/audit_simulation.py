@@ -79,9 +79,9 @@ from benchmarks.worlds import (  # noqa: E402
 from gbdesk.analysis import audit_design  # noqa: E402
 from gbdesk.analysis.audit_rounds import Track, first_round, metric_states, next_step  # noqa: E402
 from gbdesk.analysis.audit_verdicts import look_verdicts  # noqa: E402
+from gbdesk.contract import get_probe  # noqa: E402
 from gbdesk.maths.sequential import Looks, look_sizes  # noqa: E402
 from gbdesk.maths.verdicts import MIN_ITEMS, allowed_marks  # noqa: E402
-from gbdesk.contract import get_probe  # noqa: E402
 from gbdesk.workflows.audit import REACH_MARGIN  # noqa: E402
 
 PROBES = ("direct", "discrimination_tamkin", "bbq", "inventories", "relationship_levy")
