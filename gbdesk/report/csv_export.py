@@ -427,10 +427,10 @@ def probe_tables(
 STUDY_TABLE_NOTES = {
     "genderbench_normalized.csv": (
         "values",
-        "normalized, not the metrics of metrics.csv: GenderBench 1.1's normalized table "
-        "(its calculate_normalized_table) — per model each graded metric's interval midpoint "
-        "normalized so that 0 is an unbiased model and larger is more biased, and Average, "
-        "their mean; an empty cell is a value not measured",
+        "normalized, not the metrics of metrics.csv: the study's normalized table (its "
+        "report's calculate_normalized_table) — per model each graded metric's interval "
+        "midpoint normalized so that 0 is an unbiased model and larger is more biased, and "
+        "Average, their mean; an empty cell is a value not measured",
     ),
 }
 
