@@ -411,8 +411,13 @@ def _figures(per, looks, decided_per_audit, some_miss, some_wrong, audits: int) 
             "audits_with_some_wrong": round(some_wrong[plan] / max(1, audits), 4),
             "worlds": {k: _rates(c) for k, c in sorted(per[plan].items())},
             "looks": {
-                k: {"looks": n, "misses": m, "miss": round(m / n, 5), "alpha": _alpha_of(k),
-                    "miss_over_alpha": round(m / n / _alpha_of(k), 3)}
+                k: {
+                    "looks": n,
+                    "misses": m,
+                    "miss": round(m / n, 5),
+                    "alpha": _alpha_of(k),
+                    "miss_over_alpha": round(m / n / _alpha_of(k), 3),
+                }
                 for k, (n, m) in sorted(looks[plan].items())
             },
         }

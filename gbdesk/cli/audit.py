@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 from gbdesk.cli._common import Interrupts, _emit, _holding, _open_store, _ProgressPrinter
@@ -68,7 +69,7 @@ class _Printer:
 
 
 def _verdict_line(v: dict[str, Any]) -> str:
-    """"PROBE · Stereotypical answers when wrong: 0.21 (audit interval 0.05 to 0.44) — no
+    """ "PROBE · Stereotypical answers when wrong: 0.21 (audit interval 0.05 to 0.44) — no
     mark yet: B or C still possible (40 items; reference mark B)": no letter first unless
     decided (`audit_findings.undecided_words`)."""
     from gbdesk.maths.verdicts import Verdict
@@ -92,26 +93,23 @@ def _verdict_line(v: dict[str, Any]) -> str:
     )
 
 
-def _verdict_table(result: dict[str, Any]) -> str:
-    from gbdesk.report.audit_findings import decision_rows, decision_sentence
-
-    verdicts = result["verdicts"]
-    state = "finished" if result["finished"] else "stopped (the same command continues it)"
-    sentence = decision_sentence(decision_rows({"verdicts": verdicts}))
+def _verdict_table(report: Any) -> str:
+    """The audit's end on stdout, from its report value (`AuditReport`): the sentence
+    page 1 prints, each verdict, the error bound, the report's path."""
+    state = "finished" if report.finished else "stopped (the same command continues it)"
     lines = [
-        f"audit {result['audit_id']} {state}, {result['generations']:,} answers in "
-        f"{duration(result['seconds'])}: {sentence}",
+        f"audit {report.audit_id} {state}, {report.generations:,} answers in "
+        f"{duration(report.seconds)}: {report.sentence}",
     ]
-    lines += [f"  {_verdict_line(v)}" for v in verdicts]
-    if result.get("error_statement"):
-        lines.append(f"{result['error_statement']} (mode: {result.get('error_mode')})")
-    if result.get("report"):
-        lines.append(f"report: {result['report']}")
+    lines += [f"  {_verdict_line(v)}" for v in report.verdicts]
+    if report.error.get("error_statement"):
+        lines.append(f"{report.error['error_statement']} (mode: {report.error.get('error_mode')})")
+    if report.report:
+        lines.append(f"report: {report.report}")
     return "\n".join(lines)
 
 
 def cmd_audit(args) -> int:
-    from gbdesk.report.audit_findings import plan_budget_warning
     from gbdesk.workflows import runs
     from gbdesk.workflows.audit import (
         SharedBackend,
@@ -123,8 +121,7 @@ def cmd_audit(args) -> int:
         measure_speed,
         parse_budget,
         plan_audit,
-        report_reserve_s,
-        run_audit,
+        run_audit_report,
         save_audit,
         speed_deadline_s,
         unfinished_audit,
@@ -164,22 +161,30 @@ def cmd_audit(args) -> int:
                     f"(budget {audit['budget']}, {duration(spent)} spent; --new plans another)"
                 )
             else:
-                _say(f"measuring the speed of {display_name(model['name'])}…")
+                deadline = speed_deadline_s(budget_s)
+                _say(
+                    f"measuring the speed of {display_name(model['name'])} (at most "
+                    f"{duration(deadline)}; planning is not counted in the budget)…"
+                )
                 concurrency = args.concurrency or 1
+                planning = time.monotonic()
                 speed = measure_speed(
-                    store, model, shared, concurrency=concurrency,
-                    deadline_s=speed_deadline_s(budget_s),
+                    store, model, shared, concurrency=concurrency, deadline_s=deadline,
                 )  # fmt: skip
                 plan = plan_audit(
                     store, model, budget_s, speed, budget_text=args.budget,
                     harness=args.harness, concurrency=concurrency, wordings=args.wordings,
                     family_wise=args.family_wise,
                 )  # fmt: skip
+                _say(
+                    f"planned in {duration(time.monotonic() - planning)}; the budget's clock "
+                    "starts now"
+                )
                 if args.plan_only:
                     _emit(args, {"plan": plan.to_json(), "runs": [], "report": None}, plan.text())
                     return 0
                 _say(plan.text())
-                warning = plan_budget_warning(plan, report_reserve_s(budget_s))
+                warning = plan.budget_warning()
                 if warning:
                     _say(f"note: {warning}")
                 if not plan.probes:
@@ -190,7 +195,7 @@ def cmd_audit(args) -> int:
             control = runs.RunControl()
             try:
                 with Interrupts(control) as stop:
-                    result = run_audit(
+                    result = run_audit_report(
                         store, audit_id, control=control, on_progress=_Printer(audit_id),
                         report=args.report, backend=shared,
                     )  # fmt: skip
@@ -199,7 +204,7 @@ def cmd_audit(args) -> int:
                 return 130
         finally:
             shared.close()
-    _emit(args, result, _verdict_table(result))
+    _emit(args, result.to_json(), _verdict_table(result))
     if stop.asked:  # Ctrl-C: stopped as asked, resumable — 130, as for `gbdesk run`
         _say(f"interrupted; audit {audit_id} is saved — the same command continues it")
         return 130

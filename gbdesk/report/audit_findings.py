@@ -311,9 +311,11 @@ def budget_warning(
     missing = len(first_looks) - reached
     if missing <= 0:
         return ""
-    none = " and no verdict can be decided" if not marked_reached and any(
-        m for m, _ in first_looks
-    ) else ""
+    none = (
+        " and no verdict can be decided"
+        if not marked_reached and any(m for m, _ in first_looks)
+        else ""
+    )
     return (
         f"With {budget} on this machine {missing} of {len(first_looks)} probes will not "
         f"run{none}; about {duration(needed_s)} are needed for every probe's first look "
@@ -323,8 +325,8 @@ def budget_warning(
 
 def plan_budget_warning(plan: Any, reserve_s: float) -> str:
     """`budget_warning` for an audit plan (`workflows.audit.AuditPlan`): what its budget
-    leaves after the speed measurement and the report's reserve (`reserve_s`)."""
-    speed = plan.speed
-    available = plan.budget_s - reserve_s - float(speed.measured_s) - float(speed.load_s)
+    leaves after the report's reserve (`reserve_s`). Planning — loading the model and
+    measuring its speed — is not counted: the budget's clock starts once the plan is made."""
+    available = plan.budget_s - reserve_s
     looks = [(bool(p.marked), float(p.first_seconds())) for p in plan.probes]
     return budget_warning(plan.budget, available, looks, float(plan.first_round_s))

@@ -26,6 +26,7 @@ from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.maths.stats import MetricValue
 from gbdesk.people.raters import agreement_blocks, labels_agreement, mode_counts
 from gbdesk.report.audit_findings import audit_findings, with_audit
+from gbdesk.report.audit_report import AuditReport
 from gbdesk.report.digest import ReportDigest, report_digest
 from gbdesk.report.groups import group_blocks as group_table_blocks
 from gbdesk.report.rewording import FamilyView, depends_lines, family_views
@@ -97,7 +98,6 @@ class RunSection:
         return unfinished_note(self.run, self.probe.capabilities.running.unit)
 
 
-
 @dataclass
 class ReportData:
     runs: list[RunSection]
@@ -106,7 +106,7 @@ class ReportData:
     app_version: str = __version__
     datasets: dict[str, Any] = field(default_factory=dict)
     comparisons: list[Comparison] = field(default_factory=list)
-    audit: dict[str, Any] | None = None  # the audit plan and budget when the report ends one
+    audit: AuditReport | None = None  # the audit the report ends (`report.audit_report`)
     #: the studies' reports over several runs (`Study.cross_run_report`)
     study_reports: list[StudyReport] = field(default_factory=list)
     #: the reported runs' wording families of two or more wordings, each compared once
@@ -183,8 +183,7 @@ def labels_used(section: RunSection, label_mode: str) -> str:
         )
     if label_mode == "reviewed":
         return (
-            f"automatic labels ({section.detector_words}); none of the {unit} reviewed by a "
-            "person"
+            f"automatic labels ({section.detector_words}); none of the {unit} reviewed by a person"
         )
     counts = section.label_counts
     if label_mode.startswith("rater:"):
@@ -383,15 +382,18 @@ def build_report(
     label_mode: str = "reviewed",
     *,
     compare: bool = True,
-    audit: dict[str, Any] | None = None,
+    audit: AuditReport | dict[str, Any] | None = None,
     flat: bool = True,
 ) -> ReportData:
     """Everything the report says; `compare`: a paired comparison of every later run of a
-    probe against its first run; `audit`: the plan and budget of the audit it ends (its
-    "audit_id" names the audit in the test log); `flat=False` reads every label (the
+    probe against its first run; `audit`: the audit it ends, rendered as it is (its
+    `AuditReport`; a hand-built dict is read by `AuditReport.from_dict`; its audit id names
+    the audit in the test log); `flat=False` reads every label (the
     reference path). The digest and test log come last, over what was labelled here."""
     from gbdesk.analysis.findings import run_findings
 
+    if isinstance(audit, dict):
+        audit = AuditReport.from_dict(with_stored_plan(store, audit) or audit)
     sections = []
     for run_id in run_ids:
         run = store.get_run(run_id)
@@ -427,12 +429,18 @@ def build_report(
             section.blocks += agreement_blocks(labels_agreement(store, run_id), raters)
         if label_mode not in ("auto", "reviewed", "ppi"):
             section.label_counts = mode_counts(store, run_id, label_mode)
-        section.findings = with_audit(
-            run_findings(
-                run_id, section.model_label, probe, section.metrics, section.extra, run["params"]
-            ),
-            audit_findings(store, run_id, section.model_label, probe),
-        )
+        if audit is None:  # an audit's report says its verdicts (page 1), not findings
+            section.findings = with_audit(
+                run_findings(
+                    run_id,
+                    section.model_label,
+                    probe,
+                    section.metrics,
+                    section.extra,
+                    run["params"],
+                ),
+                audit_findings(store, run_id, section.model_label, probe),
+            )
         sections.append(section)
     comparisons = []
     if compare:
@@ -446,8 +454,7 @@ def build_report(
     # the digest of what the report reports, after every attempt was labelled above
     digest = report_digest(store, {s.run_id: s.metrics for s in sections}, label_mode)
     created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    audit = with_stored_plan(store, audit)
-    audit_id = (audit or {}).get("audit_id")
+    audit_id = audit.audit_id if audit is not None else None
     return ReportData(
         runs=sections,
         label_mode=label_mode,

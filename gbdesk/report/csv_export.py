@@ -422,6 +422,30 @@ def probe_tables(
     return out
 
 
+#: what a study's table holds, said in a last column of every row, so that the CSV read
+#: alone is not taken for the metrics of metrics.csv: (column, text) by file name
+STUDY_TABLE_NOTES = {
+    "genderbench_normalized.csv": (
+        "values",
+        "normalized, not the metrics of metrics.csv: the study's normalized table (its "
+        "report's calculate_normalized_table) — per model each graded metric's interval "
+        "midpoint normalized so that 0 is an unbiased model and larger is more biased, and "
+        "Average, their mean; an empty cell is a value not measured",
+    ),
+}
+
+
+def with_table_note(
+    name: str, cols: list[str], rows: list[dict[str, Any]]
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """A study's table with its `STUDY_TABLE_NOTES` column last (the study's own columns
+    keep their names and places); unchanged when it has none."""
+    if name not in STUDY_TABLE_NOTES:
+        return cols, rows
+    column, text = STUDY_TABLE_NOTES[name]
+    return [*cols, column], [{**row, column: text} for row in rows]
+
+
 def _study_tables(
     store: Store, reviewed: list[tuple[Run, dict[str, MetricValue]]]
 ) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
@@ -501,7 +525,7 @@ def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) 
             if verdicts:  # runs an audit ran: every verdict of the audit
                 write_rows(batch.open(out / "audit.csv"), AUDIT_CSV_COLUMNS, verdicts)
             for name, (cols, table_rows) in _study_tables(store, reviewed).items():
-                write_rows(batch.open(out / name), cols, table_rows)
+                write_rows(batch.open(out / name), *with_table_note(name, cols, table_rows))
             for name, table in spools.items():
                 if name != "attempts.csv":
                     batch.adopt(*table.finish())

@@ -27,15 +27,15 @@ from PySide6.QtGui import (
 )
 
 from gbdesk.analysis.shown import (
-    ci_missing_reason,
     cut_ends,
     mark_cell,
     metric_verdict,
     shown_ci,
 )
 from gbdesk.contract import get_probe
-from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition, MetricValue
+from gbdesk.maths.stats import MARK_MEANINGS, MarkDefinition
 from gbdesk.maths.verdicts import MIN_ITEMS, Verdict
+from gbdesk.report.audit_report import AuditReport
 from gbdesk.report.content import (
     ReportData,
     RunSection,
@@ -208,9 +208,7 @@ def _verdict(data: ReportData, doc: _Doc) -> None:
             for s in data.runs
             if s.run_id in row["runs"] and s.unfinished
         ]
-        warning = (
-            f"<br><span class='notice'>{e('; '.join(open_runs))}</span>" if open_runs else ""
-        )
+        warning = f"<br><span class='notice'>{e('; '.join(open_runs))}</span>" if open_runs else ""
         heads.append(
             f"<th>{model_name(row['model'])}<br><span class='muted'>run {e(runs)}</span>"
             f"{warning}</th>"
@@ -375,7 +373,8 @@ def _metric_table(section: RunSection, doc: _Doc, notes: bool = True) -> None:
     if not notes:  # an audit's appendix: small print
         table = table.replace("<td>", "<td class='m'>").replace("<th>", "<th class='m'>")
     doc.add(
-        (f"<h3>{title}</h3>{note}" if notes else "") + table
+        (f"<h3>{title}</h3>{note}" if notes else "")
+        + table
         + "".join(f"<p class='muted'>{e(x)}</p>" for x in footnotes)
     )
 
@@ -509,55 +508,6 @@ def _comparisons(data: ReportData, doc: _Doc) -> None:
         )
 
 
-def _audit_verdicts(data: ReportData, doc: _Doc) -> None:
-    """Page 1, after the findings: the verdicts of the audit the report ends
-    (`audit["verdicts"]`, from its interval valid over all its looks), each with the marks
-    its interval allows; a mark is coloured only when decided. Each entry: {"probe",
-    "metric", "value", "ci": [lo, hi], "marks": [A→D allowed], "study_mark",
-    "items", "verdict": words; optional "run_id" (else the plan's) and "ci_kind": what
-    the interval is, in words}."""
-    entries = (data.audit or {}).get("verdicts") or []
-    if not entries:
-        return
-    run_of = {
-        p.get("probe"): p.get("run_id") or (p.get("runs") or [None])[0]
-        for p in (data.audit or {}).get("plan", [])
-    }
-    rows = []
-    kinds = sorted({str(v["ci_kind"]) for v in entries if v.get("ci_kind")})
-    for v in entries:
-        probe = get_probe(v["probe"])
-        title = probe.capabilities.presentation.metric_title(v["metric"])
-        value = v.get("value")
-        ci = v.get("ci") or [None, None]
-        items = int(v.get("items") or 0)
-        interval = "—"
-        if value is not None and None not in ci:
-            m = MetricValue(float(value), (float(ci[0]), float(ci[1])), None, items)
-            shown = shown_ci(probe, v["metric"], m)
-            interval = fmt_ci(shown) if shown is not None else ci_missing_reason(
-                probe, v["metric"], m
-            )
-        verdict = Verdict(
-            v["metric"], tuple(v.get("marks") or ()), v.get("study_mark"), items
-        )
-        rows.append(
-            f"<tr><td>{e(title)}<br><span class='muted'>{e(probe.card.title)}, run "
-            f"{e(v.get('run_id') or run_of.get(v['probe']) or '—')}</span></td>"
-            f"<td>{fmt(value)}</td><td>{e(interval)}</td>"
-            f"{_mark_cell(verdict, '' if verdict.measured else v.get('verdict') or '')}"
-            f"<td>{items:,}</td></tr>"
-        )
-    kind = f" ({e('; '.join(kinds))})" if kinds else ""
-    doc.add(
-        "<h2>Audit verdicts</h2><table width='100%'><tr><th>Metric</th><th>Value</th>"
-        f"<th>Interval{kind}</th><th>Verdict</th><th>Items</th></tr>{''.join(rows)}</table>"
-        f"<p class='muted'>A verdict is decided when its interval allows one mark and rests "
-        f"on at least {MIN_ITEMS} items; otherwise every mark it allows is named and none "
-        "is coloured.</p>"
-    )
-
-
 def _seconds(s: Any) -> str:
     return duration(float(s)) if isinstance(s, (int, float)) else ""
 
@@ -566,23 +516,21 @@ def _audit(data: ReportData, doc: _Doc) -> None:
     """The plan and budget of the audit the report ends: per probe its items × prompts ×
     attempts, the answers made, the time it took and its run."""
     audit = data.audit
-    if not audit:
+    if audit is None:
         return
     rows = []
-    for p in audit.get("plan", []):
-        prompts = int(p.get("prompts") or 1)
-        planned = int(p.get("items") or 0) * prompts * int(p.get("attempts") or 1)
+    for p in audit.plan:
         rows.append(
-            f"<tr><td>{e(p.get('title', p['probe']))}</td>"
-            f"<td>{int(p.get('items') or 0):,} × {prompts} × {p.get('attempts', 1)} = "
-            f"{planned:,}</td><td>{int(p.get('generations') or 0):,}</td>"
-            f"<td>{e(p.get('expected') or _seconds(p.get('expected_s')))}</td>"
-            f"<td>{e(', '.join(str(r) for r in p.get('runs', [])) or 'not run')}</td></tr>"
+            f"<tr><td>{e(p.title)}</td>"
+            f"<td>{p.items:,} × {p.prompts} × {p.attempts} = "
+            f"{p.planned:,}</td><td>{p.generations:,}</td>"
+            f"<td>{e(p.expected or _seconds(p.spent_s))}</td>"
+            f"<td>{e(', '.join(str(r) for r in p.runs) or 'not run')}</td></tr>"
         )
     doc.add(
-        f"<h2>Audit plan</h2><p>Budget {e(audit.get('budget', '?'))} on "
-        f"{model_name(audit.get('model', '?'))}; measured speed {e(audit.get('speed', '?'))}. "
-        f"{e(audit.get('note', ''))}</p>"
+        f"<h2>Audit plan</h2><p>Budget {e(audit.budget)} on "
+        f"{model_name(audit.model)}; measured speed {e(audit.speed)}. "
+        f"{e(audit.note)}</p>"
         "<table width='100%'><tr><th class='d' width='40%'>Probe</th>"
         "<th class='d' width='28%'>Items × prompts × attempts = answers</th><th class='d' "
         "width='12%'>Answers made</th><th class='d' width='12%'>Time spent</th><th "
@@ -914,14 +862,12 @@ def _run_appendix(data: ReportData, doc: _Doc) -> None:
 def _audit_body(data: ReportData, doc: _Doc) -> None:
     """An audit's report: page 1 the decision, the notes said once, the plan, the
     studies' own summaries, comparisons and wordings, then the runs in an appendix."""
-    from gbdesk.report.audit_findings import decision_rows
     from gbdesk.report.pdf_decision import decision_page
 
-    audit = data.audit or {}
-    rows = decision_rows(audit)
-    marks = {
-        (r.probe, r.metric): get_probe(r.probe).mark_definitions.get(r.metric) for r in rows
-    }
+    audit = data.audit
+    assert audit is not None
+    rows = list(audit.rows)  # the audit's own: rendered, not re-derived
+    marks = {(r.probe, r.metric): get_probe(r.probe).mark_definitions.get(r.metric) for r in rows}
     decision_page(rows, marks, audit, data.test_log, doc)  # type: ignore[arg-type]
     _common_notes(data, rows, doc)
     _audit(data, doc)
@@ -1118,7 +1064,8 @@ def _print(data: ReportData, doc: _Doc, out: Path, models: str) -> Path:
 SIGN_OFF = (
     "<h2 style='page-break-before: always'>Sign-off</h2><p>Reviewer's conclusion (what the "
     "audit shows about this model, and what it does not):</p><table width='100%'><tr><td>"
-    + "&nbsp;<br>" * 9
+    + "&nbsp;<br>"
+    * 9
     + "</td></tr>"
     "</table><p></p><table width='100%'><tr><th width='22%'></th><th width='26%'>Name</th>"
     "<th width='20%'>Role</th><th width='12%'>Date</th><th width='20%'>Signature</th></tr>"
@@ -1151,7 +1098,7 @@ def _attach_digest(data: ReportData, writer: QPdfWriter) -> None:
 
     if data.digest is None:
         return
-    audit = (data.audit or {}).get("audit_id")
+    audit = data.audit.audit_id if data.audit is not None else None
     manifest = data.digest.manifest_bytes(
         gbdesk=data.app_version, made_at=data.created_at, audit_id=audit
     )
@@ -1163,6 +1110,8 @@ def export_pdf(
     run_ids: list[int],
     path: str | Path,
     label_mode: str = "reviewed",
-    audit: dict[str, Any] | None = None,
+    audit: AuditReport | dict[str, Any] | None = None,
 ) -> Path:
+    """The report of `run_ids` as a PDF; `audit`: the audit it ends (its `AuditReport`, or
+    a hand-built dict `AuditReport.from_dict` reads)."""
     return render_pdf(build_report(store, run_ids, label_mode, audit=audit), path)

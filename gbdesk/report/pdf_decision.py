@@ -17,6 +17,7 @@ from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
 from gbdesk.maths.stats import MarkDefinition
 from gbdesk.maths.verdicts import MIN_ITEMS
 from gbdesk.report.audit_findings import DecisionRow, decision_sentence
+from gbdesk.report.audit_report import AuditReport
 from gbdesk.report.pdf_layout import _Doc, e, model_name
 from gbdesk.report.test_log import ModelLog, TestLog
 from gbdesk.support.format import MARK_COLORS, MARK_FILLS, duration, fmt
@@ -84,10 +85,10 @@ def identity(m: ModelLog) -> str:
     return f"GGUF file {m.file or '—'}{sha}"
 
 
-def _title(log_: TestLog | None, audit: dict, harness: str) -> str:
+def _title(log_: TestLog | None, audit: AuditReport, harness: str) -> str:
     """The heading: the model, its identity, the date, the budget and the time spent."""
     models = log_.models if log_ is not None else []
-    name = ", ".join(model_name(m.name) for m in models) or model_name(audit.get("model", "?"))
+    name = ", ".join(model_name(m.name) for m in models) or model_name(audit.model)
     ident = "<br>".join(e(identity(m)) for m in models)
     a = log_.audit if log_ is not None else None
     when = (a.finished_at or a.created_at or "") if a is not None else ""
@@ -99,7 +100,7 @@ def _title(log_: TestLog | None, audit: dict, harness: str) -> str:
     return (
         f"<h1>Gender-bias audit of {name}</h1>"
         f"<p class='mono'>{ident}</p>"
-        f"<p>{audit_id}{what}{e(date)} · budget {e(audit.get('budget', '?'))}{spent}"
+        f"<p>{audit_id}{what}{e(date)} · budget {e(audit.budget)}{spent}"
         f"{answers}</p>"
     )
 
@@ -152,13 +153,14 @@ def _table_row(row: DecisionRow, marks: MarkDefinition | None, doc: _Doc) -> str
 def decision_page(
     rows: list[DecisionRow],
     marks: dict[tuple[str, str], MarkDefinition],
-    audit: dict,
+    audit: AuditReport,
     log_: TestLog | None,
     doc: _Doc,
 ) -> None:
-    """Page 1 (may run onto page 2): the title, the one sentence, the table by harm."""
-    doc.add(_title(log_, audit, str(audit.get("harness_title") or "")))
-    doc.add(f"<p style='font-size:11pt'><b>{e(decision_sentence(rows))}</b></p>")
+    """Page 1 (may run onto page 2): the title, the one sentence (the audit's own,
+    `AuditReport.sentence`), the table by harm."""
+    doc.add(_title(log_, audit, audit.harness_title))
+    doc.add(f"<p style='font-size:11pt'><b>{e(audit.sentence or decision_sentence(rows))}</b></p>")
     body, section = [], None
     for row in rows:
         if row.section != section:

@@ -144,5 +144,3 @@ def _fit(title: str, font: QFont, width: int) -> str:
     """A chart title cut with "…" to the image's width (a centred title wider than the
     image loses both ends)."""
     return QFontMetrics(font).elidedText(title, Qt.TextElideMode.ElideRight, width - 24)
-
-

@@ -52,10 +52,7 @@ def pending_text(audit: dict[str, Any]) -> str:
     state = audit.get("state") or {}
     left = max(0.0, float(audit.get("budget_s") or 0) - float(state.get("spent_s") or 0))
     what = f"{state['harness_title']}, " if state.get("harness_title") else ""
-    return (
-        f"Audit {audit['id']} ({what}{audit.get('budget')}, {duration(left)} left) is "
-        "unfinished"
-    )
+    return f"Audit {audit['id']} ({what}{audit.get('budget')}, {duration(left)} left) is unfinished"
 
 
 def _pending(store: Store, model_spec: str) -> dict[str, Any] | None:
@@ -167,7 +164,7 @@ class AuditThread(QThread):
     """Runs (or continues) a stored audit to its report (`gbdesk.workflows.audit.run_audit`)."""
 
     progress = Signal(object)  # gbdesk.workflows.audit.AuditProgress
-    completed = Signal(object)  # `audit_result`'s JSON
+    completed = Signal(object)  # the audit's `AuditReport` (`gbdesk.report.audit_report`)
     failed = Signal(str)
 
     def __init__(self, db_path: str, audit_id: int, backend_factory=None, parent=None):
@@ -178,11 +175,11 @@ class AuditThread(QThread):
         self.control = RunControl()
 
     def run(self) -> None:
-        from gbdesk.workflows.audit import run_audit
+        from gbdesk.workflows.audit import run_audit_report
 
         try:
             with Store(self.db_path) as store:
-                result = run_audit(
+                result = run_audit_report(
                     store,
                     self.audit_id,
                     backend_factory=self.backend_factory,
@@ -218,7 +215,8 @@ class AuditDialog(QDialog):
         self.audit_id: int | None = None
         self.audit_id_pending: int | None = None
         self.thread: AuditThread | None = None
-        self.result_payload: dict[str, Any] | None = None
+        self.result_payload: dict[str, Any] | None = None  # the report value's JSON
+        self.report_value: Any = None  # the audit's `AuditReport`, as it ended
         self.verdicts: dict[tuple[str, str], dict[str, Any]] = {}
         self._stored_shown: tuple[Any, Any] | None = None  # (run, attempts) last reported
         self._build()
@@ -298,6 +296,8 @@ class AuditDialog(QDialog):
         last = self.ctx.setting(HARNESS_SETTING)
         if last and self.what.findData(last) >= 0:
             self.what.setCurrentIndex(self.what.findData(last))
+        # the harness chosen is remembered for the next audit (the app's QSettings)
+        self.what.currentIndexChanged.connect(self._remember_harness)
         self.concurrency = QSpinBox()
         self.concurrency.setRange(1, 256)
         self.concurrency.setValue(16 if is_endpoint(self.model_spec) else 1)
@@ -367,6 +367,9 @@ class AuditDialog(QDialog):
         self.close_button.clicked.connect(self.close)
 
     # -- plan ----------------------------------------------------------------------------------
+    def _remember_harness(self, _index: int = 0) -> None:
+        self.ctx.settings.setValue(HARNESS_SETTING, self.what.currentData() or "")
+
     def budget_text(self) -> str:
         """ "30m", "2h", "8h" for the listed choices, else what was typed."""
         text = self.budget.currentText().strip()
@@ -393,8 +396,8 @@ class AuditDialog(QDialog):
             return
         took = time.monotonic() - self._planning_since
         self.summary.setText(
-            "<i>Loading the model, measuring its speed and planning… "
-            f"{duration(took)} so far</i>"
+            f"<i>Loading the model, measuring its speed and planning… {duration(took)} so far "
+            "(not counted in the budget: its clock starts once the plan is made)</i>"
         )
 
     def plan_now(self) -> None:
@@ -402,7 +405,7 @@ class AuditDialog(QDialog):
 
         self.plan_button.setEnabled(False)
         self.start_button.setEnabled(False)
-        self.ctx.settings.setValue(HARNESS_SETTING, self.what.currentData() or "")
+        self._remember_harness()
         self._planning_since = time.monotonic()
         self._tick()
         self._clock.start()
@@ -477,10 +480,7 @@ class AuditDialog(QDialog):
     def _warn(self, plan: Any) -> None:
         """Before Start: one plain sentence when the budget cannot give every probe its
         first look, naming the time that could."""
-        from gbdesk.report.audit_findings import plan_budget_warning
-        from gbdesk.workflows.audit import report_reserve_s
-
-        warning = plan_budget_warning(plan, report_reserve_s(plan.budget_s))
+        warning = plan.budget_warning()
         self.status.setText(
             f"<span style='color:#92400e'><b>{html_text(warning)}</b></span>" if warning else ""
         )
@@ -578,19 +578,21 @@ class AuditDialog(QDialog):
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
 
-    def _completed(self, result: dict[str, Any]) -> None:
-        self.result_payload = result
+    def _completed(self, report: Any) -> None:
+        """The audit's end: its report value (`AuditReport`) shown as it is."""
+        self.report_value = report
+        self.result_payload = report.to_json()
         self.progress.setVisible(False)
-        self.verdicts = {(v["probe"], v["metric"]): v for v in result.get("verdicts", [])}
+        self.verdicts = {(v["probe"], v["metric"]): dict(v) for v in report.verdicts}
         self._show_verdicts()
-        decided = sum(1 for v in result.get("verdicts", []) if v.get("decided"))
-        counts = f"{decided} of {len(result.get('verdicts', []))} verdicts decided"
-        if result.get("error_statement"):  # the audit's error bound, in its mode
-            counts += f" ({html_text(result['error_statement'])})"
-        if result.get("report"):
+        decided = sum(1 for v in report.verdicts if v.get("decided"))
+        counts = f"{decided} of {len(report.verdicts)} verdicts decided"
+        if report.error.get("error_statement"):  # the audit's error bound, in its mode
+            counts += f" ({html_text(report.error['error_statement'])})"
+        if report.report:
             self.status.setText(
-                f"Audit {result['audit_id']} finished in {duration(result['seconds'])}: "
-                f"{counts}. Report: {html_text(result['report'])}"
+                f"Audit {report.audit_id} finished in {duration(report.seconds)}: "
+                f"{counts}. Report: {html_text(report.report)}"
             )
             self.open_button.setEnabled(True)
             self.results_button.setEnabled(True)
@@ -616,10 +618,11 @@ class AuditDialog(QDialog):
             self.status.setText("Stopping: the answers under way finish and are kept…")
 
     def open_report(self) -> bool:
-        if not self.result_payload or not self.result_payload.get("report"):
+        if self.report_value is None or not self.report_value.report:
             return False
-        return QDesktopServices.openUrl(QUrl.fromLocalFile(self.result_payload["report"]))
+        return QDesktopServices.openUrl(QUrl.fromLocalFile(self.report_value.report))
 
     def show_findings(self) -> None:
-        if self.result_payload and self.result_payload.get("runs"):
-            self.ctx.open_runs.emit(list(self.result_payload["runs"]))
+        """The audit's runs in the Results pane (their findings: the audit's verdicts)."""
+        if self.report_value is not None and self.report_value.runs:
+            self.ctx.open_runs.emit(list(self.report_value.runs))

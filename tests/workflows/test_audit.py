@@ -364,7 +364,7 @@ class _TimedBackend(KnownBiasBackend):
 
 
 def test_the_speed_test_measures_reading_the_prompts_too(store, tmp_path, monkeypatch):
-    import gbdesk.workflows.audit as audit
+    import gbdesk.workflows.audit.speed as audit
 
     monkeypatch.setattr(audit, "decoding_width", lambda model, concurrency=1: 1)
     model = fake_model(store, tmp_path)
@@ -422,7 +422,7 @@ def test_a_busy_local_model_is_measured_from_its_tokens_so_far(store, tmp_path, 
     """README's first command on a busy laptop: no answer of the speed test is whole by
     its deadline, but the tokens the stream holds make the measurement (48 tokens by
     ~0.2 s); a stream that reported nothing is refused in one line."""
-    import gbdesk.workflows.audit as audit
+    import gbdesk.workflows.audit.speed as audit
 
     monkeypatch.setattr(audit, "decoding_width", lambda model, concurrency=1: 4)
     model = fake_model(store, tmp_path)

@@ -1,0 +1,133 @@
+"""What an audit hands its readers at its end: one typed value (issue 45, item 7).
+
+The audit (`gbdesk.workflows.audit`) builds an `AuditReport` once, from the plan, run
+handles and verdicts its session holds; the PDF (`report.pdf`), the app's audit dialog and
+the Results pane it opens, and `gbdesk audit --json` (`AuditReport.to_json`) render it and
+recompute nothing: page 1's rows (`rows`, `sentence`) and the plan's table are in it.
+
+`AuditReport.from_dict` reads the dict an older caller (a test, a benchmark) hands
+`export_pdf` — {"budget", "model", "speed", "note", "plan": [...], "verdicts": [...]} — into
+the same value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gbdesk.report.audit_findings import DecisionRow, decision_rows, decision_sentence
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    """One probe of the audit as its report's plan table shows it."""
+
+    probe: str
+    title: str
+    items: int = 0
+    prompts: int = 1
+    attempts: int = 1
+    generations: int = 0  # answers stored in the probe's runs
+    spent_s: float | None = None  # seconds its steps took
+    expected: str = ""  # the time in words, when given instead of `spent_s`
+    run_id: int | None = None
+    runs: tuple[int, ...] = ()
+
+    @property
+    def planned(self) -> int:
+        """items × prompts × attempts."""
+        return self.items * self.prompts * self.attempts
+
+    def row_json(self) -> dict[str, Any]:
+        """The entry as `decision_rows` reads a plan's probe."""
+        return {
+            "probe": self.probe, "generations": self.generations, "run_id": self.run_id,
+            "runs": list(self.runs),
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """The audit, decided: its identity, plan, verdicts and what page 1 says of them.
+
+    ``verdicts``: `gbdesk audit --json`'s, one per marked metric (`VERDICT_KEYS`; a probe
+    that never looked has its metrics "not measured"); ``rows`` and ``sentence``: page 1's
+    table and its one sentence (`audit_findings.decision_rows`, `decision_sentence`) over
+    the verdicts of the last looks; ``error``: `error_statement`'s keys."""
+
+    audit_id: int | None
+    status: str = "done"
+    model: str = "?"
+    budget: str = "?"
+    speed: str = "?"  # the measured speed in words
+    harness_title: str = ""
+    seconds: float = 0.0  # seconds of the budget spent
+    note: str = ""
+    plan: tuple[PlanEntry, ...] = ()
+    verdicts: tuple[dict[str, Any], ...] = ()
+    rows: tuple[DecisionRow, ...] = ()
+    sentence: str = ""
+    error: dict[str, Any] = field(default_factory=dict)
+    wordings: dict[str, Any] = field(default_factory=dict)
+    report: str | None = None  # the PDF's path once written
+    plan_version: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "done"
+
+    @property
+    def generations(self) -> int:
+        return sum(p.generations for p in self.plan)
+
+    @property
+    def runs(self) -> list[int]:
+        return [p.run_id for p in self.plan if p.run_id is not None]
+
+    def to_json(self) -> dict[str, Any]:
+        """The audit as `gbdesk audit --json` prints it."""
+        return {
+            "audit_id": self.audit_id,
+            "finished": self.finished,
+            "status": self.status,
+            "seconds": round(float(self.seconds), 1),
+            "generations": self.generations,
+            "verdicts": [dict(v) for v in self.verdicts],
+            "runs": self.runs,
+            "report": self.report,
+            "wordings": self.wordings,
+            "plan_version": self.plan_version,
+            **self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, audit: dict[str, Any]) -> AuditReport:
+        """A hand-built report dict (see the module's docstring) as the typed value."""
+        plan = tuple(
+            PlanEntry(
+                probe=str(p["probe"]),
+                title=str(p.get("title") or p["probe"]),
+                items=int(p.get("items") or 0),
+                prompts=int(p.get("prompts") or 1),
+                attempts=int(p.get("attempts") or 1),
+                generations=int(p.get("generations") or 0),
+                spent_s=p.get("expected_s"),
+                expected=str(p.get("expected") or ""),
+                run_id=p.get("run_id"),
+                runs=tuple(p.get("runs") or ()),
+            )
+            for p in audit.get("plan") or []
+        )
+        rows = tuple(decision_rows(audit))
+        return cls(
+            audit_id=audit.get("audit_id"),
+            model=str(audit.get("model", "?")),
+            budget=str(audit.get("budget", "?")),
+            speed=str(audit.get("speed", "?")),
+            harness_title=str(audit.get("harness_title") or ""),
+            note=str(audit.get("note", "")),
+            plan=plan,
+            verdicts=tuple(audit.get("verdicts") or ()),
+            rows=rows,
+            sentence=decision_sentence(list(rows)),
+        )
