@@ -142,7 +142,9 @@ def more_text(entry: dict[str, Any], decided: bool) -> str:
     text = f"≈{round(answers):,} more answers"
     seconds = entry.get("more_seconds")
     if isinstance(seconds, (int, float)) and math.isfinite(seconds):
-        text += f" (≈{duration(max(60.0, float(seconds)))} at this speed)"
+        minutes = max(1, round(float(seconds) / 60))
+        took = f"{minutes} min" if minutes < 60 else duration(float(seconds))
+        text += f" (≈{took} at this speed)"
     return text
 
 
