@@ -109,21 +109,74 @@ def _verdict_table(report: Any) -> str:
     return "\n".join(lines)
 
 
+def _continuing(store, model: dict[str, Any], audit_id: int, budget_s: float, args) -> None:
+    """An unfinished audit to continue: refused when this command asks other options."""
+    from gbdesk.workflows.audit import changed_options, get_audit
+
+    audit = get_audit(store, audit_id)
+    changed = changed_options(audit, budget_s, args.harness, args.wordings, args.family_wise)
+    if changed:
+        raise UserError(
+            f"audit {audit_id} of {display_name(model['name'])} is unfinished, and "
+            "this command "
+            f"asks {'; '.join(changed)} — give its own options to continue it, "
+            "or add --new to plan another"
+        )
+    spent = float((audit.get("state") or {}).get("spent_s") or 0)
+    _say(
+        f"[audit {audit_id}] continuing the unfinished audit of "
+        f"{display_name(model['name'])} "
+        f"(budget {audit['budget']}, {duration(spent)} spent; --new plans another)"
+    )
+
+
+def _planned(store, model: dict[str, Any], shared: Any, budget_s: float, args) -> int | None:
+    """A new audit: the model's speed measured, the plan made and saved (its id); None
+    with --plan-only, once the plan is printed."""
+    from gbdesk.workflows.audit import measure_speed, plan_audit, save_audit, speed_deadline_s
+
+    deadline = speed_deadline_s(budget_s)
+    _say(
+        f"measuring the speed of {display_name(model['name'])} (at most "
+        f"{duration(deadline)}; planning is not counted in the budget)…"
+    )
+    concurrency = args.concurrency or 1
+    planning = time.monotonic()
+    speed = measure_speed(
+        store, model, shared, concurrency=concurrency, deadline_s=deadline,
+    )  # fmt: skip
+    plan = plan_audit(
+        store, model, budget_s, speed, budget_text=args.budget,
+        harness=args.harness, concurrency=concurrency, wordings=args.wordings,
+        family_wise=args.family_wise,
+    )  # fmt: skip
+    _say(f"planned in {duration(time.monotonic() - planning)}; the budget's clock starts now")
+    if args.plan_only:
+        _emit(args, {"plan": plan.to_json(), "runs": [], "report": None}, plan.text())
+        return None
+    _say(plan.text())
+    warning = plan.budget_warning()
+    if warning:
+        _say(f"note: {warning}")
+    if not plan.probes:
+        raise UserError(f"the budget {args.budget} fits no probe on this model; give it more time")
+    return save_audit(store, plan)
+
+
+def _interrupted(audit_id: int) -> int:
+    _say(f"interrupted; audit {audit_id} is saved — the same command continues it")
+    return 130
+
+
 def cmd_audit(args) -> int:
     from gbdesk.workflows import runs
     from gbdesk.workflows.audit import (
         SharedBackend,
         audit_probes,
-        changed_options,
         check_audit_wordings,
         earlier_unfinished,
-        get_audit,
-        measure_speed,
         parse_budget,
-        plan_audit,
         run_audit_report,
-        save_audit,
-        speed_deadline_s,
         unfinished_audit,
     )
 
@@ -143,55 +196,11 @@ def cmd_audit(args) -> int:
         shared = SharedBackend(runs.llama_backend_factory, model)
         try:
             if audit_id is not None:
-                audit = get_audit(store, audit_id)
-                changed = changed_options(
-                    audit, budget_s, args.harness, args.wordings, args.family_wise
-                )
-                if changed:
-                    raise UserError(
-                        f"audit {audit_id} of {display_name(model['name'])} is unfinished, and "
-                        "this command "
-                        f"asks {'; '.join(changed)} — give its own options to continue it, "
-                        "or add --new to plan another"
-                    )
-                spent = float((audit.get("state") or {}).get("spent_s") or 0)
-                _say(
-                    f"[audit {audit_id}] continuing the unfinished audit of "
-                    f"{display_name(model['name'])} "
-                    f"(budget {audit['budget']}, {duration(spent)} spent; --new plans another)"
-                )
+                _continuing(store, model, audit_id, budget_s, args)
             else:
-                deadline = speed_deadline_s(budget_s)
-                _say(
-                    f"measuring the speed of {display_name(model['name'])} (at most "
-                    f"{duration(deadline)}; planning is not counted in the budget)…"
-                )
-                concurrency = args.concurrency or 1
-                planning = time.monotonic()
-                speed = measure_speed(
-                    store, model, shared, concurrency=concurrency, deadline_s=deadline,
-                )  # fmt: skip
-                plan = plan_audit(
-                    store, model, budget_s, speed, budget_text=args.budget,
-                    harness=args.harness, concurrency=concurrency, wordings=args.wordings,
-                    family_wise=args.family_wise,
-                )  # fmt: skip
-                _say(
-                    f"planned in {duration(time.monotonic() - planning)}; the budget's clock "
-                    "starts now"
-                )
-                if args.plan_only:
-                    _emit(args, {"plan": plan.to_json(), "runs": [], "report": None}, plan.text())
+                audit_id = _planned(store, model, shared, budget_s, args)
+                if audit_id is None:  # --plan-only: the plan printed, nothing run
                     return 0
-                _say(plan.text())
-                warning = plan.budget_warning()
-                if warning:
-                    _say(f"note: {warning}")
-                if not plan.probes:
-                    raise UserError(
-                        f"the budget {args.budget} fits no probe on this model; give it more time"
-                    )
-                audit_id = save_audit(store, plan)
             control = runs.RunControl()
             try:
                 with Interrupts(control) as stop:
@@ -200,12 +209,10 @@ def cmd_audit(args) -> int:
                         report=args.report, backend=shared,
                     )  # fmt: skip
             except KeyboardInterrupt:
-                _say(f"interrupted; audit {audit_id} is saved — the same command continues it")
-                return 130
+                return _interrupted(audit_id)
         finally:
             shared.close()
     _emit(args, result.to_json(), _verdict_table(result))
     if stop.asked:  # Ctrl-C: stopped as asked, resumable — 130, as for `gbdesk run`
-        _say(f"interrupted; audit {audit_id} is saved — the same command continues it")
-        return 130
+        return _interrupted(audit_id)
     return 0
