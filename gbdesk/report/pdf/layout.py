@@ -1,15 +1,29 @@
 """The PDF's layout basics: its style sheet, the escaping of every outside text (`e`,
-`_label`), the glyph check (`drawable`) and the document being built (`_Doc`)."""
+`_label`), the glyph check (`drawable`), the document being built (`_Doc`) and its
+printing on A4 pages (`_print`, the data's digest attached)."""
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QFont, QFontMetrics, QGuiApplication, QImage, QTextDocument
+from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, Qt, QUrl
+from PySide6.QtGui import (
+    QFont,
+    QFontMetrics,
+    QGuiApplication,
+    QImage,
+    QPageLayout,
+    QPageSize,
+    QPdfWriter,
+    QTextDocument,
+)
 
+from gbdesk.report.content import ReportData
+from gbdesk.support.atomic import check_pdf, write_bytes
+from gbdesk.support.errors import UserError
 from gbdesk.support.format import short_name
 from gbdesk.support.guards import html_text, visible_controls
 
@@ -144,3 +158,51 @@ def _fit(title: str, font: QFont, width: int) -> str:
     """A chart title cut with "…" to the image's width (a centred title wider than the
     image loses both ends)."""
     return QFontMetrics(font).elidedText(title, Qt.TextElideMode.ElideRight, width - 24)
+
+
+def _print(data: ReportData, doc: _Doc, out: Path, models: str) -> Path:
+    """Lay out and print the document to `out` (whole or not at all)."""
+    doc.doc.setDefaultStyleSheet(CSS)
+    font = QFont("DejaVu Sans")
+    font.setPointSizeF(9)
+    font.setFeature(QFont.Tag("liga"), 0)  # a digest or SHA-256 copies as printed ("ff", not "ﬀ")
+    doc.doc.setDefaultFont(font)
+    doc.doc.setHtml("<html><body>" + "".join(doc.parts) + "</body></html>")
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    writer = QPdfWriter(buffer)
+    writer.setTitle(_label(f"gbdesk bias audit — {models}", 200))
+    writer.setCreator(f"gbdesk {data.app_version}")
+    _attach_digest(data, writer)
+    writer.setResolution(300)
+    writer.setPageLayout(
+        QPageLayout(
+            QPageSize(QPageSize.PageSizeId.A4),
+            QPageLayout.Orientation.Portrait,
+            QMarginsF(16, 14, 16, 14),
+            QPageLayout.Unit.Millimeter,
+        )
+    )
+    doc.doc.print_(writer)
+    del writer  # ends the PDF (its trailer) in the buffer
+    buffer.close()
+    data_bytes = bytes(buffer.data().data())
+    if not data_bytes:
+        raise UserError(f"could not lay out the PDF for {out}")
+    return write_bytes(out, data_bytes, check=check_pdf)
+
+
+def _attach_digest(data: ReportData, writer: QPdfWriter) -> None:
+    """The digest of the report's data (`report.digest`) as the PDF's attachment, read back
+    by `gbdesk verify` (pypdf: `PdfReader(path).attachments`)."""
+    from PySide6.QtCore import QByteArray
+
+    from gbdesk.report.digest import ATTACHMENT
+
+    if data.digest is None:
+        return
+    audit = data.audit.audit_id if data.audit is not None else None
+    manifest = data.digest.manifest_bytes(
+        gbdesk=data.app_version, made_at=data.created_at, audit_id=audit
+    )
+    writer.addFileAttachment(ATTACHMENT, QByteArray(manifest), "application/json")
