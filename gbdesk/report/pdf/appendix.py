@@ -11,7 +11,6 @@ from gbdesk.report.content import (
 )
 from gbdesk.report.pdf.blocks import _block
 from gbdesk.report.pdf.layout import _Doc, e, model_name
-from gbdesk.report.pdf.layout import drawable as drawable
 
 
 def _cards(data: ReportData, doc: _Doc) -> None:

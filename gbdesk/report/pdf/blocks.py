@@ -15,7 +15,6 @@ from gbdesk.maths.stats import MARK_MEANINGS
 from gbdesk.maths.verdicts import Verdict
 from gbdesk.report.pdf.charts import ci_chart, curves_chart
 from gbdesk.report.pdf.layout import _Doc, e
-from gbdesk.report.pdf.layout import drawable as drawable
 from gbdesk.support.blocks import (
     Block,
     CurveChart,

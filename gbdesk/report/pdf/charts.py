@@ -6,6 +6,7 @@ interval chart over a metric's mark bands (`ci_chart`) and the threshold curves
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -20,7 +21,6 @@ from PySide6.QtGui import (
 
 from gbdesk.maths.stats import MarkDefinition
 from gbdesk.report.pdf.layout import _fit, _label
-from gbdesk.report.pdf.layout import drawable as drawable
 from gbdesk.support.format import (
     MARK_COLORS,
     MARK_FILLS,
@@ -29,9 +29,12 @@ from gbdesk.support.format import (
     ratio_ticks,
 )
 
+#: one row of an interval chart: (label, value, lo, hi, colour)
+ChartRow = tuple[str, float, float, float, str]
+
 
 def ci_chart(
-    rows: list[tuple[str, float, float, float, str]],
+    rows: list[ChartRow],
     marks: MarkDefinition | None,
     x_range: tuple[float, float],
     title: str,
@@ -43,13 +46,8 @@ def ci_chart(
 
     With `log`, values are ratios drawn on a log2 axis whose ticks read as ratios, with a
     dashed parity line at 1."""
-    rows = [(_label(label), v, lo, hi, c) for label, v, lo, hi, c in rows]
+    rows = _chart_rows(rows, log)
     title = _label(title, 200)
-    if log:
-        rows = [
-            (label, log2_or_nan(v), log2_or_nan(lo), log2_or_nan(hi), c)
-            for label, v, lo, hi, c in rows
-        ]
     font = QFont("DejaVu Sans")
     font.setPixelSize(22)
     label_width = max([0, *(QFontMetrics(font).horizontalAdvance(r[0]) for r in rows)])
@@ -59,10 +57,7 @@ def ci_chart(
     image.fill(QColor("white"))
     p = QPainter(image)
     p.setRenderHint(QPainter.RenderHint.Antialiasing)
-    lo_x, hi_x = x_range
-    values = [v for _, val, lo, hi, _ in rows for v in (val, lo, hi) if not math.isnan(v)]
-    if values:
-        lo_x, hi_x = min(lo_x, min(values)), max(hi_x, max(values))
+    lo_x, hi_x = _x_span(rows, x_range)
     span = (hi_x - lo_x) or 1.0
     plot_w = width - left - right
 
@@ -74,28 +69,74 @@ def ci_chart(
     p.drawText(QRectF(0, 6, width, 40), Qt.AlignmentFlag.AlignHCenter, _fit(title, font, width))
     plot_rect = QRectF(left, top, plot_w, height - top - bottom)
     if marks is not None:
-        small = QFont(font)
-        small.setPixelSize(18)
-        small.setBold(True)
-        for letter, bands in marks.ranges.items():
-            for a, b in bands:
-                rect = QRectF(x_of(a), plot_rect.top(), x_of(b) - x_of(a), plot_rect.height())
-                p.fillRect(rect, QColor(MARK_FILLS[letter]))
-                p.setFont(small)
-                p.setPen(QColor(MARK_COLORS[letter]))
-                p.drawText(
-                    QRectF(rect.left(), plot_rect.top() + 2, rect.width(), 22),
-                    Qt.AlignmentFlag.AlignHCenter,
-                    letter,
-                )
+        _draw_bands(p, marks, x_of, plot_rect, font)
     p.setPen(QPen(QColor("#9ca3af"), 1))
     p.drawRect(plot_rect)
-    # ticks
     p.setFont(font)
     if log:
         ticks = ratio_ticks(lo_x, hi_x)
     else:
         ticks = [(lo_x + span * i / 5, f"{lo_x + span * i / 5:.2f}") for i in range(6)]
+    _draw_ticks(p, ticks, x_of, plot_rect)
+    if log and lo_x <= 0 <= hi_x:  # the parity line: a ratio of 1
+        p.setPen(QPen(QColor("#6b7280"), 2, Qt.PenStyle.DashLine))
+        p.drawLine(QPointF(x_of(0), plot_rect.top()), QPointF(x_of(0), plot_rect.bottom()))
+    _draw_rows(p, rows, x_of, top, row_height, left)
+    p.end()
+    return image
+
+
+def _chart_rows(rows: list[ChartRow], log: bool) -> list[ChartRow]:
+    """The rows as drawn: labels escaped (`_label`), ratios as their log2 with `log`."""
+    rows = [(_label(label), v, lo, hi, c) for label, v, lo, hi, c in rows]
+    if log:
+        rows = [
+            (label, log2_or_nan(v), log2_or_nan(lo), log2_or_nan(hi), c)
+            for label, v, lo, hi, c in rows
+        ]
+    return rows
+
+
+def _x_span(rows: list[ChartRow], x_range: tuple[float, float]) -> tuple[float, float]:
+    """The axis: `x_range`, widened to every value and interval end the rows have."""
+    lo_x, hi_x = x_range
+    values = [v for _, val, lo, hi, _ in rows for v in (val, lo, hi) if not math.isnan(v)]
+    if values:
+        lo_x, hi_x = min(lo_x, min(values)), max(hi_x, max(values))
+    return lo_x, hi_x
+
+
+def _draw_bands(
+    p: QPainter,
+    marks: MarkDefinition,
+    x_of: Callable[[float], float],
+    plot_rect: QRectF,
+    font: QFont,
+) -> None:
+    """The mark bands behind the plot, each filled in its colour with its letter on top."""
+    small = QFont(font)
+    small.setPixelSize(18)
+    small.setBold(True)
+    for letter, bands in marks.ranges.items():
+        for a, b in bands:
+            rect = QRectF(x_of(a), plot_rect.top(), x_of(b) - x_of(a), plot_rect.height())
+            p.fillRect(rect, QColor(MARK_FILLS[letter]))
+            p.setFont(small)
+            p.setPen(QColor(MARK_COLORS[letter]))
+            p.drawText(
+                QRectF(rect.left(), plot_rect.top() + 2, rect.width(), 22),
+                Qt.AlignmentFlag.AlignHCenter,
+                letter,
+            )
+
+
+def _draw_ticks(
+    p: QPainter,
+    ticks: list[tuple[float, str]],
+    x_of: Callable[[float], float],
+    plot_rect: QRectF,
+) -> None:
+    """The axis ticks: a light grid line across the plot and the tick's text below it."""
     for v, text in ticks:
         x = x_of(v)
         p.setPen(QPen(QColor("#e5e7eb"), 1))
@@ -106,9 +147,18 @@ def ci_chart(
             Qt.AlignmentFlag.AlignHCenter,
             text,
         )
-    if log and lo_x <= 0 <= hi_x:
-        p.setPen(QPen(QColor("#6b7280"), 2, Qt.PenStyle.DashLine))
-        p.drawLine(QPointF(x_of(0), plot_rect.top()), QPointF(x_of(0), plot_rect.bottom()))
+
+
+def _draw_rows(
+    p: QPainter,
+    rows: list[ChartRow],
+    x_of: Callable[[float], float],
+    top: int,
+    row_height: int,
+    left: int,
+) -> None:
+    """Each row: its label right-aligned before the plot, its interval bar with end ticks
+    and its value as a dot (nothing drawn for an undefined value)."""
     for i, (label, val, lo, hi, color) in enumerate(rows):
         y = top + row_height * (i + 0.5) + 10
         p.setPen(QColor("#111827"))
@@ -128,8 +178,6 @@ def ci_chart(
         p.setBrush(QColor(color))
         p.setPen(QPen(QColor("white"), 2))
         p.drawEllipse(QPointF(x_of(val), y), 9, 9)
-    p.end()
-    return image
 
 
 def curves_chart(curves: dict[str, dict[str, Any]], title: str, width: int = 1400) -> QImage:

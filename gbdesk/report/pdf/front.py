@@ -19,7 +19,6 @@ from gbdesk.report.content import (
 )
 from gbdesk.report.pdf.blocks import _block, _mark_cell, _p_text
 from gbdesk.report.pdf.layout import _Doc, e, model_name
-from gbdesk.report.pdf.layout import drawable as drawable
 from gbdesk.report.pdf.sections import cut_note
 from gbdesk.report.rewording import SECTION_TITLE, section_blocks
 from gbdesk.support.format import (

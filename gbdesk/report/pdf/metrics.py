@@ -5,19 +5,21 @@ the footnotes its cells call for.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from gbdesk.analysis.shown import (
     cut_ends,
     metric_verdict,
     shown_ci,
 )
+from gbdesk.contract import Probe
+from gbdesk.maths.stats import MetricValue
 from gbdesk.maths.verdicts import MIN_ITEMS
 from gbdesk.report.content import (
     RunSection,
 )
 from gbdesk.report.pdf.blocks import _mark_cell, _p_text
 from gbdesk.report.pdf.layout import _Doc, e
-from gbdesk.report.pdf.layout import drawable as drawable
 from gbdesk.support.format import (
     UNDEFINED_CI,
     UNDEFINED_VALUE,
@@ -26,66 +28,92 @@ from gbdesk.support.format import (
 )
 
 
-def _metric_table(section: RunSection, doc: _Doc, notes: bool = True) -> None:
-    """Every metric of the run by its name for people with its one-line meaning (the keys
-    stay in the CSV export); p-value (with the Benjamini–Hochberg adjusted value over the
-    run's tests beside it) and mark columns only when some metric has one. `notes=False`:
-    only the run's own footnote (why a value is undefined); the notes every run shares are
-    said once (`APPENDIX_NOTES`)."""
-    from gbdesk.maths.stats import adjusted_p_values
+@dataclass
+class _Columns:
+    """The columns a run's metric table has beyond metric, value, interval and n: p-values
+    (with their Benjamini–Hochberg adjustment), the mark, the PPI's automatic value and
+    labeller bias; each only when some metric has one."""
 
-    metrics = section.metrics
-    probe = section.probe
-    with_p = any(m.p_value is not None for m in metrics.values())
-    adjusted = adjusted_p_values(metrics) if with_p else {}
-    # an audit's appendix: no mark column (page 1 gives each verdict once)
-    with_mark = notes and any(n in probe.mark_definitions for n in metrics)
-    with_ppi = any((m.details or {}).get("kind") == "ppi" for m in metrics.values())
-    rows = []
-    cut_any = undefined_any = too_few_any = False
-    for name, m in metrics.items():
-        meaning = probe.capabilities.presentation.metric_description(name) if notes else ""
-        label = f"{e(probe.capabilities.presentation.metric_title(name))}"
-        if meaning:
-            label += f"<br><span class='muted'>{e(meaning, 160)}</span>"
-        shown = shown_ci(probe, name, m)
-        cut = bool(cut_ends(probe, name, m))
-        interval = fmt_ci(shown) if shown is not None else ""
-        cut_any |= cut
-        value = fmt(m.value)
-        if math.isnan(m.value):
-            value = "—<sup>‡</sup>"
-            undefined_any = True
-            interval = ""
-        elif shown is None and math.isnan(m.ci[0]):
-            interval = "—<sup>†</sup>"
-        elif shown is None:
-            interval = "—<sup>§</sup>"
-            too_few_any = True
-        cells = [
-            f"<td>{label}</td><td>{value}</td><td>{interval}{'<sup>*</sup>' if cut else ''}</td>"
-        ]
-        if with_ppi:
-            d = m.details or {}
-            reason = e(d.get("reason", ""))
-            note = "" if d.get("valid") else f" <span class='muted'>({reason})</span>"
-            cells.append(
-                f"<td>{fmt(d.get('automatic_value'))}{note}</td><td>{fmt(d.get('bias'))}</td>"
-            )
-        if with_p:
-            cells.append(f"<td>{_p_text(m.p_value)}</td><td>{_p_text(adjusted.get(name))}</td>")
-        if with_mark:
-            v = metric_verdict(probe, name, m)
-            cells.append(_mark_cell(v, "") if v is not None else "<td></td>")
-        rows.append(f"<tr>{''.join(cells)}<td>{m.n}</td></tr>")
-    head = "<th>Metric</th><th>Value</th><th>95 % CI</th>"
-    head += "<th>Automatic only</th><th>Labeller bias</th>" if with_ppi else ""
-    head += ("<th>p</th><th>p, BH-adjusted</th>" if with_p else "") + (
-        "<th>Mark</th>" if with_mark else ""
-    )
-    title = "Metrics" if len(metrics) <= 12 else f"All {len(metrics)} metrics"
+    p: bool
+    mark: bool
+    ppi: bool
+    adjusted: dict[str, float]
+
+    @classmethod
+    def of(cls, section: RunSection, notes: bool) -> _Columns:
+        from gbdesk.maths.stats import adjusted_p_values
+
+        metrics = section.metrics
+        with_p = any(m.p_value is not None for m in metrics.values())
+        return cls(
+            p=with_p,
+            # an audit's appendix: no mark column (page 1 gives each verdict once)
+            mark=notes and any(n in section.probe.mark_definitions for n in metrics),
+            ppi=any((m.details or {}).get("kind") == "ppi" for m in metrics.values()),
+            adjusted=adjusted_p_values(metrics) if with_p else {},
+        )
+
+    def head(self) -> str:
+        head = "<th>Metric</th><th>Value</th><th>95 % CI</th>"
+        head += "<th>Automatic only</th><th>Labeller bias</th>" if self.ppi else ""
+        head += ("<th>p</th><th>p, BH-adjusted</th>" if self.p else "") + (
+            "<th>Mark</th>" if self.mark else ""
+        )
+        return head + "<th>n</th>"
+
+
+@dataclass
+class _Seen:
+    """The footnotes the table's cells call for: an undefined value (‡), an interval not
+    shown from too few items (§), an interval cut to what the metric can be (*)."""
+
+    undefined: bool = False
+    too_few: bool = False
+    cut: bool = False
+
+
+def _metric_row(
+    probe: Probe, name: str, m: MetricValue, cols: _Columns, notes: bool, seen: _Seen
+) -> str:
+    """One metric's row: its title (and meaning, with `notes`), value, interval and the
+    table's other columns; `seen` learns the footnotes it calls for."""
+    meaning = probe.capabilities.presentation.metric_description(name) if notes else ""
+    label = f"{e(probe.capabilities.presentation.metric_title(name))}"
+    if meaning:
+        label += f"<br><span class='muted'>{e(meaning, 160)}</span>"
+    shown = shown_ci(probe, name, m)
+    cut = bool(cut_ends(probe, name, m))
+    interval = fmt_ci(shown) if shown is not None else ""
+    seen.cut |= cut
+    value = fmt(m.value)
+    if math.isnan(m.value):
+        value = "—<sup>‡</sup>"
+        seen.undefined = True
+        interval = ""
+    elif shown is None and math.isnan(m.ci[0]):
+        interval = "—<sup>†</sup>"
+    elif shown is None:
+        interval = "—<sup>§</sup>"
+        seen.too_few = True
+    cells = [f"<td>{label}</td><td>{value}</td><td>{interval}{'<sup>*</sup>' if cut else ''}</td>"]
+    if cols.ppi:
+        d = m.details or {}
+        reason = e(d.get("reason", ""))
+        note = "" if d.get("valid") else f" <span class='muted'>({reason})</span>"
+        cells.append(f"<td>{fmt(d.get('automatic_value'))}{note}</td><td>{fmt(d.get('bias'))}</td>")
+    if cols.p:
+        cells.append(f"<td>{_p_text(m.p_value)}</td><td>{_p_text(cols.adjusted.get(name))}</td>")
+    if cols.mark:
+        v = metric_verdict(probe, name, m)
+        cells.append(_mark_cell(v, "") if v is not None else "<td></td>")
+    return f"<tr>{''.join(cells)}<td>{m.n}</td></tr>"
+
+
+def _footnotes(probe: Probe, metrics: dict[str, MetricValue], seen: _Seen) -> list[str]:
+    """The table's footnotes, in order: why values are undefined (‡), intervals that are
+    undefined (†), not shown (§) or cut (*), and which interval the table quotes."""
     footnotes = []
-    if undefined_any:
+    if seen.undefined:
         why = probe.capabilities.presentation.why_undefined
         reasons = sorted(
             {why(n, metrics) or UNDEFINED_VALUE for n, m in metrics.items()
@@ -97,12 +125,12 @@ def _metric_table(section: RunSection, doc: _Doc, notes: bool = True) -> None:
         for n, m in metrics.items()
     ):
         footnotes.append(f"† {UNDEFINED_CI}.")
-    if too_few_any:
+    if seen.too_few:
         footnotes.append(
             f"§ No interval: it would have zero width from fewer than {MIN_ITEMS} items, "
             "which is not certainty (a few answers that happen to agree)."
         )
-    if cut_any:
+    if seen.cut:
         footnotes.append(
             "* The interval is shown within what the metric can be (e.g. 0–100 % for a "
             "share): the bootstrap's normal fit reached past it, as it does with few items "
@@ -121,16 +149,31 @@ def _metric_table(section: RunSection, doc: _Doc, notes: bool = True) -> None:
             "(its bootstrap), from which its mark comes, is in the CSV (ci_low, ci_high)"
             + (f": {own}." if own else ".")
         )
+    return footnotes
+
+
+def _metric_table(section: RunSection, doc: _Doc, notes: bool = True) -> None:
+    """Every metric of the run by its name for people with its one-line meaning (the keys
+    stay in the CSV export); p-value (with the Benjamini–Hochberg adjusted value over the
+    run's tests beside it) and mark columns only when some metric has one. `notes=False`:
+    only the run's own footnote (why a value is undefined); the notes every run shares are
+    said once (`APPENDIX_NOTES`)."""
+    metrics = section.metrics
+    cols = _Columns.of(section, notes)
+    seen = _Seen()
+    rows = [_metric_row(section.probe, name, m, cols, notes, seen) for name, m in metrics.items()]
+    title = "Metrics" if len(metrics) <= 12 else f"All {len(metrics)} metrics"
+    footnotes = _footnotes(section.probe, metrics, seen)
     if not notes:
-        footnotes = footnotes[:1] if undefined_any else []
+        footnotes = footnotes[:1] if seen.undefined else []
     note = (
         f"<p class='muted'>BH-adjusted: the Benjamini–Hochberg false-discovery-rate "
-        f"adjustment over the run's {len(adjusted)} tests; a result counts as established "
+        f"adjustment over the run's {len(cols.adjusted)} tests; a result counts as established "
         "when the adjusted value is below 0.05.</p>"
-        if with_p and notes
+        if cols.p and notes
         else ""
     )
-    table = f"<table width='100%'><tr>{head}<th>n</th></tr>{''.join(rows)}</table>"
+    table = f"<table width='100%'><tr>{cols.head()}</tr>{''.join(rows)}</table>"
     if not notes:  # an audit's appendix: small print
         table = table.replace("<td>", "<td class='m'>").replace("<th>", "<th class='m'>")
     doc.add(

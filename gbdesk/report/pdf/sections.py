@@ -12,7 +12,6 @@ from gbdesk.report.content import (
 )
 from gbdesk.report.pdf.blocks import _block
 from gbdesk.report.pdf.layout import _Doc, e, model_name
-from gbdesk.report.pdf.layout import drawable as drawable
 from gbdesk.report.pdf.metrics import _metric_table
 from gbdesk.support.blocks import (
     Paragraph,
