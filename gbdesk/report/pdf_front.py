@@ -17,9 +17,9 @@ from gbdesk.report.content import (
     ReportData,
     labels_used,
 )
-from gbdesk.report.pdf.blocks import _block, _mark_cell, _p_text
-from gbdesk.report.pdf.layout import _Doc, e, model_name
-from gbdesk.report.pdf.sections import cut_note
+from gbdesk.report.pdf_blocks import _block, _mark_cell, _p_text
+from gbdesk.report.pdf_layout import _Doc, e, model_name
+from gbdesk.report.pdf_sections import cut_note
 from gbdesk.report.rewording import SECTION_TITLE, section_blocks
 from gbdesk.support.format import (
     MARK_COLORS,

@@ -18,8 +18,8 @@ from gbdesk.maths.verdicts import MIN_ITEMS
 from gbdesk.report.content import (
     RunSection,
 )
-from gbdesk.report.pdf.blocks import _mark_cell, _p_text
-from gbdesk.report.pdf.layout import _Doc, e
+from gbdesk.report.pdf_blocks import _mark_cell, _p_text
+from gbdesk.report.pdf_layout import _Doc, e
 from gbdesk.support.format import (
     UNDEFINED_CI,
     UNDEFINED_VALUE,

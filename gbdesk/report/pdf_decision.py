@@ -18,7 +18,7 @@ from gbdesk.maths.stats import MarkDefinition
 from gbdesk.maths.verdicts import MIN_ITEMS
 from gbdesk.report.audit_findings import DecisionRow, decision_sentence
 from gbdesk.report.audit_report import AuditReport
-from gbdesk.report.pdf.layout import _Doc, e, model_name
+from gbdesk.report.pdf_layout import _Doc, e, model_name
 from gbdesk.report.test_log import ModelLog, TestLog
 from gbdesk.support.format import MARK_COLORS, MARK_FILLS, duration, fmt
 

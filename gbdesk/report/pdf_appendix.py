@@ -9,8 +9,8 @@ from gbdesk.report.content import (
     chat_template,
     configuration,
 )
-from gbdesk.report.pdf.blocks import _block
-from gbdesk.report.pdf.layout import _Doc, e, model_name
+from gbdesk.report.pdf_blocks import _block
+from gbdesk.report.pdf_layout import _Doc, e, model_name
 
 
 def _cards(data: ReportData, doc: _Doc) -> None:

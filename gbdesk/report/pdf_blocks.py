@@ -13,8 +13,8 @@ from gbdesk.analysis.shown import (
 )
 from gbdesk.maths.stats import MARK_MEANINGS
 from gbdesk.maths.verdicts import Verdict
-from gbdesk.report.pdf.charts import ci_chart, curves_chart
-from gbdesk.report.pdf.layout import _Doc, e
+from gbdesk.report.pdf_charts import ci_chart, curves_chart
+from gbdesk.report.pdf_layout import _Doc, e
 from gbdesk.support.blocks import (
     Block,
     CurveChart,

@@ -6,11 +6,12 @@ characters shown as <U+XXXX>) or `_label` (charts), so a generation containing m
 a right-to-left override cannot change the report. Charts are painted with QPainter
 (no plotting library, no network).
 
-The package by job: `layout` (style sheet, escaping, the document, printing), `charts`,
-`blocks` (the study blocks and shared cells), `metrics` (a run's metric table),
-`sections` (a run's section, an audit's run appendix), `front` (page 1 and what spans
-the runs), `decision` (an audit's page 1), `appendix` (cards, glossary, configuration,
-test log, sign-off); here the report put together in its order (`render_pdf`).
+The modules by job, beside this one: `pdf_layout` (style sheet, escaping, the document,
+printing), `pdf_charts`, `pdf_blocks` (the study blocks and shared cells), `pdf_metrics`
+(a run's metric table), `pdf_sections` (a run's section, an audit's run appendix),
+`pdf_front` (page 1 and what spans the runs), `pdf_decision` (an audit's page 1),
+`pdf_appendix` (cards, glossary, configuration, test log, sign-off); here the report put
+together in its order (`render_pdf`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from typing import Any
 from gbdesk.contract import get_probe
 from gbdesk.report.audit_report import AuditReport
 from gbdesk.report.content import ReportData, build_report, labels_used
-from gbdesk.report.pdf.appendix import SIGN_OFF as SIGN_OFF
-from gbdesk.report.pdf.appendix import (
+from gbdesk.report.pdf_appendix import SIGN_OFF as SIGN_OFF
+from gbdesk.report.pdf_appendix import (
     _appendix,
     _audit_appendix,
     _card_table,
@@ -30,11 +31,11 @@ from gbdesk.report.pdf.appendix import (
     _glossary,
     _test_log,
 )
-from gbdesk.report.pdf.blocks import PARAGRAPH_STYLES as PARAGRAPH_STYLES
-from gbdesk.report.pdf.blocks import _block as _block
-from gbdesk.report.pdf.charts import ci_chart as ci_chart
-from gbdesk.report.pdf.charts import curves_chart as curves_chart
-from gbdesk.report.pdf.front import (
+from gbdesk.report.pdf_blocks import PARAGRAPH_STYLES as PARAGRAPH_STYLES
+from gbdesk.report.pdf_blocks import _block as _block
+from gbdesk.report.pdf_charts import ci_chart as ci_chart
+from gbdesk.report.pdf_charts import curves_chart as curves_chart
+from gbdesk.report.pdf_front import (
     _audit,
     _common_notes,
     _comparisons,
@@ -45,17 +46,17 @@ from gbdesk.report.pdf.front import (
     _verdict,
     _wordings,
 )
-from gbdesk.report.pdf.layout import MAX_TEXT_CHARS as MAX_TEXT_CHARS
-from gbdesk.report.pdf.layout import _Doc as _Doc
-from gbdesk.report.pdf.layout import _has_glyph as _has_glyph
-from gbdesk.report.pdf.layout import _print, e, ensure_gui_app, model_name
-from gbdesk.report.pdf.layout import drawable as drawable
-from gbdesk.report.pdf.metrics import _metric_table as _metric_table
-from gbdesk.report.pdf.sections import APPENDIX_NOTES as APPENDIX_NOTES
-from gbdesk.report.pdf.sections import FEW_REVIEWED as FEW_REVIEWED
-from gbdesk.report.pdf.sections import _run_appendix
-from gbdesk.report.pdf.sections import _section as _section
-from gbdesk.report.pdf.sections import cut_note as cut_note
+from gbdesk.report.pdf_layout import MAX_TEXT_CHARS as MAX_TEXT_CHARS
+from gbdesk.report.pdf_layout import _Doc as _Doc
+from gbdesk.report.pdf_layout import _has_glyph as _has_glyph
+from gbdesk.report.pdf_layout import _print, e, ensure_gui_app, model_name
+from gbdesk.report.pdf_layout import drawable as drawable
+from gbdesk.report.pdf_metrics import _metric_table as _metric_table
+from gbdesk.report.pdf_sections import APPENDIX_NOTES as APPENDIX_NOTES
+from gbdesk.report.pdf_sections import FEW_REVIEWED as FEW_REVIEWED
+from gbdesk.report.pdf_sections import _run_appendix
+from gbdesk.report.pdf_sections import _section as _section
+from gbdesk.report.pdf_sections import cut_note as cut_note
 from gbdesk.store import Store
 from gbdesk.support.atomic import refuse_link
 from gbdesk.support.errors import UserError
@@ -64,7 +65,7 @@ from gbdesk.support.errors import UserError
 def _audit_body(data: ReportData, doc: _Doc) -> None:
     """An audit's report: page 1 the decision, the notes said once, the plan, the
     studies' own summaries, comparisons and wordings, then the runs in an appendix."""
-    from gbdesk.report.pdf.decision import decision_page
+    from gbdesk.report.pdf_decision import decision_page
 
     audit = data.audit
     assert audit is not None

@@ -10,9 +10,9 @@ from gbdesk.report.content import (
     RunSection,
     labels_used,
 )
-from gbdesk.report.pdf.blocks import _block
-from gbdesk.report.pdf.layout import _Doc, e, model_name
-from gbdesk.report.pdf.metrics import _metric_table
+from gbdesk.report.pdf_blocks import _block
+from gbdesk.report.pdf_layout import _Doc, e, model_name
+from gbdesk.report.pdf_metrics import _metric_table
 from gbdesk.support.blocks import (
     Paragraph,
     Table,

@@ -20,7 +20,7 @@ from PySide6.QtGui import (
 )
 
 from gbdesk.maths.stats import MarkDefinition
-from gbdesk.report.pdf.layout import _fit, _label
+from gbdesk.report.pdf_layout import _fit, _label
 from gbdesk.support.format import (
     MARK_COLORS,
     MARK_FILLS,
