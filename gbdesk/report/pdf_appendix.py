@@ -4,11 +4,7 @@ test log and the sign-off.
 
 from __future__ import annotations
 
-from gbdesk.report.content import (
-    ReportData,
-    chat_template,
-    configuration,
-)
+from gbdesk.report.content import ReportData, chat_template, configuration
 from gbdesk.report.pdf_blocks import _block
 from gbdesk.report.pdf_layout import _Doc, e, model_name
 

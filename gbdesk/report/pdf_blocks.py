@@ -8,9 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gbdesk.analysis.shown import (
-    mark_cell,
-)
+from gbdesk.analysis.shown import mark_cell
 from gbdesk.maths.stats import MARK_MEANINGS
 from gbdesk.maths.verdicts import Verdict
 from gbdesk.report.pdf_charts import ci_chart, curves_chart
@@ -24,11 +22,7 @@ from gbdesk.support.blocks import (
     Paragraph,
     Table,
 )
-from gbdesk.support.format import (
-    MARK_COLORS,
-    MARK_FILLS,
-    RUN_COLORS,
-)
+from gbdesk.support.format import MARK_COLORS, MARK_FILLS, RUN_COLORS
 
 
 def _mark_cell(v: Verdict | None, text: str) -> str:

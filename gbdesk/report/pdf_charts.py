@@ -10,24 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import (
-    QColor,
-    QFont,
-    QFontMetrics,
-    QImage,
-    QPainter,
-    QPen,
-)
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen
 
 from gbdesk.maths.stats import MarkDefinition
 from gbdesk.report.pdf_layout import _fit, _label
-from gbdesk.support.format import (
-    MARK_COLORS,
-    MARK_FILLS,
-    RUN_COLORS,
-    log2_or_nan,
-    ratio_ticks,
-)
+from gbdesk.support.format import MARK_COLORS, MARK_FILLS, RUN_COLORS, log2_or_nan, ratio_ticks
 
 #: one row of an interval chart: (label, value, lo, hi, colour)
 ChartRow = tuple[str, float, float, float, str]

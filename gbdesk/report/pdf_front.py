@@ -7,25 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from gbdesk.analysis.shown import (
-    metric_verdict,
-)
+from gbdesk.analysis.shown import metric_verdict
 from gbdesk.contract import get_probe
 from gbdesk.maths.stats import MARK_MEANINGS
 from gbdesk.maths.verdicts import MIN_ITEMS
-from gbdesk.report.content import (
-    ReportData,
-    labels_used,
-)
+from gbdesk.report.content import ReportData, labels_used
 from gbdesk.report.pdf_blocks import _block, _mark_cell, _p_text
 from gbdesk.report.pdf_layout import _Doc, e, model_name
 from gbdesk.report.pdf_sections import cut_note
 from gbdesk.report.rewording import SECTION_TITLE, section_blocks
-from gbdesk.support.format import (
-    MARK_COLORS,
-    duration,
-    fmt,
-)
+from gbdesk.support.format import MARK_COLORS, duration, fmt
 
 
 def _unfinished(data: ReportData, doc: _Doc) -> None:

@@ -7,25 +7,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gbdesk.analysis.shown import (
-    cut_ends,
-    metric_verdict,
-    shown_ci,
-)
+from gbdesk.analysis.shown import cut_ends, metric_verdict, shown_ci
 from gbdesk.contract import Probe
 from gbdesk.maths.stats import MetricValue
 from gbdesk.maths.verdicts import MIN_ITEMS
-from gbdesk.report.content import (
-    RunSection,
-)
+from gbdesk.report.content import RunSection
 from gbdesk.report.pdf_blocks import _mark_cell, _p_text
 from gbdesk.report.pdf_layout import _Doc, e
-from gbdesk.support.format import (
-    UNDEFINED_CI,
-    UNDEFINED_VALUE,
-    fmt,
-    fmt_ci,
-)
+from gbdesk.support.format import UNDEFINED_CI, UNDEFINED_VALUE, fmt, fmt_ci
 
 
 @dataclass

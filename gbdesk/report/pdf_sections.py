@@ -5,21 +5,12 @@ metrics, review), its compact section in an audit's appendix A.
 from __future__ import annotations
 
 from gbdesk.maths.verdicts import MIN_ITEMS
-from gbdesk.report.content import (
-    ReportData,
-    RunSection,
-    labels_used,
-)
+from gbdesk.report.content import ReportData, RunSection, labels_used
 from gbdesk.report.pdf_blocks import _block
 from gbdesk.report.pdf_layout import _Doc, e, model_name
 from gbdesk.report.pdf_metrics import _metric_table
-from gbdesk.support.blocks import (
-    Paragraph,
-    Table,
-)
-from gbdesk.support.format import (
-    fmt,
-)
+from gbdesk.support.blocks import Paragraph, Table
+from gbdesk.support.format import fmt
 
 #: fewer reviews of a label than this: its precision and recall get a caution
 FEW_REVIEWED = 20
