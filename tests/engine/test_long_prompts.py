@@ -186,8 +186,24 @@ def test_a_prompt_keeps_cells_only_where_its_kernels_are_its_own(generator):
         plain.close()
 
 
+#: the control without flash attention does not fire on this machine: a prompt cut inside
+#: a chunk computes the same logits as alone (tinyBLAS's rows do not depend on how many
+#: rows a micro-batch holds), so there the check above has no cut it could see; strict, so
+#: a llama.cpp whose numbers do change is noticed (docs/benchmarks.md, "Long prompts")
+CONTROLS = [
+    ARITHMETICS[0],
+    pytest.param(
+        *ARITHMETICS[1].values,
+        id="plain-512",
+        marks=pytest.mark.xfail(
+            strict=True, reason="without flash attention a cut inside a chunk changes nothing"
+        ),
+    ),
+]
+
+
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("arithmetic", ARITHMETICS)
+@pytest.mark.parametrize("arithmetic", CONTROLS)
 def test_the_checks_fail_when_a_prompt_is_cut_anywhere(
     generator,
     reqs,
