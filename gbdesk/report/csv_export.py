@@ -422,30 +422,6 @@ def probe_tables(
     return out
 
 
-#: what a study's table holds, said in a last column of every row, so that the CSV read
-#: alone is not taken for the metrics of metrics.csv: (column, text) by file name
-STUDY_TABLE_NOTES = {
-    "genderbench_normalized.csv": (
-        "values",
-        "normalized, not the metrics of metrics.csv: the study's normalized table (its "
-        "report's calculate_normalized_table) — per model each graded metric's interval "
-        "midpoint normalized so that 0 is an unbiased model and larger is more biased, and "
-        "Average, their mean; an empty cell is a value not measured",
-    ),
-}
-
-
-def with_table_note(
-    name: str, cols: list[str], rows: list[dict[str, Any]]
-) -> tuple[list[str], list[dict[str, Any]]]:
-    """A study's table with its `STUDY_TABLE_NOTES` column last (the study's own columns
-    keep their names and places); unchanged when it has none."""
-    if name not in STUDY_TABLE_NOTES:
-        return cols, rows
-    column, text = STUDY_TABLE_NOTES[name]
-    return [*cols, column], [{**row, column: text} for row in rows]
-
-
 def _study_tables(
     store: Store, reviewed: list[tuple[Run, dict[str, MetricValue]]]
 ) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
@@ -459,7 +435,14 @@ def _study_tables(
     for run, metrics in reviewed:
         model = store.get_model(run.row["model_id"]) if run.row["model_id"] else {}
         runs.append(study_run(run.row, str(model.get("name") or "unknown model"), metrics))
-    return {name: t for report in study_reports(runs) for name, t in report.tables.items()}
+    out = {}
+    for report in study_reports(runs):
+        for name, (cols, rows) in report.tables.items():
+            note = report.table_notes.get(name)
+            if note is not None:  # the study's word on what the table holds, last
+                cols, rows = [*cols, note[0]], [{**row, note[0]: note[1]} for row in rows]
+            out[name] = (cols, rows)
+    return out
 
 
 def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) -> list[Path]:
@@ -525,7 +508,7 @@ def export_run_csv(store: Store, run_ids: list[int | Run], out_dir: str | Path) 
             if verdicts:  # runs an audit ran: every verdict of the audit
                 write_rows(batch.open(out / "audit.csv"), AUDIT_CSV_COLUMNS, verdicts)
             for name, (cols, table_rows) in _study_tables(store, reviewed).items():
-                write_rows(batch.open(out / name), *with_table_note(name, cols, table_rows))
+                write_rows(batch.open(out / name), cols, table_rows)
             for name, table in spools.items():
                 if name != "attempts.csv":
                     batch.adopt(*table.finish())

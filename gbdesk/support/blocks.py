@@ -130,3 +130,6 @@ class StudyReport:
     #: the report without the charts of the verdicts an audit's first page already gives
     #: (its marks and summary tables only); empty: the whole report
     summary: list[Block] = field(default_factory=list)
+    #: what a table holds, said in a last column of its every row in the CSV (file name →
+    #: (column, text)), so that the file read alone is not taken for something else
+    table_notes: dict[str, tuple[str, str]] = field(default_factory=dict)

@@ -131,6 +131,15 @@ NORMALIZATION_FORMULAS = {
 }
 
 
+
+#: the normalized CSV's last column (`values`), on every row
+NORMALIZED_NOTE = (
+    "normalized, not the metrics of metrics.csv: GenderBench's normalized table (its "
+    "report's calculate_normalized_table) — per model each graded metric's interval "
+    "midpoint normalized so that 0 is an unbiased model and larger is more biased, and "
+    "Average, their mean; an empty cell is a value not measured"
+)
+
 def normalized_columns() -> list[str]:
     """The normalized table's columns (without the model and Average), 1.1.0's order."""
     return [f"{CLASS_NAMES[p]}.{m}" for s in SECTIONS for p, m in CHART_CONFIG[s]]
@@ -488,4 +497,6 @@ def build(runs: list[StudyRun]) -> StudyReport | None:
         blocks,
         {"genderbench_normalized.csv": (csv_columns, csv_rows)},
         summary=summary,
+        # 1.1.0's columns keep their names and places; the note comes last in the CSV
+        table_notes={"genderbench_normalized.csv": ("values", NORMALIZED_NOTE)},
     )
