@@ -23,16 +23,25 @@ log = logging.getLogger(__name__)
 class _Signals(QObject):
     done = Signal(object)
     failed = Signal(str)
+    skipped = Signal()
 
 
 class _Task(QRunnable):
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]):
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        wanted: Callable[[], bool] = lambda: True,
+    ):
         super().__init__()
-        self.fn, self.args = fn, args
+        self.fn, self.args, self.wanted = fn, args, wanted
         self.signals = _Signals()
         self.setAutoDelete(False)
 
     def run(self) -> None:
+        if not self.wanted():  # superseded while it waited for a thread: not worth running
+            self.signals.skipped.emit()
+            return
         try:
             result = self.fn(*self.args)
         except GbdeskError as exc:
@@ -70,17 +79,20 @@ class TaskRunner(QObject):
     ) -> None:
         """Run `fn(*args)` on the pool. With a `key`, only the newest request of that key
         delivers its result: an older one finishing later (tasks run two at a time) is
-        dropped instead of overwriting fresher data."""
+        dropped instead of overwriting fresher data, and one still waiting for a thread
+        when a newer one arrives is not run at all (a burst of refreshes while a run
+        finishes must not queue minutes of stale work ahead of the one wanted)."""
         if self._closed:
             return
-        task = _Task(fn, args)
-        self._pending.add(task)
         ticket = None
         if key is not None:
             ticket = self._latest[key] = self._latest.get(key, 0) + 1
 
         def current() -> bool:
             return not self._closed and (key is None or self._latest.get(key) == ticket)
+
+        task = _Task(fn, args, current)
+        self._pending.add(task)
 
         def finish(result: Any) -> None:
             self._pending.discard(task)
@@ -94,6 +106,7 @@ class TaskRunner(QObject):
 
         task.signals.done.connect(finish)
         task.signals.failed.connect(fail)
+        task.signals.skipped.connect(lambda: self._pending.discard(task))
         self.pool.start(task)
 
     def with_store(

@@ -82,3 +82,25 @@ def test_glossary_terms_as_the_word_by_word_search():
     found = glossary.terms_in("Representation ratio", "")
     found.append("changed")  # the cache hands out copies
     assert glossary.terms_in("Representation ratio", "") == ["ratio"]
+
+
+def test_a_superseded_task_still_waiting_for_a_thread_is_not_run(qtbot):
+    """A burst of refreshes (every run of an audit finishing) must not queue stale work
+    ahead of the newest request: only the newest of a key runs once a thread is free."""
+    import threading
+
+    from gbdesk.ui.tasks import TaskRunner
+
+    runner = TaskRunner()
+    gate = threading.Event()
+    ran: list[int] = []
+    delivered: list[int] = []
+    for _ in range(2):  # both pool threads held
+        runner.submit(gate.wait, 10)
+    for i in range(5):
+        runner.submit(lambda i=i: ran.append(i) or i, on_done=delivered.append, key="k")
+    runner.submit(lambda: ran.append(99) or 99, on_done=delivered.append)  # no key: runs
+    gate.set()
+    qtbot.waitUntil(lambda: not runner.busy, timeout=10_000)
+    assert sorted(ran) == [4, 99] and sorted(delivered) == [4, 99]
+    runner.shutdown()
