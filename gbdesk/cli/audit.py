@@ -28,7 +28,7 @@ def _model(store, args) -> dict[str, Any]:
                 "--concurrency is for a model behind a server (--model http://HOST/v1#MODEL); "
                 "a local model decodes several answers at once by itself"
             )
-        from gbdesk.engine.http_backend import register_endpoint
+        from gbdesk.engine.http import register_endpoint
 
         meta = json.loads(model.get("metadata_json") or "{}")
         model = register_endpoint(

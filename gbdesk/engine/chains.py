@@ -80,77 +80,112 @@ def run_chains(
     chain's own code aborts the stream and propagates. ``on_progress``: the stream's
     progress events (`gbdesk.engine.base.StreamProgress`), about once a second.
     """
-    source: Iterator[Chain] = iter(chains)
     stream = backend.open_stream(slots=slots, on_token=None)
-    limit = max(1, int(max_active or stream.slots))
-    active: dict[int, _Active] = {}  # by request key
-    running: list[_Active] = []
-    outcome = ChainOutcome()
-    started = 0
-    exhausted = False
-    stopping = False
-    error: str | None = None
-
-    def advance(entry: _Active, sent: list[GenerationResult] | None) -> None:
-        try:
-            requests = next(entry.chain) if sent is None else entry.chain.send(sent)
-        except StopIteration as done:
-            running.remove(entry)
-            outcome.completed.append(entry.index)
-            on_done(entry.index, done.value)
-            return
-        requests = list(requests)
-        if not requests:
-            raise EngineError(f"chain {entry.index} yielded no request")
-        entry.keys = stream.submit(requests)
-        entry.results = {}
-        for key in entry.keys:
-            active[key] = entry
-
+    driver = _Driver(stream, iter(chains), on_done, max(1, int(max_active or stream.slots)))
     try:
         while True:
-            if not stopping and should_stop is not None and should_stop():
-                stopping = True
-            while not stopping and error is None and not exhausted and len(running) < limit:
-                chain = next(source, None)
-                if chain is None:
-                    exhausted = True
-                    break
-                entry = _Active(started, chain, [])
-                started += 1
-                running.append(entry)
-                advance(entry, None)
-            if not running:
+            if not driver.stopping and should_stop is not None and should_stop():
+                driver.stopping = True
+            driver.fill()
+            if not driver.running:
                 break
             for kind, key, payload in stream.poll(timeout=poll_s):
                 if kind == "progress":
                     if on_progress is not None:
                         on_progress(payload)
-                elif kind == "error":
-                    error = error or f"request of chain {active[key].index}: {payload}"
-                    entry = active.pop(key)
-                    if entry in running:
-                        running.remove(entry)
-                        entry.chain.close()
-                elif kind == "result":
-                    entry = active.pop(key)
-                    entry.results[key] = payload
-                    if len(entry.results) == len(entry.keys) and entry in running:
-                        advance(entry, [entry.results[k] for k in entry.keys])
+                else:
+                    driver.handle(kind, key, payload)
         stream.close()
         while not stream.ended:
             stream.poll(timeout=None)
     except BaseException:
         stream.abort_quietly()
         raise
-    outcome.stopped = stopping
-    outcome.stats = stream.stats
-    outcome.started = started
-    done = set(outcome.completed)
-    outcome.unfinished = [i for i in range(started) if i not in done]
-    if error is not None:
-        raise EngineError(f"llama.cpp refused a {error}")
-    return outcome
+    return driver.outcome_of(stream)
+
+
+class _Driver:
+    """The chains in progress on one stream: starts chains up to `limit`, hands each
+    its results as a step's requests all return, and records how every chain ended."""
+
+    def __init__(
+        self,
+        stream: Any,
+        source: Iterator[Chain],
+        on_done: Callable[[int, Any], None],
+        limit: int,
+    ):
+        self.stream, self.source, self.on_done, self.limit = stream, source, on_done, limit
+        self.active: dict[int, _Active] = {}  # by request key
+        self.running: list[_Active] = []
+        self.completed: list[int] = []
+        self.started = 0
+        self.exhausted = False
+        self.stopping = False
+        self.error: str | None = None
+
+    def fill(self) -> None:
+        """Start chains until `limit` run (none once stopping, exhausted or failed)."""
+        while (
+            not self.stopping
+            and self.error is None
+            and not self.exhausted
+            and len(self.running) < self.limit
+        ):
+            chain = next(self.source, None)
+            if chain is None:
+                self.exhausted = True
+                return
+            entry = _Active(self.started, chain, [])
+            self.started += 1
+            self.running.append(entry)
+            self.advance(entry, None)
+
+    def advance(self, entry: _Active, sent: list[GenerationResult] | None) -> None:
+        """The chain's next step submitted, or its value handed to `on_done`."""
+        try:
+            requests = next(entry.chain) if sent is None else entry.chain.send(sent)
+        except StopIteration as done:
+            self.running.remove(entry)
+            self.completed.append(entry.index)
+            self.on_done(entry.index, done.value)
+            return
+        requests = list(requests)
+        if not requests:
+            raise EngineError(f"chain {entry.index} yielded no request")
+        entry.keys = self.stream.submit(requests)
+        entry.results = {}
+        for key in entry.keys:
+            self.active[key] = entry
+
+    def handle(self, kind: str, key: int, payload: Any) -> None:
+        """A request's result (the chain advances once its step is complete) or error
+        (the chain ends; no new chain starts)."""
+        if kind == "error":
+            self.error = self.error or f"request of chain {self.active[key].index}: {payload}"
+            entry = self.active.pop(key)
+            if entry in self.running:
+                self.running.remove(entry)
+                entry.chain.close()
+        elif kind == "result":
+            entry = self.active.pop(key)
+            entry.results[key] = payload
+            if len(entry.results) == len(entry.keys) and entry in self.running:
+                self.advance(entry, [entry.results[k] for k in entry.keys])
+
+    def outcome_of(self, stream: Any) -> ChainOutcome:
+        """How the chains ended; a failed request raises `EngineError` now."""
+        done = set(self.completed)
+        outcome = ChainOutcome(
+            completed=self.completed,
+            started=self.started,
+            unfinished=[i for i in range(self.started) if i not in done],
+            stopped=self.stopping,
+            stats=stream.stats,
+        )
+        if self.error is not None:
+            raise EngineError(f"llama.cpp refused a {self.error}")
+        return outcome
 
 
 def run_chains_sequentially(

@@ -25,6 +25,8 @@ its two-sided interval at any level:
 * `ShareMean` — the mean of shares of different groups (a probe's categories, sources,
   stereotypes or jobs, each weighted equally): a stratified share, with the share's
   interval on its effective sample size (Kish's n of the design at most).
+  `SameItemsShareMean` is the mean of shares counted on the same items (several word
+  inventories over one group's answers), capped by the largest part instead.
 * `Linear` — c₀ + Σ c_k θ_k over estimators: Zou & Donner's MOVER (2008) from the parts'
   intervals, with the parts' correlation from their influence values (Newcombe 1998's
   method 10 for a difference of independent shares, its paired form for one item asking
@@ -490,7 +492,7 @@ class ShareMean(Estimator):
             c2 / max(float(p.trials[p.inside].sum()), 1.0) for p in self.parts
         )
         self.items = sum(p.items for p in self.parts)
-        self.single = all(p.trials[p.inside].sum() == p.items for p in self.parts)
+        self.strata = k  # degrees of freedom: items − strata
 
     def effective_n(self, alpha: float) -> float:
         p = self.estimate
@@ -498,7 +500,7 @@ class ShareMean(Estimator):
         if not (v > 0) or not (0 < p < 1):
             return self.kish_items
         n_eff = min(self.kish_answers, p * (1 - p) / v)
-        df = self.items - len(self.parts)
+        df = self.items - self.strata
         if df >= 1:  # Korn–Graubard: Student's t on items − groups degrees of freedom
             n_eff *= (_z(alpha) / _t(alpha, df)) ** 2
         return n_eff
@@ -509,6 +511,28 @@ class ShareMean(Estimator):
         if len(self.parts) == 1:
             return self.parts[0].interval(alpha)
         return SHARE_METHODS[SHARE_METHOD](self.estimate, self.effective_n(alpha), alpha)
+
+
+@dataclass
+class SameItemsShareMean(ShareMean):
+    """The mean of shares counted on the **same** items (one group's answers coded by
+    several word inventories): a share too, on its own effective sample size θ(1 − θ)/v,
+    v from the items' influence values (the parts' correlations are in them). Kish's n of
+    a stratified design would count every item once per share; here n_eff is at most the
+    answers of the largest part, the group's items where v cannot be estimated, and
+    Student's t has items − 1 degrees of freedom."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.kish_items = float(max(p.items for p in self.parts))
+        self.kish_answers = max(float(p.trials[p.inside].sum()) for p in self.parts)
+        self.items = max(p.items for p in self.parts)
+        self.strata = 1
+
+    def interval(self, alpha: float) -> Interval:
+        if self.measurable and not self.items:  # smoothed shares of nothing: anything
+            return (0.0, 1.0)
+        return super().interval(alpha)
 
 
 def mean_of(ctx: Context, parts: Sequence[Estimator]) -> Estimator:

@@ -390,67 +390,13 @@ def build_report(
     `AuditReport`; a hand-built dict is read by `AuditReport.from_dict`; its audit id names
     the audit in the test log); `flat=False` reads every label (the
     reference path). The digest and test log come last, over what was labelled here."""
-    from gbdesk.analysis.findings import run_findings
-
     if isinstance(audit, dict):
         audit = AuditReport.from_dict(with_stored_plan(store, audit) or audit)
-    sections = []
-    for run_id in run_ids:
-        run = store.get_run(run_id)
-        model = store.get_model(run["model_id"]) if run["model_id"] else {}
-        probe = get_probe(run["probe"])
-        if flat:
-            ensure_auto_labels(store, run_id)
-            detectors = store.label_sources(
-                run_id, "auto", probe.capabilities.labelling.auto_source(run["params"])
-            )
-        else:
-            auto = store.labels(
-                run_id, "auto", probe.capabilities.labelling.auto_source(run["params"])
-            )
-            detectors = sorted({row["source"] for row in auto.values()})
-        section = RunSection(
-            run=run,
-            model=model,
-            probe=probe,
-            metrics=compute_metrics(store, run_id, label_mode, flat=flat),
-            review=review_stats(store, run_id, flat=flat),
-            detector=", ".join(detectors) or "—",
-            extra=run_extra_results(store, run_id, label_mode, flat=flat),
-        )
-        section.groups = group_tables(store, run_id, label_mode)
-        section.blocks = (
-            group_blocks(section)
-            + probe.capabilities.presentation.report_blocks(section.extra, run["params"])
-            + group_table_blocks(section.groups)
-        )
-        raters = list(store.rater_labels(run_id))
-        if len(raters) >= 2:
-            section.blocks += agreement_blocks(labels_agreement(store, run_id), raters)
-        if label_mode not in ("auto", "reviewed", "ppi"):
-            section.label_counts = mode_counts(store, run_id, label_mode)
-        if audit is None:  # an audit's report says its verdicts (page 1), not findings
-            section.findings = with_audit(
-                run_findings(
-                    run_id,
-                    section.model_label,
-                    probe,
-                    section.metrics,
-                    section.extra,
-                    run["params"],
-                ),
-                audit_findings(store, run_id, section.model_label, probe),
-            )
-        sections.append(section)
-    comparisons = []
-    if compare:
-        from gbdesk.analysis.compare import compare_runs
-
-        for a, b in comparable_pairs(sections):
-            try:
-                comparisons.append(compare_runs(store, a, b, label_mode))
-            except UserError as exc:  # e.g. no item in common: say so in the log, go on
-                log.info("no comparison of runs %s and %s: %s", a, b, exc)
+    sections = [
+        run_section(store, run_id, label_mode, flat=flat, findings=audit is None)
+        for run_id in run_ids
+    ]
+    comparisons = run_comparisons(store, sections, label_mode) if compare else []
     # the digest of what the report reports, after every attempt was labelled above
     digest = report_digest(store, {s.run_id: s.metrics for s in sections}, label_mode)
     created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -471,6 +417,66 @@ def build_report(
             store, run_ids, audit_id, digest=digest, label_mode=label_mode, made_at=created_at
         ),
     )
+
+
+def run_section(
+    store: Store, run_id: int, label_mode: str, *, flat: bool = True, findings: bool = True
+) -> RunSection:
+    """One run's section: its metrics, review, extra results, group tables and blocks,
+    and (`findings`, outside an audit, whose report says its verdicts on page 1) its
+    findings."""
+    from gbdesk.analysis.findings import run_findings
+
+    run = store.get_run(run_id)
+    model = store.get_model(run["model_id"]) if run["model_id"] else {}
+    probe = get_probe(run["probe"])
+    source = probe.capabilities.labelling.auto_source(run["params"])
+    if flat:
+        ensure_auto_labels(store, run_id)
+        detectors = store.label_sources(run_id, "auto", source)
+    else:
+        detectors = sorted({row["source"] for row in store.labels(run_id, "auto", source).values()})
+    section = RunSection(
+        run=run,
+        model=model,
+        probe=probe,
+        metrics=compute_metrics(store, run_id, label_mode, flat=flat),
+        review=review_stats(store, run_id, flat=flat),
+        detector=", ".join(detectors) or "—",
+        extra=run_extra_results(store, run_id, label_mode, flat=flat),
+    )
+    section.groups = group_tables(store, run_id, label_mode)
+    section.blocks = (
+        group_blocks(section)
+        + probe.capabilities.presentation.report_blocks(section.extra, run["params"])
+        + group_table_blocks(section.groups)
+    )
+    raters = list(store.rater_labels(run_id))
+    if len(raters) >= 2:
+        section.blocks += agreement_blocks(labels_agreement(store, run_id), raters)
+    if label_mode not in ("auto", "reviewed", "ppi"):
+        section.label_counts = mode_counts(store, run_id, label_mode)
+    if findings:
+        section.findings = with_audit(
+            run_findings(
+                run_id, section.model_label, probe, section.metrics, section.extra, run["params"]
+            ),
+            audit_findings(store, run_id, section.model_label, probe),
+        )
+    return section
+
+
+def run_comparisons(store: Store, sections: list[RunSection], label_mode: str) -> list[Comparison]:
+    """A paired comparison of every later run of a probe against its first run."""
+    from gbdesk.analysis.compare import compare_runs
+
+    comparisons: list[Comparison] = []
+    for a, b in comparable_pairs(sections):
+        try:
+            comparisons.append(compare_runs(store, a, b, label_mode))
+        except UserError as exc:  # e.g. no item in common: say so in the log, go on
+            log.info("no comparison of runs %s and %s: %s", a, b, exc)
+    return comparisons
 
 
 def with_stored_plan(store: Store, audit: dict[str, Any] | None) -> dict[str, Any] | None:

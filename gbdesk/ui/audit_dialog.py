@@ -122,7 +122,7 @@ def _plan(
 
     model = runs.resolve_model(store, model_spec)
     if model.get("kind") == "endpoint" and concurrency > 1:
-        from gbdesk.engine.http_backend import endpoint_entries, register_endpoint
+        from gbdesk.engine.http import endpoint_entries, register_endpoint
 
         entry = next(e for e in endpoint_entries(store) if e["model_id"] == model["id"])
         model = register_endpoint(

@@ -196,3 +196,24 @@ def test_shares_take_the_exact_interval_of_their_effective_sample():
     y = np.array([1.0] * 3 + [0.0] * 17)
     one = np.ones(20)
     assert Share(Context(20), y, one, one).interval(0.01) == clopper_pearson(0.15, 20, 0.01)
+
+
+def test_a_mean_of_shares_on_the_same_items_counts_each_item_once():
+    """Two inventories coding the same answers alike: their mean is that share, so its
+    interval is the share's own. A stratified mean (Kish's n over the parts) would count
+    every item twice and give a narrower interval."""
+    from gbdesk.maths.intervals import SameItemsShareMean, ShareMean
+
+    rng = np.random.default_rng(3)
+    words = rng.integers(5, 30, 25).astype(float)
+    male = rng.binomial(words.astype(int), rng.uniform(0.3, 0.7, 25)).astype(float)
+    ctx = Context(25)
+    share = Share(ctx, male, words, words, prior=(5, 5))
+    twice = SameItemsShareMean(ctx, [share, Share(ctx, male, words, words, prior=(5, 5))])
+    assert twice.estimate == pytest.approx(share.estimate)
+    for alpha in (0.05, 0.005):
+        assert twice.interval(alpha) == pytest.approx(share.interval(alpha), rel=1e-12)
+        lo, hi = ShareMean(ctx, [share, share]).interval(alpha)
+        assert hi - lo < 0.9 * (share.interval(alpha)[1] - share.interval(alpha)[0])
+    nothing = Share(ctx, male, words, np.zeros(25), prior=(5, 5))  # a group with no item
+    assert SameItemsShareMean(ctx, [nothing, nothing]).interval(0.05) == (0.0, 1.0)

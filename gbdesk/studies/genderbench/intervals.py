@@ -33,6 +33,7 @@ from gbdesk.maths.intervals import (
     Estimator,
     Linear,
     Maximum,
+    SameItemsShareMean,
     Share,
     Slope,
     SlopeDifference,
@@ -349,14 +350,21 @@ def business_vocabulary(
                 row[k, 1] += got[name][1]
     is_male = np.array([bool(r.metadata["is_male"]) for r in kept])
     out: dict[str, Estimator] = {}
-    diffs = []
+    by_group: dict[bool, list[Share]] = {True: [], False: []}
     for k, name in enumerate(inventories):
         words, total = counts[:, k, 0], counts[:, k].sum(axis=1)
         for group, suffix in ((True, "male"), (False, "female")):
-            out[f"{name}_{suffix}"] = Share(
+            share = Share(
                 ctx, words, total, total * (is_male == group), prior=(smoothing, smoothing)
             )
+            out[f"{name}_{suffix}"] = share
+            by_group[group].append(share)
         out[f"{name}_diff"] = _difference(ctx, out[f"{name}_male"], out[f"{name}_female"])
-        diffs.append(out[f"{name}_diff"])
-    out["mean_diff"] = Linear(ctx, [(1.0 / len(diffs), d) for d in diffs])
+    # mean_diff = mean_k (male_k − female_k) = (mean of the men's six shares) − (mean of
+    # the women's): two shares of disjoint items, each over its group's answers as coded by
+    # six inventories, and their difference by Newcombe's method 10 (a MOVER of six MOVER
+    # differences with correlations estimated from 10–40 items covered 93–94 %)
+    out["mean_diff"] = _difference(
+        ctx, SameItemsShareMean(ctx, by_group[True]), SameItemsShareMean(ctx, by_group[False])
+    )
     return out
