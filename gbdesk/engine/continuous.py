@@ -55,22 +55,22 @@ Long prompts: chunks aligned to fixed positions (issue 44)
 Chunks of 48 keep every prompt token on the one-chunk kernel, whose cost grows with the
 cells it walks (6.5 ms a token at 2,600 cells against llama-cpp-python's 4.0). With
 ``prompt_chunk`` C ≥ 64 a prompt is read in chunks aligned to multiples of C — positions
-kC..kC+C-1, the last cut at the prompt's end — whoever read its prefix: a chunk of 64 rows
-or more goes to ggml's tiled kernel (`FLASH_TILE_ROWS`), which computes each query row
-from its own stream's cells in fixed 64-cell tiles starting at cell 0 (tile sums and
+kC..kC+C-1, the last cut at the prompt's end — whoever read its prefix: a chunk of 64
+rows or more goes to ggml's tiled kernel (`FLASH_TILE_ROWS`), which computes each query
+row from its own stream's cells in fixed 64-cell tiles starting at cell 0 (tile sums and
 the online softmax per row, a fixed-shape 64×64 GEMM), so a row's numbers do not depend
 on the chunk's other rows, but do depend on *which* kernel computed it. So every cell of
-a prompt has a kind (`_prompt_kinds`: 1 where its aligned chunk has ≥ 64 rows, 0 where it
-has fewer or the cell was generated), and a prompt keeps another's cells (idle or
+a prompt has a kind (`_prompt_kinds`: 1 where its aligned chunk has ≥ 64 rows, 0 where
+it has fewer or the cell was generated), and a prompt keeps another's cells (idle or
 copied) only up to where the kinds agree and the rest of the chunk at the cut can still
 be read with its kind's kernel (`_reusable`: a kind-1 rest needs ≥ 64 rows, else the cut
-moves back to the chunk's start). Without flash attention (``flash_attn=False``) the
-same holds with the switch at 2 rows: llamafile's tinyBLAS computes Q·K and V·softmax for
-a micro-batch of ≥ 2 rows of a stream, each output from its own row in a fixed order,
-ggml's vec_dot for one row (a generation step); there is no split-KV kernel, so no
-dummy token. tests/engine/test_long_prompts.py checks both, to the logits row, at 256
-and 512 cells and at the chunk boundaries, with controls that fail when a prompt is
-cut anywhere.
+moves back until it has 64, never before the chunk's start). Without flash attention
+(``flash_attn=False``) the same holds with the switch at 2 rows: llamafile's tinyBLAS
+computes Q·K and V·softmax for a micro-batch of ≥ 2 rows of a stream, each output from
+its own row in a fixed order, ggml's vec_dot for one row (a generation step); there is
+no split-KV kernel, so no dummy token. tests/engine/test_long_prompts.py checks both, to
+the logits row, at 256 and 512 cells and at the chunk boundaries, with controls that
+fail when a prompt is cut anywhere.
 
 With separate streams llama.cpp splits a batch into micro-batches of *consecutive*
 sequence ids ("equal split"), so the live sequences are kept in slots 0..n-1: when a
@@ -651,7 +651,10 @@ class ContinuousBatcher:
         if keep > start and kinds[start]:
             end = min(len(kinds), start + c)
             if end - keep < self.tile_rows:
-                keep = start
+                # the cut moves back until the chunk's rest has the tiled kernel's rows
+                # (a row's numbers depend only on its kernel, not on the chunk's other
+                # rows): 448 of a 466-token shared prefix kept, not 0
+                keep = max(start, end - self.tile_rows)
         return keep
 
     def _pieces(self, n_past: int, n: int, kinds: bytes) -> list[int]:

@@ -26,7 +26,7 @@ its two-sided interval at any level:
   stereotypes or jobs, each weighted equally): a stratified share, with the share's
   interval on its effective sample size (Kish's n of the design at most).
   `SameItemsShareMean` is the mean of shares counted on the same items (several word
-  inventories over one group's answers), capped by the largest part instead.
+  lists over one group's answers), capped by the largest part instead.
 * `Linear` — c₀ + Σ c_k θ_k over estimators: Zou & Donner's MOVER (2008) from the parts'
   intervals, with the parts' correlation from their influence values (Newcombe 1998's
   method 10 for a difference of independent shares, its paired form for one item asking
@@ -516,7 +516,7 @@ class ShareMean(Estimator):
 @dataclass
 class SameItemsShareMean(ShareMean):
     """The mean of shares counted on the **same** items (one group's answers coded by
-    several word inventories): a share too, on its own effective sample size θ(1 − θ)/v,
+    several word lists): a share too, on its own effective sample size θ(1 − θ)/v,
     v from the items' influence values (the parts' correlations are in them). Kish's n of
     a stratified design would count every item once per share; here n_eff is at most the
     answers of the largest part, the group's items where v cannot be estimated, and

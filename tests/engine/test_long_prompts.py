@@ -26,7 +26,7 @@ TAIL = 6  # SmolLM2's chat template: tokens after the user's words (checked belo
 SHAPES = [
     (200, 255),  # its answer crosses 256 cells (a sequence alone gets the dummy token)
     (500, CHUNK),  # one whole chunk (tiled with flash attention); its answer passes 512
-    (500, CHUNK + 1),  # the last token read by the generation step; keeps 0 cells (flash)
+    (500, CHUNK + 1),  # the last token read by the generation step; keeps 448 cells (flash)
     (540, CHUNK + 63),  # a rest of 63 rows after the whole chunk
     (540, CHUNK + 90),  # 90 rows (flash: the one-chunk kernel, not a whole chunk)
     (900, 2 * CHUNK + 6),  # two whole chunks
@@ -160,7 +160,9 @@ def test_a_prompt_keeps_cells_only_where_its_kernels_are_its_own(generator):
         assert set(src.kinds[: 2 * CHUNK]) == {1} and set(src.kinds[2 * CHUNK :]) == {0}
         other = kinds(CHUNK + 300)
         assert batcher._reusable(900, src, other) == CHUNK  # 512..811: kind 1 against 0
-        assert batcher._reusable(500, src, other) == 0  # 12 rows left in a whole chunk
+        # 12 rows left in a whole chunk: the cut moves back to 64 rows before its end
+        assert batcher._reusable(500, src, other) == CHUNK - 64
+        assert batcher._pieces(CHUNK - 64, 64, other) == [64]  # the tiled kernel, as alone
         assert batcher._reusable(400, src, other) == 400  # 112 rows: tiled as alone
         longer = kinds(3 * CHUNK)
         assert batcher._reusable(2 * CHUNK + 50, src, longer) == 2 * CHUNK
@@ -179,7 +181,7 @@ def test_a_prompt_keeps_cells_only_where_its_kernels_are_its_own(generator):
         src = _Slot()
         src.kinds = plain._prompt_kinds(700)
         assert plain._reusable(600, src, plain._prompt_kinds(650)) == 600
-        assert plain._reusable(649, src, plain._prompt_kinds(650)) == CHUNK  # one row left
+        assert plain._reusable(649, src, plain._prompt_kinds(650)) == 648  # two rows left
         assert plain._pieces(600, 50, plain._prompt_kinds(650)) == [50]
         assert plain.pad_from is None and plain.settings()["flash_attn"] is False
     finally:
