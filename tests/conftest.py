@@ -99,4 +99,3 @@ def recorded_lf_run(store):
         return run_id
 
     return make
-

@@ -16,6 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gbdesk.report.audit_findings import DecisionRow, decision_rows, decision_sentence
+from gbdesk.support.blocks import Block, Heading, MarkCells, Paragraph, Table
+from gbdesk.support.format import fmt
+
+#: the columns of the audit's verdict table as the app shows it (`decision_blocks`)
+DECISION_COLUMNS = ["Metric", "Probe", "Value", "Interval", "Mark", "Verdict", "Items", "To decide"]
 
 
 @dataclass(frozen=True)
@@ -131,3 +136,44 @@ class AuditReport:
             rows=rows,
             sentence=decision_sentence(list(rows)),
         )
+
+
+def _decision_cells(row: DecisionRow) -> list[Any]:
+    """One row of page 1's table as plain cells; the mark a `MarkCells` (coloured by the
+    renderer only when decided)."""
+    if row.state == "not run":
+        value, interval = "—", "not run"
+    else:
+        value = fmt(row.value, 2)
+        lo_hi = row.interval
+        interval = "" if lo_hi is None else f"{fmt(lo_hi[0], 2)} to {fmt(lo_hi[1], 2)}"
+    mark = MarkCells((row.verdict.marks[0],)) if row.decided else MarkCells((), empty="no mark yet")
+    verdict = row.verdict_words()
+    if ref := row.reference_mark():
+        verdict += f" ({ref})"
+    run = f", run {row.run_id}" if row.run_id is not None else ""
+    return [
+        row.title, f"{row.probe_title}{run}", value, interval, mark, verdict,
+        f"{row.items:,}", row.more or "—",
+    ]  # fmt: skip
+
+
+def decision_blocks(report: AuditReport) -> list[Block]:
+    """Page 1 of the audit's report as report blocks (the Results pane's Audit tab): the
+    one sentence, the audit's error bound, then one table per harm section — rendered from
+    the value the audit handed over, nothing recomputed."""
+    title = f"Audit {report.audit_id}" if report.audit_id is not None else "The audit"
+    blocks: list[Block] = [
+        Heading(f"{title}: {report.harness_title or 'verdicts'} · budget {report.budget}"),
+        Paragraph(report.sentence),
+    ]
+    if statement := report.error.get("error_statement"):
+        blocks.append(Paragraph(str(statement), "muted"))
+    sections: dict[str, list[list[Any]]] = {}
+    for row in report.rows:
+        sections.setdefault(row.section, []).append(_decision_cells(row))
+    for section, rows in sections.items():
+        blocks.append(Table(list(DECISION_COLUMNS), rows, title=section))
+    if report.report:
+        blocks.append(Paragraph(f"The report: {report.report}", "mono"))
+    return blocks

@@ -631,6 +631,7 @@ class AuditDialog(QDialog):
         return QDesktopServices.openUrl(QUrl.fromLocalFile(self.report_value.report))
 
     def show_findings(self) -> None:
-        """The audit's runs in the Results pane (their findings: the audit's verdicts)."""
+        """The audit in the Results pane: its report value, shown as it is (the Audit tab),
+        and its runs ticked together."""
         if self.report_value is not None and self.report_value.runs:
-            self.ctx.open_runs.emit(list(self.report_value.runs))
+            self.ctx.open_audit.emit(self.report_value)

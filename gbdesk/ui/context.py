@@ -19,6 +19,7 @@ class AppContext(QObject):
     open_review = Signal(int, str, object, str)  # run id, filter, item filter, title
     open_results = Signal(int)  # run id
     open_runs = Signal(object)  # run ids to tick together in Results (an audit's)
+    open_audit = Signal(object)  # an audit's `AuditReport`, shown as it is in Results
     show_pane = Signal(str)
     message = Signal(str)  # status-bar text
     db_problem = Signal(str)  # the database cannot be used (damaged, read-only, locked…)

@@ -91,6 +91,22 @@ def test_audit_this_model_runs_to_a_finished_report(qtbot, tmp_path, settings):
     wait_for(qtbot, lambda: pane.findings and not window.ctx.tasks.busy)
     assert window.current_pane() == "Results"
     assert pane.findings_list.count() == len(pane.findings)
+    # the Audit tab: the report value the dialog was handed, shown as page 1 gives it —
+    # its sentence, and every one of the 27 verdicts in its harm section's table
+    assert pane.audit_report is dialog.report_value
+    assert pane.top_tabs.currentWidget() is pane.audit_view
+    tables = [b for b in pane.audit_view.blocks if type(b).__name__ == "Table"]
+    assert [b.title for b in tables] == list(
+        dict.fromkeys(r.section for r in dialog.report_value.rows)
+    )
+    rows = [row for t in tables for row in t.rows]
+    assert len(rows) == 27
+    assert dialog.report_value.sentence in [getattr(b, "text", "") for b in pane.audit_view.blocks]
+    verdicts = {(v["title"], v["probe"]): v for v in result["verdicts"]}
+    for row, r in zip(rows, dialog.report_value.rows, strict=True):
+        assert row[0] == r.title and row[5].startswith(r.verdict_words())
+        assert row[7] == (r.more or "—")
+        assert (str(row[4]) != "—") == verdicts[(r.title, r.probe)]["decided"]
 
 
 @pytest.mark.model

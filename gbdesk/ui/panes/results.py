@@ -38,6 +38,7 @@ from gbdesk.analysis.shown import (
 from gbdesk.contract import get_probe, study_reports
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.maths.stats import p_text
+from gbdesk.report.audit_report import AuditReport, decision_blocks
 from gbdesk.report.content import missing_note
 from gbdesk.report.groups import runs_group_blocks
 from gbdesk.report.rewording import run_family_blocks
@@ -53,6 +54,12 @@ from gbdesk.ui.theme import MARK_FILLS, RUN_COLORS, fmt, fmt_ci
 from gbdesk.ui.widgets import Banner, pane_header
 from gbdesk.ui.wording_view import TAB_TEXT, TAB_TIP, WordingsView
 
+AUDIT_TAB = "&Audit"
+AUDIT_TIP = (
+    "The audit's verdicts by harm, as page 1 of its report gives them: the interval to "
+    "quote, the verdict in words (coloured only when decided) and what deciding the rest "
+    "would take"
+)
 GROUPS_TAB = "&Groups"
 GROUPS_TIP = (
     "Probes that decide about people: per group the items, answers and rate with its 95 % "
@@ -177,6 +184,8 @@ class ResultsPane(QWidget):
         compare_box.setSizes([120, 200])
         self.top_tabs = QTabWidget()
         self.top_tabs.addTab(self.findings_list, "Findings")
+        self.audit_view = BlocksView()  # shown when an audit hands its report over
+        self.audit_report: Any = None
         self.top_tabs.addTab(compare_box, "Comparison")
         self.top_tabs.setTabToolTip(
             0, "One sentence per result, most important first; click one to see its evidence"
@@ -193,6 +202,9 @@ class ResultsPane(QWidget):
         self.groups_view = BlocksView()  # shown when a ticked run decides about people
         index = self.top_tabs.addTab(self.groups_view, GROUPS_TAB)
         self.top_tabs.setTabToolTip(index, GROUPS_TIP)
+        self.top_tabs.setTabVisible(index, False)
+        index = self.top_tabs.addTab(self.audit_view, AUDIT_TAB)
+        self.top_tabs.setTabToolTip(index, AUDIT_TIP)
         self.top_tabs.setTabVisible(index, False)
 
     def _build_metrics_views(self) -> None:
@@ -269,6 +281,7 @@ class ResultsPane(QWidget):
         ctx.labels_changed.connect(self._labels_changed)
         ctx.open_results.connect(self.show_run)
         ctx.open_runs.connect(self.show_runs)
+        ctx.open_audit.connect(self.show_audit)
 
     # -- runs -----------------------------------------------------------------------------
     def refresh_runs(self) -> None:
@@ -303,9 +316,7 @@ class ResultsPane(QWidget):
             except Exception:  # a study no longer installed: its key
                 title = r["probe"]
             state = (
-                f"{r['attempts_done']:,} generations"
-                if r["attempts_done"]
-                else "no answers yet"
+                f"{r['attempts_done']:,} generations" if r["attempts_done"] else "no answers yet"
             )
             text = f"Run {r['id']} · {title}\n{model} · {r['status']}, {state}"
             if r.get("elsewhere"):
@@ -356,6 +367,17 @@ class ResultsPane(QWidget):
         self.ctx.show_pane.emit("Results")
         self.top_tabs.setCurrentIndex(0)
         self.refresh_runs()
+
+    def show_audit(self, report: AuditReport) -> None:
+        """An audit's end as it handed it over (`AuditReport`): its verdicts by harm in the
+        Audit tab — the same rows, words and forecasts as page 1 of its PDF, nothing
+        recomputed — and its runs ticked together."""
+        self.audit_report = report
+        self.audit_view.show_blocks(decision_blocks(report))
+        index = self.top_tabs.indexOf(self.audit_view)
+        self.top_tabs.setTabVisible(index, True)
+        self.show_runs(list(report.runs))
+        self.top_tabs.setCurrentIndex(index)
 
     def set_checked(self, run_ids: list[int]) -> None:
         self.run_list.blockSignals(True)
