@@ -76,6 +76,10 @@ class AuditReport:
     wordings: dict[str, Any] = field(default_factory=dict)
     report: str | None = None  # the PDF's path once written
     plan_version: int | None = None
+    budget_s: float = 0.0
+    created_at: str | None = None  # when the audit was planned
+    finished_at: str | None = None  # when it ended (set before its PDF is written)
+    left_out: tuple[str, ...] = ()  # probes the plan left out, with why
 
     @property
     def finished(self) -> bool:
@@ -135,6 +139,12 @@ class AuditReport:
             verdicts=tuple(audit.get("verdicts") or ()),
             rows=rows,
             sentence=decision_sentence(list(rows)),
+            status=str(audit.get("status") or "done"),
+            seconds=float(audit.get("seconds") or 0.0),
+            budget_s=float(audit.get("budget_s") or 0.0),
+            created_at=audit.get("created_at"),
+            finished_at=audit.get("finished_at"),
+            left_out=tuple(str(x) for x in audit.get("left_out") or ()),
         )
 
 

@@ -400,7 +400,6 @@ def build_report(
     # the digest of what the report reports, after every attempt was labelled above
     digest = report_digest(store, {s.run_id: s.metrics for s in sections}, label_mode)
     created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    audit_id = audit.audit_id if audit is not None else None
     return ReportData(
         runs=sections,
         label_mode=label_mode,
@@ -414,7 +413,7 @@ def build_report(
         ),
         digest=digest,
         test_log=build_test_log(
-            store, run_ids, audit_id, digest=digest, label_mode=label_mode, made_at=created_at
+            store, run_ids, audit, digest=digest, label_mode=label_mode, made_at=created_at
         ),
     )
 
@@ -491,7 +490,11 @@ def with_stored_plan(store: Store, audit: dict[str, Any] | None) -> dict[str, An
         return audit
     prompts = {p.get("probe"): p.get("prompts") for p in record.get("plan") or []}
     state = record.get("state") or {}
+    stored = {k: record.get(k) for k in ("budget_s", "created_at", "finished_at", "left_out")}
     return {
+        **stored,
+        "status": record.get("status"),
+        "seconds": state.get("spent_s"),
         **audit,
         "harness_title": audit.get("harness_title") or state.get("harness_title"),
         "plan": [

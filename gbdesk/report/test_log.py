@@ -22,9 +22,9 @@ from typing import Any
 from gbdesk import __version__
 from gbdesk.contract import get_probe
 from gbdesk.engine.default_model import is_default_model
+from gbdesk.report.audit_report import AuditReport
 from gbdesk.report.digest import VERSION, ReportDigest
 from gbdesk.store import Store
-from gbdesk.store.audits import get_audit
 from gbdesk.store.selftests import DETERMINISM, latest_selftest
 from gbdesk.support.blocks import Block, Heading, Paragraph, Table
 from gbdesk.support.format import duration, short_name, unfinished_note
@@ -312,31 +312,23 @@ def _determinism(store: Store, model: ModelLog) -> Determinism:
     )
 
 
-def _audit_log(store: Store, audit_id: int) -> AuditLog | None:
-    audit = get_audit(store, audit_id)
-    if audit is None:
+def _audit_log(report: AuditReport | None) -> AuditLog | None:
+    """The audit's budget and what it bought, from the value the audit handed over (its
+    plan's answers are the runs' stored counts); None when the report ends no stored audit."""
+    if report is None or report.audit_id is None:
         return None
-    plan = [p for p in audit.get("plan") or [] if isinstance(p, dict)]
-    state = audit.get("state") or {}
-    runs = [int(p["run_id"]) for p in plan if p.get("run_id") is not None]
-    answers = sum(store.count_attempts(r) for r in runs)
-    not_run = [
-        str(p.get("probe"))
-        for p in plan
-        if p.get("run_id") is None or not store.count_attempts(int(p["run_id"]))
-    ]
     return AuditLog(
-        audit_id=audit_id,
-        budget=str(audit.get("budget") or ""),
-        budget_s=float(audit.get("budget_s") or 0),
-        spent_s=float(state.get("spent_s") or 0),
-        answers=answers,
-        status=str(audit.get("status") or ""),
-        created_at=audit.get("created_at"),
-        finished_at=audit.get("finished_at"),
-        planned=[str(p.get("probe")) for p in plan],
-        not_run=not_run,
-        left_out=[str(x) for x in audit.get("left_out") or []],
+        audit_id=int(report.audit_id),
+        budget=report.budget,
+        budget_s=report.budget_s,
+        spent_s=report.seconds,
+        answers=report.generations,
+        status=report.status,
+        created_at=report.created_at,
+        finished_at=report.finished_at,
+        planned=[p.probe for p in report.plan],
+        not_run=[p.probe for p in report.plan if not p.generations],
+        left_out=list(report.left_out),
     )
 
 
@@ -437,7 +429,7 @@ def _determinism_check(determinism: list[Determinism]) -> Check:
 def build_test_log(
     store: Store,
     run_ids: list[int],
-    audit_id: int | None = None,
+    audit: AuditReport | None = None,
     *,
     digest: ReportDigest | None = None,
     label_mode: str = "reviewed",
@@ -448,7 +440,7 @@ def build_test_log(
     runs = [_run_log(store, r, digests.get(r, "")) for r in run_ids]
     model_ids = list(dict.fromkeys(store.get_run(r)["model_id"] for r in run_ids))
     models = [_model_log(store, m) for m in model_ids]
-    audit = _audit_log(store, audit_id) if audit_id is not None else None
+    audit_log = _audit_log(audit)
     determinism = [_determinism(store, m) for m in models]
     return TestLog(
         made_at=made_at,
@@ -456,9 +448,9 @@ def build_test_log(
         label_mode=label_mode,
         models=models,
         runs=runs,
-        audit=audit,
+        audit=audit_log,
         determinism=determinism,
-        checklist=_checklist(runs, models, audit, determinism),
+        checklist=_checklist(runs, models, audit_log, determinism),
         digest=digest,
     )
 

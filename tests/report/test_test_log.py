@@ -11,12 +11,14 @@ import pytest
 
 from gbdesk.report.content import build_report
 from gbdesk.report.pdf import render_pdf
-from gbdesk.report.test_log import NA, NO, YES, build_test_log, log_blocks
+from gbdesk.report.test_log import NA, NO, YES, build_test_log, log_blocks, when
 from gbdesk.store import Store
+from gbdesk.store.audits import get_audit
 from gbdesk.store.selftests import DETERMINISM, add_selftest, latest_selftest
 from gbdesk.support.blocks import Paragraph, Table
 from gbdesk.support.machine import cpu_name, llama_cpp_build
 from gbdesk.workflows.audit import Speed, plan_audit, run_audit, save_audit
+from gbdesk.workflows.audit.session import AuditSession
 from gbdesk.workflows.runs import execute_run, plan_run
 from tests.fakes import FakeBackend, fake_model
 
@@ -115,17 +117,25 @@ def test_an_audits_budget_and_what_it_bought(store, tmp_path):
     out = tmp_path / "audit.pdf"
     result = run_audit(store, audit_id, backend_factory=lambda m, g: FakeBackend(YES_NO),
                        report=out)  # fmt: skip
-    log = build_test_log(store, result["runs"], audit_id)
+    # the log is built from the audit's report value (the session holds the dates), not
+    # by reading the audit back
+    value = AuditSession.resume(store, audit_id).report()
+    log = build_test_log(store, result["runs"], value)
     a = log.audit
     assert a.audit_id == audit_id and a.budget == "2m" and a.budget_s == 120
     assert a.answers == sum(store.count_attempts(r) for r in result["runs"]) > 0
     assert 0 <= a.spent_s <= 120 and a.planned == ["direct"] and a.not_run == []
+    record = get_audit(store, audit_id)
+    assert a.status == "done" and a.created_at == record["created_at"]
+    assert a.finished_at == record["finished_at"] is not None
     checks = {c.question: c.answer for c in log.checklist}
     assert checks["Every planned probe ran"] == YES
     # the audit's own PDF ends with the test log, naming the audit and its budget
     text = " ".join(" ".join(p.extract_text() for p in pypdf.PdfReader(out).pages).split())
     log_part = text[text.rindex("Test log") :]
     assert "What the budget bought" in log_part and "2m" in log_part
+    # the PDF, written before the audit's record says "done", already gives its end
+    assert f"ended {when(record['finished_at'])}" in log_part, log_part[:600]
 
 
 def test_the_pdf_ends_with_the_test_log_and_the_sign_off(store, runs, tmp_path):

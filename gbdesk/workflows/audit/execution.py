@@ -7,6 +7,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,9 @@ def _run(session: AuditSession, report: str | Path | None, own_backend: bool) ->
     # the path stored is absolute: the report is found from wherever the app or a later
     # command runs (a relative one was relative to the folder the audit ran in)
     out = Path(os.path.abspath(report if report else report_path(store, audit_id)))
-    value = session.report()
+    # the PDF's test log says when the audit ended and that it is done: it is written last
+    ended = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    value = dataclasses.replace(session.report(), status="done", finished_at=ended)
     try:
         write_report(store, value, out)
     except UserError as exc:  # a full disk, a link at the name: not done, resumable
@@ -125,7 +128,7 @@ def _run(session: AuditSession, report: str | Path | None, own_backend: bool) ->
             f"{exc}; audit {audit_id} is saved with every answer, not done — the same "
             "command writes its report"
         ) from exc
-    session.set_status("done", report=str(out), finished_at=time.strftime("%Y-%m-%dT%H:%M:%S"))
+    session.set_status("done", report=str(out), finished_at=ended)
     session.save()
     session.emit("done")
     return dataclasses.replace(

@@ -57,6 +57,8 @@ class AuditSession:
     left_out: list[str] = field(default_factory=list)
     status: str = "planned"
     report_file: str | None = None
+    created_at: str | None = None
+    finished_at: str | None = None
 
     @classmethod
     def resume(
@@ -86,7 +88,8 @@ class AuditSession:
             started=now, spent_before=spent, budget=str(record["budget"]),
             budget_s=int(record["budget_s"]), speed=dict(record.get("speed") or {}),
             left_out=list(record.get("left_out") or []), status=str(record["status"]),
-            report_file=record.get("report"),
+            report_file=record.get("report"), created_at=record.get("created_at"),
+            finished_at=record.get("finished_at"),
         )  # fmt: skip
 
     def shared(self) -> SharedBackend:
@@ -126,6 +129,8 @@ class AuditSession:
         self.status = status
         if "report" in extra:
             self.report_file = extra["report"]
+        if extra.get("finished_at"):
+            self.finished_at = extra["finished_at"]
 
     def stop_now(self) -> bool:
         return self.control.cancelled or self.seconds_left() < MIN_STEP_S
@@ -169,7 +174,8 @@ class AuditSession:
             verdicts=tuple(verdicts), rows=rows, sentence=decision_sentence(list(rows)),
             error=error_statement(len(verdicts), family_wise, version),
             wordings=wording_results(self.store, self.plan), report=self.report_file,
-            plan_version=version,
+            plan_version=version, budget_s=float(self.budget_s), created_at=self.created_at,
+            finished_at=self.finished_at, left_out=tuple(self.left_out),
         )  # fmt: skip
 
 
