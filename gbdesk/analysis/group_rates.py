@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from gbdesk.analysis.results import open_run
+from gbdesk.analysis.results import Run, open_run
 from gbdesk.contract.capabilities import GroupRates
 from gbdesk.store import Store
 
@@ -119,7 +119,7 @@ class _Tally:
     favoured_in: dict[tuple[int, int], bool] = field(default_factory=dict)
 
 
-def group_tables(store: Store, run_id: int, label_mode: str = "reviewed") -> list[GroupTable]:
+def group_tables(store: Store, run_id: int | Run, label_mode: str = "reviewed") -> list[GroupTable]:
     """The run's group tables from the labels of `label_mode` ("ppi": the reviewed ones — a
     table counts labels, which prediction-powered estimates do not correct); [] for a
     probe without the `groups` capability or a run without answers."""

@@ -19,9 +19,10 @@ from gbdesk.analysis.label_accuracy import ReviewStats, review_stats
 from gbdesk.analysis.results import (
     compute_metrics,
     ensure_auto_labels,
+    open_run,
 )
 from gbdesk.analysis.shown import shown_ci
-from gbdesk.contract import Probe, get_probe, study_reports
+from gbdesk.contract import Probe, study_reports
 from gbdesk.engine.default_model import TINY_MODEL_NOTICE, is_default_model
 from gbdesk.maths.stats import MetricValue
 from gbdesk.people.raters import agreement_blocks, labels_agreement, mode_counts
@@ -426,12 +427,11 @@ def run_section(
     findings."""
     from gbdesk.analysis.findings import run_findings
 
-    run = store.get_run(run_id)
+    opened = open_run(store, run_id)  # its row and probe, once for all that follows
+    run, probe, source = opened.row, opened.probe, opened.label_source
     model = store.get_model(run["model_id"]) if run["model_id"] else {}
-    probe = get_probe(run["probe"])
-    source = probe.capabilities.labelling.auto_source(run["params"])
     if flat:
-        ensure_auto_labels(store, run_id)
+        ensure_auto_labels(store, opened)
         detectors = store.label_sources(run_id, "auto", source)
     else:
         detectors = sorted({row["source"] for row in store.labels(run_id, "auto", source).values()})
@@ -439,12 +439,12 @@ def run_section(
         run=run,
         model=model,
         probe=probe,
-        metrics=compute_metrics(store, run_id, label_mode, flat=flat),
+        metrics=compute_metrics(store, opened, label_mode, flat=flat),
         review=review_stats(store, run_id, flat=flat),
         detector=", ".join(detectors) or "—",
-        extra=run_extra_results(store, run_id, label_mode, flat=flat),
+        extra=run_extra_results(store, opened, label_mode, flat=flat),
     )
-    section.groups = group_tables(store, run_id, label_mode)
+    section.groups = group_tables(store, opened, label_mode)
     section.blocks = (
         group_blocks(section)
         + probe.capabilities.presentation.report_blocks(section.extra, run["params"])

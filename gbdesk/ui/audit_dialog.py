@@ -8,7 +8,6 @@ plan, the verdicts after every look and the time left, and keeps the window resp
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
@@ -34,7 +33,7 @@ from PySide6.QtWidgets import (
 from gbdesk.store import Store
 from gbdesk.support.format import MARK_COLORS, display_name, duration
 from gbdesk.support.guards import html_text
-from gbdesk.ui.context import AppContext
+from gbdesk.ui.context import RUNS_CHANGED_EVERY_S, AppContext  # noqa: F401 (tests read it)
 from gbdesk.workflows.runs import RunControl
 
 BUDGET_CHOICES = [
@@ -46,9 +45,6 @@ VERDICT_HEADERS = ["Probe", "Metric", "Value", "Audit interval", "Verdict", "Ite
                    "To decide"]  # fmt: skip
 #: the setting that remembers the last harness audited
 HARNESS_SETTING = "audit/harness"
-#: the other panes hear of stored answers at most this often (and at every new run): an
-#: audit stores thousands, and each `runs_changed` re-reads the run lists of four panes
-RUNS_CHANGED_EVERY_S = 2.0
 
 
 def pending_text(audit: dict[str, Any]) -> str:
@@ -224,7 +220,6 @@ class AuditDialog(QDialog):
         self.report_value: Any = None  # the audit's `AuditReport`, as it ended
         self.verdicts: dict[tuple[str, str], dict[str, Any]] = {}
         self._stored_shown: tuple[Any, Any] | None = None  # (run, attempts) last reported
-        self._runs_said = -math.inf  # when the panes last heard of stored answers
         self._build()
         self._lay_out()
         self._connect_signals()
@@ -557,12 +552,8 @@ class AuditDialog(QDialog):
             )
             stored = (p.run_id, run.done)
             if stored != self._stored_shown:  # not for answers in flight
-                new_run = self._stored_shown is None or self._stored_shown[0] != p.run_id
                 self._stored_shown = stored
-                now = time.monotonic()
-                if new_run or now - self._runs_said >= RUNS_CHANGED_EVERY_S:
-                    self._runs_said = now
-                    self.ctx.runs_changed.emit()
+                self.ctx.answers_stored(p.run_id)
 
     def _show_verdicts(self) -> None:
         """Every marked metric's latest verdict; a mark coloured only when decided."""

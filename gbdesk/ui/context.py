@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Any
 
 from PySide6.QtCore import QObject, QSettings, Signal
 
 from gbdesk.ui.tasks import TaskRunner
+
+#: the panes hear of stored answers at most this often (and at every new run): a run or
+#: an audit stores thousands, and each `runs_changed` re-reads the run lists of four panes
+RUNS_CHANGED_EVERY_S = 2.0
 
 
 class AppContext(QObject):
@@ -32,6 +38,17 @@ class AppContext(QObject):
         self.tasks = TaskRunner(self)
         self.backend_factory = backend_factory
         self.run_thread: Any = None  # the RunThread in progress, if any
+        self._answers_said: tuple[Any, float] = (None, -math.inf)  # (run, when) last told
+
+    def answers_stored(self, run_id: int | None) -> None:
+        """A run stored answers: `runs_changed`, at most every `RUNS_CHANGED_EVERY_S` and
+        at once for a run not told of before (the one throttle of the Runs pane and the
+        audit)."""
+        run, said = self._answers_said
+        now = time.monotonic()
+        if run_id != run or now - said >= RUNS_CHANGED_EVERY_S:
+            self._answers_said = (run_id, now)
+            self.runs_changed.emit()
 
     def set_db(self, path: str) -> None:
         """Switch to the database at `path` (a new one is made there when missing) — or

@@ -3,6 +3,7 @@ result views built over several turns, and the metric glossary lookups."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -104,3 +105,32 @@ def test_a_superseded_task_still_waiting_for_a_thread_is_not_run(qtbot):
     qtbot.waitUntil(lambda: not runner.busy, timeout=10_000)
     assert sorted(ran) == [4, 99] and sorted(delivered) == [4, 99]
     runner.shutdown()
+
+
+def test_stored_answers_are_told_to_the_panes_once_per_run_and_then_every_few_seconds(
+    qtbot, tmp_path, monkeypatch
+):
+    """One throttle for the Runs pane and the audit: a run not told of before at once,
+    then at most every RUNS_CHANGED_EVERY_S however many answers it stores."""
+    from PySide6.QtCore import QSettings
+
+    import gbdesk.ui.context as context
+
+    clock = [100.0]
+    monkeypatch.setattr(context.time, "monotonic", lambda: clock[0])
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    ctx = context.AppContext(str(tmp_path / "db.sqlite"), settings)
+    said: list[float] = []
+    ctx.runs_changed.connect(lambda: said.append(clock[0]))
+    for _ in range(500):  # 500 answers of run 1 within a second
+        ctx.answers_stored(1)
+        clock[0] += 0.002
+    assert said == [100.0]
+    ctx.answers_stored(2)  # a new run: at once
+    assert len(said) == 2
+    for _ in range(100):  # 10 s of answers of run 2, one every 0.1 s
+        clock[0] += 0.1
+        ctx.answers_stored(2)
+    assert 4 <= len(said) - 2 <= 5  # every 2 s of the 10 (each a step of 0.1 after 2 s)
+    gaps = [b - a for a, b in itertools.pairwise(said[1:])]
+    assert min(gaps) >= context.RUNS_CHANGED_EVERY_S - 1e-9

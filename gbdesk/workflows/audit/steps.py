@@ -11,7 +11,7 @@ from scipy.stats import norm
 from gbdesk.analysis import audit_design
 from gbdesk.analysis.audit_rounds import Track, first_round, next_step
 from gbdesk.analysis.audit_verdicts import look_verdicts
-from gbdesk.analysis.results import compute_metrics, item_results
+from gbdesk.analysis.results import compute_metrics, item_results, open_run
 from gbdesk.contract import AuditSize, Probe, get_probe
 from gbdesk.store import Store
 from gbdesk.support.format import duration
@@ -138,11 +138,11 @@ def _execute(session: AuditSession, p: ProbePlan) -> None:
 
 def _look(session: AuditSession, p: ProbePlan, probe: Probe, final: bool = False) -> None:
     """Every marked metric's verdict on the answers so far (see `audit_verdicts`)."""
-    run = session.store.get_run(int(p.run_id))  # type: ignore[arg-type]
-    results = item_results(session.store, run["id"], "auto")
-    reference = compute_metrics(session.store, run["id"], "auto") if final else None
+    run = open_run(session.store, int(p.run_id))  # type: ignore[arg-type]  # once, for all below
+    results = item_results(session.store, run, "auto")
+    reference = compute_metrics(session.store, run, "auto") if final else None
     verdicts = look_verdicts(
-        probe, results, run["params"], p.grid, run["attempts_done"], reference=reference,
+        probe, results, run.params, p.grid, run.row["attempts_done"], reference=reference,
         items=p.items,
     )  # fmt: skip
     p.verdicts = [_with_forecast(v.to_json(), p, probe) for v in verdicts]

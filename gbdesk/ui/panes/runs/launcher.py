@@ -292,8 +292,8 @@ class RunLauncher:
                 self.live.clear()
         if p.status == "paused":
             self.banner.info(f"Run {p.run_id} is paused. Press Resume (Ctrl+P) to continue.")
-        if stored and (p.session_done == 1 or (p.session_done and p.session_done % 10 == 0)):
-            self.ctx.runs_changed.emit()
+        if stored:
+            self.ctx.answers_stored(p.run_id)
 
     def _on_token(self, text: str) -> None:
         if text.startswith(NEW_TEXT):  # continuous batching: another sequence's text
