@@ -338,7 +338,7 @@ class AuditDialog(QDialog):
         self.stop_button.setEnabled(False)
         self.open_button = QPushButton("&Open report")
         self.open_button.setEnabled(False)
-        self.results_button = QPushButton("See the &findings")
+        self.results_button = QPushButton("See the &verdicts in Results")
         self.results_button.setEnabled(False)
         self.close_button = QPushButton("C&lose")
         self.close_button.setToolTip(

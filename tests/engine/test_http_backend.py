@@ -552,8 +552,13 @@ def test_seeds_json_schema_and_usage(server, keyed):
                 GenerationRequest(messages=messages, seed=seed, **{"max_tokens": 16, **kw})
             )
 
-        first, again, other = ask(11), ask(11), ask(12)
-        assert first.text == again.text != other.text  # the server honours the seed
+        first = ask(11)  # reads the whole prompt
+        # the server honours the seed. Its prefix cache makes every later request of the
+        # same prompt re-read only its last token (a one-row kernel), whose logits need not
+        # equal the first read's to the bit (seen on an AMD EPYC: the same seed, two texts),
+        # so the seeds are compared between requests read the same way
+        again, other, third = ask(11), ask(12), ask(11)
+        assert again.text == third.text != other.text
         assert first.tokens_in > 5 and 0 < first.tokens_out <= 16 and first.latency_s > 0
         assert first.finish_reason in ("stop", "length")
         schema = {

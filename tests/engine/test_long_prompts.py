@@ -188,6 +188,40 @@ def test_a_prompt_keeps_cells_only_where_its_kernels_are_its_own(generator):
         plain.close()
 
 
+def test_a_prompt_waits_for_its_long_prefix_rather_than_copy_a_short_one(generator):
+    """HiringBloomberg's shape: two prompts per item sharing ~450 tokens, items sharing
+    only the first 52. An item's second prompt, queued while its first is not decoded yet,
+    waits for it instead of copying the 52 tokens another live prompt already holds (which
+    lost 1,300 of the 8 prompts' 2,060 shareable tokens); a prompt with nothing longer
+    to wait for copies at once."""
+    from gbdesk.engine.continuous import ContinuousBatcher, _Item, _Slot
+
+    batcher = ContinuousBatcher(generator, slots=4, prompt_chunk=CHUNK)
+    try:
+        kinds = batcher._prompt_kinds
+        head = list(range(1000, 1052))  # 52 tokens every prompt starts with
+        a2 = head + list(range(2000, 2400)) + list(range(5000, 6000))
+        b1 = head + list(range(3000, 3418)) + list(range(6000, 7000))
+        b2 = head + list(range(3000, 3418)) + list(range(7000, 8000))
+
+        def live(tokens: list[int], n_past: int) -> _Slot:
+            slot = _Slot()
+            slot.item = _Item(key=len(batcher._slots), request={})
+            slot.history, slot.pending = tokens[:n_past], tokens[n_past:]
+            slot.n_past, slot.kinds = n_past, kinds(len(tokens))
+            return slot
+
+        batcher._slots[0] = live(a2, 448)  # a2 kept 448 of its partner's cells, reading on
+        batcher._slots[1] = live(b1, 52)  # b1 copied the 52, its own prompt not read yet
+        assert batcher._place(b2, [2, 3]) is None  # wait for b1's 470 (448 reusable)
+        batcher._slots[1] = live(b1, len(b1) - 1)  # b1 read: copy its cells
+        assert batcher._place(b2, [2, 3]) == (2, 1, 448)
+        c1 = head + list(range(9000, 10000))  # shares only the 52: copied at once
+        assert batcher._place(c1, [2, 3]) == (2, 0, 52)
+    finally:
+        batcher.close()
+
+
 #: the control without flash attention does not fire on this machine: a prompt cut inside
 #: a chunk computes the same logits as alone (tinyBLAS's rows do not depend on how many
 #: rows a micro-batch holds), so there the check above has no cut it could see; strict, so
