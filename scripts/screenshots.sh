@@ -36,7 +36,10 @@ if ! show python scripts/screenshots.py "$work/shots.sqlite" "$out" "$work/lf-sh
     exit 1
 fi
 gbdesk export 1 2 --pdf "$work/report.pdf" --db "$work/shots.sqlite"
-pdftoppm -png -r 80 -f 1 -l 2 "$work/report.pdf" "$out/6-report-page"
+for page in 1 2; do  # -singlefile: no zero-padded page numbers (a PDF of 10+ pages)
+    pdftoppm -png -r 80 -f "$page" -l "$page" -singlefile "$work/report.pdf" \
+        "$out/6-report-page-$page"
+done
 audit_pdf="${AUDIT_PDF:-$work/audit.pdf}"
 audit_db="${AUDIT_DB:-$work/audit.sqlite}"
 if [ ! -f "$audit_pdf" ]; then

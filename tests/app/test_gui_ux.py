@@ -94,6 +94,8 @@ def test_audit_this_model_runs_to_a_finished_report(qtbot, tmp_path, settings):
     # the Audit tab: the report value the dialog was handed, shown as page 1 gives it —
     # its sentence, and every one of the 27 verdicts in its harm section's table
     assert pane.audit_report is dialog.report_value
+    listed = [pane.run_list.item(i).text() for i in range(pane.run_list.count())]
+    assert not any("cancelled" in t for t in listed), listed  # "cut by the budget"
     assert pane.top_tabs.currentWidget() is pane.audit_view
     tables = [b for b in pane.audit_view.blocks if type(b).__name__ == "Table"]
     assert [b.title for b in tables] == list(

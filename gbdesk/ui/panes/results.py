@@ -318,7 +318,7 @@ class ResultsPane(QWidget):
             state = (
                 f"{r['attempts_done']:,} generations" if r["attempts_done"] else "no answers yet"
             )
-            text = f"Run {r['id']} · {title}\n{model} · {r['status']}, {state}"
+            text = f"Run {r['id']} · {title}\n{model} · {self._status_words(r)}, {state}"
             if r.get("elsewhere"):
                 text += "\nin progress in another process"
             item = QListWidgetItem(text)
@@ -347,6 +347,14 @@ class ResultsPane(QWidget):
         )
         if not unchanged:  # another run's progress leaves the ticked runs' metrics as they are
             self.recompute()
+
+    def _status_words(self, run: dict[str, Any]) -> str:
+        """A run's status; an audit's run that did not finish in the audit's words ("cut
+        by the budget" when the audit ran to its end, else "stopped"), not "cancelled"."""
+        audit = self.audit_report
+        if run["status"] == "cancelled" and audit is not None and run["id"] in audit.runs:
+            return "cut by the budget" if audit.finished else "stopped"
+        return str(run["status"])
 
     def checked_runs(self) -> list[int]:
         ids = []
