@@ -107,7 +107,7 @@ HOUSE = (
 
 
 def arrows_back_up(graph: dict[str, set[str]] | None = None) -> list[str]:
-    """ "lower → higher" for each pair of top-level packages where a module of the lower
+    """"lower → higher" for each pair of top-level packages where a module of the lower
     imports a module of the higher (see figure 7)."""
     graph = graph if graph is not None else import_graph()
     rank = {name: i for i, name in enumerate(HOUSE)}
@@ -182,7 +182,9 @@ def sql_lines(package: Path = PACKAGE) -> list[str]:
 
 
 def loose_modules() -> list[str]:
-    return sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    return sorted(
+        p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__")
+    )
 
 
 def long_functions(limit: int = 100) -> list[tuple[int, str]]:

@@ -99,3 +99,4 @@ def recorded_lf_run(store):
         return run_id
 
     return make
+

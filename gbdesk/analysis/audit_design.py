@@ -114,7 +114,9 @@ def water_fill(needs: dict[str, float], seconds: float) -> dict[str, float]:
     return out
 
 
-def final_sizes(probes: dict[str, tuple[int, int, float]], seconds: float) -> dict[str, int]:
+def final_sizes(
+    probes: dict[str, tuple[int, int, float]], seconds: float
+) -> dict[str, int]:
     """Each open probe's final size: {name: (items now, pool, seconds per item)} share
     `seconds` by `water_fill`; a probe whose share buys no item stays at its items."""
     needs = {k: max(0, pool - n) * max(spi, 1e-9) for k, (n, pool, spi) in probes.items()}

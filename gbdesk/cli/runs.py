@@ -250,7 +250,8 @@ def _execute(args, store, run_id: int, backend_factory=None, show: bool = True) 
         ) from exc
     except KeyboardInterrupt:
         print(
-            f"interrupted; run {run_id} is saved — continue it with: gbdesk resume {run_id}{again}",
+            f"interrupted; run {run_id} is saved — continue it with: gbdesk resume {run_id}"
+            f"{again}",
             file=sys.stderr,
         )
         return 130

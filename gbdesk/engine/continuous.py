@@ -753,7 +753,9 @@ class ContinuousBatcher:
         def emit(text: str) -> None:
             self._events.append(("token", key, text))
 
-        slot.streamed = emit_delta(slot.text_bytes, slot.streamed, slot.stop_bytes, emit)
+        slot.streamed = emit_delta(
+            slot.text_bytes, slot.streamed, slot.stop_bytes, emit
+        )
 
     # -- retiring and compaction -------------------------------------------------------
     def _retire(self) -> None:

@@ -35,7 +35,9 @@ def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and not math.isnan(x)
 
 
-def allowed_marks(definition: MarkDefinition | None, ci: Sequence[float] | None) -> tuple[str, ...]:
+def allowed_marks(
+    definition: MarkDefinition | None, ci: Sequence[float] | None
+) -> tuple[str, ...]:
     """The marks whose bands overlap the closed interval `ci`, A→D; () without an interval
     (NaN or None ends) or without mark bands."""
     if definition is None or ci is None or len(ci) != 2:
@@ -52,7 +54,7 @@ def allowed_marks(definition: MarkDefinition | None, ci: Sequence[float] | None)
 
 
 def marks_phrase(marks: Sequence[str]) -> str:
-    """ "A", "A or B", "between A and D" (marks in A→D order, as `allowed_marks` gives)."""
+    """"A", "A or B", "between A and D" (marks in A→D order, as `allowed_marks` gives)."""
     marks = list(marks)
     if not marks:
         return ""
@@ -94,7 +96,7 @@ class Verdict:
 
     @property
     def state(self) -> str:
-        """ "decided", "undetermined" or "not measured" (for tables and JSON)."""
+        """"decided", "undetermined" or "not measured" (for tables and JSON)."""
         if not self.measured:
             return "not measured"
         return "decided" if self.decided else "undetermined"
@@ -147,7 +149,9 @@ def verdict(
     return Verdict(metric, marks, gb_mark, int(items))
 
 
-def shown_interval(ci: Sequence[float] | None, items: int) -> tuple[float, float] | None:
+def shown_interval(
+    ci: Sequence[float] | None, items: int
+) -> tuple[float, float] | None:
     """The interval a report may print: None (shown as "too few items for an interval")
     when it has zero width from fewer than `MIN_ITEMS` items or is not finite."""
     if ci is None or len(ci) != 2 or not (_finite(ci[0]) and _finite(ci[1])):

@@ -80,7 +80,7 @@ class Job:
         return abs(_age_s(self.heartbeat_at)) < STALE_S
 
     def describe(self, command_chars: int | None = None) -> str:
-        """ "audit 3 of SmolLM2 (gbdesk audit --budget 6m), process 4242, running since
+        """"audit 3 of SmolLM2 (gbdesk audit --budget 6m), process 4242, running since
         10:42:07 (last sign of life 4 s ago)"; another machine's job names its host.
         `command_chars`: the command cut to that many characters (a progress line that
         must keep the process and its run in view; `gbdesk jobs` shows it whole)."""
@@ -128,7 +128,9 @@ def _local_time(stamp: str) -> str:
     return local.strftime("%H:%M:%S" if local.date() == today else "%Y-%m-%d %H:%M")
 
 
-_COLUMNS = "id, kind, what, owner, pid, command, run_id, audit_id, started_at, heartbeat_at"
+_COLUMNS = (
+    "id, kind, what, owner, pid, command, run_id, audit_id, started_at, heartbeat_at"
+)
 
 
 def _rows(conn: sqlite3.Connection) -> list[Job]:

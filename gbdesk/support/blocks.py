@@ -45,7 +45,7 @@ class MarkCells:
         return self.decided[i] if i < len(self.decided) else True
 
     def letter_text(self, i: int) -> str:
-        """ "B" when decided; "B (A–C)": the study's letter and the marks allowed."""
+        """"B" when decided; "B (A–C)": the study's letter and the marks allowed."""
         letter = self.letters[i]
         if self.is_decided(i) or i >= len(self.allowed) or not self.allowed[i]:
             return letter
@@ -102,6 +102,7 @@ class CurveChart:
 
 
 Block = Heading | Paragraph | Table | IntervalChart | CurveChart
+
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ def clip_ci(
 def ci_text(
     ci: tuple[float, float], bounds: tuple[float, float] | None = None, percent: bool = False
 ) -> str:
-    """ "95 % CI 0 % to 48 % (cut at what the metric can be; the bootstrap's normal fit
+    """"95 % CI 0 % to 48 % (cut at what the metric can be; the bootstrap's normal fit
     reached −16 %)" or "95 % CI 0.06 to 0.63"; the reason in words when there is none."""
     (lo, hi), past = clip_ci(ci, bounds)
     if _missing(lo) or _missing(hi):
@@ -85,7 +85,7 @@ def ci_text(
 def ci_cells(
     ci: tuple[float, float], bounds: tuple[float, float] | None = None, digits: int = 3
 ) -> tuple[str, bool]:
-    """ "[0.000, 0.484]" for tables, within `bounds`, and whether it was cut (the table's
+    """"[0.000, 0.484]" for tables, within `bounds`, and whether it was cut (the table's
     footnote says so)."""
     (lo, hi), past = clip_ci(ci, bounds)
     return fmt_ci((lo, hi), digits), bool(past)
@@ -149,7 +149,7 @@ def value_phrase(value: float, ci: tuple[float, float], mark: str | None = None)
 
 
 def unfinished_note(run: dict[str, Any], unit: str = "generations") -> str | None:
-    """ "unfinished: 16 of 745 generations (interrupted)" for a run (a `Store.get_run` row)
+    """"unfinished: 16 of 745 generations (interrupted)" for a run (a `Store.get_run` row)
     whose attempts are not all made; None when it is complete."""
     done, total = int(run.get("attempts_done") or 0), int(run.get("attempts_total") or 0)
     status = str(run.get("status") or "")

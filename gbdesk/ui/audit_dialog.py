@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 from gbdesk.store import Store
 from gbdesk.support.format import MARK_COLORS, display_name, duration
 from gbdesk.support.guards import html_text
-from gbdesk.ui.context import RUNS_CHANGED_EVERY_S, AppContext  # noqa: F401 (tests read it)
+from gbdesk.ui.context import AppContext
 from gbdesk.workflows.runs import RunControl
 
 BUDGET_CHOICES = [

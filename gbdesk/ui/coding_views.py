@@ -157,7 +157,8 @@ class CodingView(QWidget):
         ]
         if item.consensus:
             lines.append(
-                f"<b>Consensus</b> (by {html_text(item.consensus['by'])}): {codes(item.consensus)}"
+                f"<b>Consensus</b> (by {html_text(item.consensus['by'])}): "
+                f"{codes(item.consensus)}"
             )
         elif item.disputed:
             lines.append("<b style='color:#b45309'>Raters disagree — not adjudicated yet.</b>")
@@ -274,7 +275,8 @@ class CodingSummaryView(QWidget):
             return
         adj = agreement["adjudication"]
         versus = "; ".join(
-            f"{html_text(r)} {_pct(v['agreement'])} of {v['n_units']} (κ {_num(v['cohen_kappa'])})"
+            f"{html_text(r)} {_pct(v['agreement'])} of {v['n_units']} "
+            f"(κ {_num(v['cohen_kappa'])})"
             for r, v in adj["raters_vs_final"].items()
         )
         self.adjudicated.setText(

@@ -93,7 +93,9 @@ def import_generations(
             raise UserError(f"{probe.name} imports its own layout: it takes no --wording")
         plan = own or functools.partial(plan_prompt_response_import, probe)
         extra = {"wording": wording} if wording else {}
-        planned = plan(path, model_name=model_name, template=template, deal_rows=deal_rows, **extra)
+        planned = plan(
+            path, model_name=model_name, template=template, deal_rows=deal_rows, **extra
+        )
     if not planned:
         raise UserError(f"nothing imported from {path}: it holds no results")
     return write_imported_runs(store, probe, path, planned)

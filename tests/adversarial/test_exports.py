@@ -24,7 +24,7 @@ PROMPTS = [i.prompt for i in INVENTORIES.items(INVENTORIES.resolve_params())]
     "text",
     [
         "=1+1",
-        ' =HYPERLINK("http://x", "click")',
+        " =HYPERLINK(\"http://x\", \"click\")",
         "\t=1",
         "  \t +SUM(A1)",
         "-2+3",
@@ -96,7 +96,7 @@ def _cells(path: Path) -> list[dict[str, str]]:
 
 def test_exported_csv_holds_no_active_content_and_reads_back_exactly(tmp_path, capsys):
     texts = [
-        ' =HYPERLINK("http://evil", "x")',
+        " =HYPERLINK(\"http://evil\", \"x\")",
         "\x1b]8;;http://evil\x07link\x1b]8;;\x07 and \x1b[2J",
         "She\x00said\u202e\u2028so\r\n",
         "@cmd|' /C calc'!A0",

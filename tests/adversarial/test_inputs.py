@@ -63,7 +63,9 @@ def db_state(db: Path) -> str:
         conn = store.conn
         tables = [
             r[0]
-            for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name"
+            )
         ]
         digest = hashlib.sha256()
         for table in tables:
@@ -109,17 +111,13 @@ class Case:
 
 
 def imp(probe: str, file: str, content: str | bytes, says: str = "", name: str = "") -> Case:
-    return Case(
-        name or file, ["import", "--probe", probe, "--file", "{dir}/" + file], {file: content}, says
-    )
+    return Case(name or file, ["import", "--probe", probe, "--file", "{dir}/" + file],
+                {file: content}, says)
 
 
 def review(which: str, label: str, says: str = "") -> Case:
-    return Case(
-        f"review-{which}-{label[:60]}",
-        ["review", "{" + which + "}", label, "--reviewer", "ana"],
-        says=says,
-    )
+    return Case(f"review-{which}-{label[:60]}", ["review", "{" + which + "}", label,
+                "--reviewer", "ana"], says=says)
 
 
 def run(*flags: str, says: str = "") -> Case:
@@ -129,147 +127,70 @@ def run(*flags: str, says: str = "") -> Case:
 P = json.dumps(PROMPTS[0])
 CASES = [
     # -- import: responses that are not text ---------------------------------------------
-    imp(
-        "inventories",
-        "null.jsonl",
-        jsonl(f'{{"prompt": {P}, "response": null}}'),
-        "line 1 has no response",
-    ),
-    imp(
-        "inventories",
-        "number.jsonl",
-        jsonl(f'{{"prompt": {P}, "response": 5}}'),
-        "a number as response",
-    ),
-    imp(
-        "inventories",
-        "bool.jsonl",
-        jsonl(f'{{"prompt": {P}, "response": true}}'),
-        "true or false as response",
-    ),
+    imp("inventories", "null.jsonl", jsonl(f'{{"prompt": {P}, "response": null}}'),
+        "line 1 has no response"),
+    imp("inventories", "number.jsonl", jsonl(f'{{"prompt": {P}, "response": 5}}'),
+        "a number as response"),
+    imp("inventories", "bool.jsonl", jsonl(f'{{"prompt": {P}, "response": true}}'),
+        "true or false as response"),
     imp("inventories", "list.jsonl", jsonl(f'{{"prompt": {P}, "response": ["a"]}}'), "a list"),
-    imp(
-        "inventories",
-        "object.jsonl",
-        jsonl(f'{{"prompt": {P}, "response": {{"a": 1}}}}'),
-        "an object",
-    ),
-    imp("inventories", "nullprompt.jsonl", jsonl('{"prompt": null, "response": "x"}'), "no prompt"),
+    imp("inventories", "object.jsonl", jsonl(f'{{"prompt": {P}, "response": {{"a": 1}}}}'),
+        "an object"),
+    imp("inventories", "nullprompt.jsonl", jsonl('{"prompt": null, "response": "x"}'),
+        "no prompt"),
     imp("inventories", "short.csv", f"prompt,response\n{PROMPTS[0]}\n", "line 2 has no response"),
     # -- import: numbers gbdesk refuses ---------------------------------------------------
-    imp(
-        "inventories",
-        "digits.jsonl",
-        jsonl(f'{{"prompt": {P}, "response": {"7" * 5000}}}'),
-        "5,000 digits",
-    ),
-    imp(
-        "inventories",
-        "nan.jsonl",
-        jsonl(f'{{"prompt": {P}, "response": NaN}}'),
-        "NaN is not a JSON value",
-    ),
-    imp("inventories", "inf.jsonl", jsonl(f'{{"prompt": {P}, "response": 1e400}}'), "out of range"),
-    imp(
-        "inventories",
-        "digits_attempt.csv",
+    imp("inventories", "digits.jsonl", jsonl(f'{{"prompt": {P}, "response": {"7" * 5000}}}'),
+        "5,000 digits"),
+    imp("inventories", "nan.jsonl", jsonl(f'{{"prompt": {P}, "response": NaN}}'),
+        "NaN is not a JSON value"),
+    imp("inventories", "inf.jsonl", jsonl(f'{{"prompt": {P}, "response": 1e400}}'),
+        "out of range"),
+    imp("inventories", "digits_attempt.csv",
         csv_text([["prompt", "response", "attempt"], [UNIQUE_PROMPT, "x", "9" * 5000]]),
-        "attempt that is not a whole number",
-    ),
+        "attempt that is not a whole number"),
     # -- import: broken files ----------------------------------------------------------------
     imp("inventories", "deep.jsonl", jsonl('{"a": ' + "[" * 100_000), "nested too deeply"),
     imp("inventories", "bad.jsonl", jsonl(f'{{"prompt": {P}, "response": "x"'), "not valid JSON"),
     imp("inventories", "array.jsonl", jsonl("[1, 2]"), "expected a JSON object"),
-    imp(
-        "inventories",
-        "surrogate.jsonl",
-        jsonl(f'{{"prompt": {P}, "response": "\\ud800"}}'),
-        "lone surrogate",
-    ),
-    imp(
-        "inventories",
-        "open_quote.csv",
-        f'prompt,response\n{PROMPTS[0]},"never closed\n',
-        "line 2: malformed CSV",
-    ),
-    imp(
-        "inventories", "long_row.csv", f"prompt,response\n{PROMPTS[0]},x,y\n", "line 2: more cells"
-    ),
+    imp("inventories", "surrogate.jsonl", jsonl(f'{{"prompt": {P}, "response": "\\ud800"}}'),
+        "lone surrogate"),
+    imp("inventories", "open_quote.csv", f'prompt,response\n{PROMPTS[0]},"never closed\n',
+        "line 2: malformed CSV"),
+    imp("inventories", "long_row.csv", f"prompt,response\n{PROMPTS[0]},x,y\n",
+        "line 2: more cells"),
     imp("inventories", "dup_header.csv", "prompt,response,response\na,b,c\n", "repeats"),
     imp("inventories", "no_response.csv", f"prompt\n{PROMPTS[0]}\n", "lacks the column"),
     imp("inventories", "header_only.csv", "prompt,response\n", "no rows"),
     imp("inventories", "empty.csv", "", "is empty"),
     imp("inventories", "binary.csv", b"\xff\xfe\x00\x01garbage", "not UTF-8"),
-    Case(
-        "missing-file",
-        ["import", "--probe", "inventories", "--file", "{dir}/nope.csv"],
-        says="file not found",
-    ),
-    Case(
-        "folder-as-file",
-        ["import", "--probe", "inventories", "--file", "{dir}"],
-        says="file not found",
-    ),
+    Case("missing-file", ["import", "--probe", "inventories", "--file", "{dir}/nope.csv"],
+         says="file not found"),
+    Case("folder-as-file", ["import", "--probe", "inventories", "--file", "{dir}"],
+         says="file not found"),
     imp("inventories", "unmatched.csv", "prompt,response\nWho?,x\n", "match no inventories"),
     # -- import: study layouts -------------------------------------------------------------
-    imp(
-        "globalbias_apx",
-        "apx_one_group.csv",
+    imp("globalbias_apx", "apx_one_group.csv",
         f"group,descriptor,template,apx\ng1,{KNOWN},1,2\ng1,my own,2,3\n",
-        "no descriptor with values for two or more groups",
-    ),
-    imp(
-        "globalbias_apx",
-        "apx_age_only.csv",
+        "no descriptor with values for two or more groups"),
+    imp("globalbias_apx", "apx_age_only.csv",
         f"group,descriptor,template,apx\ng1,{AGE},1,2\ng2,{AGE},1,3\n",
-        "no descriptor with values for two or more groups (outside the untested age axis)",
-    ),
-    imp(
-        "globalbias_apx",
-        "apx_digits.csv",
-        f"group,descriptor,template,apx\ng1,{KNOWN},{'1' * 5000},2\n",
-        "template that is not",
-    ),
-    imp(
-        "globalbias_apx",
-        "apx_inf.csv",
-        f"group,descriptor,template,apx\ng1,{KNOWN},1,{'9' * 5000}\n",
-        "apx that is not",
-    ),
-    imp(
-        "globalbias_profiles",
-        "prof_cols.csv",
-        "name,age\nAna,3\n",
-        "lacks required column(s): personality_traits",
-    ),
-    imp(
-        "globalbias_profiles",
-        "prof_short.csv",
-        f"{PROFILE_HEADER}\n0,Ana,30\n",
-        "line 2 has fewer cells",
-    ),
-    imp(
-        "globalbias_profiles",
-        "prof_long.csv",
-        f"{PROFILE_HEADER}\n{PROFILE_ROW},extra\n",
-        "line 2: more cells",
-    ),
-    imp(
-        "globalbias_profiles",
-        "prof_noname.csv",
-        f"{PROFILE_HEADER}\n{PROFILE_ROW.replace('Emanuela', '')}\n",
-        "line 2 has no name",
-    ),
-    imp(
-        "intersectional_sdeg",
-        "ix_null.jsonl",
-        jsonl(
-            json.dumps(
-                {"group": load_groups()[0]["group"], "role": "r", "category": 1, "answer": None}
-            )
-        ),
-        "no answer",
-    ),
+        "no descriptor with values for two or more groups (outside the untested age axis)"),
+    imp("globalbias_apx", "apx_digits.csv",
+        f"group,descriptor,template,apx\ng1,{KNOWN},{'1' * 5000},2\n", "template that is not"),
+    imp("globalbias_apx", "apx_inf.csv",
+        f"group,descriptor,template,apx\ng1,{KNOWN},1,{'9' * 5000}\n", "apx that is not"),
+    imp("globalbias_profiles", "prof_cols.csv", "name,age\nAna,3\n",
+        "lacks required column(s): personality_traits"),
+    imp("globalbias_profiles", "prof_short.csv", f"{PROFILE_HEADER}\n0,Ana,30\n",
+        "line 2 has fewer cells"),
+    imp("globalbias_profiles", "prof_long.csv", f"{PROFILE_HEADER}\n{PROFILE_ROW},extra\n",
+        "line 2: more cells"),
+    imp("globalbias_profiles", "prof_noname.csv",
+        f"{PROFILE_HEADER}\n{PROFILE_ROW.replace('Emanuela', '')}\n", "line 2 has no name"),
+    imp("intersectional_sdeg", "ix_null.jsonl",
+        jsonl(json.dumps({"group": load_groups()[0]["group"], "role": "r", "category": 1,
+                          "answer": None})), "no answer"),
     # -- run: settings out of range (refused before any model is loaded) -------------------
     run("--temperature", "nan", says="--temperature: must be a finite number"),
     run("--temperature", "inf", says="must be a finite number"),
@@ -285,29 +206,12 @@ CASES = [
     run("--seed", "9" * 30, says="not a whole number"),
     run("--batch", "-2", says="at least 1"),
     run("--limit", "٣", says="not a whole number"),
-    Case(
-        "run-answer-temperature-nan",
-        ["run", "--probe", "intersectional_sdeg", "--set", "answer_temperature=nan"],
-        says="finite number",
-    ),
-    Case(
-        "run-name-table-too-long",
-        ["run", "--probe", "laissez_faire", "--set", "name_table=" + "n" * 5000 + ".csv"],
-        says="not a name table or a readable path",
-    ),
-    Case(
-        "run-endpoint-concurrency",
-        [
-            "run",
-            "--probe",
-            "inventories",
-            "--endpoint",
-            "http://127.0.0.1:9/v1",
-            "--concurrency",
-            "100000",
-        ],
-        says="at most 1,024",
-    ),
+    Case("run-answer-temperature-nan", ["run", "--probe", "intersectional_sdeg", "--set",
+         "answer_temperature=nan"], says="finite number"),
+    Case("run-name-table-too-long", ["run", "--probe", "laissez_faire", "--set",
+         "name_table=" + "n" * 5000 + ".csv"], says="not a name table or a readable path"),
+    Case("run-endpoint-concurrency", ["run", "--probe", "inventories", "--endpoint",
+         "http://127.0.0.1:9/v1", "--concurrency", "100000"], says="at most 1,024"),
     # -- review: labels of the wrong shape -------------------------------------------------
     review("lf", '["x"]', "character 1 is 'x'"),
     review("lf", "[1,2]", "character 1 is 1"),
@@ -326,11 +230,8 @@ CASES = [
     review("ix", '{"1": ' + "9" * 5000 + "}", "JSON object"),
     review("inv", "purple", "label must be one of"),
     Case("review-id-zero", ["review", "0", "male", "--reviewer", "ana"], says="not a run or"),
-    Case(
-        "review-id-digits",
-        ["review", "9" * 5000, "male", "--reviewer", "a"],
-        says="not a whole number",
-    ),
+    Case("review-id-digits", ["review", "9" * 5000, "male", "--reviewer", "a"],
+         says="not a whole number"),
     Case("metrics-digits", ["metrics", "1" * 5000], says="not a whole number"),
     Case("export-pdf-folder", ["export", "1", "--pdf", "{dir}"], says="must name a file"),
 ]
@@ -372,7 +273,7 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(case, world, tmp_pa
     assert db_state(world["db"]) == before
 
 
-SUBPROCESS = ["number.jsonl", "digits.jsonl", 'review-lf-["x"]', "run--temperaturenan"]
+SUBPROCESS = ["number.jsonl", "digits.jsonl", "review-lf-[\"x\"]", "run--temperaturenan"]
 
 
 @pytest.mark.parametrize("name", SUBPROCESS)
@@ -427,17 +328,8 @@ def test_line_numbers_are_where_the_record_starts(tmp_path, capsys):
     content = csv_text(rows) + "\n" + csv_text([["Who is this?", "y"]])
     path = tmp_path / "lines.csv"
     path.write_text(content, encoding="utf-8", newline="")
-    code = main(
-        [
-            "import",
-            "--probe",
-            "inventories",
-            "--file",
-            str(path),
-            "--db",
-            str(tmp_path / "l.sqlite"),
-        ]
-    )
+    code = main(["import", "--probe", "inventories", "--file", str(path),
+                 "--db", str(tmp_path / "l.sqlite")])
     err = capsys.readouterr().err
     # header 1, the 3-line record 2–4, then 5, a blank line 6, the unmatched record on 7
     assert code == 2 and "line 7 match no inventories prompt" in err, err
@@ -469,9 +361,8 @@ def test_apx_table_with_an_unknown_descriptor_says_so(tmp_path, capsys):
     path = tmp_path / "apx.csv"
     path.write_text(csv_text(rows), encoding="utf-8")
     db = tmp_path / "apx.sqlite"
-    code = main(
-        ["import", "--probe", "globalbias_apx", "--file", str(path), "--db", str(db), "--json"]
-    )
+    code = main(["import", "--probe", "globalbias_apx", "--file", str(path), "--db", str(db),
+                 "--json"])
     out, err = capsys.readouterr()
     assert code == 0
     note = "1 descriptor was not in the shipped list (e.g. 'my own descriptor'): it is tested"

@@ -160,7 +160,9 @@ def test_ctrl_c_on_an_audit_exits_130_as_for_a_run(tmp_path, monkeypatch):
             time.sleep(0.02)
             return super().generate(request, on_token)
 
-    monkeypatch.setattr(gbdesk.workflows.runs, "llama_backend_factory", lambda m, g, **_kw: Paced())
+    monkeypatch.setattr(
+        gbdesk.workflows.runs, "llama_backend_factory", lambda m, g, **_kw: Paced()
+    )
     db = tmp_path / "audit.sqlite"
     _ctrl_c(lambda: db.exists() and _stored_safely(db) >= 5, 1)
     out, err = io.StringIO(), io.StringIO()

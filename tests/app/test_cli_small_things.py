@@ -131,6 +131,7 @@ def test_wordings_with_a_template_is_one_rule_for_run_and_items(capsys):
     assert "takes 'all' or ids" in capsys.readouterr().err
 
 
+
 def test_the_metrics_table_stars_only_an_interval_it_cut(tmp_path, capsys):
     """`*` ("interval cut at what the metric can be: the bootstrap's normal fit reached
     past it") only where the interval printed is the cut bootstrap (`cut_ends`): the

@@ -19,7 +19,6 @@ from tests.gui_helpers import TIMEOUT, make_window, settle, wait_for
 
 pytestmark = pytest.mark.gui
 
-
 def test_models_pane_lists_default_and_adds_files(qtbot, tmp_path, settings):
     window = make_window(qtbot, str(tmp_path / "m.sqlite"), settings)
     pane = window.models

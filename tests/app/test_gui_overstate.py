@@ -104,7 +104,9 @@ def test_app_shows_what_another_process_runs_and_counts_probes_as_the_pdf(
     from gbdesk.report.pdf import export_pdf
     from gbdesk.support.blocks import Paragraph
 
-    other = subprocess.Popen([sys.executable, "-c", HOLD, db], stdout=subprocess.PIPE, text=True)
+    other = subprocess.Popen(
+        [sys.executable, "-c", HOLD, db], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert other.stdout.readline().strip() == "holding"
         window = make_window(qtbot, db, settings)

@@ -11,8 +11,9 @@ from PySide6.QtCore import Qt
 
 from gbdesk.engine.base import GenerationResult
 from gbdesk.store import Store
+from gbdesk.support.blocks import Table
 from gbdesk.support.format import MARK_COLORS
-from gbdesk.ui.audit_dialog import RUNS_CHANGED_EVERY_S
+from gbdesk.ui.context import RUNS_CHANGED_EVERY_S
 from gbdesk.workflows.runs import execute_run, plan_run, resolve_model
 from tests.fakes import FakeBackend
 from tests.gui_helpers import TIMEOUT, make_window, wait_for  # noqa: F401
@@ -97,7 +98,7 @@ def test_audit_this_model_runs_to_a_finished_report(qtbot, tmp_path, settings):
     listed = [pane.run_list.item(i).text() for i in range(pane.run_list.count())]
     assert not any("cancelled" in t for t in listed), listed  # "cut by the budget"
     assert pane.top_tabs.currentWidget() is pane.audit_view
-    tables = [b for b in pane.audit_view.blocks if type(b).__name__ == "Table"]
+    tables = [b for b in pane.audit_view.blocks if isinstance(b, Table)]
     assert [b.title for b in tables] == list(
         dict.fromkeys(r.section for r in dialog.report_value.rows)
     )

@@ -109,7 +109,8 @@ def test_every_module_is_in_a_layer():
 
 def test_packages_import_only_downward():
     wrong = [
-        f"{MODULES[m].relative_to(ROOT)}:{line} imports {t} ({layer_of(m)} → {layer_of(t)})"
+        f"{MODULES[m].relative_to(ROOT)}:{line} imports {t} "
+        f"({layer_of(m)} → {layer_of(t)})"
         for m in MODULES
         for line, t in imports(m)
         if not _allowed(m, t)

@@ -146,7 +146,9 @@ def test_cli_run_is_refused_in_one_line_while_an_audit_holds_the_database(tmp_pa
         assert store.list_runs() == []  # nothing planned, no model loaded
 
 
-def test_a_heartbeat_from_the_future_never_blocks_and_a_stale_job_can_be_cleared(tmp_path, capsys):
+def test_a_heartbeat_from_the_future_never_blocks_and_a_stale_job_can_be_cleared(
+    tmp_path, capsys
+):
     """Issue 43 (15): another host's row with a heartbeat dated years ahead held the
     database until that date, and nothing said whose it was or how to clear it."""
     from gbdesk.cli import main

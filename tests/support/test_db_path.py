@@ -69,10 +69,8 @@ def test_the_app_refuses_a_missing_folder_before_any_window(tmp_path):
 def test_db_help_states_the_rule():
     done = gbdesk("runs", "--help")
     text = " ".join(done.stdout.split())
-    assert (
-        "Its folder must exist; only commands that write (run, import, audit, label, models "
+    assert "Its folder must exist; only commands that write (run, import, audit, label, models " \
         "--add …) create a new file there" in text
-    )
 
 
 def test_check_db_path(tmp_path):
@@ -132,9 +130,9 @@ def test_a_refused_command_leaves_no_new_database(tmp_path, capsys, model):
     code = main(["run", "--probe", "inventories", "--model", str(tmp_path / model),
                  "--db", str(db)])  # fmt: skip
     assert code == 2, capsys.readouterr().err
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"notes.txt", "short.gguf"}), (
-        "a refused command made files"
-    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        {"notes.txt", "short.gguf"}
+    ), "a refused command made files"
 
 
 def test_a_refused_command_keeps_a_database_that_was_there(tmp_path, capsys):

@@ -173,7 +173,8 @@ def test_cli_progress_lines_show_flight_speed_eta_and_words(monkeypatch):
         "745 attempt(s) to go"
     )
     assert lines[2] == (
-        "[run 1] 0/745 (0.0%) · 16 sequences in flight (1,204 tokens so far) · 42 tok/s · ETA 1h05m"
+        "[run 1] 0/745 (0.0%) · 16 sequences in flight (1,204 tokens so far) · 42 tok/s · "
+        "ETA 1h05m"
     )
     assert lines[3].endswith("· “is affectionate” (BSRI, female trait) #1 → female")
     assert "bsri/female/00" not in lines[3] and "#0" not in lines[3]

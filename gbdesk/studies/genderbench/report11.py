@@ -131,6 +131,7 @@ NORMALIZATION_FORMULAS = {
 }
 
 
+
 #: the normalized CSV's last column (`values`), on every row
 NORMALIZED_NOTE = (
     "normalized, not the metrics of metrics.csv: GenderBench's normalized table (its "
@@ -138,7 +139,6 @@ NORMALIZED_NOTE = (
     "midpoint normalized so that 0 is an unbiased model and larger is more biased, and "
     "Average, their mean; an empty cell is a value not measured"
 )
-
 
 def normalized_columns() -> list[str]:
     """The normalized table's columns (without the model and Average), 1.1.0's order."""

@@ -416,8 +416,7 @@ def _refuse_blank_people(path: Path, df: Any) -> None:
         blank = [
             line
             for line, value in zip(lines, df[column], strict=True)
-            if value is None
-            or (isinstance(value, float) and math.isnan(value))
+            if value is None or (isinstance(value, float) and math.isnan(value))
             or not str(value).strip()
         ]
         if blank:

@@ -326,7 +326,9 @@ def _figures(
 ) -> tuple[dict[str, Any], list[Stereotype]]:
     from gbdesk.maths.agreement import agreement_summary
 
-    rated = [s for s in dataset.stereotypes if (everywhere or s.in_dataset) and s.votes(question)]
+    rated = [
+        s for s in dataset.stereotypes if (everywhere or s.in_dataset) and s.votes(question)
+    ]
     return agreement_summary(ratings(dataset, question, everywhere)), rated
 
 
@@ -591,7 +593,9 @@ def plan_import(path: str | Path) -> dict[str, Any]:
     }
 
 
-def _planned_stereotype(sid: str, r: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+def _planned_stereotype(
+    sid: str, r: dict[str, Any]
+) -> tuple[dict[str, Any] | None, str | None]:
     """One row of a dataset file (stereotype id `sid`, checked by `plan_import`) as a
     stereotype to import, or what is wrong with it (the end of "line N …")."""
     from gbdesk.studies.intersectional.groups import canonical, parse_group
@@ -604,7 +608,9 @@ def _planned_stereotype(sid: str, r: dict[str, Any]) -> tuple[dict[str, Any] | N
     except UserError:
         return None, "name no group (values joined by ';', e.g. Black;women)"
     if len(parse_group(elicited_for)) < 2:
-        return None, ("name a group of one attribute (intersectional groups combine two or more)")
+        return None, (
+            "name a group of one attribute (intersectional groups combine two or more)"
+        )
     if not text:
         return None, "have no stereotype"
     category = None
@@ -613,7 +619,9 @@ def _planned_stereotype(sid: str, r: dict[str, Any]) -> tuple[dict[str, Any] | N
         if found is None:
             return None, "name no category (a name or 1–16)"
         category = found["category"]
-    suggested = find_category(r.get("category_suggested")) if r.get("category_suggested") else None
+    suggested = (
+        find_category(r.get("category_suggested")) if r.get("category_suggested") else None
+    )
     status = str(r.get("status") or "").strip() or "unfiltered"
     if status not in STATUSES:
         return None, f"have a status other than {', '.join(STATUSES)}"

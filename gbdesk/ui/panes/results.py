@@ -185,7 +185,7 @@ class ResultsPane(QWidget):
         self.top_tabs = QTabWidget()
         self.top_tabs.addTab(self.findings_list, "Findings")
         self.audit_view = BlocksView()  # shown when an audit hands its report over
-        self.audit_report: Any = None
+        self.audit_report: AuditReport | None = None
         self.top_tabs.addTab(compare_box, "Comparison")
         self.top_tabs.setTabToolTip(
             0, "One sentence per result, most important first; click one to see its evidence"
@@ -316,7 +316,9 @@ class ResultsPane(QWidget):
             except Exception:  # a study no longer installed: its key
                 title = r["probe"]
             state = (
-                f"{r['attempts_done']:,} generations" if r["attempts_done"] else "no answers yet"
+                f"{r['attempts_done']:,} generations"
+                if r["attempts_done"]
+                else "no answers yet"
             )
             text = f"Run {r['id']} · {title}\n{model} · {self._status_words(r)}, {state}"
             if r.get("elsewhere"):

@@ -190,8 +190,7 @@ def test_build_validate_agree_and_examine_as_the_paper(store, tmp_path):
     assert metrics["sdeg_group/Asian;women"].value == pytest.approx(asian_women)
     assert metrics["sdeg_group/Asian;women;Muslim"].value == pytest.approx(women_muslim)
     assert {top_share(x) for x in ("White;women", "Asian;women", "Asian;women;Muslim")} == {
-        1,
-        1 / 2,
+        1, 1 / 2
     }  # both cases occur
     overall = (2 / 3 + 4 / 5 + white_women + asian_women + women_muslim) / 5
     assert metrics["sdeg_overall"].value == pytest.approx(overall)
@@ -328,64 +327,25 @@ def cli(capsys, *args):
 def test_cli_build_validate_agreement_export_import_and_run(tmp_path, capsys):
     db = str(tmp_path / "cli.sqlite")
     with FakeOpenAIServer(dataset_answer) as server:
-        built = cli(
-            capsys,
-            "dataset",
-            "build",
-            "--groups",
-            "White;women",
-            "Black;men;young",
-            "Asian;women;Muslim",
-            "--model",
-            f"{server.url}#fake",
-            "--db",
-            db,
-            "--json",
-        )
+        built = cli(capsys, "dataset", "build", "--groups", "White;women", "Black;men;young",
+                    "Asian;women;Muslim", "--model", f"{server.url}#fake", "--db", db, "--json")
         assert {k: built[k] for k in ("groups", "stereotypes", "filtered_out")} == {
-            "groups": 3,
-            "stereotypes": 9,
-            "filtered_out": 3,
+            "groups": 3, "stereotypes": 9, "filtered_out": 3,
         }
         assert built["groups_in_dataset"] == 5  # two moved to broader groups
         dataset = str(built["dataset_id"])
         for name in DECISIONS:
             path = tmp_path / f"{name}.csv"
             write_decisions(path, [r[:3] for r in decision_rows(name)])
-            stored = cli(
-                capsys,
-                "dataset",
-                "validate",
-                dataset,
-                "--file",
-                str(path),
-                "--validator",
-                name,
-                "--db",
-                db,
-                "--json",
-            )
+            stored = cli(capsys, "dataset", "validate", dataset, "--file", str(path),
+                         "--validator", name, "--db", db, "--json")
             assert stored["stored"] == 9
         bad = tmp_path / "bad.csv"
         write_decisions(bad, [("s0001", "yes", "x")])
         from gbdesk.cli import main
 
-        assert (
-            main(
-                [
-                    "dataset",
-                    "validate",
-                    dataset,
-                    "--file",
-                    str(bad),
-                    "--validator",
-                    "dan",
-                    "--db",
-                    db,
-                ]
-            )
-            == 2
-        )
+        assert main(["dataset", "validate", dataset, "--file", str(bad), "--validator", "dan",
+                     "--db", db]) == 2
         assert "line 2" in capsys.readouterr().err
         agreement = cli(capsys, "dataset", "agreement", dataset, "--db", db, "--json")
         assert set(agreement) >= {"commonality", "group_specificity"}
@@ -410,9 +370,8 @@ def test_cli_build_validate_agreement_export_import_and_run(tmp_path, capsys):
         exported = tmp_path / "shared.json"
         cli(capsys, "dataset", "export", dataset, "--file", str(exported), "--db", db, "--json")
         other = str(tmp_path / "other.sqlite")
-        imported = cli(
-            capsys, "dataset", "import", "--file", str(exported), "--db", other, "--json"
-        )
+        imported = cli(capsys, "dataset", "import", "--file", str(exported), "--db", other,
+                       "--json")
         assert imported["stereotypes"] == 9 and imported["validations"] == 27
         run = cli(capsys, "run", "--probe", "intersectional_sdeg", "--set",
                   f"dataset={imported['dataset_id']}", "--set", "design=paper", "--attempts",

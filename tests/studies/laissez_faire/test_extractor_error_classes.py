@@ -443,7 +443,8 @@ def test_an_offer_does_not_name_who_asks_for_chores():
 
 def test_a_forgotten_wallet_is_no_payment():
     story = (
-        "Priya realized she had left her wallet in the car, so Omar covered the tab with a grin."
+        "Priya realized she had left her wallet in the car, so Omar covered the tab "
+        "with a grin."
     )
     payer, other = run(story, PAYS, PAYS_SCENARIO)
     assert payer.name == "Omar"

@@ -50,7 +50,9 @@ def _prompts() -> dict[int, dict[str, Any]]:
 
 def _cases() -> list[tuple[str, str, dict[str, Any]]]:
     """(case id, story, prompt) for every story and prompt compared."""
-    spec = importlib.util.spec_from_file_location("_stories", FIXTURES / "coding_stories.py")
+    spec = importlib.util.spec_from_file_location(
+        "_stories", FIXTURES / "coding_stories.py"
+    )
     assert spec is not None and spec.loader is not None
     stories = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(stories)
