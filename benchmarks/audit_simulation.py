@@ -25,8 +25,12 @@ Time is simulated: an item costs its answers (prompts × attempts) at one second
 * **Plans**, on the same answers: ``fixed`` — the budget shared evenly, one look at
   α = 0.05; ``grid`` — the earlier design (plan version 2: doublings up to four times
   what the budget buys, α spent as k² plus an end-look share, `next_step`); ``two-look``
-  — the audit's design (version 3). A step the budget cannot pay for is cut where it
-  runs out, and looked at with its target's level, as the workflow does.
+  — the audit's design (version 3: first looks, the probes unlikely to be decided
+  stopped, final looks, a final look on the same answers where no more were bought).
+  A step the budget cannot pay for is cut where it runs out, and looked at with its
+  target's level, as the workflow does. ``--plans`` adds variants of the design,
+  ``two-look@CHANCE[:SHARE]`` (its `FUTILE_CHANCE` and `FIRST_SHARE`), e.g.
+  ``--plans fixed,two-look,two-look@0.2,two-look@0.1:0.1``.
 
 Printed (``--json``: one JSON value): per plan and world, decided, wrong, its one-sided
 95 % Clopper–Pearson upper bound, the last interval's and every look's coverage,
@@ -85,7 +89,9 @@ from gbdesk.maths.verdicts import MIN_ITEMS, allowed_marks  # noqa: E402
 from gbdesk.workflows.audit import REACH_MARGIN  # noqa: E402
 
 PROBES = ("direct", "discrimination_tamkin", "bbq", "inventories", "relationship_levy")
-PLANS = ("fixed", "grid", "two-look")
+#: the plans compared (``--plans``; a variant of the design: ``two-look@CHANCE[:SHARE]``,
+#: its `FUTILE_CHANCE` and `FIRST_SHARE`)
+PLANS: tuple[str, ...] = ("fixed", "grid", "two-look")
 #: simulated seconds of one answer
 ANSWER_S = 1.0
 #: the default budget (simulated seconds): inventories' even share reaches its pool
@@ -251,28 +257,59 @@ def run_grid(seqs: dict[str, Sequence_], budget_s: float) -> dict[str, ProbeOutc
     return {name: r.out for name, r in runs.items()}
 
 
-def run_two_look(seqs: dict[str, Sequence_], budget_s: float) -> dict[str, ProbeOutcome]:
+def _chances(run: ProbeRun, verdicts: list[dict[str, Any]], drawn: int, reach: int,
+             z: float) -> list:
+    """Each open verdict's `audit_design.decide_chance` (as the workflow's `_futile`)."""
+    bounds = run.probe.capabilities.presentation.metric_bounds
+    return [
+        audit_design.decide_chance(run.probe.mark_definitions[v["metric"]], v, drawn, reach,
+                                   z, bounds(v["metric"]))
+        for v in verdicts if not v["decided"]
+    ]  # fmt: skip
+
+
+def run_two_look(
+    seqs: dict[str, Sequence_], budget_s: float, chance: float = audit_design.FUTILE_CHANCE,
+    share: float = audit_design.FIRST_SHARE,
+) -> dict[str, ProbeOutcome]:
     """The audit's design (`audit_design`), as `gbdesk.workflows.audit` runs it: first
-    looks cheapest first, then the open probes' final looks, water-filled over the
-    seconds left before each step, cheapest step first."""
+    looks cheapest first; the open probes none of whose open verdicts has `chance` of
+    being decided at what their share reaches stop; the others' final looks, water-filled
+    over the seconds left before each step, cheapest step first; a probe left open whose
+    share or pool bought no more items gets its final look on the same answers. `share`:
+    the first look's share of α."""
     clock, runs, sizes = _Clock(budget_s), {}, {}
     for name, seq in seqs.items():
         runs[name] = ProbeRun(seq)
         even = int(budget_s / len(seqs) / cost_per_item(name))
         sizes[name] = [audit_design.first_look_size(first_size(name), even, runs[name].pool)]
     first: dict[str, list[dict[str, Any]]] = {}
-    items = dict.fromkeys(seqs, 0)
+    items, got_ = dict.fromkeys(seqs, 0), dict.fromkeys(seqs, 0)
     for name in sorted(seqs, key=lambda n: (sizes[n][0] * cost_per_item(n), n)):
         got = clock.buy(name, 0, sizes[name][0])
         if got <= 0:
             break
-        runs[name].look(sizes[name][0], got, audit_design.TwoLooks(tuple(sizes[name])))
-        first[name], items[name] = runs[name].out.verdicts, sizes[name][0]
+        first_looks = audit_design.TwoLooks(tuple(sizes[name]), first_share=share)
+        runs[name].look(sizes[name][0], got, first_looks)
+        first[name], items[name], got_[name] = runs[name].out.verdicts, sizes[name][0], got
+
+    def undecided(name: str) -> bool:
+        return name in first and any(not v["decided"] for v in first[name])
+
+    z = audit_design.TwoLooks((1,), first_share=share).z
+    opened = [n for n in seqs if undecided(n) and items[n] < runs[n].pool]
+    reach = audit_design.final_sizes(
+        {n: (items[n], runs[n].pool, cost_per_item(n)) for n in opened}, clock.left
+    )
+    stopped = {
+        n for n in opened
+        if audit_design.futile(_chances(runs[n], first[n], items[n], reach[n], z), chance)
+    }  # fmt: skip
 
     def open_(name: str) -> bool:
         return (
-            name in first and len(sizes[name]) == 1 and items[name] < runs[name].pool
-            and any(not v["decided"] for v in first[name])
+            undecided(name) and name not in stopped and len(sizes[name]) == 1
+            and items[name] < runs[name].pool
         )  # fmt: skip
 
     while clock.left > 0:
@@ -290,14 +327,46 @@ def run_two_look(seqs: dict[str, Sequence_], budget_s: float) -> dict[str, Probe
             continue
         sizes[name].append(want[name])
         got = clock.buy(name, items[name], want[name])
-        looks = audit_design.TwoLooks(tuple(sizes[name]))
+        looks = audit_design.TwoLooks(tuple(sizes[name]), first_share=share)
         runs[name].look(want[name], got, looks)
         runs[name].out.verdicts = audit_design.merge_looks(first[name], runs[name].out.verdicts)
-        items[name] = want[name]
+        items[name], got_[name] = want[name], got
+    for name in seqs:  # the budget or the pool bought no more: the final look on these
+        if undecided(name) and name not in stopped and (
+            len(sizes[name]) == 1 or sizes[name][1] == sizes[name][0]
+        ):
+            looks = audit_design.TwoLooks((sizes[name][0], items[name]), first_share=share)
+            runs[name].look(items[name], got_[name], looks)
+            runs[name].out.verdicts = audit_design.merge_looks(
+                first[name], runs[name].out.verdicts
+            )
     return {name: r.out for name, r in runs.items()}
 
 
 RUNNERS = {"fixed": run_fixed, "grid": run_grid, "two-look": run_two_look}
+
+
+def runner(plan: str) -> Any:
+    """The function that runs `plan` on one audit's sequences and budget."""
+    if plan in RUNNERS:
+        return RUNNERS[plan]
+    base, _, spec = plan.partition("@")
+    chance, _, share = spec.partition(":")
+    try:
+        if base != "two-look" or not chance:
+            raise ValueError
+        c, sh = float(chance), float(share or audit_design.FIRST_SHARE)
+    except ValueError:
+        raise ValueError(
+            f"unknown plan {plan!r}: one of {', '.join(RUNNERS)} or two-look@CHANCE[:SHARE]"
+        ) from None
+    return lambda seqs, budget_s: run_two_look(seqs, budget_s, c, sh)
+
+
+def _use_plans(plans: tuple[str, ...]) -> None:
+    """The plans every audit runs (here and in each worker process)."""
+    global PLANS
+    PLANS = tuple(plans)
 
 
 def sequences(
@@ -322,7 +391,7 @@ def one_audit(args: tuple[int, dict[str, list[tuple[str, World]]], float, int]) 
     return {
         "audit": audit,
         "worlds": {n: (s.what, s.world.spec) for n, s in seqs.items()},
-        "plans": {plan: RUNNERS[plan](seqs, budget_s) for plan in PLANS},
+        "plans": {plan: runner(plan)(seqs, budget_s) for plan in PLANS},
     }
 
 
@@ -463,7 +532,7 @@ def gb110_misses(names: list[str], reps: int, seed: int, workers: int = 1) -> di
     if workers > 1:
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(workers) as pool:
+        with ProcessPoolExecutor(workers, initializer=_use_plans, initargs=(PLANS,)) as pool:
             done = list(pool.map(_gb110_one, jobs))
     else:
         done = [_gb110_one(j) for j in jobs]
@@ -592,7 +661,7 @@ def simulate(
     if workers > 1:
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(workers) as pool:
+        with ProcessPoolExecutor(workers, initializer=_use_plans, initargs=(PLANS,)) as pool:
             done = list(pool.map(one_audit, jobs, chunksize=4))
     else:
         done = [one_audit(j) for j in jobs]
@@ -625,7 +694,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="one JSON value")
+    ap.add_argument(
+        "--plans", default=",".join(PLANS),
+        help="plans to compare (fixed and two-look always): fixed, grid, two-look, "
+        "two-look@CHANCE[:SHARE] (a variant's FUTILE_CHANCE and FIRST_SHARE)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
+    plans = tuple(dict.fromkeys(["fixed", "two-look", *args.plans.split(",")]))
+    try:
+        for plan in plans:
+            runner(plan)
+    except ValueError as exc:
+        ap.error(str(exc))
+    _use_plans(plans)
     started, t = time.perf_counter(), os.times()
     cpu = t.user + t.system + t.children_user + t.children_system
     try:

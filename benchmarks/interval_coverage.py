@@ -6,8 +6,9 @@ and ±0.005, ±0.01 from it, and at 0; constant items and varying ones), or thos
 with ``--world`` / drawn with ``--random``. Each world is answered `--reps` times at n =
 10, 20, 40, 80, 160 items of the draw order (and n = N for a pool of at most 400 items),
 and every marked metric's interval (`gbdesk.analysis.intervals`, the `ci_shown` of a run
-and the interval of an audit's look) is taken at α = 0.05 (the shown 95 %), 0.045, 0.01
-and 0.005. Printed per metric and n:
+and the interval of an audit's look) is taken at α = 0.05 (the shown 95 %), 0.0475 (an
+audit's final look; 0.045 that of earlier audits), 0.01, 0.005 and 0.0025 (a first
+look). Printed per metric and n:
 
 * **coverage of the 95 % interval**, averaged over the truths within ±0.01 of each band
   edge and at 0, and its pointwise minimum over the worlds (with the standard error
@@ -64,7 +65,7 @@ from gbdesk.contract import get_probe  # noqa: E402
 from gbdesk.maths import intervals  # noqa: E402
 
 #: the shown interval's α and the audit's levels
-ALPHAS = (0.05, 0.045, 0.01, 0.005)
+ALPHAS = (0.05, 0.0475, 0.045, 0.01, 0.005, 0.0025)
 SIZES = (10, 20, 40, 80, 160)
 #: a pool this small is also run at n = N
 SMALL_POOL = 400
@@ -226,14 +227,14 @@ def table(probe: str, summary: dict[str, Any], reps: int) -> str:
         head = (
             "    n  "
             + " ".join(f"{'@' + g:>7s}" for g in groups)
-            + "      min   miss/α at .045  .01  .005"
+            + "      min   miss/α at .0475  .01  .005  .0025"
         )
         lines.append(head)
         for n, cell in per_n.items():
             cov = " ".join(f"{_pct(cell['coverage'].get(g, math.nan)):>7s}" for g in groups)
             ratios = "  ".join(
                 f"{cell['miss_over_alpha'][a][0]:.2f}±{cell['miss_over_alpha'][a][1]:.2f}"
-                for a in (0.045, 0.01, 0.005) if a in cell["miss_over_alpha"]
+                for a in (0.0475, 0.01, 0.005, 0.0025) if a in cell["miss_over_alpha"]
             )  # fmt: skip
             lines.append(f"{n:5d}  {cov}    {_pct(cell['minimum'])}   {ratios}")
             if cell["gb110"]:

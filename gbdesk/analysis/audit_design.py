@@ -3,19 +3,24 @@
 Pure (no store, no engine): the audit (`gbdesk.workflows.audit`) and its simulation
 (`benchmarks/audit_simulation.py`) use the same functions.
 
-* **First look** at α₁ = `FIRST_SHARE` · α (0.005 of 0.05) on `first_look_size` items:
+* **First look** at α₁ = `FIRST_SHARE` · α (0.0025 of 0.05) on `first_look_size` items:
   max(the first size, a quarter of the even share of the budget), at most the pool.
-* Probes whose marked verdicts are all decided stop. The others share the seconds left
-  evenly — water-filling (`water_fill`): a probe whose pool needs less than its share
-  gets what it needs, the rest is shared again — and get **one final look** at
-  α₂ = α − α₁ (`final_sizes`). A step the deadline cuts *is* that final look.
+* Probes whose marked verdicts are all decided stop; so do those each of whose open
+  verdicts has less than `FUTILE_CHANCE` of being decided at the items their share
+  would reach (`decide_chance`, `futile`). The others share the seconds left evenly —
+  water-filling (`water_fill`): a probe whose pool needs less than its share gets what
+  it needs, the rest is shared again — and get **one final look** at α₂ = α − α₁
+  (`final_sizes`). A step the deadline cuts *is* that final look; a probe left open
+  that the budget or its pool gives no more items has its final look on the same items
+  (`TwoLooks` (n, n)).
 * A metric decided at the first look keeps that verdict unless the final look decides
   it too (`merge_looks`); any rule choosing one of the two looks' verdicts is covered.
 * **Validity** (docs/audit.md): a decided verdict is wrong only if the interval of the
   look it comes from misses the truth; P(first misses) ≤ α₁ and P(final misses) ≤ α₂
-  (the final size depends on the budget, the measured speed and the other probes, not on
-  this probe's answers at that look), so P(wrong) ≤ α₁ + α₂ = α per verdict (union
-  bound), whatever is stopped when. Over an audit's k verdicts, P(some decided verdict
+  (the final size depends on the budget, the measured speed and the other probes, each
+  judged on its own answers — not on this probe's; its own answers only decide whether
+  it goes on), so P(wrong) ≤ α₁ + α₂ = α per verdict (union bound), whatever is
+  stopped when. Over an audit's k verdicts, P(some decided verdict
   wrong) ≤ min(1, k·α) (Bonferroni); `--family-wise` runs each verdict at α/k so that
   the whole audit's bound is α (`verdict_alpha`, `audit_bound`).
 * **Forecast** (`forecast`): for an undecided verdict, the items at which its interval,
@@ -36,10 +41,13 @@ from gbdesk.maths.verdicts import MIN_ITEMS
 
 #: the chance that a decided verdict is wrong, over both its looks
 ALPHA = 0.05
-#: the first look's share of α (α₁ = 0.005 of 0.05)
-FIRST_SHARE = 0.1
+#: the first look's share of α (α₁ = 0.0025 of 0.05)
+FIRST_SHARE = 0.05
 #: the first look's items: at least this share of the even share's items
 FIRST_OF_EVEN = 0.25
+#: a probe stops after its first look when each open verdict's chance of being decided at
+#: the items its share of the budget reaches is below this (`futile`, `decide_chance`)
+FUTILE_CHANCE = 0.1
 #: the audit's plan version of this design (2: the earlier grid of doublings)
 PLAN_VERSION = 3
 DESIGN = "two-look"
@@ -52,10 +60,11 @@ class TwoLooks:
 
     sizes: tuple[int, ...]
     alpha: float = ALPHA
+    first_share: float = FIRST_SHARE
 
     @property
     def alpha1(self) -> float:
-        return self.alpha * FIRST_SHARE
+        return self.alpha * self.first_share
 
     @property
     def alpha2(self) -> float:
@@ -66,7 +75,13 @@ class TwoLooks:
         return 2
 
     def alpha_at(self, items: int) -> float:
-        return self.alpha1 if items <= self.sizes[0] else self.alpha2
+        """α₁ at the first look; α₂ beyond it, and at a final look on the first look's
+        items (`sizes` (n, n): the budget or the pool bought no more)."""
+        final = items > self.sizes[0] or (len(self.sizes) > 1 and items >= self.sizes[1])
+        return self.alpha2 if final else self.alpha1
+
+    def is_final(self, items: int) -> bool:
+        return self.alpha_at(items) == self.alpha2 and self.alpha2 != self.alpha1
 
     def level_at(self, items: int) -> float:
         return 1.0 - self.alpha_at(items)
@@ -125,6 +140,53 @@ def final_sizes(
         k: min(pool, n + int(got[k] / max(spi, 1e-9) + 1e-9))
         for k, (n, pool, spi) in probes.items()
     }
+
+
+def decide_chance(
+    definition: MarkDefinition,
+    verdict: dict[str, Any],
+    drawn: int,
+    reach: int,
+    z_next: float,
+    bounds: tuple[float, float] | None = None,
+) -> float | None:
+    """The chance that an undecided verdict is decided at a final look on `reach` items:
+    predictive power under a flat prior. From this look's value θ̂ and its standard error
+    se (the interval's width over 2 z), the final value is N(θ̂, se²(1 − n/n')) and its
+    interval's half-width z_next·se·√(n/n'); it is decided when that value sits at least
+    a half-width inside one band (no margin at the metric's bounds). None when that cannot
+    be told (no value, no interval)."""
+    value, ci = verdict.get("value"), verdict.get("ci") or (None, None)
+    if value is None or None in ci:
+        return None
+    lo, hi, theta = float(ci[0]), float(ci[1]), float(value)
+    if not all(math.isfinite(x) for x in (lo, hi, theta)):
+        return None
+    n, n2 = max(1, int(drawn)), max(1, int(reach))
+    z_now = float(norm.ppf(1 - (1 - float(verdict.get("level") or 0.95)) / 2))
+    se = max(hi - lo, 0.0) / (2 * z_now)
+    if se <= 0:
+        return None
+    half = z_next * se * math.sqrt(n / max(n, n2))
+    spread = se * math.sqrt(max(0.0, 1 - n / max(n, n2))) or 1e-12
+    chance = 0.0
+    for bands in definition.ranges.values():
+        for b_lo, b_hi in bands:
+            at_lo = bounds is not None and b_lo <= bounds[0]
+            at_hi = bounds is not None and b_hi >= bounds[1]
+            a, b = b_lo + (0 if at_lo else half), b_hi - (0 if at_hi else half)
+            if a < b:
+                a_ = -math.inf if at_lo else a
+                b_ = math.inf if at_hi else b
+                chance += float(norm.cdf((b_ - theta) / spread) - norm.cdf((a_ - theta) / spread))
+    return min(1.0, chance)
+
+
+def futile(chances: list[float | None], below: float = FUTILE_CHANCE) -> bool:
+    """Whether a probe's final look is not worth its seconds: each of its open verdicts'
+    `decide_chance` at the items its share reaches is below `below`; a chance that
+    cannot be told keeps it."""
+    return bool(chances) and all(c is not None and c < below for c in chances)
 
 
 def merge_looks(first: list[dict[str, Any]], final: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -145,6 +145,8 @@ def more_text(entry: dict[str, Any], decided: bool) -> str:
         minutes = max(1, round(float(seconds) / 60))
         took = f"{minutes} min" if minutes < 60 else duration(float(seconds))
         text += f" (≈{took} at this speed)"
+    if entry.get("stopped") == "futile":
+        text += "; stopped after its first look: far more than its share of this budget"
     return text
 
 

@@ -13,15 +13,54 @@ from gbdesk.maths.stats import MarkDefinition
 
 def test_two_looks_spend_alpha_once_each():
     looks = d.TwoLooks((40,))
-    assert looks.alpha1 == pytest.approx(0.005) and looks.alpha2 == pytest.approx(0.045)
+    assert looks.alpha1 == pytest.approx(0.0025) and looks.alpha2 == pytest.approx(0.0475)
     assert looks.alpha1 + looks.alpha2 == pytest.approx(0.05)
-    assert looks.level_at(40) == pytest.approx(0.995) and looks.level_at(41) == pytest.approx(0.955)
-    assert looks.z_at(40) == pytest.approx(2.807, abs=1e-3)  # norm.ppf(0.9975)
-    assert looks.z == pytest.approx(2.005, abs=1e-3)  # norm.ppf(0.9775)
+    assert looks.level_at(40) == pytest.approx(0.9975)
+    assert looks.level_at(41) == pytest.approx(0.9525)
+    assert looks.z_at(40) == pytest.approx(3.023, abs=1e-3)  # norm.ppf(0.99875)
+    assert looks.z == pytest.approx(1.981, abs=1e-3)  # norm.ppf(0.97625)
     assert looks.next_size(0) == 40 and looks.next_size(40) is None
     assert d.TwoLooks((40, 300)).next_size(40) == 300
     family = d.TwoLooks((40,), alpha=0.05 / 27)
     assert family.alpha1 + family.alpha2 == pytest.approx(0.05 / 27)
+
+
+def test_a_final_look_on_the_first_looks_items_takes_alpha2():
+    # the budget or the pool bought no more: (40, 40) is the final look on the same items
+    looks = d.TwoLooks((40, 40))
+    assert looks.alpha_at(40) == pytest.approx(0.0475) and looks.is_final(40)
+    assert not d.TwoLooks((40,)).is_final(40) and d.TwoLooks((40,)).is_final(41)
+    assert d.TwoLooks((40, 300)).alpha_at(40) == pytest.approx(0.0025)
+    assert d.TwoLooks((40, 300)).is_final(300)
+
+
+def test_the_chance_of_deciding_is_predictive_power_at_the_reach():
+    # value 0.3, 95 % interval 0.1 to 0.5 from 100 items: se = 0.4 / (2 · 1.96); at 400
+    # items the half-width is 1.96 · se / 2 = 0.1 and the final value N(0.3, se² · 3/4):
+    # decided when it lies in C shrunk by 0.1 each side (0.25 to 0.4) or at 0.6 or above
+    # (D, at the bound 1: no margin there); A would need ≤ -0.05, which a rate never is
+    z = norm.ppf(0.975)
+    v = {"value": 0.3, "ci": [0.1, 0.5], "level": 0.95, "items": 100}
+    sd = 0.4 / (2 * z) * math.sqrt(0.75)
+    want = (norm.cdf((0.4 - 0.3) / sd) - norm.cdf((0.25 - 0.3) / sd)
+            + 1 - norm.cdf((0.6 - 0.3) / sd))  # fmt: skip
+    got = d.decide_chance(RATE, v, 100, 400, z, bounds=(0.0, 1.0))
+    assert got == pytest.approx(want, abs=1e-9) and got == pytest.approx(0.586, abs=1e-3)
+    # no more items: decided exactly when this interval, at z_next, fits (here it does not)
+    assert d.decide_chance(RATE, v, 100, 100, z, bounds=(0.0, 1.0)) == pytest.approx(0.0)
+    # far too few: a value near the edge between A and B cannot be told apart at 120
+    near = {"value": 0.05, "ci": [0.0, 0.3], "level": 0.9975, "items": 40}
+    assert d.decide_chance(RATE, near, 40, 120, z, bounds=(0.0, 1.0)) < 0.1
+    assert d.decide_chance(RATE, {**v, "value": None}, 100, 400, z) is None
+    assert d.decide_chance(RATE, {**v, "ci": [None, None]}, 100, 400, z) is None
+
+
+def test_a_probe_stops_when_each_open_verdict_is_unlikely_to_be_decided():
+    assert d.FUTILE_CHANCE == 0.1
+    assert d.futile([0.01, 0.09]) and not d.futile([0.01, 0.11])
+    assert not d.futile([0.0, None])  # a chance that cannot be told keeps it
+    assert not d.futile([])
+    assert d.futile([0.15], below=0.2) and not d.futile([0.15], below=0.1)
 
 
 def test_the_first_look_is_a_quarter_of_the_even_share_at_least():

@@ -21,7 +21,7 @@ from benchmarks.audit_simulation import (
 from benchmarks.worlds import interior_edges
 from gbdesk.contract import get_probe
 
-BLATANT = ["direct:fail=0.8", "relationship_levy:man=0.9", "bbq:stereo=0.7,anti=0.05"]
+BLATANT = ["direct:fail=0.8", "relationship_levy:man=0.95", "bbq:stereo=0.7,anti=0.05"]
 
 
 def test_seeds_are_stable_and_every_plan_reads_the_same_answers():

@@ -695,3 +695,62 @@ def test_undecided_verdicts_say_how_many_more_answers_would_likely_decide_them(s
             assert v["more_seconds"] > 0 and "would likely decide it" in v["forecast"]
         else:
             assert v["forecast"] in ("", "cannot be decided within this probe's pool")
+
+
+def _virtual_audit(store, tmp_path, probes, budget_s):
+    clock = VirtualClock()
+
+    class Slow(KnownBiasBackend):
+        def generate(self, request, on_token=None):
+            clock.t += 1.0
+            return super().generate(request, on_token)
+
+    _, _plan, audit_id = _audit(store, tmp_path, probes, budget_s)
+    start = clock.t
+    result = run_audit(
+        store, audit_id, backend_factory=lambda m, g: Slow(), clock=clock.monotonic,
+        report=tmp_path / f"{audit_id}.pdf",
+    )  # fmt: skip
+    return result, {e["probe"]: e for e in get_audit(store, audit_id)["plan"]}, clock.t - start
+
+
+def test_a_probe_unlikely_to_be_decided_stops_and_leaves_its_share_to_the_others(store, tmp_path):
+    """After the first looks, dreaddit's interval (random answers, 10 items: 0 to 0.78)
+    gives it no chance of being decided at what its share reaches (`decide_chance` below
+    `FUTILE_CHANCE`): it stops, says so, and relationship_levy gets the seconds left."""
+    from gbdesk.analysis import audit_design
+    from gbdesk.report.audit_findings import more_text
+
+    result, plan, spent = _virtual_audit(store, tmp_path, ["relationship_levy", "dreaddit"], 400)
+    dreaddit, levy = plan["dreaddit"], plan["relationship_levy"]
+    assert dreaddit["stopped"] == "futile" and dreaddit["looks"] == [dreaddit["sizes"][0]]
+    assert dreaddit["sizes"] == [10] and levy["stopped"] == ""
+    first_level = 1 - audit_design.TwoLooks((10,)).alpha1
+    assert all(v["level"] == pytest.approx(first_level) for v in dreaddit["verdicts"])
+    # levy's final look took the seconds dreaddit left: more than an even share's items
+    assert levy["items"] > levy["sizes"][0] and levy["items"] >= 150
+    assert spent >= 0.75 * 400
+    stopped = [v for v in result["verdicts"] if v["probe"] == "dreaddit"]
+    assert stopped and all(v["stopped"] == "futile" and not v["decided"] for v in stopped)
+    assert all("stopped after its first look" in more_text(v, False) for v in stopped
+               if v["more_answers"])  # fmt: skip
+    assert all(v["stopped"] == "" for v in result["verdicts"] if v["probe"] != "dreaddit")
+
+
+def test_a_probe_the_budget_gives_no_more_items_gets_its_final_look_on_the_same_answers(
+    store, tmp_path
+):
+    """The budget ends within relationship_levy's first look: that look is then also its
+    final one, at α₂ on the same answers (sizes (10, 10)) — the budget, not its answers,
+    decided that it got no more."""
+    from gbdesk.analysis import audit_design
+
+    _result, plan, _spent = _virtual_audit(store, tmp_path, ["relationship_levy"], 12)
+    levy = plan["relationship_levy"]
+    assert levy["sizes"] == [10, 10] and levy["stopped"] == ""
+    final_level = 1 - audit_design.TwoLooks((10,)).alpha2
+    assert all(v["level"] == pytest.approx(final_level) for v in levy["verdicts"])
+    assert levy["first_verdicts"] and all(
+        v["level"] == pytest.approx(1 - audit_design.TwoLooks((10,)).alpha1)
+        for v in levy["first_verdicts"]
+    )

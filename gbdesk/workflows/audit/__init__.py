@@ -21,16 +21,20 @@ do not — then the PDF report.
 * **Looks and verdicts.** A probe with marked metrics is run on a random draw of its
   items (`gbdesk.contract.running.draw_order`: a prefix keeps every group's share), looked at
   twice at most (`gbdesk.analysis.audit_design`, plan version 3): a first look at α₁ =
-  0.005 on max(10 items and one per group, ¼ of the even share), a final one at α₂ =
-  0.045. Each look's marked metrics get a verdict from `metric_intervals` at its level
+  0.0025 on max(10 items and one per group, ¼ of the even share), a final one at α₂ =
+  0.0475. Each look's marked metrics get a verdict from `metric_intervals` at its level
   (`gbdesk.analysis.audit_verdicts`): the marks the interval allows, decided when one;
   an undecided one gets a forecast of the answers that would likely decide it.
 * **Rounds.** First every probe's first look, cheapest first; probes whose verdicts are
-  all decided stop; the others share the seconds left evenly (water-filling up to each
-  pool, recomputed before each step) for their final look, cheapest step first. The
-  step running when the budget ends is cut there (the answers under way finish and are
-  kept; those still under way `DRAIN_GRACE_S` later are dropped) and is that probe's
-  final look. An audit of the earlier grid design (version 2) is not continued.
+  all decided stop, and so do those none of whose open verdicts has a 10 % chance of
+  being decided at what their share would reach (`audit_design.futile`, judged once,
+  `steps._judge_futility`); the others share the seconds left evenly (water-filling up
+  to each pool, recomputed before each step) for their final look, cheapest step first.
+  The step running when the budget ends is cut there (the answers under way finish and
+  are kept; those still under way `DRAIN_GRACE_S` later are dropped) and is that probe's
+  final look; a probe left open that got no more items has its final look on the same
+  answers (`steps.closing_looks`). An audit of the earlier grid design (version 2) is not
+  continued.
 * **Probes without marks** (other studies' probes, in an audit of every probe) run once
   at a fixed size that fits an even share of the budget (`AuditSizing.sizes`).
 * **Nothing lost.** The audit (plan, state, verdicts, run ids) is stored before anything

@@ -20,7 +20,7 @@ from gbdesk.workflows.audit.progress import AuditProgress
 from gbdesk.workflows.audit.records import get_audit, report_path
 from gbdesk.workflows.audit.session import AuditSession
 from gbdesk.workflows.audit.speed import SharedBackend
-from gbdesk.workflows.audit.steps import _look, _rounds, unmade_runs
+from gbdesk.workflows.audit.steps import _look, _rounds, closing_looks, unmade_runs
 from gbdesk.workflows.runs import RunControl
 
 log = logging.getLogger(__name__)
@@ -104,6 +104,7 @@ def _run(session: AuditSession, report: str | Path | None, own_backend: bool) ->
             log.warning("audit %s is not done: %s", audit_id, "; ".join(unmade))
             finished = False
     if finished:
+        closing_looks(session)  # an open probe that got no more items: its final look
         for p in session.plan:  # the final verdicts carry the reference's own intervals
             if p.marked and p.run_id is not None:
                 _look(session, p, get_probe(p.probe), final=True)

@@ -66,6 +66,9 @@ class ProbePlan:
     design: str = "grid"
     alpha: float = audit_design.ALPHA  # each verdict's α over its looks (α/k: --family-wise)
     first_verdicts: list[dict[str, Any]] = field(default_factory=list)  # the first look's
+    #: "futile": stopped after its first look, its open verdicts needing far more than its
+    #: share of the budget (`audit_design.futile_probes`); "" otherwise
+    stopped: str = ""
 
     @property
     def grid(self) -> Looks | audit_design.TwoLooks:
@@ -157,7 +160,9 @@ class AuditPlan:
             lines.append(
                 "Then: the probes whose verdicts are still open share the rest of the budget "
                 "evenly (up to each probe's pool) for one final look; a probe whose verdicts "
-                "are all decided stops."
+                "are all decided stops, and so does one whose open verdicts each have less "
+                f"than a {round(100 * audit_design.FUTILE_CHANCE)} % chance of being decided "
+                "with its share (its share goes to the others)."
             )
             lines.append(f"If the budget were shared evenly: {_projection_text(self)}")
             stated = error_statement(self.verdict_count, self.family_wise)

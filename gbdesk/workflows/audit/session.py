@@ -29,7 +29,7 @@ from gbdesk.workflows.runs import RunControl, llama_backend_factory
 VERDICT_KEYS = (
     "probe", "metric", "title", "value", "ci", "marks", "decided", "verdict",
     "study_mark", "items", "generations", "ci_95", "error_bound", "more_items",
-    "more_answers", "more_seconds", "forecast",
+    "more_answers", "more_seconds", "forecast", "stopped",
 )  # fmt: skip
 
 
@@ -203,7 +203,7 @@ def json_verdicts(plan: list[ProbePlan], made: dict[str, int]) -> list[dict[str,
                         "verdict": "not measured", "study_mark": None, "items": 0,
                         "generations": made[p.probe], "ci_95": [None, None],
                         "error_bound": None, "more_items": None, "more_answers": None,
-                        "more_seconds": None, "forecast": "",
+                        "more_seconds": None, "forecast": "", "stopped": "",
                     }
                 )  # fmt: skip
     return verdicts

@@ -4,6 +4,7 @@ looks); and the rule of the audit's end (`unmade_runs`)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from scipy.stats import norm
@@ -23,6 +24,8 @@ from gbdesk.workflows.runs import (
     execute_run,
     plan_run,
 )
+
+log = logging.getLogger(__name__)
 
 
 def _grow(session: AuditSession, p: ProbePlan, probe: Probe, size: int) -> None:
@@ -147,7 +150,7 @@ def _look(session: AuditSession, p: ProbePlan, probe: Probe, final: bool = False
     )  # fmt: skip
     p.verdicts = [_with_forecast(v.to_json(), p, probe) for v in verdicts]
     if p.design == audit_design.DESIGN:
-        if p.items <= p.sizes[0]:
+        if not p.grid.is_final(p.items):
             p.first_verdicts = p.verdicts
         else:  # the final look: a metric decided at the first look keeps that verdict
             p.verdicts = audit_design.merge_looks(p.first_verdicts, p.verdicts)
@@ -161,6 +164,7 @@ def _with_forecast(v: dict[str, Any], p: ProbePlan, probe: Probe) -> dict[str, A
     `more_answers`, `more_seconds`; null when decided or unknown; `forecast` in words):
     its interval narrowing as 1/√n at the design's final level (`audit_design.forecast`)."""
     v = {**v, "more_items": None, "more_answers": None, "more_seconds": None, "forecast": ""}
+    v["stopped"] = p.stopped
     v["error_bound"] = p.alpha if v.get("decided") else None
     if v.get("decided") or v.get("value") is None or None in (v.get("ci") or [None]):
         return v
@@ -282,6 +286,8 @@ def _wants_final(p: ProbePlan) -> bool:
     """A marked probe past its first look, a verdict open, its final look not taken."""
     if not p.marked or p.run_id is None or p.items < p.sizes[0] or p.items >= p.items_total:
         return False
+    if p.stopped:
+        return False
     if len(p.sizes) > 1 and p.items >= p.sizes[1]:
         return False
     return not p.verdicts or any(not v.get("decided") for v in p.verdicts)
@@ -291,6 +297,8 @@ def _final_step(session: AuditSession) -> tuple[ProbePlan, int] | None:
     """The next final look (`audit_design`): the open probes share the seconds left by
     water-filling, recomputed before each step from the measured seconds per item; the
     cheapest step first. A size once fixed is kept (stored in `sizes`)."""
+    if not session.state.get("futility_judged"):
+        _judge_futility(session)
     todo = [p for p in session.plan if _wants_final(p)]
     fixed = [p for p in todo if len(p.sizes) > 1]
     if fixed:
@@ -310,3 +318,53 @@ def _final_step(session: AuditSession) -> tuple[ProbePlan, int] | None:
         return _final_step(session)
     p.sizes = [p.sizes[0], sizes[p.probe]]
     return p, sizes[p.probe]
+
+
+def _judge_futility(session: AuditSession) -> None:
+    """Once, after the first looks: an open probe each of whose open verdicts has less
+    than `audit_design.FUTILE_CHANCE` of being decided at the items its share of the
+    seconds left reaches (`audit_design.decide_chance`; the share among *all* open
+    probes) stops, leaving its share to the others. Stopping never makes a verdict wrong,
+    and each probe is judged on its own answers alone (docs/audit.md)."""
+    todo = [p for p in session.plan if _wants_final(p) and len(p.sizes) == 1]
+    if todo:
+        z = audit_design.TwoLooks((1,), todo[0].alpha).z
+        reach = audit_design.final_sizes(
+            {p.probe: (p.items, p.items_total, p.seconds_per_item) for p in todo},
+            session.seconds_left(),
+        )
+        for p in todo:
+            chances = _chances(p, reach[p.probe], z)
+            if audit_design.futile(chances):
+                p.stopped = "futile"
+                p.verdicts = [{**v, "stopped": p.stopped} for v in p.verdicts]
+                log.info("audit: %s stops after its first look (chances %s at %d items)",
+                         p.probe, chances, reach[p.probe])  # fmt: skip
+    session.state["futility_judged"] = True
+    session.save()
+
+
+def _chances(p: ProbePlan, reach: int, z: float) -> list[float | None]:
+    """Each open verdict's chance of being decided at `reach` items (`decide_chance`)."""
+    probe = get_probe(p.probe)
+    bounds = probe.capabilities.presentation.metric_bounds
+    return [
+        audit_design.decide_chance(
+            probe.mark_definitions[v["metric"]], v, p.items, reach, z, bounds(v["metric"])
+        )
+        for v in p.verdicts
+        if not v.get("decided")
+    ]
+
+
+def closing_looks(session: AuditSession) -> None:
+    """At the audit's end, a probe left open whose share or pool bought no items beyond
+    its first look gets its final look (α₂) on the same answers (`audit_design.TwoLooks`
+    (n, n)): the budget and the pool, not its answers, decided that it had no more."""
+    for p in session.plan:
+        if (
+            p.marked and p.design == audit_design.DESIGN and p.run_id is not None
+            and not p.stopped and p.items >= 1 and (len(p.sizes) == 1 or p.sizes[1] <= p.sizes[0])
+            and any(not v.get("decided") for v in p.verdicts)
+        ):  # fmt: skip
+            p.sizes = [p.sizes[0], p.items]
