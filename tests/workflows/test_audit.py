@@ -754,3 +754,16 @@ def test_a_probe_the_budget_gives_no_more_items_gets_its_final_look_on_the_same_
         v["level"] == pytest.approx(1 - audit_design.TwoLooks((10,)).alpha1)
         for v in levy["first_verdicts"]
     )
+
+
+def test_a_plan_stored_before_the_split_was_recorded_keeps_its_own(store, tmp_path):
+    """A two-look plan stored with α₁ = 0.005 (before `first_share` was stored) continues
+    with that split: its final look takes 0.045, so its two looks still sum to 0.05."""
+    from gbdesk.workflows.audit.planning import ProbePlan
+
+    _model, plan, _audit_id = _audit(store, tmp_path, ["direct"], 300)
+    new = plan.probes[0]
+    assert new.first_share == 0.05 and new.grid.alpha1 == pytest.approx(0.0025)
+    stored = {k: v for k, v in new.to_json().items() if k != "first_share"}
+    old = ProbePlan.from_json(stored)
+    assert old.grid.alpha1 == pytest.approx(0.005) and old.grid.alpha2 == pytest.approx(0.045)

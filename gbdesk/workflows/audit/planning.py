@@ -66,6 +66,9 @@ class ProbePlan:
     design: str = "grid"
     alpha: float = audit_design.ALPHA  # each verdict's α over its looks (α/k: --family-wise)
     first_verdicts: list[dict[str, Any]] = field(default_factory=list)  # the first look's
+    #: the first look's share of α; a plan stored before it was recorded had 0.1 (α₁ =
+    #: 0.005), and keeps it when continued, so that its two looks still sum to α
+    first_share: float = 0.1
     #: "futile": stopped after its first look, its open verdicts needing far more than its
     #: share of the budget (`audit_design.futile_probes`); "" otherwise
     stopped: str = ""
@@ -73,7 +76,7 @@ class ProbePlan:
     @property
     def grid(self) -> Looks | audit_design.TwoLooks:
         if self.design == audit_design.DESIGN:
-            return audit_design.TwoLooks(tuple(self.sizes), self.alpha)
+            return audit_design.TwoLooks(tuple(self.sizes), self.alpha, self.first_share)
         return Looks(tuple(self.sizes))
 
     def first_seconds(self) -> float:
@@ -415,6 +418,7 @@ def _marked_plan(
         template=template,
         wordings=others,
         design=audit_design.DESIGN,
+        first_share=audit_design.FIRST_SHARE,
     )
 
 

@@ -328,7 +328,7 @@ def _judge_futility(session: AuditSession) -> None:
     and each probe is judged on its own answers alone (docs/audit.md)."""
     todo = [p for p in session.plan if _wants_final(p) and len(p.sizes) == 1]
     if todo:
-        z = audit_design.TwoLooks((1,), todo[0].alpha).z
+        z = todo[0].grid.z  # the final look's z (every probe of an audit has the same split)
         reach = audit_design.final_sizes(
             {p.probe: (p.items, p.items_total, p.seconds_per_item) for p in todo},
             session.seconds_left(),
