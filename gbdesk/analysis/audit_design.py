@@ -157,9 +157,10 @@ def decide_chance(
     a half-width inside one band (no margin at the metric's bounds). None when that cannot
     be told (no value, no interval)."""
     value, ci = verdict.get("value"), verdict.get("ci") or (None, None)
-    if value is None or None in ci:
+    low, high = ci
+    if value is None or low is None or high is None:
         return None
-    lo, hi, theta = float(ci[0]), float(ci[1]), float(value)
+    lo, hi, theta = float(low), float(high), float(value)
     if not all(math.isfinite(x) for x in (lo, hi, theta)):
         return None
     n, n2 = max(1, int(drawn)), max(1, int(reach))
