@@ -146,7 +146,7 @@ def more_text(entry: dict[str, Any], decided: bool) -> str:
         took = f"{minutes} min" if minutes < 60 else duration(float(seconds))
         text += f" (≈{took} at this speed)"
     if entry.get("stopped") == "futile":
-        text += "; stopped after its first look: far more than its share of this budget"
+        text += "; stopped early: unlikely within this budget"
     return text
 
 
