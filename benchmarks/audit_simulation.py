@@ -257,17 +257,6 @@ def run_grid(seqs: dict[str, Sequence_], budget_s: float) -> dict[str, ProbeOutc
     return {name: r.out for name, r in runs.items()}
 
 
-def _chances(run: ProbeRun, verdicts: list[dict[str, Any]], drawn: int, reach: int,
-             z: float) -> list:
-    """Each open verdict's `audit_design.decide_chance` (as the workflow's `_futile`)."""
-    bounds = run.probe.capabilities.presentation.metric_bounds
-    return [
-        audit_design.decide_chance(run.probe.mark_definitions[v["metric"]], v, drawn, reach,
-                                   z, bounds(v["metric"]))
-        for v in verdicts if not v["decided"]
-    ]  # fmt: skip
-
-
 def run_two_look(
     seqs: dict[str, Sequence_], budget_s: float, chance: float = audit_design.FUTILE_CHANCE,
     share: float = audit_design.FIRST_SHARE,
@@ -303,7 +292,10 @@ def run_two_look(
     )
     stopped = {
         n for n in opened
-        if audit_design.futile(_chances(runs[n], first[n], items[n], reach[n], z), chance)
+        if audit_design.futile(audit_design.open_chances(
+            runs[n].probe.mark_definitions, runs[n].probe.capabilities.presentation.metric_bounds,
+            first[n], items[n], reach[n], z,
+        ), chance)
     }  # fmt: skip
 
     def open_(name: str) -> bool:
@@ -532,7 +524,7 @@ def gb110_misses(names: list[str], reps: int, seed: int, workers: int = 1) -> di
     if workers > 1:
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(workers, initializer=_use_plans, initargs=(PLANS,)) as pool:
+        with ProcessPoolExecutor(workers) as pool:
             done = list(pool.map(_gb110_one, jobs))
     else:
         done = [_gb110_one(j) for j in jobs]

@@ -75,13 +75,12 @@ class TwoLooks:
         return 2
 
     def alpha_at(self, items: int) -> float:
-        """α₁ at the first look; α₂ beyond it, and at a final look on the first look's
-        items (`sizes` (n, n): the budget or the pool bought no more)."""
-        final = items > self.sizes[0] or (len(self.sizes) > 1 and items >= self.sizes[1])
-        return self.alpha2 if final else self.alpha1
+        return self.alpha2 if self.is_final(items) else self.alpha1
 
     def is_final(self, items: int) -> bool:
-        return self.alpha_at(items) == self.alpha2 and self.alpha2 != self.alpha1
+        """A look beyond the first size, or at the final size of (n, n): the budget or
+        the pool bought no more, so the final look is on the first look's items."""
+        return items > self.sizes[0] or (len(self.sizes) > 1 and items >= self.sizes[1])
 
     def level_at(self, items: int) -> float:
         return 1.0 - self.alpha_at(items)
@@ -181,6 +180,23 @@ def decide_chance(
                 b_ = math.inf if at_hi else b
                 chance += float(norm.cdf((b_ - theta) / spread) - norm.cdf((a_ - theta) / spread))
     return min(1.0, chance)
+
+
+def open_chances(
+    definitions: dict[str, MarkDefinition],
+    bounds: Any,
+    verdicts: list[dict[str, Any]],
+    drawn: int,
+    reach: int,
+    z_next: float,
+) -> list[float | None]:
+    """Each undecided verdict's `decide_chance` at `reach` items (`bounds(metric)`: the
+    metric's own bounds)."""
+    return [
+        decide_chance(definitions[v["metric"]], v, drawn, reach, z_next, bounds(v["metric"]))
+        for v in verdicts
+        if not v.get("decided")
+    ]
 
 
 def futile(chances: list[float | None], below: float = FUTILE_CHANCE) -> bool:

@@ -69,8 +69,8 @@ class ProbePlan:
     #: the first look's share of α; a plan stored before it was recorded had 0.1 (α₁ =
     #: 0.005), and keeps it when continued, so that its two looks still sum to α
     first_share: float = 0.1
-    #: "futile": stopped after its first look, its open verdicts needing far more than its
-    #: share of the budget (`audit_design.futile_probes`); "" otherwise
+    #: "futile": stopped after its first look, its open verdicts unlikely to be decided
+    #: with its share of the budget (`audit_design.futile`); "" otherwise
     stopped: str = ""
 
     @property

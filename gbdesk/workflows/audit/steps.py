@@ -334,7 +334,11 @@ def _judge_futility(session: AuditSession) -> None:
             session.seconds_left(),
         )
         for p in todo:
-            chances = _chances(p, reach[p.probe], z)
+            probe = get_probe(p.probe)
+            chances = audit_design.open_chances(
+                probe.mark_definitions, probe.capabilities.presentation.metric_bounds,
+                p.verdicts, p.items, reach[p.probe], z,
+            )  # fmt: skip
             if audit_design.futile(chances):
                 p.stopped = "futile"
                 p.verdicts = [{**v, "stopped": p.stopped} for v in p.verdicts]
@@ -344,19 +348,6 @@ def _judge_futility(session: AuditSession) -> None:
     session.save()
 
 
-def _chances(p: ProbePlan, reach: int, z: float) -> list[float | None]:
-    """Each open verdict's chance of being decided at `reach` items (`decide_chance`)."""
-    probe = get_probe(p.probe)
-    bounds = probe.capabilities.presentation.metric_bounds
-    return [
-        audit_design.decide_chance(
-            probe.mark_definitions[v["metric"]], v, p.items, reach, z, bounds(v["metric"])
-        )
-        for v in p.verdicts
-        if not v.get("decided")
-    ]
-
-
 def closing_looks(session: AuditSession) -> None:
     """At the audit's end, a probe left open whose share or pool bought no items beyond
     its first look gets its final look (α₂) on the same answers (`audit_design.TwoLooks`
@@ -364,7 +355,7 @@ def closing_looks(session: AuditSession) -> None:
     for p in session.plan:
         if (
             p.marked and p.design == audit_design.DESIGN and p.run_id is not None
-            and not p.stopped and p.items >= 1 and (len(p.sizes) == 1 or p.sizes[1] <= p.sizes[0])
+            and not p.stopped and (len(p.sizes) == 1 or p.sizes[1] <= p.sizes[0])
             and any(not v.get("decided") for v in p.verdicts)
         ):  # fmt: skip
             p.sizes = [p.sizes[0], p.items]
